@@ -1,0 +1,58 @@
+import type { FastifyInstance } from "fastify";
+import { toFieldIssues } from "@berth/core";
+import type { FastifySchemaCompiler } from "fastify";
+import { serializerCompiler } from "fastify-type-provider-zod";
+import type { ZodType } from "zod";
+import { authPlugin, type Authenticator } from "./plugins/auth.js";
+import { openapiPlugin } from "./plugins/openapi.js";
+import { problemPlugin, RequestValidationError } from "./plugins/problem.js";
+import { healthRoutes } from "./routes/health.js";
+import { teamRoutes } from "./routes/teams.js";
+import type { TeamService, TeamStore } from "./team-service.js";
+
+export interface AppDeps {
+  teams: TeamService;
+  store: Pick<TeamStore, "ping">;
+  authenticator: Authenticator;
+}
+
+/**
+ * zod validation that keeps each issue's exact field path (fastify-type-provider-zod joins paths with
+ * "/", which garbles label keys such as `toolkit.fluxcd.io/tenant`).
+ */
+const validatorCompiler: FastifySchemaCompiler<ZodType> =
+  ({ schema, httpPart }) =>
+  (data) => {
+    const result = schema.safeParse(data);
+    if (result.success) return { value: result.data };
+    const prefix = httpPart === "body" || httpPart === undefined ? [] : [httpPart];
+    return { error: new RequestValidationError(httpPart ?? "body", toFieldIssues(result.error, prefix)) };
+  };
+
+/** Routes anyone may call: health and the API description. Every other route must declare a role. */
+const PUBLIC_ROUTES = [/^\/healthz$/, /^\/readyz$/, /^\/openapi\.json$/, /^\/docs(\/.*)?$/];
+
+/**
+ * The API as a plugin: main.ts registers it on a server, tests register it on an instance they call with
+ * `inject` — no port, same code.
+ */
+export async function app(instance: FastifyInstance, deps: AppDeps): Promise<void> {
+  instance.addHook("onRoute", (route) => {
+    const isPublic = PUBLIC_ROUTES.some((re) => re.test(route.url));
+    if (!isPublic && !route.config?.requiredRole) {
+      throw new Error(`route ${String(route.method)} ${route.url} declares no required role: every non-public route must`);
+    }
+  });
+  await instance.register(problemPlugin);
+  await instance.register(authPlugin, { authenticator: deps.authenticator });
+  await instance.register(openapiPlugin);
+  await instance.register(healthRoutes, { ping: () => deps.store.ping() });
+  await instance.register(async (v1) => {
+    // zod compilers only under /v1: on the root they break plain-JSON-schema routes.
+    v1.setValidatorCompiler(validatorCompiler);
+    v1.setSerializerCompiler(serializerCompiler);
+    // JSON only: fastify would otherwise hand text/plain bodies to the schema as strings (415 instead).
+    v1.removeContentTypeParser("text/plain");
+    await v1.register(teamRoutes, { teams: deps.teams });
+  }, { prefix: "/v1" });
+}

@@ -1,0 +1,78 @@
+import type { ChangeOrigin, FileChange, Onboarding, Preview, RepoChange, RepoTree, Team } from "@berth/core";
+
+/** What the API needs from the Flux repo; @berth/gitops' FluxRepo provides it. */
+export interface TeamStore {
+  transact(
+    mutate: (tree: RepoTree) => Promise<RepoChange | null>,
+    origin: ChangeOrigin,
+  ): Promise<{ revision: string; committed: boolean; files: string[] }>;
+  snapshot(maxAgeMs?: number): Promise<RepoTree>;
+  ping(): Promise<void>;
+}
+
+export interface WriteResult {
+  team: Team;
+  /** The commit holding the change (the current head when nothing changed). */
+  revision: string;
+  committed: boolean;
+  files: FileChange[];
+}
+
+async function fileChanges(tree: RepoTree, change: RepoChange): Promise<FileChange[]> {
+  const out: FileChange[] = [];
+  for (const [path, content] of change.files) {
+    const before = await tree.read(path);
+    out.push({ path, status: content === null ? "deleted" : before === undefined ? "added" : "modified" });
+  }
+  // Code-point order: the same on every machine, whatever its locale.
+  return out.sort((a, b) => (a.path < b.path ? -1 : a.path > b.path ? 1 : 0));
+}
+
+/**
+ * The request path: validate → render → commit. Domain decisions are Onboarding's; this class only runs
+ * them inside a repo transaction, which may re-run them on a fresher tree when the push races.
+ */
+export class TeamService {
+  constructor(
+    private readonly onboarding: Onboarding,
+    private readonly store: TeamStore,
+  ) {}
+
+  async list(): Promise<{ revision: string | undefined; teams: Team[] }> {
+    const tree = await this.store.snapshot();
+    return { revision: tree.revision, teams: await this.onboarding.listTeams(tree) };
+  }
+
+  async get(name: string): Promise<{ revision: string | undefined; team: Team | undefined }> {
+    const tree = await this.store.snapshot();
+    return { revision: tree.revision, team: await this.onboarding.readTeam(tree, name) };
+  }
+
+  create(input: unknown, origin: ChangeOrigin): Promise<WriteResult> {
+    return this.write((tree) => this.onboarding.planCreate(tree, input), origin);
+  }
+
+  update(name: string, spec: unknown, origin: ChangeOrigin): Promise<WriteResult> {
+    return this.write((tree) => this.onboarding.planUpdate(tree, name, spec), origin);
+  }
+
+  delete(name: string, origin: ChangeOrigin): Promise<WriteResult> {
+    return this.write((tree) => this.onboarding.planDelete(tree, name), origin);
+  }
+
+  async preview(input: unknown, existingName?: string): Promise<Preview & { revision: string | undefined }> {
+    const tree = await this.store.snapshot();
+    return { revision: tree.revision, ...(await this.onboarding.preview(tree, input, existingName)) };
+  }
+
+  private async write(plan: (tree: RepoTree) => Promise<{ team: Team; change: RepoChange }>, origin: ChangeOrigin): Promise<WriteResult> {
+    let planned: { team: Team; files: FileChange[] } | undefined;
+    const result = await this.store.transact(async (tree) => {
+      const { team, change } = await plan(tree);
+      planned = { team, files: await fileChanges(tree, change) };
+      return change.files.size ? change : null;
+    }, origin);
+    if (!planned) throw new Error("transaction finished without planning a change");
+    return { team: planned.team, revision: result.revision, committed: result.committed, files: result.committed ? planned.files : [] };
+  }
+}

@@ -1,0 +1,111 @@
+import { readFileSync } from "node:fs";
+import { dirname, resolve } from "node:path";
+import { parse } from "yaml";
+import { z } from "zod";
+import { YAML_PARSE_OPTIONS } from "@berth/core";
+import { berthConfigSchema, type BerthConfig } from "./schema.js";
+
+/** Invalid configuration: the message lists every problem, one per line, for a clear failure at start. */
+export class ConfigError extends Error {
+  override readonly name = "ConfigError";
+  constructor(readonly problems: string[]) {
+    super(`invalid Berth configuration:\n  - ${problems.join("\n  - ")}`);
+  }
+}
+
+type Env = Readonly<Record<string, string | undefined>>;
+
+/** Sets obj[path] = value, creating objects on the way; skips undefined values. */
+function put(obj: Record<string, unknown>, path: string[], value: unknown): void {
+  if (value === undefined) return;
+  let node = obj;
+  for (const key of path.slice(0, -1)) {
+    if (node[key] === null || typeof node[key] !== "object") node[key] = {};
+    node = node[key] as Record<string, unknown>;
+  }
+  node[path.at(-1)!] = value;
+}
+
+function readSecretFile(path: string | undefined, name: string, problems: string[]): string | undefined {
+  if (!path) return undefined;
+  try {
+    return readFileSync(path, "utf8").trim();
+  } catch (err) {
+    problems.push(`${name}: cannot read ${path}: ${(err as NodeJS.ErrnoException).code ?? "error"}`);
+    return undefined;
+  }
+}
+
+const portFromEnv = z.coerce.number().int().min(0).max(65535);
+
+/**
+ * Loads the configuration from BERTH_CONFIG_FILE (YAML) and BERTH_* variables. Relative paths in the
+ * file resolve against the file's folder. Throws ConfigError with every problem found.
+ */
+export function loadConfig(env: Env = process.env, cwd = process.cwd()): BerthConfig {
+  const problems: string[] = [];
+  let raw: Record<string, unknown> = {};
+  let base = cwd;
+  const file = env.BERTH_CONFIG_FILE;
+  if (file) {
+    const path = resolve(cwd, file);
+    base = dirname(path);
+    try {
+      const parsed: unknown = parse(readFileSync(path, "utf8"), YAML_PARSE_OPTIONS);
+      if (parsed !== null && typeof parsed === "object" && !Array.isArray(parsed)) raw = parsed as Record<string, unknown>;
+      else problems.push(`${path}: must be a YAML mapping`);
+    } catch (err) {
+      problems.push(`${path}: ${(err as Error).message.split("\n")[0]}`);
+    }
+  }
+
+  put(raw, ["logLevel"], env.BERTH_LOG_LEVEL);
+  put(raw, ["templatesDir"], env.BERTH_TEMPLATES_DIR);
+  put(raw, ["fluxRepo", "url"], env.BERTH_GIT_URL);
+  put(raw, ["fluxRepo", "branch"], env.BERTH_GIT_BRANCH);
+  put(raw, ["fluxRepo", "workDir"], env.BERTH_GIT_WORKDIR);
+  put(raw, ["api", "host"], env.BERTH_HOST);
+  if (env.BERTH_PORT !== undefined) {
+    const port = portFromEnv.safeParse(env.BERTH_PORT);
+    if (port.success) put(raw, ["api", "port"], port.data);
+    else problems.push(`BERTH_PORT: must be a port number, got "${env.BERTH_PORT}"`);
+  }
+
+  const token = env.BERTH_GIT_TOKEN ?? readSecretFile(env.BERTH_GIT_TOKEN_FILE, "BERTH_GIT_TOKEN_FILE", problems);
+  if (token !== undefined) {
+    const auth = ((raw.fluxRepo as Record<string, unknown> | undefined)?.auth ?? {}) as Record<string, unknown>;
+    put(raw, ["fluxRepo", "auth"], { kind: "token", username: env.BERTH_GIT_USERNAME ?? auth.username ?? "x-access-token", token });
+  }
+  if (env.BERTH_GIT_SSH_KEY_FILE) {
+    put(raw, ["fluxRepo", "auth"], { kind: "ssh", privateKeyPath: env.BERTH_GIT_SSH_KEY_FILE, knownHostsPath: env.BERTH_GIT_KNOWN_HOSTS_FILE });
+  }
+
+  const mode = env.BERTH_AUTH_MODE;
+  if (mode === "dev") {
+    put(raw, ["api", "auth"], { mode: "dev", token: env.BERTH_DEV_TOKEN });
+  } else if (mode === "oidc" || env.BERTH_OIDC_ISSUER) {
+    const current = ((raw.api as Record<string, unknown> | undefined)?.auth ?? {}) as Record<string, unknown>;
+    put(raw, ["api", "auth"], {
+      ...(current.mode === "oidc" ? current : {}),
+      mode: "oidc",
+      ...(env.BERTH_OIDC_ISSUER ? { issuer: env.BERTH_OIDC_ISSUER } : {}),
+      ...(env.BERTH_OIDC_AUDIENCE ? { audience: env.BERTH_OIDC_AUDIENCE } : {}),
+      ...(env.BERTH_OIDC_JWKS_URI ? { jwksUri: env.BERTH_OIDC_JWKS_URI } : {}),
+    });
+  } else if (mode !== undefined) {
+    problems.push(`BERTH_AUTH_MODE: must be "oidc" or "dev", got "${mode}"`);
+  }
+
+  // Paths in the file are relative to the file, so a config and its templates can travel together.
+  const templatesDir = raw.templatesDir;
+  raw.templatesDir = resolve(base, typeof templatesDir === "string" ? templatesDir : "templates");
+  const fluxRepo = raw.fluxRepo as Record<string, unknown> | undefined;
+  if (fluxRepo && typeof fluxRepo.workDir === "string") fluxRepo.workDir = resolve(base, fluxRepo.workDir);
+
+  const parsed = berthConfigSchema.safeParse(raw);
+  if (!parsed.success) {
+    for (const issue of parsed.error.issues) problems.push(`${issue.path.join(".") || "(root)"}: ${issue.message}`);
+  }
+  if (problems.length || !parsed.success) throw new ConfigError(problems);
+  return parsed.data;
+}

@@ -1,0 +1,151 @@
+import { z } from "zod";
+import { containerLimitsSchema, quotaSchema, ROLE_ID } from "./team.js";
+
+/**
+ * The platform's own settings that shape every team's manifests. Loaded and validated by @berth/config
+ * (env + one YAML file); the domain only ever sees this parsed, typed form.
+ */
+
+const DNS_LABEL = /^[a-z]([-a-z0-9]*[a-z0-9])?$/;
+/** Keys of the platform-vars ConfigMap, which Flux substitutes as `${KEY}`. */
+export const PLATFORM_VAR_KEY = /^[A-Z][A-Z0-9_]*$/;
+const GUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
+
+/** Longest cluster name; with TEAM_NAME_MAX it bounds every derived name (see naming.ts). */
+export const CLUSTER_NAME_MAX = 40;
+
+/**
+ * platform-vars keys the controller always writes for every cluster. A template may reference these
+ * plus the keys the platform declares in `platformVars`; anything else could be undefined under Flux's
+ * strict substitution and is a render error.
+ */
+export const CORE_PLATFORM_VARS = {
+  TENANT_ID: "Entra ID tenant of the cluster's subscription",
+  SUBSCRIPTION_ID: "Azure subscription the cluster (and each team's resources) live in",
+  CLUSTER_NAME: "Name of the cluster, as in platform config",
+  ENVIRONMENT: "Environment the cluster belongs to, as in platform config",
+  CLUSTER_OIDC_ISSUER_URL: "The AKS cluster's OIDC issuer URL (oidcIssuerProfile.issuerURL)",
+  CLUSTER_OIDC: "Alias of CLUSTER_OIDC_ISSUER_URL kept for older manifests",
+  AZURE_LOCATION: "Azure region for team resource groups and identities",
+} as const;
+export type CorePlatformVar = keyof typeof CORE_PLATFORM_VARS;
+
+export const clusterSchema = z
+  .object({
+    name: z.string().regex(DNS_LABEL).max(CLUSTER_NAME_MAX),
+    /** Static values the controller's static provider uses until live discovery replaces them. */
+    vars: z.record(z.string().regex(PLATFORM_VAR_KEY), z.string()).default({}),
+  })
+  .strict();
+
+export const environmentSchema = z
+  .object({
+    name: z.string().regex(DNS_LABEL).max(30),
+    clusters: z.array(clusterSchema).min(1),
+  })
+  .strict();
+
+/** Where a catalog role is granted. `${KEY}` references must be platform-vars keys. */
+export const roleScopeSchema = z.discriminatedUnion("kind", [
+  z.object({ kind: z.literal("teamResourceGroup") }).strict(),
+  z
+    .object({
+      kind: z.literal("armId"),
+      armId: z.string().regex(/^\/subscriptions\/[^\s]+$/, "must be an ARM resource id starting with /subscriptions/"),
+    })
+    .strict(),
+]);
+
+export const roleCatalogEntrySchema = z
+  .object({
+    id: z.string().regex(ROLE_ID, "must be 1-30 lowercase letters, digits and '-', starting with a letter and ending alphanumeric"),
+    description: z.string().max(200).default(""),
+    /** Built-in or custom role definition GUID (the last segment of its ARM id). */
+    roleDefinitionId: z.string().regex(GUID),
+    /** Role name as Azure shows it, used by live discovery to check the id. */
+    roleName: z.string().max(100).optional(),
+    scope: roleScopeSchema,
+  })
+  .strict();
+
+export const federatedSubjectModeSchema = z.enum(["aso-controller", "aso-workload", "both"]);
+
+export const platformSchema = z
+  .object({
+    /** Namespace holding the ASO resources, the team Flux Kustomizations and platform-vars. */
+    asoNamespace: z.string().regex(DNS_LABEL).max(63).default("flux-config"),
+    platformVarsConfigMap: z.string().regex(DNS_LABEL).default("platform-vars"),
+    /** The GitRepository the team Kustomizations pull from. */
+    fluxSource: z
+      .object({
+        name: z.string().regex(DNS_LABEL).default("flux-system"),
+        namespace: z.string().regex(DNS_LABEL).default("flux-system"),
+      })
+      .strict()
+      .default({ name: "flux-system", namespace: "flux-system" }),
+    templateVersion: z.string().regex(/^v[0-9]+$/).default("v1"),
+    layout: z
+      .object({
+        teamsDir: z.string().regex(/^[a-z0-9][a-z0-9/_-]*$/).default("teams"),
+        clustersDir: z.string().regex(/^[a-z0-9][a-z0-9/_-]*$/).default("clusters"),
+      })
+      .strict()
+      .default({ teamsDir: "teams", clustersDir: "clusters" }),
+    federatedCredential: z
+      .object({
+        subjectMode: federatedSubjectModeSchema.default("aso-controller"),
+        asoNamespace: z.string().regex(DNS_LABEL).default("azureserviceoperator-system"),
+        asoServiceAccount: z.string().regex(DNS_LABEL).default("azureserviceoperator-default"),
+        audience: z.string().default("api://AzureADTokenExchange"),
+      })
+      .strict()
+      .default({
+        subjectMode: "aso-controller",
+        asoNamespace: "azureserviceoperator-system",
+        asoServiceAccount: "azureserviceoperator-default",
+        audience: "api://AzureADTokenExchange",
+      }),
+    environments: z
+      .array(environmentSchema)
+      .min(1)
+      .refine((envs) => new Set(envs.map((e) => e.name)).size === envs.length, "environment names must be unique")
+      .refine(
+        (envs) => {
+          const names = envs.flatMap((e) => e.clusters.map((c) => c.name));
+          return new Set(names).size === names.length;
+        },
+        "cluster names must be unique across environments",
+      ),
+    /** Extra platform-vars keys (beyond CORE_PLATFORM_VARS) that templates and the role catalog may use. */
+    platformVars: z.record(z.string().regex(PLATFORM_VAR_KEY), z.string().max(200)).default({}),
+    roleCatalog: z
+      .array(roleCatalogEntrySchema)
+      .default([])
+      .refine((rs) => new Set(rs.map((r) => r.id)).size === rs.length, "role catalog ids must be unique"),
+    defaults: z
+      .object({
+        quota: quotaSchema.default({ cpu: "4", memory: "8Gi", pods: 50 }),
+        containerLimits: containerLimitsSchema.default({
+          defaultRequest: { cpu: "100m", memory: "128Mi" },
+          default: { cpu: "500m", memory: "512Mi" },
+        }),
+      })
+      .strict()
+      .default({
+        quota: { cpu: "4", memory: "8Gi", pods: 50 },
+        containerLimits: { defaultRequest: { cpu: "100m", memory: "128Mi" }, default: { cpu: "500m", memory: "512Mi" } },
+      }),
+    /** Namespaces of the platform a team may not take, beyond the built-in reserved list. */
+    reservedNames: z.array(z.string()).default([]),
+  })
+  .strict();
+
+export type Platform = z.infer<typeof platformSchema>;
+export type PlatformInput = z.input<typeof platformSchema>;
+export type Cluster = z.infer<typeof clusterSchema> & { environment: string };
+export type RoleCatalogEntry = z.infer<typeof roleCatalogEntrySchema>;
+
+/** Every cluster of the platform, flattened, with its environment. */
+export function allClusters(platform: Platform): Cluster[] {
+  return platform.environments.flatMap((env) => env.clusters.map((c) => ({ ...c, environment: env.name })));
+}

@@ -1,0 +1,89 @@
+import { clusterContext, clustersOf, teamContext } from "./context.js";
+import { RenderError } from "./errors.js";
+import { repoLayout } from "./layout.js";
+import { CORE_PLATFORM_VARS, type Platform } from "./platform.js";
+import { fluxVariables, resolvePlaceholders, type Context } from "./placeholders.js";
+import { GENERATED_HEADER, toYamlFile } from "./serialize.js";
+import { serializeTeamFile } from "./team-file.js";
+import type { Team } from "./team.js";
+import type { TemplateEntry, TemplateSet } from "./template-set.js";
+
+/** Every file of one team, by repo path. Aggregate files shared by teams are built in onboarding.ts. */
+export type RenderedFiles = Map<string, string>;
+
+/** platform-vars keys a template may reference: guaranteed by the controller or declared by the platform. */
+export function knownPlatformVars(platform: Platform): Set<string> {
+  return new Set([...Object.keys(CORE_PLATFORM_VARS), ...Object.keys(platform.platformVars)]);
+}
+
+function renderEntry(entry: TemplateEntry, templates: TemplateSet, context: Context, known: Set<string>): unknown[] {
+  const source = `templates/${templates.version}/${entry.template}`;
+  const tree = templates.templates.get(entry.template);
+  const items: Context[] =
+    entry.forEach === undefined ? [context] : listOf(context, entry.forEach, source).map((item) => ({ ...context, [entry.as!]: item }));
+  return items.map((ctx) => {
+    const obj = resolvePlaceholders(tree, ctx, source);
+    // Flux 2.9 substitutes strictly: a reference platform-vars may not define would fail the whole build.
+    for (const name of fluxVariables(obj)) {
+      if (!known.has(name)) {
+        throw new RenderError(`references \${${name}}, which is not a platform-vars key (known: ${[...known].sort().join(", ")})`, source);
+      }
+    }
+    return obj;
+  });
+}
+
+function listOf(context: Context, path: string, source: string): unknown[] {
+  const value = resolvePlaceholders(`{{ ${path} }}`, context, source);
+  if (!Array.isArray(value)) throw new RenderError(`forEach: {{ ${path} }} is not a list`, source);
+  return value;
+}
+
+function kustomizeFile(resources: string[]): string {
+  return toYamlFile(
+    [{ apiVersion: "kustomize.config.k8s.io/v1beta1", kind: "Kustomization", resources }],
+    [GENERATED_HEADER],
+  );
+}
+
+export function renderTeam(team: Team, platform: Platform, templates: TemplateSet): RenderedFiles {
+  const layout = repoLayout(platform);
+  const known = knownPlatformVars(platform);
+  const files: RenderedFiles = new Map();
+  const teamSpec = layout.teamSpec(team.name);
+  const header = (entry: TemplateEntry) => [GENERATED_HEADER, `Source: ${teamSpec} + templates/${templates.version}/${entry.template}`];
+
+  const renderGroup = (entries: TemplateEntry[], context: Context, dir: string): string[] => {
+    const written: string[] = [];
+    for (const entry of entries) {
+      const objects = renderEntry(entry, templates, context, known);
+      if (objects.length === 0) continue;
+      const name = entry.output ?? entry.template;
+      files.set(`${dir}/${name}`, toYamlFile(objects, header(entry)));
+      written.push(name);
+    }
+    return written;
+  };
+
+  files.set(teamSpec, serializeTeamFile(team));
+
+  const baseDir = layout.baseDir(team.name);
+  const baseFiles = renderGroup(templates.team, teamContext(team, platform, layout), baseDir);
+  files.set(`${baseDir}/kustomization.yaml`, kustomizeFile(baseFiles));
+
+  for (const cluster of clustersOf(team, platform)) {
+    const context = clusterContext(team, cluster, platform, layout);
+    const clusterDir = layout.clusterDir(team.name, cluster.name);
+    const clusterFiles = renderGroup(templates.cluster, context, clusterDir);
+    files.set(`${clusterDir}/kustomization.yaml`, kustomizeFile(["../../base", ...clusterFiles]));
+
+    const fluxEntry = templates.flux[0]!;
+    files.set(layout.fluxKustomization(cluster.name, team.name), toYamlFile(renderEntry(fluxEntry, templates, context, known), header(fluxEntry)));
+  }
+  return files;
+}
+
+/** `clusters/<cluster>/teams/kustomization.yaml`: the teams that land on a cluster, sorted. */
+export function renderClusterTeamsIndex(teams: Iterable<string>): string {
+  return kustomizeFile([...new Set(teams)].sort().map((t) => `${t}.yaml`));
+}

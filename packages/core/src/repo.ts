@@ -1,0 +1,29 @@
+/**
+ * What the domain needs from the Flux repo, and what it hands back. The git adapter (@berth/gitops)
+ * implements RepoTree over a commit and applies a RepoChange as one commit.
+ */
+
+/** A read-only view of the Flux repo at one commit. Paths are POSIX, relative to the repo root. */
+export interface RepoTree {
+  /** The commit this view reads, or undefined for an empty repository. */
+  readonly revision: string | undefined;
+  /** The file's text, or undefined when it does not exist. */
+  read(path: string): Promise<string | undefined>;
+  /** Every file path below `dir` (recursive), sorted. Empty when the folder does not exist. */
+  list(dir: string): Promise<string[]>;
+}
+
+/** One commit's worth of change. A `null` content deletes the file. */
+export interface RepoChange {
+  files: Map<string, string | null>;
+  /** First line of the commit message: names the team and the action. */
+  subject: string;
+  /** Optional body lines, after a blank line and before the trailers. */
+  body?: string[];
+}
+
+/** Who asked for a change; recorded as commit trailers, never passed to git as an option. */
+export interface ChangeOrigin {
+  actor: string;
+  requestId: string;
+}

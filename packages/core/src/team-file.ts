@@ -1,0 +1,56 @@
+import { parse } from "yaml";
+import { z } from "zod";
+import { sortedByKey } from "./context.js";
+import { RepoContentError } from "./errors.js";
+import { toYamlFile, YAML_PARSE_OPTIONS } from "./serialize.js";
+import { teamNameSchema, teamSpecSchema, type Team } from "./team.js";
+
+/** The team's spec as stored in the Flux repo (`teams/<name>/team.yaml`): the source of truth. */
+export const TEAM_API_VERSION = "berth.dev/v1alpha1";
+export const TEAM_KIND = "Team";
+
+const teamFileSchema = z
+  .object({
+    apiVersion: z.literal(TEAM_API_VERSION),
+    kind: z.literal(TEAM_KIND),
+    metadata: z.object({ name: teamNameSchema }).strict(),
+    spec: teamSpecSchema,
+  })
+  .strict();
+
+/** A team as a Kubernetes-shaped object, with keys in a fixed order so equal teams serialize equally. */
+export function teamObject(team: Team) {
+  const spec: Record<string, unknown> = {
+    description: team.description,
+    owners: [...team.owners],
+    environments: [...team.environments],
+  };
+  if (team.quota) spec.quota = { ...team.quota };
+  if (team.containerLimits) spec.containerLimits = structuredClone(team.containerLimits);
+  spec.roleAssignments = team.roleAssignments.map((r) => ({ role: r.role }));
+  spec.labels = sortedByKey(team.labels);
+  return { apiVersion: TEAM_API_VERSION, kind: TEAM_KIND, metadata: { name: team.name }, spec };
+}
+
+export function serializeTeamFile(team: Team): string {
+  return toYamlFile([teamObject(team)], [
+    "Berth team spec: the source of truth for this team, re-rendered into every file beside it.",
+    "Change it through Berth's API (PUT /v1/teams/" + team.name + "), not by hand.",
+  ]);
+}
+
+/** Parses and validates a team file read from git; anything else is a RepoContentError naming the path. */
+export function parseTeamFile(text: string, path: string): Team {
+  let raw: unknown;
+  try {
+    raw = parse(text, YAML_PARSE_OPTIONS);
+  } catch (err) {
+    throw new RepoContentError(path, `not valid YAML: ${(err as Error).message}`);
+  }
+  const parsed = teamFileSchema.safeParse(raw);
+  if (!parsed.success) {
+    const issue = parsed.error.issues[0]!;
+    throw new RepoContentError(path, `${issue.path.join(".")} ${issue.message}`);
+  }
+  return { ...parsed.data.spec, name: parsed.data.metadata.name };
+}

@@ -1,0 +1,316 @@
+/** Onboarding plans over an in-memory repo: create, update, re-render, delete, preview, reading team files. */
+import { describe, expect, it } from "vitest";
+import {
+  Onboarding,
+  parseTeamFile,
+  RepoContentError,
+  serializeTeamFile,
+  TeamExistsError,
+  TeamNotFoundError,
+  TeamValidationError,
+  validateTeam,
+  type RepoChange,
+} from "@berth/core";
+import { CLUSTERS, EXAMPLES, loadTemplates, MemoryRepoTree, PLATFORM, platformWithSubjectMode, treeWithTeams } from "./fixtures.js";
+import { parseObjects } from "./yaml-helpers.js";
+
+const onboarding = new Onboarding(PLATFORM, loadTemplates());
+const PAYMENTS = EXAMPLES.find((e) => e.name === "payments")!.team; // dev + prod, labels, one role
+const SEARCH = EXAMPLES.find((e) => e.name === "minimal")!.team; // dev only
+const indexPath = (cluster: string) => `clusters/${cluster}/teams/kustomization.yaml`;
+
+function indexOf(tree: MemoryRepoTree, cluster: string): string[] {
+  return (parseObjects(tree.get(indexPath(cluster))!, "1.1")[0] as { resources: string[] }).resources;
+}
+const paths = (change: RepoChange) => [...change.files.keys()].sort();
+const deleted = (change: RepoChange) => [...change.files].filter(([, c]) => c === null).map(([p]) => p).sort();
+const written = (change: RepoChange) => [...change.files].filter(([, c]) => c !== null).map(([p]) => p).sort();
+
+describe("MemoryRepoTree", () => {
+  const tree = new MemoryRepoTree({ "teams/b/team.yaml": "b", "teams/a/team.yaml": "a", "teams/a/base/x.yaml": "x", "teams/ab/team.yaml": "ab", "README.md": "r" }, "rev1");
+
+  it("reads files and lists a folder recursively, sorted", async () => {
+    expect(await tree.read("teams/a/team.yaml")).toBe("a");
+    expect(await tree.read("teams/a")).toBeUndefined();
+    expect(await tree.list("teams")).toEqual(["teams/a/base/x.yaml", "teams/a/team.yaml", "teams/ab/team.yaml", "teams/b/team.yaml"]);
+    expect(await tree.list("teams/a")).toEqual(["teams/a/base/x.yaml", "teams/a/team.yaml"]); // not teams/ab
+    expect(await tree.list("teams/a/")).toEqual(["teams/a/base/x.yaml", "teams/a/team.yaml"]);
+    expect(await tree.list("nothing")).toEqual([]);
+    expect(await tree.list("")).toHaveLength(5);
+    expect(tree.revision).toBe("rev1");
+  });
+
+  it("applies a change to a copy", () => {
+    const next = tree.apply(new Map([["teams/a/team.yaml", null], ["teams/c/team.yaml", "c"]]), "rev2");
+    expect(next.paths()).toEqual(["README.md", "teams/a/base/x.yaml", "teams/ab/team.yaml", "teams/b/team.yaml", "teams/c/team.yaml"]);
+    expect(next.revision).toBe("rev2");
+    expect(tree.get("teams/a/team.yaml")).toBe("a");
+    expect(() => tree.apply(new Map([["nope", null]]))).toThrow(/does not exist/);
+    expect(() => tree.apply(new Map([["../x", "x"]]))).toThrow(/not a repo-relative/);
+  });
+});
+
+describe("planCreate", () => {
+  it("writes every rendered file and every cluster's teams index on an empty repo", async () => {
+    const { team, change } = await onboarding.planCreate(new MemoryRepoTree(), PAYMENTS);
+    const rendered = onboarding.render(team);
+    expect(written(change)).toEqual([...rendered.keys(), ...CLUSTERS.map(indexPath)].sort());
+    expect(deleted(change)).toEqual([]);
+    for (const [path, content] of rendered) expect(change.files.get(path)).toBe(content);
+    expect(change.subject).toBe("berth: onboard team payments");
+    expect(change.body).toEqual(["environments: prod, dev", "roles: rg-contributor"]);
+
+    const tree = new MemoryRepoTree().apply(change);
+    expect(indexOf(tree, "aks-dev-weu")).toEqual(["payments.yaml"]);
+    expect(indexOf(tree, "aks-prod-weu")).toEqual(["payments.yaml"]);
+    expect(indexOf(tree, "aks-prod-neu")).toEqual(["payments.yaml"]);
+    expect(indexOf(tree, "aks-stg-weu")).toEqual([]);
+    // Exactly the clusters of the team's environments get a Flux Kustomization and a cluster folder.
+    expect(tree.paths().filter((p) => /^clusters\/[^/]+\/teams\/payments\.yaml$/.test(p))).toEqual([
+      "clusters/aks-dev-weu/teams/payments.yaml",
+      "clusters/aks-prod-neu/teams/payments.yaml",
+      "clusters/aks-prod-weu/teams/payments.yaml",
+    ]);
+    expect(new Set(tree.paths().filter((p) => p.startsWith("teams/payments/clusters/")).map((p) => p.split("/")[3]))).toEqual(
+      new Set(["aks-dev-weu", "aks-prod-weu", "aks-prod-neu"]),
+    );
+  });
+
+  it("adds a second team to the shared indexes without touching the first team's files", async () => {
+    const one = await treeWithTeams(onboarding, [PAYMENTS]);
+    const { change } = await onboarding.planCreate(one, SEARCH);
+    expect(paths(change).filter((p) => p.startsWith("teams/payments/") || p.includes("/payments.yaml"))).toEqual([]);
+    // Only the dev cluster's index changes: the others do not list search and already exist.
+    expect(paths(change).filter((p) => p.endsWith("teams/kustomization.yaml"))).toEqual([indexPath("aks-dev-weu")]);
+    const two = one.apply(change);
+    expect(indexOf(two, "aks-dev-weu")).toEqual(["payments.yaml", "search.yaml"]);
+    expect(indexOf(two, "aks-prod-weu")).toEqual(["payments.yaml"]);
+  });
+
+  it("refuses a team that exists, whatever the new spec", async () => {
+    const tree = await treeWithTeams(onboarding, [PAYMENTS]);
+    await expect(onboarding.planCreate(tree, PAYMENTS)).rejects.toBeInstanceOf(TeamExistsError);
+    await expect(onboarding.planCreate(tree, { ...PAYMENTS, environments: ["staging"] })).rejects.toThrow(/team "payments" already exists/);
+  });
+
+  it("refuses an invalid team before reading the repo", async () => {
+    await expect(onboarding.planCreate(new MemoryRepoTree(), { ...PAYMENTS, name: "Payments" })).rejects.toBeInstanceOf(TeamValidationError);
+  });
+});
+
+describe("planUpdate", () => {
+  const { name: _n, ...paymentsSpec } = PAYMENTS;
+
+  it("changes nothing when nothing changed, whatever the label order", async () => {
+    const tree = await treeWithTeams(onboarding, [PAYMENTS, SEARCH]);
+    expect((await onboarding.planUpdate(tree, "payments", paymentsSpec)).change.files.size).toBe(0);
+    const reordered = { ...paymentsSpec, labels: Object.fromEntries(Object.entries(paymentsSpec.labels!).reverse()) };
+    expect((await onboarding.planUpdate(tree, "payments", reordered)).change.files.size).toBe(0);
+  });
+
+  it("changes only the files a spec change affects", async () => {
+    const tree = await treeWithTeams(onboarding, [PAYMENTS, SEARCH]);
+    const { change } = await onboarding.planUpdate(tree, "payments", { ...paymentsSpec, quota: { cpu: "20", memory: "32Gi", pods: 200 } });
+    expect(paths(change)).toEqual(["teams/payments/base/resource-quota.yaml", "teams/payments/team.yaml"]);
+    expect(change.subject).toBe("berth: update team payments");
+  });
+
+  it("dropping an environment deletes that cluster's files and takes the team off its index", async () => {
+    const tree = await treeWithTeams(onboarding, [PAYMENTS, SEARCH]);
+    const { change } = await onboarding.planUpdate(tree, "payments", { ...paymentsSpec, environments: ["prod"] });
+    const devFiles = tree.paths().filter((p) => p.startsWith("teams/payments/clusters/aks-dev-weu/"));
+    expect(devFiles.length).toBeGreaterThanOrEqual(5);
+    expect(deleted(change)).toEqual([...devFiles, "clusters/aks-dev-weu/teams/payments.yaml"].sort());
+    expect(written(change)).toEqual([indexPath("aks-dev-weu"), "teams/payments/team.yaml"]);
+    const next = tree.apply(change);
+    expect(indexOf(next, "aks-dev-weu")).toEqual(["search.yaml"]);
+    expect(indexOf(next, "aks-prod-weu")).toEqual(["payments.yaml"]);
+    expect(next.paths().some((p) => p.includes("aks-dev-weu") && p.includes("payments"))).toBe(false);
+  });
+
+  it("adding an environment adds that cluster's files and index entry", async () => {
+    const tree = await treeWithTeams(onboarding, [PAYMENTS]);
+    const { change } = await onboarding.planUpdate(tree, "payments", { ...paymentsSpec, environments: ["prod", "dev", "staging"] });
+    expect(deleted(change)).toEqual([]);
+    expect(written(change)).toContain("clusters/aks-stg-weu/teams/payments.yaml");
+    expect(written(change)).toContain("teams/payments/clusters/aks-stg-weu/identity.yaml");
+    expect(indexOf(tree.apply(change), "aks-stg-weu")).toEqual(["payments.yaml"]);
+  });
+
+  it("dropping every role deletes the role-assignment files and their kustomization entries", async () => {
+    const tree = await treeWithTeams(onboarding, [PAYMENTS]);
+    const { change } = await onboarding.planUpdate(tree, "payments", { ...paymentsSpec, roleAssignments: [] });
+    expect(deleted(change)).toEqual(["aks-dev-weu", "aks-prod-neu", "aks-prod-weu"].map((c) => `teams/payments/clusters/${c}/role-assignment.yaml`));
+    const next = tree.apply(change);
+    expect((parseObjects(next.get("teams/payments/clusters/aks-dev-weu/kustomization.yaml")!, "1.1")[0] as any).resources).not.toContain("role-assignment.yaml");
+  });
+
+  it("deletes files in the team's folder that Berth does not render", async () => {
+    const tree = (await treeWithTeams(onboarding, [PAYMENTS])).apply(new Map([["teams/payments/base/hand-added.yaml", "kind: Secret\n"]]));
+    const { change } = await onboarding.planUpdate(tree, "payments", paymentsSpec);
+    expect([...change.files]).toEqual([["teams/payments/base/hand-added.yaml", null]]);
+  });
+
+  it("refuses an unknown team and an invalid spec", async () => {
+    const tree = await treeWithTeams(onboarding, [PAYMENTS]);
+    await expect(onboarding.planUpdate(tree, "search", paymentsSpec)).rejects.toBeInstanceOf(TeamNotFoundError);
+    await expect(onboarding.planUpdate(tree, "payments", { ...paymentsSpec, environments: ["qa"] })).rejects.toBeInstanceOf(TeamValidationError);
+    await expect(onboarding.planUpdate(tree, "payments", { ...paymentsSpec, name: "payments" })).rejects.toBeInstanceOf(TeamValidationError);
+  });
+});
+
+describe("planRerender", () => {
+  it("re-renders a team from its spec in the repo for a changed platform", async () => {
+    const tree = await treeWithTeams(onboarding, [PAYMENTS]);
+    expect((await onboarding.planRerender(tree, "payments")).change.files.size).toBe(0);
+    const both = new Onboarding(platformWithSubjectMode("both"), loadTemplates());
+    const { change } = await both.planRerender(tree, "payments");
+    expect(written(change)).toEqual([
+      "teams/payments/base/aso-workload-service-account.yaml",
+      "teams/payments/base/kustomization.yaml",
+      "teams/payments/clusters/aks-dev-weu/federated-credential.yaml",
+      "teams/payments/clusters/aks-prod-neu/federated-credential.yaml",
+      "teams/payments/clusters/aks-prod-weu/federated-credential.yaml",
+    ]);
+    expect(change.subject).toBe("berth: re-render team payments (templates v1)");
+    await expect(onboarding.planRerender(tree, "search")).rejects.toBeInstanceOf(TeamNotFoundError);
+  });
+});
+
+describe("planDelete", () => {
+  it("removes every file of the team and updates the indexes, leaving other teams intact", async () => {
+    const tree = (await treeWithTeams(onboarding, [PAYMENTS, SEARCH])).apply(new Map([["teams/payments/NOTES.md", "x"]]));
+    const { team, change } = await onboarding.planDelete(tree, "payments");
+    expect(team.name).toBe("payments");
+    expect(change.subject).toBe("berth: offboard team payments");
+    const teamFiles = tree.paths().filter((p) => p.startsWith("teams/payments/") || /^clusters\/[^/]+\/teams\/payments\.yaml$/.test(p));
+    expect(deleted(change)).toEqual(teamFiles);
+    expect(written(change)).toEqual(["aks-dev-weu", "aks-prod-neu", "aks-prod-weu"].map(indexPath));
+    const next = tree.apply(change);
+    expect(next.paths().filter((p) => p.includes("payments"))).toEqual([]);
+    expect(indexOf(next, "aks-dev-weu")).toEqual(["search.yaml"]);
+    expect(indexOf(next, "aks-prod-weu")).toEqual([]);
+    for (const p of tree.paths().filter((p) => p.startsWith("teams/search/"))) expect(next.get(p)).toBe(tree.get(p));
+  });
+
+  it("undoes a create exactly", async () => {
+    const before = await treeWithTeams(onboarding, [SEARCH]);
+    const after = before.apply((await onboarding.planCreate(before, PAYMENTS)).change);
+    const back = after.apply((await onboarding.planDelete(after, "payments")).change);
+    expect(back.toRecord()).toEqual(before.toRecord());
+  });
+
+  it("refuses an unknown team", async () => {
+    await expect(onboarding.planDelete(new MemoryRepoTree(), "payments")).rejects.toBeInstanceOf(TeamNotFoundError);
+  });
+});
+
+describe("preview", () => {
+  it("of a new team lists every file as added, with a unified diff", async () => {
+    const tree = await treeWithTeams(onboarding, [SEARCH]);
+    const preview = await onboarding.preview(tree, PAYMENTS);
+    const { change } = await onboarding.planCreate(tree, PAYMENTS);
+    expect(preview.files.map((f) => f.path).sort()).toEqual(paths(change));
+    for (const f of preview.files) {
+      const status = tree.get(f.path) === undefined ? "added" : "modified";
+      expect(f.status, f.path).toBe(status);
+      expect(f.content).toBe(change.files.get(f.path));
+    }
+    expect(preview.files.find((f) => f.path === indexPath("aks-dev-weu"))?.status).toBe("modified");
+    expect(preview.diff).toContain("--- /dev/null\n+++ b/teams/payments/team.yaml\n");
+    expect(preview.diff).toContain(`--- a/${indexPath("aks-dev-weu")}\n+++ b/${indexPath("aks-dev-weu")}\n`);
+    expect(preview.diff).toMatch(/^@@ -0,0 \+1,\d+ @@$/m);
+    expect(preview.diff).toContain("+  - payments.yaml\n");
+    expect(tree.paths().some((p) => p.includes("payments"))).toBe(false); // the tree is not touched
+  });
+
+  it("of an update shows added, modified and deleted files, matching planUpdate", async () => {
+    const tree = await treeWithTeams(onboarding, [PAYMENTS]);
+    const { name: _n, ...spec } = PAYMENTS;
+    const next = { ...spec, environments: ["prod", "staging"] };
+    const preview = await onboarding.preview(tree, next, "payments");
+    const { change } = await onboarding.planUpdate(tree, "payments", next);
+    expect(preview.files.map((f) => f.path).sort()).toEqual(paths(change));
+    const status = (p: string) => preview.files.find((f) => f.path === p);
+    expect(status("teams/payments/clusters/aks-dev-weu/identity.yaml")).toEqual({ path: "teams/payments/clusters/aks-dev-weu/identity.yaml", status: "deleted", content: null });
+    expect(status("teams/payments/clusters/aks-stg-weu/identity.yaml")?.status).toBe("added");
+    expect(status("teams/payments/team.yaml")?.status).toBe("modified");
+    expect(preview.diff).toContain("--- a/teams/payments/clusters/aks-dev-weu/identity.yaml\n+++ /dev/null\n");
+    expect(preview.diff).toContain("-    - dev\n+    - staging\n");
+    expect(preview.team.environments).toEqual(["prod", "staging"]);
+  });
+
+  it("of an unchanged team is empty, and refuses unknown or invalid teams", async () => {
+    const tree = await treeWithTeams(onboarding, [PAYMENTS]);
+    const { name: _n, ...spec } = PAYMENTS;
+    expect(await onboarding.preview(tree, spec, "payments")).toMatchObject({ files: [], diff: "" });
+    await expect(onboarding.preview(tree, spec, "search")).rejects.toBeInstanceOf(TeamNotFoundError);
+    await expect(onboarding.preview(tree, { ...spec, owners: [] }, "payments")).rejects.toBeInstanceOf(TeamValidationError);
+  });
+});
+
+describe("reading teams from the repo", () => {
+  it("reads back every example's team file as the team that was written", () => {
+    for (const ex of EXAMPLES) {
+      const team = validateTeam(ex.team, ex.platform);
+      expect(parseTeamFile(serializeTeamFile(team), "team.yaml")).toEqual(team);
+    }
+  });
+
+  it("lists teams by their team.yaml, sorted, ignoring other files", async () => {
+    const tree = (await treeWithTeams(onboarding, [SEARCH, PAYMENTS])).apply(new Map([["teams/README.md", "x"], ["teams/a/b/team.yaml", "x"], ["teams/c/notes.yaml", "x"]]));
+    expect(await onboarding.listTeamNames(tree)).toEqual(["payments", "search"]);
+    expect((await onboarding.listTeams(tree)).map((t) => t.name)).toEqual(["payments", "search"]);
+  });
+
+  const PATH = "teams/payments/team.yaml";
+  const good = serializeTeamFile(validateTeam(PAYMENTS, PLATFORM));
+  const spec = (extra: string) => good.replace("spec:\n", `spec:\n${extra}`);
+
+  it.each([
+    ["an unknown spec field", spec("  serviceAccountName: cluster-admin\n"), /spec Unrecognized key.*serviceAccountName/s],
+    ["an unknown top-level field", `${good}status: {}\n`, /Unrecognized key.*status/s],
+    ["metadata annotations", good.replace("  name: payments\n", "  name: payments\n  annotations:\n    x: y\n"), /metadata.*annotations/s],
+    ["a managed label", good.replace("  labels:\n", "  labels:\n    berth.dev/team: other\n"), /spec\.labels\.berth\.dev\/team/],
+    ["a quota field Kubernetes has but Berth does not", good.replace("    pods: 200\n", "    pods: 200\n    services.loadbalancers: \"10\"\n"), /spec\.quota/],
+    ["a newline-injected description", good.replace(/description: .*\n/, 'description: "x\\nkind: Secret"\n'), /spec\.description/],
+    ["a Flux substitution", good.replace(/description: .*\n/, 'description: "${TENANT_ID}"\n'), /spec\.description/],
+    ["a second document", `${good}---\napiVersion: v1\nkind: Secret\n`, /not valid YAML/],
+    ["an alias bomb", good.replace("  owners:\n", "  x: &a [1]\n  owners:\n"), /spec/],
+    ["a YAML tag", good.replace(/description: .*\n/, "description: !!binary aGVsbG8=\n"), /spec\.description|not valid YAML/],
+    ["another kind", good.replace("kind: Team", "kind: Secret"), /kind/],
+    ["another apiVersion", good.replace("apiVersion: berth.dev/v1alpha1", "apiVersion: berth.dev/v1"), /apiVersion/],
+    ["a reserved name", good.replace("  name: payments\n", "  name: kube-system\n"), /metadata\.name/],
+    ["broken YAML", `${good}  - [\n`, /not valid YAML/],
+    ["an empty file", "", /expected object|Invalid input/],
+  ])("refuses a hand-edited team.yaml with %s, naming the path", (_name, text, message) => {
+    let err: unknown;
+    try {
+      parseTeamFile(text, PATH);
+    } catch (e) {
+      err = e;
+    }
+    expect(err).toBeInstanceOf(RepoContentError);
+    expect((err as RepoContentError).path).toBe(PATH);
+    expect((err as RepoContentError).message.startsWith(`${PATH}: `)).toBe(true);
+    expect((err as RepoContentError).message).toMatch(message);
+  });
+
+  it("refuses a team file whose name is not its folder's, and a tampered file on every plan", async () => {
+    const tree = await treeWithTeams(onboarding, [PAYMENTS]);
+    const renamed = tree.apply(new Map([[PATH, good.replace("  name: payments\n", "  name: search\n")]]));
+    await expect(onboarding.readTeam(renamed, "payments")).rejects.toThrow(/teams\/payments\/team.yaml: metadata.name is "search", expected "payments"/);
+    const tampered = tree.apply(new Map([[PATH, spec("  serviceAccountName: cluster-admin\n")]]));
+    const { name: _n, ...payments } = PAYMENTS;
+    for (const plan of [() => onboarding.planUpdate(tampered, "payments", payments), () => onboarding.planDelete(tampered, "payments"), () => onboarding.planRerender(tampered, "payments"), () => onboarding.planCreate(tampered, PAYMENTS)]) {
+      await expect(plan()).rejects.toSatisfy((e: unknown) => e instanceof RepoContentError || e instanceof TeamExistsError);
+    }
+    await expect(onboarding.planUpdate(tampered, "payments", payments)).rejects.toMatchObject({ name: "RepoContentError", path: PATH });
+  });
+
+  it("re-validates a stored team against the platform on re-render", async () => {
+    const tree = await treeWithTeams(onboarding, [PAYMENTS]);
+    const shrunk = new Onboarding({ ...PLATFORM, roleCatalog: [] }, loadTemplates());
+    await expect(shrunk.planRerender(tree, "payments")).rejects.toBeInstanceOf(TeamValidationError);
+  });
+});

@@ -1,0 +1,154 @@
+import { isAbsolute, resolve } from "node:path";
+import { GitOpsError } from "./errors.js";
+
+export interface GitOpsLogger {
+  info(obj: object, msg?: string): void;
+  warn(obj: object, msg?: string): void;
+  debug?(obj: object, msg?: string): void;
+}
+
+export type FluxRepoAuth =
+  | { kind: "none" }
+  /** HTTPS: sent as `Authorization: Basic base64(username:token)`; username defaults to `x-access-token`. */
+  | { kind: "token"; token: string; username?: string }
+  /** SSH deploy key. Without knownHostsPath the host key is trusted on first use (accept-new). */
+  | { kind: "ssh"; privateKeyPath: string; knownHostsPath?: string };
+
+export interface FluxRepoConfig {
+  /** https://, http://, ssh://, scp-like `git@host:path`, file:// or an absolute local path. No password in it. */
+  url: string;
+  branch: string;
+  /** Where the long-lived clone lives (a bare repository owned by this process alone). */
+  workDir: string;
+  author: { name: string; email: string };
+  auth: FluxRepoAuth;
+  /** A git command that makes no progress (no output) for this long is killed. Default 30 000. */
+  timeoutMs?: number;
+  /** Push attempts per batch before giving up with a `conflict` GitOpsError. Default 8. */
+  maxPushAttempts?: number;
+  /** Most transactions committed by one push. Default 32. */
+  maxBatchSize?: number;
+  logger?: GitOpsLogger;
+}
+
+export interface ResolvedConfig {
+  url: string;
+  branch: string;
+  workDir: string;
+  author: { name: string; email: string };
+  auth: FluxRepoAuth;
+  timeoutMs: number;
+  pingTimeoutMs: number;
+  maxPushAttempts: number;
+  maxBatchSize: number;
+  logger: GitOpsLogger;
+}
+
+const noop = () => {};
+export const silentLogger: GitOpsLogger = { info: noop, warn: noop, debug: noop };
+
+function fail(message: string): never {
+  throw new GitOpsError("config", message);
+}
+
+// eslint-disable-next-line no-control-regex
+const CONTROL = /[\u0000-\u001f\u007f]/;
+
+/** Same rules as `git check-ref-format --branch`, minus the exotic ones we never need. */
+export function assertBranchName(branch: string): void {
+  if (
+    typeof branch !== "string" ||
+    branch.length === 0 ||
+    branch.length > 200 ||
+    !/^[A-Za-z0-9._/+-]+$/.test(branch) ||
+    branch.startsWith("-") ||
+    branch.startsWith("/") ||
+    branch.endsWith("/") ||
+    branch.endsWith(".") ||
+    branch.endsWith(".lock") ||
+    branch.includes("..") ||
+    branch.includes("//") ||
+    branch.split("/").some((s) => s.startsWith(".")) ||
+    branch === "HEAD"
+  ) {
+    fail(`invalid branch name ${JSON.stringify(branch)}`);
+  }
+}
+
+export function assertRemoteUrl(url: string): void {
+  if (typeof url !== "string" || url.length === 0 || url.length > 2048) fail("url is empty or too long");
+  if (CONTROL.test(url) || /\s/.test(url)) fail("url contains whitespace or control characters");
+  if (url.startsWith("-")) fail("url starts with '-'");
+  if (/^(https?|ssh|file):\/\//i.test(url)) {
+    let parsed: URL;
+    try {
+      parsed = new URL(url);
+    } catch {
+      fail("url is not a valid URL");
+    }
+    if (parsed.password) fail("url holds a password: pass the credential in auth instead");
+    if (/^https?:$/i.test(parsed.protocol) && parsed.username) fail("url holds a user name: pass it in auth.username instead");
+    return;
+  }
+  if (/^[A-Za-z0-9._-]+@[A-Za-z0-9.-]+:[^/]/.test(url) || /^[A-Za-z0-9._-]+@[A-Za-z0-9.-]+:\//.test(url)) return; // git@host:org/repo
+  if (isAbsolute(url)) return;
+  fail("url must be https://, http://, ssh://, git@host:path, file:// or an absolute path (ext:: and other transports are refused)");
+}
+
+function assertIdentity(what: string, value: string): void {
+  if (typeof value !== "string" || value.trim() === "" || value.length > 200 || CONTROL.test(value) || /[<>]/.test(value)) {
+    fail(`author.${what} must be 1-200 printable characters without '<' or '>'`);
+  }
+}
+
+function positiveInt(name: string, value: number | undefined, dflt: number, max: number): number {
+  if (value === undefined) return dflt;
+  if (!Number.isInteger(value) || value < 1 || value > max) fail(`${name} must be an integer in 1..${max}`);
+  return value;
+}
+
+export function resolveConfig(cfg: FluxRepoConfig): ResolvedConfig {
+  if (cfg === null || typeof cfg !== "object") fail("config must be an object");
+  assertRemoteUrl(cfg.url);
+  assertBranchName(cfg.branch);
+  if (typeof cfg.workDir !== "string" || cfg.workDir.trim() === "") fail("workDir is required");
+  if (CONTROL.test(cfg.workDir)) fail("workDir contains control characters");
+  assertIdentity("name", cfg.author?.name);
+  assertIdentity("email", cfg.author?.email);
+  const auth = cfg.auth;
+  switch (auth?.kind) {
+    case "none":
+      break;
+    case "token":
+      if (typeof auth.token !== "string" || auth.token === "" || CONTROL.test(auth.token)) fail("auth.token must be a non-empty string");
+      if (auth.username !== undefined && (auth.username === "" || /[:\s]/.test(auth.username) || CONTROL.test(auth.username))) {
+        fail("auth.username must be non-empty without ':' or whitespace");
+      }
+      if (!/^https?:\/\//i.test(cfg.url)) fail("token auth needs an http(s) url");
+      break;
+    case "ssh":
+      if (typeof auth.privateKeyPath !== "string" || !isAbsolute(auth.privateKeyPath) || CONTROL.test(auth.privateKeyPath)) {
+        fail("auth.privateKeyPath must be an absolute path");
+      }
+      if (auth.knownHostsPath !== undefined && (!isAbsolute(auth.knownHostsPath) || CONTROL.test(auth.knownHostsPath))) {
+        fail("auth.knownHostsPath must be an absolute path");
+      }
+      if (/^(https?|file):\/\//i.test(cfg.url) || isAbsolute(cfg.url)) fail("ssh auth needs an ssh:// or git@host:path url");
+      break;
+    default:
+      fail('auth.kind must be "none", "token" or "ssh"');
+  }
+  const timeoutMs = positiveInt("timeoutMs", cfg.timeoutMs, 30_000, 3_600_000);
+  return {
+    url: cfg.url,
+    branch: cfg.branch,
+    workDir: resolve(cfg.workDir),
+    author: { name: cfg.author.name.trim(), email: cfg.author.email.trim() },
+    auth,
+    timeoutMs,
+    pingTimeoutMs: Math.min(timeoutMs, 5_000),
+    maxPushAttempts: positiveInt("maxPushAttempts", cfg.maxPushAttempts, 8, 100),
+    maxBatchSize: positiveInt("maxBatchSize", cfg.maxBatchSize, 32, 1000),
+    logger: cfg.logger ?? silentLogger,
+  };
+}

@@ -1,0 +1,452 @@
+import { mkdir, readdir, readFile, rm } from "node:fs/promises";
+import { join } from "node:path";
+import type { ChangeOrigin, RepoChange, RepoTree } from "@berth/core";
+import PQueue from "p-queue";
+import pRetry from "p-retry";
+import { commitCount, fastImportStream, type Plan, planBatch, planConflicts, type QueuedTxn } from "./batch.js";
+import { type FluxRepoConfig, type ResolvedConfig, resolveConfig } from "./config.js";
+import { GitOpsError, PushRejectedError } from "./errors.js";
+import { GitRunner } from "./git-runner.js";
+import { GitTree, newListCache, type TreeSource } from "./git-tree.js";
+import { ObjectReader } from "./object-reader.js";
+import { buildGitEnvironment } from "./remote-auth.js";
+
+export interface TransactResult {
+  /**
+   * The transaction's own commit when `committed`; otherwise the commit its mutate saw (the remote head, or
+   * an earlier commit of the same batch). "" only when the branch does not exist yet and nothing was written.
+   */
+  revision: string;
+  committed: boolean;
+  /** Paths the commit added, changed or deleted, sorted; empty when nothing was committed. */
+  files: string[];
+}
+
+export interface FluxRepoStats {
+  transactions: number;
+  commits: number;
+  batches: number;
+  fetches: number;
+  pushAttempts: number;
+  pushRejections: number;
+  /** Rejected batches whose mutates were run again because the remote changed something they touched. */
+  replays: number;
+  /** Rejected batches re-committed on the new head without re-running mutates (nothing they touched changed). */
+  rebases: number;
+}
+
+interface Waiter {
+  txn: QueuedTxn;
+  resolve(r: TransactResult): void;
+  reject(e: unknown): void;
+}
+
+/** Push failures that mean "the remote moved": retried on a fresh head. */
+const PUSH_REJECTED = /\(fetch first\)|\(non-fast-forward\)|\(stale info\)|cannot lock ref|failed to lock|failed to update ref|incorrect old value/i;
+const MISSING_BRANCH = /couldn't find remote ref/i;
+const SCRATCH_REF = "refs/berth/batch";
+
+/** Work dirs in use by a FluxRepo of this process: two writers on one clone would corrupt each other. */
+const activeWorkDirs = new Set<string>();
+
+/**
+ * The Flux repo as Berth writes it: one long-lived bare clone per remote, all writes serialized through one
+ * queue, concurrent transactions group-committed (one commit each, one push per batch), reads served from
+ * immutable objects. See docs/decisions/0002-git-writer.md.
+ */
+export class FluxRepo {
+  /** Checks the config and builds the repo; does no I/O. Call init() (or just use it: it initializes lazily). */
+  static fromConfig(cfg: FluxRepoConfig): FluxRepo {
+    return new FluxRepo(resolveConfig(cfg));
+  }
+
+  private readonly queue = new PQueue({ concurrency: 1 });
+  private pending: Waiter[] = [];
+  private batchScheduled = false;
+  private initPromise: Promise<void> | undefined;
+  private runner: GitRunner | undefined;
+  private src: TreeSource | undefined;
+  private head: { sha: string | undefined; at: number } | undefined;
+  private refreshing: Promise<void> | undefined;
+  private closed = false;
+  private ownsWorkDir = false;
+  private readonly counters: FluxRepoStats = {
+    transactions: 0,
+    commits: 0,
+    batches: 0,
+    fetches: 0,
+    pushAttempts: 0,
+    pushRejections: 0,
+    replays: 0,
+    rebases: 0,
+  };
+
+  constructor(private readonly cfg: ResolvedConfig) {}
+
+  get branch(): string {
+    return this.cfg.branch;
+  }
+
+  stats(): FluxRepoStats {
+    return { ...this.counters };
+  }
+
+  /** Creates (or reopens) the clone in workDir and fetches the branch. Safe to call more than once. */
+  init(): Promise<void> {
+    if (this.closed) return Promise.reject(new GitOpsError("closed", "FluxRepo is closed"));
+    this.initPromise ??= this.doInit().catch((err: unknown) => {
+      this.initPromise = undefined;
+      throw err;
+    });
+    return this.initPromise;
+  }
+
+  /**
+   * Applies one change as its own commit on the remote branch and resolves once it is pushed. `mutate` gets
+   * the tree the commit will be based on; it may run more than once (after a rejected push) and may throw
+   * (a domain error): the error is returned and nothing is written. Resolves with committed:false when the
+   * change would not change anything.
+   */
+  async transact(
+    mutate: (tree: RepoTree) => Promise<RepoChange | null>,
+    origin: ChangeOrigin,
+  ): Promise<TransactResult> {
+    if (typeof mutate !== "function") throw new TypeError("mutate must be a function");
+    if (this.closed) throw new GitOpsError("closed", "FluxRepo is closed");
+    await this.init();
+    this.counters.transactions += 1;
+    return new Promise<TransactResult>((resolve, reject) => {
+      this.pending.push({ txn: { mutate, origin }, resolve, reject });
+      this.schedule();
+    });
+  }
+
+  /**
+   * A tree at the remote branch as last fetched, fetched again first if that is older than maxAgeMs. The
+   * fetch goes through the writer's queue (ahead of waiting batches); reads then run alongside writes.
+   */
+  async snapshot(maxAgeMs = 2000): Promise<RepoTree> {
+    if (this.closed) throw new GitOpsError("closed", "FluxRepo is closed");
+    await this.init();
+    if (!this.fresh(maxAgeMs)) {
+      this.refreshing ??= this.queue
+        .add(
+          async () => {
+            if (!this.fresh(maxAgeMs)) await this.fetchHead();
+          },
+          { priority: 1 },
+        )
+        .finally(() => {
+          this.refreshing = undefined;
+        });
+      await this.refreshing;
+    }
+    return new GitTree(this.source(), this.head?.sha);
+  }
+
+  /** Readiness: the remote answers for the branch (ls-remote, short timeout). Throws GitOpsError. */
+  async ping(): Promise<void> {
+    if (this.closed) throw new GitOpsError("closed", "FluxRepo is closed");
+    await this.init();
+    await this.git().run(["ls-remote", "--heads", "origin", `refs/heads/${this.cfg.branch}`], {
+      probe: true,
+      what: "git ls-remote",
+    });
+  }
+
+  /** Stops accepting work, lets queued transactions finish, and ends the object reader. */
+  async close(): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
+    await this.queue.onIdle();
+    this.src?.reader.close();
+    if (this.ownsWorkDir) activeWorkDirs.delete(this.cfg.workDir);
+    this.ownsWorkDir = false;
+  }
+
+  // ---------------------------------------------------------------------------------------------------
+
+  private fresh(maxAgeMs: number): boolean {
+    return this.head !== undefined && Date.now() - this.head.at <= maxAgeMs;
+  }
+
+  private git(): GitRunner {
+    if (!this.runner) throw new GitOpsError("unavailable", "FluxRepo is not initialized");
+    return this.runner;
+  }
+
+  private source(): TreeSource {
+    if (!this.src) throw new GitOpsError("unavailable", "FluxRepo is not initialized");
+    return this.src;
+  }
+
+  private async doInit(): Promise<void> {
+    const { workDir, url, branch, logger } = this.cfg;
+    if (!this.ownsWorkDir) {
+      if (activeWorkDirs.has(workDir)) throw new GitOpsError("config", `workDir ${workDir} is already used by another FluxRepo`);
+      activeWorkDirs.add(workDir);
+      this.ownsWorkDir = true;
+    }
+    try {
+      await mkdir(workDir, { recursive: true });
+      const gitEnv = buildGitEnvironment({
+        gitDir: workDir,
+        auth: this.cfg.auth,
+        connectTimeoutSec: Math.max(1, Math.ceil(Math.min(this.cfg.timeoutMs, 10_000) / 1000)),
+      });
+      const runner = new GitRunner(gitEnv, { cwd: workDir, timeoutMs: this.cfg.timeoutMs, pingTimeoutMs: this.cfg.pingTimeoutMs });
+      const entries = await readdir(workDir);
+      const isRepo = ["HEAD", "objects", "config"].every((e) => entries.includes(e));
+      if (!isRepo) {
+        if (entries.length > 0) throw new GitOpsError("config", `workDir ${workDir} is not empty and not a git repository`);
+        await runner.run(["init", "--bare", "--quiet"], { what: "git init" });
+        await runner.run(["config", "berth.managed", "true"]);
+        logger.info({ workDir }, "flux repo: created clone");
+      } else {
+        const managed = await runner.tryRun(["config", "--get", "berth.managed"]);
+        if (!managed.ok || managed.stdout.trim() !== "true") {
+          throw new GitOpsError("config", `workDir ${workDir} holds a git repository Berth did not create`);
+        }
+        await this.removeStaleLocks();
+      }
+      // Idempotent: a reopened clone follows the current config (objects of an old remote just linger).
+      await runner.run(["config", "remote.origin.url", url]);
+      await runner.run(["config", "--replace-all", "remote.origin.fetch", `+refs/heads/${branch}:refs/remotes/origin/${branch}`]);
+      await runner.run(["config", "core.logAllRefUpdates", "false"]);
+      await runner.run(["config", "gc.autoDetach", "false"]);
+      this.runner = runner;
+      this.src = { reader: new ObjectReader(runner, this.cfg.timeoutMs), runner, listCache: newListCache() };
+      await this.queue.add(() => this.fetchHead());
+      logger.info({ branch, revision: this.head?.sha ?? null }, "flux repo: ready");
+    } catch (err) {
+      activeWorkDirs.delete(workDir);
+      this.ownsWorkDir = false;
+      this.src?.reader.close();
+      this.src = undefined;
+      this.runner = undefined;
+      throw err;
+    }
+  }
+
+  /** Lock files a killed git may have left; this process owns the clone, so no live git holds them. */
+  private async removeStaleLocks(): Promise<void> {
+    const { workDir, branch } = this.cfg;
+    const candidates = [
+      "config.lock",
+      "packed-refs.lock",
+      "shallow.lock",
+      "index.lock",
+      `refs/remotes/origin/${branch}.lock`,
+      `${SCRATCH_REF}.lock`,
+      "gc.pid",
+    ];
+    for (const rel of candidates) {
+      const p = join(workDir, rel);
+      try {
+        await rm(p);
+        this.cfg.logger.warn({ file: rel }, "flux repo: removed stale lock file");
+      } catch {
+        // absent: nothing to do
+      }
+    }
+  }
+
+  /** Fetches the branch; records and returns its head (undefined while the branch does not exist). */
+  private async fetchHead(): Promise<string | undefined> {
+    const { branch } = this.cfg;
+    const git = this.git();
+    this.counters.fetches += 1;
+    const tracking = `refs/remotes/origin/${branch}`;
+    // `-v`, not `--quiet`: simple-git waits an extra 50 ms after any command that prints nothing.
+    const r = await git.tryRun(["fetch", "-v", "--no-tags", "--no-write-fetch-head", "origin", `+refs/heads/${branch}:${tracking}`]);
+    let sha: string | undefined;
+    if (r.ok) {
+      const rev = await git.tryRun(["rev-parse", "--verify", "--quiet", `${tracking}^{commit}`]);
+      sha = rev.ok ? rev.stdout.trim() : undefined;
+    } else if (MISSING_BRANCH.test(r.output)) {
+      await git.tryRun(["update-ref", "-d", tracking]);
+      sha = undefined;
+    } else {
+      throw r.error;
+    }
+    this.head = { sha, at: Date.now() };
+    this.cfg.logger.debug?.({ branch, revision: sha ?? null }, "flux repo: fetched");
+    return sha;
+  }
+
+  private schedule(): void {
+    if (this.batchScheduled || this.pending.length === 0) return;
+    this.batchScheduled = true;
+    void this.queue.add(async () => {
+      this.batchScheduled = false;
+      const batch = this.pending.splice(0, this.cfg.maxBatchSize);
+      if (this.pending.length > 0) this.schedule();
+      await this.runBatch(batch);
+    });
+  }
+
+  /** One group commit: plan, commit, push; replay or rebase on a rejected push. Settles every waiter. */
+  private async runBatch(waiters: Waiter[]): Promise<void> {
+    const { logger, branch, maxPushAttempts } = this.cfg;
+    const txns = waiters.map((w) => w.txn);
+    const started = Date.now();
+    this.counters.batches += 1;
+    let plan: Plan | undefined;
+    let attempts = 0;
+    try {
+      const shas = await pRetry(
+        async (attemptNumber) => {
+          attempts = attemptNumber;
+          const head = await this.fetchHead();
+          if (plan && plan.base !== head) {
+            const changed = await this.changedPaths(plan.base, head);
+            if (planConflicts(plan, changed)) {
+              this.counters.replays += 1;
+              logger.debug?.({ branch, changed: changed.length }, "flux repo: remote changed what the batch read; replaying");
+              plan = undefined;
+            } else {
+              this.counters.rebases += 1;
+              plan = { ...plan, base: head };
+            }
+          }
+          plan ??= await planBatch(txns, new GitTree(this.source(), head));
+          if (commitCount(plan) === 0) return [];
+          const commits = await this.importCommits(plan);
+          await this.push(commits[commits.length - 1] as string, plan.base);
+          return commits;
+        },
+        {
+          retries: maxPushAttempts - 1,
+          factor: 2,
+          // Short first delays: a rejected batch usually just needs a rebase onto the new head (milliseconds).
+          minTimeout: 5,
+          maxTimeout: 1_000,
+          randomize: true,
+          shouldRetry: ({ error }) => error instanceof PushRejectedError,
+          onFailedAttempt: ({ error, attemptNumber }) => {
+            if (!(error instanceof PushRejectedError)) return;
+            this.counters.pushRejections += 1;
+            logger.warn({ branch, attempt: attemptNumber, reason: error.message }, "flux repo: push rejected, remote moved");
+          },
+        },
+      );
+      const final = plan as Plan | undefined;
+      if (!final) throw new GitOpsError("unavailable", "internal: batch finished without a plan");
+      let prev = final.base;
+      let i = 0;
+      final.txns.forEach((t, idx) => {
+        const w = waiters[idx] as Waiter;
+        if (t.kind === "commit") {
+          const sha = shas[i++] as string;
+          prev = sha;
+          w.resolve({ revision: sha, committed: true, files: [...t.files.keys()].sort() });
+        } else if (t.kind === "noop") {
+          w.resolve({ revision: prev ?? "", committed: false, files: [] });
+        } else {
+          w.reject(t.error);
+        }
+      });
+      this.counters.commits += shas.length;
+      if (shas.length > 0) {
+        logger.info(
+          { branch, transactions: waiters.length, commits: shas.length, attempts, revision: shas[shas.length - 1], ms: Date.now() - started },
+          "flux repo: pushed",
+        );
+        if (this.counters.batches % 50 === 0) await this.git().tryRun(["gc", "--auto", "--quiet"]);
+      }
+    } catch (err) {
+      const error =
+        err instanceof PushRejectedError
+          ? new GitOpsError("conflict", `push to ${branch} rejected ${attempts} times (the branch kept moving); nothing was written`)
+          : err instanceof GitOpsError
+            ? err
+            : new GitOpsError("unavailable", `flux repo batch failed: ${this.git().redact(String((err as Error)?.message ?? err))}`);
+      logger.warn({ branch, transactions: waiters.length, attempts, kind: error.kind, error: error.message }, "flux repo: batch failed");
+      const final = plan as Plan | undefined;
+      waiters.forEach((w, idx) => {
+        const t = final?.txns[idx];
+        // A transaction whose own mutate failed gets its own error: that outcome did not depend on the push.
+        w.reject(t?.kind === "error" ? t.error : error);
+      });
+      await this.resetAfterFailure();
+    }
+  }
+
+  /** Nothing uncommitted lives in the clone; drop the scratch ref and force the next read to fetch. */
+  private async resetAfterFailure(): Promise<void> {
+    this.head = undefined;
+    try {
+      await this.git().tryRun(["update-ref", "-d", SCRATCH_REF]);
+    } catch {
+      // best effort
+    }
+  }
+
+  /** Paths that differ between two commits (either may be undefined: an absent branch). */
+  private async changedPaths(from: string | undefined, to: string | undefined): Promise<string[]> {
+    if (from === to) return [];
+    const git = this.git();
+    const args =
+      from === undefined
+        ? ["ls-tree", "-r", "--name-only", "-z", to as string]
+        : to === undefined
+          ? ["ls-tree", "-r", "--name-only", "-z", from]
+          : ["diff-tree", "-r", "--name-only", "-z", "--no-renames", from, to];
+    const out = await git.run(args, { what: `git ${args[0]}` });
+    return out.split("\0").filter((p) => p !== "");
+  }
+
+  /** Writes the plan's commits with one `git fast-import`; returns their shas in order. */
+  private async importCommits(plan: Plan): Promise<string[]> {
+    const git = this.git();
+    const marksFile = join(this.cfg.workDir, "berth-import.marks");
+    const { stream, marks } = fastImportStream(plan, SCRATCH_REF, this.cfg.author, new Date());
+    await git.runWithInput(["fast-import", "--quiet", "--done", "--force", `--export-marks=${marksFile}`], stream, "git fast-import");
+    const table = new Map<number, string>();
+    for (const line of (await readFile(marksFile, "utf8")).split("\n")) {
+      const m = /^:(\d+) ([0-9a-f]{40,64})$/.exec(line.trim());
+      if (m) table.set(Number(m[1]), m[2] as string);
+    }
+    await rm(marksFile, { force: true });
+    return marks.map((m) => {
+      const sha = table.get(m);
+      if (!sha) throw new GitOpsError("unavailable", `git fast-import did not report commit :${m}`);
+      return sha;
+    });
+  }
+
+  /**
+   * Pushes `sha` to the branch only if the branch is still at `expected` (compare-and-swap through
+   * --force-with-lease; never rewinds anyone's commits). A rejection throws PushRejectedError.
+   */
+  private async push(sha: string, expected: string | undefined): Promise<void> {
+    const { branch } = this.cfg;
+    const git = this.git();
+    this.counters.pushAttempts += 1;
+    const r = await git.tryRun([
+      "push",
+      "--porcelain",
+      `--force-with-lease=refs/heads/${branch}:${expected ?? ""}`,
+      "origin",
+      `${sha}:refs/heads/${branch}`,
+    ]);
+    if (r.ok) {
+      this.head = { sha, at: Date.now() };
+      return;
+    }
+    if (PUSH_REJECTED.test(r.output)) {
+      const line = r.output.split("\n").find((l) => PUSH_REJECTED.test(l)) ?? "rejected";
+      throw new PushRejectedError(line.trim());
+    }
+    // Unknown outcome (timeout, connection drop): the remote may have taken the push anyway.
+    if (r.error.kind !== "auth") {
+      try {
+        const now = await this.fetchHead();
+        if (now === sha || (now !== undefined && (await git.tryRun(["merge-base", "--is-ancestor", sha, now])).ok)) return;
+      } catch {
+        // fall through to the push error
+      }
+    }
+    throw r.error;
+  }
+}

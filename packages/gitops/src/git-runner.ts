@@ -1,0 +1,108 @@
+import { spawn, type ChildProcessWithoutNullStreams } from "node:child_process";
+import { GitPluginError, simpleGit, type SimpleGit } from "simple-git";
+import { GitOpsError, type GitOpsErrorKind } from "./errors.js";
+import type { GitEnvironment } from "./remote-auth.js";
+
+const AUTH_FAILURE =
+  /authentication failed|could not read (username|password)|HTTP Basic: Access denied|The requested URL returned error: 40[13]|\b401\b|\b403 Forbidden|Permission denied \(publickey|Host key verification failed|REMOTE HOST IDENTIFICATION HAS CHANGED|No .* host key is known|invalid credentials|terminal prompts disabled/i;
+
+/**
+ * Runs git in the long-lived clone. One-shot commands go through simple-git (argument checks, `timeout.block`
+ * progress timeout); the two that stream stdin/stdout (fast-import, cat-file --batch) are spawned directly
+ * with the same environment. Every error leaving here is a GitOpsError with secrets redacted.
+ */
+export class GitRunner {
+  private readonly git: SimpleGit;
+  private readonly probeGit: SimpleGit;
+
+  constructor(
+    private readonly gitEnv: GitEnvironment,
+    private readonly opts: { cwd: string; timeoutMs: number; pingTimeoutMs: number },
+  ) {
+    this.git = this.make(opts.timeoutMs, 4);
+    this.probeGit = this.make(opts.pingTimeoutMs, 2);
+  }
+
+  private make(timeoutMs: number, maxConcurrentProcesses: number): SimpleGit {
+    return simpleGit({
+      baseDir: this.opts.cwd,
+      maxConcurrentProcesses,
+      timeout: { block: timeoutMs },
+      allowEnvironment: this.gitEnv.allowEnvironment,
+      unsafe: this.gitEnv.unsafe,
+      trimmed: false,
+    }).env(this.gitEnv.env);
+  }
+
+  redact(text: string): string {
+    return this.gitEnv.redact(text);
+  }
+
+  /** `git <args>`; resolves with stdout. */
+  async run(args: string[], opts: { probe?: boolean; what?: string } = {}): Promise<string> {
+    try {
+      return await (opts.probe ? this.probeGit : this.git).raw(args);
+    } catch (err) {
+      throw this.toError(err, opts.what ?? `git ${args[0]}`, opts.probe ? this.opts.pingTimeoutMs : this.opts.timeoutMs);
+    }
+  }
+
+  /** Like run, but resolves with the raw failure text instead of throwing on a non-zero exit. */
+  async tryRun(args: string[]): Promise<{ ok: true; stdout: string } | { ok: false; output: string; error: GitOpsError }> {
+    try {
+      return { ok: true, stdout: await this.git.raw(args) };
+    } catch (err) {
+      const error = this.toError(err, `git ${args[0]}`);
+      return { ok: false, output: this.redact(err instanceof Error ? err.message : String(err)), error };
+    }
+  }
+
+  /** `git <args>` with `input` on stdin; killed after timeoutMs in total. */
+  runWithInput(args: string[], input: Buffer, what: string): Promise<string> {
+    return new Promise((resolve, reject) => {
+      const child = spawn("git", args, { cwd: this.opts.cwd, env: this.gitEnv.env, stdio: ["pipe", "pipe", "pipe"] });
+      const out: Buffer[] = [];
+      const err: Buffer[] = [];
+      let timedOut = false;
+      const timer = setTimeout(() => {
+        timedOut = true;
+        child.kill("SIGKILL");
+      }, this.opts.timeoutMs);
+      child.stdout.on("data", (b: Buffer) => out.push(b));
+      child.stderr.on("data", (b: Buffer) => err.push(b));
+      child.stdin.on("error", () => {}); // EPIPE when git dies early; reported through 'close'
+      child.on("error", (e) => {
+        clearTimeout(timer);
+        reject(new GitOpsError("unavailable", `${what}: cannot run git: ${this.redact(e.message)}`, { cause: e }));
+      });
+      child.on("close", (code) => {
+        clearTimeout(timer);
+        if (timedOut) return reject(new GitOpsError("timeout", `${what}: no result after ${this.opts.timeoutMs} ms`));
+        if (code !== 0) {
+          const text = this.redact(Buffer.concat(err).toString("utf8").trim()).slice(0, 2000);
+          return reject(new GitOpsError("unavailable", `${what} failed (exit ${code}): ${text}`));
+        }
+        resolve(Buffer.concat(out).toString("utf8"));
+      });
+      child.stdin.end(input);
+    });
+  }
+
+  /** A long-running `git <args>` with piped stdio (cat-file --batch). */
+  spawnPersistent(args: string[]): ChildProcessWithoutNullStreams {
+    return spawn("git", args, { cwd: this.opts.cwd, env: this.gitEnv.env, stdio: ["pipe", "pipe", "pipe"] });
+  }
+
+  toError(err: unknown, what: string, timeoutMs = this.opts.timeoutMs): GitOpsError {
+    if (err instanceof GitOpsError) return err;
+    const raw = err instanceof Error ? err.message : String(err);
+    const text = this.redact(raw).trim().slice(0, 2000);
+    let kind: GitOpsErrorKind = "unavailable";
+    if (err instanceof GitPluginError && err.plugin === "timeout") kind = "timeout";
+    else if (AUTH_FAILURE.test(raw)) kind = "auth";
+    const message =
+      kind === "timeout" ? `${what}: git made no progress for ${timeoutMs} ms and was killed` : `${what} failed: ${text}`;
+    // No `cause`: the simple-git error carries the argument list and raw output; keep only the redacted text.
+    return new GitOpsError(kind, message);
+  }
+}

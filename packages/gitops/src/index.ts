@@ -1,0 +1,6 @@
+export { FluxRepo, type FluxRepoStats, type TransactResult } from "./flux-repo.js";
+export type { FluxRepoAuth, FluxRepoConfig, GitOpsLogger } from "./config.js";
+export { GitOpsError, type GitOpsErrorKind } from "./errors.js";
+export { GitTree } from "./git-tree.js";
+export { assertWritablePath } from "./paths.js";
+export { buildCommitMessage, sanitizeLine, TRAILER_ACTOR, TRAILER_REQUEST_ID } from "./commit-message.js";

@@ -1,0 +1,98 @@
+import { describe, expect, it } from "vitest";
+import { type Plan, planConflicts } from "../src/batch.js";
+import { buildCommitMessage, sanitizeLine } from "../src/commit-message.js";
+import type { TxnView } from "../src/git-tree.js";
+import { assertWritablePath, normalizeDir } from "../src/paths.js";
+import { buildGitEnvironment } from "../src/remote-auth.js";
+
+describe("paths", () => {
+  it("accepts plain relative POSIX paths", () => {
+    for (const p of ["a", "teams/a/team.yaml", "clusters/c-1/teams/kustomization.yaml", "x/.hidden", "a/b_c.d+e=f@g,h~i"]) {
+      expect(() => assertWritablePath(p), p).not.toThrow();
+    }
+  });
+  it("normalizes folders for list()", () => {
+    expect(normalizeDir("")).toBe("");
+    expect(normalizeDir(".")).toBe("");
+    expect(normalizeDir("/")).toBe("");
+    expect(normalizeDir("teams/")).toBe("teams");
+    expect(() => normalizeDir("../x")).toThrow();
+  });
+});
+
+describe("commit messages", () => {
+  it("puts subject, body and trailers in separate paragraphs", () => {
+    expect(buildCommitMessage({ subject: "s", body: ["b1", "b2"], files: new Map() }, { actor: "a", requestId: "r" })).toBe(
+      "s\n\nb1\nb2\n\nBerth-Requested-By: a\nBerth-Request-Id: r\n",
+    );
+    expect(buildCommitMessage({ subject: "", files: new Map() }, { actor: "", requestId: "" })).toBe(
+      "berth: update\n\nBerth-Requested-By: unknown\nBerth-Request-Id: unknown\n",
+    );
+  });
+  it("sanitizes to one bounded line", () => {
+    expect(sanitizeLine("a\r\nb\u2028c\u202ed\u0000e", 100)).toBe("a b c d e");
+    expect(sanitizeLine("x".repeat(300), 10)).toBe(`${"x".repeat(9)}…`);
+  });
+});
+
+describe("planConflicts", () => {
+  const view = (reads: string[], lists: string[] = []) => ({ reads: new Set(reads), lists: new Set(lists) }) as unknown as TxnView;
+  const plan = (txns: Plan["txns"]): Plan => ({ base: "x", txns });
+
+  it("ignores changes to paths nobody touched", () => {
+    const p = plan([{ kind: "commit", files: new Map([["teams/a.yaml", "a"]]), message: "m", view: view(["teams/a.yaml"], ["clusters/c1/teams"]) }]);
+    expect(planConflicts(p, ["image-automation/1.txt", "clusters/c2/teams/x.yaml", "teams/ab.yaml"])).toBe(false);
+    expect(planConflicts(p, [])).toBe(false);
+  });
+
+  it("sees a changed read, write, listed folder or file/folder clash", () => {
+    const p = plan([
+      { kind: "noop", view: view(["teams/index.txt"]) },
+      { kind: "commit", files: new Map([["teams/b/team.yaml", "b"]]), message: "m", view: view([], ["clusters/c1/teams"]) },
+      { kind: "error", error: new Error("x"), view: view(["teams/z/team.yaml"]) },
+    ]);
+    expect(planConflicts(p, ["teams/index.txt"])).toBe(true); // read
+    expect(planConflicts(p, ["teams/b/team.yaml"])).toBe(true); // written
+    expect(planConflicts(p, ["clusters/c1/teams/x.yaml"])).toBe(true); // in a listed folder
+    expect(planConflicts(p, ["clusters/c1/teams/deep/x.yaml"])).toBe(true);
+    expect(planConflicts(p, ["teams/b"])).toBe(true); // a file where we write a folder
+    expect(planConflicts(p, ["teams/z/team.yaml"])).toBe(true); // what a failed mutate read
+    expect(planConflicts(p, ["clusters"])).toBe(true); // a file replacing a listed folder's parent
+  });
+
+  it("treats a listing of the root as depending on everything", () => {
+    const p = plan([{ kind: "noop", view: view([], [""]) }]);
+    expect(planConflicts(p, ["anything.txt"])).toBe(true);
+  });
+});
+
+describe("git environment", () => {
+  it("keeps credentials out of argv, drops dangerous inherited variables, redacts secrets", () => {
+    const saved = { ...process.env };
+    try {
+      Object.assign(process.env, { GIT_DIR: "/elsewhere", GIT_SSH_COMMAND: "evil", EDITOR: "vim", GIT_SSL_CAINFO: "/ca.pem", GIT_TRACE: "1" });
+      const e = buildGitEnvironment({ gitDir: "/w", auth: { kind: "token", token: "s3cr3t-t0ken" }, connectTimeoutSec: 5 });
+      expect(e.env.GIT_DIR).toBe("/w");
+      expect(e.env.GIT_SSH_COMMAND).toBeUndefined();
+      expect(e.env.GIT_TRACE).toBeUndefined();
+      expect(e.env.EDITOR).toBeUndefined();
+      expect(e.env.GIT_SSL_CAINFO).toBe("/ca.pem");
+      expect(e.env.GIT_TERMINAL_PROMPT).toBe("0");
+      const header = Object.entries(e.env).find(([, v]) => v.startsWith("Authorization: Basic "));
+      expect(header).toBeDefined();
+      const b64 = Buffer.from("x-access-token:s3cr3t-t0ken").toString("base64");
+      expect(header?.[1]).toBe(`Authorization: Basic ${b64}`);
+      expect(e.redact(`fatal: token s3cr3t-t0ken header Authorization: Basic ${b64} and ${b64}`)).toBe(
+        "fatal: token *** header Authorization: Basic *** and ***",
+      );
+      const ssh = buildGitEnvironment({ gitDir: "/w", auth: { kind: "ssh", privateKeyPath: "/keys/it's key" }, connectTimeoutSec: 5 });
+      const cmd = Object.values(ssh.env).find((v) => v.startsWith("ssh "));
+      expect(cmd).toContain(`-i '/keys/it'\\''s key'`);
+      expect(cmd).toContain("StrictHostKeyChecking=accept-new");
+      expect(cmd).toContain("IdentitiesOnly=yes");
+    } finally {
+      for (const k of Object.keys(process.env)) if (!(k in saved)) delete process.env[k];
+      Object.assign(process.env, saved);
+    }
+  });
+});

@@ -1,0 +1,118 @@
+#!/usr/bin/env node
+// The README's commands (`npm start`, `npm test`, `npm run bench`) land here. Each first installs what a
+// fresh machine lacks (pnpm, dependencies, builds), so the same two commands work from a clean checkout.
+import { spawn, spawnSync } from "node:child_process";
+import { randomBytes } from "node:crypto";
+import { existsSync, mkdirSync, readFileSync, statSync, writeFileSync } from "node:fs";
+import { dirname, join, resolve } from "node:path";
+import { fileURLToPath, pathToFileURL } from "node:url";
+
+const root = resolve(dirname(fileURLToPath(import.meta.url)), "..");
+const stateDir = join(root, ".berth");
+const command = process.argv[2];
+
+function fail(message) {
+  process.stderr.write(`berth: ${message}\n`);
+  process.exit(1);
+}
+
+function run(cmd, args, options = {}) {
+  const result = spawnSync(cmd, args, { cwd: root, stdio: "inherit", ...options, env: { TURBO_TELEMETRY_DISABLED: "1", ...process.env, ...options.env } });
+  if (result.error) fail(`${cmd} ${args.join(" ")}: ${result.error.message}`);
+  return result.status ?? 1;
+}
+
+function checkNode() {
+  const [major, minor] = process.versions.node.split(".").map(Number);
+  if (major < 20 || (major === 20 && minor < 19)) fail(`Node ${process.versions.node} is too old: Berth needs Node 20.19+ (or 22/24)`);
+}
+
+/** pnpm 10, installed globally with npm when missing (corepack's signature checks fail on these machines). */
+function pnpmCommand() {
+  const probe = spawnSync("pnpm", ["--version"], { encoding: "utf8" });
+  if (probe.status === 0 && probe.stdout.startsWith("10.")) return ["pnpm"];
+  process.stdout.write("berth: installing pnpm 10 (npm i -g pnpm@10)\n");
+  if (run("npm", ["i", "-g", "pnpm@10"]) === 0) return ["pnpm"];
+  return ["npx", "-y", "pnpm@10"];
+}
+
+function ensureDependencies(pnpm) {
+  const marker = join(root, "node_modules", ".pnpm", "lock.yaml");
+  const lock = join(root, "pnpm-lock.yaml");
+  if (existsSync(marker) && statSync(marker).mtimeMs >= statSync(lock).mtimeMs) return;
+  process.stdout.write("berth: installing dependencies (pnpm install --frozen-lockfile)\n");
+  if (run(pnpm[0], [...pnpm.slice(1), "install", "--frozen-lockfile"]) !== 0) fail("pnpm install failed");
+}
+
+function turbo(pnpm, task, filter) {
+  const args = [...pnpm.slice(1), "exec", "turbo", "run", task, "--output-logs=errors-only"];
+  if (filter) args.push(`--filter=${filter}`);
+  return run(pnpm[0], args);
+}
+
+/** The embedded default: a local bare repository as the Flux repo, the dev token, infra/local/berth.yaml. */
+function localDefaults() {
+  mkdirSync(stateDir, { recursive: true });
+  const bare = join(stateDir, "flux-repo.git");
+  if (!existsSync(bare)) {
+    if (run("git", ["init", "--quiet", "--bare", "--initial-branch=main", bare]) !== 0) fail("cannot create the local Flux repo");
+  }
+  const tokenFile = join(stateDir, "dev-token");
+  if (!existsSync(tokenFile)) writeFileSync(tokenFile, `berth-dev-${randomBytes(18).toString("base64url")}\n`, { mode: 0o600 });
+  const defaults = {
+    BERTH_CONFIG_FILE: join(root, "infra", "local", "berth.yaml"),
+    BERTH_GIT_URL: pathToFileURL(bare).href,
+    BERTH_GIT_WORKDIR: join(stateDir, "work"),
+    BERTH_AUTH_MODE: "dev",
+    BERTH_DEV_TOKEN: readFileSync(tokenFile, "utf8").trim(),
+  };
+  // Anything the caller set wins; the defaults only fill gaps.
+  return process.env.BERTH_CONFIG_FILE ? { ...process.env } : { ...defaults, ...process.env };
+}
+
+function start(pnpm) {
+  if (turbo(pnpm, "build", "@berth/api...") !== 0) fail("build failed");
+  const child = spawn(process.execPath, [join(root, "apps", "api", "dist", "main.js")], { cwd: root, stdio: "inherit", env: localDefaults() });
+  for (const signal of ["SIGINT", "SIGTERM"]) process.on(signal, () => child.kill(signal));
+  child.on("exit", (code, signal) => process.exit(code ?? (signal ? 1 : 0)));
+}
+
+function test(pnpm) {
+  if (turbo(pnpm, "typecheck") !== 0) {
+    process.stdout.write("typecheck failed\n0 passed, 1 failed\n");
+    process.exit(1);
+  }
+  const ensureKube = join(root, "infra", "test-cluster", "ensure-binaries.sh");
+  if (existsSync(ensureKube) && run("bash", [ensureKube]) !== 0) {
+    process.stdout.write("could not build or find kube-apiserver and etcd\n0 passed, 1 failed\n");
+    process.exit(1);
+  }
+  mkdirSync(stateDir, { recursive: true });
+  const report = join(stateDir, "test-results.json");
+  const status = run(pnpm[0], [...pnpm.slice(1), "exec", "vitest", "run", "--reporter=default", "--reporter=json", `--outputFile.json=${report}`, ...process.argv.slice(3)]);
+  let passed = 0;
+  let failed = 0;
+  let skipped = 0;
+  try {
+    const results = JSON.parse(readFileSync(report, "utf8"));
+    passed = results.numPassedTests;
+    failed = results.numFailedTests + (results.numFailedTestSuites ?? 0);
+    skipped = results.numPendingTests + results.numTodoTests;
+  } catch {
+    failed = 1;
+  }
+  process.stdout.write(`\n${passed} passed, ${failed} failed, ${skipped} skipped\n`);
+  process.exit(status !== 0 || failed > 0 || passed === 0 ? 1 : 0);
+}
+
+function bench(pnpm) {
+  process.exit(run(pnpm[0], [...pnpm.slice(1), "exec", "tsx", join(root, "tests", "bench", "run.ts"), ...process.argv.slice(3)]));
+}
+
+checkNode();
+const pnpm = pnpmCommand();
+ensureDependencies(pnpm);
+if (command === "start") start(pnpm);
+else if (command === "test") test(pnpm);
+else if (command === "bench") bench(pnpm);
+else fail(`unknown command "${command}": use start, test or bench`);

@@ -1,0 +1,213 @@
+import { execFileSync } from "node:child_process";
+import { mkdtempSync, readFileSync, existsSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { pathToFileURL } from "node:url";
+import { parse } from "yaml";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { DEV_TOKEN, startBerth, type RunningBerth } from "../support/berth.js";
+
+const OWNER = "0b9a3c1e-1111-4222-8333-444455556666";
+const auth = { authorization: `Bearer ${DEV_TOKEN}` };
+const team = (name: string, extra: Record<string, unknown> = {}) => ({ name, description: "A team", owners: [OWNER], environments: ["dev"], ...extra });
+
+function git(cwd: string, ...args: string[]): string {
+  return execFileSync("git", args, { cwd, encoding: "utf8" }).trim();
+}
+
+/** A fresh clone of the remote: what Flux would pull. */
+function cloneOf(remote: string): string {
+  const dir = mkdtempSync(join(tmpdir(), "berth-verify-"));
+  execFileSync("git", ["clone", "--quiet", remote, dir]);
+  return dir;
+}
+
+describe("onboarding API against a file:// Flux repo", () => {
+  let remote: string;
+  let berth: RunningBerth;
+  const remoteHead = () => git(remote.replace("file://", ""), "rev-parse", "--verify", "-q", "refs/heads/main");
+
+  beforeAll(async () => {
+    const bare = mkdtempSync(join(tmpdir(), "berth-remote-"));
+    execFileSync("git", ["init", "--quiet", "--bare", "--initial-branch=main", bare]);
+    remote = pathToFileURL(bare).href;
+    berth = await startBerth({ remoteUrl: remote });
+  });
+  afterAll(async () => {
+    await berth?.stop();
+  });
+
+  it("serves health and the API description without a token", async () => {
+    expect((await berth.server.inject({ url: "/healthz" })).statusCode).toBe(200);
+    expect((await berth.server.inject({ url: "/readyz" })).statusCode).toBe(200);
+    const spec = await berth.server.inject({ url: "/openapi.json" });
+    expect(spec.statusCode).toBe(200);
+    const doc = spec.json();
+    expect(Object.keys(doc.paths)).toEqual(expect.arrayContaining(["/v1/teams", "/v1/teams/{name}", "/v1/teams/{name}/preview", "/v1/teams/preview"]));
+    expect(doc.paths["/v1/teams"].post.requestBody.content["application/json"].schema.properties.name).toBeDefined();
+    expect((await berth.server.inject({ url: "/docs/" })).statusCode).toBe(200);
+  });
+
+  it("refuses every /v1 route without a valid token, with problem+json", async () => {
+    const routes = [
+      ["GET", "/v1/teams"],
+      ["POST", "/v1/teams"],
+      ["POST", "/v1/teams/preview"],
+      ["GET", "/v1/teams/payments"],
+      ["PUT", "/v1/teams/payments"],
+      ["DELETE", "/v1/teams/payments"],
+      ["POST", "/v1/teams/payments/preview"],
+    ] as const;
+    for (const [method, url] of routes) {
+      for (const headers of [{}, { authorization: "Bearer wrong-token-wrong-token" }, { authorization: "Basic abc" }]) {
+        const res = await berth.server.inject({ method, url, headers, payload: method === "GET" || method === "DELETE" ? undefined : team("payments") });
+        expect(res.statusCode, `${method} ${url} ${JSON.stringify(headers)}`).toBe(401);
+        expect(res.headers["content-type"]).toContain("application/problem+json");
+        expect(res.headers["www-authenticate"]).toMatch(/^Bearer/);
+      }
+    }
+  });
+
+  it("onboards a team in one commit that a clone of the remote holds", async () => {
+    const res = await berth.server.inject({ method: "POST", url: "/v1/teams", headers: { ...auth, "x-request-id": "req-create-1" }, payload: team("payments", { roleAssignments: [{ role: "rg-contributor" }] }) });
+    expect(res.statusCode).toBe(201);
+    const body = res.json();
+    expect(body.revision).toBe(remoteHead());
+    expect(body.committed).toBe(true);
+    expect(body.files.map((f: { path: string }) => f.path)).toContain("teams/payments/team.yaml");
+    expect(res.headers.location).toBe("/v1/teams/payments");
+
+    const clone = cloneOf(remote);
+    try {
+      const spec = parse(readFileSync(join(clone, "teams/payments/team.yaml"), "utf8"));
+      expect(spec).toMatchObject({ kind: "Team", metadata: { name: "payments" }, spec: { owners: [OWNER], environments: ["dev"] } });
+      for (const f of body.files) expect(existsSync(join(clone, f.path)), f.path).toBe(true);
+      expect(readFileSync(join(clone, "clusters/aks-dev-weu/teams/kustomization.yaml"), "utf8")).toContain("- payments.yaml");
+      const message = git(clone, "log", "-1", "--format=%B");
+      expect(message).toContain("berth: onboard team payments");
+      expect(message).toContain("Berth-Requested-By: developer");
+      expect(message).toContain("Berth-Request-Id: req-create-1");
+      expect(git(clone, "rev-list", "--count", "HEAD")).toBe("1");
+    } finally {
+      rmSync(clone, { recursive: true, force: true });
+    }
+  });
+
+  it("answers 409 for an existing team and commits nothing", async () => {
+    const before = remoteHead();
+    const res = await berth.server.inject({ method: "POST", url: "/v1/teams", headers: auth, payload: team("payments") });
+    expect(res.statusCode).toBe(409);
+    expect(res.json()).toMatchObject({ status: 409, type: "https://berth.dev/problems/team-exists" });
+    expect(remoteHead()).toBe(before);
+  });
+
+  it("reads teams back from the repo", async () => {
+    const list = await berth.server.inject({ url: "/v1/teams", headers: auth });
+    expect(list.statusCode).toBe(200);
+    expect(list.json().items.map((t: { name: string }) => t.name)).toEqual(["payments"]);
+    const one = await berth.server.inject({ url: "/v1/teams/payments", headers: auth });
+    expect(one.json().team).toMatchObject({ name: "payments", roleAssignments: [{ role: "rg-contributor" }] });
+    const missing = await berth.server.inject({ url: "/v1/teams/nobody", headers: auth });
+    expect(missing.statusCode).toBe(404);
+    expect(missing.headers["content-type"]).toContain("application/problem+json");
+  });
+
+  it("previews a change as a unified diff without committing", async () => {
+    const before = remoteHead();
+    const res = await berth.server.inject({ method: "POST", url: "/v1/teams/payments/preview", headers: auth, payload: { description: "Payments", owners: [OWNER], environments: ["dev", "prod"] } });
+    expect(res.statusCode).toBe(200);
+    const body = res.json();
+    expect(body.files).toEqual(expect.arrayContaining([expect.objectContaining({ path: "teams/payments/clusters/aks-prod-neu/identity.yaml", status: "added" })]));
+    expect(body.files).toEqual(expect.arrayContaining([expect.objectContaining({ path: "teams/payments/clusters/aks-dev-weu/role-assignment.yaml", status: "deleted" })]));
+    expect(body.diff).toContain("+++ b/teams/payments/clusters/aks-prod-weu/resource-group.yaml");
+    expect(body.diff).toContain("-  description: A team");
+    const fresh = await berth.server.inject({ method: "POST", url: "/v1/teams/preview", headers: auth, payload: team("search") });
+    expect(fresh.statusCode).toBe(200);
+    expect(fresh.json().files.every((f: { status: string; path: string }) => f.status === "added" || f.path.endsWith("kustomization.yaml"))).toBe(true);
+    expect(remoteHead()).toBe(before);
+  });
+
+  it("updates a team, committing only what changed, and nothing when nothing changed", async () => {
+    const payload = { description: "Payments", owners: [OWNER], environments: ["dev", "prod"], roleAssignments: [{ role: "rg-contributor" }] };
+    const res = await berth.server.inject({ method: "PUT", url: "/v1/teams/payments", headers: auth, payload });
+    expect(res.statusCode).toBe(200);
+    const body = res.json();
+    expect(body.committed).toBe(true);
+    expect(body.files).toEqual(expect.arrayContaining([{ path: "clusters/aks-prod-weu/teams/payments.yaml", status: "added" }, { path: "teams/payments/team.yaml", status: "modified" }]));
+    expect(body.files.find((f: { path: string }) => f.path === "teams/payments/base/limit-range.yaml")).toBeUndefined();
+    const head = remoteHead();
+    expect(body.revision).toBe(head);
+
+    const again = await berth.server.inject({ method: "PUT", url: "/v1/teams/payments", headers: auth, payload });
+    expect(again.statusCode).toBe(200);
+    expect(again.json()).toMatchObject({ committed: false, files: [], revision: head });
+    expect(remoteHead()).toBe(head);
+  });
+
+  it("rejects invalid and injecting input with 422 naming the field, and commits nothing", async () => {
+    const before = remoteHead();
+    const cases: Array<[Record<string, unknown>, string]> = [
+      [team("Payments"), "name"],
+      [team("kube-payments"), "name"],
+      [team("flux-config"), "name"],
+      [team("ok-team", { description: "line\nkind: Secret" }), "description"],
+      [team("ok-team", { description: "costs ${SUBSCRIPTION_ID}" }), "description"],
+      [team("ok-team", { description: "a\u2028b" }), "description"],
+      [team("ok-team", { labels: { "cost-center": "x\n---\nkind: Secret" } }), "labels.cost-center"],
+      [team("ok-team", { labels: { "toolkit.fluxcd.io/tenant": "other" } }), "labels.toolkit.fluxcd.io/tenant"],
+      [team("ok-team", { environments: ["staging"] }), "environments.0"],
+      [team("ok-team", { roleAssignments: [{ role: "owner" }] }), "roleAssignments.0.role"],
+      [team("ok-team", { owners: ["not-a-uuid"] }), "owners.0"],
+      [team("ok-team", { quota: { cpu: "4; rm", memory: "1Gi", pods: 1 } }), "quota.cpu"],
+      [{ ...team("ok-team"), extra: "field" }, "(body)"],
+    ];
+    for (const [payload, field] of cases) {
+      const res = await berth.server.inject({ method: "POST", url: "/v1/teams", headers: auth, payload });
+      expect(res.statusCode, JSON.stringify(payload)).toBe(422);
+      expect(res.headers["content-type"]).toContain("application/problem+json");
+      const problem = res.json();
+      expect(problem.errors.map((e: { field: string }) => e.field), JSON.stringify(payload)).toContain(field);
+      expect(problem.errors.every((e: { rule: string }) => e.rule.length > 0)).toBe(true);
+    }
+    expect(remoteHead()).toBe(before);
+  });
+
+  it("answers malformed requests with problem+json", async () => {
+    const badJson = await berth.server.inject({ method: "POST", url: "/v1/teams", headers: { ...auth, "content-type": "application/json" }, payload: "{not json" });
+    expect(badJson.statusCode).toBe(400);
+    expect(badJson.headers["content-type"]).toContain("application/problem+json");
+    const badType = await berth.server.inject({ method: "POST", url: "/v1/teams", headers: { ...auth, "content-type": "text/plain" }, payload: "x" });
+    expect(badType.statusCode).toBe(415);
+    const tooBig = await berth.server.inject({ method: "POST", url: "/v1/teams", headers: auth, payload: team("big", { description: "x".repeat(70_000) }) });
+    expect(tooBig.statusCode).toBe(413);
+    const badName = await berth.server.inject({ url: "/v1/teams/Not_A_Name", headers: auth });
+    expect(badName.statusCode).toBe(422);
+  });
+
+  it("offboards a team in one commit, leaving other teams intact", async () => {
+    expect((await berth.server.inject({ method: "POST", url: "/v1/teams", headers: auth, payload: team("search") })).statusCode).toBe(201);
+    const res = await berth.server.inject({ method: "DELETE", url: "/v1/teams/payments", headers: auth });
+    expect(res.statusCode).toBe(200);
+    expect(res.json().files.every((f: { status: string; path: string }) => f.status === "deleted" || f.path.endsWith("/kustomization.yaml"))).toBe(true);
+    const clone = cloneOf(remote);
+    try {
+      expect(existsSync(join(clone, "teams/payments"))).toBe(false);
+      expect(existsSync(join(clone, "clusters/aks-prod-weu/teams/payments.yaml"))).toBe(false);
+      expect(existsSync(join(clone, "teams/search/team.yaml"))).toBe(true);
+      const index = readFileSync(join(clone, "clusters/aks-dev-weu/teams/kustomization.yaml"), "utf8");
+      expect(index).toContain("- search.yaml");
+      expect(index).not.toContain("payments");
+      expect(git(clone, "log", "-1", "--format=%s")).toBe("berth: offboard team payments");
+    } finally {
+      rmSync(clone, { recursive: true, force: true });
+    }
+    expect((await berth.server.inject({ method: "DELETE", url: "/v1/teams/payments", headers: auth })).statusCode).toBe(404);
+  });
+
+  it("never writes the token or authorization header to the log", async () => {
+    await berth.server.inject({ url: "/v1/teams", headers: auth });
+    const all = berth.logs.join("");
+    expect(all).toContain("reqId");
+    expect(all).not.toContain(DEV_TOKEN);
+  });
+});

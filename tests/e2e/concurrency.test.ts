@@ -1,0 +1,53 @@
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { DEV_TOKEN, startBerth, type RunningBerth } from "../support/berth.js";
+import { pushForeignCommit, startForeignPusher } from "../support/foreign-pusher.js";
+import { createBareRepo, inspectRemote } from "../support/git-remotes.js";
+
+const OWNER = "0b9a3c1e-1111-4222-8333-444455556666";
+const TEAMS = 50;
+
+describe(`${TEAMS} concurrent onboardings while another writer keeps pushing to the branch`, () => {
+  let berth: RunningBerth;
+  let url: string;
+
+  beforeAll(async () => {
+    url = (await createBareRepo()).url;
+    await pushForeignCommit({ url, path: "README.md", content: "flux repo\n" });
+    berth = await startBerth({ remoteUrl: url, listen: true, env: { BERTH_LOG_LEVEL: "warn" } });
+  });
+  afterAll(async () => {
+    await berth?.stop();
+  });
+
+  it("lands every team and every foreign commit, nothing duplicated, no 5xx", async () => {
+    const pusher = await startForeignPusher({ url });
+    const names = Array.from({ length: TEAMS }, (_, i) => `team-${String(i).padStart(2, "0")}`);
+    const responses = await Promise.all(
+      names.map((name) =>
+        fetch(`${berth.url}/v1/teams`, {
+          method: "POST",
+          headers: { authorization: `Bearer ${DEV_TOKEN}`, "content-type": "application/json" },
+          body: JSON.stringify({ name, owners: [OWNER], environments: ["dev", "prod"] }),
+        }).then(async (res) => ({ status: res.status, body: (await res.json()) as { revision?: string } })),
+      ),
+    );
+    const foreign = await pusher.stop();
+
+    expect(responses.map((r) => r.status)).toEqual(names.map(() => 201));
+    expect(foreign.commits).toBeGreaterThan(0);
+
+    const state = await inspectRemote(url);
+    for (const name of names) expect(state.files.has(`teams/${name}/team.yaml`), name).toBe(true);
+    const index = state.files.get("clusters/aks-prod-neu/teams/kustomization.yaml")!;
+    for (const name of names) expect(index).toContain(`- ${name}.yaml`);
+    for (const file of foreign.files) expect(state.files.has(file), file).toBe(true);
+
+    const onboardings = state.commits.filter((c) => c.subject.startsWith("berth: onboard team "));
+    expect(onboardings).toHaveLength(TEAMS);
+    expect(new Set(onboardings.map((c) => c.subject)).size).toBe(TEAMS);
+    expect(state.commits.filter((c) => foreign.subjects.includes(c.subject))).toHaveLength(foreign.commits);
+    // Every answer names a commit that the branch really holds.
+    const shas = new Set(state.commits.map((c) => c.sha));
+    for (const r of responses) expect(shas.has(r.body.revision!)).toBe(true);
+  });
+});

@@ -1,0 +1,121 @@
+/**
+ * Git remotes for tests: bare repositories reachable as file:// URLs, a plain `git` runner with a clean
+ * environment, and `inspectRemote`, which answers "what does a fresh clone of this remote hold?".
+ */
+import { execFile } from "node:child_process";
+import { mkdtemp, readdir, readFile, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join, relative } from "node:path";
+import { pathToFileURL } from "node:url";
+
+export interface BareRepo {
+  /** The bare repository on disk. */
+  dir: string;
+  /** file:// URL of it. */
+  url: string;
+}
+
+/** process.env without GIT_* variables that would redirect git (GIT_DIR, GIT_WORK_TREE, GIT_CONFIG_*...). */
+export function cleanGitEnv(extra: Record<string, string> = {}): NodeJS.ProcessEnv {
+  const env: NodeJS.ProcessEnv = {};
+  for (const [k, v] of Object.entries(process.env)) {
+    if (k.startsWith("GIT_") && !["GIT_SSL_CAINFO", "GIT_SSL_CAPATH"].includes(k)) continue;
+    env[k] = v;
+  }
+  return { ...env, GIT_TERMINAL_PROMPT: "0", LC_ALL: "C", ...extra };
+}
+
+/** Runs `git <args>`; rejects with stderr on a non-zero exit. */
+export function git(args: string[], opts: { cwd?: string; env?: Record<string, string>; timeoutMs?: number } = {}): Promise<string> {
+  return new Promise((resolve, reject) => {
+    execFile(
+      "git",
+      args,
+      { cwd: opts.cwd, env: cleanGitEnv(opts.env), maxBuffer: 64 * 1024 * 1024, timeout: opts.timeoutMs ?? 30_000 },
+      (err, stdout, stderr) => {
+        if (err) reject(Object.assign(new Error(`git ${args.join(" ")} failed: ${stderr || err.message}`), { stderr: String(stderr) }));
+        else resolve(String(stdout));
+      },
+    );
+  });
+}
+
+export function makeTempDir(prefix = "berth-git-"): Promise<string> {
+  return mkdtemp(join(tmpdir(), prefix));
+}
+
+/** An empty bare repository whose HEAD names `branch` (default main); the branch itself does not exist yet. */
+export async function createBareRepo(dir?: string, opts: { branch?: string } = {}): Promise<BareRepo> {
+  const target = dir ?? join(await makeTempDir("berth-remote-"), "flux.git");
+  await git(["init", "--quiet", "--bare", `--initial-branch=${opts.branch ?? "main"}`, target]);
+  // Accept pushes over smart HTTP too (git-http-server.ts serves these).
+  await git(["config", "http.receivepack", "true"], { cwd: target });
+  return { dir: target, url: pathToFileURL(target).href };
+}
+
+export interface RemoteCommit {
+  sha: string;
+  subject: string;
+  /** The whole message. */
+  message: string;
+  trailers: Record<string, string>;
+}
+
+export interface RemoteState {
+  /** Branch head, undefined when the branch does not exist. */
+  head: string | undefined;
+  /** Every file at the head, by path. */
+  files: Map<string, string>;
+  /** Commits reachable from the head, newest first. */
+  commits: RemoteCommit[];
+}
+
+async function walk(root: string, dir: string, out: Map<string, string>): Promise<void> {
+  for (const e of await readdir(dir, { withFileTypes: true })) {
+    if (e.name === ".git" && dir === root) continue;
+    const p = join(dir, e.name);
+    if (e.isDirectory()) await walk(root, p, out);
+    else out.set(relative(root, p).split("\\").join("/"), await readFile(p, "utf8"));
+  }
+}
+
+/**
+ * Clones `url` afresh and reports what the branch holds. `env` passes auth for HTTP remotes, e.g.
+ * `{ GIT_CONFIG_COUNT: "1", GIT_CONFIG_KEY_0: "http.extraHeader", GIT_CONFIG_VALUE_0: "Authorization: Basic ..." }`.
+ */
+export async function inspectRemote(url: string, branch = "main", env: Record<string, string> = {}): Promise<RemoteState> {
+  const heads = await git(["ls-remote", "--heads", url, `refs/heads/${branch}`], { env });
+  const head = heads.split("\t")[0]?.trim() || undefined;
+  if (!head) return { head: undefined, files: new Map(), commits: [] };
+  const tmp = await makeTempDir("berth-inspect-");
+  try {
+    const dir = join(tmp, "clone");
+    await git(["clone", "--quiet", "--branch", branch, "--", url, dir], { env });
+    const files = new Map<string, string>();
+    await walk(dir, dir, files);
+    const log = await git(["log", "--format=%H%x00%B%x1e", "HEAD"], { cwd: dir });
+    const commits: RemoteCommit[] = [];
+    for (const rec of log.split("\x1e")) {
+      const r = rec.replace(/^\n/, "");
+      if (!r.trim()) continue;
+      const [sha = "", message = ""] = r.split("\0");
+      const trailers: Record<string, string> = {};
+      const paragraphs = message.trimEnd().split("\n\n");
+      const last = paragraphs.length > 1 ? (paragraphs[paragraphs.length - 1] ?? "") : "";
+      for (const line of last.split("\n")) {
+        const m = /^([A-Za-z0-9-]+): (.*)$/.exec(line);
+        if (m) trailers[m[1] as string] = m[2] as string;
+      }
+      commits.push({ sha, subject: message.split("\n")[0] ?? "", message, trailers });
+    }
+    return { head, files, commits };
+  } finally {
+    await rm(tmp, { recursive: true, force: true });
+  }
+}
+
+/** Basic-auth header config for `git` over HTTP, as env (never an argument). */
+export function basicAuthEnv(username: string, password: string): Record<string, string> {
+  const b64 = Buffer.from(`${username}:${password}`).toString("base64");
+  return { GIT_CONFIG_COUNT: "1", GIT_CONFIG_KEY_0: "http.extraHeader", GIT_CONFIG_VALUE_0: `Authorization: Basic ${b64}` };
+}
