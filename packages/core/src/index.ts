@@ -12,3 +12,4 @@ export * from "./team-file.js";
 export * from "./context.js";
 export * from "./render.js";
 export * from "./onboarding.js";
+export * from "./provider.js";
