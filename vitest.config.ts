@@ -10,6 +10,7 @@ export default defineConfig({
       "@berth/core": src("core"),
       "@berth/config": src("config"),
       "@berth/gitops": src("gitops"),
+      "@berth/azure": src("azure"),
     },
   },
   test: {

@@ -96,7 +96,9 @@ function test(pnpm) {
   try {
     const results = JSON.parse(readFileSync(report, "utf8"));
     passed = results.numPassedTests;
-    failed = results.numFailedTests + (results.numFailedTestSuites ?? 0);
+    failed = results.numFailedTests;
+    // A file that fails to load has no failed test but a failed suite: count it, so it cannot pass.
+    if (failed === 0 && results.numFailedTestSuites > 0) failed = results.numFailedTestSuites;
     skipped = results.numPendingTests + results.numTodoTests;
   } catch {
     failed = 1;
@@ -106,7 +108,7 @@ function test(pnpm) {
 }
 
 function bench(pnpm) {
-  process.exit(run(pnpm[0], [...pnpm.slice(1), "exec", "tsx", join(root, "tests", "bench", "run.ts"), ...process.argv.slice(3)]));
+  process.exit(run(pnpm[0], [...pnpm.slice(1), "exec", "tsx", join(root, "tests", "bench", process.argv[3] === "controller" ? "controller.ts" : "run.ts"), ...process.argv.slice(process.argv[3] === "controller" ? 4 : 3)]));
 }
 
 checkNode();

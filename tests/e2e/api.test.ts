@@ -57,6 +57,7 @@ describe("onboarding API against a file:// Flux repo", () => {
       ["PUT", "/v1/teams/payments"],
       ["DELETE", "/v1/teams/payments"],
       ["POST", "/v1/teams/payments/preview"],
+      ["GET", "/v1/teams/payments/status"],
     ] as const;
     for (const [method, url] of routes) {
       for (const headers of [{}, { authorization: "Bearer wrong-token-wrong-token" }, { authorization: "Basic abc" }]) {
@@ -74,12 +75,12 @@ describe("onboarding API against a file:// Flux repo", () => {
     const body = res.json();
     expect(body.revision).toBe(remoteHead());
     expect(body.committed).toBe(true);
-    expect(body.files.map((f: { path: string }) => f.path)).toContain("teams/payments/team.yaml");
+    expect(body.files.map((f: { path: string }) => f.path)).toContain("teams/payments/base/team.yaml");
     expect(res.headers.location).toBe("/v1/teams/payments");
 
     const clone = cloneOf(remote);
     try {
-      const spec = parse(readFileSync(join(clone, "teams/payments/team.yaml"), "utf8"));
+      const spec = parse(readFileSync(join(clone, "teams/payments/base/team.yaml"), "utf8"));
       expect(spec).toMatchObject({ kind: "Team", metadata: { name: "payments" }, spec: { owners: [OWNER], environments: ["dev"] } });
       for (const f of body.files) expect(existsSync(join(clone, f.path)), f.path).toBe(true);
       expect(readFileSync(join(clone, "clusters/aks-dev-weu/teams/kustomization.yaml"), "utf8")).toContain("- payments.yaml");
@@ -133,7 +134,7 @@ describe("onboarding API against a file:// Flux repo", () => {
     expect(res.statusCode).toBe(200);
     const body = res.json();
     expect(body.committed).toBe(true);
-    expect(body.files).toEqual(expect.arrayContaining([{ path: "clusters/aks-prod-weu/teams/payments.yaml", status: "added" }, { path: "teams/payments/team.yaml", status: "modified" }]));
+    expect(body.files).toEqual(expect.arrayContaining([{ path: "clusters/aks-prod-weu/teams/payments.yaml", status: "added" }, { path: "teams/payments/base/team.yaml", status: "modified" }]));
     expect(body.files.find((f: { path: string }) => f.path === "teams/payments/base/limit-range.yaml")).toBeUndefined();
     const head = remoteHead();
     expect(body.revision).toBe(head);
@@ -193,7 +194,7 @@ describe("onboarding API against a file:// Flux repo", () => {
     try {
       expect(existsSync(join(clone, "teams/payments"))).toBe(false);
       expect(existsSync(join(clone, "clusters/aks-prod-weu/teams/payments.yaml"))).toBe(false);
-      expect(existsSync(join(clone, "teams/search/team.yaml"))).toBe(true);
+      expect(existsSync(join(clone, "teams/search/base/team.yaml"))).toBe(true);
       const index = readFileSync(join(clone, "clusters/aks-dev-weu/teams/kustomization.yaml"), "utf8");
       expect(index).toContain("- search.yaml");
       expect(index).not.toContain("payments");

@@ -20,7 +20,9 @@ describe(`${TEAMS} concurrent onboardings while another writer keeps pushing to 
   });
 
   it("lands every team and every foreign commit, nothing duplicated, no 5xx", async () => {
-    const pusher = await startForeignPusher({ url });
+    // A push every 200 ms: far busier than Flux image automation (about one a minute), yet leaving the
+    // writer a window to win its races.
+    const pusher = await startForeignPusher({ url, intervalMs: 200 });
     const names = Array.from({ length: TEAMS }, (_, i) => `team-${String(i).padStart(2, "0")}`);
     const responses = await Promise.all(
       names.map((name) =>
@@ -37,7 +39,7 @@ describe(`${TEAMS} concurrent onboardings while another writer keeps pushing to 
     expect(foreign.commits).toBeGreaterThan(0);
 
     const state = await inspectRemote(url);
-    for (const name of names) expect(state.files.has(`teams/${name}/team.yaml`), name).toBe(true);
+    for (const name of names) expect(state.files.has(`teams/${name}/base/team.yaml`), name).toBe(true);
     const index = state.files.get("clusters/aks-prod-neu/teams/kustomization.yaml")!;
     for (const name of names) expect(index).toContain(`- ${name}.yaml`);
     for (const file of foreign.files) expect(state.files.has(file), file).toBe(true);

@@ -35,7 +35,7 @@ describe("create, update, preview and offboard over smart HTTP with Basic auth",
     expect(created.statusCode).toBe(201);
     let state = await remote();
     expect(state.head).toBe(created.json().revision);
-    expect(state.files.get("teams/ledger/team.yaml")).toContain("name: ledger");
+    expect(state.files.get("teams/ledger/base/team.yaml")).toContain("name: ledger");
     expect(state.files.has("clusters/aks-dev-weu/teams/ledger.yaml")).toBe(true);
 
     const spec = { description: "Ledger", owners: [OWNER], environments: ["dev", "prod"], roleAssignments: [{ role: "servicebus-data-owner" }] };

@@ -11,6 +11,7 @@ import pino from "pino";
 import { authenticatorFor } from "../../apps/api/src/plugins/auth.js";
 import { buildServer, loggerOptions } from "../../apps/api/src/server.js";
 import { TeamService } from "../../apps/api/src/team-service.js";
+import { KubeTeamStatusReader } from "../../apps/api/src/team-status.js";
 
 export const REPO_ROOT = fileURLToPath(new URL("../../", import.meta.url));
 export const DEV_TOKEN = "test-dev-token-0123456789abcdef";
@@ -56,7 +57,7 @@ export async function startBerth(options: { remoteUrl: string; env?: Record<stri
   const repo = FluxRepo.fromConfig({ ...config.fluxRepo, logger: logger.child({ component: "flux-repo" }) });
   await repo.init();
   const server = await buildServer(
-    { teams: new TeamService(new Onboarding(config.platform, templates), repo), store: repo, authenticator: authenticatorFor(config.api.auth) },
+    { teams: new TeamService(new Onboarding(config.platform, templates), repo, KubeTeamStatusReader.fromConfig(config.api.clusters)), store: repo, authenticator: authenticatorFor(config.api.auth) },
     { logger, bodyLimit: config.api.bodyLimitBytes },
   );
   const url = options.listen ? await server.listen({ host: "127.0.0.1", port: 0 }) : "";

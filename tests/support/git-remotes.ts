@@ -13,6 +13,8 @@ export interface BareRepo {
   dir: string;
   /** file:// URL of it. */
   url: string;
+  /** Deletes it (and the temp folder createBareRepo made for it). */
+  remove(): Promise<void>;
 }
 
 /** process.env without GIT_* variables that would redirect git (GIT_DIR, GIT_WORK_TREE, GIT_CONFIG_*...). */
@@ -46,11 +48,16 @@ export function makeTempDir(prefix = "berth-git-"): Promise<string> {
 
 /** An empty bare repository whose HEAD names `branch` (default main); the branch itself does not exist yet. */
 export async function createBareRepo(dir?: string, opts: { branch?: string } = {}): Promise<BareRepo> {
-  const target = dir ?? join(await makeTempDir("berth-remote-"), "flux.git");
+  const owned = dir === undefined ? await makeTempDir("berth-remote-") : undefined;
+  const target = dir ?? join(owned as string, "flux.git");
   await git(["init", "--quiet", "--bare", `--initial-branch=${opts.branch ?? "main"}`, target]);
   // Accept pushes over smart HTTP too (git-http-server.ts serves these).
   await git(["config", "http.receivepack", "true"], { cwd: target });
-  return { dir: target, url: pathToFileURL(target).href };
+  return {
+    dir: target,
+    url: pathToFileURL(target).href,
+    remove: () => rm(owned ?? target, { recursive: true, force: true }),
+  };
 }
 
 export interface RemoteCommit {

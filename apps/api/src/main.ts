@@ -5,6 +5,7 @@ import pino from "pino";
 import { authenticatorFor } from "./plugins/auth.js";
 import { buildServer, loggerOptions } from "./server.js";
 import { TeamService } from "./team-service.js";
+import { KubeTeamStatusReader } from "./team-status.js";
 
 /** Process concerns only: configuration, logger, wiring, listen, signals, graceful close. */
 
@@ -44,7 +45,7 @@ async function main(): Promise<void> {
   await repo.init();
 
   const server = await buildServer(
-    { teams: new TeamService(onboarding, repo), store: repo, authenticator: authenticatorFor(config.api.auth) },
+    { teams: new TeamService(onboarding, repo, KubeTeamStatusReader.fromConfig(config.api.clusters)), store: repo, authenticator: authenticatorFor(config.api.auth) },
     { logger, bodyLimit: config.api.bodyLimitBytes },
   );
   const address = await server.listen({ host: config.api.host, port: config.api.port });

@@ -1,4 +1,5 @@
-import type { ChangeOrigin, FileChange, Onboarding, Preview, RepoChange, RepoTree, Team } from "@berth/core";
+import { clustersOf, TeamNotFoundError, type ChangeOrigin, type FileChange, type Onboarding, type Preview, type RepoChange, type RepoTree, type Team } from "@berth/core";
+import type { ClusterStatus, TeamStatusReader } from "./team-status.js";
 
 /** What the API needs from the Flux repo; @berth/gitops' FluxRepo provides it. */
 export interface TeamStore {
@@ -36,7 +37,16 @@ export class TeamService {
   constructor(
     private readonly onboarding: Onboarding,
     private readonly store: TeamStore,
+    private readonly statusReader: TeamStatusReader,
   ) {}
+
+  /** The team's status on every cluster it lands on, as each cluster's controller reports it. */
+  async status(name: string): Promise<{ team: string; revision: string | undefined; ready: boolean; clusters: ClusterStatus[] }> {
+    const { revision, team } = await this.get(name);
+    if (!team) throw new TeamNotFoundError(name);
+    const clusters = await this.statusReader.read(name, clustersOf(team, this.onboarding.platform));
+    return { team: name, revision, ready: clusters.length > 0 && clusters.every((c) => c.ready), clusters };
+  }
 
   async list(): Promise<{ revision: string | undefined; teams: Team[] }> {
     const tree = await this.store.snapshot();

@@ -13,7 +13,7 @@ export class ConfigError extends Error {
   }
 }
 
-type Env = Readonly<Record<string, string | undefined>>;
+export type Env = Readonly<Record<string, string | undefined>>;
 
 /** Sets obj[path] = value, creating objects on the way; skips undefined values. */
 function put(obj: Record<string, unknown>, path: string[], value: unknown): void {
@@ -36,7 +36,25 @@ function readSecretFile(path: string | undefined, name: string, problems: string
   }
 }
 
-const portFromEnv = z.coerce.number().int().min(0).max(65535);
+export const portFromEnv = z.coerce.number().int().min(0).max(65535);
+
+/**
+ * Reads the YAML config file (BERTH_CONFIG_FILE) as a raw mapping, unvalidated; `base` is the file's
+ * folder (relative paths in it resolve there), or `cwd` without a file. Problems are appended, not thrown.
+ * Shared by the API's loadConfig and the controller's loadControllerConfig.
+ */
+export function readConfigFile(file: string | undefined, cwd: string, problems: string[]): { raw: Record<string, unknown>; base: string } {
+  if (!file) return { raw: {}, base: cwd };
+  const path = resolve(cwd, file);
+  try {
+    const parsed: unknown = parse(readFileSync(path, "utf8"), YAML_PARSE_OPTIONS);
+    if (parsed !== null && typeof parsed === "object" && !Array.isArray(parsed)) return { raw: parsed as Record<string, unknown>, base: dirname(path) };
+    problems.push(`${path}: must be a YAML mapping`);
+  } catch (err) {
+    problems.push(`${path}: ${(err as Error).message.split("\n")[0]}`);
+  }
+  return { raw: {}, base: dirname(path) };
+}
 
 /**
  * Loads the configuration from BERTH_CONFIG_FILE (YAML) and BERTH_* variables. Relative paths in the
@@ -44,20 +62,7 @@ const portFromEnv = z.coerce.number().int().min(0).max(65535);
  */
 export function loadConfig(env: Env = process.env, cwd = process.cwd()): BerthConfig {
   const problems: string[] = [];
-  let raw: Record<string, unknown> = {};
-  let base = cwd;
-  const file = env.BERTH_CONFIG_FILE;
-  if (file) {
-    const path = resolve(cwd, file);
-    base = dirname(path);
-    try {
-      const parsed: unknown = parse(readFileSync(path, "utf8"), YAML_PARSE_OPTIONS);
-      if (parsed !== null && typeof parsed === "object" && !Array.isArray(parsed)) raw = parsed as Record<string, unknown>;
-      else problems.push(`${path}: must be a YAML mapping`);
-    } catch (err) {
-      problems.push(`${path}: ${(err as Error).message.split("\n")[0]}`);
-    }
-  }
+  const { raw, base } = readConfigFile(env.BERTH_CONFIG_FILE, cwd, problems);
 
   put(raw, ["logLevel"], env.BERTH_LOG_LEVEL);
   put(raw, ["templatesDir"], env.BERTH_TEMPLATES_DIR);
@@ -97,6 +102,21 @@ export function loadConfig(env: Env = process.env, cwd = process.cwd()): BerthCo
   }
 
   // Paths in the file are relative to the file, so a config and its templates can travel together.
+  // BERTH_STATUS_KUBECONFIGS="aks-dev-weu=/etc/berth/dev.kubeconfig,aks-prod-weu=/etc/berth/prod.kubeconfig"
+  if (env.BERTH_STATUS_KUBECONFIGS) {
+    for (const pair of env.BERTH_STATUS_KUBECONFIGS.split(",").filter(Boolean)) {
+      const [cluster, path] = pair.split("=", 2);
+      if (!cluster || !path) problems.push(`BERTH_STATUS_KUBECONFIGS: "${pair}" is not cluster=path`);
+      else put(raw, ["api", "clusters", cluster.trim()], { kubeconfig: path.trim() });
+    }
+  }
+  const clusters = (raw.api as Record<string, unknown> | undefined)?.clusters;
+  if (clusters && typeof clusters === "object") {
+    for (const access of Object.values(clusters as Record<string, Record<string, unknown>>)) {
+      if (access && typeof access.kubeconfig === "string") access.kubeconfig = resolve(base, access.kubeconfig);
+    }
+  }
+
   const templatesDir = raw.templatesDir;
   raw.templatesDir = resolve(base, typeof templatesDir === "string" ? templatesDir : "templates");
   const fluxRepo = raw.fluxRepo as Record<string, unknown> | undefined;
@@ -105,6 +125,12 @@ export function loadConfig(env: Env = process.env, cwd = process.cwd()): BerthCo
   const parsed = berthConfigSchema.safeParse(raw);
   if (!parsed.success) {
     for (const issue of parsed.error.issues) problems.push(`${issue.path.join(".") || "(root)"}: ${issue.message}`);
+  }
+  if (parsed.success) {
+    const known = new Set(parsed.data.platform.environments.flatMap((e) => e.clusters.map((c) => c.name)));
+    for (const cluster of Object.keys(parsed.data.api.clusters)) {
+      if (!known.has(cluster)) problems.push(`api.clusters.${cluster}: not a cluster of platform.environments`);
+    }
   }
   if (problems.length || !parsed.success) throw new ConfigError(problems);
   return parsed.data;

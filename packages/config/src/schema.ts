@@ -59,12 +59,23 @@ export const apiAuthSchema = z.discriminatedUnion("mode", [
     .strict(),
 ]);
 
+/** How the API reaches a cluster to read its teams' status (the Team objects the controller updates). */
+export const clusterAccessSchema = z
+  .object({
+    /** A kubeconfig file with read access to teams.berth.dev on that cluster. */
+    kubeconfig: nonEmpty,
+    context: nonEmpty.optional(),
+  })
+  .strict();
+
 export const apiSchema = z
   .object({
     host: z.string().default("127.0.0.1"),
     port: z.number().int().min(0).max(65535).default(8080),
     auth: apiAuthSchema,
     bodyLimitBytes: z.number().int().min(1024).max(1_048_576).default(65_536),
+    /** Clusters by name whose Team status GET /v1/teams/{name}/status reports; others show "not-configured". */
+    clusters: z.record(z.string(), clusterAccessSchema).default({}),
   })
   .strict();
 
@@ -81,3 +92,4 @@ export const berthConfigSchema = z
 export type BerthConfig = z.infer<typeof berthConfigSchema>;
 export type GitAuth = z.infer<typeof gitAuthSchema>;
 export type ApiAuth = z.infer<typeof apiAuthSchema>;
+export type ClusterAccess = z.infer<typeof clusterAccessSchema>;

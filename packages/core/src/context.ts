@@ -43,6 +43,7 @@ export function teamContext(team: Team, platform: Platform, layout: RepoLayout):
       platformVarsConfigMap: platform.platformVarsConfigMap,
       fluxSource: platform.fluxSource,
       federatedCredential: platform.federatedCredential,
+      controller: platform.controller,
     },
     paths: { teamDir: layout.teamDir(team.name), teamSpec: layout.teamSpec(team.name) },
   };

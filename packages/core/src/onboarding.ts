@@ -1,6 +1,6 @@
 import { createTwoFilesPatch } from "diff";
 import { RepoContentError, TeamExistsError, TeamNotFoundError } from "./errors.js";
-import { repoLayout, type RepoLayout } from "./layout.js";
+import { repoLayout, TEAM_SPEC_FILE, type RepoLayout } from "./layout.js";
 import { allClusters, type Platform } from "./platform.js";
 import { renderClusterTeamsIndex, renderTeam } from "./render.js";
 import type { RepoChange, RepoTree } from "./repo.js";
@@ -44,13 +44,15 @@ export class Onboarding {
     return team;
   }
 
+  /** Every team with a spec in the tree (`teams/<team>/base/team.yaml`), sorted. */
   async listTeamNames(tree: RepoTree): Promise<string[]> {
     const prefix = `${this.layout.teamsDir}/`;
-    const names = (await tree.list(this.layout.teamsDir))
-      .filter((p) => p.startsWith(prefix) && p.endsWith("/team.yaml"))
-      .map((p) => p.slice(prefix.length, -"/team.yaml".length))
-      .filter((n) => !n.includes("/"));
-    return names.sort();
+    const suffix = `/base/${TEAM_SPEC_FILE}`;
+    return (await tree.list(this.layout.teamsDir))
+      .filter((p) => p.startsWith(prefix) && p.endsWith(suffix))
+      .map((p) => p.slice(prefix.length, -suffix.length))
+      .filter((name) => name !== "" && !name.includes("/"))
+      .sort();
   }
 
   async listTeams(tree: RepoTree): Promise<Team[]> {

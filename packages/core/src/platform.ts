@@ -83,6 +83,17 @@ export const platformSchema = z
       })
       .strict()
       .default({ name: "flux-system", namespace: "flux-system" }),
+    /**
+     * Berth's controller (docs/controller-contract.md). Every team namespace gets a RoleBinding granting this
+     * ServiceAccount the ClusterRole `berth-controller-team-writer`: its only write access in team namespaces.
+     */
+    controller: z
+      .object({
+        namespace: z.string().regex(DNS_LABEL).max(63).default("berth-system"),
+        serviceAccount: z.string().regex(DNS_LABEL).max(253).default("berth-controller"),
+      })
+      .strict()
+      .default({ namespace: "berth-system", serviceAccount: "berth-controller" }),
     templateVersion: z.string().regex(/^v[0-9]+$/).default("v1"),
     layout: z
       .object({

@@ -1,6 +1,6 @@
 import { clusterContext, clustersOf, teamContext } from "./context.js";
 import { RenderError } from "./errors.js";
-import { repoLayout } from "./layout.js";
+import { repoLayout, TEAM_SPEC_FILE } from "./layout.js";
 import { CORE_PLATFORM_VARS, type Platform } from "./platform.js";
 import { fluxVariables, resolvePlaceholders, type Context } from "./placeholders.js";
 import { GENERATED_HEADER, toYamlFile } from "./serialize.js";
@@ -65,11 +65,12 @@ export function renderTeam(team: Team, platform: Platform, templates: TemplateSe
     return written;
   };
 
+  // The spec is a resource of the base too: Flux applies it as the cluster-scoped Team object, first.
   files.set(teamSpec, serializeTeamFile(team));
 
   const baseDir = layout.baseDir(team.name);
   const baseFiles = renderGroup(templates.team, teamContext(team, platform, layout), baseDir);
-  files.set(`${baseDir}/kustomization.yaml`, kustomizeFile(baseFiles));
+  files.set(`${baseDir}/kustomization.yaml`, kustomizeFile([TEAM_SPEC_FILE, ...baseFiles]));
 
   for (const cluster of clustersOf(team, platform)) {
     const context = clusterContext(team, cluster, platform, layout);

@@ -5,7 +5,11 @@ import { RepoContentError } from "./errors.js";
 import { toYamlFile, YAML_PARSE_OPTIONS } from "./serialize.js";
 import { teamNameSchema, teamSpecSchema, type Team } from "./team.js";
 
-/** The team's spec as stored in the Flux repo (`teams/<name>/team.yaml`): the source of truth. */
+/**
+ * The team's spec as stored in the Flux repo (`teams/<name>/base/team.yaml`, layout.teamSpec): the source of
+ * truth. It is a resource of the team's base, so Flux applies it on every cluster of the team as the
+ * cluster-scoped Team object of the controller's CRD `teams.berth.dev` (metadata.name = team name).
+ */
 export const TEAM_API_VERSION = "berth.dev/v1alpha1";
 export const TEAM_KIND = "Team";
 
@@ -34,7 +38,8 @@ export function teamObject(team: Team) {
 
 export function serializeTeamFile(team: Team): string {
   return toYamlFile([teamObject(team)], [
-    "Berth team spec: the source of truth for this team, re-rendered into every file beside it.",
+    "Berth team spec: the source of truth for this team; every other file of the team is rendered from it.",
+    "Flux applies it as the cluster-scoped Team object (CRD teams.berth.dev): `kubectl get teams` lists it.",
     "Change it through Berth's API (PUT /v1/teams/" + team.name + "), not by hand.",
   ]);
 }

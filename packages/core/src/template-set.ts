@@ -1,6 +1,7 @@
 import { parseAllDocuments } from "yaml";
 import { z } from "zod";
 import { RenderError } from "./errors.js";
+import { TEAM_SPEC_FILE } from "./layout.js";
 import { YAML_PARSE_OPTIONS } from "./serialize.js";
 
 /**
@@ -86,6 +87,10 @@ export function parseTemplateSet(version: string, files: ReadonlyMap<string, str
     if (new Set(group).size !== group.length || group.includes("kustomization.yaml")) {
       throw new RenderError("output names must be unique and must not be kustomization.yaml", `templates/${version}/${TEMPLATE_INDEX}`);
     }
+  }
+  // The base folder also holds the team spec (layout.teamSpec).
+  if (outputs(index.data.spec.team).includes(TEAM_SPEC_FILE)) {
+    throw new RenderError(`spec.team: output ${TEAM_SPEC_FILE} is the team spec's file, no template may render into it`, `templates/${version}/${TEMPLATE_INDEX}`);
   }
   return { version, ...index.data.spec, templates };
 }

@@ -38,6 +38,8 @@ function platformIssues(team: { name?: string } & TeamSpec, platform: Platform):
       platform.asoNamespace,
       platform.fluxSource.namespace,
       platform.federatedCredential.asoNamespace,
+      // A team there would get admin over the controller's own namespace (and the controller write access to it).
+      platform.controller.namespace,
     ]);
     if (reserved.has(team.name)) issues.push({ field: "name", rule: "is reserved for the platform" });
   }

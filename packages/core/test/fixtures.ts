@@ -177,11 +177,12 @@ export const EXAMPLES: readonly Example[] = [
   {
     name: "checkout-both",
     covers:
-      "subject mode both, custom ASO namespace / Flux source / layout / platform-vars ConfigMap, all environments, explicit limits with default quota, YAML-ambiguous label values",
+      "subject mode both, custom ASO namespace / Flux source / controller ServiceAccount / layout / platform-vars ConfigMap, all environments, explicit limits with default quota, YAML-ambiguous label values",
     platform: platformWithSubjectMode("both", {
       asoNamespace: "aso-resources",
       platformVarsConfigMap: "cluster-vars",
       fluxSource: { name: "platform-gitops", namespace: "flux-system" },
+      controller: { namespace: "platform-controllers", serviceAccount: "berth" },
       layout: { teamsDir: "tenants", clustersDir: "fleet/clusters" },
     }),
     team: {

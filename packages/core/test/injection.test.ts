@@ -263,10 +263,10 @@ function expectDescriptionRoundTrips(description: string) {
   const ns = parsed.get(`teams/${team.name}/base/namespace.yaml`)![0];
   expect(ns.metadata.annotations).toEqual({ "berth.dev/description": description });
   expect(Object.keys(ns.metadata)).toEqual(["name", "labels", "annotations"]);
-  const spec = parsed.get(`teams/${team.name}/team.yaml`)![0];
+  const spec = parsed.get(`teams/${team.name}/base/team.yaml`)![0];
   expect(spec.spec.description).toBe(description);
   // Berth reads its own team file back to the same team.
-  expect(parseTeamFile(files.get(`teams/${team.name}/team.yaml`)!, "team.yaml")).toEqual(team);
+  expect(parseTeamFile(files.get(`teams/${team.name}/base/team.yaml`)!, "team.yaml")).toEqual(team);
 }
 
 describe("allowed values that YAML would read as something else stay strings", () => {
@@ -285,7 +285,7 @@ describe("allowed values that YAML would read as something else stay strings", (
       const ns = parsed.get(`teams/${team.name}/base/namespace.yaml`)![0];
       expect(ns.metadata.labels[value], value).toBe(value);
       expect(ns.metadata.labels.tier, value).toBe(value);
-      expect(parsed.get(`teams/${team.name}/team.yaml`)![0].spec.labels).toEqual({ [value]: value, tier: value });
+      expect(parsed.get(`teams/${team.name}/base/team.yaml`)![0].spec.labels).toEqual({ [value]: value, tier: value });
     }
   });
 
@@ -320,7 +320,7 @@ describe("allowed values that YAML would read as something else stay strings", (
       const ns = parsed.get(`teams/${name}/base/namespace.yaml`)![0];
       expect(ns.metadata.name).toBe(name);
       expect(ns.metadata.labels["berth.dev/team"]).toBe(name);
-      expect(parsed.get(`teams/${name}/team.yaml`)![0].spec.environments).toEqual(["on", "no"]);
+      expect(parsed.get(`teams/${name}/base/team.yaml`)![0].spec.environments).toEqual(["on", "no"]);
       const rg = parsed.get(`teams/${name}/clusters/null/resource-group.yaml`)![0];
       expect(rg.spec.tags).toEqual({ "berth-team": name, "berth-cluster": "null" });
       const roles = parsed.get(`teams/${name}/clusters/true/role-assignment.yaml`)!.map((ra) => ra.metadata.labels["berth.dev/role"]);

@@ -111,7 +111,7 @@ describe("planUpdate", () => {
   it("changes only the files a spec change affects", async () => {
     const tree = await treeWithTeams(onboarding, [PAYMENTS, SEARCH]);
     const { change } = await onboarding.planUpdate(tree, "payments", { ...paymentsSpec, quota: { cpu: "20", memory: "32Gi", pods: 200 } });
-    expect(paths(change)).toEqual(["teams/payments/base/resource-quota.yaml", "teams/payments/team.yaml"]);
+    expect(paths(change)).toEqual(["teams/payments/base/resource-quota.yaml", "teams/payments/base/team.yaml"]);
     expect(change.subject).toBe("berth: update team payments");
   });
 
@@ -121,7 +121,7 @@ describe("planUpdate", () => {
     const devFiles = tree.paths().filter((p) => p.startsWith("teams/payments/clusters/aks-dev-weu/"));
     expect(devFiles.length).toBeGreaterThanOrEqual(5);
     expect(deleted(change)).toEqual([...devFiles, "clusters/aks-dev-weu/teams/payments.yaml"].sort());
-    expect(written(change)).toEqual([indexPath("aks-dev-weu"), "teams/payments/team.yaml"]);
+    expect(written(change)).toEqual([indexPath("aks-dev-weu"), "teams/payments/base/team.yaml"]);
     const next = tree.apply(change);
     expect(indexOf(next, "aks-dev-weu")).toEqual(["search.yaml"]);
     expect(indexOf(next, "aks-prod-weu")).toEqual(["payments.yaml"]);
@@ -217,7 +217,7 @@ describe("preview", () => {
       expect(f.content).toBe(change.files.get(f.path));
     }
     expect(preview.files.find((f) => f.path === indexPath("aks-dev-weu"))?.status).toBe("modified");
-    expect(preview.diff).toContain("--- /dev/null\n+++ b/teams/payments/team.yaml\n");
+    expect(preview.diff).toContain("--- /dev/null\n+++ b/teams/payments/base/team.yaml\n");
     expect(preview.diff).toContain(`--- a/${indexPath("aks-dev-weu")}\n+++ b/${indexPath("aks-dev-weu")}\n`);
     expect(preview.diff).toMatch(/^@@ -0,0 \+1,\d+ @@$/m);
     expect(preview.diff).toContain("+  - payments.yaml\n");
@@ -234,7 +234,7 @@ describe("preview", () => {
     const status = (p: string) => preview.files.find((f) => f.path === p);
     expect(status("teams/payments/clusters/aks-dev-weu/identity.yaml")).toEqual({ path: "teams/payments/clusters/aks-dev-weu/identity.yaml", status: "deleted", content: null });
     expect(status("teams/payments/clusters/aks-stg-weu/identity.yaml")?.status).toBe("added");
-    expect(status("teams/payments/team.yaml")?.status).toBe("modified");
+    expect(status("teams/payments/base/team.yaml")?.status).toBe("modified");
     expect(preview.diff).toContain("--- a/teams/payments/clusters/aks-dev-weu/identity.yaml\n+++ /dev/null\n");
     expect(preview.diff).toContain("-    - dev\n+    - staging\n");
     expect(preview.team.environments).toEqual(["prod", "staging"]);
@@ -257,13 +257,34 @@ describe("reading teams from the repo", () => {
     }
   });
 
-  it("lists teams by their team.yaml, sorted, ignoring other files", async () => {
-    const tree = (await treeWithTeams(onboarding, [SEARCH, PAYMENTS])).apply(new Map([["teams/README.md", "x"], ["teams/a/b/team.yaml", "x"], ["teams/c/notes.yaml", "x"]]));
+  it("lists teams by their base/team.yaml, sorted, ignoring other files", async () => {
+    const tree = (await treeWithTeams(onboarding, [SEARCH, PAYMENTS])).apply(
+      new Map([
+        ["teams/README.md", "x"],
+        ["teams/team.yaml", "x"],
+        ["teams/a/b/team.yaml", "x"],
+        ["teams/b/clusters/team.yaml", "x"],
+        ["teams/c/notes.yaml", "x"],
+        ["teams/d/base/x/team.yaml", "x"],
+        ["teams/e/base/team.yml", "x"],
+      ]),
+    );
     expect(await onboarding.listTeamNames(tree)).toEqual(["payments", "search"]);
     expect((await onboarding.listTeams(tree)).map((t) => t.name)).toEqual(["payments", "search"]);
   });
 
-  const PATH = "teams/payments/team.yaml";
+  it("keeps the spec in the base, listed first, so Flux applies it as the Team object", async () => {
+    const { change } = await onboarding.planCreate(new MemoryRepoTree(), PAYMENTS);
+    const spec = change.files.get("teams/payments/base/team.yaml")!;
+    expect(parseObjects(spec, "1.1")[0]).toMatchObject({ apiVersion: "berth.dev/v1alpha1", kind: "Team", metadata: { name: "payments" } });
+    expect(spec.startsWith("# Berth team spec: the source of truth for this team")).toBe(true);
+    expect(change.files.has("teams/payments/team.yaml")).toBe(false);
+    const base = parseObjects(change.files.get("teams/payments/base/kustomization.yaml")!, "1.1")[0] as { resources: string[] };
+    expect(base.resources[0]).toBe("team.yaml");
+    expect(base.resources.filter((r) => r === "team.yaml")).toHaveLength(1);
+  });
+
+  const PATH = "teams/payments/base/team.yaml";
   const good = serializeTeamFile(validateTeam(PAYMENTS, PLATFORM));
   const spec = (extra: string) => good.replace("spec:\n", `spec:\n${extra}`);
 
@@ -299,7 +320,7 @@ describe("reading teams from the repo", () => {
   it("refuses a team file whose name is not its folder's, and a tampered file on every plan", async () => {
     const tree = await treeWithTeams(onboarding, [PAYMENTS]);
     const renamed = tree.apply(new Map([[PATH, good.replace("  name: payments\n", "  name: search\n")]]));
-    await expect(onboarding.readTeam(renamed, "payments")).rejects.toThrow(/teams\/payments\/team.yaml: metadata.name is "search", expected "payments"/);
+    await expect(onboarding.readTeam(renamed, "payments")).rejects.toThrow(/teams\/payments\/base\/team.yaml: metadata.name is "search", expected "payments"/);
     const tampered = tree.apply(new Map([[PATH, spec("  serviceAccountName: cluster-admin\n")]]));
     const { name: _n, ...payments } = PAYMENTS;
     for (const plan of [() => onboarding.planUpdate(tampered, "payments", payments), () => onboarding.planDelete(tampered, "payments"), () => onboarding.planRerender(tampered, "payments"), () => onboarding.planCreate(tampered, PAYMENTS)]) {

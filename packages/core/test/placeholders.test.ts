@@ -264,6 +264,7 @@ describe("templateset.yaml", () => {
     ["a non-YAML template name", (t: string) => t.replace("template: namespace.yaml", "template: namespace.json"), /spec\.team\.0\.template/],
     ["two outputs with one name", (t: string) => t.replace("    - template: limit-range.yaml", "    - template: limit-range.yaml\n      output: namespace.yaml"), /output names must be unique/],
     ["an output named kustomization.yaml", (t: string) => t.replace("    - template: limit-range.yaml", "    - template: limit-range.yaml\n      output: kustomization.yaml"), /must not be kustomization.yaml/],
+    ["a team output named team.yaml (the team spec's file)", (t: string) => t.replace("    - template: limit-range.yaml", "    - template: limit-range.yaml\n      output: team.yaml"), /output team\.yaml is the team spec's file/],
     ["two documents", (t: string) => `${t}---\na: 1\n`, /exactly one YAML document/],
   ])("refuses %s", (_name, edit, message) => {
     const e = err(edit);

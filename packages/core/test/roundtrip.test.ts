@@ -151,6 +151,7 @@ describe("the rendered file set", () => {
           expect(files.has(`${layout.baseDir(team)}/kustomization.yaml`)).toBe(true);
           expect(resources.slice(1).sort(), k).toEqual(expected.sort());
         } else {
+          if (dir === layout.baseDir(team)) expect(resources[0], `${k}: the Team object comes first`).toBe("team.yaml");
           expect([...resources].sort(), k).toEqual(expected.sort());
         }
       }
@@ -213,7 +214,7 @@ describe("determinism", () => {
     const team = validateTeam({ ...ex.team, labels: { b: "1", B: "2", a: "3", "a-b": "4", a_b: "5", aa: "6" } }, ex.platform);
     const files = new Onboarding(ex.platform, loadTemplates()).render(team);
     const ns = objectsOf(files.get(`teams/${team.name}/base/namespace.yaml`)!)[0] as any;
-    const spec = objectsOf(files.get(`teams/${team.name}/team.yaml`)!)[0] as any;
+    const spec = objectsOf(files.get(`teams/${team.name}/base/team.yaml`)!)[0] as any;
     const expected = ["B", "a", "a-b", "a_b", "aa", "b"];
     expect(Object.keys(ns.metadata.labels).slice(0, 6)).toEqual(expected);
     expect(Object.keys(spec.spec.labels)).toEqual(expected);

@@ -77,8 +77,9 @@ describe("name", () => {
       asoNamespace: "aso-resources",
       fluxSource: { name: "repo", namespace: "gitops" },
       federatedCredential: { asoNamespace: "aso-system" },
+      controller: { namespace: "platform-controller" },
     });
-    for (const name of ["observability", "aso-resources", "gitops", "aso-system"]) {
+    for (const name of ["observability", "aso-resources", "gitops", "aso-system", "platform-controller"]) {
       refused(teamInput({ name }), "name", /reserved for the platform/, platform);
       const { name: _n, ...spec } = teamInput({ name });
       expect(() => validateTeamSpec(name, spec, platform)).toThrow(TeamValidationError);

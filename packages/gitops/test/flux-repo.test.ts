@@ -1,4 +1,4 @@
-import { mkdir, readFile, writeFile } from "node:fs/promises";
+import { mkdir, readFile, rm, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { type RepoTree, TeamExistsError } from "@berth/core";
 import { afterEach, describe, expect, it } from "vitest";
@@ -14,6 +14,7 @@ afterEach(async () => {
 
 async function setup(extra: Parameters<typeof openRepo>[1] = {}) {
   const remote = await createBareRepo();
+  cleanups.push(remote.remove);
   const r = await openRepo(remote.url, extra);
   cleanups.push(r.cleanup);
   return { remote, ...r };
@@ -264,6 +265,7 @@ describe("FluxRepo over file://", () => {
     await expect(again.transact(write("late", { "c.txt": "3" }), origin)).rejects.toMatchObject({ kind: "closed" });
 
     const other = await makeTempDir("berth-notrepo-");
+    cleanups.push(() => rm(other, { recursive: true, force: true }));
     await mkdir(join(other, "stuff"));
     await writeFile(join(other, "stuff", "x"), "x");
     const foreign = FluxRepo.fromConfig({ url: remote.url, branch: "main", workDir: other, author: { name: "B", email: "b@e" }, auth: { kind: "none" } });

@@ -5,7 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { GitOpsError } from "../src/index.js";
 import { pushForeignCommit, startForeignPusher } from "../../../tests/support/foreign-pusher.js";
 import { startGitHttpServer, type GitHttpServer } from "../../../tests/support/git-http-server.js";
-import { basicAuthEnv, createBareRepo, inspectRemote } from "../../../tests/support/git-remotes.js";
+import { basicAuthEnv, type BareRepo, createBareRepo, inspectRemote } from "../../../tests/support/git-remotes.js";
 import { change, openRepo, origin } from "./helpers.js";
 
 const USER = "flux-writer";
@@ -25,15 +25,17 @@ async function allText(dir: string): Promise<string> {
 describe("FluxRepo over smart HTTP with Basic auth", () => {
   let server: GitHttpServer;
   let root: string;
+  let first: BareRepo;
   const authEnv = basicAuthEnv(USER, TOKEN);
 
   beforeAll(async () => {
-    const first = await createBareRepo();
+    first = await createBareRepo();
     root = dirname(first.dir);
     server = await startGitHttpServer({ root, username: USER, password: TOKEN });
   });
   afterAll(async () => {
     await server?.stop();
+    await first?.remove();
   });
 
   async function newRemote(name: string) {

@@ -1,20 +1,23 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { GitOpsError } from "../src/index.js";
 import { startGitSshServer, sshdAvailable, type GitSshServer } from "../../../tests/support/git-ssh-server.js";
-import { createBareRepo, inspectRemote } from "../../../tests/support/git-remotes.js";
+import { type BareRepo, createBareRepo, inspectRemote } from "../../../tests/support/git-remotes.js";
 import { change, openRepo, origin } from "./helpers.js";
 
 describe.skipIf(!sshdAvailable())("FluxRepo over SSH with a deploy key", () => {
   let server: GitSshServer;
+  const remotes: BareRepo[] = [];
   beforeAll(async () => {
     server = await startGitSshServer();
   });
   afterAll(async () => {
     await server?.stop();
+    for (const r of remotes) await r.remove();
   });
 
   it("commits with the deploy key and a pinned host key", async () => {
     const remote = await createBareRepo();
+    remotes.push(remote);
     const url = server.repoUrl(remote.dir);
     const { repo, cleanup } = await openRepo(url, {
       auth: { kind: "ssh", privateKeyPath: server.privateKeyPath, knownHostsPath: server.knownHostsPath },
@@ -35,6 +38,7 @@ describe.skipIf(!sshdAvailable())("FluxRepo over SSH with a deploy key", () => {
 
   it("trusts the host key on first use when no known_hosts is given", async () => {
     const remote = await createBareRepo();
+    remotes.push(remote);
     const { repo, cleanup } = await openRepo(server.repoUrl(remote.dir), { auth: { kind: "ssh", privateKeyPath: server.privateKeyPath } });
     try {
       await repo.transact(async () => change("tofu", { "a.txt": "a" }), origin);
@@ -46,6 +50,7 @@ describe.skipIf(!sshdAvailable())("FluxRepo over SSH with a deploy key", () => {
 
   it("fails fast with an auth error for an unknown key or a spoofed host key", async () => {
     const remote = await createBareRepo();
+    remotes.push(remote);
     const url = server.repoUrl(remote.dir);
     for (const auth of [
       { kind: "ssh" as const, privateKeyPath: server.unauthorizedKeyPath, knownHostsPath: server.knownHostsPath },

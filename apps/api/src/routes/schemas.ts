@@ -1,5 +1,6 @@
 import { teamNameSchema, teamSchema, teamSpecSchema } from "@berth/core";
 import { z } from "zod";
+import { clusterStatusSchema } from "../team-status.js";
 
 /** HTTP shapes of the teams API; the team model itself is @berth/core's. */
 
@@ -30,6 +31,13 @@ export const previewResponse = z.object({
   revision,
   files: z.array(fileChangeSchema.extend({ content: z.string().nullable() })),
   diff: z.string().describe("Unified diff against the repo"),
+});
+
+export const statusResponse = z.object({
+  team: z.string(),
+  revision: revision.describe("The Flux repo commit the team spec was read from"),
+  ready: z.boolean().describe("Ready on every cluster the team lands on"),
+  clusters: z.array(clusterStatusSchema),
 });
 
 export const problemResponse = z

@@ -8,6 +8,7 @@ import {
   deleteResponse,
   previewResponse,
   problemResponse,
+  statusResponse,
   teamListResponse,
   teamNameParams,
   teamResponse,
@@ -56,6 +57,18 @@ export const teamRoutes: FastifyPluginAsyncZod<{ teams: TeamService }> = async (
       const { revision, team } = await teams.get(request.params.name);
       if (!team) throw new HttpProblem(404, "team-not-found", "Team not found", `team "${request.params.name}" does not exist`);
       return { team, revision: revision ?? null };
+    },
+  );
+
+  app.get(
+    "/teams/:name/status",
+    {
+      config: read,
+      schema: { tags: ["teams"], summary: "Team status per cluster, as the controller reports it", security, params: teamNameParams, response: { 200: statusResponse, 404: problemResponse, ...errors } },
+    },
+    async (request) => {
+      const status = await teams.status(request.params.name);
+      return { ...status, revision: status.revision ?? null };
     },
   );
 

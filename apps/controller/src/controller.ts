@@ -1,0 +1,221 @@
+import type { ControllerConfig } from "@berth/config";
+import type { PlatformValuesProvider } from "@berth/core";
+import type { KubeConfig, KubernetesObject } from "@kubernetes/client-node";
+import { Registry } from "prom-client";
+import { Caches, watchSpecs, type Store, type WatchName } from "./caches.js";
+import { KubeClusterWriter, type ClusterWriter } from "./kube.js";
+import { LEASE_NAME, parseKey, PLATFORM_KEY, teamKey } from "./names.js";
+import { PlatformReconciler } from "./reconcile/platform-reconciler.js";
+import { TeamReconciler, type Events } from "./reconcile/team-reconciler.js";
+import {
+  createControllerMetrics,
+  EventRecorder,
+  LeaderElector,
+  listPath,
+  silentLogger,
+  startInformer,
+  WorkQueue,
+  type ControllerMetrics,
+  type Informer,
+  type Logger,
+} from "./runtime/index.js";
+
+export interface ControllerTimings {
+  /** Periodic re-check of a healthy key. Default 5 min. */
+  resyncMs: number;
+  /** Re-check while waiting for something the watches do not see (namespace, RoleBinding, provider). Default 15 s. */
+  retryMs: number;
+  /** Re-check while the offboarding finalizer holds. Default 5 s. */
+  offboardingPollMs: number;
+  /** Lease timings (client-go defaults 15/10/2 s). */
+  leaseDurationSec: number;
+  renewDeadlineSec: number;
+  retryPeriodSec: number;
+  /** Informer watchdog and relist period. */
+  watchdogMs: number;
+  informerResyncMs: number;
+}
+
+export const DEFAULT_TIMINGS: ControllerTimings = {
+  resyncMs: 300_000,
+  retryMs: 15_000,
+  offboardingPollMs: 5_000,
+  leaseDurationSec: 15,
+  renewDeadlineSec: 10,
+  retryPeriodSec: 2,
+  watchdogMs: 300_000,
+  informerResyncMs: 600_000,
+};
+
+export interface ControllerOptions {
+  kubeConfig: KubeConfig;
+  config: ControllerConfig;
+  provider: PlatformValuesProvider;
+  logger?: Logger;
+  registry?: Registry;
+  timings?: Partial<ControllerTimings>;
+  /** Reconciles running at once. Default 4. */
+  concurrency?: number;
+}
+
+/**
+ * The controller wired up: informers (on every replica, so a new leader starts with warm caches) that
+ * only enqueue keys, and — on the leader only — one work queue running the platform and team
+ * reconcilers. main.ts adds process concerns; tests start it in-process against a real apiserver.
+ */
+export class Controller {
+  readonly metrics: ControllerMetrics;
+  readonly registry: Registry;
+  private readonly log: Logger;
+  private readonly timings: ControllerTimings;
+  private readonly informers = new Map<WatchName, Informer<KubernetesObject>>();
+  private readonly caches: Caches;
+  private readonly platformReconciler: PlatformReconciler;
+  private readonly teamReconciler: TeamReconciler;
+  private readonly elector: LeaderElector | undefined;
+  private queue: WorkQueue | undefined;
+  /** Without leader election this replica leads until stop(). */
+  private readonly standalone = new AbortController();
+  private started = false;
+  private stopped = false;
+
+  constructor(private readonly opts: ControllerOptions) {
+    const { config, kubeConfig } = opts;
+    this.log = opts.logger ?? silentLogger;
+    this.timings = { ...DEFAULT_TIMINGS, ...opts.timings };
+    this.registry = opts.registry ?? new Registry();
+    this.metrics = createControllerMetrics(this.registry);
+
+    const specs = watchSpecs(config.platform);
+    const stores = {} as Record<WatchName, Store<KubernetesObject>>;
+    // Bound lazily: the informers start in start(); the caches only read them after that.
+    for (const name of Object.keys(specs) as WatchName[]) {
+      stores[name] = { get: (ns, n) => this.informers.get(name)?.get(ns, n), list: () => this.informers.get(name)?.list() ?? [] };
+    }
+    this.caches = new Caches(config.platform, stores as never);
+
+    const recorder = new EventRecorder(kubeConfig, { component: "berth-controller", host: config.identity, logger: this.log });
+    // Events are best effort; only the leader writes them, as every other write.
+    const events: Events = {
+      warning: (ref, reason, message) => void recorder.warning(ref, reason, message),
+      normal: (ref, reason, message) => void recorder.normal(ref, reason, message),
+    };
+    const writer: ClusterWriter = new KubeClusterWriter(kubeConfig);
+    const common = { platform: config.platform, cluster: config.cluster, provider: opts.provider, caches: this.caches, writer, events };
+    this.platformReconciler = new PlatformReconciler({
+      ...common,
+      logger: this.log.child({ reconciler: "platform" }),
+      resyncMs: this.timings.resyncMs,
+      retryMs: this.timings.retryMs,
+    });
+    this.teamReconciler = new TeamReconciler({
+      ...common,
+      logger: this.log.child({ reconciler: "team" }),
+      resyncMs: this.timings.resyncMs,
+      retryMs: this.timings.retryMs,
+      offboardingPollMs: this.timings.offboardingPollMs,
+    });
+
+    if (config.leaderElection) {
+      this.elector = new LeaderElector(kubeConfig, {
+        namespace: config.namespace,
+        name: LEASE_NAME,
+        identity: config.identity,
+        leaseDurationSec: this.timings.leaseDurationSec,
+        renewDeadlineSec: this.timings.renewDeadlineSec,
+        retryPeriodSec: this.timings.retryPeriodSec,
+        logger: this.log.child({ component: "leader-election" }),
+        metrics: this.metrics,
+        onStartedLeading: (signal: AbortSignal) => this.lead(signal),
+        onStoppedLeading: () => void this.follow("stopped leading"),
+      });
+    }
+  }
+
+  /** Starts the informers, waits for their first list, then campaigns (or leads at once without election). */
+  async start(): Promise<void> {
+    if (this.started) throw new Error("controller already started");
+    this.started = true;
+    const { kubeConfig, config } = this.opts;
+    const specs = watchSpecs(config.platform);
+    for (const [name, spec] of Object.entries(specs) as Array<[WatchName, (typeof specs)[WatchName]]>) {
+      const selectors = { ...(spec.labelSelector ? { labelSelector: spec.labelSelector } : {}), ...(spec.fieldSelector ? { fieldSelector: spec.fieldSelector } : {}) };
+      const informer = startInformer<KubernetesObject>(
+        kubeConfig,
+        {
+          name: spec.name,
+          // The runtime's InformerSpec has no fieldSelector: it rides in the watch path's query string, which
+          // the watch keeps (it only adds its own parameters); the list gets it explicitly.
+          path: spec.fieldSelector ? `${spec.path}?${new URLSearchParams({ fieldSelector: spec.fieldSelector })}` : spec.path,
+          ...(spec.labelSelector ? { labelSelector: spec.labelSelector } : {}),
+          list: () => listPath(kubeConfig, spec.path, selectors),
+        },
+        ({ object }) => {
+          for (const key of spec.keys(object as never)) this.queue?.add(key);
+        },
+        {
+          logger: this.log.child({ informer: spec.name }),
+          metrics: this.metrics,
+          watchdogMs: this.timings.watchdogMs,
+          resyncMs: this.timings.informerResyncMs,
+        },
+      );
+      this.informers.set(name, informer);
+    }
+    await Promise.all([...this.informers.values()].map((i) => i.synced));
+    this.log.info({ informers: this.informers.size }, "caches synced");
+    if (this.stopped) return;
+    if (this.elector) this.elector.start();
+    else void this.lead(this.standalone.signal);
+  }
+
+  /** Caches synced: the readiness probe. (Followers are ready too: they are hot standbys.) */
+  ready(): boolean {
+    return this.started && !this.stopped && [...this.informers.values()].every((i) => i.hasSynced());
+  }
+
+  isLeader(): boolean {
+    return this.queue !== undefined;
+  }
+
+  /** Stops reconciling, releases the Lease (so a standby takes over at once) and stops the informers. */
+  async stop(): Promise<void> {
+    if (this.stopped) return;
+    this.stopped = true;
+    // The elector aborts the leader's work, waits for the queue to drain, then releases the Lease.
+    if (this.elector) await this.elector.stop();
+    else this.standalone.abort();
+    await this.follow("stopping");
+    for (const informer of this.informers.values()) informer.stop();
+  }
+
+  /** Leader-only work: the queue runs until `signal` aborts; the returned promise ends when it has drained. */
+  private async lead(signal: AbortSignal): Promise<void> {
+    if (this.stopped || this.queue || signal.aborted) return;
+    this.log.info({ identity: this.opts.config.identity }, "leading: starting reconciles");
+    this.metrics.isLeader.set(1);
+    const queue = new WorkQueue({ name: "berth", concurrency: this.opts.concurrency ?? 4, metrics: this.metrics, logger: this.log });
+    this.queue = queue;
+    queue.start((key) => this.reconcile(key));
+    queue.add(PLATFORM_KEY);
+    for (const team of this.caches.teamNames()) queue.add(teamKey(team));
+    await new Promise<void>((resolve) => signal.addEventListener("abort", () => resolve(), { once: true }));
+    await this.follow("leadership ended");
+  }
+
+  private async follow(why: string): Promise<void> {
+    const queue = this.queue;
+    if (!queue) return;
+    this.queue = undefined;
+    this.metrics.isLeader.set(0);
+    this.log.info({ why }, "not leading: stopping reconciles");
+    await queue.shutdown();
+  }
+
+  private async reconcile(key: string): Promise<{ requeueAfterMs?: number } | void> {
+    const parsed = parseKey(key);
+    if (!parsed) return;
+    if (parsed.kind === "platform") return this.platformReconciler.reconcile();
+    return this.teamReconciler.reconcile(parsed.team);
+  }
+}

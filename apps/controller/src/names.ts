@@ -1,0 +1,60 @@
+/** Names the controller writes and watches (docs/controller.md; fixed by docs/controller-contract.md). */
+
+/** Field manager of every server-side apply the controller makes. */
+export const FIELD_MANAGER = "berth-controller";
+/** Lease name in the controller's namespace. */
+export const LEASE_NAME = "berth-controller";
+/** On each team's aso-credential Secret: held while ASO resources remain in the team namespace (ASO #4679). */
+export const CREDENTIAL_FINALIZER = "berth.dev/aso-credential";
+/**
+ * The per-team RoleBinding (templates/v1/controller-rolebinding.yaml) that grants the controller its
+ * writes in a team namespace, and the finalizer it is rendered with: when the namespace is deleted, the
+ * binding (still authorizing while it is being deleted) outlives the credential's finalizer, which the
+ * controller can only release through it. The controller removes this finalizer last.
+ */
+export const TEAM_ROLE_BINDING = "berth-controller";
+export const ACCESS_FINALIZER = "berth.dev/controller-access";
+
+export const TEAM_LABEL = "berth.dev/team";
+export const MANAGED_BY_LABEL = "app.kubernetes.io/managed-by";
+export const MANAGED_BY = "berth";
+export const CLIENT_ID_ANNOTATION = "azure.workload.identity/client-id";
+
+export const TEAM_GROUP = "berth.dev";
+export const TEAM_VERSION = "v1alpha1";
+export const TEAM_API_VERSION = `${TEAM_GROUP}/${TEAM_VERSION}`;
+export const TEAM_PLURAL = "teams";
+
+export const FLUX_KUSTOMIZATION = { group: "kustomize.toolkit.fluxcd.io", version: "v1", plural: "kustomizations", kind: "Kustomization" } as const;
+
+export interface AsoKind {
+  group: string;
+  version: string;
+  plural: string;
+  kind: string;
+  /** Team status condition summarising this kind's Ready conditions. */
+  condition: "ResourceGroupReady" | "IdentityReady" | "FederatedCredentialsReady" | "RoleAssignmentsReady";
+}
+
+/** The ASO kinds Berth renders (templates/v1), in the order their conditions chain. */
+export const ASO_KINDS: readonly AsoKind[] = [
+  { group: "resources.azure.com", version: "v1api20200601", plural: "resourcegroups", kind: "ResourceGroup", condition: "ResourceGroupReady" },
+  { group: "managedidentity.azure.com", version: "v1api20230131", plural: "userassignedidentities", kind: "UserAssignedIdentity", condition: "IdentityReady" },
+  {
+    group: "managedidentity.azure.com",
+    version: "v1api20230131",
+    plural: "federatedidentitycredentials",
+    kind: "FederatedIdentityCredential",
+    condition: "FederatedCredentialsReady",
+  },
+  { group: "authorization.azure.com", version: "v1api20220401", plural: "roleassignments", kind: "RoleAssignment", condition: "RoleAssignmentsReady" },
+];
+
+/** Work queue keys: one for the platform objects, one per team. */
+export const PLATFORM_KEY = "platform";
+export const teamKey = (team: string) => `team/${team}`;
+export function parseKey(key: string): { kind: "platform" } | { kind: "team"; team: string } | undefined {
+  if (key === PLATFORM_KEY) return { kind: "platform" };
+  if (key.startsWith("team/") && key.length > 5) return { kind: "team", team: key.slice(5) };
+  return undefined;
+}

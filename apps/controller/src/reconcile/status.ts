@@ -1,0 +1,220 @@
+import { ASO_KINDS, TEAM_LABEL, type AsoKind } from "../names.js";
+import type { ConditionLike, ConfigMapLike, KustomizationLike, TeamObject, WithConditions } from "./objects.js";
+import { clientIdOf } from "./credential.js";
+
+/**
+ * A team's status as one view, computed from what Flux, ASO and the controller report (pure). The
+ * controller writes it to `Team.status`; the API serves the same view at GET /v1/teams/{name}/status.
+ *
+ * Conditions chain in the order a team comes up:
+ *   Rendered → KustomizationReady → ResourceGroupReady → IdentityReady → FederatedCredentialsReady →
+ *   RoleAssignmentsReady → CredentialWritten → Ready
+ * Each condition states its own fact; Ready is True only when every other one is, and otherwise names
+ * the first that is not.
+ */
+
+export type ConditionStatus = "True" | "False" | "Unknown";
+export type Severity = "Error" | "Warning" | "Info";
+
+export interface TeamCondition {
+  type: string;
+  status: ConditionStatus;
+  reason: string;
+  message: string;
+  /** ASO's severity, carried for the per-kind conditions when ASO set one. */
+  severity?: Severity;
+  lastTransitionTime: string;
+  observedGeneration: number;
+}
+
+/** What the credential step did on its last reconcile. */
+export interface CredentialState {
+  written: boolean;
+  reason: string;
+  message: string;
+}
+
+export interface TeamStatusInputs {
+  team: TeamObject;
+  /** The team's Flux Kustomization (`team-<team>` in the ASO namespace), when it exists. */
+  kustomization?: KustomizationLike | undefined;
+  /** The team's ASO objects (label berth.dev/team) by kind, e.g. { ResourceGroup: [...] }. */
+  asoObjects: Partial<Record<string, WithConditions[]>>;
+  /** The `<team>-identity` ConfigMap ASO writes. */
+  identity?: ConfigMapLike | undefined;
+  credential: CredentialState;
+  /** Conditions as last written: lastTransitionTime is kept while a condition's status stays the same. */
+  previous?: ConditionLike[] | undefined;
+  now: Date;
+}
+
+export interface TeamStatusView {
+  conditions: TeamCondition[];
+  identity?: { clientId: string };
+  revision?: string;
+  observedGeneration: number;
+  ready: boolean;
+}
+
+export const CONDITION_ORDER = [
+  "Rendered",
+  "KustomizationReady",
+  ...ASO_KINDS.map((k) => k.condition),
+  "CredentialWritten",
+  "Ready",
+] as const;
+
+type Draft = Omit<TeamCondition, "lastTransitionTime" | "observedGeneration">;
+
+export function teamStatusView(inputs: TeamStatusInputs): TeamStatusView {
+  const { team, kustomization } = inputs;
+  const name = team.metadata?.name ?? "";
+  const generation = team.metadata?.generation ?? 0;
+  const revision = kustomization?.status?.lastAppliedRevision || kustomization?.status?.lastAttemptedRevision || undefined;
+
+  const drafts: Draft[] = [];
+  drafts.push(
+    !kustomization
+      ? { type: "Rendered", status: "False", reason: "KustomizationNotFound", message: `Flux Kustomization team-${name} does not exist (yet)` }
+      : revision
+        ? { type: "Rendered", status: "True", reason: "Rendered", message: `revision ${revision}` }
+        : { type: "Rendered", status: "Unknown", reason: "Pending", message: "Flux has not built the team's manifests yet" },
+  );
+  drafts.push(fromReady("KustomizationReady", kustomization, `Flux Kustomization team-${name}`));
+  for (const kind of ASO_KINDS) drafts.push(asoCondition(kind, inputs.asoObjects[kind.kind] ?? [], expectedCount(kind, team), name));
+  drafts.push({
+    type: "CredentialWritten",
+    status: inputs.credential.written ? "True" : "False",
+    reason: inputs.credential.reason,
+    message: inputs.credential.message,
+  });
+  const notTrue = drafts.find((d) => d.status !== "True");
+  const failed = drafts.find((d) => d.status === "False" && d.severity === "Error");
+  drafts.push(
+    !notTrue
+      ? { type: "Ready", status: "True", reason: "Ready", message: "the team's namespace, Azure resources and credential are in place" }
+      : {
+          type: "Ready",
+          status: "False",
+          reason: failed ? "Failed" : "Waiting",
+          message: `${(failed ?? notTrue).type}: ${(failed ?? notTrue).reason}: ${(failed ?? notTrue).message}`,
+        },
+  );
+
+  const conditions = drafts.map((d): TeamCondition => {
+    const before = inputs.previous?.find((p) => p.type === d.type);
+    const since = before && before.status === d.status && before.lastTransitionTime ? toIso(before.lastTransitionTime) : inputs.now.toISOString();
+    // Never an empty message: a 1.20 apiserver's apply turns "" into null, which the schema refuses.
+    return { ...d, message: (d.message || d.reason).slice(0, 1024), lastTransitionTime: since, observedGeneration: generation };
+  });
+  const clientId = clientIdOf(inputs.identity);
+  return {
+    conditions,
+    ...(clientId ? { identity: { clientId } } : {}),
+    ...(revision ? { revision } : {}),
+    observedGeneration: generation,
+    ready: !notTrue,
+  };
+}
+
+function expectedCount(kind: AsoKind, team: TeamObject): number {
+  if (kind.kind === "RoleAssignment") return team.spec?.roleAssignments?.length ?? 0;
+  return 1;
+}
+
+function readyOf(o: WithConditions | undefined): ConditionLike | undefined {
+  return o?.status?.conditions?.find((c) => c.type === "Ready");
+}
+
+/** Ready of one object; Unknown when it has none yet or it describes an older generation. */
+function fromReady(type: string, o: WithConditions | undefined, what: string): Draft {
+  if (!o) return { type, status: "Unknown", reason: "NotFound", message: `${what} does not exist (yet)` };
+  const ready = readyOf(o);
+  if (!ready) return { type, status: "Unknown", reason: "Pending", message: `${what} has no Ready condition yet` };
+  const gen = o.metadata?.generation;
+  if (ready.observedGeneration !== undefined && gen !== undefined && ready.observedGeneration < gen) {
+    return { type, status: "Unknown", reason: "Reconciling", message: `${what}: generation ${gen} not observed yet` };
+  }
+  return {
+    type,
+    status: asStatus(ready.status),
+    reason: ready.reason || (ready.status === "True" ? "Ready" : "NotReady"),
+    message: ready.message ?? "",
+    ...(isSeverity(ready.severity) ? { severity: ready.severity } : {}),
+  };
+}
+
+const RANK: Record<string, number> = { "False/Error": 0, "False/Warning": 1, "False/": 2, "False/Info": 2, "Unknown/": 3 };
+function rank(d: Draft): number {
+  if (d.status === "True") return 9;
+  return RANK[`${d.status}/${d.severity ?? ""}`] ?? (d.status === "False" ? 2 : 3);
+}
+
+/** The worst Ready of the team's objects of one ASO kind (Error before Warning before pending). */
+function asoCondition(kind: AsoKind, objects: WithConditions[], expected: number, team: string): Draft {
+  const type = kind.condition;
+  if (objects.length === 0) {
+    return expected === 0
+      ? { type, status: "True", reason: "NoneRequested", message: `the team requests no ${kind.kind}` }
+      : { type, status: "Unknown", reason: "NotFound", message: `no ${kind.kind} labelled ${TEAM_LABEL}=${team} yet` };
+  }
+  const each = objects
+    .map((o) => ({ name: o.metadata?.name ?? "?", d: fromReady(type, o, `${kind.kind} ${o.metadata?.name ?? "?"}`) }))
+    .sort((a, b) => rank(a.d) - rank(b.d) || a.name.localeCompare(b.name));
+  const worst = each[0]!;
+  if (worst.d.status === "True") {
+    return { type, status: "True", reason: worst.d.reason, message: objects.length === 1 ? worst.d.message : `${objects.length} ${kind.kind} objects Ready` };
+  }
+  const notReady = each.filter((e) => e.d.status !== "True").length;
+  const prefix = objects.length > 1 ? `${notReady}/${objects.length} not Ready; ` : "";
+  return { ...worst.d, message: `${prefix}${worst.name}: ${worst.d.message}` };
+}
+
+function asStatus(s: string | undefined): ConditionStatus {
+  return s === "True" || s === "False" ? s : "Unknown";
+}
+
+function isSeverity(s: string | undefined): s is Severity {
+  return s === "Error" || s === "Warning" || s === "Info";
+}
+
+function toIso(t: Date | string): string {
+  return typeof t === "string" ? t : t.toISOString();
+}
+
+/** True when two views would write the same status (so the write can be skipped). */
+export function sameStatus(a: TeamStatusView, current: Record<string, unknown> | undefined): boolean {
+  if (!current) return false;
+  const norm = (v: unknown) => JSON.stringify(canonical(v));
+  return norm(statusBody(a)) === norm({
+    conditions: current.conditions,
+    ...(current.identity ? { identity: current.identity } : {}),
+    ...(current.revision ? { revision: current.revision } : {}),
+    observedGeneration: current.observedGeneration,
+  });
+}
+
+/** The `status` object written to the Team. */
+export function statusBody(v: TeamStatusView): Record<string, unknown> {
+  return {
+    conditions: v.conditions,
+    ...(v.identity ? { identity: v.identity } : {}),
+    ...(v.revision ? { revision: v.revision } : {}),
+    observedGeneration: v.observedGeneration,
+  };
+}
+
+/** JSON with sorted keys and dates as ISO strings: the apiserver returns custom resources' keys sorted. */
+function canonical(v: unknown): unknown {
+  if (v instanceof Date) return v.toISOString();
+  if (Array.isArray(v)) return v.map(canonical);
+  if (v && typeof v === "object") {
+    return Object.fromEntries(
+      Object.entries(v as Record<string, unknown>)
+        .filter(([, x]) => x !== undefined)
+        .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))
+        .map(([k, x]) => [k, canonical(x)]),
+    );
+  }
+  return v;
+}

@@ -1,0 +1,203 @@
+import { teamNames, ValueUnavailableError, type Cluster, type ClusterFacts, type Platform, type PlatformValuesProvider } from "@berth/core";
+import type { Caches } from "../caches.js";
+import { errorKind, type ClusterWriter } from "../kube.js";
+import { ACCESS_FINALIZER, CLIENT_ID_ANNOTATION, TEAM_API_VERSION, TEAM_ROLE_BINDING } from "../names.js";
+import type { Logger } from "../runtime/index.js";
+import { classifyDrift, desiredTeamCredential, tamperMessage, teamCredentialSecret, workloadServiceAccountPatch } from "./credential.js";
+import type { KubeObject, ObjectRef, SecretLike, TeamObject } from "./objects.js";
+import { accessAction, accessEnding, credentialAction, credentialFinalizerPending, isOffboarding, withoutFinalizer } from "./offboarding.js";
+import { sameStatus, statusBody, teamStatusView, type CredentialState } from "./status.js";
+
+/** Where the reconcilers report what they did (the runtime's EventRecorder). */
+export interface Events {
+  warning(ref: ObjectRef, reason: string, message: string): void;
+  normal(ref: ObjectRef, reason: string, message: string): void;
+}
+
+export interface TeamReconcilerDeps {
+  platform: Platform;
+  cluster: Cluster;
+  provider: PlatformValuesProvider;
+  caches: Caches;
+  writer: ClusterWriter;
+  events: Events;
+  logger: Logger;
+  /** Periodic re-check of a healthy team. */
+  resyncMs: number;
+  /** Re-check while waiting for something outside the watches (namespace, RoleBinding, provider). */
+  retryMs: number;
+  /** Re-check while the finalizer holds for remaining ASO resources. */
+  offboardingPollMs: number;
+  now?: () => Date;
+}
+
+/**
+ * One team, level-triggered: credential (Secret + ServiceAccount annotation), offboarding (the
+ * credential's finalizer, then the finalizer of the controller's RoleBinding), then status. Reads the
+ * caches (and, before letting its RoleBinding go, the credential on the server); writes only through the
+ * ClusterWriter.
+ */
+export class TeamReconciler {
+  constructor(private readonly deps: TeamReconcilerDeps) {}
+
+  async reconcile(team: string): Promise<{ requeueAfterMs?: number }> {
+    const { caches } = this.deps;
+    const teamObj = caches.team(team);
+    const secret = caches.teamSecret(team);
+    const roleBinding = caches.roleBinding(team);
+    if (isOffboarding(teamObj, secret)) return this.offboard(team, teamObj, secret, roleBinding);
+    if (!secret && accessEnding(roleBinding)) {
+      // The namespace (or the binding) is being deleted: a credential written now would carry a finalizer
+      // the controller might soon have no right to release. Write none, and let the binding go.
+      await this.releaseAccess(team, roleBinding!, secret);
+      const names = teamNames(team);
+      await this.writeStatus(team, teamObj!, {
+        written: false,
+        reason: "AccessEnding",
+        message: `RoleBinding ${names.namespace}/${TEAM_ROLE_BINDING} is being deleted: no credential is written`,
+      });
+      return { requeueAfterMs: this.deps.retryMs };
+    }
+
+    const credential = await this.writeCredential(team, secret);
+    await this.writeStatus(team, teamObj!, credential);
+    return { requeueAfterMs: credential.written ? this.deps.resyncMs : this.deps.retryMs };
+  }
+
+  private async facts(): Promise<{ facts?: ClusterFacts; problem?: string }> {
+    try {
+      return { facts: await this.deps.provider.clusterFacts(this.deps.cluster) };
+    } catch (err) {
+      if (err instanceof ValueUnavailableError) return { problem: err.message };
+      throw err;
+    }
+  }
+
+  private async writeCredential(team: string, secret: SecretLike | undefined): Promise<CredentialState> {
+    const { platform, caches, writer, events, logger } = this.deps;
+    const names = teamNames(team);
+    const { facts, problem } = await this.facts();
+    if (problem) return { written: false, reason: "ProviderUnavailable", message: problem };
+    const desired = desiredTeamCredential(team, caches.identity(team), facts, platform.asoNamespace);
+    // Never write an empty or partial credential: an existing one stays as it is until values are known.
+    if (!desired.ok) return { written: false, reason: desired.reason, message: desired.message };
+
+    const want = teamCredentialSecret(team, desired.value);
+    const ref: ObjectRef = { apiVersion: "v1", kind: "Secret", name: names.asoCredentialSecret, namespace: names.namespace, ...(secret?.metadata?.uid ? { uid: secret.metadata.uid } : {}) };
+    const drift = classifyDrift(secret, want, caches.clientIdOwners(), team);
+    try {
+      if (drift.kind === "tampered") {
+        const message = tamperMessage(team, drift);
+        logger.warn({ team, changed: drift.changed, extraKeys: drift.extraKeys, owners: drift.owners, otherTeam: drift.otherTeam }, "team credential tampered with: reverting");
+        events.warning(ref, "CredentialTampered", message);
+        // SSA cannot remove keys another manager added: replace the data wholesale first.
+        if (drift.extraKeys.length && secret) await writer.replaceSecretData(secret, want.data!);
+      }
+      if (drift.kind !== "in-sync") {
+        await writer.apply(want);
+        if (drift.kind === "missing") events.normal(ref, "CredentialWritten", `aso-credential written for identity ${desired.value.clientId}`);
+        if (drift.kind === "rotated") events.normal(ref, "CredentialRotated", `client id ${drift.fromClientId ?? "(none)"} → ${drift.toClientId}`);
+        logger.info({ team, drift: drift.kind, clientId: desired.value.clientId }, "team credential applied");
+      }
+      const sa = caches.serviceAccount(team);
+      if (!sa) return { written: false, reason: "ServiceAccountMissing", message: `ServiceAccount ${names.namespace}/${names.serviceAccount} does not exist (yet); the credential Secret is written` };
+      if (sa.metadata?.annotations?.[CLIENT_ID_ANNOTATION] !== desired.value.clientId) {
+        await writer.apply(workloadServiceAccountPatch(team, desired.value.clientId));
+        logger.info({ team, clientId: desired.value.clientId }, "workload ServiceAccount annotated");
+      }
+    } catch (err) {
+      const kind = errorKind(err);
+      if (kind === "not-found") return { written: false, reason: "NamespaceMissing", message: `namespace ${names.namespace} does not exist (yet)` };
+      if (kind === "forbidden") {
+        // Expected until Flux has applied the team's RoleBinding berth-controller, or while the namespace terminates.
+        return { written: false, reason: "Forbidden", message: `not allowed to write in namespace ${names.namespace}: ${(err as Error).message}` };
+      }
+      throw err;
+    }
+    return { written: true, reason: "Written", message: `aso-credential and ServiceAccount ${names.serviceAccount} use identity ${desired.value.clientId}` };
+  }
+
+  private async writeStatus(team: string, teamObj: TeamObject, credential: CredentialState): Promise<void> {
+    const { caches, writer } = this.deps;
+    const view = teamStatusView({
+      team: teamObj,
+      kustomization: caches.kustomization(team),
+      asoObjects: caches.asoObjects(team),
+      identity: caches.identity(team),
+      credential,
+      previous: teamObj.status?.conditions,
+      now: this.deps.now?.() ?? new Date(),
+    });
+    if (sameStatus(view, teamObj.status)) return;
+    try {
+      await writer.applyStatus({ apiVersion: TEAM_API_VERSION, kind: "Team", metadata: { name: team }, status: statusBody(view) } as never);
+    } catch (err) {
+      if (errorKind(err) !== "not-found") throw err; // deleted meanwhile
+    }
+  }
+
+  private async offboard(
+    team: string,
+    teamObj: TeamObject | undefined,
+    secret: SecretLike | undefined,
+    roleBinding: KubeObject | undefined,
+  ): Promise<{ requeueAfterMs?: number }> {
+    const { writer, events, logger } = this.deps;
+    const names = teamNames(team);
+    const remainingAso = secret ? await writer.listAsoResources(names.namespace) : [];
+    const decision = credentialAction({ team: teamObj, secret, remainingAso });
+    const ref: ObjectRef = { apiVersion: "v1", kind: "Secret", name: names.asoCredentialSecret, namespace: names.namespace };
+    switch (decision.action) {
+      case "hold":
+        // The RoleBinding's finalizer is kept too (accessAction): it is what lets the controller release this one.
+        logger.info({ team, remaining: decision.remaining }, "offboarding: keeping aso-credential until ASO has deleted the team's resources");
+        return { requeueAfterMs: this.deps.offboardingPollMs };
+      case "delete":
+        await writer.delete(ref);
+        events.normal(ref, "CredentialDeleted", `team ${team} is gone and no ASO resource remains in ${names.namespace}`);
+        return { requeueAfterMs: this.deps.offboardingPollMs };
+      case "release":
+        await writer.setFinalizers(ref, withoutFinalizer(secret!), secret!.metadata?.resourceVersion);
+        logger.info({ team }, "offboarding: finalizer released");
+        return { requeueAfterMs: this.deps.offboardingPollMs };
+      default: {
+        // The credential is gone or no longer ours to hold: the controller's RoleBinding may go.
+        const access = await this.releaseAccess(team, roleBinding, secret);
+        if (access === "waiting") return { requeueAfterMs: this.deps.offboardingPollMs };
+        // Released, or nothing of the team left to look after: the watches bring the key back if needed.
+        if (access === "released" || !(teamObj || secret || roleBinding)) return {};
+        return { requeueAfterMs: this.deps.resyncMs };
+      }
+    }
+  }
+
+  /**
+   * Last step of offboarding: once the RoleBinding berth-controller is being deleted and the credential's
+   * finalizer is released (or the Secret is gone), remove the binding's finalizer berth.dev/controller-access.
+   * Until then the binding, though being deleted, still grants the controller what it needs to release the
+   * credential.
+   */
+  private async releaseAccess(team: string, roleBinding: KubeObject | undefined, secret: SecretLike | undefined): Promise<"none" | "waiting" | "released"> {
+    const { writer, logger } = this.deps;
+    const decision = accessAction(roleBinding, secret);
+    if (decision.action === "none") return "none";
+    if (decision.action === "keep") return "waiting";
+    const names = teamNames(team);
+    const secretRef: ObjectRef = { apiVersion: "v1", kind: "Secret", name: names.asoCredentialSecret, namespace: names.namespace };
+    const bindingRef: ObjectRef = { apiVersion: "rbac.authorization.k8s.io/v1", kind: "RoleBinding", name: TEAM_ROLE_BINDING, namespace: names.namespace };
+    try {
+      // The cache may not have a credential written moments ago yet: ask the server before letting go.
+      if (credentialFinalizerPending(await writer.read(secretRef))) {
+        logger.info({ team }, "offboarding: keeping RoleBinding berth-controller: the credential's finalizer is still there");
+        return "waiting";
+      }
+      await writer.setFinalizers(bindingRef, withoutFinalizer(roleBinding!, ACCESS_FINALIZER), roleBinding!.metadata?.resourceVersion);
+    } catch (err) {
+      // Forbidden: the binding is already gone (the cache lags), and with it anything left to do here.
+      if (errorKind(err) === "forbidden") return "none";
+      throw err;
+    }
+    logger.info({ team }, "offboarding: RoleBinding berth-controller released (finalizer removed)");
+    return "released";
+  }
+}

@@ -1,0 +1,116 @@
+import { describe, expect, it } from "vitest";
+import { sameStatus, statusBody, teamStatusView, type TeamStatusInputs } from "../src/reconcile/status.js";
+import { CLIENT_A } from "./fixtures.js";
+
+const now = new Date("2026-03-01T10:00:00Z");
+const ready = (status = "True", extra: Record<string, unknown> = {}) => ({ status: { conditions: [{ type: "Ready", status, ...extra }] } });
+const obj = (name: string, r: object) => ({ metadata: { name, labels: { "berth.dev/team": "payments" } }, ...r });
+
+function allGood(): TeamStatusInputs {
+  return {
+    team: { metadata: { name: "payments", generation: 3 }, spec: { roleAssignments: [{ role: "rg-contributor" }] } },
+    kustomization: {
+      metadata: { name: "team-payments" },
+      status: { lastAppliedRevision: "main@sha1:abc", conditions: [{ type: "Ready", status: "True", reason: "ReconciliationSucceeded", message: "Applied revision: main@sha1:abc" }] },
+    },
+    asoObjects: {
+      ResourceGroup: [obj("payments", ready())],
+      UserAssignedIdentity: [obj("payments", ready())],
+      FederatedIdentityCredential: [obj("payments--aso-controller", ready())],
+      RoleAssignment: [obj("payments--rg-contributor", ready())],
+    },
+    identity: { data: { clientId: CLIENT_A } },
+    credential: { written: true, reason: "Written", message: "ok" },
+    now,
+  };
+}
+
+const cond = (v: ReturnType<typeof teamStatusView>, type: string) => v.conditions.find((c) => c.type === type)!;
+
+describe("teamStatusView", () => {
+  it("chains every condition in order and is Ready when all are True", () => {
+    const v = teamStatusView(allGood());
+    expect(v.conditions.map((c) => c.type)).toEqual([
+      "Rendered",
+      "KustomizationReady",
+      "ResourceGroupReady",
+      "IdentityReady",
+      "FederatedCredentialsReady",
+      "RoleAssignmentsReady",
+      "CredentialWritten",
+      "Ready",
+    ]);
+    expect(v.conditions.every((c) => c.status === "True" && c.observedGeneration === 3 && c.lastTransitionTime === now.toISOString())).toBe(true);
+    expect(v).toMatchObject({ ready: true, revision: "main@sha1:abc", identity: { clientId: CLIENT_A } });
+    expect(cond(v, "Rendered").message).toContain("main@sha1:abc");
+  });
+
+  it("uses lastAttemptedRevision before anything was applied", () => {
+    const i = allGood();
+    i.kustomization = { status: { lastAttemptedRevision: "main@sha1:def", conditions: [{ type: "Ready", status: "False", reason: "BuildFailed", message: "boom" }] } };
+    const v = teamStatusView(i);
+    expect(v.revision).toBe("main@sha1:def");
+    expect(cond(v, "KustomizationReady")).toMatchObject({ status: "False", reason: "BuildFailed", message: "boom" });
+    expect(cond(v, "Ready")).toMatchObject({ status: "False", reason: "Waiting" });
+  });
+
+  it("carries ASO's reason and severity; Error wins over Warning and names the object", () => {
+    const i = allGood();
+    i.asoObjects.FederatedIdentityCredential = [
+      obj("payments--a", ready("False", { severity: "Warning", reason: "Reconciling", message: "retrying" })),
+      obj("payments--b", ready("False", { severity: "Error", reason: "BadRequest", message: "issuer is invalid" })),
+    ];
+    const v = teamStatusView(i);
+    expect(cond(v, "FederatedCredentialsReady")).toMatchObject({ status: "False", severity: "Error", reason: "BadRequest", message: "2/2 not Ready; payments--b: issuer is invalid" });
+    expect(cond(v, "Ready")).toMatchObject({ status: "False", reason: "Failed" });
+    expect(cond(v, "Ready").message).toContain("FederatedCredentialsReady: BadRequest");
+  });
+
+  it("a Warning is reported with its severity and the team is not Ready", () => {
+    const i = allGood();
+    i.asoObjects.ResourceGroup = [obj("payments", ready("False", { severity: "Warning", reason: "SubscriptionNotRegistered", message: "register" }))];
+    const v = teamStatusView(i);
+    expect(cond(v, "ResourceGroupReady")).toMatchObject({ status: "False", severity: "Warning", reason: "SubscriptionNotRegistered" });
+    expect(v.ready).toBe(false);
+  });
+
+  it("missing objects are Unknown/NotFound; no role assignment requested is True", () => {
+    const i = allGood();
+    i.kustomization = undefined;
+    i.asoObjects = {};
+    i.team = { metadata: { name: "payments", generation: 1 }, spec: { roleAssignments: [] } };
+    i.credential = { written: false, reason: "IdentityPending", message: "waiting" };
+    const v = teamStatusView(i);
+    expect(cond(v, "Rendered")).toMatchObject({ status: "False", reason: "KustomizationNotFound" });
+    expect(cond(v, "IdentityReady")).toMatchObject({ status: "Unknown", reason: "NotFound" });
+    expect(cond(v, "RoleAssignmentsReady")).toMatchObject({ status: "True", reason: "NoneRequested" });
+    expect(cond(v, "CredentialWritten")).toMatchObject({ status: "False", reason: "IdentityPending" });
+    expect(v.ready).toBe(false);
+  });
+
+  it("a Ready condition for an older generation is Unknown (Reconciling)", () => {
+    const i = allGood();
+    i.asoObjects.UserAssignedIdentity = [{ metadata: { name: "payments", generation: 4 }, status: { conditions: [{ type: "Ready", status: "True", observedGeneration: 3 }] } }];
+    expect(cond(teamStatusView(i), "IdentityReady")).toMatchObject({ status: "Unknown", reason: "Reconciling" });
+  });
+
+  it("keeps lastTransitionTime while a status stays the same, moves it on a change", () => {
+    const before = "2026-02-01T00:00:00.000Z";
+    const i = allGood();
+    i.previous = [
+      { type: "Rendered", status: "True", lastTransitionTime: before },
+      { type: "CredentialWritten", status: "False", lastTransitionTime: before },
+    ];
+    const v = teamStatusView(i);
+    expect(cond(v, "Rendered").lastTransitionTime).toBe(before);
+    expect(cond(v, "CredentialWritten").lastTransitionTime).toBe(now.toISOString());
+  });
+
+  it("sameStatus compares with the stored status regardless of key order", () => {
+    const v = teamStatusView(allGood());
+    const stored = JSON.parse(JSON.stringify(statusBody(v), (_k, x) => (x && typeof x === "object" && !Array.isArray(x) ? Object.fromEntries(Object.entries(x).reverse()) : x)));
+    expect(sameStatus(v, stored)).toBe(true);
+    expect(sameStatus(v, { ...stored, revision: "other" })).toBe(false);
+    expect(sameStatus(v, undefined)).toBe(false);
+  });
+});

@@ -1,0 +1,434 @@
+/**
+ * Benchmark harness for the controller (apps/controller) on a REAL kube-apiserver 1.20 + etcd
+ * (tests/support/kube-cluster.ts), running as a child process under its own RBAC (infra/controller/).
+ * Prints figures; asserts nothing. Run: `npm run bench -- controller` or `pnpm exec tsx tests/bench/controller.ts`.
+ *
+ * (a) Cold start: N teams exist (Team, namespace, ServiceAccount `workload`, RoleBinding `berth-controller`,
+ *     `<team>-identity` ConfigMap with a clientId), no credential yet. Time from spawning the controller to
+ *     every team's aso-credential carrying the right client id.
+ * (b) clientId appears → credential written: M more teams, onboarded without identity and reconciled
+ *     (IdentityPending); then, one at a time, the identity ConfigMap is written and the time until a watch
+ *     sees the team's Secret with that client id is taken. p50 / p99.
+ * (c) The controller process's memory: peak RSS (VmHWM of /proc/<pid>/status), RSS after each phase, and
+ *     the same process started against an unreachable apiserver (module + loader floor, nothing cached).
+ *
+ * The controller runs as plain `node main.mjs`, its sources bundled first with the workspace's esbuild
+ * (a second, no loader: tsx's hooks thread alone adds ~100 MiB of RSS). BENCH_TSX=1 runs
+ * `node --import tsx apps/controller/src/main.ts` instead, as the e2e tests do.
+ *
+ * Env: BENCH_TEAMS (1000), BENCH_LATENCY_TEAMS (100), BENCH_CREATE_CONCURRENCY (16), BENCH_TSX.
+ */
+import { spawn, spawnSync, type ChildProcess } from "node:child_process";
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { createServer } from "node:net";
+import { availableParallelism, cpus, loadavg, tmpdir } from "node:os";
+import { join } from "node:path";
+import { performance } from "node:perf_hooks";
+import { setTimeout as sleep } from "node:timers/promises";
+import { Watch, type KubeConfig } from "@kubernetes/client-node";
+import { REPO_ROOT, startKubeCluster } from "../support/kube-cluster.js";
+import { Admin, ASO_NS, CONTROLLER_GROUPS, CONTROLLER_USER, INFRA, readManifests, teamRoleBinding } from "../controller/helpers.js";
+
+const TEAMS = Number(process.env.BENCH_TEAMS ?? 1000);
+const LATENCY_TEAMS = Number(process.env.BENCH_LATENCY_TEAMS ?? 100);
+const CREATE_CONCURRENCY = Number(process.env.BENCH_CREATE_CONCURRENCY ?? 16);
+const USE_TSX = Boolean(process.env.BENCH_TSX) && process.env.BENCH_TSX !== "0";
+
+const TENANT = "11111111-1111-4111-8111-111111111111";
+const SUBSCRIPTION = "22222222-2222-4222-8222-222222222222";
+const OWNER = "0b9a3c1e-1111-4222-8333-444455556666";
+const clientId = (n: number) => `${n.toString(16).padStart(8, "0")}-aaaa-4aaa-8aaa-aaaaaaaaaaaa`;
+const V1 = "v1";
+const TEAM_V = "berth.dev/v1alpha1";
+
+const CONFIG_YAML = `
+platform:
+  asoNamespace: ${ASO_NS}
+  environments:
+    - name: dev
+      clusters:
+        - name: aks-dev-weu
+          vars:
+            TENANT_ID: "${TENANT}"
+            SUBSCRIPTION_ID: "${SUBSCRIPTION}"
+            CLUSTER_OIDC_ISSUER_URL: "https://westeurope.oic.prod-aks.azure.com/tenant/cluster/"
+            AZURE_LOCATION: westeurope
+            PLATFORM_CLIENT_ID: "33333333-3333-4333-8333-333333333333"
+`;
+
+// ---- small helpers ---------------------------------------------------------------------------------
+
+function percentile(samples: number[], p: number): number {
+  const sorted = [...samples].sort((a, b) => a - b);
+  return sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil((p / 100) * sorted.length) - 1))]!;
+}
+const fmtMs = (n: number) => (n >= 10_000 ? `${(n / 1000).toFixed(1)} s` : `${n.toFixed(n < 100 ? 1 : 0)} ms`);
+const fmtMiB = (kib: number) => `${(kib / 1024).toFixed(0)} MiB`;
+
+/** Runs `fn` over `items`, at most `n` at once. */
+async function pool<T>(items: T[], n: number, fn: (item: T) => Promise<void>): Promise<void> {
+  let next = 0;
+  await Promise.all(
+    Array.from({ length: Math.min(n, items.length) }, async () => {
+      while (next < items.length) await fn(items[next++]!);
+    }),
+  );
+}
+
+async function freePort(): Promise<number> {
+  return new Promise((res) => {
+    const srv = createServer().listen(0, "127.0.0.1", () => {
+      const p = (srv.address() as { port: number }).port;
+      srv.close(() => res(p));
+    });
+  });
+}
+
+async function until<T>(what: string, fn: () => Promise<T | undefined | false>, ms: number, everyMs = 100): Promise<T> {
+  const deadline = Date.now() + ms;
+  for (;;) {
+    const v = await fn().catch(() => undefined);
+    if (v) return v;
+    if (Date.now() > deadline) throw new Error(`timed out after ${ms} ms waiting for ${what}`);
+    await sleep(everyMs);
+  }
+}
+
+/** `promise`, or a rejection after `ms` (the timer is cleared either way, so nothing outlives the bench). */
+async function within<T>(promise: Promise<T>, ms: number, message: () => string): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  try {
+    return await Promise.race([promise, new Promise<never>((_, rej) => (timer = setTimeout(() => rej(new Error(message())), ms)))]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+/** VmRSS / VmHWM (KiB) and CPU seconds (utime + stime) of a process, from /proc. */
+function procStats(pid: number): { rssKiB: number; hwmKiB: number; cpuSec: number } | undefined {
+  try {
+    const status = readFileSync(`/proc/${pid}/status`, "utf8");
+    const kib = (key: string) => Number(new RegExp(`^${key}:\\s+(\\d+) kB`, "m").exec(status)?.[1] ?? 0);
+    // Fields after the parenthesised command name; utime and stime are fields 14 and 15 (clock ticks, 100/s).
+    const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
+    const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+    return { rssKiB: kib("VmRSS"), hwmKiB: kib("VmHWM"), cpuSec: (Number(fields[11]) + Number(fields[12])) / 100 };
+  } catch {
+    return undefined;
+  }
+}
+
+/** The 1-minute load average, sampled every second while the bench runs. */
+class LoadSampler {
+  readonly samples: number[] = [];
+  private readonly timer = setInterval(() => this.samples.push(loadavg()[0]!), 1_000);
+  stop() {
+    clearInterval(this.timer);
+  }
+}
+
+// ---- the controller process ------------------------------------------------------------------------
+
+/** How to start the controller: its sources bundled into one file (plain node), or under tsx. */
+function controllerCommand(dir: string): string[] {
+  if (USE_TSX) return ["--import", "tsx", "apps/controller/src/main.ts"];
+  const out = join(dir, "controller.mjs");
+  const r = spawnSync(
+    join(REPO_ROOT, "node_modules", ".bin", "esbuild"),
+    [
+      "apps/controller/src/main.ts",
+      "--bundle",
+      "--platform=node",
+      "--format=esm",
+      "--target=node20",
+      "--tsconfig=apps/controller/tsconfig.json",
+      `--outfile=${out}`,
+      "--log-level=warning",
+      // CommonJS dependencies call require(); give the ESM bundle one.
+      "--banner:js=import { createRequire as __berthRequire } from 'node:module'; const require = __berthRequire(import.meta.url);",
+    ],
+    { cwd: REPO_ROOT, encoding: "utf8" },
+  );
+  if (r.status !== 0) throw new Error(`esbuild failed: ${r.stderr || r.error?.message}`);
+  return [out];
+}
+
+class ControllerProcess {
+  readonly child: ChildProcess;
+  readonly startedAt = performance.now();
+  output = "";
+  peakRssKiB = 0;
+  private readonly sampler: NodeJS.Timeout;
+  readonly exited: Promise<number | null>;
+
+  constructor(command: string[], env: Record<string, string>, readonly metricsPort: number) {
+    this.child = spawn(process.execPath, command, {
+      cwd: REPO_ROOT,
+      env: {
+        PATH: process.env.PATH ?? "",
+        HOME: process.env.HOME ?? "",
+        TSX_TSCONFIG_PATH: "apps/controller/tsconfig.json",
+        BERTH_METRICS_PORT: String(metricsPort),
+        BERTH_LOG_LEVEL: "warn",
+        ...env,
+      },
+      stdio: ["ignore", "pipe", "pipe"],
+    });
+    const keep = (c: Buffer) => {
+      this.output = (this.output + String(c)).slice(-20_000);
+    };
+    this.child.stdout!.on("data", keep);
+    this.child.stderr!.on("data", keep);
+    this.exited = new Promise((res) => this.child.on("exit", (code) => res(code)));
+    this.sampler = setInterval(() => {
+      const s = this.stats();
+      if (s) this.peakRssKiB = Math.max(this.peakRssKiB, s.rssKiB);
+    }, 100);
+  }
+
+  stats() {
+    return this.child.pid ? procStats(this.child.pid) : undefined;
+  }
+
+  async ready(ms: number): Promise<number> {
+    await until(
+      "controller /readyz",
+      async () => {
+        if (this.child.exitCode !== null) throw new Error(`controller exited (${this.child.exitCode}):\n${this.output}`);
+        return (await fetch(`http://127.0.0.1:${this.metricsPort}/readyz`).catch(() => undefined))?.status === 200;
+      },
+      ms,
+      50,
+    );
+    return performance.now() - this.startedAt;
+  }
+
+  async stop(): Promise<void> {
+    clearInterval(this.sampler);
+    if (this.child.exitCode !== null) return;
+    this.child.kill("SIGTERM");
+    const done = await Promise.race([this.exited.then(() => true), sleep(20_000).then(() => false)]);
+    if (!done) this.child.kill("SIGKILL");
+  }
+}
+
+// ---- detection: a watch on the teams' credentials ----------------------------------------------------
+
+/** Records when each team namespace's aso-credential first carries the expected client id (watch-based). */
+class CredentialWatch {
+  private readonly expected = new Map<string, string>();
+  private readonly seenAt = new Map<string, number>();
+  private readonly waiters = new Map<string, () => void>();
+  private resourceVersion = "";
+  private abort: AbortController | undefined;
+  private stopped = false;
+  restarts = 0;
+
+  constructor(
+    private readonly kc: KubeConfig,
+    private readonly admin: Admin,
+  ) {}
+
+  expect(namespace: string, id: string): Promise<void> {
+    this.expected.set(namespace, id);
+    if (this.seenAt.has(namespace)) return Promise.resolve();
+    return new Promise((res) => this.waiters.set(namespace, res));
+  }
+
+  seen(namespace: string): number | undefined {
+    return this.seenAt.get(namespace);
+  }
+
+  get count(): number {
+    return this.seenAt.size;
+  }
+
+  async start(): Promise<void> {
+    const r = await this.admin.req("GET", "/api/v1/secrets?labelSelector=berth.dev%2Fteam&limit=1");
+    this.resourceVersion = (r.json as { metadata: { resourceVersion: string } }).metadata.resourceVersion;
+    await this.watch();
+  }
+
+  private async watch(): Promise<void> {
+    if (this.stopped) return;
+    const query = { labelSelector: "berth.dev/team", resourceVersion: this.resourceVersion, allowWatchBookmarks: true, timeoutSeconds: 3600 };
+    this.abort = await new Watch(this.kc).watch(
+      "/api/v1/secrets",
+      query,
+      (phase, obj: { metadata?: { name?: string; namespace?: string; resourceVersion?: string }; data?: Record<string, string> }) => {
+        const now = performance.now();
+        if (obj?.metadata?.resourceVersion) this.resourceVersion = obj.metadata.resourceVersion;
+        if ((phase !== "ADDED" && phase !== "MODIFIED") || obj.metadata?.name !== "aso-credential") return;
+        const ns = obj.metadata.namespace ?? "";
+        const id = Buffer.from(obj.data?.AZURE_CLIENT_ID ?? "", "base64").toString("utf8");
+        if (this.seenAt.has(ns) || this.expected.get(ns) !== id) return;
+        this.seenAt.set(ns, now);
+        this.waiters.get(ns)?.();
+        this.waiters.delete(ns);
+      },
+      () => {
+        // Closed or failed: resume from the last resourceVersion seen.
+        if (this.stopped) return;
+        this.restarts++;
+        setTimeout(() => void this.watch().catch(() => undefined), 100);
+      },
+    );
+  }
+
+  stop(): void {
+    this.stopped = true;
+    this.abort?.abort();
+  }
+}
+
+// ---- the bench ---------------------------------------------------------------------------------------
+
+async function main() {
+  const load = new LoadSampler();
+  const loadAtStart = loadavg();
+  const tSetup = performance.now();
+  const cluster = await startKubeCluster({ crds: readManifests(join(INFRA, "crds")) });
+  const dir = mkdtempSync(join(tmpdir(), "berth-bench-controller-"));
+  const controllers: ControllerProcess[] = [];
+  const credentials = new CredentialWatch(cluster.kubeConfig(), new Admin(cluster.kubeConfig()));
+  try {
+    const admin = new Admin(cluster.kubeConfig());
+    await admin.create({ apiVersion: V1, kind: "Namespace", metadata: { name: ASO_NS } });
+    for (const obj of readManifests(INFRA, (f) => f === "namespace.yaml" || f.startsWith("rbac-"))) await admin.create(obj);
+    const configFile = join(dir, "berth.yaml");
+    writeFileSync(configFile, CONFIG_YAML);
+    const kubeconfig = await cluster.writeKubeconfigFile(CONTROLLER_USER, CONTROLLER_GROUPS);
+    const controllerEnv = { KUBECONFIG: kubeconfig, BERTH_CONFIG_FILE: configFile, BERTH_CLUSTER_NAME: "aks-dev-weu", BERTH_POD_NAME: "bench" };
+    process.stdout.write(`cluster up in ${fmtMs(cluster.startupMs)}\n`);
+
+    // (c) floor: the same process against an apiserver that is not there (modules and loader, nothing cached).
+    const floorKubeconfig = join(dir, "unreachable.kubeconfig");
+    writeFileSync(floorKubeconfig, readFileSync(kubeconfig, "utf8").replace(/https:\/\/127\.0\.0\.1:\d+/, "https://127.0.0.1:1"));
+    const command = controllerCommand(dir);
+    const floor = new ControllerProcess(command, { ...controllerEnv, KUBECONFIG: floorKubeconfig }, await freePort());
+    await until("floor controller's health server", async () => (await fetch(`http://127.0.0.1:${floor.metricsPort}/healthz`).catch(() => undefined))?.status === 200, 60_000);
+    await sleep(3_000);
+    const floorStats = floor.stats();
+    await floor.stop();
+
+    // What Flux and ASO would have written for each team.
+    const onboard = async (team: string, identity: string | undefined) => {
+      await admin.create({ apiVersion: V1, kind: "Namespace", metadata: { name: team, labels: { "berth.dev/team": team } } });
+      await admin.create({ apiVersion: V1, kind: "ServiceAccount", metadata: { name: "workload", namespace: team, labels: { "berth.dev/team": team } } });
+      await admin.create(teamRoleBinding(team));
+      await admin.create({ apiVersion: TEAM_V, kind: "Team", metadata: { name: team }, spec: { description: `Team ${team}`, owners: [OWNER], environments: ["dev"] } });
+      if (identity) await writeIdentity(team, identity);
+    };
+    const writeIdentity = (team: string, id: string) =>
+      admin.create({
+        apiVersion: V1,
+        kind: "ConfigMap",
+        metadata: { name: `${team}-identity`, namespace: ASO_NS },
+        data: { clientId: id, principalId: "99999999-9999-4999-8999-999999999999", tenantId: TENANT },
+      });
+
+    // ---- (a) cold start ----
+    const teams = Array.from({ length: TEAMS }, (_, i) => ({ name: `cold-${String(i).padStart(4, "0")}`, id: clientId(i + 1) }));
+    const tCreate = performance.now();
+    await pool(teams, CREATE_CONCURRENCY, (t) => onboard(t.name, t.id));
+    const createMs = performance.now() - tCreate;
+    process.stdout.write(`pre-created ${TEAMS} teams (${TEAMS * 5} objects) in ${fmtMs(createMs)}\n`);
+
+    await credentials.start();
+    const allCold = Promise.all(teams.map((t) => credentials.expect(t.name, t.id)));
+    const controller = new ControllerProcess(command, controllerEnv, await freePort());
+    controllers.push(controller);
+    const readyMs = await controller.ready(300_000);
+    const leadMs = await until(
+      "the controller to hold the Lease",
+      async () => {
+        const lease = await admin.get("coordination.k8s.io/v1", "Lease", "berth-system", "berth-controller");
+        return (lease?.spec as { holderIdentity?: string } | undefined)?.holderIdentity === "bench" && performance.now() - controller.startedAt;
+      },
+      120_000,
+      50,
+    );
+    await within(allCold, 30 * 60_000, () => `cold start: only ${credentials.count}/${TEAMS} credentials after 30 min`);
+    const perTeam = teams.map((t) => credentials.seen(t.name)! - controller.startedAt);
+    const coldMs = Math.max(...perTeam);
+    const afterCold = controller.stats();
+    const loadAfterCold = loadavg();
+    process.stdout.write(`cold start: all ${TEAMS} credentials after ${fmtMs(coldMs)}\n`);
+
+    // ---- (b) clientId → credential ----
+    const fresh = Array.from({ length: LATENCY_TEAMS }, (_, i) => ({ name: `late-${String(i).padStart(3, "0")}`, id: clientId(0x10000 + i) }));
+    await pool(fresh, CREATE_CONCURRENCY, (t) => onboard(t.name, undefined));
+    // Wait until the controller has reconciled them (CredentialWritten=False IdentityPending) and gone quiet.
+    await until(
+      "the new teams to report IdentityPending",
+      async () => {
+        const r = await admin.req("GET", `/apis/berth.dev/v1alpha1/teams`);
+        const items = (r.json as { items: Array<{ metadata: { name: string }; status?: { conditions?: Array<{ type: string; reason: string }> } }> }).items;
+        const pending = items.filter((t) => t.metadata.name.startsWith("late-") && t.status?.conditions?.some((c) => c.type === "CredentialWritten" && c.reason === "IdentityPending"));
+        return pending.length === LATENCY_TEAMS;
+      },
+      300_000,
+      500,
+    );
+    await sleep(2_000);
+    const latencies: number[] = [];
+    for (const t of fresh) {
+      const seen = credentials.expect(t.name, t.id);
+      const t0 = performance.now();
+      await writeIdentity(t.name, t.id);
+      await within(seen, 60_000, () => `no credential for ${t.name} within 60 s`);
+      latencies.push(credentials.seen(t.name)! - t0);
+      await sleep(50);
+    }
+    const end = controller.stats();
+    const loadAtEnd = loadavg();
+    await controller.stop();
+    load.stop();
+
+    // ---- report ----
+    const cpu = cpus()[0]?.model ?? "?";
+    const rows: Array<[string, string]> = [
+      ["machine", `${availableParallelism()} CPUs (${cpu}), Node ${process.versions.node}`],
+      ["load avg (1/5/15 min) at start", loadAtStart.map((l) => l.toFixed(2)).join(" / ")],
+      ["load avg after cold start", loadAfterCold.map((l) => l.toFixed(2)).join(" / ")],
+      ["load avg at end", loadAtEnd.map((l) => l.toFixed(2)).join(" / ")],
+      ["1-min load during the run (min–max)", `${Math.min(...load.samples).toFixed(2)}–${Math.max(...load.samples).toFixed(2)}`],
+      ["apiserver 1.20 + etcd start", fmtMs(cluster.startupMs)],
+      [`(a) pre-create ${TEAMS} teams × 5 objects, ${CREATE_CONCURRENCY} at once`, `${fmtMs(createMs)} (${((TEAMS * 5) / (createMs / 1000)).toFixed(0)} objects/s)`],
+      ["(a) spawn → /readyz (informers synced)", fmtMs(readyMs)],
+      ["(a) spawn → holds the Lease", fmtMs(leadMs)],
+      ["(a) spawn → first credential", fmtMs(Math.min(...perTeam))],
+      ["(a) spawn → half the credentials", fmtMs(percentile(perTeam, 50))],
+      [`(a) spawn → all ${TEAMS} credentials (right client id)`, fmtMs(coldMs)],
+      ["(a) reconcile throughput after leading", `${(TEAMS / ((coldMs - leadMs) / 1000)).toFixed(0)} teams/s`],
+      ["(a) controller CPU during cold start", afterCold ? `${afterCold.cpuSec.toFixed(1)} s` : "?"],
+      [`(b) clientId written → Secret seen, n=${latencies.length}: p50`, fmtMs(percentile(latencies, 50))],
+      ["(b) p90", fmtMs(percentile(latencies, 90))],
+      ["(b) p99", fmtMs(percentile(latencies, 99))],
+      ["(b) min / max", `${fmtMs(Math.min(...latencies))} / ${fmtMs(Math.max(...latencies))}`],
+      ["(c) peak RSS, VmHWM (whole run)", end ? fmtMiB(end.hwmKiB) : "?"],
+      ["(c) RSS after cold start / at end", `${afterCold ? fmtMiB(afterCold.rssKiB) : "?"} / ${end ? fmtMiB(end.rssKiB) : "?"}`],
+      ["(c) floor: same process, apiserver unreachable (RSS)", floorStats ? fmtMiB(floorStats.rssKiB) : "?"],
+      ["(c) Deployment memory limit (infra/controller)", "256 MiB"],
+      ["watch restarts (detection)", String(credentials.restarts)],
+    ];
+    const width = Math.max(...rows.map(([k]) => k.length));
+    process.stdout.write(`\nberth controller benchmark: ${TEAMS} teams cold, ${LATENCY_TEAMS} latency samples; controller: node ${USE_TSX ? "--import tsx (sources)" : "(esbuild bundle, no loader)"}\n`);
+    for (const [k, v] of rows) process.stdout.write(`${k.padEnd(width)}  ${v}\n`);
+    process.stdout.write(`total bench time ${fmtMs(performance.now() - tSetup)}\n`);
+  } catch (err) {
+    for (const c of controllers) if (c.output) process.stderr.write(`--- controller output ---\n${c.output.slice(-4_000)}\n`);
+    throw err;
+  } finally {
+    load.stop();
+    credentials.stop();
+    for (const c of controllers) await c.stop();
+    await cluster.stop();
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+main().catch((err) => {
+  process.stderr.write(`bench failed: ${(err as Error).stack}\n`);
+  process.exit(1);
+});
