@@ -16,7 +16,10 @@
  * (a second, no loader: tsx's hooks thread alone adds ~100 MiB of RSS). BENCH_TSX=1 runs
  * `node --import tsx apps/controller/src/main.ts` instead, as the e2e tests do.
  *
- * Env: BENCH_TEAMS (1000), BENCH_LATENCY_TEAMS (100), BENCH_CREATE_CONCURRENCY (16), BENCH_TSX.
+ * Env: BENCH_TEAMS (1000), BENCH_LATENCY_TEAMS (100), BENCH_CREATE_CONCURRENCY (16), BENCH_TSX,
+ * BENCH_NODE_OPTIONS (the controller's NODE_OPTIONS; default: the Deployment's, from infra/controller/deployment.yaml,
+ * so the heap is capped as in production. "none" runs uncapped: V8 then grows the heap freely and peak RSS
+ * overstates what the controller needs).
  */
 import { spawn, spawnSync, type ChildProcess } from "node:child_process";
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
@@ -33,6 +36,17 @@ const TEAMS = Number(process.env.BENCH_TEAMS ?? 1000);
 const LATENCY_TEAMS = Number(process.env.BENCH_LATENCY_TEAMS ?? 100);
 const CREATE_CONCURRENCY = Number(process.env.BENCH_CREATE_CONCURRENCY ?? 16);
 const USE_TSX = Boolean(process.env.BENCH_TSX) && process.env.BENCH_TSX !== "0";
+
+/** The controller container's NODE_OPTIONS and memory limit, as infra/controller/deployment.yaml sets them. */
+function deploymentMemory(): { nodeOptions: string; limit: string } {
+  const d = readManifests(INFRA, (f) => f === "deployment.yaml").find((o) => o.kind === "Deployment") as
+    | { spec: { template: { spec: { containers: Array<{ env?: Array<{ name: string; value?: string }>; resources?: { limits?: { memory?: string } } }> } } } }
+    | undefined;
+  const c = d?.spec.template.spec.containers[0];
+  return { nodeOptions: c?.env?.find((e) => e.name === "NODE_OPTIONS")?.value ?? "", limit: c?.resources?.limits?.memory ?? "?" };
+}
+const DEPLOYMENT = deploymentMemory();
+const NODE_OPTIONS = process.env.BENCH_NODE_OPTIONS === "none" ? "" : (process.env.BENCH_NODE_OPTIONS ?? DEPLOYMENT.nodeOptions);
 
 const TENANT = "11111111-1111-4111-8111-111111111111";
 const SUBSCRIPTION = "22222222-2222-4222-8222-222222222222";
@@ -160,6 +174,9 @@ class ControllerProcess {
   peakRssKiB = 0;
   private readonly sampler: NodeJS.Timeout;
   readonly exited: Promise<number | null>;
+  /** Rejects if the process exits before stop(): race it against anything that waits on the controller. */
+  readonly died: Promise<never>;
+  private stopping = false;
 
   constructor(command: string[], env: Record<string, string>, readonly metricsPort: number) {
     this.child = spawn(process.execPath, command, {
@@ -170,6 +187,7 @@ class ControllerProcess {
         TSX_TSCONFIG_PATH: "apps/controller/tsconfig.json",
         BERTH_METRICS_PORT: String(metricsPort),
         BERTH_LOG_LEVEL: "warn",
+        ...(NODE_OPTIONS ? { NODE_OPTIONS } : {}),
         ...env,
       },
       stdio: ["ignore", "pipe", "pipe"],
@@ -180,6 +198,11 @@ class ControllerProcess {
     this.child.stdout!.on("data", keep);
     this.child.stderr!.on("data", keep);
     this.exited = new Promise((res) => this.child.on("exit", (code) => res(code)));
+    this.died = this.exited.then((code) => {
+      if (!this.stopping) throw new Error(`controller exited (${code}):\n${this.output.slice(-4_000)}`);
+      return new Promise<never>(() => {});
+    });
+    this.died.catch(() => {}); // observed where it is raced
     this.sampler = setInterval(() => {
       const s = this.stats();
       if (s) this.peakRssKiB = Math.max(this.peakRssKiB, s.rssKiB);
@@ -204,6 +227,7 @@ class ControllerProcess {
   }
 
   async stop(): Promise<void> {
+    this.stopping = true;
     clearInterval(this.sampler);
     if (this.child.exitCode !== null) return;
     this.child.kill("SIGTERM");
@@ -348,7 +372,7 @@ async function main() {
       120_000,
       50,
     );
-    await within(allCold, 30 * 60_000, () => `cold start: only ${credentials.count}/${TEAMS} credentials after 30 min`);
+    await within(Promise.race([allCold, controller.died]), 30 * 60_000, () => `cold start: only ${credentials.count}/${TEAMS} credentials after 30 min`);
     const perTeam = teams.map((t) => credentials.seen(t.name)! - controller.startedAt);
     const coldMs = Math.max(...perTeam);
     const afterCold = controller.stats();
@@ -376,7 +400,7 @@ async function main() {
       const seen = credentials.expect(t.name, t.id);
       const t0 = performance.now();
       await writeIdentity(t.name, t.id);
-      await within(seen, 60_000, () => `no credential for ${t.name} within 60 s`);
+      await within(Promise.race([seen, controller.died]), 60_000, () => `no credential for ${t.name} within 60 s`);
       latencies.push(credentials.seen(t.name)! - t0);
       await sleep(50);
     }
@@ -409,11 +433,11 @@ async function main() {
       ["(c) peak RSS, VmHWM (whole run)", end ? fmtMiB(end.hwmKiB) : "?"],
       ["(c) RSS after cold start / at end", `${afterCold ? fmtMiB(afterCold.rssKiB) : "?"} / ${end ? fmtMiB(end.rssKiB) : "?"}`],
       ["(c) floor: same process, apiserver unreachable (RSS)", floorStats ? fmtMiB(floorStats.rssKiB) : "?"],
-      ["(c) Deployment memory limit (infra/controller)", "256 MiB"],
+      ["(c) Deployment (infra/controller): memory limit, NODE_OPTIONS", `${DEPLOYMENT.limit}, ${DEPLOYMENT.nodeOptions || "(none)"}`],
       ["watch restarts (detection)", String(credentials.restarts)],
     ];
     const width = Math.max(...rows.map(([k]) => k.length));
-    process.stdout.write(`\nberth controller benchmark: ${TEAMS} teams cold, ${LATENCY_TEAMS} latency samples; controller: node ${USE_TSX ? "--import tsx (sources)" : "(esbuild bundle, no loader)"}\n`);
+    process.stdout.write(`\nberth controller benchmark: ${TEAMS} teams cold, ${LATENCY_TEAMS} latency samples; controller: node ${USE_TSX ? "--import tsx (sources)" : "(esbuild bundle, no loader)"}${NODE_OPTIONS ? ` ${NODE_OPTIONS}` : " (heap uncapped)"}\n`);
     for (const [k, v] of rows) process.stdout.write(`${k.padEnd(width)}  ${v}\n`);
     process.stdout.write(`total bench time ${fmtMs(performance.now() - tSetup)}\n`);
   } catch (err) {
