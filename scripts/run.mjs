@@ -107,8 +107,13 @@ function test(pnpm) {
   process.exit(status !== 0 || failed > 0 || passed === 0 ? 1 : 0);
 }
 
+/** `npm run bench [-- <name> [args]]`: tests/bench/<name>.ts (onboarding, controller, arm-calls). */
 function bench(pnpm) {
-  process.exit(run(pnpm[0], [...pnpm.slice(1), "exec", "tsx", join(root, "tests", "bench", process.argv[3] === "controller" ? "controller.ts" : "run.ts"), ...process.argv.slice(process.argv[3] === "controller" ? 4 : 3)]));
+  const [name = "onboarding", ...args] = process.argv.slice(3).filter((a) => !a.startsWith("-"));
+  const flags = process.argv.slice(3).filter((a) => a.startsWith("-"));
+  const file = join(root, "tests", "bench", `${name}.ts`);
+  if (!existsSync(file)) fail(`no benchmark "${name}": see tests/bench/`);
+  process.exit(run(pnpm[0], [...pnpm.slice(1), "exec", "tsx", "--tsconfig", join(root, "tests", "tsconfig.json"), file, ...args, ...flags]));
 }
 
 checkNode();
