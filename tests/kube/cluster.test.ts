@@ -17,8 +17,7 @@ import {
   VersionApi,
 } from "@kubernetes/client-node";
 import {
-  ENSURE_SCRIPT,
-  missingKubeBinaries,
+  skipWithoutKubeBinaries,
   startKubeCluster,
   withoutConversionWebhook,
   type KubeCluster,
@@ -26,12 +25,7 @@ import {
 import { kubeRequest } from "../support/kube-http.js";
 import { compareSentAndReturned, formatDryRunProblems, serverSideDryRunApply } from "../support/kube-dry-run.js";
 
-const missing = missingKubeBinaries();
-const inCI = Boolean(process.env.CI) && process.env.CI !== "false" && process.env.CI !== "0";
-const skip = missing.length > 0 && !inCI;
-if (skip) {
-  console.warn(`[tests/kube] SKIPPED: ${missing.join("; ")}. Run \`bash ${ENSURE_SCRIPT}\` to enable these tests.`);
-}
+const skip = skipWithoutKubeBinaries();
 
 const EXPECTED_CRDS = [
   "federatedidentitycredentials.managedidentity.azure.com",

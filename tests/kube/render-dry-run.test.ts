@@ -35,17 +35,12 @@ import {
 } from "@berth/core";
 import { EXAMPLES, loadTemplates, MemoryRepoTree, templateFiles, type Example } from "../../packages/core/test/fixtures.js";
 import { parseObjects } from "../../packages/core/test/yaml-helpers.js";
-import { ENSURE_SCRIPT, missingKubeBinaries, REPO_ROOT, startKubeCluster, type KubeCluster } from "../support/kube-cluster.js";
+import { skipWithoutKubeBinaries, REPO_ROOT, startKubeCluster, type KubeCluster } from "../support/kube-cluster.js";
 import { kubeRequest } from "../support/kube-http.js";
 import { serverSideDryRunApply, type DryRunResult } from "../support/kube-dry-run.js";
 import type { KubeConfig } from "@kubernetes/client-node";
 
-const missing = missingKubeBinaries();
-const inCI = Boolean(process.env.CI) && process.env.CI !== "false" && process.env.CI !== "0";
-const skip = missing.length > 0 && !inCI;
-if (skip) {
-  console.warn(`[tests/kube] SKIPPED: ${missing.join("; ")}. Run \`bash ${ENSURE_SCRIPT}\` to enable these tests.`);
-}
+const skip = skipWithoutKubeBinaries();
 
 const FIELD_MANAGER = "berth-render-dry-run";
 
@@ -123,75 +118,6 @@ async function installCrd(kc: KubeConfig, crd: Record<string, unknown>): Promise
     if (Date.now() > deadline) return `not Established after 30 s: ${JSON.stringify(conds)}`;
     await new Promise((r) => setTimeout(r, 50));
   }
-}
-
-// ---- the test binary's empty-string quirk ------------------------------------------------------------
-
-/**
- * The test kube-apiserver is upstream 1.20 source built with Go 1.19 (infra/test-cluster/ensure-binaries.sh),
- * not the Go 1.15 it was released with. Its vendored go-openapi/validate (v0.19.5) takes a value for null
- * when `reflect.DeepEqual(reflect.Zero(t), reflect.ValueOf(v))`, which newer Go makes true for "" (both point
- * at the runtime's shared zero value). So this binary refuses `""` in any string field of a custom
- * resource ("Invalid value: \"null\": ... must be of type string"), and `default: ""` in a CRD, where a
- * released 1.20 (and every later version) accepts both. probeEmptyStringQuirk() detects it; only then are
- * exactly those refusals set aside (field removed, object checked again, a note logged), never others.
- */
-const EMPTY_STRING_AS_NULL = /([A-Za-z0-9_.[\]-]+): Invalid value: "null": \1 in body must be of type string: "null"/g;
-
-async function probeEmptyStringQuirk(kc: KubeConfig): Promise<boolean> {
-  const group = "probe.berth-tests.dev";
-  const crd = {
-    apiVersion: "apiextensions.k8s.io/v1",
-    kind: "CustomResourceDefinition",
-    metadata: { name: `probes.${group}` },
-    spec: {
-      group,
-      scope: "Cluster",
-      names: { kind: "Probe", listKind: "ProbeList", plural: "probes", singular: "probe" },
-      versions: [{ name: "v1", served: true, storage: true, schema: { openAPIV3Schema: { type: "object", properties: { spec: { type: "object", properties: { s: { type: "string" } } } } } } }],
-    },
-  };
-  const refused = await installCrd(kc, crd);
-  if (refused) throw new Error(`probe CRD refused: ${refused}`);
-  const res = await kubeRequest(kc, {
-    method: "POST",
-    path: `/apis/${group}/v1/probes?dryRun=All`,
-    body: { apiVersion: `${group}/v1`, kind: "Probe", metadata: { name: "empty" }, spec: { s: "" } },
-  });
-  if (res.status === 201) return false;
-  const message = (res.json as { message?: string } | undefined)?.message ?? res.body;
-  if (res.status === 422 && /spec\.s: Invalid value: "null"/.test(message)) return true;
-  throw new Error(`probe: unexpected answer HTTP ${res.status} ${message.slice(0, 300)}`);
-}
-
-type Path = Array<string | number>;
-function parseFieldPath(path: string): Path {
-  return [...path.matchAll(/([^.[\]]+)|\[(\d+)\]/g)].map((m) => (m[2] !== undefined ? Number(m[2]) : m[1]!));
-}
-function valueAtPath(obj: unknown, path: Path): unknown {
-  return path.reduce<unknown>((node, key) => (node !== null && typeof node === "object" ? (node as Record<string | number, unknown>)[key] : undefined), obj);
-}
-function withoutPath<T>(obj: T, path: Path): T {
-  const copy = structuredClone(obj);
-  const parent = valueAtPath(copy, path.slice(0, -1)) as Record<string | number, unknown>;
-  delete parent[path.at(-1)!];
-  return copy;
-}
-
-/** The fields holding "" that the server refused as null (only meaningful when the quirk is present). */
-function emptyStringRefusals(message: string, object: unknown): string[] {
-  return [...message.matchAll(EMPTY_STRING_AS_NULL)].map((m) => m[1]!).filter((p) => valueAtPath(object, parseFieldPath(p)) === "");
-}
-
-/** A copy of a CRD without any `default: ""` (see EMPTY_STRING_AS_NULL). */
-function withoutEmptyStringDefaults(node: unknown): unknown {
-  if (Array.isArray(node)) return node.map(withoutEmptyStringDefaults);
-  if (node === null || typeof node !== "object") return node;
-  return Object.fromEntries(
-    Object.entries(node as Record<string, unknown>)
-      .filter(([k, v]) => !(k === "default" && v === ""))
-      .map(([k, v]) => [k, withoutEmptyStringDefaults(v)]),
-  );
 }
 
 // ---- platform-vars, substituted as Flux does ----------------------------------------------------------
@@ -355,42 +281,18 @@ async function apply(kc: KubeConfig, object: KubeObject, path: string): Promise<
   if (res.status < 200 || res.status > 299) throw new Error(`applying ${refOf(object)}: HTTP ${res.status} ${res.body.slice(0, 300)}`);
 }
 
-type Checked = DryRunResult & { file: string; cluster: string; notes: string[] };
-
-/** serverSideDryRunApply, setting aside this binary's empty-string refusals (and only those) when present. */
-async function dryRun(kc: KubeConfig, objects: readonly KubeObject[], quirk: boolean): Promise<Array<DryRunResult & { notes: string[] }>> {
-  const results = await serverSideDryRunApply(kc, objects, FIELD_MANAGER);
-  const out: Array<DryRunResult & { notes: string[] }> = [];
-  for (const [i, first] of results.entries()) {
-    let result = first;
-    let object = objects[i]!;
-    const notes: string[] = [];
-    for (let attempt = 0; quirk && attempt < 5; attempt++) {
-      const rejected = result.problems.find((p) => p.kind === "rejected");
-      const paths = rejected ? emptyStringRefusals(rejected.message, object) : [];
-      if (paths.length === 0) break;
-      for (const p of paths) {
-        notes.push(`${p}: "" refused as null by the test binary only (EMPTY_STRING_AS_NULL), checked without it`);
-        object = withoutPath(object, parseFieldPath(p));
-      }
-      result = (await serverSideDryRunApply(kc, [object], FIELD_MANAGER))[0]!;
-    }
-    for (const n of notes) console.warn(`[tests/kube] ${result.ref}: ${n}`);
-    out.push({ ...result, notes });
-  }
-  return out;
-}
+type Checked = DryRunResult & { file: string; cluster: string };
 
 /**
  * Dry-runs every manifest the way Flux would apply them: Namespaces first (dry-run, then applied for real
  * so the objects inside can be dry-run; a rejected one is created bare so the rest is still checked),
  * the other namespaces the objects use created as the platform would have them, then everything else.
  */
-async function dryRunAll(kc: KubeConfig, manifests: readonly Manifest[], platformNamespaces: readonly string[], quirk: boolean) {
+async function dryRunAll(kc: KubeConfig, manifests: readonly Manifest[], platformNamespaces: readonly string[]) {
   const namespaces = manifests.filter((m) => m.object.apiVersion === "v1" && m.object.kind === "Namespace");
   const rest = manifests.filter((m) => !namespaces.includes(m));
   const results: Checked[] = [];
-  const nsResults = await dryRun(kc, namespaces.map((m) => m.object), quirk);
+  const nsResults = await serverSideDryRunApply(kc, namespaces.map((m) => m.object), FIELD_MANAGER);
   for (const [i, m] of namespaces.entries()) {
     const r = nsResults[i]!;
     results.push({ ...r, file: m.file, cluster: m.cluster });
@@ -403,7 +305,7 @@ async function dryRunAll(kc: KubeConfig, manifests: readonly Manifest[], platfor
   // Objects only land in the team's own namespace or the platform's (ASO) namespace.
   expect(others.every((n) => platformNamespaces.includes(n)), `objects in unexpected namespaces: ${others.join(", ")}`).toBe(true);
   for (const n of others) await createNamespace(kc, n);
-  const restResults = await dryRun(kc, rest.map((m) => m.object), quirk);
+  const restResults = await serverSideDryRunApply(kc, rest.map((m) => m.object), FIELD_MANAGER);
   for (const [i, m] of rest.entries()) results.push({ ...restResults[i]!, file: m.file, cluster: m.cluster });
   return results;
 }
@@ -422,22 +324,14 @@ describe.skipIf(skip)(`rendered manifests: server-side dry-run on kube-apiserver
   const controllerCrd = controllerTeamCrd();
   /** Why the apiserver refused the controller's CRD (the stand-in is then used, and a test fails). */
   let controllerCrdRefused: string | undefined;
-  /** Whether this apiserver build has the empty-string quirk (EMPTY_STRING_AS_NULL). */
-  let quirk = false;
 
   beforeAll(async () => {
     cluster = await startKubeCluster();
     admin = cluster.kubeConfig();
-    quirk = await probeEmptyStringQuirk(admin);
-    if (quirk) console.warn('[tests/kube] this kube-apiserver build refuses "" in custom resources as null (EMPTY_STRING_AS_NULL): such refusals are set aside and logged');
     // Prefer the controller's CRD; if the server refuses it, say so in its own test and check the manifests
     // against the stand-in, so one problem does not hide the other.
     if (controllerCrd) {
       controllerCrdRefused = await installCrd(admin, controllerCrd);
-      if (controllerCrdRefused && quirk && /\.default: Invalid value: "null"/.test(controllerCrdRefused)) {
-        console.warn(`[tests/kube] Team CRD: installed without its \`default: ""\` (EMPTY_STRING_AS_NULL; a released 1.20 takes it): ${controllerCrdRefused}`);
-        controllerCrdRefused = await installCrd(admin, withoutEmptyStringDefaults(controllerCrd) as Record<string, unknown>);
-      }
     }
     const source = !controllerCrd
       ? "minimal stand-in (infra/controller/crds/berth.dev_teams.yaml does not exist yet)"
@@ -477,7 +371,7 @@ describe.skipIf(skip)(`rendered manifests: server-side dry-run on kube-apiserver
       // Every file the team's planCreate wrote is applied on some cluster (or is a kustomize file on the way).
       const uncovered = [...written.get(name)!].filter((p) => !covered.has(p));
       expect(uncovered, "rendered files no cluster applies").toEqual([]);
-      const results = await dryRunAll(admin, manifests, [ex.platform.asoNamespace], quirk);
+      const results = await dryRunAll(admin, manifests, [ex.platform.asoNamespace]);
       perExample.set(name, results);
       expect(report(results)).toBe("");
       expect(results.every((r) => r.ok)).toBe(true);
@@ -523,8 +417,7 @@ describe.skipIf(skip)(`rendered manifests: server-side dry-run on kube-apiserver
     const { files } = await onboardAll(EXAMPLES);
     for (const ex of EXAMPLES) {
       const spec = files.get(repoLayout(ex.platform).teamSpec(ex.team.name))!;
-      let [object] = parseObjects(spec, "1.1") as KubeObject[];
-      if (quirk && object!.spec.description === "") object = withoutPath(object!, ["spec", "description"]); // EMPTY_STRING_AS_NULL
+      const [object] = parseObjects(spec, "1.1") as KubeObject[];
       await apply(admin, object!, `/apis/berth.dev/v1alpha1/teams/${ex.team.name}`);
     }
     const list = await kubeRequest(admin, { method: "GET", path: "/apis/berth.dev/v1alpha1/teams" });
@@ -542,7 +435,7 @@ describe.skipIf(skip)(`rendered manifests: server-side dry-run on kube-apiserver
     async function failuresWith(templates: TemplateSet): Promise<Checked[]> {
       const rendered = await onboardAll(EXAMPLES, (ex) => (ex === payments ? templates : loadTemplates()));
       const { manifests } = manifestsOf(payments, rendered.files);
-      const results = await dryRunAll(admin, manifests, [payments.platform.asoNamespace], quirk);
+      const results = await dryRunAll(admin, manifests, [payments.platform.asoNamespace]);
       return results.filter((r) => !r.ok);
     }
     const failureKey = (r: Checked) => JSON.stringify([r.file, r.cluster, r.ref, r.problems.map((p) => [p.kind, p.path, p.message])]);
