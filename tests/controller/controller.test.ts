@@ -17,13 +17,10 @@ import pino from "pino";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { Controller, type ControllerTimings } from "../../apps/controller/src/controller.js";
 import { StaticValuesProvider } from "../../apps/controller/src/providers/static.js";
-import { ENSURE_SCRIPT, missingKubeBinaries, REPO_ROOT, startKubeCluster, type KubeCluster } from "../support/kube-cluster.js";
+import { skipWithoutKubeBinaries, REPO_ROOT, startKubeCluster, type KubeCluster } from "../support/kube-cluster.js";
 import { Admin, ASO_NS, CONTROLLER_GROUPS, CONTROLLER_USER, decode, eventually, INFRA, readManifests, TcpProxy, teamRoleBinding, type Obj } from "./helpers.js";
 
-const missing = missingKubeBinaries();
-const inCI = Boolean(process.env.CI) && process.env.CI !== "false" && process.env.CI !== "0";
-const skip = missing.length > 0 && !inCI;
-if (skip) console.warn(`[tests/controller] SKIPPED: ${missing.join("; ")}. Run \`bash ${ENSURE_SCRIPT}\` to enable these tests.`);
+const skip = skipWithoutKubeBinaries();
 
 const TENANT = "11111111-1111-4111-8111-111111111111";
 const SUBSCRIPTION = "22222222-2222-4222-8222-222222222222";
@@ -316,6 +313,7 @@ describe.skipIf(skip)("berth controller on a real apiserver, under its own RBAC"
       "ResourceGroupReady",
       "IdentityReady",
       "FederatedCredentialsReady",
+      "FederationMatchesIssuer",
       "RoleAssignmentsReady",
       "CredentialWritten",
       "Ready",
@@ -324,6 +322,8 @@ describe.skipIf(skip)("berth controller on a real apiserver, under its own RBAC"
     expect(byType.KustomizationReady).toMatchObject({ status: "True", reason: "ReconciliationSucceeded" });
     expect(byType.ResourceGroupReady).toMatchObject({ status: "True", reason: "Succeeded" });
     expect(byType.RoleAssignmentsReady).toMatchObject({ status: "True", reason: "NoneRequested" });
+    // The credential carries the issuer of the cluster's values (static provider: the cluster's vars).
+    expect(byType.FederationMatchesIssuer).toMatchObject({ status: "True", reason: "IssuerMatches" });
     expect(byType.CredentialWritten).toMatchObject({ status: "True", reason: "Written" });
     expect(byType.Ready).toMatchObject({ status: "False", reason: "Failed" });
     expect(status?.revision).toBe("main@sha1:0123abcd");

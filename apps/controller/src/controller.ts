@@ -1,5 +1,5 @@
 import type { ControllerConfig } from "@berth/config";
-import type { PlatformValuesProvider } from "@berth/core";
+import type { Cluster, ClusterFacts, PlatformValuesProvider } from "@berth/core";
 import type { KubeConfig, KubernetesObject } from "@kubernetes/client-node";
 import { Registry } from "prom-client";
 import { Caches, watchSpecs, type Store, type WatchName } from "./caches.js";
@@ -11,7 +11,6 @@ import {
   createControllerMetrics,
   EventRecorder,
   LeaderElector,
-  listPath,
   silentLogger,
   startInformer,
   WorkQueue,
@@ -34,6 +33,12 @@ export interface ControllerTimings {
   /** Informer watchdog and relist period. */
   watchdogMs: number;
   informerResyncMs: number;
+  /**
+   * How often the platform reconciler asks the provider for the cluster's facts again while healthy (at most
+   * resyncMs). main.ts sets it to live discovery's cluster cache TTL, so each pass after the TTL reads Azure
+   * once and a changed OIDC issuer reaches platform-vars within about one TTL. Default: resyncMs.
+   */
+  factsRefreshMs?: number;
 }
 
 export const DEFAULT_TIMINGS: ControllerTimings = {
@@ -101,11 +106,17 @@ export class Controller {
       normal: (ref, reason, message) => void recorder.normal(ref, reason, message),
     };
     const writer: ClusterWriter = new KubeClusterWriter(kubeConfig);
-    const common = { platform: config.platform, cluster: config.cluster, provider: opts.provider, caches: this.caches, writer, events };
+    const provider = observeFacts(opts.provider, (before, after) => {
+      // E.g. a new OIDC issuer: platform-vars must change, and every team's federated credentials be checked again.
+      this.log.info({ before, after }, "cluster facts changed: reconciling the platform and every team");
+      this.queue?.add(PLATFORM_KEY);
+      for (const team of this.caches.teamNames()) this.queue?.add(teamKey(team));
+    });
+    const common = { platform: config.platform, cluster: config.cluster, provider, caches: this.caches, writer, events };
     this.platformReconciler = new PlatformReconciler({
       ...common,
       logger: this.log.child({ reconciler: "platform" }),
-      resyncMs: this.timings.resyncMs,
+      resyncMs: Math.min(this.timings.resyncMs, this.timings.factsRefreshMs ?? Infinity),
       retryMs: this.timings.retryMs,
     });
     this.teamReconciler = new TeamReconciler({
@@ -139,16 +150,13 @@ export class Controller {
     const { kubeConfig, config } = this.opts;
     const specs = watchSpecs(config.platform);
     for (const [name, spec] of Object.entries(specs) as Array<[WatchName, (typeof specs)[WatchName]]>) {
-      const selectors = { ...(spec.labelSelector ? { labelSelector: spec.labelSelector } : {}), ...(spec.fieldSelector ? { fieldSelector: spec.fieldSelector } : {}) };
       const informer = startInformer<KubernetesObject>(
         kubeConfig,
         {
           name: spec.name,
-          // The runtime's InformerSpec has no fieldSelector: it rides in the watch path's query string, which
-          // the watch keeps (it only adds its own parameters); the list gets it explicitly.
-          path: spec.fieldSelector ? `${spec.path}?${new URLSearchParams({ fieldSelector: spec.fieldSelector })}` : spec.path,
+          path: spec.path,
           ...(spec.labelSelector ? { labelSelector: spec.labelSelector } : {}),
-          list: () => listPath(kubeConfig, spec.path, selectors),
+          ...(spec.fieldSelector ? { fieldSelector: spec.fieldSelector } : {}),
         },
         ({ object }) => {
           for (const key of spec.keys(object as never)) this.queue?.add(key);
@@ -218,4 +226,25 @@ export class Controller {
     if (parsed.kind === "platform") return this.platformReconciler.reconcile();
     return this.teamReconciler.reconcile(parsed.team);
   }
+}
+
+/**
+ * The provider as the reconcilers see it: `onChange` runs when the cluster's facts differ from the last
+ * answer (whichever reconciler asked), so a change discovered by one pass reaches every key at once.
+ */
+export function observeFacts(provider: PlatformValuesProvider, onChange: (before: ClusterFacts, after: ClusterFacts) => void): PlatformValuesProvider {
+  let last: ClusterFacts | undefined;
+  const same = (a: ClusterFacts, b: ClusterFacts) =>
+    a.tenantId === b.tenantId && a.subscriptionId === b.subscriptionId && a.oidcIssuerUrl === b.oidcIssuerUrl && a.location === b.location;
+  return {
+    clusterFacts: async (cluster) => {
+      const facts = await provider.clusterFacts(cluster);
+      const before = last;
+      last = facts;
+      if (before && !same(before, facts)) onChange(before, facts);
+      return facts;
+    },
+    platformCredential: (cluster) => provider.platformCredential(cluster),
+    ...(provider.teamIdentity ? { teamIdentity: (team: string, cluster: Cluster) => provider.teamIdentity!(team, cluster) } : {}),
+  };
 }

@@ -127,4 +127,14 @@ describe("infra/controller Deployment", () => {
     expect(env.BERTH_POD_NAME).toEqual({ fieldRef: { fieldPath: "metadata.name" } });
     expect(Number(env.BERTH_METRICS_PORT)).toBe(c.ports[0].containerPort);
   });
+
+  it("discovers platform values in Azure with workload identity (pod label, ServiceAccount client-id annotation)", () => {
+    const env = Object.fromEntries(c.env.map((e: { name: string; value?: string }) => [e.name, e.value]));
+    expect(env.BERTH_PROVIDER).toBe("azure");
+    // No credential or endpoint in the manifest: the workload-identity webhook injects AZURE_* for DefaultAzureCredential.
+    expect(Object.keys(env).filter((k) => k.startsWith("AZURE_"))).toEqual([]);
+    expect(d.spec.template.metadata.labels["azure.workload.identity/use"]).toBe("true");
+    const sa = find("ServiceAccount", pod.serviceAccountName, "berth-system") as Doc & { metadata: { annotations?: Record<string, string> } };
+    expect(sa.metadata.annotations?.["azure.workload.identity/client-id"]).toMatch(/^[0-9a-f-]{36}$/);
+  });
 });

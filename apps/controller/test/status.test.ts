@@ -5,6 +5,9 @@ import { CLIENT_A } from "./fixtures.js";
 const now = new Date("2026-03-01T10:00:00Z");
 const ready = (status = "True", extra: Record<string, unknown> = {}) => ({ status: { conditions: [{ type: "Ready", status, ...extra }] } });
 const obj = (name: string, r: object) => ({ metadata: { name, labels: { "berth.dev/team": "payments" } }, ...r });
+const ISSUER = "https://westeurope.oic.prod-aks.azure.com/tenant/cluster-1/";
+const NEW_ISSUER = "https://westeurope.oic.prod-aks.azure.com/tenant/cluster-2/";
+const fic = (name: string, issuer: string | undefined, r: object = ready()) => ({ ...obj(name, r), spec: { ...(issuer ? { issuer } : {}), subject: "system:serviceaccount:x:y" } });
 
 function allGood(): TeamStatusInputs {
   return {
@@ -16,11 +19,12 @@ function allGood(): TeamStatusInputs {
     asoObjects: {
       ResourceGroup: [obj("payments", ready())],
       UserAssignedIdentity: [obj("payments", ready())],
-      FederatedIdentityCredential: [obj("payments--aso-controller", ready())],
+      FederatedIdentityCredential: [fic("payments--aso-controller", ISSUER)],
       RoleAssignment: [obj("payments--rg-contributor", ready())],
     },
     identity: { data: { clientId: CLIENT_A } },
     credential: { written: true, reason: "Written", message: "ok" },
+    clusterIssuer: ISSUER,
     now,
   };
 }
@@ -36,6 +40,7 @@ describe("teamStatusView", () => {
       "ResourceGroupReady",
       "IdentityReady",
       "FederatedCredentialsReady",
+      "FederationMatchesIssuer",
       "RoleAssignmentsReady",
       "CredentialWritten",
       "Ready",
@@ -92,6 +97,43 @@ describe("teamStatusView", () => {
     const i = allGood();
     i.asoObjects.UserAssignedIdentity = [{ metadata: { name: "payments", generation: 4 }, status: { conditions: [{ type: "Ready", status: "True", observedGeneration: 3 }] } }];
     expect(cond(teamStatusView(i), "IdentityReady")).toMatchObject({ status: "Unknown", reason: "Reconciling" });
+  });
+
+  it("FederationMatchesIssuer: False (IssuerChanged, Warning) naming old and new issuer while a credential trusts the old one; Ready waits", () => {
+    const i = allGood();
+    i.asoObjects.FederatedIdentityCredential = [fic("payments--aso-controller", ISSUER), fic("payments--workload", NEW_ISSUER)];
+    i.clusterIssuer = NEW_ISSUER;
+    const v = teamStatusView(i);
+    const c = cond(v, "FederationMatchesIssuer");
+    expect(c).toMatchObject({ status: "False", reason: "IssuerChanged", severity: "Warning" });
+    expect(c.message).toContain(`from ${ISSUER} to ${NEW_ISSUER}`);
+    expect(c.message).toContain("payments--aso-controller");
+    expect(c.message).not.toContain("payments--workload");
+    // ASO still reports the credentials Ready (Azure has what the object says): only this condition sees it.
+    expect(cond(v, "FederatedCredentialsReady").status).toBe("True");
+    expect(cond(v, "Ready")).toMatchObject({ status: "False", reason: "Waiting" });
+    expect(cond(v, "Ready").message).toMatch(/^FederationMatchesIssuer: IssuerChanged: /);
+    expect(v.ready).toBe(false);
+
+    // Flux re-applied both with the new issuer.
+    i.asoObjects.FederatedIdentityCredential = [fic("payments--aso-controller", NEW_ISSUER), fic("payments--workload", NEW_ISSUER)];
+    const after = teamStatusView(i);
+    expect(cond(after, "FederationMatchesIssuer")).toMatchObject({ status: "True", reason: "IssuerMatches" });
+    expect(after.ready).toBe(true);
+  });
+
+  it("FederationMatchesIssuer: Unknown without credentials or without a known issuer; an issuer-less credential does not match", () => {
+    const i = allGood();
+    i.clusterIssuer = undefined;
+    expect(cond(teamStatusView(i), "FederationMatchesIssuer")).toMatchObject({ status: "Unknown", reason: "IssuerUnknown" });
+    i.clusterIssuer = ISSUER;
+    i.asoObjects.FederatedIdentityCredential = [];
+    expect(cond(teamStatusView(i), "FederationMatchesIssuer")).toMatchObject({ status: "Unknown", reason: "NotFound" });
+    i.asoObjects.FederatedIdentityCredential = [fic("payments--aso-controller", undefined)];
+    expect(cond(teamStatusView(i), "FederationMatchesIssuer")).toMatchObject({ status: "False", reason: "IssuerChanged" });
+    // Exact match: a trailing slash is a different issuer for Entra ID.
+    i.asoObjects.FederatedIdentityCredential = [fic("payments--aso-controller", ISSUER.replace(/\/$/, ""))];
+    expect(cond(teamStatusView(i), "FederationMatchesIssuer").status).toBe("False");
   });
 
   it("keeps lastTransitionTime while a status stays the same, moves it on a change", () => {

@@ -26,7 +26,61 @@ export const controllerEnvSchema = z.object({
   /** This replica's identity in the Lease; the Deployment sets it from metadata.name (downward API). */
   BERTH_POD_NAME: z.string().min(1).max(128).optional(),
   BERTH_PROVIDER: z.enum(["static", "azure"]).default("static"),
+  /** JSON overrides of Azure discovery's defaults (docs/azure.md); tests shorten TTLs and backoffs with it. */
+  BERTH_AZURE_TUNING: z.string().optional(),
 });
+
+const durationMs = z.number().finite().nonnegative();
+const positiveMs = z.number().finite().positive();
+
+/**
+ * BERTH_AZURE_TUNING: overrides of AzureDiscovery's documented defaults (cache TTLs, retries, breaker,
+ * timeout, concurrency), as JSON with the same names as `AzureDiscovery.fromConfig` takes. Unset in
+ * production; every key is optional and unknown keys are refused, so a typo fails at start.
+ */
+export const azureTuningSchema = z
+  .object({
+    cacheTtlMs: z
+      .object({
+        cluster: durationMs,
+        identity: durationMs,
+        roleDefinition: durationMs,
+        negative: durationMs,
+        drift: durationMs,
+        maxStale: durationMs,
+        retryStaleAfter: durationMs,
+      })
+      .partial()
+      .strict()
+      .optional(),
+    retry: z
+      .object({
+        maxAttempts: z.number().int().min(1).max(10),
+        baseDelayMs: positiveMs,
+        maxDelayMs: positiveMs,
+        throttleBaseDelayMs: positiveMs,
+        maxWaitMs: positiveMs,
+        budgetRatio: z.number().min(0).max(1),
+        budgetMinRetries: z.number().int().min(0),
+        budgetWindowMs: positiveMs,
+      })
+      .partial()
+      .strict()
+      .optional(),
+    breaker: z
+      .object({
+        consecutiveFailures: z.number().int().min(1),
+        halfOpenAfterMs: positiveMs,
+        maxHalfOpenAfterMs: positiveMs,
+      })
+      .partial()
+      .strict()
+      .optional(),
+    callTimeoutMs: positiveMs.optional(),
+    maxConcurrency: z.number().int().min(1).max(64).optional(),
+  })
+  .strict();
+export type AzureTuning = z.infer<typeof azureTuningSchema>;
 
 export interface ControllerConfig {
   logLevel: "fatal" | "error" | "warn" | "info" | "debug" | "trace";
@@ -39,7 +93,10 @@ export interface ControllerConfig {
   leaderElection: boolean;
   /** Leader-election identity. */
   identity: string;
+  /** Where platform values come from; with "azure", `cluster.azure` is set (checked at load). */
   provider: "static" | "azure";
+  /** BERTH_AZURE_TUNING, parsed; empty when unset. */
+  azureTuning: AzureTuning;
 }
 
 /**
@@ -72,6 +129,27 @@ export function loadControllerConfig(env: Env = process.env, cwd = process.cwd()
       );
     }
   }
+  if (vars.success && vars.data.BERTH_PROVIDER === "azure" && cluster && !cluster.azure) {
+    problems.push(
+      `BERTH_PROVIDER=azure: cluster "${cluster.name}" has no Azure coordinates: set environments[].clusters[].azure ` +
+        `{ subscriptionId, resourceGroup, managedClusterName, platformIdentity: { resourceGroup, name } } in platform config (docs/azure.md)`,
+    );
+  }
+  let azureTuning: AzureTuning = {};
+  const tuningText = vars.success ? vars.data.BERTH_AZURE_TUNING?.trim() : undefined;
+  if (tuningText) {
+    let json: unknown;
+    try {
+      json = JSON.parse(tuningText);
+    } catch (err) {
+      problems.push(`BERTH_AZURE_TUNING: not JSON: ${(err as Error).message}`);
+    }
+    if (json !== undefined) {
+      const tuning = azureTuningSchema.safeParse(json);
+      if (tuning.success) azureTuning = tuning.data;
+      else for (const issue of tuning.error.issues) problems.push(`BERTH_AZURE_TUNING${issue.path.length ? `.${issue.path.join(".")}` : ""}: ${issue.message}`);
+    }
+  }
   if (problems.length || !platform.success || !vars.success || !cluster || !fileLogLevel.success) throw new ConfigError(problems);
 
   return {
@@ -83,5 +161,6 @@ export function loadControllerConfig(env: Env = process.env, cwd = process.cwd()
     leaderElection: vars.data.BERTH_LEADER_ELECTION,
     identity: vars.data.BERTH_POD_NAME ?? `${hostname()}-${process.pid}`,
     provider: vars.data.BERTH_PROVIDER,
+    azureTuning,
   };
 }

@@ -30,11 +30,46 @@ export const CORE_PLATFORM_VARS = {
 } as const;
 export type CorePlatformVar = keyof typeof CORE_PLATFORM_VARS;
 
+/**
+ * An Azure resource name as it appears in an ARM path segment (resource group, managed cluster, identity):
+ * letters, digits, '-', '_', '.', '(' and ')', not ending in '.'; nothing that could change the URL.
+ */
+const AZURE_NAME = /^[-\w.()]{0,89}[-\w()]$/;
+const azureName = (what: string) => z.string().regex(AZURE_NAME, `must be an Azure ${what} name (letters, digits, -, _, ., parentheses; 1-90 characters)`);
+
+/**
+ * Where the cluster lives in Azure, for live discovery (the controller's BERTH_PROVIDER=azure): the AKS
+ * managed cluster (OIDC issuer, location; its subscription's tenant) and the user-assigned identity ASO
+ * uses for the platform's own resources (its client id goes into the platform aso-credential).
+ */
+export const clusterAzureSchema = z
+  .object({
+    subscriptionId: z.string().regex(/^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$/, "must be a GUID"),
+    /** Resource group of the AKS managed cluster. */
+    resourceGroup: azureName("resource group"),
+    managedClusterName: azureName("managed cluster"),
+    /** Region for team resources; default: the managed cluster's location. */
+    location: z.string().regex(/^[a-z][a-z0-9]{1,39}$/, "must be an Azure region name, e.g. westeurope").optional(),
+    platformIdentity: z
+      .object({
+        resourceGroup: azureName("resource group"),
+        name: azureName("identity"),
+      })
+      .strict(),
+  })
+  .strict();
+export type ClusterAzure = z.infer<typeof clusterAzureSchema>;
+
 export const clusterSchema = z
   .object({
     name: z.string().regex(DNS_LABEL).max(CLUSTER_NAME_MAX),
-    /** Static values the controller's static provider uses until live discovery replaces them. */
+    /**
+     * Static values: everything for the controller's static provider; with live discovery only what Azure
+     * cannot tell (the keys declared in `platformVars`, e.g. SERVICEBUS_NAMESPACE).
+     */
     vars: z.record(z.string().regex(PLATFORM_VAR_KEY), z.string()).default({}),
+    /** Azure coordinates for live discovery; required when the controller runs with BERTH_PROVIDER=azure. */
+    azure: clusterAzureSchema.optional(),
   })
   .strict();
 

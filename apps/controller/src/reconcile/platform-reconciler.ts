@@ -44,9 +44,13 @@ export class PlatformReconciler {
       const desired = platformVarsConfigMap(platform, vars.value);
       const current = caches.platformVars();
       if (!satisfies(current, desired)) {
+        // Keys whose value differs from what the ConfigMap holds: a provider change (e.g. a new OIDC issuer) or an edit reverted.
+        const changed = Object.keys(vars.value).filter((k) => current?.data?.[k] !== undefined && current.data[k] !== vars.value[k]);
         await writer.apply(desired);
-        logger.info({ configMap: `${platform.asoNamespace}/${platform.platformVarsConfigMap}`, restored: Boolean(current) }, "platform-vars written");
-        events.normal(cmRef, current ? "PlatformVarsRestored" : "PlatformVarsWritten", `${Object.keys(vars.value).length} keys written for cluster ${cluster.name}`);
+        logger.info({ configMap: `${platform.asoNamespace}/${platform.platformVarsConfigMap}`, restored: Boolean(current), changed }, "platform-vars written");
+        if (!current) events.normal(cmRef, "PlatformVarsWritten", `${Object.keys(vars.value).length} keys written for cluster ${cluster.name}`);
+        else if (changed.length) events.normal(cmRef, "PlatformVarsUpdated", `${changed.join(", ")} set for cluster ${cluster.name} (${changed.includes("CLUSTER_OIDC_ISSUER_URL") ? `OIDC issuer now ${vars.value.CLUSTER_OIDC_ISSUER_URL}` : "values changed or an edit reverted"})`);
+        else events.normal(cmRef, "PlatformVarsRestored", `${Object.keys(vars.value).length} keys restored for cluster ${cluster.name}`);
       }
     }
 

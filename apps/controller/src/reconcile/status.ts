@@ -8,7 +8,7 @@ import { clientIdOf } from "./credential.js";
  *
  * Conditions chain in the order a team comes up:
  *   Rendered → KustomizationReady → ResourceGroupReady → IdentityReady → FederatedCredentialsReady →
- *   RoleAssignmentsReady → CredentialWritten → Ready
+ *   FederationMatchesIssuer → RoleAssignmentsReady → CredentialWritten → Ready
  * Each condition states its own fact; Ready is True only when every other one is, and otherwise names
  * the first that is not.
  */
@@ -43,6 +43,11 @@ export interface TeamStatusInputs {
   /** The `<team>-identity` ConfigMap ASO writes. */
   identity?: ConfigMapLike | undefined;
   credential: CredentialState;
+  /**
+   * The cluster's OIDC issuer as the platform values provider knows it now (what platform-vars carries);
+   * undefined when not known. The team's FederatedIdentityCredential objects must trust exactly this one.
+   */
+  clusterIssuer?: string | undefined;
   /** Conditions as last written: lastTransitionTime is kept while a condition's status stays the same. */
   previous?: ConditionLike[] | undefined;
   now: Date;
@@ -56,10 +61,14 @@ export interface TeamStatusView {
   ready: boolean;
 }
 
+/** The team's federated credentials trust the cluster's current OIDC issuer (see federationCondition). */
+export const FEDERATION_CONDITION = "FederationMatchesIssuer";
+export const ISSUER_CHANGED = "IssuerChanged";
+
 export const CONDITION_ORDER = [
   "Rendered",
   "KustomizationReady",
-  ...ASO_KINDS.map((k) => k.condition),
+  ...ASO_KINDS.flatMap((k) => (k.kind === "FederatedIdentityCredential" ? [k.condition, FEDERATION_CONDITION] : [k.condition])),
   "CredentialWritten",
   "Ready",
 ] as const;
@@ -81,7 +90,11 @@ export function teamStatusView(inputs: TeamStatusInputs): TeamStatusView {
         : { type: "Rendered", status: "Unknown", reason: "Pending", message: "Flux has not built the team's manifests yet" },
   );
   drafts.push(fromReady("KustomizationReady", kustomization, `Flux Kustomization team-${name}`));
-  for (const kind of ASO_KINDS) drafts.push(asoCondition(kind, inputs.asoObjects[kind.kind] ?? [], expectedCount(kind, team), name));
+  for (const kind of ASO_KINDS) {
+    const objects = inputs.asoObjects[kind.kind] ?? [];
+    drafts.push(asoCondition(kind, objects, expectedCount(kind, team), name));
+    if (kind.kind === "FederatedIdentityCredential") drafts.push(federationCondition(objects, inputs.clusterIssuer, name));
+  }
   drafts.push({
     type: "CredentialWritten",
     status: inputs.credential.written ? "True" : "False",
@@ -168,6 +181,41 @@ function asoCondition(kind: AsoKind, objects: WithConditions[], expected: number
   const notReady = each.filter((e) => e.d.status !== "True").length;
   const prefix = objects.length > 1 ? `${notReady}/${objects.length} not Ready; ` : "";
   return { ...worst.d, message: `${prefix}${worst.name}: ${worst.d.message}` };
+}
+
+/** The issuer a FederatedIdentityCredential object trusts (`spec.issuer`, as Flux applied it after substitution). */
+export function issuerOf(fic: WithConditions): string | undefined {
+  const issuer = (fic as { spec?: { issuer?: unknown } }).spec?.issuer;
+  return typeof issuer === "string" && issuer ? issuer : undefined;
+}
+
+/**
+ * Do the team's FederatedIdentityCredential objects trust the cluster's current OIDC issuer? After the
+ * issuer changes (cluster rebuilt, OIDC re-enabled) every credential still trusting the old one makes the
+ * team's workload-identity tokens useless, although ASO still reports them Ready: False (IssuerChanged,
+ * severity Warning) until Flux re-applies them with the new value from platform-vars. Computed from the
+ * watched ASO objects only: no Azure call.
+ */
+export function federationCondition(fics: WithConditions[], clusterIssuer: string | undefined, team: string): Draft {
+  const type = FEDERATION_CONDITION;
+  if (fics.length === 0) return { type, status: "Unknown", reason: "NotFound", message: `no FederatedIdentityCredential labelled ${TEAM_LABEL}=${team} yet` };
+  if (!clusterIssuer) return { type, status: "Unknown", reason: "IssuerUnknown", message: "the cluster's OIDC issuer is not known (yet)" };
+  const stale = fics.filter((f) => issuerOf(f) !== clusterIssuer).sort((a, b) => (a.metadata?.name ?? "").localeCompare(b.metadata?.name ?? ""));
+  if (stale.length === 0) {
+    return { type, status: "True", reason: "IssuerMatches", message: `${fics.length === 1 ? "the federated credential trusts" : `all ${fics.length} federated credentials trust`} the cluster's OIDC issuer ${clusterIssuer}` };
+  }
+  const old = [...new Set(stale.map((f) => issuerOf(f) ?? "(no issuer)"))].sort();
+  const names = stale.map((f) => f.metadata?.name ?? "?");
+  return {
+    type,
+    status: "False",
+    reason: ISSUER_CHANGED,
+    severity: "Warning",
+    message:
+      `the cluster's OIDC issuer changed from ${old.join(", ")} to ${clusterIssuer}: ` +
+      `FederatedIdentityCredential ${names.join(", ")} still ${names.length === 1 ? "trusts" : "trust"} the old issuer; ` +
+      `workload identity fails until Flux re-applies ${names.length === 1 ? "it" : "them"} with the new value of platform-vars`,
+  };
 }
 
 function asStatus(s: string | undefined): ConditionStatus {

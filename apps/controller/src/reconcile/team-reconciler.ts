@@ -4,9 +4,17 @@ import { errorKind, type ClusterWriter } from "../kube.js";
 import { ACCESS_FINALIZER, CLIENT_ID_ANNOTATION, TEAM_API_VERSION, TEAM_ROLE_BINDING } from "../names.js";
 import type { Logger } from "../runtime/index.js";
 import { classifyDrift, desiredTeamCredential, tamperMessage, teamCredentialSecret, workloadServiceAccountPatch } from "./credential.js";
-import type { KubeObject, ObjectRef, SecretLike, TeamObject } from "./objects.js";
+import type { ConfigMapLike, KubeObject, ObjectRef, SecretLike, TeamObject } from "./objects.js";
 import { accessAction, accessEnding, credentialAction, credentialFinalizerPending, isOffboarding, withoutFinalizer } from "./offboarding.js";
-import { sameStatus, statusBody, teamStatusView, type CredentialState } from "./status.js";
+import { FEDERATION_CONDITION, ISSUER_CHANGED, sameStatus, statusBody, teamStatusView, type CredentialState } from "./status.js";
+
+/** Where the team's identity ids came from for this pass, and why there are none when there are none. */
+interface IdentitySource {
+  /** ASO's ConfigMap, or the same ids from Azure in its shape. */
+  identity: ConfigMapLike | undefined;
+  from: "configmap" | "azure";
+  problem?: { reason: string; message: string };
+}
 
 /** Where the reconcilers report what they did (the runtime's EventRecorder). */
 export interface Events {
@@ -46,12 +54,13 @@ export class TeamReconciler {
     const secret = caches.teamSecret(team);
     const roleBinding = caches.roleBinding(team);
     if (isOffboarding(teamObj, secret)) return this.offboard(team, teamObj, secret, roleBinding);
+    const values = await this.facts();
     if (!secret && accessEnding(roleBinding)) {
       // The namespace (or the binding) is being deleted: a credential written now would carry a finalizer
       // the controller might soon have no right to release. Write none, and let the binding go.
       await this.releaseAccess(team, roleBinding!, secret);
       const names = teamNames(team);
-      await this.writeStatus(team, teamObj!, {
+      await this.writeStatus(team, teamObj!, values.facts, caches.identity(team), {
         written: false,
         reason: "AccessEnding",
         message: `RoleBinding ${names.namespace}/${TEAM_ROLE_BINDING} is being deleted: no credential is written`,
@@ -59,8 +68,10 @@ export class TeamReconciler {
       return { requeueAfterMs: this.deps.retryMs };
     }
 
-    const credential = await this.writeCredential(team, secret);
-    await this.writeStatus(team, teamObj!, credential);
+    // Without the cluster's facts nothing is written anyway: no Azure lookup for the identity either.
+    const identity: IdentitySource = values.problem ? { identity: caches.identity(team), from: "configmap" } : await this.identity(team);
+    const credential = await this.writeCredential(team, secret, values, identity);
+    await this.writeStatus(team, teamObj!, values.facts, identity.identity, credential);
     return { requeueAfterMs: credential.written ? this.deps.resyncMs : this.deps.retryMs };
   }
 
@@ -73,12 +84,39 @@ export class TeamReconciler {
     }
   }
 
-  private async writeCredential(team: string, secret: SecretLike | undefined): Promise<CredentialState> {
+  /**
+   * The team's identity ids: from ASO's `<team>-identity` ConfigMap (steady state: no Azure call). Only
+   * when that ConfigMap is missing, and the provider can look identities up (live discovery), from Azure:
+   * the provider caches the answer (60 min; "not found" 30 s), so this costs at most one ARM read per
+   * team per TTL while ASO's ConfigMap is missing.
+   */
+  private async identity(team: string): Promise<IdentitySource> {
+    const { caches, provider, cluster, platform, logger } = this.deps;
+    const cm = caches.identity(team);
+    if (cm || !provider.teamIdentity) return { identity: cm, from: "configmap" };
+    const cmName = `${platform.asoNamespace}/${teamNames(team).identityConfigMap}`;
+    try {
+      const id = await provider.teamIdentity(team, cluster);
+      if (!id) {
+        return { identity: undefined, from: "azure", problem: { reason: "IdentityPending", message: `waiting for ASO to write ConfigMap ${cmName}; the team's identity does not exist in Azure yet either` } };
+      }
+      logger.debug({ team, clientId: id.clientId }, "identity ConfigMap missing: identity ids from Azure");
+      return { identity: { metadata: { name: teamNames(team).identityConfigMap }, data: { clientId: id.clientId, principalId: id.principalId, tenantId: id.tenantId } }, from: "azure" };
+    } catch (err) {
+      // ValueUnavailableError (Azure unreachable, throttled, circuit open) or a name Azure lookups refuse:
+      // nothing is written, and the next pass tries again.
+      const message = err instanceof Error ? err.message : String(err);
+      return { identity: undefined, from: "azure", problem: { reason: "IdentityUnavailable", message: `ConfigMap ${cmName} is missing and Azure could not be asked: ${message}` } };
+    }
+  }
+
+  private async writeCredential(team: string, secret: SecretLike | undefined, values: { facts?: ClusterFacts; problem?: string }, source: IdentitySource): Promise<CredentialState> {
     const { platform, caches, writer, events, logger } = this.deps;
     const names = teamNames(team);
-    const { facts, problem } = await this.facts();
+    const { facts, problem } = values;
     if (problem) return { written: false, reason: "ProviderUnavailable", message: problem };
-    const desired = desiredTeamCredential(team, caches.identity(team), facts, platform.asoNamespace);
+    if (source.problem) return { written: false, ...source.problem };
+    const desired = desiredTeamCredential(team, source.identity, facts, platform.asoNamespace);
     // Never write an empty or partial credential: an existing one stays as it is until values are known.
     if (!desired.ok) return { written: false, reason: desired.reason, message: desired.message };
 
@@ -114,20 +152,34 @@ export class TeamReconciler {
       }
       throw err;
     }
-    return { written: true, reason: "Written", message: `aso-credential and ServiceAccount ${names.serviceAccount} use identity ${desired.value.clientId}` };
+    const from = source.from === "azure" ? ` (from Azure: ConfigMap ${platform.asoNamespace}/${names.identityConfigMap} is missing)` : "";
+    return { written: true, reason: "Written", message: `aso-credential and ServiceAccount ${names.serviceAccount} use identity ${desired.value.clientId}${from}` };
   }
 
-  private async writeStatus(team: string, teamObj: TeamObject, credential: CredentialState): Promise<void> {
-    const { caches, writer } = this.deps;
+  private async writeStatus(team: string, teamObj: TeamObject, facts: ClusterFacts | undefined, identity: ConfigMapLike | undefined, credential: CredentialState): Promise<void> {
+    const { caches, writer, events, logger } = this.deps;
     const view = teamStatusView({
       team: teamObj,
       kustomization: caches.kustomization(team),
       asoObjects: caches.asoObjects(team),
-      identity: caches.identity(team),
+      identity,
       credential,
+      clusterIssuer: facts?.oidcIssuerUrl,
       previous: teamObj.status?.conditions,
       now: this.deps.now?.() ?? new Date(),
     });
+    // The issuer check changes state only when the cluster's issuer or a federated credential changes:
+    // tell people once per change (the recorder merges repeats), on the Team.
+    const before = teamObj.status?.conditions?.find((c) => c.type === FEDERATION_CONDITION);
+    const after = view.conditions.find((c) => c.type === FEDERATION_CONDITION);
+    const teamRef: ObjectRef = { apiVersion: TEAM_API_VERSION, kind: "Team", name: team, ...(teamObj.metadata?.uid ? { uid: teamObj.metadata.uid } : {}) };
+    if (after?.status === "False" && after.reason === ISSUER_CHANGED && (before?.status !== "False" || before.message !== after.message)) {
+      logger.warn({ team, issuer: facts?.oidcIssuerUrl }, after.message);
+      events.warning(teamRef, ISSUER_CHANGED, after.message);
+    } else if (after?.status === "True" && before?.status === "False" && before.reason === ISSUER_CHANGED) {
+      logger.info({ team, issuer: facts?.oidcIssuerUrl }, "federated credentials trust the cluster's OIDC issuer again");
+      events.normal(teamRef, "IssuerMatches", after.message);
+    }
     if (sameStatus(view, teamObj.status)) return;
     try {
       await writer.applyStatus({ apiVersion: TEAM_API_VERSION, kind: "Team", metadata: { name: team }, status: statusBody(view) } as never);

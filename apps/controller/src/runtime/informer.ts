@@ -16,6 +16,7 @@
  */
 import { Watch, type KubeConfig, type KubernetesObject } from "@kubernetes/client-node";
 import { backoffDelay, Sleeper, type BackoffPolicy } from "./backoff.js";
+import { listPath } from "./client.js";
 import { KubeApiError } from "./errors.js";
 import { silentLogger, type Logger } from "./logger.js";
 import type { ControllerMetrics } from "./metrics.js";
@@ -31,10 +32,18 @@ export interface InformerSpec<T extends KubernetesObject> {
   name: string;
   /** Collection path watched, e.g. "/api/v1/namespaces/flux-config/configmaps" or "/apis/berth.dev/v1alpha1/teams". */
   path: string;
-  /** Sent with the watch. The list function must apply the same selector (see `listPath`). */
+  /** Sent with the list and the watch. */
   labelSelector?: string;
-  /** Lists the collection with the same selector; its resourceVersion is where the watch starts. */
-  list: () => Promise<{ items: T[]; metadata?: { resourceVersion?: string } }>;
+  /**
+   * Sent with the list and the watch, e.g. `metadata.name=<name>` (which RBAC authorizes against
+   * `resourceNames`, the apiserver treating the request as one for that name).
+   */
+  fieldSelector?: string;
+  /**
+   * Lists the collection; its resourceVersion is where the watch starts. Default: `listPath` of `path` with
+   * both selectors. A custom list must apply the same selectors.
+   */
+  list?: () => Promise<{ items: T[]; metadata?: { resourceVersion?: string } }>;
 }
 
 export type InformerErrorKind = "list" | "watch" | "watchdog" | "expired" | "handler" | "stopped";
@@ -106,6 +115,7 @@ class ListWatchInformer<T extends KubernetesObject> implements Informer<T> {
   private readonly cache = new Map<string, T>();
   private resourceVersion = "";
   private readonly watch: Watch;
+  private readonly listCollection: () => Promise<{ items: T[]; metadata?: { resourceVersion?: string } }>;
   private readonly log: Logger;
   private readonly watchdogMs: number;
   private readonly resyncMs: number;
@@ -123,6 +133,8 @@ class ListWatchInformer<T extends KubernetesObject> implements Informer<T> {
     private readonly opts: InformerOptions,
   ) {
     this.watch = new Watch(kc);
+    const selectors = { ...(spec.labelSelector ? { labelSelector: spec.labelSelector } : {}), ...(spec.fieldSelector ? { fieldSelector: spec.fieldSelector } : {}) };
+    this.listCollection = spec.list ?? (() => listPath<T>(kc, spec.path, selectors));
     this.log = (opts.logger ?? silentLogger).child({ informer: spec.name });
     this.watchdogMs = Math.max(10, opts.watchdogMs ?? 300_000);
     this.resyncMs = opts.resyncMs ?? 600_000;
@@ -223,7 +235,7 @@ class ListWatchInformer<T extends KubernetesObject> implements Informer<T> {
 
   /** Replaces the cache with a fresh list, emitting the differences (all of it as MODIFIED on resync). */
   private async relist(resync: boolean): Promise<void> {
-    const list = await this.spec.list();
+    const list = await this.listCollection();
     if (this.stopped) return;
     const fresh = new Map<string, T>();
     for (const obj of list.items ?? []) fresh.set(cacheKey(obj), obj);
@@ -273,6 +285,7 @@ class ListWatchInformer<T extends KubernetesObject> implements Informer<T> {
         timeoutSeconds,
         resourceVersion: this.resourceVersion || undefined,
         labelSelector: this.spec.labelSelector || undefined,
+        fieldSelector: this.spec.fieldSelector || undefined,
       };
       const onEvent = (phase: string, obj: unknown) => {
         if (settled || this.stopped) return;

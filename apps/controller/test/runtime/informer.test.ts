@@ -117,6 +117,25 @@ describe.skipIf(skipCluster).concurrent("startInformer (real kube-apiserver)", (
     expect(informer.list().map((o) => o.metadata?.name).sort()).toEqual(["in-after", "out-before"]);
   });
 
+  it("sends the field selector with its default list and with the watch", async () => {
+    const ns = await namespace("inf-field");
+    await cm(ns, "wanted", { v: "1" });
+    await cm(ns, "other");
+    const events: string[] = [];
+    // No `list`: the informer lists `path` itself, with the same selectors as the watch.
+    const informer = startInformer<CM>(admin, { name: "cm-field", path: `/api/v1/namespaces/${ns}/configmaps`, fieldSelector: "metadata.name=wanted" }, (e) =>
+      void events.push(`${e.type} ${e.object.metadata?.name ?? ""}`),
+    );
+    informers.push(informer);
+    await informer.synced;
+    expect(events).toEqual(["ADDED wanted"]);
+    await core.patchNamespacedConfigMap({ name: "other", namespace: ns, body: [{ op: "replace", path: "/data/v", value: "2" }] });
+    await core.patchNamespacedConfigMap({ name: "wanted", namespace: ns, body: [{ op: "replace", path: "/data/v", value: "2" }] });
+    await eventually(() => informer.get(ns, "wanted")?.data?.v === "2", 10_000, "MODIFIED wanted");
+    expect(events).toEqual(["ADDED wanted", "MODIFIED wanted"]);
+    expect(informer.list().map((o) => o.metadata?.name)).toEqual(["wanted"]);
+  });
+
   it("contains handler exceptions (sync and async): no unhandled rejection, later events still arrive", async () => {
     const ns = await namespace("inf-throw");
     const log = recordingLogger();

@@ -5,16 +5,13 @@
  */
 import { createServer, connect, type Server, type Socket } from "node:net";
 import { KubeConfig } from "@kubernetes/client-node";
-import { ENSURE_SCRIPT, missingKubeBinaries } from "../../../../tests/support/kube-cluster.js";
+import { skipWithoutKubeBinaries } from "../../../../tests/support/kube-cluster.js";
 import type { Logger } from "../../src/runtime/logger.js";
 
 export { startKubeCluster, type KubeCluster } from "../../../../tests/support/kube-cluster.js";
 
-const missing = missingKubeBinaries();
-const inCI = Boolean(process.env.CI) && process.env.CI !== "false" && process.env.CI !== "0";
 /** Skip cluster tests only when the binaries are missing outside CI (CI must fail instead). */
-export const skipCluster = missing.length > 0 && !inCI;
-if (skipCluster) console.warn(`[controller runtime] cluster tests SKIPPED: ${missing.join("; ")}. Run \`bash ${ENSURE_SCRIPT}\`.`);
+export const skipCluster = skipWithoutKubeBinaries();
 
 export async function eventually(fn: () => boolean | Promise<boolean>, ms = 10_000, what = "condition"): Promise<void> {
   const deadline = Date.now() + ms;
