@@ -1,4 +1,4 @@
-import { clustersOf, TeamNotFoundError, type ChangeOrigin, type FileChange, type Onboarding, type Preview, type RepoChange, type RepoTree, type Team } from "@berth/core";
+import { clustersOf, describeChange, TeamNotFoundError, type ChangeOrigin, type FileChange, type Onboarding, type Preview, type RepoChange, type RepoTree, type Team } from "@berth/core";
 import type { ClusterStatus, TeamStatusReader } from "./team-status.js";
 
 /** What the API needs from the Flux repo; @berth/gitops' FluxRepo provides it. */
@@ -17,16 +17,6 @@ export interface WriteResult {
   revision: string;
   committed: boolean;
   files: FileChange[];
-}
-
-async function fileChanges(tree: RepoTree, change: RepoChange): Promise<FileChange[]> {
-  const out: FileChange[] = [];
-  for (const [path, content] of change.files) {
-    const before = await tree.read(path);
-    out.push({ path, status: content === null ? "deleted" : before === undefined ? "added" : "modified" });
-  }
-  // Code-point order: the same on every machine, whatever its locale.
-  return out.sort((a, b) => (a.path < b.path ? -1 : a.path > b.path ? 1 : 0));
 }
 
 /**
@@ -79,7 +69,7 @@ export class TeamService {
     let planned: { team: Team; files: FileChange[] } | undefined;
     const result = await this.store.transact(async (tree) => {
       const { team, change } = await plan(tree);
-      planned = { team, files: await fileChanges(tree, change) };
+      planned = { team, files: await describeChange(tree, change.files) };
       return change.files.size ? change : null;
     }, origin);
     if (!planned) throw new Error("transaction finished without planning a change");

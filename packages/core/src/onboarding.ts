@@ -14,6 +14,18 @@ export interface FileChange {
   path: string;
   status: FileStatus;
 }
+/** What writing `after` (null: deleting) does to a file that holds `before` (undefined: absent). */
+export function fileStatus(before: string | undefined, after: string | null): FileStatus {
+  return after === null ? "deleted" : before === undefined ? "added" : "modified";
+}
+
+/** Each file of a change with its status against the tree the change was planned on, in code-point order. */
+export async function describeChange(tree: RepoTree, files: ReadonlyMap<string, string | null>): Promise<FileChange[]> {
+  const out: FileChange[] = [];
+  for (const [path, content] of files) out.push({ path, status: fileStatus(await tree.read(path), content) });
+  return out.sort((a, b) => (a.path < b.path ? -1 : a.path > b.path ? 1 : 0));
+}
+
 export interface Preview {
   team: Team;
   files: Array<FileChange & { content: string | null }>;
@@ -103,8 +115,7 @@ export class Onboarding {
     const patches: string[] = [];
     for (const [path, content] of changes) {
       const before = await tree.read(path);
-      const status: FileStatus = content === null ? "deleted" : before === undefined ? "added" : "modified";
-      files.push({ path, status, content });
+      files.push({ path, status: fileStatus(before, content), content });
       patches.push(
         createTwoFilesPatch(before === undefined ? "/dev/null" : `a/${path}`, content === null ? "/dev/null" : `b/${path}`, before ?? "", content ?? ""),
       );
