@@ -1,7 +1,7 @@
 import type { z } from "zod";
 import { TeamValidationError, type FieldIssue } from "./errors.js";
 import type { Platform } from "./platform.js";
-import { teamSchema, teamSpecSchema, type Team, type TeamSpec } from "./team.js";
+import { teamSchema, teamSpecSchema, type Team } from "./team.js";
 
 /** Turns zod issues into field/rule pairs an API client can show next to the field. */
 export function toFieldIssues(error: z.ZodError, prefix: string[] = []): FieldIssue[] {
@@ -14,25 +14,30 @@ export function toFieldIssues(error: z.ZodError, prefix: string[] = []): FieldIs
   });
 }
 
-/** Checks that need the platform: declared environments, role catalog, the platform's own namespaces. */
-function platformIssues(team: { name?: string } & TeamSpec, platform: Platform): FieldIssue[] {
+/**
+ * Checks that need the platform: declared environments, role catalog, the platform's own namespaces. They
+ * read the raw input defensively, so a request that also breaks schema rules learns every problem at once.
+ */
+function platformIssues(input: unknown, platform: Platform): FieldIssue[] {
+  const team = (input !== null && typeof input === "object" ? input : {}) as Record<string, unknown>;
   const issues: FieldIssue[] = [];
   const envs = new Set(platform.environments.map((e) => e.name));
-  team.environments.forEach((env, i) => {
-    if (!envs.has(env)) {
+  (Array.isArray(team.environments) ? team.environments : []).forEach((env: unknown, i) => {
+    if (typeof env === "string" && !envs.has(env)) {
       issues.push({ field: `environments.${i}`, rule: `must be one of the platform's environments: ${[...envs].join(", ")}` });
     }
   });
   const roles = new Set(platform.roleCatalog.map((r) => r.id));
-  team.roleAssignments.forEach((ra, i) => {
-    if (!roles.has(ra.role)) {
+  (Array.isArray(team.roleAssignments) ? team.roleAssignments : []).forEach((ra: unknown, i) => {
+    const role = ra !== null && typeof ra === "object" ? (ra as { role?: unknown }).role : undefined;
+    if (typeof role === "string" && !roles.has(role)) {
       issues.push({
         field: `roleAssignments.${i}.role`,
         rule: roles.size ? `must be one of the role catalog's ids: ${[...roles].join(", ")}` : "no roles are offered by the platform",
       });
     }
   });
-  if (team.name !== undefined) {
+  if (typeof team.name === "string") {
     const reserved = new Set([
       ...platform.reservedNames,
       platform.asoNamespace,
@@ -46,18 +51,29 @@ function platformIssues(team: { name?: string } & TeamSpec, platform: Platform):
   return issues;
 }
 
+/** Schema issues and platform issues together, each field/rule pair once. */
+function allIssues(schemaIssues: FieldIssue[], input: unknown, platform: Platform): FieldIssue[] {
+  const seen = new Set<string>();
+  return [...schemaIssues, ...platformIssues(input, platform)].filter((i) => {
+    const key = `${i.field}\n${i.rule}`;
+    return seen.has(key) ? false : (seen.add(key), true);
+  });
+}
+
 /** Validates a new team (name included) against the model and the platform. Throws TeamValidationError. */
 export function validateTeam(input: unknown, platform: Platform): Team {
   const parsed = teamSchema.safeParse(input);
-  if (!parsed.success) throw new TeamValidationError(toFieldIssues(parsed.error));
-  const issues = platformIssues(parsed.data, platform);
-  if (issues.length) throw new TeamValidationError(issues);
+  const issues = allIssues(parsed.success ? [] : toFieldIssues(parsed.error), input, platform);
+  if (!parsed.success || issues.length) throw new TeamValidationError(issues);
   return parsed.data;
 }
 
 /** Validates the spec of an existing team (its name comes from the URL or the repo path). */
 export function validateTeamSpec(name: string, input: unknown, platform: Platform): Team {
   const parsed = teamSpecSchema.safeParse(input);
-  if (!parsed.success) throw new TeamValidationError(toFieldIssues(parsed.error));
+  if (!parsed.success) {
+    const withName = input !== null && typeof input === "object" ? { ...input, name } : { name };
+    throw new TeamValidationError(allIssues(toFieldIssues(parsed.error), withName, platform));
+  }
   return validateTeam({ ...parsed.data, name }, platform);
 }

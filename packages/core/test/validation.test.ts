@@ -114,11 +114,28 @@ describe("environments", () => {
   it("are 1 to 10 distinct DNS labels, each an environment of the platform", () => {
     refused(teamInput({ environments: [] }), "environments", /at least one environment/);
     refused(teamInput({ environments: ["dev", "dev"] }), "environments", /must not repeat/);
-    refused(teamInput({ environments: Array.from({ length: 11 }, (_, i) => `e${i}`) }), "environments", /10/);
+    // Eleven unknown environments: too many, and each unknown (both reported at once).
+    const tooMany = issues(teamInput({ environments: Array.from({ length: 11 }, (_, i) => `e${i}`) }));
+    expect(tooMany).toContainEqual({ field: "environments", rule: expect.stringMatching(/10/) });
+    expect(tooMany.filter((i) => i.field !== "environments").map((i) => i.field)).toEqual(Array.from({ length: 11 }, (_, i) => `environments.${i}`));
     refused(teamInput({ environments: ["dev", "qa"] }), "environments.1", /must be one of the platform's environments: dev, staging, prod/);
     refused(teamInput({ environments: ["Dev"] }), "environments.0", /Invalid|match/i);
     refused(teamInput({ environments: [`e${"x".repeat(30)}`] }), "environments.0", /30/);
     expect(accepted(teamInput({ environments: ["prod", "dev", "staging"] })).environments).toEqual(["prod", "dev", "staging"]);
+  });
+
+  it("reports schema and platform problems in one answer", () => {
+    const found = issues(teamInput({ name: "Bad_Name", environments: ["qa"], roleAssignments: [{ role: "owner" }] }));
+    expect(found.map((i) => i.field).sort()).toEqual(["environments.0", "name", "roleAssignments.0.role"]);
+    const spec = (() => {
+      try {
+        validateTeamSpec("payments", { owners: ["nope"], environments: ["qa"] }, PLATFORM);
+      } catch (err) {
+        return (err as TeamValidationError).issues;
+      }
+      return [];
+    })();
+    expect(spec.map((i) => i.field).sort()).toEqual(["environments.0", "owners.0"]);
   });
 
   it("reports every unknown environment", () => {
@@ -133,7 +150,9 @@ describe("roleAssignments", () => {
     expect(accepted(teamInput()).roleAssignments).toEqual([]);
     refused(teamInput({ roleAssignments: [{ role: "rg-contributor" }, { role: "owner" }] }), "roleAssignments.1.role", /role catalog's ids: rg-contributor, .*postgres-reader/);
     refused(teamInput({ roleAssignments: [{ role: "rg-contributor" }, { role: "rg-contributor" }] }), "roleAssignments", /must not repeat a role/);
-    refused(teamInput({ roleAssignments: Array.from({ length: 21 }, (_, i) => ({ role: `r${i}` })) }), "roleAssignments", /20/);
+    const tooMany = issues(teamInput({ roleAssignments: Array.from({ length: 21 }, (_, i) => ({ role: `r${i}` })) }));
+    expect(tooMany).toContainEqual({ field: "roleAssignments", rule: expect.stringMatching(/20/) });
+    expect(tooMany.filter((i) => i.field !== "roleAssignments").every((i) => /role catalog/.test(i.rule))).toBe(true);
     refused(teamInput({ roleAssignments: [{ role: "Owner" }] }), "roleAssignments.0.role", /role catalog/);
     refused(teamInput({ roleAssignments: [{ role: "reader-" }] }), "roleAssignments.0.role", /role catalog/);
     refused(teamInput({ roleAssignments: [{}] as never }), "roleAssignments.0.role", /expected string/);
