@@ -184,7 +184,20 @@ export const platformSchema = z
     /** Namespaces of the platform a team may not take, beyond the built-in reserved list. */
     reservedNames: z.array(z.string()).default([]),
   })
-  .strict();
+  .strict()
+  .superRefine((platform, ctx) => {
+    // A role scope may only use platform-vars keys that are always defined, or Flux's strict substitution
+    // fails the team's whole build: refuse such a config at start rather than at the first render.
+    const known = new Set([...Object.keys(CORE_PLATFORM_VARS), ...Object.keys(platform.platformVars)]);
+    platform.roleCatalog.forEach((entry, i) => {
+      if (entry.scope.kind !== "armId") return;
+      for (const [, name] of entry.scope.armId.matchAll(/\$\{([^}:]*)/g)) {
+        if (!known.has(name!)) {
+          ctx.addIssue({ code: "custom", path: ["roleCatalog", i, "scope", "armId"], message: `\${${name}} is not a platform-vars key (declare it in platformVars)` });
+        }
+      }
+    });
+  });
 
 export type Platform = z.infer<typeof platformSchema>;
 export type PlatformInput = z.input<typeof platformSchema>;

@@ -178,7 +178,7 @@ describe("rendering", () => {
     expect(err.message).toContain("${UNDECLARED_VAR}");
     expect(err.message).toContain("SERVICEBUS_NAMESPACE"); // lists the known keys
     // The same template renders once the platform declares the key.
-    const platform = makePlatform({ platformVars: { UNDECLARED_VAR: "now declared" } });
+    const platform = makePlatform({ platformVars: { ...PLATFORM.platformVars, UNDECLARED_VAR: "now declared" } });
     expect(render(templates, platform).get("teams/orders/base/limit-range.yaml")).toContain('"${UNDECLARED_VAR}"');
   });
 
@@ -190,9 +190,11 @@ describe("rendering", () => {
   });
 
   it("refuses a role whose catalog scope references an undeclared ${VAR}, once a team uses it", () => {
-    const platform = makePlatform({
-      roleCatalog: [{ id: "kv", roleDefinitionId: "4633458b-17de-408a-b874-0445c86b69e6", scope: { kind: "armId", armId: "/subscriptions/${SUBSCRIPTION_ID}/resourceGroups/${KEYVAULT_RG}" } }],
-    });
+    // platformSchema refuses such a catalog at start (validation.test.ts); rendering checks again, in depth.
+    const platform: Platform = {
+      ...PLATFORM,
+      roleCatalog: [{ id: "kv", description: "", roleDefinitionId: "4633458b-17de-408a-b874-0445c86b69e6", scope: { kind: "armId", armId: "/subscriptions/${SUBSCRIPTION_ID}/resourceGroups/${KEYVAULT_RG}" } }],
+    };
     expect(() => render(templateSetWith({}), platform)).not.toThrow();
     const err = renderError(() => render(templateSetWith({}), platform, teamInput({ roleAssignments: [{ role: "kv" }] })));
     expect(err.source).toBe("templates/v1/role-assignment.yaml");

@@ -267,6 +267,15 @@ describe("the platform", () => {
     expect(platformSchema.safeParse(ok).success).toBe(true);
   });
 
+  it("refuses a role scope that references a platform-vars key nobody defines", () => {
+    const scoped = (armId: string) =>
+      platformInput({ roleCatalog: [{ id: "sb", roleDefinitionId: "090c5cfd-751d-490a-894a-3ce6f1109419", scope: { kind: "armId", armId } }] });
+    const bad = platformSchema.safeParse(scoped("/subscriptions/${SUBSCRIPTION_ID}/resourceGroups/shared/providers/Microsoft.ServiceBus/namespaces/${SB_NAME}"));
+    expect(bad.success).toBe(false);
+    expect(bad.error!.issues.map((i) => [i.path.join("."), i.message])).toEqual([["roleCatalog.0.scope.armId", "${SB_NAME} is not a platform-vars key (declare it in platformVars)"]]);
+    expect(platformSchema.safeParse(scoped("/subscriptions/${SUBSCRIPTION_ID}/resourceGroups/shared/providers/Microsoft.ServiceBus/namespaces/${SERVICEBUS_NAMESPACE}")).success).toBe(true);
+  });
+
   it("refuses cluster names over 40 characters and duplicate clusters or environments", () => {
     const env = (name: string, ...clusters: string[]) => ({ name, clusters: clusters.map((c) => ({ name: c })) });
     expect(platformSchema.safeParse(platformInput({ environments: [env("dev", `c${"x".repeat(39)}`)] })).success).toBe(true);
