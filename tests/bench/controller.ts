@@ -30,7 +30,7 @@ import { performance } from "node:perf_hooks";
 import { setTimeout as sleep } from "node:timers/promises";
 import { Watch, type KubeConfig } from "@kubernetes/client-node";
 import { REPO_ROOT, startKubeCluster } from "../support/kube-cluster.js";
-import { Admin, ASO_NS, CONTROLLER_GROUPS, CONTROLLER_USER, INFRA, readManifests, teamRoleBinding } from "../controller/helpers.js";
+import { Admin, ASO_NS, CONTROLLER_GROUPS, CONTROLLER_USER, INFRA, onboardTeam, readManifests } from "../controller/helpers.js";
 
 const TEAMS = Number(process.env.BENCH_TEAMS ?? 1000);
 const LATENCY_TEAMS = Number(process.env.BENCH_LATENCY_TEAMS ?? 100);
@@ -50,10 +50,8 @@ const NODE_OPTIONS = process.env.BENCH_NODE_OPTIONS === "none" ? "" : (process.e
 
 const TENANT = "11111111-1111-4111-8111-111111111111";
 const SUBSCRIPTION = "22222222-2222-4222-8222-222222222222";
-const OWNER = "0b9a3c1e-1111-4222-8333-444455556666";
 const clientId = (n: number) => `${n.toString(16).padStart(8, "0")}-aaaa-4aaa-8aaa-aaaaaaaaaaaa`;
 const V1 = "v1";
-const TEAM_V = "berth.dev/v1alpha1";
 
 const CONFIG_YAML = `
 platform:
@@ -337,10 +335,7 @@ async function main() {
 
     // What Flux and ASO would have written for each team.
     const onboard = async (team: string, identity: string | undefined) => {
-      await admin.create({ apiVersion: V1, kind: "Namespace", metadata: { name: team, labels: { "berth.dev/team": team } } });
-      await admin.create({ apiVersion: V1, kind: "ServiceAccount", metadata: { name: "workload", namespace: team, labels: { "berth.dev/team": team } } });
-      await admin.create(teamRoleBinding(team));
-      await admin.create({ apiVersion: TEAM_V, kind: "Team", metadata: { name: team }, spec: { description: `Team ${team}`, owners: [OWNER], environments: ["dev"] } });
+      await onboardTeam(admin, team);
       if (identity) await writeIdentity(team, identity);
     };
     const writeIdentity = (team: string, id: string) =>

@@ -27,7 +27,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createServiceAccountIssuer, type RequestRecord } from "../fake-azure/index.js";
 import { CLUSTER_NAME, CLUSTER_RG, createTeamIdentity, PLATFORM_IDENTITY, startWorld, type World } from "../azure/support.js";
 import { skipWithoutKubeBinaries, REPO_ROOT, startKubeCluster, type KubeCluster } from "../support/kube-cluster.js";
-import { Admin, ASO_NS, CONTROLLER_GROUPS, CONTROLLER_USER, decode, eventually, INFRA, readManifests, teamRoleBinding, type Obj } from "./helpers.js";
+import { Admin, ASO_NS, CONTROLLER_GROUPS, CONTROLLER_USER, decode, eventually, INFRA, onboardTeam, readManifests, type Obj } from "./helpers.js";
 
 const skip = skipWithoutKubeBinaries();
 
@@ -130,17 +130,7 @@ describe.skipIf(skip)("controller with live Azure discovery (child process, HTTP
   const loads = (text: string, kind: string) => ["miss", "stale", "error"].reduce((n, result) => n + metric(text, "berth_azure_discovery_cache_total", { kind, result }), 0);
   let spawnedAt = 0;
 
-  const onboard = async (team: string) => {
-    await admin.create({ apiVersion: V1, kind: "Namespace", metadata: { name: team, labels: { "berth.dev/team": team } } });
-    await admin.create({ apiVersion: V1, kind: "ServiceAccount", metadata: { name: "workload", namespace: team, labels: { "berth.dev/team": team } } });
-    await admin.create(teamRoleBinding(team));
-    await admin.create({
-      apiVersion: TEAM_V,
-      kind: "Team",
-      metadata: { name: team },
-      spec: { description: `Team ${team}`, owners: ["0b9a3c1e-1111-4222-8333-444455556666"], environments: ["prod"] },
-    });
-  };
+  const onboard = (team: string) => onboardTeam(admin, team, ["prod"]);
 
   /** A team's FederatedIdentityCredential as Flux applies it (issuer substituted from platform-vars), Ready in ASO. */
   const fic = (team: string, issuerUrl: string): Obj => ({

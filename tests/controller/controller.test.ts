@@ -18,7 +18,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { Controller, type ControllerTimings } from "../../apps/controller/src/controller.js";
 import { StaticValuesProvider } from "../../apps/controller/src/providers/static.js";
 import { skipWithoutKubeBinaries, REPO_ROOT, startKubeCluster, type KubeCluster } from "../support/kube-cluster.js";
-import { Admin, ASO_NS, CONTROLLER_GROUPS, CONTROLLER_USER, decode, eventually, INFRA, readManifests, TcpProxy, teamRoleBinding, type Obj } from "./helpers.js";
+import { Admin, ASO_NS, CONTROLLER_GROUPS, CONTROLLER_USER, decode, eventually, INFRA, onboardTeam, readManifests, TcpProxy, type Obj } from "./helpers.js";
 
 const skip = skipWithoutKubeBinaries();
 
@@ -88,18 +88,7 @@ describe.skipIf(skip)("berth controller on a real apiserver, under its own RBAC"
     return c;
   };
 
-  /** What Flux applies for a team (namespace, ServiceAccount, the controller's RoleBinding as the templates render it, the Team). */
-  const onboard = async (team: string, spec: Record<string, unknown> = {}) => {
-    await admin.create({ apiVersion: V1, kind: "Namespace", metadata: { name: team, labels: { "berth.dev/team": team } } });
-    await admin.create({ apiVersion: V1, kind: "ServiceAccount", metadata: { name: "workload", namespace: team, labels: { "berth.dev/team": team } } });
-    await admin.create(teamRoleBinding(team));
-    await admin.create({
-      apiVersion: TEAM_V,
-      kind: "Team",
-      metadata: { name: team },
-      spec: { description: `Team ${team}`, owners: ["0b9a3c1e-1111-4222-8333-444455556666"], environments: ["dev"], ...spec },
-    });
-  };
+  const onboard = (team: string) => onboardTeam(admin, team);
 
   /** What ASO writes once the team's identity exists. */
   const writeIdentity = async (team: string, id: string) => {

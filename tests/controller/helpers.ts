@@ -114,6 +114,19 @@ export class Admin {
   }
 }
 
+/** What Flux applies for a team: its namespace, the ServiceAccount `workload`, the controller's RoleBinding as the templates render it, the Team. */
+export async function onboardTeam(admin: Admin, team: string, environments: string[] = ["dev"]): Promise<void> {
+  await admin.create({ apiVersion: "v1", kind: "Namespace", metadata: { name: team, labels: { "berth.dev/team": team } } });
+  await admin.create({ apiVersion: "v1", kind: "ServiceAccount", metadata: { name: "workload", namespace: team, labels: { "berth.dev/team": team } } });
+  await admin.create(teamRoleBinding(team));
+  await admin.create({
+    apiVersion: "berth.dev/v1alpha1",
+    kind: "Team",
+    metadata: { name: team },
+    spec: { description: `Team ${team}`, owners: ["0b9a3c1e-1111-4222-8333-444455556666"], environments },
+  });
+}
+
 /** Polls `fn` every 100 ms until it returns a truthy value; throws with the last value/error after `ms`. */
 export async function eventually<T>(what: string, fn: () => Promise<T | undefined | false | null>, ms = 15_000): Promise<T> {
   const deadline = Date.now() + ms;

@@ -22,7 +22,7 @@ import {
   withoutConversionWebhook,
   type KubeCluster,
 } from "../support/kube-cluster.js";
-import { kubeRequest } from "../support/kube-http.js";
+import { installCrd, kubeRequest } from "../support/kube-http.js";
 import { compareSentAndReturned, formatDryRunProblems, serverSideDryRunApply } from "../support/kube-dry-run.js";
 
 const skip = skipWithoutKubeBinaries();
@@ -56,18 +56,6 @@ async function eventually(fn: () => Promise<boolean>, ms = 10_000): Promise<bool
     if (Date.now() > deadline) return false;
     await new Promise((r) => setTimeout(r, 100));
   }
-}
-
-/** Creates a CRD and waits until it is Established; returns the server's refusal instead of throwing. */
-async function installCrd(kc: KubeConfig, crd: { metadata: { name: string } }): Promise<string | undefined> {
-  const res = await kubeRequest(kc, { method: "POST", path: "/apis/apiextensions.k8s.io/v1/customresourcedefinitions", body: crd });
-  if (res.status !== 201) return `HTTP ${res.status}: ${(res.json as { message?: string } | undefined)?.message ?? res.body.slice(0, 500)}`;
-  const ok = await eventually(async () => {
-    const r = await kubeRequest(kc, { method: "GET", path: `/apis/apiextensions.k8s.io/v1/customresourcedefinitions/${crd.metadata.name}` });
-    const conds = (r.json as { status?: { conditions?: Array<{ type: string; status: string }> } } | undefined)?.status?.conditions ?? [];
-    return conds.some((c) => c.type === "Established" && c.status === "True");
-  }, 30_000);
-  return ok ? undefined : "not Established after 30 s";
 }
 
 /**

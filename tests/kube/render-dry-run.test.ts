@@ -36,7 +36,7 @@ import {
 import { EXAMPLES, loadTemplates, MemoryRepoTree, templateFiles, type Example } from "../../packages/core/test/fixtures.js";
 import { parseObjects } from "../../packages/core/test/yaml-helpers.js";
 import { skipWithoutKubeBinaries, REPO_ROOT, startKubeCluster, type KubeCluster } from "../support/kube-cluster.js";
-import { kubeRequest } from "../support/kube-http.js";
+import { installCrd, kubeRequest } from "../support/kube-http.js";
 import { serverSideDryRunApply, type DryRunResult } from "../support/kube-dry-run.js";
 import type { KubeConfig } from "@kubernetes/client-node";
 
@@ -104,20 +104,6 @@ function controllerTeamCrd(): Record<string, unknown> | undefined {
     .find((o) => o?.kind === "CustomResourceDefinition" && o.metadata?.name === TEAM_CRD_NAME);
   if (!crd) throw new Error(`${TEAM_CRD_FILE} holds no CustomResourceDefinition ${TEAM_CRD_NAME}`);
   return crd;
-}
-
-/** Creates a CRD and waits until it is Established; the server's refusal is returned, not thrown. */
-async function installCrd(kc: KubeConfig, crd: Record<string, unknown>): Promise<string | undefined> {
-  const res = await kubeRequest(kc, { method: "POST", path: "/apis/apiextensions.k8s.io/v1/customresourcedefinitions", body: crd });
-  if (res.status !== 201) return `HTTP ${res.status}: ${(res.json as { message?: string } | undefined)?.message ?? res.body.slice(0, 500)}`;
-  const deadline = Date.now() + 30_000;
-  for (;;) {
-    const r = await kubeRequest(kc, { method: "GET", path: `/apis/apiextensions.k8s.io/v1/customresourcedefinitions/${(crd.metadata as { name: string }).name}` });
-    const conds = (r.json as { status?: { conditions?: Array<{ type: string; status: string }> } } | undefined)?.status?.conditions ?? [];
-    if (conds.some((c) => c.type === "Established" && c.status === "True")) return undefined;
-    if (Date.now() > deadline) return `not Established after 30 s: ${JSON.stringify(conds)}`;
-    await new Promise((r) => setTimeout(r, 50));
-  }
 }
 
 // ---- platform-vars, substituted as Flux does ----------------------------------------------------------

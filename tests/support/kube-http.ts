@@ -102,3 +102,17 @@ export function objectPath(apiVersion: string, info: ResourceInfo, namespace: st
   const ns = info.namespaced ? `/namespaces/${encodeURIComponent(namespace ?? "default")}` : "";
   return `${base}${ns}/${info.name}${name ? `/${encodeURIComponent(name)}` : ""}`;
 }
+
+/** Creates a CRD and waits until it is Established; the server's refusal is returned, not thrown. */
+export async function installCrd(kc: KubeConfig, crd: Record<string, unknown>): Promise<string | undefined> {
+  const res = await kubeRequest(kc, { method: "POST", path: "/apis/apiextensions.k8s.io/v1/customresourcedefinitions", body: crd });
+  if (res.status !== 201) return `HTTP ${res.status}: ${(res.json as { message?: string } | undefined)?.message ?? res.body.slice(0, 500)}`;
+  const deadline = Date.now() + 30_000;
+  for (;;) {
+    const r = await kubeRequest(kc, { method: "GET", path: `/apis/apiextensions.k8s.io/v1/customresourcedefinitions/${(crd.metadata as { name: string }).name}` });
+    const conds = (r.json as { status?: { conditions?: Array<{ type: string; status: string }> } } | undefined)?.status?.conditions ?? [];
+    if (conds.some((c) => c.type === "Established" && c.status === "True")) return undefined;
+    if (Date.now() > deadline) return `not Established after 30 s: ${JSON.stringify(conds)}`;
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}

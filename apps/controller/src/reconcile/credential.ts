@@ -16,8 +16,6 @@ export interface TeamCredential {
   clientId: string;
 }
 
-export const CREDENTIAL_KEYS = ["AZURE_CLIENT_ID", "AZURE_SUBSCRIPTION_ID", "AZURE_TENANT_ID", "USE_WORKLOAD_IDENTITY_AUTH"] as const;
-
 /** The client id ASO exported for a team, or undefined when the ConfigMap or key is missing/blank. */
 export function clientIdOf(identity: ConfigMapLike | undefined): string | undefined {
   const id = identity?.data?.clientId?.trim();

@@ -2,6 +2,7 @@
  * The few object shapes the reconcilers read, structurally typed so they accept both the typed models of
  * @kubernetes/client-node (dates as Date) and raw JSON from custom resources (dates as strings).
  */
+import type { ObjectRef } from "../runtime/index.js";
 
 export interface ManagedFieldsEntry {
   manager?: string;
@@ -66,14 +67,8 @@ export const isDeleting = (o: KubeObject | undefined): boolean => Boolean(o?.met
 export const b64 = (value: string) => Buffer.from(value, "utf8").toString("base64");
 export const unb64 = (value: string | undefined) => (value === undefined ? undefined : Buffer.from(value, "base64").toString("utf8"));
 
-/** Reference to an object, for Events and deletes. */
-export interface ObjectRef {
-  apiVersion: string;
-  kind: string;
-  name: string;
-  namespace?: string;
-  uid?: string;
-}
+/** Reference to an object, for Events and deletes: the runtime's. */
+export type { ObjectRef };
 
 export function refOf(o: KubeObject, fallback: Omit<ObjectRef, "uid">): ObjectRef {
   return {

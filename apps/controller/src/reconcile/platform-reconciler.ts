@@ -1,8 +1,5 @@
-import { ValueUnavailableError, type Cluster, type ClusterFacts, type Platform, type PlatformCredential, type PlatformValuesProvider } from "@berth/core";
-import type { Caches } from "../caches.js";
-import type { ClusterWriter } from "../kube.js";
-import type { Logger } from "../runtime/index.js";
-import type { Events } from "./team-reconciler.js";
+import { ValueUnavailableError, type ClusterFacts, type PlatformCredential } from "@berth/core";
+import type { ReconcilerDeps } from "./team-reconciler.js";
 import { PLATFORM_CREDENTIAL_SECRET, platformCredentialSecret, platformVarsConfigMap, platformVarsData, satisfies, type Decision } from "./platform.js";
 import type { ObjectRef } from "./objects.js";
 
@@ -18,19 +15,7 @@ export interface ReconcileOutcome {
 export class PlatformReconciler {
   private lastProblem = "";
 
-  constructor(
-    private readonly deps: {
-      platform: Platform;
-      cluster: Cluster;
-      provider: PlatformValuesProvider;
-      caches: Caches;
-      writer: ClusterWriter;
-      events: Events;
-      logger: Logger;
-      resyncMs: number;
-      retryMs: number;
-    },
-  ) {}
+  constructor(private readonly deps: ReconcilerDeps) {}
 
   async reconcile(): Promise<ReconcileOutcome> {
     const { platform, cluster, provider, caches, writer, events, logger } = this.deps;

@@ -65,14 +65,6 @@ export interface TeamStatusView {
 export const FEDERATION_CONDITION = "FederationMatchesIssuer";
 export const ISSUER_CHANGED = "IssuerChanged";
 
-export const CONDITION_ORDER = [
-  "Rendered",
-  "KustomizationReady",
-  ...ASO_KINDS.flatMap((k) => (k.kind === "FederatedIdentityCredential" ? [k.condition, FEDERATION_CONDITION] : [k.condition])),
-  "CredentialWritten",
-  "Ready",
-] as const;
-
 type Draft = Omit<TeamCondition, "lastTransitionTime" | "observedGeneration">;
 
 export function teamStatusView(inputs: TeamStatusInputs): TeamStatusView {

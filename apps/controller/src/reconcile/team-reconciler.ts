@@ -22,7 +22,8 @@ export interface Events {
   normal(ref: ObjectRef, reason: string, message: string): void;
 }
 
-export interface TeamReconcilerDeps {
+/** What both reconcilers are given. */
+export interface ReconcilerDeps {
   platform: Platform;
   cluster: Cluster;
   provider: PlatformValuesProvider;
@@ -30,10 +31,13 @@ export interface TeamReconcilerDeps {
   writer: ClusterWriter;
   events: Events;
   logger: Logger;
-  /** Periodic re-check of a healthy team. */
+  /** Periodic re-check when all is well. */
   resyncMs: number;
   /** Re-check while waiting for something outside the watches (namespace, RoleBinding, provider). */
   retryMs: number;
+}
+
+export interface TeamReconcilerDeps extends ReconcilerDeps {
   /** Re-check while the finalizer holds for remaining ASO resources. */
   offboardingPollMs: number;
   now?: () => Date;

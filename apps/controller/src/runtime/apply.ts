@@ -6,6 +6,7 @@
 import { KubernetesObjectApi, PatchStrategy, type KubeConfig, type KubernetesObject } from "@kubernetes/client-node";
 import { apiClient } from "./client.js";
 import { KubeApiError } from "./errors.js";
+import type { EventRef } from "./events.js";
 
 export { KubeApiError, isKubeApiError, type KubeApiErrorKind } from "./errors.js";
 
@@ -18,14 +19,8 @@ export interface ApplyOptions {
   dryRun?: boolean;
 }
 
-/** Reference to an object for deletes (the shape events use too). */
-export interface ObjectRef {
-  apiVersion: string;
-  kind: string;
-  name: string;
-  namespace?: string;
-  uid?: string;
-}
+/** Reference to an object for deletes: the shape events use. */
+export type ObjectRef = EventRef;
 
 export interface DeleteOptions {
   propagationPolicy?: "Foreground" | "Background" | "Orphan";
