@@ -82,8 +82,12 @@ function test(pnpm) {
     process.stdout.write("typecheck failed\n0 passed, 1 failed\n");
     process.exit(1);
   }
-  const ensureKube = join(root, "infra", "test-cluster", "ensure-binaries.sh");
-  if (existsSync(ensureKube) && run("bash", [ensureKube]) !== 0) {
+  // Debian tools first (sshd, ...), then the test cluster's binaries; a missing tool fails the run, it never skips tests.
+  if (run("bash", [join(root, "infra", "test-tools", "ensure-tools.sh")]) !== 0) {
+    process.stdout.write("could not install the Debian packages the tests need (infra/test-tools/debian-packages.txt)\n0 passed, 1 failed\n");
+    process.exit(1);
+  }
+  if (run("bash", [join(root, "infra", "test-cluster", "ensure-binaries.sh")]) !== 0) {
     process.stdout.write("could not build or find kube-apiserver and etcd\n0 passed, 1 failed\n");
     process.exit(1);
   }

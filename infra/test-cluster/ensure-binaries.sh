@@ -90,43 +90,8 @@ if ! flock -n 9; then
   log "lock acquired"
 fi
 
-# ---- apt helpers ----------------------------------------------------------------------------------
-APT_UPDATED=0
-apt_update() {
-  if [[ $APT_UPDATED == 0 ]]; then
-    log "apt-get update"
-    "${SUDO[@]}" apt-get update -qq -o Acquire::Retries=3 >&2 || die "apt-get update failed"
-    APT_UPDATED=1
-  fi
-}
-
-POLICY_RC=/usr/sbin/policy-rc.d
-POLICY_RC_OURS=0
-cleanup_policy() { if [[ $POLICY_RC_OURS == 1 ]]; then "${SUDO[@]}" rm -f "$POLICY_RC"; POLICY_RC_OURS=0; fi; }
-
-apt_install() {
-  local missing=() p
-  for p in "$@"; do
-    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
-  done
-  [[ ${#missing[@]} -eq 0 ]] && return 0
-  log "apt-get install ${missing[*]}"
-  # Keep package scripts from starting daemons (etcd-server ships a service).
-  if [[ ! -e $POLICY_RC ]]; then
-    printf '#!/bin/sh\nexit 101\n' | "${SUDO[@]}" tee "$POLICY_RC" >/dev/null
-    "${SUDO[@]}" chmod 755 "$POLICY_RC"
-    POLICY_RC_OURS=1
-  fi
-  local opts=(-y -qq --no-install-recommends -o Dpkg::Options::=--force-confdef -o Dpkg::Options::=--force-confold -o Acquire::Retries=3)
-  local out
-  out=$(mktemp)
-  if ! "${SUDO[@]}" apt-get install "${opts[@]}" "${missing[@]}" >"$out" 2>&1; then
-    apt_update
-    "${SUDO[@]}" apt-get install "${opts[@]}" "${missing[@]}" >"$out" 2>&1 || { cat "$out" >&2; rm -f "$out"; die "apt-get install ${missing[*]} failed"; }
-  fi
-  rm -f "$out"
-  cleanup_policy
-}
+# ---- apt helpers (apt_update, apt_install, cleanup_policy) ----------------------------------------
+source "$(dirname "$0")/../test-tools/apt.sh"
 
 WORK=""
 cleanup() {

@@ -173,6 +173,29 @@ describe("onboarding API against a file:// Flux repo", () => {
     expect(remoteHead()).toBe(before);
   });
 
+  it("refuses a team whose files would land on a cluster's teams index, leaving every index intact", async () => {
+    // Issue 10, defect 1: `kustomization` was accepted and its Flux file replaced every cluster's index.
+    const before = remoteHead();
+    for (const environments of [["dev"], ["dev", "prod"]]) {
+      const res = await berth.server.inject({ method: "POST", url: "/v1/teams", headers: auth, payload: team("kustomization", { environments }) });
+      expect(res.statusCode).toBe(422);
+      expect(res.headers["content-type"]).toContain("application/problem+json");
+      const problem = res.json();
+      expect(problem.errors).toEqual([{ field: "name", rule: expect.stringContaining("clusters/aks-dev-weu/teams/kustomization.yaml") }]);
+      const preview = await berth.server.inject({ method: "POST", url: "/v1/teams/preview", headers: auth, payload: team("kustomization", { environments }) });
+      expect(preview.statusCode).toBe(422);
+    }
+    expect(remoteHead()).toBe(before);
+    const clone = cloneOf(remote);
+    try {
+      const index = parse(readFileSync(join(clone, "clusters/aks-dev-weu/teams/kustomization.yaml"), "utf8"));
+      expect(index.resources).not.toContain("kustomization.yaml");
+      expect(existsSync(join(clone, "teams/kustomization"))).toBe(false);
+    } finally {
+      rmSync(clone, { recursive: true, force: true });
+    }
+  });
+
   it("answers malformed requests with problem+json", async () => {
     const badJson = await berth.server.inject({ method: "POST", url: "/v1/teams", headers: { ...auth, "content-type": "application/json" }, payload: "{not json" });
     expect(badJson.statusCode).toBe(400);

@@ -52,3 +52,18 @@ export class RepoContentError extends Error {
     super(`${path}: ${message}`);
   }
 }
+
+/**
+ * A planned change would write or delete a path the acting team does not own (another team's file, or a
+ * layout file such as a cluster's teams index written other than as the index). Nothing is committed.
+ */
+export class PathOwnershipError extends Error {
+  override readonly name = "PathOwnershipError";
+  constructor(
+    readonly team: string,
+    readonly path: string,
+    readonly owner: string,
+  ) {
+    super(`a change for team "${team}" may not write ${path}: it is ${owner}`);
+  }
+}

@@ -132,15 +132,21 @@ export class Onboarding {
 
   /**
    * The files to write or delete so the repo holds exactly `desired` for this team, plus every cluster's
-   * teams index updated for it. Files of the team that are no longer rendered are deleted.
+   * teams index updated for it. Files of the team that are no longer rendered are deleted. Only paths the
+   * team owns (layout.ownerOf) are written or deleted as the team's; the indexes are rebuilt as indexes.
    */
   private async changeFor(tree: RepoTree, team: string, desired: Map<string, string>): Promise<Map<string, string | null>> {
+    this.layout.assertOwnedBy(team, desired.keys());
+    const owned = (path: string) => {
+      const owner = this.layout.ownerOf(path);
+      return owner.kind === "team" && owner.team === team;
+    };
     const changes = new Map<string, string | null>();
-    const existing = new Set(await tree.list(this.layout.teamDir(team)));
+    const existing = new Set((await tree.list(this.layout.teamDir(team))).filter(owned));
     const clusters = allClusters(this.platform).map((c) => c.name);
     for (const cluster of clusters) {
       const flux = this.layout.fluxKustomization(cluster, team);
-      if ((await tree.read(flux)) !== undefined) existing.add(flux);
+      if (owned(flux) && (await tree.read(flux)) !== undefined) existing.add(flux);
     }
     for (const [path, content] of desired) {
       if ((await tree.read(path)) !== content) changes.set(path, content);
@@ -153,8 +159,8 @@ export class Onboarding {
       const index = this.layout.clusterTeamsIndex(cluster);
       const members = new Set(
         (await tree.list(dir))
-          .filter((p) => p !== index && p.endsWith(".yaml") && !p.slice(dir.length + 1).includes("/"))
-          .map((p) => p.slice(dir.length + 1, -".yaml".length)),
+          .map((p) => this.layout.ownerOf(p))
+          .flatMap((owner) => (owner.kind === "team" ? [owner.team] : [])),
       );
       if (desired.has(this.layout.fluxKustomization(cluster, team))) members.add(team);
       else members.delete(team);

@@ -11,6 +11,9 @@ const DNS_LABEL = /^[a-z]([-a-z0-9]*[a-z0-9])?$/;
 export const PLATFORM_VAR_KEY = /^[A-Z][A-Z0-9_]*$/;
 const GUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 
+/** A folder of the Flux repo: `/`-separated segments, no empty segment, no `.` or `..`. */
+const REPO_DIR = /^[a-z0-9][a-z0-9_-]*(\/[a-z0-9][a-z0-9_-]*)*$/;
+
 /** Longest cluster name; with TEAM_NAME_MAX it bounds every derived name (see naming.ts). */
 export const CLUSTER_NAME_MAX = 40;
 
@@ -132,10 +135,15 @@ export const platformSchema = z
     templateVersion: z.string().regex(/^v[0-9]+$/).default("v1"),
     layout: z
       .object({
-        teamsDir: z.string().regex(/^[a-z0-9][a-z0-9/_-]*$/).default("teams"),
-        clustersDir: z.string().regex(/^[a-z0-9][a-z0-9/_-]*$/).default("clusters"),
+        teamsDir: z.string().regex(REPO_DIR, "must be a relative folder such as teams or fleet/teams").default("teams"),
+        clustersDir: z.string().regex(REPO_DIR, "must be a relative folder such as clusters or fleet/clusters").default("clusters"),
       })
       .strict()
+      // Disjoint folders: otherwise a team's folder could hold a cluster's folder (or the reverse).
+      .refine(
+        ({ teamsDir, clustersDir }) => teamsDir !== clustersDir && !`${teamsDir}/`.startsWith(`${clustersDir}/`) && !`${clustersDir}/`.startsWith(`${teamsDir}/`),
+        "teamsDir and clustersDir must not be the same folder or contain each other",
+      )
       .default({ teamsDir: "teams", clustersDir: "clusters" }),
     federatedCredential: z
       .object({

@@ -1,6 +1,7 @@
 import type { z } from "zod";
 import { TeamValidationError, type FieldIssue } from "./errors.js";
-import type { Platform } from "./platform.js";
+import { describeOwner, repoLayout } from "./layout.js";
+import { allClusters, type Platform } from "./platform.js";
 import { teamSchema, teamSpecSchema, type Team } from "./team.js";
 
 /** Turns zod issues into field/rule pairs an API client can show next to the field. */
@@ -47,6 +48,12 @@ function platformIssues(input: unknown, platform: Platform): FieldIssue[] {
       platform.controller.namespace,
     ]);
     if (reserved.has(team.name)) issues.push({ field: "name", rule: "is reserved for the platform" });
+    // Every path the team would own must be the team's own: a name whose files land on a layout file
+    // (e.g. a cluster's teams index) would overwrite it. Checked on every cluster, not just the team's.
+    const layout = repoLayout(platform);
+    const clusters = allClusters(platform).map((c) => c.name);
+    const collision = layout.teamPathCollisions(team.name, clusters)[0];
+    if (collision) issues.push({ field: "name", rule: `cannot be used: the team's file ${collision.path} would be ${describeOwner(collision.owner)}` });
   }
   return issues;
 }

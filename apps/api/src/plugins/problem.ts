@@ -1,4 +1,4 @@
-import { RenderError, RepoContentError, TeamExistsError, TeamNotFoundError, TeamValidationError, type FieldIssue } from "@berth/core";
+import { PathOwnershipError, RenderError, RepoContentError, TeamExistsError, TeamNotFoundError, TeamValidationError, type FieldIssue } from "@berth/core";
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 import { GitOpsError } from "@berth/gitops";
 import fp from "fastify-plugin";
@@ -68,6 +68,10 @@ export const problemPlugin = fp(async (app: FastifyInstance) => {
     }
     if (error instanceof TeamNotFoundError) {
       return sendProblem(request, reply, { type: `${PROBLEM_BASE}team-not-found`, title: "Team not found", status: 404, detail: error.message });
+    }
+    if (error instanceof PathOwnershipError) {
+      request.log.error({ err: error }, "refused a change outside the team's own files");
+      return sendProblem(request, reply, { type: `${PROBLEM_BASE}path-ownership`, title: "Change outside the team's files", status: 409, detail: `${error.message}; nothing was committed` });
     }
     if (error instanceof RenderError || error instanceof RepoContentError) {
       request.log.error({ err: error }, "cannot render from the Flux repo or templates");
