@@ -23,6 +23,7 @@
  */
 import { spawn, spawnSync, type ChildProcess } from "node:child_process";
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { createRequire } from "node:module";
 import { createServer } from "node:net";
 import { availableParallelism, cpus, loadavg, tmpdir } from "node:os";
 import { join } from "node:path";
@@ -146,7 +147,8 @@ function controllerCommand(dir: string): string[] {
   if (USE_TSX) return ["--import", "tsx", "apps/controller/src/main.ts"];
   const out = join(dir, "controller.mjs");
   const r = spawnSync(
-    join(REPO_ROOT, "node_modules", ".bin", "esbuild"),
+    // Through the package, not node_modules/.bin: pnpm does not hoist a dependency's binaries there.
+    createRequire(import.meta.url).resolve("esbuild/bin/esbuild"),
     [
       "apps/controller/src/main.ts",
       "--bundle",
