@@ -45,8 +45,8 @@ async function main(): Promise<void> {
   await repo.init();
 
   const server = await buildServer(
-    { teams: new TeamService(onboarding, repo, KubeTeamStatusReader.fromConfig(config.api.clusters)), store: repo, authenticator: authenticatorFor(config.api.auth) },
-    { logger, bodyLimit: config.api.bodyLimitBytes },
+    { teams: new TeamService(onboarding, repo, KubeTeamStatusReader.fromConfig(config.api.clusters)), store: repo, authenticator: authenticatorFor(config.api.auth), limits: config.api.rateLimit },
+    { logger, bodyLimit: config.api.bodyLimitBytes, timeouts: config.api.timeouts, trustProxy: config.api.trustProxy },
   );
   const address = await server.listen({ host: config.api.host, port: config.api.port });
   logger.info({ address, remote: config.fluxRepo.url, branch: config.fluxRepo.branch, templates: templates.version }, "berth api listening");
