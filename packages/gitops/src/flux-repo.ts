@@ -442,7 +442,7 @@ export class FluxRepo {
     if (r.error.kind !== "auth") {
       try {
         const now = await this.fetchHead();
-        if (now === sha || (now !== undefined && (await git.tryRun(["merge-base", "--is-ancestor", sha, now])).ok)) return;
+        if (now === sha || (now !== undefined && (await git.isAncestor(sha, now)))) return;
       } catch {
         // fall through to the push error
       }
