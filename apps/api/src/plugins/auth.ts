@@ -51,8 +51,11 @@ function safeActor(value: string): string {
   return value.replace(/[^\x20-\x7e]/g, "?").slice(0, 120);
 }
 
-/** jose errors that say the issuer or its keys could not be fetched, rather than that the token is bad. */
-const ISSUER_FAILURES = new Set(["ERR_JWKS_TIMEOUT", "ERR_JWKS_INVALID"]);
+/**
+ * jose errors that say the issuer's keys could not be fetched, rather than that the token is bad (jose
+ * raises its generic error only for a JWKS answer that is not 200 or not JSON).
+ */
+const ISSUER_FAILURES = new Set(["ERR_JWKS_TIMEOUT", "ERR_JWKS_INVALID", "ERR_JOSE_GENERIC"]);
 
 /**
  * Bearer JWTs from an OIDC issuer (Entra ID in production): signature via JWKS, issuer, audience, expiry and
