@@ -78,7 +78,7 @@ export async function startBerth(options: { remoteUrl: string; env?: Record<stri
   });
   const logger = pino(loggerOptions(config.logLevel), sink);
   const templates = await loadTemplateSet(config.templatesDir, config.platform.templateVersion);
-  const repo = FluxRepo.fromConfig({ ...config.fluxRepo, logger: logger.child({ component: "flux-repo" }) });
+  const repo = FluxRepo.fromConfig({ ...config.fluxRepo, history: config.api.idempotency, logger: logger.child({ component: "flux-repo" }) });
   await repo.init();
   const server = await buildServer(
     { teams: new TeamService(new Onboarding(config.platform, templates), repo, KubeTeamStatusReader.fromConfig(config.api.clusters)), store: repo, authenticator: authenticatorFor(config.api.auth), limits: config.api.rateLimit },

@@ -4,6 +4,7 @@ import { toFieldIssues } from "@berth/core";
 import type { FastifySchemaCompiler } from "fastify";
 import { serializerCompiler } from "fastify-type-provider-zod";
 import type { ZodType } from "zod";
+import { auditPlugin } from "./plugins/audit.js";
 import { authenticatePlugin, authorizePlugin, type Authenticator } from "./plugins/auth.js";
 import { jsonBodyPlugin } from "./plugins/json-body.js";
 import { openapiPlugin } from "./plugins/openapi.js";
@@ -56,6 +57,7 @@ export async function app(instance: FastifyInstance, deps: AppDeps): Promise<voi
   await instance.register(authenticatePlugin, { authenticator: deps.authenticator });
   await instance.register(rateLimitPlugin, { limits: deps.limits ?? rateLimitSchema.parse({}) });
   await instance.register(authorizePlugin);
+  await instance.register(auditPlugin);
   await instance.register(openapiPlugin);
   await instance.register(healthRoutes, { ping: () => deps.store.ping() });
   await instance.register(async (v1) => {

@@ -41,7 +41,7 @@ async function main(): Promise<void> {
 
   const templates = await loadTemplateSet(config.templatesDir, config.platform.templateVersion);
   const onboarding = new Onboarding(config.platform, templates);
-  const repo = FluxRepo.fromConfig({ ...config.fluxRepo, logger: logger.child({ component: "flux-repo" }) });
+  const repo = FluxRepo.fromConfig({ ...config.fluxRepo, history: config.api.idempotency, logger: logger.child({ component: "flux-repo" }) });
   await repo.init();
 
   const server = await buildServer(

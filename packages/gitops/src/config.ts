@@ -28,6 +28,8 @@ export interface FluxRepoConfig {
   maxPushAttempts?: number;
   /** Most transactions committed by one push. Default 32. */
   maxBatchSize?: number;
+  /** How far back findCommit looks: this many hours (default 24) and at most this many commits (default 20 000). */
+  history?: { windowHours?: number; maxCommits?: number };
   logger?: GitOpsLogger;
 }
 
@@ -41,6 +43,7 @@ export interface ResolvedConfig {
   pingTimeoutMs: number;
   maxPushAttempts: number;
   maxBatchSize: number;
+  history: { windowMs: number; maxCommits: number };
   logger: GitOpsLogger;
 }
 
@@ -149,6 +152,10 @@ export function resolveConfig(cfg: FluxRepoConfig): ResolvedConfig {
     pingTimeoutMs: Math.min(timeoutMs, 5_000),
     maxPushAttempts: positiveInt("maxPushAttempts", cfg.maxPushAttempts, 8, 100),
     maxBatchSize: positiveInt("maxBatchSize", cfg.maxBatchSize, 32, 1000),
+    history: {
+      windowMs: positiveInt("history.windowHours", cfg.history?.windowHours, 24, 24 * 365) * 3_600_000,
+      maxCommits: positiveInt("history.maxCommits", cfg.history?.maxCommits, 20_000, 1_000_000),
+    },
     logger: cfg.logger ?? silentLogger,
   };
 }

@@ -21,6 +21,13 @@ export interface Problem {
 }
 
 export const PROBLEM_BASE = "https://berth.dev/problems/";
+
+declare module "fastify" {
+  interface FastifyRequest {
+    /** The problem type answered, after PROBLEM_BASE (for the audit line). */
+    problemType?: string;
+  }
+}
 export const PROBLEM_CONTENT_TYPE = "application/problem+json; charset=utf-8";
 
 /** An error the API raises on purpose, carrying its problem type. */
@@ -48,6 +55,7 @@ export function pathOf(url: string | undefined): string {
 }
 
 export function sendProblem(request: FastifyRequest, reply: FastifyReply, problem: Omit<Problem, "instance" | "requestId">) {
+  request.problemType = problem.type.startsWith(PROBLEM_BASE) ? problem.type.slice(PROBLEM_BASE.length) : problem.type;
   return reply
     .code(problem.status)
     .header("x-request-id", String(request.id))
