@@ -38,7 +38,7 @@ const TEST_RATE_LIMITS = { reads: 1_000_000, writes: 1_000_000, unauthenticated:
  * infra/local/berth.yaml with `api` settings merged over its own, written beside the work dir: the overrides
  * go through the same file parsing and validation as a deployment's config.
  */
-async function configFile(dir: string, api: Record<string, unknown>): Promise<string> {
+export async function writeConfigFile(dir: string, api: Record<string, unknown>): Promise<string> {
   const base = parse(await readFile(join(REPO_ROOT, "infra", "local", "berth.yaml"), "utf8")) as Record<string, unknown>;
   const file = join(dir, "berth.yaml");
   const merged = {
@@ -59,7 +59,7 @@ export async function startBerth(options: { remoteUrl: string; env?: Record<stri
   const workDir = await mkdtemp(join(tmpdir(), "berth-work-"));
   const config = loadConfig(
     {
-      BERTH_CONFIG_FILE: await configFile(workDir, options.api ?? {}),
+      BERTH_CONFIG_FILE: await writeConfigFile(workDir, options.api ?? {}),
       BERTH_GIT_URL: options.remoteUrl,
       BERTH_GIT_WORKDIR: join(workDir, "clone"),
       BERTH_AUTH_MODE: "dev",

@@ -44,8 +44,11 @@ async function main(): Promise<void> {
   const repo = FluxRepo.fromConfig({ ...config.fluxRepo, history: config.api.idempotency, logger: logger.child({ component: "flux-repo" }) });
   await repo.init();
 
+  const teams = new TeamService(onboarding, repo, KubeTeamStatusReader.fromConfig(config.api.clusters));
+  // Parse every team once now, in the background, so the first GET /v1/teams after a start is not the slow one.
+  void teams.list().catch((err: unknown) => logger.warn({ err }, "could not read the teams at start; the first list will"));
   const server = await buildServer(
-    { teams: new TeamService(onboarding, repo, KubeTeamStatusReader.fromConfig(config.api.clusters)), store: repo, authenticator: authenticatorFor(config.api.auth), limits: config.api.rateLimit },
+    { teams, store: repo, authenticator: authenticatorFor(config.api.auth), limits: config.api.rateLimit },
     { logger, bodyLimit: config.api.bodyLimitBytes, timeouts: config.api.timeouts, trustProxy: config.api.trustProxy },
   );
   const address = await server.listen({ host: config.api.host, port: config.api.port });

@@ -11,6 +11,8 @@ import {
   type RepoTree,
   type Team,
   type Trailer,
+  validateTeam,
+  validateTeamSpec,
 } from "@berth/core";
 import { TRAILER_ACTOR, trailerValue } from "@berth/gitops";
 import { KeysInFlight, TRAILER_IDEMPOTENCY_KEY, TRAILER_REQUEST_FINGERPRINT, type Idempotency } from "./idempotency.js";
@@ -105,12 +107,15 @@ export class TeamService {
   }
 
   async create(input: unknown, request: WriteRequest): Promise<WriteResult> {
+    // Validation needs no tree: an invalid request is answered before it waits in the writer's queue.
+    validateTeam(input, this.onboarding.platform);
     const name = typeof (input as { name?: unknown })?.name === "string" ? (input as { name: string }).name : "";
     const outcome = await this.write("create", name, (tree) => this.onboarding.planCreate(tree, input), request);
     return this.withTeam(outcome, name);
   }
 
   async update(name: string, spec: unknown, request: WriteRequest): Promise<WriteResult> {
+    validateTeamSpec(name, spec, this.onboarding.platform);
     return this.withTeam(await this.write("update", name, (tree) => this.onboarding.planUpdate(tree, name, spec), request), name);
   }
 
@@ -122,6 +127,11 @@ export class TeamService {
   async preview(input: unknown, existingName?: string): Promise<Preview & { revision: string | undefined }> {
     const tree = await this.store.snapshot();
     return { revision: tree.revision, ...(await this.onboarding.preview(tree, input, existingName)) };
+  }
+
+  /** The original outcome of a write, from its commit. */
+  private async replayed(original: CommitInfo): Promise<Outcome & { tree: RepoTree }> {
+    return { revision: original.revision, committed: true, files: await original.changes(), replayed: true, tree: original.tree };
   }
 
   /** A replayed create or update answers with the team as its commit left it. */
@@ -158,33 +168,34 @@ export class TeamService {
             ]
           : []),
       ];
+      const findOriginal = async (tree: RepoTree): Promise<CommitInfo | undefined> => {
+        if (!idempotency) return undefined;
+        const found = await tree.findCommit?.([
+          { key: TRAILER_IDEMPOTENCY_KEY, value: idempotency.key },
+          { key: TRAILER_ACTOR, value: trailerValue(origin.actor) },
+        ]);
+        if (found && trailerOf(found, TRAILER_REQUEST_FINGERPRINT) !== idempotency.fingerprint) {
+          throw new HttpProblem(422, "idempotency-key-reused", "Idempotency-Key reused", `this Idempotency-Key was used for a different request (commit ${found.revision}); use a new key for a new request`);
+        }
+        return found;
+      };
+      // A retry whose commit is already in the last fetched head is answered from there, without waiting
+      // in the writer's queue (a retry storm after an outage stays cheap). Otherwise the transaction decides.
+      let original = idempotency ? await findOriginal(await this.store.snapshot()) : undefined;
+      if (original) return this.replayed(original);
       let planned: { team: Team; files: FileChange[] } | undefined;
-      let original: CommitInfo | undefined;
       const result = await this.store.transact(
         async (tree) => {
           planned = undefined;
-          original = undefined;
-          if (idempotency) {
-            original = await tree.findCommit?.([
-              { key: TRAILER_IDEMPOTENCY_KEY, value: idempotency.key },
-              { key: TRAILER_ACTOR, value: trailerValue(origin.actor) },
-            ]);
-            if (original) {
-              if (trailerOf(original, TRAILER_REQUEST_FINGERPRINT) !== idempotency.fingerprint) {
-                throw new HttpProblem(422, "idempotency-key-reused", "Idempotency-Key reused", `this Idempotency-Key was used for a different request (commit ${original.revision}); use a new key for a new request`);
-              }
-              return null;
-            }
-          }
+          original = await findOriginal(tree);
+          if (original) return null;
           const { team: planTeam, change } = await plan(tree);
           planned = { team: planTeam, files: await describeChange(tree, change.files) };
           return change.files.size ? change : null;
         },
         { ...origin, trailers },
       );
-      if (original) {
-        return { revision: original.revision, committed: true, files: await original.changes(), replayed: true, tree: original.tree };
-      }
+      if (original) return this.replayed(original);
       if (!planned) throw new Error("transaction finished without planning a change");
       return { team: planned.team, revision: result.revision, committed: result.committed, files: result.committed ? planned.files : [], replayed: false };
     } finally {

@@ -61,17 +61,16 @@ export class TrailerIndex {
   find(revision: string | undefined, wanted: readonly Trailer[]): Promise<IndexedCommit | undefined> {
     if (revision === undefined || wanted.length === 0) return Promise.resolve(undefined);
     const run = this.chain.then(async () => {
-      const indexed = await this.catchUp(revision);
+      const position = await this.catchUp(revision);
       const oldest = this.now() - this.window.windowMs;
-      if (indexed) {
-        for (const rev of this.byTrailer.get(trailerKey(wanted[0]!)) ?? []) {
-          const c = this.commits.get(rev);
-          if (c && c.committedAt >= oldest && matches(c, wanted)) return c;
-        }
-        return undefined;
+      for (const rev of this.byTrailer.get(trailerKey(wanted[0]!)) ?? []) {
+        const c = this.commits.get(rev);
+        if (!c || c.committedAt < oldest || !matches(c, wanted)) continue;
+        // Behind the index (a snapshot older than our last push): only the commits it can reach count.
+        if (position === "behind" && c.revision !== revision && !(await this.runner.isAncestor(c.revision, revision))) continue;
+        return c;
       }
-      // `revision` is behind the index (or on another line): search its own history, leave the index alone.
-      return (await this.log([revision])).reverse().find((c) => c.committedAt >= oldest && matches(c, wanted));
+      return undefined;
     });
     this.chain = run.catch(() => undefined);
     return run;
@@ -88,9 +87,13 @@ export class TrailerIndex {
     this.trim();
   }
 
-  /** Brings the index to `revision` when it is at or behind it; false when `revision` is older or elsewhere. */
-  private async catchUp(revision: string): Promise<boolean> {
-    if (this.tip === revision) return true;
+  /**
+   * Brings the index to `revision` when `revision` is at or ahead of it ("current"). A `revision` the index has
+   * already passed is "behind": the index holds its history too. Anything else (first use, a rewritten
+   * history, a gap wider than the index) rebuilds the index from `revision`.
+   */
+  private async catchUp(revision: string): Promise<"current" | "behind"> {
+    if (this.tip === revision) return "current";
     if (this.tip !== undefined) {
       if (await this.runner.isAncestor(this.tip, revision)) {
         const fresh = await this.log([`${this.tip}..${revision}`]);
@@ -98,19 +101,18 @@ export class TrailerIndex {
           for (const c of fresh.reverse()) this.add(c);
           this.tip = revision;
           this.trim();
-          return true;
+          return "current";
         }
-      } else {
-        if (await this.runner.isAncestor(revision, this.tip)) return false;
+      } else if (await this.runner.isAncestor(revision, this.tip)) {
+        return "behind";
       }
     }
-    // First use, a history rewritten under us, or a gap wider than the index: rebuild from `revision`.
     this.commits.clear();
     this.byTrailer.clear();
     for (const c of (await this.log([revision])).reverse()) this.add(c);
     this.tip = revision;
     this.trim();
-    return true;
+    return "current";
   }
 
   /** Berth's own commits in `range` within the window, newest first. */
