@@ -21,11 +21,13 @@
  * so the heap is capped as in production. "none" runs uncapped: V8 then grows the heap freely and peak RSS
  * overstates what the controller needs).
  */
-import { spawn, spawnSync, type ChildProcess } from "node:child_process";
+import { spawn, type ChildProcess } from "node:child_process";
+import { createRequire } from "node:module";
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { createServer } from "node:net";
 import { availableParallelism, cpus, loadavg, tmpdir } from "node:os";
 import { join } from "node:path";
+import { pathToFileURL } from "node:url";
 import { performance } from "node:perf_hooks";
 import { setTimeout as sleep } from "node:timers/promises";
 import { Watch, type KubeConfig } from "@kubernetes/client-node";
@@ -141,27 +143,32 @@ class LoadSampler {
 
 // ---- the controller process ------------------------------------------------------------------------
 
+/**
+ * esbuild, resolved through tsx (which depends on it): pnpm does not hoist transitive binaries, so
+ * node_modules/.bin/esbuild does not exist on a fresh install.
+ */
+async function loadEsbuild(): Promise<{ build(options: Record<string, unknown>): Promise<unknown> }> {
+  const fromTsx = createRequire(createRequire(import.meta.url).resolve("tsx/package.json"));
+  return (await import(pathToFileURL(fromTsx.resolve("esbuild")).href)) as { build(options: Record<string, unknown>): Promise<unknown> };
+}
+
 /** How to start the controller: its sources bundled into one file (plain node), or under tsx. */
-function controllerCommand(dir: string): string[] {
+async function controllerCommand(dir: string): Promise<string[]> {
   if (USE_TSX) return ["--import", "tsx", "apps/controller/src/main.ts"];
   const out = join(dir, "controller.mjs");
-  const r = spawnSync(
-    join(REPO_ROOT, "node_modules", ".bin", "esbuild"),
-    [
-      "apps/controller/src/main.ts",
-      "--bundle",
-      "--platform=node",
-      "--format=esm",
-      "--target=node20",
-      "--tsconfig=apps/controller/tsconfig.json",
-      `--outfile=${out}`,
-      "--log-level=warning",
-      // CommonJS dependencies call require(); give the ESM bundle one.
-      "--banner:js=import { createRequire as __berthRequire } from 'node:module'; const require = __berthRequire(import.meta.url);",
-    ],
-    { cwd: REPO_ROOT, encoding: "utf8" },
-  );
-  if (r.status !== 0) throw new Error(`esbuild failed: ${r.stderr || r.error?.message}`);
+  const esbuild = await loadEsbuild();
+  await esbuild.build({
+    entryPoints: [join(REPO_ROOT, "apps/controller/src/main.ts")],
+    bundle: true,
+    platform: "node",
+    format: "esm",
+    target: "node20",
+    tsconfig: join(REPO_ROOT, "apps/controller/tsconfig.json"),
+    outfile: out,
+    logLevel: "warning",
+    // CommonJS dependencies call require(); give the ESM bundle one.
+    banner: { js: "import { createRequire as __berthRequire } from 'node:module'; const require = __berthRequire(import.meta.url);" },
+  });
   return [out];
 }
 
@@ -326,7 +333,7 @@ async function main() {
     // (c) floor: the same process against an apiserver that is not there (modules and loader, nothing cached).
     const floorKubeconfig = join(dir, "unreachable.kubeconfig");
     writeFileSync(floorKubeconfig, readFileSync(kubeconfig, "utf8").replace(/https:\/\/127\.0\.0\.1:\d+/, "https://127.0.0.1:1"));
-    const command = controllerCommand(dir);
+    const command = await controllerCommand(dir);
     const floor = new ControllerProcess(command, { ...controllerEnv, KUBECONFIG: floorKubeconfig }, await freePort());
     await until("floor controller's health server", async () => (await fetch(`http://127.0.0.1:${floor.metricsPort}/healthz`).catch(() => undefined))?.status === 200, 60_000);
     await sleep(3_000);

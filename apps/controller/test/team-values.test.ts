@@ -5,7 +5,7 @@ import { observeFacts } from "../src/controller.js";
 import type { ClusterWriter } from "../src/kube.js";
 import type { KubeObject } from "../src/reconcile/objects.js";
 import { TeamReconciler } from "../src/reconcile/team-reconciler.js";
-import { silentLogger } from "../src/runtime/index.js";
+import { silentLogger } from "@berth/kube-runtime";
 import { CLIENT_A, CLIENT_B, clusterOf, decode, FACTS, PLATFORM_CLIENT, platform, SUBSCRIPTION, TENANT } from "./fixtures.js";
 
 /**

@@ -1,12 +1,12 @@
-import { teamNames, ValueUnavailableError, type Cluster, type ClusterFacts, type Platform, type PlatformValuesProvider } from "@berth/core";
+import { GUID, teamNames, ValueUnavailableError, type Cluster, type ClusterFacts, type Platform, type PlatformValuesProvider } from "@berth/core";
 import type { Caches } from "../caches.js";
 import { errorKind, type ClusterWriter } from "../kube.js";
 import { ACCESS_FINALIZER, CLIENT_ID_ANNOTATION, TEAM_API_VERSION, TEAM_ROLE_BINDING } from "../names.js";
-import type { Logger } from "../runtime/index.js";
+import type { Logger } from "@berth/kube-runtime";
 import { classifyDrift, desiredTeamCredential, tamperMessage, teamCredentialSecret, workloadServiceAccountPatch } from "./credential.js";
 import type { ConfigMapLike, KubeObject, ObjectRef, SecretLike, TeamObject } from "./objects.js";
 import { accessAction, accessEnding, credentialAction, credentialFinalizerPending, isOffboarding, withoutFinalizer } from "./offboarding.js";
-import { FEDERATION_CONDITION, ISSUER_CHANGED, sameStatus, statusBody, teamStatusView, type CredentialState } from "./status.js";
+import { FEDERATION_CONDITION, ISSUER_CHANGED, sameStatus, statusBody, teamStatusView, type CredentialState, type ValuesState } from "./status.js";
 
 /** Where the team's identity ids came from for this pass, and why there are none when there are none. */
 interface IdentitySource {
@@ -37,6 +37,39 @@ export interface ReconcilerDeps {
   retryMs: number;
 }
 
+/**
+ * The cluster's facts for one pass. In a passing outage (the provider says "Warning": Azure unreachable,
+ * throttled) the last values the controller wrote to platform-vars stand in: they are what Flux substitutes
+ * into every team right now, so a credential that matches them is still the right one. An authoritative
+ * "no" (severity Error: no OIDC issuer, a value missing from config) has no stand-in.
+ */
+export interface FactsState {
+  facts?: ClusterFacts;
+  values: ValuesState;
+}
+
+export async function clusterFactsOrLastKnown(deps: Pick<ReconcilerDeps, "provider" | "cluster" | "caches" | "platform">): Promise<FactsState> {
+  try {
+    return { facts: await deps.provider.clusterFacts(deps.cluster), values: { fresh: true } };
+  } catch (err) {
+    if (!(err instanceof ValueUnavailableError)) throw err;
+    const problem = { reason: err.reason, severity: err.severity, message: err.message };
+    const last = err.severity === "Warning" ? lastKnownFacts(deps.caches.platformVars()?.data) : undefined;
+    const source = `${deps.platform.asoNamespace}/${deps.platform.platformVarsConfigMap}`;
+    return last ? { facts: last, values: { fresh: false, ...problem, lastKnownFrom: source } } : { values: { fresh: false, ...problem } };
+  }
+}
+
+/** The facts platform-vars carries (as this controller wrote them), when all of them are there and well-formed. */
+export function lastKnownFacts(data: Record<string, string> | undefined): ClusterFacts | undefined {
+  const tenantId = data?.TENANT_ID;
+  const subscriptionId = data?.SUBSCRIPTION_ID;
+  const oidcIssuerUrl = data?.CLUSTER_OIDC_ISSUER_URL;
+  const location = data?.AZURE_LOCATION;
+  if (!tenantId || !subscriptionId || !oidcIssuerUrl || !location || !GUID.test(tenantId) || !GUID.test(subscriptionId)) return undefined;
+  return { tenantId, subscriptionId, oidcIssuerUrl, location };
+}
+
 export interface TeamReconcilerDeps extends ReconcilerDeps {
   /** Re-check while the finalizer holds for remaining ASO resources. */
   offboardingPollMs: number;
@@ -52,19 +85,21 @@ export interface TeamReconcilerDeps extends ReconcilerDeps {
 export class TeamReconciler {
   constructor(private readonly deps: TeamReconcilerDeps) {}
 
-  async reconcile(team: string): Promise<{ requeueAfterMs?: number }> {
+  /** One pass; `signal` ends it before its next write (leadership lost, time limit). */
+  async reconcile(team: string, signal?: AbortSignal): Promise<{ requeueAfterMs?: number }> {
     const { caches } = this.deps;
+    const writer = signal && this.deps.writer.withSignal ? this.deps.writer.withSignal(signal) : this.deps.writer;
     const teamObj = caches.team(team);
     const secret = caches.teamSecret(team);
     const roleBinding = caches.roleBinding(team);
-    if (isOffboarding(teamObj, secret)) return this.offboard(team, teamObj, secret, roleBinding);
-    const values = await this.facts();
+    if (isOffboarding(teamObj, secret)) return this.offboard(writer, team, teamObj, secret, roleBinding);
+    const state = await clusterFactsOrLastKnown(this.deps);
     if (!secret && accessEnding(roleBinding)) {
       // The namespace (or the binding) is being deleted: a credential written now would carry a finalizer
       // the controller might soon have no right to release. Write none, and let the binding go.
-      await this.releaseAccess(team, roleBinding!, secret);
+      await this.releaseAccess(writer, team, roleBinding!, secret);
       const names = teamNames(team);
-      await this.writeStatus(team, teamObj!, values.facts, caches.identity(team), {
+      await this.writeStatus(writer, team, teamObj!, state, caches.identity(team), {
         written: false,
         reason: "AccessEnding",
         message: `RoleBinding ${names.namespace}/${TEAM_ROLE_BINDING} is being deleted: no credential is written`,
@@ -72,20 +107,11 @@ export class TeamReconciler {
       return { requeueAfterMs: this.deps.retryMs };
     }
 
-    // Without the cluster's facts nothing is written anyway: no Azure lookup for the identity either.
-    const identity: IdentitySource = values.problem ? { identity: caches.identity(team), from: "configmap" } : await this.identity(team);
-    const credential = await this.writeCredential(team, secret, values, identity);
-    await this.writeStatus(team, teamObj!, values.facts, identity.identity, credential);
-    return { requeueAfterMs: credential.written ? this.deps.resyncMs : this.deps.retryMs };
-  }
-
-  private async facts(): Promise<{ facts?: ClusterFacts; problem?: string }> {
-    try {
-      return { facts: await this.deps.provider.clusterFacts(this.deps.cluster) };
-    } catch (err) {
-      if (err instanceof ValueUnavailableError) return { problem: err.message };
-      throw err;
-    }
+    // Ask Azure for the identity only with fresh facts: in an outage it cannot answer either.
+    const identity: IdentitySource = state.values.fresh ? await this.identity(team) : { identity: caches.identity(team), from: "configmap" };
+    const credential = await this.writeCredential(writer, team, secret, state, identity);
+    await this.writeStatus(writer, team, teamObj!, state, identity.identity, credential);
+    return { requeueAfterMs: credential.written && state.values.fresh ? this.deps.resyncMs : this.deps.retryMs };
   }
 
   /**
@@ -114,11 +140,11 @@ export class TeamReconciler {
     }
   }
 
-  private async writeCredential(team: string, secret: SecretLike | undefined, values: { facts?: ClusterFacts; problem?: string }, source: IdentitySource): Promise<CredentialState> {
-    const { platform, caches, writer, events, logger } = this.deps;
+  private async writeCredential(writer: ClusterWriter, team: string, secret: SecretLike | undefined, state: FactsState, source: IdentitySource): Promise<CredentialState> {
+    const { platform, caches, events, logger } = this.deps;
     const names = teamNames(team);
-    const { facts, problem } = values;
-    if (problem) return { written: false, reason: "ProviderUnavailable", message: problem };
+    const { facts } = state;
+    if (!facts) return { written: false, reason: "ProviderUnavailable", message: state.values.fresh ? "the platform values are not known" : state.values.message };
     if (source.problem) return { written: false, ...source.problem };
     const desired = desiredTeamCredential(team, source.identity, facts, platform.asoNamespace);
     // Never write an empty or partial credential: an existing one stays as it is until values are known.
@@ -126,7 +152,7 @@ export class TeamReconciler {
 
     const want = teamCredentialSecret(team, desired.value);
     const ref: ObjectRef = { apiVersion: "v1", kind: "Secret", name: names.asoCredentialSecret, namespace: names.namespace, ...(secret?.metadata?.uid ? { uid: secret.metadata.uid } : {}) };
-    const drift = classifyDrift(secret, want, caches.clientIdOwners(), team);
+    const drift = classifyDrift(secret, want, { get: (id) => caches.clientIdOwner(id) }, team);
     try {
       if (drift.kind === "tampered") {
         const message = tamperMessage(team, drift);
@@ -160,14 +186,16 @@ export class TeamReconciler {
     return { written: true, reason: "Written", message: `aso-credential and ServiceAccount ${names.serviceAccount} use identity ${desired.value.clientId}${from}` };
   }
 
-  private async writeStatus(team: string, teamObj: TeamObject, facts: ClusterFacts | undefined, identity: ConfigMapLike | undefined, credential: CredentialState): Promise<void> {
-    const { caches, writer, events, logger } = this.deps;
+  private async writeStatus(writer: ClusterWriter, team: string, teamObj: TeamObject, state: FactsState, identity: ConfigMapLike | undefined, credential: CredentialState): Promise<void> {
+    const { caches, events, logger } = this.deps;
+    const facts = state.facts;
     const view = teamStatusView({
       team: teamObj,
       kustomization: caches.kustomization(team),
       asoObjects: caches.asoObjects(team),
       identity,
       credential,
+      values: state.values,
       clusterIssuer: facts?.oidcIssuerUrl,
       previous: teamObj.status?.conditions,
       now: this.deps.now?.() ?? new Date(),
@@ -193,12 +221,13 @@ export class TeamReconciler {
   }
 
   private async offboard(
+    writer: ClusterWriter,
     team: string,
     teamObj: TeamObject | undefined,
     secret: SecretLike | undefined,
     roleBinding: KubeObject | undefined,
   ): Promise<{ requeueAfterMs?: number }> {
-    const { writer, events, logger } = this.deps;
+    const { events, logger } = this.deps;
     const names = teamNames(team);
     const remainingAso = secret ? await writer.listAsoResources(names.namespace) : [];
     const decision = credentialAction({ team: teamObj, secret, remainingAso });
@@ -218,7 +247,7 @@ export class TeamReconciler {
         return { requeueAfterMs: this.deps.offboardingPollMs };
       default: {
         // The credential is gone or no longer ours to hold: the controller's RoleBinding may go.
-        const access = await this.releaseAccess(team, roleBinding, secret);
+        const access = await this.releaseAccess(writer, team, roleBinding, secret);
         if (access === "waiting") return { requeueAfterMs: this.deps.offboardingPollMs };
         // Released, or nothing of the team left to look after: the watches bring the key back if needed.
         if (access === "released" || !(teamObj || secret || roleBinding)) return {};
@@ -233,8 +262,8 @@ export class TeamReconciler {
    * Until then the binding, though being deleted, still grants the controller what it needs to release the
    * credential.
    */
-  private async releaseAccess(team: string, roleBinding: KubeObject | undefined, secret: SecretLike | undefined): Promise<"none" | "waiting" | "released"> {
-    const { writer, logger } = this.deps;
+  private async releaseAccess(writer: ClusterWriter, team: string, roleBinding: KubeObject | undefined, secret: SecretLike | undefined): Promise<"none" | "waiting" | "released"> {
+    const { logger } = this.deps;
     const decision = accessAction(roleBinding, secret);
     if (decision.action === "none") return "none";
     if (decision.action === "keep") return "waiting";

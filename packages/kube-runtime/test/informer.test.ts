@@ -6,10 +6,10 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { CoreV1Api, RbacAuthorizationV1Api, type KubeConfig, type V1ConfigMap } from "@kubernetes/client-node";
 import { Registry } from "prom-client";
-import { listPath } from "../../src/runtime/client.js";
-import { KubeApiError } from "../../src/runtime/errors.js";
-import { InformerError, startInformer, type Informer, type InformerEvent } from "../../src/runtime/informer.js";
-import { createControllerMetrics, type ControllerMetrics } from "../../src/runtime/metrics.js";
+import { listPath } from "../src/client.js";
+import { KubeApiError } from "../src/errors.js";
+import { InformerError, startInformer, type Informer, type InformerEvent } from "../src/informer.js";
+import { createControllerMetrics, type ControllerMetrics } from "../src/metrics.js";
 import { eventually, proxyFor, recordingLogger, skipCluster, sleep, startKubeCluster, viaServer, type KubeCluster } from "./support.js";
 
 type CM = V1ConfigMap;

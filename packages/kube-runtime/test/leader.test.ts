@@ -6,9 +6,9 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { CoordinationV1Api, CoreV1Api, RbacAuthorizationV1Api, V1MicroTime, type KubeConfig } from "@kubernetes/client-node";
 import { Registry } from "prom-client";
-import { kubeRequest } from "../../../../tests/support/kube-http.js";
-import { LeaderElector } from "../../src/runtime/leader.js";
-import { createControllerMetrics } from "../../src/runtime/metrics.js";
+import { kubeRequest } from "../../../tests/support/kube-http.js";
+import { LeaderElector } from "../src/leader.js";
+import { createControllerMetrics } from "../src/metrics.js";
 import { eventually, recordingLogger, skipCluster, sleep, startKubeCluster, type KubeCluster } from "./support.js";
 
 // Short but valid timings: leaseDuration > renewDeadline > 1.2 × retryPeriod.

@@ -4,8 +4,8 @@
  */
 import { Registry } from "prom-client";
 import { describe, expect, it } from "vitest";
-import { createControllerMetrics } from "../../src/runtime/metrics.js";
-import { WorkQueue } from "../../src/runtime/queue.js";
+import { createControllerMetrics } from "../src/metrics.js";
+import { WorkQueue } from "../src/queue.js";
 import { recordingLogger, sleep, eventually } from "./support.js";
 
 function deferred() {
