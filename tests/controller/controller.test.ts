@@ -304,6 +304,7 @@ describe.skipIf(skip)("berth controller on a real apiserver, under its own RBAC"
       "FederatedCredentialsReady",
       "FederationMatchesIssuer",
       "RoleAssignmentsReady",
+      "PlatformValuesFresh",
       "CredentialWritten",
       "Ready",
     ]);
@@ -425,6 +426,8 @@ describe.skipIf(skip)("berth controller on a real apiserver, under its own RBAC"
       await admin.delete(rg.apiVersion, rg.kind, "departing", "departing-data");
       await eventually("credential released", async () => (await secretOf("departing")) === undefined);
       await eventually("RoleBinding released", async () => (await binding()) === undefined, 10_000);
+      // The monitor has looked at least once since both went.
+      await eventually("the monitor to see both gone", async () => goneAt.secret !== undefined && goneAt.binding !== undefined);
     } finally {
       watching = false;
       await monitor;
@@ -516,7 +519,9 @@ describe.skipIf(skip)("berth controller on a real apiserver, under its own RBAC"
       await eventually("restored by the process", () => admin.get(V1, "Secret", ASO_NS, "aso-credential"));
       const metrics = await (await fetch(`http://127.0.0.1:${port}/metrics`)).text();
       expect(metrics).toMatch(/^berth_controller_is_leader 1$/m);
-      expect(metrics).toMatch(/berth_controller_reconcile_total\{controller="berth",result="(success|requeue)"\} [1-9]/);
+      // One queue, and one set of metric labels, per reconciler.
+      expect(metrics).toMatch(/berth_controller_reconcile_total\{controller="platform",result="(success|requeue)"\} [1-9]/);
+      expect(metrics).toMatch(/berth_controller_workqueue_depth\{queue="team"\} \d/);
 
       child.kill("SIGTERM");
       expect(await exited).toBe(0);
