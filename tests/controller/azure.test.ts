@@ -27,6 +27,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createServiceAccountIssuer, type RequestRecord } from "../fake-azure/index.js";
 import { CLUSTER_NAME, CLUSTER_RG, createTeamIdentity, PLATFORM_IDENTITY, startWorld, type World } from "../azure/support.js";
 import { skipWithoutKubeBinaries, REPO_ROOT, startKubeCluster, type KubeCluster } from "../support/kube-cluster.js";
+import { parseLogOutput } from "../support/logs.js";
 import { Admin, ASO_NS, CONTROLLER_GROUPS, CONTROLLER_USER, decode, eventually, INFRA, onboardTeam, readManifests, type Obj } from "./helpers.js";
 
 const skip = skipWithoutKubeBinaries();
@@ -71,6 +72,8 @@ describe.skipIf(skip)("controller with live Azure discovery (child process, HTTP
   let world: World;
   let child: ChildProcess | undefined;
   let output = "";
+  /** The process's stdout alone: its log lines. */
+  let stdout = "";
   let metricsPort = 0;
   let issuer = "";
   const allIssuers = new Set<string>();
@@ -225,7 +228,10 @@ describe.skipIf(skip)("controller with live Azure discovery (child process, HTTP
       },
       stdio: ["ignore", "pipe", "pipe"],
     });
-    child.stdout!.on("data", (c: Buffer) => (output += String(c)));
+    child.stdout!.on("data", (c: Buffer) => {
+      output += String(c);
+      stdout += String(c);
+    });
     child.stderr!.on("data", (c: Buffer) => (output += String(c)));
     try {
       await eventually("platform-vars from Azure", async () => platformVars(), 45_000);
@@ -487,5 +493,12 @@ describe.skipIf(skip)("controller with live Azure discovery (child process, HTTP
     console.log(`[tests/controller/azure] storms:\n  ${report.join("\n  ")}`);
     expect(allArm).toBeLessThanOrEqual(budget);
     console.log(`[tests/controller/azure] ARM/Entra requests in total: ${JSON.stringify(world.fake.stats.byOperation())}`);
+  });
+
+  it("printed every log line as JSON with each key once (a duplicate-key-refusing parser reads them all)", () => {
+    const printed = parseLogOutput(stdout);
+    expect(printed.other).toEqual([]);
+    // The Azure discovery's lines too (its child logger binds `component`, as the runtime's parts do).
+    expect(printed.entries.some((e) => e.component === "azure-discovery" || e.informer !== undefined)).toBe(true);
   });
 });
