@@ -128,8 +128,9 @@ export class Controller {
       },
     });
     const provider = observeFacts(opts.provider, (before, after) => {
-      // E.g. a new OIDC issuer: platform-vars must change, and every team's federated credentials be checked again.
-      this.log.info({ before, after }, "cluster facts changed: reconciling the platform and every team");
+      // E.g. a new OIDC issuer: platform-vars must change, and every team's federated credentials be checked
+      // again; or the provider stopped (or started again) answering: every team's status says so.
+      this.log.info({ before, after: after ?? "unavailable" }, "cluster facts changed: reconciling the platform and every team");
       this.enqueue(PLATFORM_KEY);
       for (const team of this.caches.teamNames()) this.enqueue(teamKey(team));
     });
@@ -272,18 +273,31 @@ export class Controller {
 
 /**
  * The provider as the reconcilers see it: `onChange` runs when the cluster's facts differ from the last
- * answer (whichever reconciler asked), so a change discovered by one pass reaches every key at once.
+ * answer, or when the provider stops or starts answering (whichever reconciler asked), so a change
+ * discovered by one pass reaches every key at once — a team's status says whether the values are fresh.
  */
-export function observeFacts(provider: PlatformValuesProvider, onChange: (before: ClusterFacts, after: ClusterFacts) => void): PlatformValuesProvider {
+export function observeFacts(provider: PlatformValuesProvider, onChange: (before: ClusterFacts | undefined, after: ClusterFacts | undefined) => void): PlatformValuesProvider {
   let last: ClusterFacts | undefined;
+  let answering: boolean | undefined;
   const same = (a: ClusterFacts, b: ClusterFacts) =>
     a.tenantId === b.tenantId && a.subscriptionId === b.subscriptionId && a.oidcIssuerUrl === b.oidcIssuerUrl && a.location === b.location;
   return {
     clusterFacts: async (cluster) => {
-      const facts = await provider.clusterFacts(cluster);
+      let facts: ClusterFacts;
+      try {
+        facts = await provider.clusterFacts(cluster);
+      } catch (err) {
+        if (answering !== false) {
+          answering = false;
+          if (last) onChange(last, undefined);
+        }
+        throw err;
+      }
       const before = last;
+      const wasAnswering = answering;
       last = facts;
-      if (before && !same(before, facts)) onChange(before, facts);
+      answering = true;
+      if ((before && !same(before, facts)) || wasAnswering === false) onChange(before, facts);
       return facts;
     },
     platformCredential: (cluster) => provider.platformCredential(cluster),

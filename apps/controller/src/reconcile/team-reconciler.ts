@@ -4,15 +4,17 @@ import { errorKind, type ClusterWriter } from "../kube.js";
 import { ACCESS_FINALIZER, CLIENT_ID_ANNOTATION, TEAM_API_VERSION, TEAM_ROLE_BINDING } from "../names.js";
 import type { Logger } from "@berth/kube-runtime";
 import { classifyDrift, desiredTeamCredential, tamperMessage, teamCredentialSecret, workloadServiceAccountPatch } from "./credential.js";
-import type { ConfigMapLike, KubeObject, ObjectRef, SecretLike, TeamObject } from "./objects.js";
+import { isDeleting, unb64, type ConfigMapLike, type KubeObject, type ObjectRef, type SecretLike, type TeamObject } from "./objects.js";
+import { foreignDataOwners } from "./platform.js";
 import { accessAction, accessEnding, credentialAction, credentialFinalizerPending, isOffboarding, withoutFinalizer } from "./offboarding.js";
 import { FEDERATION_CONDITION, ISSUER_CHANGED, sameStatus, statusBody, teamStatusView, type CredentialState, type ValuesState } from "./status.js";
 
 /** Where the team's identity ids came from for this pass, and why there are none when there are none. */
 interface IdentitySource {
-  /** ASO's ConfigMap, or the same ids from Azure in its shape. */
+  /** ASO's ConfigMap, or the same ids from Azure (or from the credential in place) in its shape. */
   identity: ConfigMapLike | undefined;
-  from: "configmap" | "azure";
+  /** last-known: neither ASO's ConfigMap nor Azure can tell now; the credential the controller wrote earlier does. */
+  from: "configmap" | "azure" | "last-known";
   problem?: { reason: string; message: string };
 }
 
@@ -70,6 +72,19 @@ export function lastKnownFacts(data: Record<string, string> | undefined): Cluste
   return { tenantId, subscriptionId, oidcIssuerUrl, location };
 }
 
+/**
+ * The identity ids of the credential in place, when its data is this controller's alone (by field
+ * ownership): what the team was last given, to stand in while neither ASO's ConfigMap nor Azure can tell.
+ */
+export function lastKnownIdentity(secret: SecretLike | undefined): ConfigMapLike | undefined {
+  if (!secret?.data || isDeleting(secret)) return undefined;
+  const clientId = unb64(secret.data.AZURE_CLIENT_ID);
+  const tenantId = unb64(secret.data.AZURE_TENANT_ID);
+  if (!clientId || !tenantId || !GUID.test(clientId) || !GUID.test(tenantId)) return undefined;
+  const ours = (secret.metadata?.managedFields?.length ?? 0) > 0 && foreignDataOwners(secret, Object.keys(secret.data)).length === 0;
+  return ours ? { data: { clientId, tenantId } } : undefined;
+}
+
 export interface TeamReconcilerDeps extends ReconcilerDeps {
   /** Re-check while the finalizer holds for remaining ASO resources. */
   offboardingPollMs: number;
@@ -108,10 +123,11 @@ export class TeamReconciler {
     }
 
     // Ask Azure for the identity only with fresh facts: in an outage it cannot answer either.
-    const identity: IdentitySource = state.values.fresh ? await this.identity(team) : { identity: caches.identity(team), from: "configmap" };
+    const identity: IdentitySource = state.values.fresh ? await this.identity(team, secret) : this.identityWithoutAzure(team, secret);
     const credential = await this.writeCredential(writer, team, secret, state, identity);
     await this.writeStatus(writer, team, teamObj!, state, identity.identity, credential);
-    return { requeueAfterMs: credential.written && state.values.fresh ? this.deps.resyncMs : this.deps.retryMs };
+    // Stale values do not shorten the period: the provider's recovery re-runs every team (observeFacts).
+    return { requeueAfterMs: credential.written ? this.deps.resyncMs : this.deps.retryMs };
   }
 
   /**
@@ -120,7 +136,15 @@ export class TeamReconciler {
    * the provider caches the answer (60 min; "not found" 30 s), so this costs at most one ARM read per
    * team per TTL while ASO's ConfigMap is missing.
    */
-  private async identity(team: string): Promise<IdentitySource> {
+  /** In an outage: ASO's ConfigMap, else the ids of the credential in place (if only this controller wrote its data). */
+  private identityWithoutAzure(team: string, secret: SecretLike | undefined): IdentitySource {
+    const cm = this.deps.caches.identity(team);
+    if (cm) return { identity: cm, from: "configmap" };
+    const last = lastKnownIdentity(secret);
+    return last ? { identity: last, from: "last-known" } : { identity: undefined, from: "configmap" };
+  }
+
+  private async identity(team: string, secret: SecretLike | undefined): Promise<IdentitySource> {
     const { caches, provider, cluster, platform, logger } = this.deps;
     const cm = caches.identity(team);
     if (cm || !provider.teamIdentity) return { identity: cm, from: "configmap" };
@@ -136,6 +160,8 @@ export class TeamReconciler {
       // ValueUnavailableError (Azure unreachable, throttled, circuit open) or a name Azure lookups refuse:
       // nothing is written, and the next pass tries again.
       const message = err instanceof Error ? err.message : String(err);
+      const last = lastKnownIdentity(secret);
+      if (last) return { identity: last, from: "last-known" };
       return { identity: undefined, from: "azure", problem: { reason: "IdentityUnavailable", message: `ConfigMap ${cmName} is missing and Azure could not be asked: ${message}` } };
     }
   }
@@ -182,7 +208,12 @@ export class TeamReconciler {
       }
       throw err;
     }
-    const from = source.from === "azure" ? ` (from Azure: ConfigMap ${platform.asoNamespace}/${names.identityConfigMap} is missing)` : "";
+    const from =
+      source.from === "azure"
+        ? ` (from Azure: ConfigMap ${platform.asoNamespace}/${names.identityConfigMap} is missing)`
+        : source.from === "last-known"
+          ? ` (the identity in place: ConfigMap ${platform.asoNamespace}/${names.identityConfigMap} is missing and Azure cannot be asked now)`
+          : "";
     return { written: true, reason: "Written", message: `aso-credential and ServiceAccount ${names.serviceAccount} use identity ${desired.value.clientId}${from}` };
   }
 
