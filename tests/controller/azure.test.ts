@@ -28,7 +28,8 @@ import { createServiceAccountIssuer, type RequestRecord } from "../fake-azure/in
 import { CLUSTER_NAME, CLUSTER_RG, createTeamIdentity, PLATFORM_IDENTITY, startWorld, type World } from "../azure/support.js";
 import { skipWithoutKubeBinaries, REPO_ROOT, startKubeCluster, type KubeCluster } from "../support/kube-cluster.js";
 import { parseLogOutput } from "../support/logs.js";
-import { Admin, ASO_NS, CONTROLLER_GROUPS, CONTROLLER_USER, decode, eventually, INFRA, onboardTeam, readManifests, type Obj } from "./helpers.js";
+import { eventually } from "../support/wait.js";
+import { Admin, ASO_NS, CONTROLLER_GROUPS, CONTROLLER_USER, decode, INFRA, onboardTeam, readManifests, type Obj } from "./helpers.js";
 
 const skip = skipWithoutKubeBinaries();
 

@@ -18,7 +18,8 @@ import { Controller, type ControllerTimings } from "../../apps/controller/src/co
 import { StaticValuesProvider } from "../../apps/controller/src/providers/static.js";
 import { skipWithoutKubeBinaries, REPO_ROOT, startKubeCluster, type KubeCluster } from "../support/kube-cluster.js";
 import { captureLogs, parseLogLine, parseLogOutput } from "../support/logs.js";
-import { Admin, ASO_NS, CONTROLLER_GROUPS, CONTROLLER_USER, decode, eventually, INFRA, onboardTeam, readManifests, TcpProxy, type Obj } from "./helpers.js";
+import { eventually } from "../support/wait.js";
+import { Admin, ASO_NS, CONTROLLER_GROUPS, CONTROLLER_USER, decode, INFRA, onboardTeam, readManifests, TcpProxy, type Obj } from "./helpers.js";
 
 const skip = skipWithoutKubeBinaries();
 
@@ -185,19 +186,24 @@ describe.skipIf(skip)("berth controller on a real apiserver, under its own RBAC"
 
     const uid = (cm.metadata as { uid: string }).uid;
     await admin.delete(V1, "ConfigMap", ASO_NS, "platform-vars");
-    await eventually("platform-vars re-created", async () => {
-      const again = await admin.get(V1, "ConfigMap", ASO_NS, "platform-vars");
-      return again && (again.metadata as { uid: string }).uid !== uid && (again.data as Record<string, string>).TENANT_ID === TENANT;
+    const again = await eventually("platform-vars re-created", async () => {
+      const o = await admin.get(V1, "ConfigMap", ASO_NS, "platform-vars");
+      return o && (o.metadata as { uid: string }).uid !== uid ? o : undefined;
     });
+    expect(again.data).toEqual(cm.data);
 
     await admin.mergePatch(V1, "ConfigMap", ASO_NS, "platform-vars", { data: { AZURE_LOCATION: "eastus" } });
-    await eventually("platform-vars edit reverted", async () => (await admin.get(V1, "ConfigMap", ASO_NS, "platform-vars"))?.data && ((await admin.get(V1, "ConfigMap", ASO_NS, "platform-vars"))!.data as Record<string, string>).AZURE_LOCATION === "westeurope");
+    const reverted = await eventually("platform-vars edit reverted", async () => {
+      const o = await admin.get(V1, "ConfigMap", ASO_NS, "platform-vars");
+      return (o?.data as Record<string, string> | undefined)?.AZURE_LOCATION === "westeurope" ? o : undefined;
+    });
+    expect(reverted.data).toEqual(cm.data);
 
     await admin.delete(V1, "Secret", ASO_NS, "aso-credential");
-    await eventually("platform aso-credential re-created", async () => {
-      const s = await admin.get(V1, "Secret", ASO_NS, "aso-credential");
-      return s && decode(s.data as Record<string, string>).AZURE_CLIENT_ID === PLATFORM_CLIENT;
-    });
+    const restored = await eventually("platform aso-credential re-created", () => admin.get(V1, "Secret", ASO_NS, "aso-credential"));
+    expect(decode(restored.data as Record<string, string>)).toEqual(decode(secret.data as Record<string, string>));
+    // Written once per deletion: the controller's own write does not bring it back to write again.
+    expect(restored.metadata.managedFields?.map((m) => `${m.manager}/${m.operation}`)).toEqual(["berth-controller/Apply"]);
   });
 
   it("writes no credential (never an empty one) until ASO has exported the identity", async () => {
