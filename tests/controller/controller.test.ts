@@ -184,6 +184,12 @@ describe.skipIf(skip)("berth controller on a real apiserver, under its own RBAC"
       USE_WORKLOAD_IDENTITY_AUTH: "true",
     });
 
+    // Written once each at start: no pass writes an object whose content would not change (the platform
+    // credential used to be applied twice, 12 ms apart, when a second pass ran before the watch echo).
+    const writes = (msg: string) => replicaLogs[0]!.filter((l) => parseLogLine(l).msg === msg).length;
+    expect(writes("platform aso-credential written")).toBe(1);
+    expect(writes("platform-vars written")).toBe(1);
+
     const uid = (cm.metadata as { uid: string }).uid;
     await admin.delete(V1, "ConfigMap", ASO_NS, "platform-vars");
     const again = await eventually("platform-vars re-created", async () => {
