@@ -85,6 +85,27 @@ export function lastKnownIdentity(secret: SecretLike | undefined): ConfigMapLike
   return ours ? { data: { clientId, tenantId } } : undefined;
 }
 
+/** The writer, and whether anything was written through it (reads do not count). */
+function trackWrites(inner: ClusterWriter): { writer: ClusterWriter; wrote(): boolean } {
+  let wrote = false;
+  const write =
+    <A extends unknown[]>(f: (...a: A) => Promise<void>) =>
+    (...a: A) => {
+      wrote = true;
+      return f(...a);
+    };
+  const writer: ClusterWriter = {
+    apply: write((o) => inner.apply(o)),
+    applyStatus: write((o) => inner.applyStatus(o)),
+    delete: write((r) => inner.delete(r)),
+    setFinalizers: write((r, f, v) => inner.setFinalizers(r, f, v)),
+    replaceSecretData: write((c, d) => inner.replaceSecretData(c, d)),
+    read: (r) => inner.read(r),
+    listAsoResources: (ns) => inner.listAsoResources(ns),
+  };
+  return { writer, wrote: () => wrote };
+}
+
 export interface TeamReconcilerDeps extends ReconcilerDeps {
   /** Re-check while the finalizer holds for remaining ASO resources. */
   offboardingPollMs: number;
@@ -98,17 +119,49 @@ export interface TeamReconcilerDeps extends ReconcilerDeps {
  * ClusterWriter.
  */
 export class TeamReconciler {
+  /**
+   * Per team, what the last pass that changed nothing saw (resourceVersions of everything it reads, and the
+   * provider's facts). A periodic re-check that finds the same is done without recomputing anything: the
+   * steady state of thousands of teams costs a map lookup each.
+   */
+  private readonly unchanged = new Map<string, string>();
+
   constructor(private readonly deps: TeamReconcilerDeps) {}
+
+  /** Everything a pass reads, as resourceVersions, plus the facts: equal → the pass would decide the same. */
+  private inputsOf(team: string, state: FactsState): string {
+    const { caches } = this.deps;
+    const rv = (o: KubeObject | undefined) => o?.metadata?.resourceVersion ?? "-";
+    const aso = Object.values(caches.asoObjects(team)).flatMap((list) => list.map(rv)).sort();
+    return JSON.stringify([
+      rv(caches.team(team)),
+      rv(caches.teamSecret(team)),
+      rv(caches.serviceAccount(team)),
+      rv(caches.roleBinding(team)),
+      rv(caches.identity(team)),
+      rv(caches.kustomization(team)),
+      aso,
+      state.facts ?? null,
+      state.values.fresh,
+    ]);
+  }
 
   /** One pass; `signal` ends it before its next write (leadership lost, time limit). */
   async reconcile(team: string, signal?: AbortSignal): Promise<{ requeueAfterMs?: number }> {
     const { caches } = this.deps;
-    const writer = signal && this.deps.writer.withSignal ? this.deps.writer.withSignal(signal) : this.deps.writer;
+    const tracked = trackWrites(signal && this.deps.writer.withSignal ? this.deps.writer.withSignal(signal) : this.deps.writer);
+    const writer = tracked.writer;
     const teamObj = caches.team(team);
     const secret = caches.teamSecret(team);
     const roleBinding = caches.roleBinding(team);
-    if (isOffboarding(teamObj, secret)) return this.offboard(writer, team, teamObj, secret, roleBinding);
+    if (isOffboarding(teamObj, secret)) {
+      this.unchanged.delete(team);
+      return this.offboard(writer, team, teamObj, secret, roleBinding);
+    }
     const state = await clusterFactsOrLastKnown(this.deps);
+    const inputs = this.inputsOf(team, state);
+    if (this.unchanged.get(team) === inputs) return { requeueAfterMs: this.deps.resyncMs };
+    this.unchanged.delete(team);
     if (!secret && accessEnding(roleBinding)) {
       // The namespace (or the binding) is being deleted: a credential written now would carry a finalizer
       // the controller might soon have no right to release. Write none, and let the binding go.
@@ -126,6 +179,9 @@ export class TeamReconciler {
     const identity: IdentitySource = state.values.fresh ? await this.identity(team, secret) : this.identityWithoutAzure(team, secret);
     const credential = await this.writeCredential(writer, team, secret, state, identity);
     await this.writeStatus(writer, team, teamObj!, state, identity.identity, credential);
+    // Only a pass that found everything in place, on values from the ConfigMap and a provider that answers,
+    // is remembered (an identity read from Azure may change without any object here changing).
+    if (credential.written && state.values.fresh && identity.from === "configmap" && !tracked.wrote() && this.inputsOf(team, state) === inputs) this.unchanged.set(team, inputs);
     // Stale values do not shorten the period: the provider's recovery re-runs every team (observeFacts).
     return { requeueAfterMs: credential.written ? this.deps.resyncMs : this.deps.retryMs };
   }
