@@ -23,7 +23,7 @@
  * tsx instead, as the e2e tests do.
  *
  * Env: BENCH_SCALES ("1000,5000"), BENCH_LATENCY_TEAMS (100), BENCH_STEADY_SECONDS (330),
- * BENCH_CREATE_CONCURRENCY (16), BENCH_TSX, BENCH_NODE_OPTIONS (default: the Deployment's, from
+ * BENCH_CREATE_CONCURRENCY (16), BENCH_TSX, BENCH_NODE_ARGS (e.g. --cpu-prof), BENCH_NODE_OPTIONS (default: the Deployment's, from
  * infra/controller/deployment.yaml, so the heap is capped as in production; "none" runs uncapped).
  */
 import { spawn, spawnSync, type ChildProcess } from "node:child_process";
@@ -54,6 +54,8 @@ function deploymentMemory(): { nodeOptions: string; limit: string } {
 }
 const DEPLOYMENT = deploymentMemory();
 const NODE_OPTIONS = process.env.BENCH_NODE_OPTIONS === "none" ? "" : (process.env.BENCH_NODE_OPTIONS ?? DEPLOYMENT.nodeOptions);
+/** Extra node arguments for the controller, e.g. "--cpu-prof --cpu-prof-dir=/tmp/prof" (not allowed in NODE_OPTIONS). */
+const NODE_ARGS = (process.env.BENCH_NODE_ARGS ?? "").split(" ").filter(Boolean);
 
 const TENANT = "11111111-1111-4111-8111-111111111111";
 const SUBSCRIPTION = "22222222-2222-4222-8222-222222222222";
@@ -174,7 +176,7 @@ class ControllerProcess {
   private stopping = false;
 
   constructor(command: string[], env: Record<string, string>, readonly metricsPort: number) {
-    this.child = spawn(process.execPath, command, {
+    this.child = spawn(process.execPath, [...NODE_ARGS, ...command], {
       cwd: REPO_ROOT,
       env: {
         PATH: process.env.PATH ?? "",

@@ -143,7 +143,9 @@ export class KubeClient {
     if (this.agent && this.agentFor === fingerprint) return this.agent;
     this.agent?.destroy();
     this.agentFor = fingerprint;
-    const options = { keepAlive: true, keepAliveMsecs: 30_000, maxFreeSockets: 16, scheduling: "lifo" as const };
+    // Bounded: a burst (a thousand Events at a cold start) queues for a pooled connection instead of opening
+    // a thousand, each a TLS handshake on both sides. Watches hold one each for their lifetime.
+    const options = { keepAlive: true, keepAliveMsecs: 30_000, maxSockets: 64, maxFreeSockets: 64, scheduling: "lifo" as const };
     this.agent = protocol === "http:" ? new HttpAgent(options) : new HttpsAgent({ ...options, ...tls });
     return this.agent;
   }
