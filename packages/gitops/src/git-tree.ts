@@ -1,19 +1,20 @@
 import type { CommitInfo, RepoTree, Trailer, TreeEntry } from "@berth/core";
 import type { GitRunner } from "./git-runner.js";
+import type { LRUCache } from "lru-cache";
 import { commitChanges, type TrailerIndex } from "./history.js";
-import { LruCache, type ObjectKind, type ObjectReader } from "./object-reader.js";
+import { objectCache, type ObjectKind, type ObjectReader } from "./object-reader.js";
 import { assertReadablePath, normalizeDir } from "./paths.js";
 
 /** What a GitTree reads through; shared by every tree of one FluxRepo. */
 export interface TreeSource {
   reader: ObjectReader;
   runner: GitRunner;
-  listCache: LruCache<string[]>;
+  listCache: LRUCache<string, string[]>;
   history: TrailerIndex;
 }
 
-export function newListCache(): LruCache<string[]> {
-  return new LruCache<string[]>(2_000, 32 * 1024 * 1024);
+export function newListCache(): LRUCache<string, string[]> {
+  return objectCache<string[]>(2_000, 32 * 1024 * 1024);
 }
 
 /**
@@ -87,14 +88,9 @@ export class GitTree implements RepoTree {
         .map((p) => (d === "" ? p : `${d}/${p}`))
         .sort();
     }
-    this.src.listCache.set(key, files, files.reduce((n, p) => n + p.length + 16, 64));
+    this.src.listCache.set(key, files, { size: files.reduce((n, p) => n + p.length + 16, 64) });
     return [...files];
   }
-}
-
-/** A tree with nothing in it: the view of a remote whose branch does not exist yet. */
-export function emptyTree(src: TreeSource): GitTree {
-  return new GitTree(src, undefined);
 }
 
 /**

@@ -2,6 +2,5 @@ export { FluxRepo, type FluxRepoStats, type TransactResult } from "./flux-repo.j
 export type { FluxRepoAuth, FluxRepoConfig, GitOpsLogger } from "./config.js";
 export { GitOpsError, type GitOpsErrorKind } from "./errors.js";
 export { GitTree } from "./git-tree.js";
-export { LruCache } from "./object-reader.js";
 export { assertWritablePath } from "./paths.js";
 export { buildCommitMessage, parseTrailers, sanitizeLine, trailerValue, TRAILER_ACTOR, TRAILER_KEY, TRAILER_REQUEST_ID } from "./commit-message.js";

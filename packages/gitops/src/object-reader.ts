@@ -1,6 +1,7 @@
 import type { ChildProcessWithoutNullStreams } from "node:child_process";
 import { GitOpsError } from "./errors.js";
 import type { GitRunner } from "./git-runner.js";
+import { LRUCache } from "lru-cache";
 
 export type ObjectKind = "blob" | "tree" | "commit" | "tag";
 export interface TreeObjectEntry {
@@ -44,37 +45,12 @@ interface Pending {
   reject(e: Error): void;
 }
 
-/** A small LRU keyed by immutable object names (`<sha>:<path>`), bounded by entries and bytes. */
-export class LruCache<V> {
-  private readonly map = new Map<string, { value: V; size: number }>();
-  private bytes = 0;
-  constructor(
-    private readonly maxEntries: number,
-    private readonly maxBytes: number,
-  ) {}
-  get(key: string): V | undefined {
-    const hit = this.map.get(key);
-    if (!hit) return undefined;
-    this.map.delete(key);
-    this.map.set(key, hit);
-    return hit.value;
-  }
-  set(key: string, value: V, size: number): void {
-    if (size > this.maxBytes / 4) return;
-    const old = this.map.get(key);
-    if (old) {
-      this.bytes -= old.size;
-      this.map.delete(key);
-    }
-    this.map.set(key, { value, size });
-    this.bytes += size;
-    while (this.map.size > this.maxEntries || this.bytes > this.maxBytes) {
-      const first = this.map.keys().next();
-      if (first.done) break;
-      this.bytes -= this.map.get(first.value)?.size ?? 0;
-      this.map.delete(first.value);
-    }
-  }
+/**
+ * An LRU keyed by immutable object names (`<sha>:<path>`), bounded by entries and bytes; an entry over a
+ * quarter of the budget is not kept. `false` records "names nothing" (lru-cache holds no undefined/null).
+ */
+export function objectCache<V extends {}>(maxEntries: number, maxBytes: number): LRUCache<string, V> {
+  return new LRUCache<string, V>({ max: maxEntries, maxSize: maxBytes, maxEntrySize: maxBytes / 4 });
 }
 
 /**
@@ -89,7 +65,7 @@ export class ObjectReader {
   private body: { size: number; kind: ObjectKind; oid: string } | undefined;
   private watchdog: NodeJS.Timeout | undefined;
   private closed = false;
-  private readonly cache = new LruCache<GitObject | null>(20_000, 64 * 1024 * 1024);
+  private readonly cache = objectCache<GitObject | false>(20_000, 64 * 1024 * 1024);
 
   constructor(
     private readonly runner: GitRunner,
@@ -99,9 +75,9 @@ export class ObjectReader {
   /** `spec` is `<full sha>:<path>` or a full sha. Resolves undefined when it names nothing. */
   async read(spec: string): Promise<GitObject | undefined> {
     const cached = this.cache.get(spec);
-    if (cached !== undefined) return cached ?? undefined;
+    if (cached !== undefined) return cached || undefined;
     const obj = await this.request(spec);
-    this.cache.set(spec, obj ?? null, spec.length + (obj?.text.length ?? 0) + (obj?.entries.length ?? 0) * 96 + 64);
+    this.cache.set(spec, obj ?? false, { size: spec.length + (obj?.text.length ?? 0) + (obj?.entries.length ?? 0) * 96 + 64 });
     return obj;
   }
 

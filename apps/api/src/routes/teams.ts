@@ -1,6 +1,6 @@
 import { createHash } from "node:crypto";
 import type { ChangeOrigin } from "@berth/core";
-import { LruCache } from "@berth/gitops";
+import { LRUCache } from "lru-cache";
 import type { FastifyReply, FastifyRequest } from "fastify";
 import type { FastifyPluginAsyncZod } from "fastify-type-provider-zod";
 import { z } from "zod";
@@ -60,7 +60,7 @@ function notModifiedSince(request: FastifyRequest, reply: FastifyReply, revision
 }
 
 export const teamRoutes: FastifyPluginAsyncZod<{ teams: TeamService }> = async (app, { teams }) => {
-  const listBodies = new LruCache<string>(32, 64 * 1024 * 1024);
+  const listBodies = new LRUCache<string, string>({ max: 32, maxSize: 64 * 1024 * 1024, maxEntrySize: 16 * 1024 * 1024 });
   const read = { requiredRole: "read" as const };
   const write = { requiredRole: "write" as const };
 
@@ -89,7 +89,7 @@ export const teamRoutes: FastifyPluginAsyncZod<{ teams: TeamService }> = async (
       if (body === undefined) {
         const value = { items: page.teams, revision: page.revision ?? null, ...(page.lastOfPage ? { continue: encodeContinue(page.lastOfPage) } : {}) };
         body = JSON.stringify(teamListResponse.parse(value));
-        listBodies.set(key, body, body.length);
+        listBodies.set(key, body, { size: body.length });
       }
       // A string payload skips fastify's serializer; the value was checked against the schema above.
       return reply.type("application/json; charset=utf-8").send(body as unknown as z.infer<typeof teamListResponse>);
