@@ -291,7 +291,7 @@ export class FluxRepo {
 
   /** One group commit: plan, commit, push; replay or rebase on a rejected push. Settles every waiter. */
   private async runBatch(waiters: Waiter[]): Promise<void> {
-    const { logger, branch, maxPushAttempts } = this.cfg;
+    const { logger, branch, maxPushAttempts, pushBudgetMs } = this.cfg;
     const txns = waiters.map((w) => w.txn);
     const started = Date.now();
     this.counters.batches += 1;
@@ -321,10 +321,13 @@ export class FluxRepo {
         },
         {
           retries: maxPushAttempts - 1,
+          maxRetryTime: pushBudgetMs,
+          // A rejection means someone else pushed: the fix is a rebase onto the new head, so retry almost at once.
+          // Waiting longer only lets a busy writer (image automation) push again. The jitter, capped low, is for
+          // two Berth replicas racing each other; the budget, not the delay, bounds how long a request waits.
           factor: 2,
-          // Short first delays: a rejected batch usually just needs a rebase onto the new head (milliseconds).
-          minTimeout: 5,
-          maxTimeout: 1_000,
+          minTimeout: 2,
+          maxTimeout: 50,
           randomize: true,
           shouldRetry: ({ error }) => error instanceof PushRejectedError,
           onFailedAttempt: ({ error, attemptNumber }) => {
