@@ -33,6 +33,8 @@ export interface FluxRepoConfig {
   pushBudgetMs?: number;
   /** Most transactions committed by one push. Default 32. */
   maxBatchSize?: number;
+  /** How far back findCommit looks: this many hours (default 24) and at most this many commits (default 20 000). */
+  history?: { windowHours?: number; maxCommits?: number };
   logger?: GitOpsLogger;
 }
 
@@ -47,6 +49,7 @@ export interface ResolvedConfig {
   maxPushAttempts: number;
   pushBudgetMs: number;
   maxBatchSize: number;
+  history: { windowMs: number; maxCommits: number };
   logger: GitOpsLogger;
 }
 
@@ -156,6 +159,10 @@ export function resolveConfig(cfg: FluxRepoConfig): ResolvedConfig {
     maxPushAttempts: positiveInt("maxPushAttempts", cfg.maxPushAttempts, 50, 1000),
     pushBudgetMs: positiveInt("pushBudgetMs", cfg.pushBudgetMs, 20_000, 600_000),
     maxBatchSize: positiveInt("maxBatchSize", cfg.maxBatchSize, 32, 1000),
+    history: {
+      windowMs: positiveInt("history.windowHours", cfg.history?.windowHours, 24, 24 * 365) * 3_600_000,
+      maxCommits: positiveInt("history.maxCommits", cfg.history?.maxCommits, 20_000, 1_000_000),
+    },
     logger: cfg.logger ?? silentLogger,
   };
 }
