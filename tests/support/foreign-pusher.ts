@@ -14,6 +14,13 @@ export interface ForeignPusherOptions {
   prefix?: string;
   /** Pause between two commits. Default 0 (as fast as git goes). */
   intervalMs?: number;
+  /**
+   * The pause is at least this many times the bot's own last commit-and-push. Wall-clock pauses do not slow
+   * down with the machine while every git command does, so on a loaded machine a fixed pause makes the bot
+   * relatively faster and faster until nobody else can push; scaling with its own git time keeps it as busy
+   * relative to the machine as on a quiet one. Default 0 (the fixed pause only).
+   */
+  pauseFactor?: number;
   /** Extra git environment, e.g. basicAuthEnv() for the HTTP test server. */
   env?: Record<string, string>;
   /** Subject prefix of its commits. Default "image-automation: update". */
@@ -119,6 +126,7 @@ export async function startForeignPusher(opts: ForeignPusherOptions): Promise<Fo
       const n = commits + 1;
       const path = `${prefix}/${n}.txt`;
       const subject = `${subjectPrefix} ${n}`;
+      const started = performance.now();
       try {
         const r = await commitOnce(work, branch, path, `image tag ${n}\n`, subject, env);
         if (r === "pushed") {
@@ -130,7 +138,8 @@ export async function startForeignPusher(opts: ForeignPusherOptions): Promise<Fo
         failure = e;
         return;
       }
-      if (opts.intervalMs) await new Promise((r) => setTimeout(r, opts.intervalMs));
+      const pause = Math.max(opts.intervalMs ?? 0, (opts.pauseFactor ?? 0) * (performance.now() - started));
+      if (pause > 0) await new Promise((r) => setTimeout(r, pause));
     }
   })();
 

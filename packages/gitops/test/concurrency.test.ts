@@ -38,7 +38,7 @@ describe("FluxRepo under concurrency", () => {
     // A busy bot: a commit every ~400 ms plus its own git time (real image automation is far slower). Faster
     // than our fetch→push window (~100-250 ms for a 32-commit batch on this 2-core box) it would make batches
     // exhaust maxPushAttempts or pushBudgetMs, the documented limits, not what this test is about.
-    const pusher = await startForeignPusher({ url: remote.url, intervalMs: 400 });
+    const pusher = await startForeignPusher({ url: remote.url, intervalMs: 400, pauseFactor: 2 });
     cleanups.push(async () => {
       await pusher.stop().catch(() => {});
     });

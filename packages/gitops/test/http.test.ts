@@ -123,7 +123,7 @@ describe("FluxRepo over smart HTTP with Basic auth", () => {
     const { repo, cleanup } = await openRepo(url, { auth: { kind: "token", token: TOKEN, username: USER } });
     // Over the in-process CGI server on a loaded 2-core box one push round trip takes 100-500 ms: keep the bot
     // busy but not faster than that (real image automation pushes every few minutes at most).
-    const pusher = await startForeignPusher({ url, env: authEnv, intervalMs: 1000 });
+    const pusher = await startForeignPusher({ url, env: authEnv, intervalMs: 1000, pauseFactor: 2 });
     try {
       while (pusher.commits < 2) await new Promise((r) => setTimeout(r, 20));
       let raced = false;
