@@ -37,7 +37,10 @@ function fleetCopy(): string {
   return fleet;
 }
 
-/** Every folder holding a kustomization.yaml of kind Kustomization (components are built by their users). */
+/**
+ * Every folder holding a kustomization.yaml of kind Kustomization (components are built by their users), but
+ * the cluster roots clusters/<cluster>/: they include flux-system/, which `flux bootstrap` writes.
+ */
 function kustomizations(root: string): string[] {
   const out: string[] = [];
   const walk = (dir: string) => {
@@ -45,7 +48,7 @@ function kustomizations(root: string): string[] {
     if (existsSync(file) && (parse(readFileSync(file, "utf8")) as { kind?: string }).kind !== "Component") out.push(dir);
     for (const e of readdirSync(dir, { withFileTypes: true })) if (e.isDirectory()) walk(join(dir, e.name));
   };
-  walk(root);
+  walk(join(root, "berth"));
   return out.sort();
 }
 
@@ -53,7 +56,7 @@ function kustomizations(root: string): string[] {
 function clusterEntries(fleet: string): Array<{ cluster: string; file: string; objects: KubeObject[] }> {
   const out: Array<{ cluster: string; file: string; objects: KubeObject[] }> = [];
   for (const cluster of readdirSync(join(fleet, "clusters")).sort()) {
-    for (const file of readdirSync(join(fleet, "clusters", cluster)).filter((f) => f.endsWith(".yaml")).sort()) {
+    for (const file of readdirSync(join(fleet, "clusters", cluster)).filter((f) => f.endsWith(".yaml") && f !== "kustomization.yaml").sort()) {
       const path = join(fleet, "clusters", cluster, file);
       out.push({ cluster, file: relative(fleet, path), objects: parseManifests(readFileSync(path, "utf8"), path) });
     }
@@ -161,6 +164,9 @@ describe("install manifests: kustomize builds, Flux wiring, hardening", () => {
           expect(objects.some((o) => o.kind === h.kind && o.metadata.name === h.name && o.metadata.namespace === h.namespace), `${where} health-checks ${h.kind} ${h.namespace}/${h.name}`).toBe(true);
         }
       }
+      // The cluster root applies flux-system and exactly these entry files (never clusters/<cluster>/teams/).
+      const root = parse(readFileSync(join(fleet, "clusters", cluster, "kustomization.yaml"), "utf8")) as { resources: string[] };
+      expect([...root.resources].sort(), cluster).toEqual(["flux-system", ...entries.filter((e) => e.cluster === cluster).map((e) => e.file.split("/").at(-1)!)].sort());
       if (cluster === "aks-dev-weu") {
         const byName = Object.fromEntries(fluxKs.map((k) => [k.metadata.name, k]));
         expect(Object.keys(byName).sort()).toEqual(["berth-controller", "berth-crds", "berth-teams"]);
