@@ -12,13 +12,14 @@
  * writes the team's credential; the API reads the team's status from the cluster with the status-reader
  * ServiceAccount's token. Only Azure is not reached: the controller runs with BERTH_PROVIDER=static.
  */
-import { chmodSync, chownSync, existsSync, lstatSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { chmodSync, chownSync, cpSync, existsSync, lstatSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join, posix, relative } from "node:path";
 import { parse, stringify } from "yaml";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startGitHttpServer, type GitHttpServer } from "../support/git-http-server.js";
+import { startGitSshServer, type GitSshServer } from "../support/git-ssh-server.js";
 import { createBareRepo, git, inspectRemote, type BareRepo } from "../support/git-remotes.js";
 import {
   descendants,
@@ -161,7 +162,7 @@ describe.skipIf(skipImage)(`Berth's image (${relative(REPO_ROOT, IMAGE_ARCHIVE)}
     expect(readFileSync(join(image.rootfs, "etc", "passwd"), "utf8")).toMatch(/^berth:x:65532:65532:[^:]*:\/home\/berth:\/usr\/sbin\/nologin$/m);
   });
 
-  it("runs Node 24 and the tools the apps call, as 65532 (buildah run --isolation chroot)", async () => {
+  it("runs Node 24 and the tools the apps call, as 65532 (buildah run --isolation chroot)", { timeout: 120_000 }, async () => {
     expect((await image.buildahRun(["node", "--version"], { user: USER })).trim()).toMatch(/^v24\./);
     expect((await image.buildahRun(["id", "-u"])).trim()).toBe("65532"); // the image's own User
     expect(await image.buildahRun(["git", "--version"], { user: USER })).toMatch(/^git version 2\./);
@@ -174,7 +175,7 @@ describe.skipIf(skipImage)(`Berth's image (${relative(REPO_ROOT, IMAGE_ARCHIVE)}
     expect(summary.layers.map((l) => l.name)).toEqual(["base", "node", "deps", "berth"]);
   });
 
-  it("holds each app's production dependencies exactly, and no dev dependency, test or TypeScript source", async () => {
+  it("holds each app's production dependencies exactly, and no dev dependency, test or TypeScript source", { timeout: 120_000 }, async () => {
     for (const app of APPS) {
       const dir = join(image.rootfs, "app", "apps", app);
       const inImage = deployedPackages(dir);
@@ -213,7 +214,7 @@ describe.skipIf(skipImage)(`Berth's image (${relative(REPO_ROOT, IMAGE_ARCHIVE)}
     expect(problems).toEqual([]);
   });
 
-  it("runs with a read-only root: only the mounted volumes and /tmp take writes (the test runner works)", async () => {
+  it("runs with a read-only root: only the mounted volumes and /tmp take writes (the test runner works)", { timeout: 120_000 }, async () => {
     const vol = mkdtempSync(join(scratch, "vol-"));
     chownSync(vol, 65532, 65532);
     const c = runContainer(image, {
@@ -436,7 +437,7 @@ describe.skipIf(skipCluster)("a team onboarded by the API in the image gets its 
     expect(remote.head).toBe(body.revision);
     expect([...remote.files.keys()]).toEqual(expect.arrayContaining([`teams/${team}/base/team.yaml`, `clusters/${CLUSTER}/teams/${team}.yaml`]));
     timings.onboardedMs = Date.now() - t0;
-  });
+  }, 180_000);
 
   it("gets the team's credential from the controller once Flux and ASO have done their part", async () => {
     // Flux: the team's Kustomization on this cluster, built from a clone of the remote and substituted from
@@ -461,7 +462,7 @@ describe.skipIf(skipCluster)("a team onboarded by the API in the image gets its 
     const data = Object.fromEntries(Object.entries(secret.data as Record<string, string>).map(([k, v]) => [k, Buffer.from(v, "base64").toString()]));
     expect(data).toMatchObject({ AZURE_CLIENT_ID: clientId, AZURE_TENANT_ID: vars.TENANT_ID, AZURE_SUBSCRIPTION_ID: vars.SUBSCRIPTION_ID });
     timings.credentialMs = Date.now() - t0;
-  });
+  }, 180_000);
 
   it("reports the team's status on the cluster through the API (status-reader token)", async () => {
     const token = await issuer.sign({ sub: "smoke-reader", roles: ["Berth.Read"] });
@@ -477,7 +478,7 @@ describe.skipIf(skipCluster)("a team onboarded by the API in the image gets its 
     );
     expect(status.state).toBe("reported");
     expect((await fetch(`http://127.0.0.1:${metricsPort}/readyz`)).status).toBe(200);
-  });
+  }, 180_000);
 
   it("stops both gracefully on SIGTERM (tini forwards it)", async () => {
     const [apiExit, controllerExit] = await Promise.all([api!.stop(40_000), controller!.stop(30_000)]);
@@ -488,5 +489,62 @@ describe.skipIf(skipCluster)("a team onboarded by the API in the image gets its 
     console.log(
       `[tests/image] smoke: cluster+git+issuer ${timings.clusterMs} ms, controller leading ${timings.controllerMs} ms, API ready ${timings.apiMs} ms, team onboarded ${timings.onboardedMs} ms, credential ${timings.credentialMs} ms, all stopped ${Date.now() - t0} ms (load ${readFileSync("/proc/loadavg", "utf8").split(" ").slice(0, 3).join(" ")})`,
     );
+  }, 180_000);
+});
+
+describe.skipIf(skipImage)("the API in the image pushes over SSH with a mounted deploy key (the git-ssh component)", () => {
+  let bare: BareRepo;
+  let ssh: GitSshServer;
+  let issuer: TestIssuer;
+  let api: RunningContainer | undefined;
+  let apiUrl = "";
+
+  beforeAll(async () => {
+    [bare, ssh, issuer] = await Promise.all([createBareRepo(), startGitSshServer(), startTestIssuer("api://berth")]);
+    // The management overlay with the component switched on, as docs/install.md step 5 says.
+    const fleet = join(scratch, "fleet-ssh");
+    cpSync(join(REPO_ROOT, "flux"), fleet, { recursive: true, dereference: true });
+    const overlay = join(fleet, "berth", "overlays", "management");
+    const text = readFileSync(join(overlay, "kustomization.yaml"), "utf8");
+    writeFileSync(join(overlay, "kustomization.yaml"), text.replace("  # - ../../api/git-ssh", "  - ../../api/git-ssh"));
+    const objects = await kustomizeBuild(overlay);
+    const config = objects.find((o) => o.kind === "ConfigMap")!.data["berth.yaml"] as string;
+    const port = await freePort();
+    // The deploy key as a Secret volume presents it: root-owned, group 65532, mode 0440 (ssh accepts a key
+    // its user does not own with group read).
+    const gitCredential = volumeDir("ssh-credential", { "ssh-privatekey": readFileSync(ssh.privateKeyPath, "utf8"), known_hosts: readFileSync(ssh.knownHostsPath, "utf8") });
+    // The status kubeconfig the config names; never used here (no GET of a status).
+    const status = volumeDir("ssh-status", { "aks-dev-weu.kubeconfig": kubeconfigFor("https://127.0.0.1:9", Buffer.from("unused").toString("base64"), "unused") });
+    const run = fromDeployment(
+      objects.find((o) => o.kind === "Deployment")!,
+      { namespace: "berth-api", name: "berth-api-ssh" },
+      { config: volumeDir("ssh-config", { "berth.yaml": config }, 0o444), "git-credential": gitCredential, "status-kubeconfigs": status, work: emptyDir("ssh-work"), tmp: emptyDir("ssh-tmp") },
+      { BERTH_GIT_URL: ssh.repoUrl(bare.dir), BERTH_OIDC_ISSUER: issuer.issuer, BERTH_OIDC_JWKS_URI: issuer.jwksUri, BERTH_HOST: "127.0.0.1", BERTH_PORT: String(port) },
+    );
+    expect(run.env.BERTH_GIT_SSH_KEY_FILE).toBe("/var/run/secrets/berth/git/ssh-privatekey");
+    api = runContainer(image, run);
+    apiUrl = `http://127.0.0.1:${port}`;
+    await eventually("the API's /readyz over SSH", async () => (await fetch(`${apiUrl}/readyz`)).ok, 90_000).catch((err: Error) => {
+      throw new Error(`${err.message}\n${api?.output().slice(-4000)}`);
+    });
+  }, 180_000);
+
+  afterAll(async () => {
+    await api?.stop(5_000);
+    await Promise.all([ssh?.stop(), issuer?.stop()]);
+    await bare?.remove();
   });
+
+  it("onboards a team (201) whose commit is in the SSH remote", async () => {
+    const token = await issuer.sign({ sub: "ssh-tester", roles: ["Berth.Write"] });
+    const res = await fetch(`${apiUrl}/v1/teams`, {
+      method: "POST",
+      headers: { authorization: `Bearer ${token}`, "content-type": "application/json" },
+      body: JSON.stringify({ name: "ssh-team", description: "Onboarded over SSH", owners: ["0b9a3c1e-1111-4222-8333-444455556666"], environments: ["dev"] }),
+    });
+    const body = (await res.json()) as { revision: string };
+    expect(res.status, JSON.stringify(body)).toBe(201);
+    expect((await inspectRemote(bare.url)).head).toBe(body.revision);
+    expect(await api!.stop(40_000)).toBe(0);
+  }, 180_000);
 });

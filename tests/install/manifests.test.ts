@@ -220,6 +220,26 @@ describe("install manifests: kustomize builds, Flux wiring, hardening", () => {
     expect(sa.metadata.annotations?.["azure.workload.identity/client-id"]).not.toBe("00000000-0000-0000-0000-000000000000");
   });
 
+  it("switches the API to an SSH deploy key with the git-ssh component (token file out, key and known_hosts in)", async () => {
+    const copy = fleetCopy();
+    try {
+      const file = join(copy, "berth", "overlays", "management", "kustomization.yaml");
+      const text = readFileSync(file, "utf8");
+      const enabled = text.replace("  # - ../../api/git-ssh", "  - ../../api/git-ssh");
+      expect(enabled).not.toBe(text);
+      writeFileSync(file, enabled);
+      const d = (await kustomizeBuild(dirname(file))).find((o) => o.kind === "Deployment")!;
+      const env = Object.fromEntries(d.spec.template.spec.containers[0].env.map((e: { name: string; value: string }) => [e.name, e.value]));
+      expect(env.BERTH_GIT_TOKEN_FILE).toBeUndefined();
+      expect(env.BERTH_GIT_SSH_KEY_FILE).toBe("/var/run/secrets/berth/git/ssh-privatekey");
+      expect(env.BERTH_GIT_KNOWN_HOSTS_FILE).toBe("/var/run/secrets/berth/git/known_hosts");
+      const mount = d.spec.template.spec.containers[0].volumeMounts.find((m: { name: string }) => m.name === "git-credential");
+      expect(mount.mountPath).toBe("/var/run/secrets/berth/git");
+    } finally {
+      rmSync(copy, { recursive: true, force: true });
+    }
+  });
+
   it("has a NetworkPolicy and a PodDisruptionBudget for each Deployment", () => {
     for (const b of built.filter((x) => x.dir.startsWith("berth/overlays/"))) {
       for (const d of b.objects.filter((o) => o.kind === "Deployment")) {
