@@ -313,7 +313,7 @@ function isBerthPath(path) {
   return (
     path === `${APP_DIR}/templates` ||
     path.startsWith(`${APP_DIR}/templates/`) ||
-    /^app\/apps\/[^/]+\/(package\.json|dist)(\/|$)/.test(path) ||
+    new RegExp(`^${APP_DIR}/apps/[^/]+/(package\\.json|dist)(/|$)`).test(path) ||
     /(^|\/)node_modules\/(\.pnpm\/@berth\+[^/]*|(\.pnpm\/node_modules\/)?@berth)(\/|$)/.test(path)
   );
 }
