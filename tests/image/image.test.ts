@@ -311,7 +311,7 @@ describe.skipIf(skipCluster)("a team onboarded by the API in the image gets its 
   const team = "smoke";
   const clientId = "0a1b2c3d-0000-4000-8000-000000000001";
   const timings: Record<string, number> = {};
-  const t0 = Date.now();
+  let t0 = 0;
   /** eventually(), with both containers' output when it times out. */
   const waitFor = async <T>(what: string, fn: () => Promise<T | undefined | false>, ms: number): Promise<T> => {
     try {
@@ -328,6 +328,7 @@ describe.skipIf(skipCluster)("a team onboarded by the API in the image gets its 
   };
 
   beforeAll(async () => {
+    t0 = Date.now();
     const teamCrd = await kustomizeBuild(join(REPO_ROOT, "infra", "controller", "crds"));
     [cluster, bare, issuer] = await Promise.all([startKubeCluster({ crds: teamCrd }), createBareRepo(), startTestIssuer("api://berth")]);
     gitServer = await startGitHttpServer({ root: join(bare.dir, ".."), username: gitUser, password: gitToken });
