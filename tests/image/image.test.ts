@@ -17,7 +17,7 @@ import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join, posix, relative } from "node:path";
 import { parse, stringify } from "yaml";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { startGitHttpServer, type GitHttpServer } from "../support/git-http-server.js";
 import { startGitSshServer, type GitSshServer } from "../support/git-ssh-server.js";
 import { createBareRepo, git, inspectRemote, type BareRepo } from "../support/git-remotes.js";
@@ -38,7 +38,6 @@ import { REPO_ROOT, skipWithoutKubeBinaries, startKubeCluster, type KubeCluster 
 import { applyObject, kubeRequest, requestServiceAccountToken } from "../support/kube-http.js";
 import { fluxSubstitute, kustomizeBuild, kustomizeText, parseManifests, type KubeObject } from "../support/kustomize.js";
 import { startTestIssuer, type TestIssuer } from "../support/oidc-issuer.js";
-import { eventually } from "../controller/helpers.js";
 
 const skipImage = skipWithoutImage();
 const skipCluster = skipImage || skipWithoutKubeBinaries();
@@ -241,6 +240,26 @@ async function freePort(): Promise<number> {
   });
 }
 
+/** vi.waitFor for a value: polls until `fn` gives one; on time-out names `what`, the last error and the containers' output. */
+async function waitUntil<T>(what: string, fn: () => Promise<T | undefined | false>, ms: number, output: () => string): Promise<T> {
+  let last: unknown;
+  try {
+    return await vi.waitFor(
+      async () => {
+        const v = await fn().catch((err: unknown) => {
+          last = err;
+          return undefined;
+        });
+        if (!v) throw new Error(`waiting for ${what}`);
+        return v;
+      },
+      { timeout: ms, interval: 250 },
+    );
+  } catch {
+    throw new Error(`timed out after ${ms} ms waiting for ${what}; last error: ${last instanceof Error ? last.message : String(last)}\n${output()}`);
+  }
+}
+
 /** A folder on the host as the kubelet would present a Secret/ConfigMap volume: root-owned, group 65532 (fsGroup). */
 function volumeDir(name: string, files: Record<string, string>, mode = 0o440): string {
   const dir = join(scratch, name);
@@ -312,14 +331,7 @@ describe.skipIf(skipCluster)("a team onboarded by the API in the image gets its 
   const clientId = "0a1b2c3d-0000-4000-8000-000000000001";
   const timings: Record<string, number> = {};
   let t0 = 0;
-  /** eventually(), with both containers' output when it times out. */
-  const waitFor = async <T>(what: string, fn: () => Promise<T | undefined | false>, ms: number): Promise<T> => {
-    try {
-      return await eventually(what, fn, ms);
-    } catch (err) {
-      throw new Error(`${(err as Error).message}\n${logsOf()}`);
-    }
-  };
+  const waitFor = <T>(what: string, fn: () => Promise<T | undefined | false>, ms: number) => waitUntil(what, fn, ms, logsOf);
   const logsOf = () => `--- api ---\n${api?.output().slice(-4000) ?? ""}\n--- controller ---\n${controller?.output().slice(-4000) ?? ""}`;
   const admin = () => cluster.kubeConfig();
   const get = async (path: string) => {
@@ -525,9 +537,7 @@ describe.skipIf(skipImage)("the API in the image pushes over SSH with a mounted 
     expect(run.env.BERTH_GIT_SSH_KEY_FILE).toBe("/var/run/secrets/berth/git/ssh-privatekey");
     api = runContainer(image, run);
     apiUrl = `http://127.0.0.1:${port}`;
-    await eventually("the API's /readyz over SSH", async () => (await fetch(`${apiUrl}/readyz`)).ok, 90_000).catch((err: Error) => {
-      throw new Error(`${err.message}\n${api?.output().slice(-4000)}`);
-    });
+    await waitUntil("the API's /readyz over SSH", async () => (await fetch(`${apiUrl}/readyz`)).ok, 90_000, () => api?.output().slice(-4000) ?? "");
   }, 180_000);
 
   afterAll(async () => {
