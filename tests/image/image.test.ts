@@ -183,15 +183,18 @@ describe.skipIf(skipImage)(`Berth's image (${relative(REPO_ROOT, IMAGE_ARCHIVE)}
       expect([...expected].filter((n) => !inImage.has(n)).sort(), `${app}: production dependencies missing from the image`).toEqual([]);
       // The closure above would hide a dev dependency that both sides wrongly included: name the usual ones.
       for (const dev of ["vitest", "typescript", "tsx", "turbo", "fast-check", "esbuild", "@berth/tests", "@types/node-forge"]) expect(inImage.has(dev), `${app}: ${dev}`).toBe(false);
-      // Berth's own packages arrive built: package.json and dist/ only.
+      // Berth's own packages arrive built: package.json and dist/ only (and a README, which npm's packing
+      // rules always include, as packages/kube-runtime has one).
       const workspace = readdirSync(join(dir, "node_modules", ".pnpm")).filter((e) => e.startsWith("@berth+"));
       expect(workspace.length, app).toBeGreaterThan(0);
       for (const w of workspace) {
         const pkg = join(dir, "node_modules", ".pnpm", w, "node_modules", "@berth", w.slice("@berth+".length).split("@")[0]!);
-        expect(readdirSync(pkg).filter((f) => f !== "node_modules").sort(), w).toEqual(["dist", "package.json"]);
+        expect(readdirSync(pkg).filter((f) => f !== "node_modules" && f !== "README.md").sort(), w).toEqual(["dist", "package.json"]);
       }
       expect(readdirSync(dir).sort(), app).toEqual(["dist", "node_modules", "package.json"]);
     }
+    // Named, so a lockfile that lost the link cannot make both sides of the closure check agree on its absence.
+    expect(deployedPackages(join(image.rootfs, "app", "apps", "controller")).has("@berth/kube-runtime")).toBe(true);
     const files = walk(join(image.rootfs, "app"));
     expect(files.filter((f) => /\.(test|spec)\.[cm]?[jt]sx?$|(^|\/)__tests__(\/|$)/.test(f))).toEqual([]);
     expect(files.filter((f) => /\.d\.[cm]?ts$|\.map$/.test(f))).toEqual([]);
