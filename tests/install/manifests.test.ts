@@ -269,6 +269,8 @@ describe("install manifests: kustomize builds, Flux wiring, hardening", () => {
         expect(config.api.auth.mode).toBe("oidc");
         expect(config.fluxRepo.workDir).toBe("/var/lib/berth/work");
         expect(Object.keys(config.api.clusters)).toEqual(["aks-dev-weu"]);
+        // Behind the one ingress: without it every unauthenticated caller shares the ingress's rate-limit budget.
+        expect(config.api.trustProxy).toBe(1);
       } else {
         const config = loadControllerConfig({ ...env, BERTH_CONFIG_FILE: file, BERTH_POD_NAME: "berth-controller-0" }, dirname(file));
         expect(config.provider).toBe("azure");
