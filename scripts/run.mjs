@@ -1,5 +1,5 @@
 #!/usr/bin/env node
-// The README's commands (`npm start`, `npm test`, `npm run bench`) land here. Each first installs what a
+// The README's commands (`npm start`, `npm test`, `npm run bench`, `npm run image`) land here. Each first installs what a
 // fresh machine lacks (pnpm, dependencies, builds), so the same two commands work from a clean checkout.
 import { spawn, spawnSync } from "node:child_process";
 import { randomBytes } from "node:crypto";
@@ -91,6 +91,13 @@ function test(pnpm) {
     process.stdout.write("could not build or find kube-apiserver and etcd\n0 passed, 1 failed\n");
     process.exit(1);
   }
+  // The image the smoke tests (tests/image) run: built here, before vitest, so the tests themselves stay quick.
+  const imageStart = Date.now();
+  if (buildImage([], { tools: false }) !== 0) {
+    process.stdout.write("could not build the image (npm run image; infra/image/build.mjs)\n0 passed, 1 failed\n");
+    process.exit(1);
+  }
+  process.stdout.write(`berth: image built in ${((Date.now() - imageStart) / 1000).toFixed(1)} s (.berth/image/berth.oci.tar)\n`);
   mkdirSync(stateDir, { recursive: true });
   const report = join(stateDir, "test-results.json");
   const status = run(pnpm[0], [...pnpm.slice(1), "exec", "vitest", "run", "--reporter=default", "--reporter=json", `--outputFile.json=${report}`, ...process.argv.slice(3)]);
@@ -111,6 +118,12 @@ function test(pnpm) {
   process.exit(status !== 0 || failed > 0 || passed === 0 ? 1 : 0);
 }
 
+/** The OCI image (infra/image/build.mjs), after the Debian tools it needs (mmdebstrap, ...). */
+function buildImage(args = [], { tools = true } = {}) {
+  if (tools && run("bash", [join(root, "infra", "test-tools", "ensure-tools.sh")]) !== 0) return 1;
+  return run(process.execPath, [join(root, "infra", "image", "build.mjs"), ...args]);
+}
+
 /** `npm run bench [-- <name> [args]]`: tests/bench/<name>.ts (onboarding, controller, arm-calls). */
 function bench(pnpm) {
   const [name = "onboarding", ...args] = process.argv.slice(3).filter((a) => !a.startsWith("-"));
@@ -126,4 +139,5 @@ ensureDependencies(pnpm);
 if (command === "start") start(pnpm);
 else if (command === "test") test(pnpm);
 else if (command === "bench") bench(pnpm);
-else fail(`unknown command "${command}": use start, test or bench`);
+else if (command === "image") process.exit(buildImage(process.argv.slice(3)));
+else fail(`unknown command "${command}": use start, test, bench or image`);

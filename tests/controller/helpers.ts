@@ -38,7 +38,8 @@ export function readManifests(dir: string, filter: (file: string) => boolean = (
   for (const file of readdirSync(dir).filter((f) => f.endsWith(".yaml") && filter(f)).sort()) {
     for (const doc of parseAllDocuments(readFileSync(join(dir, file), "utf8"), { version: "1.1" })) {
       const obj = doc.toJS() as Obj | null;
-      if (obj) out.push(obj);
+      // kustomization.yaml files (infra/controller/crds has one) are kustomize's input, not API objects.
+      if (obj && !obj.apiVersion?.startsWith("kustomize.config.k8s.io/")) out.push(obj);
     }
   }
   return out;

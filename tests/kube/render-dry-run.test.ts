@@ -37,6 +37,7 @@ import { EXAMPLES, loadTemplates, MemoryRepoTree, templateFiles, type Example } 
 import { parseObjects } from "../../packages/core/test/yaml-helpers.js";
 import { skipWithoutKubeBinaries, REPO_ROOT, startKubeCluster, type KubeCluster } from "../support/kube-cluster.js";
 import { installCrd, kubeRequest } from "../support/kube-http.js";
+import { fluxSubstitute } from "../support/kustomize.js";
 import { serverSideDryRunApply, type DryRunResult } from "../support/kube-dry-run.js";
 import type { KubeConfig } from "@kubernetes/client-node";
 
@@ -144,16 +145,6 @@ function platformVarsFor(platform: Platform, cluster: Cluster): Record<string, s
   return vars;
 }
 
-/** Flux postBuild substitution, strict: an undefined variable fails the build; `$${VAR}` escapes. */
-function substitute(text: string, vars: Record<string, string>, source: string): string {
-  return text.replace(/(\$?)\$\{([^}]*)\}/g, (m, esc: string, name: string) => {
-    if (esc) return m.slice(1);
-    const value = vars[name];
-    if (value === undefined) throw new Error(`${source}: \${${name}} is not in platform-vars (Flux would fail the whole build)`);
-    return value;
-  });
-}
-
 // ---- what Flux builds -------------------------------------------------------------------------------
 
 type KubeObject = Record<string, any>;
@@ -192,7 +183,7 @@ function normalize(path: string): string {
 }
 
 function objectsOf(file: string, text: string, vars: Record<string, string>): KubeObject[] {
-  const substituted = substitute(text, vars, file);
+  const substituted = fluxSubstitute(text, vars, file);
   // Berth's templates have no `$` besides platform-vars references; a leftover one would be a miss.
   expect(substituted, `${file}: a Flux variable was left unsubstituted`).not.toMatch(/\$\{/);
   expect(substituted, `${file}: a \`$\` is left after substitution`).not.toContain("$");

@@ -116,3 +116,27 @@ export async function installCrd(kc: KubeConfig, crd: Record<string, unknown>): 
     await new Promise((r) => setTimeout(r, 50));
   }
 }
+
+/**
+ * A ServiceAccount token from the TokenRequest API, as the kubelet projects one into a pod
+ * (/var/run/secrets/kubernetes.io/serviceaccount/token): signed by the apiserver, authenticated as
+ * system:serviceaccount:<namespace>:<name>, authorized by that account's RBAC.
+ */
+export async function requestServiceAccountToken(kc: KubeConfig, namespace: string, name: string, expirationSeconds = 3600): Promise<string> {
+  const res = await kubeRequest(kc, {
+    method: "POST",
+    path: `/api/v1/namespaces/${encodeURIComponent(namespace)}/serviceaccounts/${encodeURIComponent(name)}/token`,
+    body: { apiVersion: "authentication.k8s.io/v1", kind: "TokenRequest", spec: { expirationSeconds } },
+  });
+  const token = (res.json as { status?: { token?: string } } | undefined)?.status?.token;
+  if (res.status !== 201 || !token) throw new Error(`TokenRequest for ${namespace}/${name}: HTTP ${res.status} ${res.body.slice(0, 300)}`);
+  return token;
+}
+
+/** Server-side apply of one object (force: the test plays the object's only writer); rejects on refusal. */
+export async function applyObject(kc: KubeConfig, obj: { apiVersion: string; kind: string; metadata: { name: string; namespace?: string }; [k: string]: unknown }, fieldManager: string): Promise<unknown> {
+  const path = objectPath(obj.apiVersion, await resolveResource(kc, obj.apiVersion, obj.kind), obj.metadata.namespace, obj.metadata.name);
+  const res = await kubeRequest(kc, { method: "PATCH", path: `${path}?fieldManager=${encodeURIComponent(fieldManager)}&force=true`, body: obj, contentType: "application/apply-patch+yaml" });
+  if (res.status < 200 || res.status > 299) throw new Error(`applying ${obj.kind} ${obj.metadata.namespace ?? ""}/${obj.metadata.name}: HTTP ${res.status} ${res.body.slice(0, 400)}`);
+  return res.json;
+}
