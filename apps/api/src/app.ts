@@ -7,13 +7,20 @@ import { authPlugin, type Authenticator } from "./plugins/auth.js";
 import { openapiPlugin } from "./plugins/openapi.js";
 import { problemPlugin, RequestValidationError } from "./plugins/problem.js";
 import { healthRoutes } from "./routes/health.js";
+import { statusRoutes } from "./routes/status.js";
 import { teamRoutes } from "./routes/teams.js";
+import type { StatusBoard } from "./status-board.js";
 import type { TeamService, TeamStore } from "./team-service.js";
+import { uiPlugin } from "./ui/index.js";
+import type { ApiAuth, UiConfig } from "@berth/config";
 
 export interface AppDeps {
   teams: TeamService;
   store: Pick<TeamStore, "ping">;
   authenticator: Authenticator;
+  /** Views across teams: GET /v1/status and, with `ui`, the status page at /ui. */
+  board?: StatusBoard;
+  ui?: { auth: ApiAuth; config: UiConfig };
 }
 
 /**
@@ -29,8 +36,11 @@ const validatorCompiler: FastifySchemaCompiler<ZodType> =
     return { error: new RequestValidationError(httpPart ?? "body", toFieldIssues(result.error, prefix)) };
   };
 
-/** Routes anyone may call: health and the API description. Every other route must declare a role. */
-const PUBLIC_ROUTES = [/^\/healthz$/, /^\/readyz$/, /^\/openapi\.json$/, /^\/docs(\/.*)?$/];
+/**
+ * Routes anyone may call: health and the API description. Every other route must declare a role. The
+ * status page (/ui) checks its own session cookie: each of its routes must declare `uiAccess` instead.
+ */
+const PUBLIC_ROUTES = [/^\/healthz$/, /^\/readyz$/, /^\/openapi\.json$/, /^\/docs(\/.*)?$/, /^\/ui(\/.*)?$/];
 
 /**
  * The API as a plugin: main.ts registers it on a server, tests register it on an instance they call with
@@ -54,5 +64,9 @@ export async function app(instance: FastifyInstance, deps: AppDeps): Promise<voi
     // JSON only: fastify would otherwise hand text/plain bodies to the schema as strings (415 instead).
     v1.removeContentTypeParser("text/plain");
     await v1.register(teamRoutes, { teams: deps.teams });
+    if (deps.board) await v1.register(statusRoutes, { board: deps.board });
   }, { prefix: "/v1" });
+  if (deps.board && deps.ui?.config.enabled) {
+    await instance.register(uiPlugin, { prefix: "/ui", board: deps.board, auth: deps.ui.auth, ui: deps.ui.config, authenticator: deps.authenticator });
+  }
 }
