@@ -10,6 +10,7 @@ import type { FastifyInstance } from "fastify";
 import pino from "pino";
 import { authenticatorFor } from "../../apps/api/src/plugins/auth.js";
 import { buildServer, loggerOptions } from "../../apps/api/src/server.js";
+import { StatusBoard } from "../../apps/api/src/status-board.js";
 import { TeamService } from "../../apps/api/src/team-service.js";
 import { KubeTeamStatusReader } from "../../apps/api/src/team-status.js";
 
@@ -22,6 +23,8 @@ export interface RunningBerth {
   /** Base URL when started with listen: true. */
   url: string;
   repo: FluxRepo;
+  /** The shared per-cluster status reader (its stats() count the requests clusters received). */
+  statusReader: KubeTeamStatusReader;
   /** Every log line written so far (JSON), for redaction checks. */
   logs: string[];
   stop(): Promise<void>;
@@ -56,8 +59,16 @@ export async function startBerth(options: { remoteUrl: string; env?: Record<stri
   const templates = await loadTemplateSet(config.templatesDir, config.platform.templateVersion);
   const repo = FluxRepo.fromConfig({ ...config.fluxRepo, logger: logger.child({ component: "flux-repo" }) });
   await repo.init();
+  const onboarding = new Onboarding(config.platform, templates);
+  const statusReader = KubeTeamStatusReader.fromConfig(config.api.clusters, { ttlMs: config.api.statusCacheSeconds * 1000 });
   const server = await buildServer(
-    { teams: new TeamService(new Onboarding(config.platform, templates), repo, KubeTeamStatusReader.fromConfig(config.api.clusters)), store: repo, authenticator: authenticatorFor(config.api.auth) },
+    {
+      teams: new TeamService(onboarding, repo, statusReader),
+      store: repo,
+      authenticator: authenticatorFor(config.api.auth),
+      board: new StatusBoard(onboarding, repo, statusReader),
+      ui: { auth: config.api.auth, config: config.api.ui },
+    },
     { logger, bodyLimit: config.api.bodyLimitBytes },
   );
   const url = options.listen ? await server.listen({ host: "127.0.0.1", port: 0 }) : "";
@@ -66,6 +77,7 @@ export async function startBerth(options: { remoteUrl: string; env?: Record<stri
     server,
     url,
     repo,
+    statusReader,
     logs,
     async stop() {
       await server.close();
