@@ -22,8 +22,22 @@ export interface RepoChange {
   body?: string[];
 }
 
+/**
+ * One commit trailer (`Key: value`, as git interpret-trailers reads them). Keys are `Berth-` followed by
+ * letters, digits and single dashes; values are one line of plain text (cleaned, bounded).
+ */
+export interface Trailer {
+  key: string;
+  value: string;
+}
+
 /** Who asked for a change; recorded as commit trailers, never passed to git as an option. */
 export interface ChangeOrigin {
   actor: string;
   requestId: string;
+  /**
+   * Further trailers for the commit, after `Berth-Requested-By` and `Berth-Request-Id`, in this order
+   * (the API's action/team/idempotency key, a rollout id...). Each caller owns the keys it adds.
+   */
+  trailers?: readonly Trailer[];
 }

@@ -1,3 +1,4 @@
+import { parseTrailers } from "./commit-message.js";
 import type { GitRunner } from "./git-runner.js";
 import { assertReadablePath } from "./paths.js";
 
@@ -31,11 +32,7 @@ export async function commitsTouching(runner: GitRunner, revision: string, paths
     .filter((record) => record.trim() !== "")
     .map((record) => {
       const [sha = "", date = "", author = "", subject = "", trailerText = ""] = record.split(FIELD);
-      const trailers: Record<string, string> = {};
-      for (const line of trailerText.split("\n")) {
-        const match = /^([A-Za-z0-9-]+):\s*(.*)$/.exec(line);
-        if (match) trailers[match[1]!] = match[2]!;
-      }
+      const trailers = Object.fromEntries(parseTrailers(trailerText).map((t) => [t.key, t.value]));
       return { sha, date, author, subject, trailers };
     });
 }
