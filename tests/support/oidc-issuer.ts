@@ -189,8 +189,8 @@ export async function startTestIssuer(audience = "api://berth", options: TestIss
       if (!params.code_verifier || challenge !== pending.challenge) return fail("code_verifier does not match the code_challenge");
       const sub = pending.user.sub ?? `sub-${pending.user.username}`;
       const lifetime = options.accessTokenSeconds ?? 300;
-      const accessToken = await sign({ sub, preferred_username: pending.user.username, roles: pending.user.roles ?? [], scp: pending.scope }, { expiresIn: lifetime });
-      const idToken = await sign({ sub, preferred_username: pending.user.username, nonce: pending.nonce }, { audience: client.clientId, expiresIn: lifetime });
+      const accessToken = await sign({ sub, preferred_username: pending.user.username, roles: pending.user.roles ?? [], scp: pending.scope }, { expiresIn: `${lifetime}s` });
+      const idToken = await sign({ sub, preferred_username: pending.user.username, nonce: pending.nonce }, { audience: client.clientId, expiresIn: `${lifetime}s` });
       return json(res, 200, { access_token: accessToken, id_token: idToken, token_type: "Bearer", expires_in: lifetime, scope: pending.scope });
     }
     res.statusCode = 404;

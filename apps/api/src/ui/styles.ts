@@ -62,9 +62,9 @@ dl.spec dd { margin: 0; }
 .timeline li.failed::before { background: var(--failed-fg); border-color: var(--failed-fg); }
 .step { font-weight: 600; }
 .step-state { font-size: .8rem; color: var(--muted); margin-left: .3rem; }
-.reason { display: block; font-size: .9rem; }
+.reason { display: block; font-size: .9rem; overflow-wrap: anywhere; }
 .reason.failed { color: var(--failed-fg); }
-.when { display: block; font-size: .8rem; color: var(--muted); }
+.when { display: block; font-size: .8rem; color: var(--muted); overflow-wrap: anywhere; }
 pre { background: var(--panel); padding: .8rem; border-radius: 6px; overflow-x: auto; font-size: .85rem; }
 details { margin: .3rem 0; }
 summary { cursor: pointer; font-family: ui-monospace, "Liberation Mono", monospace; font-size: .9rem; }

@@ -34,7 +34,7 @@ function start(): void {
 
   let etag = main.dataset.etag ?? null;
   let timer: number | undefined;
-  let inFlight = false;
+  let inFlight: AbortController | undefined;
   let refreshes = 0;
 
   const fragmentUrl = (): string => {
@@ -43,14 +43,18 @@ function start(): void {
     return url.pathname + url.search;
   };
 
-  const refresh = async (): Promise<void> => {
-    if (inFlight) return;
-    inFlight = true;
+  /** A timer tick skips while a request is out; a changed filter (`force`) replaces that request. */
+  const refresh = async (force = false): Promise<void> => {
+    if (inFlight && !force) return;
+    inFlight?.abort();
+    const request = new AbortController();
+    inFlight = request;
     try {
       const response = await fetch(fragmentUrl(), {
         headers: etag ? { "if-none-match": etag } : {},
         credentials: "same-origin",
         cache: "no-store",
+        signal: request.signal,
       });
       if (response.status === 401) {
         window.location.reload();
@@ -58,6 +62,7 @@ function start(): void {
       }
       if (response.status === 200) {
         const markup = await response.text();
+        if (request.signal.aborted) return;
         etag = response.headers.get("etag");
         const open = new Set(Array.from(main.querySelectorAll<HTMLDetailsElement>("details[open]")).map((d) => d.dataset.path));
         setHtml(main, markup);
@@ -69,9 +74,9 @@ function start(): void {
       main.dataset.refreshes = String(refreshes);
       main.removeAttribute("aria-busy");
     } catch {
-      // Offline or the API restarting: keep what is shown and try again on the next tick.
+      // Replaced by a newer request, offline, or the API restarting: the next tick tries again.
     } finally {
-      inFlight = false;
+      if (inFlight === request) inFlight = undefined;
     }
   };
 
@@ -99,7 +104,7 @@ function start(): void {
       window.history.replaceState(null, "", query ? `${window.location.pathname}?${query}` : window.location.pathname);
       etag = null;
       main.setAttribute("aria-busy", "true");
-      void refresh();
+      void refresh(true);
     };
     form.addEventListener("input", () => {
       window.clearTimeout(debounce);

@@ -52,7 +52,7 @@ export function fleetFilterForm(filter: FleetFilter): Html {
 }
 
 export function fleetMain(view: FleetView, filter: FleetFilter): Html {
-  const counts = html`<ul class="counts" aria-label="Team and cluster pairs by state">
+  const counts = html`<ul class="counts" aria-label="Counts by state (one per team and cluster)">
   ${PHASES.filter((p) => view.counts[p] > 0 || p === "ready" || p === "failed").map(
     (p) => html`<li><a href="${filterQuery(filter, filter.phase === p ? undefined : p)}" data-phase-count="${p}"
       ><span class="badge ${p}${filter.phase === p ? " selected" : ""}">${PHASE_LABELS[p]} <span class="count">${view.counts[p]}</span></span></a></li>`,

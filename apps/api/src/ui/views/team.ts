@@ -38,10 +38,12 @@ function list(values: readonly string[]): Html {
 
 export function teamMain(detail: TeamDetail): Html {
   const { team } = detail;
-  const readyCount = detail.clusters.filter((c) => phaseOf(c) === "ready").length;
+  const phases = detail.clusters.map(phaseOf);
+  const readyCount = phases.filter((p) => p === "ready").length;
+  const overall = phases.includes("failed") ? "failed" : detail.ready ? "ready" : "progressing";
   const labels = Object.entries(team.labels).map(([k, v]) => `${k}=${v}`);
   return html`<p><a href="/ui">← Fleet</a></p>
-<h1>${team.name} <span class="badge ${detail.ready ? "ready" : "progressing"}">Ready on ${readyCount} of ${detail.clusters.length} clusters</span></h1>
+<h1>${team.name} <span class="badge ${overall}">Ready on ${readyCount} of ${detail.clusters.length} cluster${detail.clusters.length === 1 ? "" : "s"}</span></h1>
 <dl class="spec">
   <dt>Description</dt><dd>${team.description || html`<span class="none">none</span>`}</dd>
   <dt>Environments</dt><dd>${list(team.environments)}</dd>
