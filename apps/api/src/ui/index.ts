@@ -82,6 +82,8 @@ const signInForm = z.object({ token: z.string().max(8192).default(""), next: z.s
 export function safeNext(next: unknown): string {
   if (typeof next !== "string" || !/^\/ui(\/[A-Za-z0-9._~%-]*)*(\?[A-Za-z0-9._~%&=+-]*)?$/.test(next)) return "/ui";
   const url = new URL(next, "http://ui.invalid");
+  // Dot segments resolve first: `/ui/../v1` is not a page of /ui.
+  if (url.host !== "ui.invalid" || !(url.pathname === "/ui" || url.pathname.startsWith("/ui/"))) return "/ui";
   url.searchParams.delete("fragment");
   return url.pathname + url.search;
 }
