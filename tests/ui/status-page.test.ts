@@ -13,7 +13,7 @@ import type { Browser, BrowserContext, Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { Admin, INFRA, readManifests } from "../controller/helpers.js";
 import { DEV_TOKEN } from "../support/berth.js";
-import { accessibilityViolations, launchChromium, screenshot, watchPage, type PageProblems } from "../support/browser.js";
+import { accessibilityViolations, launchChromium, screenshot, UI_ARTIFACTS, watchPage, type PageProblems } from "../support/browser.js";
 import { ensureBuilt } from "../support/build.js";
 import { createBareRepo, type BareRepo } from "../support/git-remotes.js";
 import { skipWithoutKubeBinaries, startKubeCluster, type KubeCluster } from "../support/kube-cluster.js";
@@ -141,6 +141,10 @@ describe.skipIf(skip)("the status page in Chromium", () => {
     const count = (phase: string) => page.locator(`[data-phase-count="${phase}"] .count`).textContent();
     expect(await Promise.all(["ready", "failed", "progressing", "waiting", "unobserved"].map(count))).toEqual(["1", "1", "1", "1", "2"]);
     await screenshot(page, "fleet");
+    // The README's picture (docs/images/status-page.png is a copy of this one).
+    await page.setViewportSize({ width: 960, height: 480 });
+    await page.screenshot({ path: join(UI_ARTIFACTS, "readme-fleet.png") });
+    await page.setViewportSize({ width: 1280, height: 900 });
     expect(await accessibilityViolations(browser, context, page.url())).toEqual([]);
   }, 120_000);
 

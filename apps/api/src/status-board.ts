@@ -33,6 +33,8 @@ const everyReady = (clusters: ClusterStatus[]) => clusters.length > 0 && cluster
  */
 export class StatusBoard {
   private readonly layout;
+  /** The teams of the last revision read: pages poll every few seconds, the repo changes far less often. */
+  private teamsAt: { revision: string | undefined; teams: Promise<Team[]> } | undefined;
 
   constructor(
     private readonly onboarding: Onboarding,
@@ -49,7 +51,14 @@ export class StatusBoard {
 
   async fleet(): Promise<FleetResponse> {
     const tree = await this.repo.snapshot();
-    const teams = await this.onboarding.listTeams(tree);
+    if (!this.teamsAt || this.teamsAt.revision !== tree.revision) {
+      const teams = this.onboarding.listTeams(tree);
+      this.teamsAt = { revision: tree.revision, teams };
+      teams.catch(() => {
+        if (this.teamsAt?.teams === teams) this.teamsAt = undefined; // a failed read is not kept
+      });
+    }
+    const teams = await this.teamsAt.teams;
     const rows = await Promise.all(
       teams.map(async (team) => {
         const clusters = await this.statusReader.read(team.name, clustersOf(team, this.onboarding.platform));
