@@ -43,7 +43,7 @@ describe.skipIf(skip)("berth status --watch on a terminal, with the controller o
 
   beforeAll(async () => {
     const built = ensureBuilt();
-    cluster = await startKubeCluster({ crds: readManifests(join(INFRA, "crds")) });
+    cluster = await startKubeCluster({ crds: readManifests(join(INFRA, "crds")), startTimeoutMs: 240_000 });
     admin = new Admin(cluster.kubeConfig());
     await prepareCluster(admin);
     const dir = await mkdtemp(join(tmpdir(), "berth-watch-"));
@@ -132,7 +132,7 @@ describe.skipIf(skip)("berth status --watch on a terminal, with the controller o
   it("prints one line per change without a terminal, and the same Ready state", async () => {
     const piped = await cli.run(["status", "payments", "--watch", "--timeout", "2m", "--interval", "1s"], { cwd: work });
     expect(piped.code).toBe(0);
-    expect(piped.stdout).toMatch(/^\[0:\d\d\] team payments: committed at [0-9a-f]{7}; watching 1 cluster$/m);
+    expect(piped.stdout).toMatch(/^\[0:\d\d\] team payments: in the Flux repo at [0-9a-f]{7}; watching 1 cluster$/m);
     expect(piped.stdout).toMatch(/^\[0:\d\d\] aks-dev-weu: Ready: Ready$/m);
     expect(piped.stdout).not.toContain("\u001b[");
     const once = await cli.run(["status", "payments", "-o", "json"], { cwd: work });

@@ -39,7 +39,7 @@ describe.skipIf(skip)("the per-cluster status cache", () => {
   let admin: Admin;
 
   beforeAll(async () => {
-    cluster = await startKubeCluster({ crdDirs: false, crds: readManifests(join(INFRA, "crds")) });
+    cluster = await startKubeCluster({ crdDirs: false, crds: readManifests(join(INFRA, "crds")), startTimeoutMs: 240_000 });
     admin = new Admin(cluster.kubeConfig());
     for (const [name, verbs] of [
       ["lister", ["get", "list"]],

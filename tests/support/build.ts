@@ -1,5 +1,5 @@
 import { spawn } from "node:child_process";
-import { mkdir, rmdir, stat } from "node:fs/promises";
+import { mkdir, readFile, rm, stat, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
 import { REPO_ROOT } from "./kube-cluster.js";
@@ -14,17 +14,28 @@ const LOCK = join(REPO_ROOT, ".berth", "test-build.lock");
 const PACKAGES = ["@berth/cli...", "@berth/api...", "@berth/controller..."];
 let built: Promise<void> | undefined;
 
+/** Whether the process that took the lock is gone (killed mid-build): then the lock is stale. */
+async function stale(): Promise<boolean> {
+  const pid = Number(await readFile(join(LOCK, "pid"), "utf8").catch(() => ""));
+  if (!pid) return Date.now() - (await stat(LOCK).catch(() => ({ mtimeMs: Date.now() }))).mtimeMs > 60_000;
+  try {
+    process.kill(pid, 0);
+    return false;
+  } catch (err) {
+    return (err as NodeJS.ErrnoException).code === "ESRCH";
+  }
+}
+
 async function acquire(): Promise<void> {
   await mkdir(join(REPO_ROOT, ".berth"), { recursive: true });
   for (let i = 0; ; i++) {
     try {
       await mkdir(LOCK);
+      await writeFile(join(LOCK, "pid"), String(process.pid));
       return;
     } catch (err) {
       if ((err as NodeJS.ErrnoException).code !== "EEXIST") throw err;
-      // A lock older than 15 minutes is left over from a killed run.
-      const age = Date.now() - (await stat(LOCK).catch(() => ({ mtimeMs: Date.now() }))).mtimeMs;
-      if (age > 15 * 60_000) await rmdir(LOCK).catch(() => undefined);
+      if (await stale()) await rm(LOCK, { recursive: true, force: true });
       if (i > 3600) throw new Error(`waited too long for ${LOCK}`);
       await sleep(500);
     }
@@ -49,7 +60,7 @@ export function ensureBuilt(): Promise<void> {
     try {
       await turboBuild();
     } finally {
-      await rmdir(LOCK).catch(() => undefined);
+      await rm(LOCK, { recursive: true, force: true });
     }
   })();
   return built;

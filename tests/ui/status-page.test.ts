@@ -69,7 +69,7 @@ describe.skipIf(skip)("the status page in Chromium", () => {
 
   beforeAll(async () => {
     const built = ensureBuilt();
-    cluster = await startKubeCluster({ crds: readManifests(join(INFRA, "crds")) });
+    cluster = await startKubeCluster({ crds: readManifests(join(INFRA, "crds")), startTimeoutMs: 240_000 });
     admin = new Admin(cluster.kubeConfig());
     await prepareCluster(admin);
     const dir = await mkdtemp(join(tmpdir(), "berth-ui-"));

@@ -78,7 +78,7 @@ async function watch(rt: Runtime, client: BerthClient, team: string, options: St
         const response = await fetchStatus(client, team);
         const changes = state.update(response, elapsed());
         if (!tty) {
-          if (first) rt.out(`[${formatElapsed(elapsed())}] team ${response.team}: committed at ${response.revision?.slice(0, 7) ?? "none"}; watching ${response.clusters.length} cluster${response.clusters.length === 1 ? "" : "s"}`);
+          if (first) rt.out(`[${formatElapsed(elapsed())}] team ${response.team}: in the Flux repo at ${response.revision?.slice(0, 7) ?? "none"}; watching ${response.clusters.length} cluster${response.clusters.length === 1 ? "" : "s"}`);
           for (const line of changes) rt.out(line);
         }
       } catch (err) {

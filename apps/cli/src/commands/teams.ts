@@ -153,14 +153,15 @@ function colorPhase(rt: Runtime, phase: Phase | undefined): string {
   return phase ? rt.paint(PHASE_STYLES[phase], PHASE_LABELS[phase]) : "?";
 }
 
-async function fleetStatus(client: BerthClient): Promise<Map<string, FleetTeam>> {
+/** Every team's status; empty (READY shows "?") when the API cannot say right now or has no fleet view. */
+async function fleetStatus(rt: Runtime, client: BerthClient): Promise<Map<string, FleetTeam>> {
   try {
     const { body } = await client.request("GET", "/v1/status", { schema: fleetResponse });
     return new Map(body!.teams.map((t) => [t.team, t]));
   } catch (err) {
-    // An API without the fleet view still lists teams; READY shows "?".
-    if (err instanceof ApiError && err.status === 404) return new Map();
-    throw err;
+    if (!(err instanceof CliError) || err.exitCode === EXIT.interrupted) throw err;
+    if (!(err instanceof ApiError && err.status === 404)) rt.err(`warning: no status for the READY column: ${err.message}`);
+    return new Map();
   }
 }
 
@@ -200,7 +201,7 @@ export async function getTeams(rt: Runtime, name: string | undefined, output: Ou
     rt.err("No teams found.");
     return EXIT.ok;
   }
-  printTable(rt, teams, await fleetStatus(client), output === "wide");
+  printTable(rt, teams, await fleetStatus(rt, client), output === "wide");
   return EXIT.ok;
 }
 
