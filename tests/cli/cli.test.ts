@@ -1,4 +1,6 @@
 /**
+ * (Each test runs the CLI as a process a dozen times: on a loaded machine that is a few seconds each.)
+ *
  * The built `berth` CLI, run as a process the way a platform engineer runs it, against the real API
  * (infra/local/berth.yaml, dev auth) and a real git remote: login and contexts, apply (YAML documents,
  * JSON, folders; idempotent), diff (exit codes, colours), get (table, yaml/json/name), delete, and how
@@ -65,7 +67,7 @@ describe("berth CLI against the API and a git remote", () => {
     // The context names the file; the token itself is not copied into the config.
     expect(saved.contexts[0]!.auth).toEqual({ tokenFile });
     expect(await readFile(cli.configFile, "utf8")).not.toContain(DEV_TOKEN);
-  });
+  }, 240_000);
 
   it("switches contexts like kubectl and redacts stored tokens in config view", async () => {
     const second = await berthCli(["login", "--context", "other", "--server", "http://127.0.0.1:9", "--token", "stored-secret-token", "--no-verify"]);
@@ -83,7 +85,7 @@ describe("berth CLI against the API and a git remote", () => {
     expect((await berthCli(["config", "use-context", "local"])).code).toBe(0);
     expect((await berthCli(["config", "current-context"])).stdout.trim()).toBe("local");
     expect((await berthCli(["config", "delete-context", "other"])).code).toBe(0);
-  });
+  }, 240_000);
 
   it("apply creates every team of a folder (YAML documents, a Team object, JSON), and applying again commits nothing", async () => {
     await writeFile(
@@ -110,7 +112,7 @@ describe("berth CLI against the API and a git remote", () => {
     expect(again.code).toBe(0);
     expect(again.stdout.trim().split("\n").sort()).toEqual(["team/checkout unchanged", "team/payments unchanged", "team/search unchanged"]);
     expect(await head()).toBe(state.head);
-  });
+  }, 240_000);
 
   it("diff shows the change as a coloured unified diff with exit code 1, and 0 when nothing would change; it never commits", async () => {
     const before = await head();
@@ -136,7 +138,7 @@ describe("berth CLI against the API and a git remote", () => {
     expect(added.code).toBe(1);
     expect(added.stdout).toContain("+++ b/teams/ledger/base/team.yaml");
     expect(await head()).toBe(before);
-  });
+  }, 240_000);
 
   it("apply updates a changed team in one commit, touching only what changed", async () => {
     const result = await berthCli(["apply", "-f", join(work, "payments-changed.yaml")]);
@@ -150,7 +152,7 @@ describe("berth CLI against the API and a git remote", () => {
     expect(Number(changed![1])).toBeLessThan(teamFiles);
     expect(state.commits[0]!.subject).toBe("berth: update team payments");
     expect(state.files.get("teams/payments/base/team.yaml")).toContain("Payments and refunds");
-  });
+  }, 240_000);
 
   it("get prints aligned tables, and -o yaml round-trips through apply", async () => {
     const table = await berthCli(["get", "teams"]);
@@ -183,7 +185,7 @@ describe("berth CLI against the API and a git remote", () => {
     const roundTrip = await berthCli(["apply", "-f", "-"], { input: (await berthCli(["get", "teams", "-o", "yaml"])).stdout });
     expect(roundTrip.stdout.trim().split("\n")).toEqual(["team/checkout unchanged", "team/payments unchanged", "team/search unchanged"]);
     expect(await head()).toBe(before);
-  });
+  }, 240_000);
 
   it("refuses an invalid file before sending, with the API's own messages and field paths", async () => {
     const bad = { name: "billing", owners: ["not-a-uuid"], environments: ["dev"], labels: { "berth.dev/team": "x" } };
@@ -215,7 +217,7 @@ describe("berth CLI against the API and a git remote", () => {
     await writeFile(join(work, "pod.yaml"), "apiVersion: v1\nkind: Pod\nmetadata:\n  name: x\n");
     expect((await berthCli(["apply", "-f", "pod.yaml"])).stderr).toContain("pod.yaml: not a Berth team (apiVersion v1, kind Pod)");
     expect(await head()).toBe(before);
-  });
+  }, 240_000);
 
   it("delete needs --yes without a terminal, offboards in one commit, and says when there is nothing to delete", async () => {
     const refused = await berthCli(["delete", "team", "checkout"]);
@@ -234,7 +236,7 @@ describe("berth CLI against the API and a git remote", () => {
     expect(again.code).toBe(4);
     expect(again.stderr).toContain('Team not found: team "checkout" does not exist');
     expect((await berthCli(["delete", "team", "checkout", "--yes", "--ignore-not-found"])).code).toBe(0);
-  });
+  }, 240_000);
 
   it("reports auth, reachability and usage errors with their documented exit codes", async () => {
     expect((await berthCli(["get", "teams"], { env: { BERTH_CLI_CONFIG: join(cli.home, "none.yaml") } })).code).toBe(2);
@@ -255,5 +257,5 @@ describe("berth CLI against the API and a git remote", () => {
     const help = await berthCli(["--help"]);
     expect(help.code).toBe(0);
     for (const command of ["login", "config", "apply", "diff", "get", "delete", "status"]) expect(help.stdout).toMatch(new RegExp(`^  ${command}\\b`, "m"));
-  });
+  }, 240_000);
 });

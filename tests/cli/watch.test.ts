@@ -139,6 +139,14 @@ describe.skipIf(skip)("berth status --watch on a terminal, with the controller o
     expect(JSON.parse(once.stdout)).toMatchObject({ team: "payments", ready: true, clusters: [{ cluster: "aks-dev-weu", state: "reported", ready: true }] });
   }, 300_000);
 
+  it("gives up with exit code 8 at --timeout, saying where each cluster stands", async () => {
+    await onboard("orders");
+    const result = await cli.run(["status", "orders", "--watch", "--timeout", "3s", "--interval", "1s"], { cwd: work });
+    expect(result.code).toBe(8);
+    expect(result.stderr).toContain("error: timed out after 0:03 waiting for team orders to be Ready");
+    expect(result.stderr).toContain("  aks-dev-weu: waiting for Flux to apply the team");
+  }, 300_000);
+
   it("ends non-zero with ASO's reason and severity when the team's identity reports an Error", async () => {
     await term.clear();
     await onboard("ledger");
