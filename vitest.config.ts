@@ -12,6 +12,7 @@ export default defineConfig({
       "@berth/gitops": src("gitops"),
       "@berth/azure": src("azure"),
       "@berth/api-contract": src("api-contract"),
+      "@berth/kube-runtime": src("kube-runtime"),
     },
   },
   test: {

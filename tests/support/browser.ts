@@ -1,3 +1,5 @@
+/// <reference lib="dom" />
+// (page.evaluate callbacks run in the browser: they are typed against the DOM)
 /**
  * Headless Chromium from Debian (`/usr/bin/chromium`, package `chromium` in
  * infra/test-tools/debian-packages.txt) driven by playwright-core — never a downloaded browser.

@@ -11,7 +11,8 @@
  * The controller under test sees exactly the objects and statuses it sees in production.
  */
 import { parseAllDocuments } from "yaml";
-import { Admin, eventually, type Obj } from "../controller/helpers.js";
+import { Admin, type Obj } from "../controller/helpers.js";
+import { eventually } from "./wait.js";
 import { inspectRemote } from "./git-remotes.js";
 
 export const ASO_KINDS = {

@@ -1,7 +1,7 @@
-import { createHash, randomBytes } from "node:crypto";
+import { createHash, createHmac, randomBytes } from "node:crypto";
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
-import { exportJWK, generateKeyPair, SignJWT, type JWTPayload } from "jose";
+import { exportJWK, exportSPKI, generateKeyPair, SignJWT, type JWTPayload } from "jose";
 
 /**
  * A small OIDC issuer on 127.0.0.1 for auth tests: discovery document and JWKS over HTTP, a signer, and
@@ -15,13 +15,41 @@ import { exportJWK, generateKeyPair, SignJWT, type JWTPayload } from "jose";
  *                    roles) and an ID token for the client (with the nonce).
  *
  * Tokens it signs are verified by the API exactly as Entra ID's would be (JWKS fetched over the network).
+ * It can rotate its signing key, count JWKS fetches, go down, and forge the tokens an attacker would try.
  */
+export interface SignOptions {
+  expiresIn?: string | number;
+  /** `nbf`: seconds since the epoch, or a jose time span ("1h" from now). */
+  notBefore?: string | number;
+  audience?: string;
+  issuer?: string;
+  alg?: string;
+  /** "trusted": the key the JWKS serves; "untrusted": a key it never served. */
+  key?: "trusted" | "untrusted";
+  /** The `kid` header; default: the current key's. */
+  kid?: string;
+  /** Leave out `exp` (jose's signer sets it otherwise). */
+  noExpiry?: boolean;
+  /** Leave out `sub`. */
+  noSubject?: boolean;
+}
+
 export interface TestIssuer {
   issuer: string;
   jwksUri: string;
   authorizationEndpoint: string;
   tokenEndpoint: string;
-  sign(claims: JWTPayload, options?: { expiresIn?: string | number; audience?: string; issuer?: string; alg?: string; key?: "trusted" | "untrusted" }): Promise<string>;
+  /** The current signing key's id (changes with rotate()). */
+  readonly kid: string;
+  /** How many times the JWKS was fetched. */
+  readonly jwksFetches: number;
+  sign(claims: JWTPayload, options?: SignOptions): Promise<string>;
+  /** The algorithm-confusion forgery: HS256, with the issuer's public key (PEM) as the HMAC secret. */
+  signHs256WithPublicKey(claims: JWTPayload): Promise<string>;
+  /** A new key pair with a new kid; the JWKS serves only the new key from now on. */
+  rotate(): Promise<void>;
+  /** Discovery and JWKS answer 503 while down. */
+  setDown(down: boolean): void;
   /** Every /authorize and /token request received, in order (parameters only, for assertions). */
   readonly requests: Array<{ endpoint: "authorize" | "token"; method: string; params: Record<string, string> }>;
   stop(): Promise<void>;
@@ -80,10 +108,22 @@ function page(res: ServerResponse, status: number, body: string): void {
   res.end(`<!doctype html><html lang="en"><head><meta charset="utf-8"><title>Test issuer</title></head><body><main>${body}</main></body></html>`);
 }
 
+type KeyPair = Awaited<ReturnType<typeof generateKeyPair>>;
+interface SigningKey extends KeyPair {
+  kid: string;
+}
+
+async function newKey(kid: string): Promise<SigningKey> {
+  const pair = await generateKeyPair("RS256", { extractable: true });
+  return { kid, ...pair };
+}
+
 export async function startTestIssuer(audience = "api://berth", options: TestIssuerOptions = {}): Promise<TestIssuer> {
-  const trusted = await generateKeyPair("RS256", { extractable: true });
-  const untrusted = await generateKeyPair("RS256", { extractable: true });
-  const jwk = { ...(await exportJWK(trusted.publicKey)), kid: "test-key", alg: "RS256", use: "sig" };
+  let current = await newKey("test-key");
+  const untrusted = await newKey("untrusted-key");
+  let generation = 0;
+  let jwksFetches = 0;
+  let down = false;
   const clients = options.clients ?? [];
   const users = options.users ?? [{ username: "alice@example.test", roles: ["Berth.Read"] }];
   const codes = new Map<string, PendingCode>();
@@ -91,15 +131,16 @@ export async function startTestIssuer(audience = "api://berth", options: TestIss
   let base = "";
 
   const sign: TestIssuer["sign"] = async (claims, opts = {}) => {
-    const key = opts.key === "untrusted" ? untrusted.privateKey : trusted.privateKey;
-    return new SignJWT({ ...claims })
-      .setProtectedHeader({ alg: opts.alg ?? "RS256", kid: "test-key" })
+    const key = opts.key === "untrusted" ? untrusted : current;
+    const jwt = new SignJWT({ ...claims })
+      .setProtectedHeader({ alg: opts.alg ?? "RS256", kid: opts.kid ?? current.kid })
       .setIssuer(opts.issuer ?? base)
       .setAudience(opts.audience ?? audience)
-      .setSubject(typeof claims.sub === "string" ? claims.sub : "test-user")
-      .setIssuedAt()
-      .setExpirationTime(opts.expiresIn ?? "5m")
-      .sign(key);
+      .setIssuedAt();
+    if (!opts.noSubject) jwt.setSubject(typeof claims.sub === "string" ? claims.sub : "test-user");
+    if (!opts.noExpiry) jwt.setExpirationTime(opts.expiresIn ?? "5m");
+    if (opts.notBefore !== undefined) jwt.setNotBefore(opts.notBefore);
+    return jwt.sign(key.privateKey);
   };
 
   /** The /authorize parameters, checked; a bad client or redirect URI never redirects (an open redirector otherwise). */
@@ -116,6 +157,10 @@ export async function startTestIssuer(audience = "api://berth", options: TestIss
 
   const handle = async (req: IncomingMessage, res: ServerResponse): Promise<void> => {
     const url = new URL(req.url ?? "/", base);
+    if (down && (url.pathname === "/.well-known/openid-configuration" || url.pathname === "/keys")) {
+      res.statusCode = 503;
+      return void res.end();
+    }
     if (url.pathname === "/.well-known/openid-configuration") {
       return json(res, 200, {
         issuer: base,
@@ -131,7 +176,10 @@ export async function startTestIssuer(audience = "api://berth", options: TestIss
         authorization_response_iss_parameter_supported: true,
       });
     }
-    if (url.pathname === "/keys") return json(res, 200, { keys: [jwk] });
+    if (url.pathname === "/keys") {
+      jwksFetches += 1;
+      return json(res, 200, { keys: [{ ...(await exportJWK(current.publicKey)), kid: current.kid, alg: "RS256", use: "sig" }] });
+    }
     if (url.pathname === "/favicon.ico") {
       res.statusCode = 204;
       return void res.end();
@@ -210,7 +258,28 @@ export async function startTestIssuer(audience = "api://berth", options: TestIss
     jwksUri: `${base}/keys`,
     authorizationEndpoint: `${base}/authorize`,
     tokenEndpoint: `${base}/token`,
+    get kid() {
+      return current.kid;
+    },
+    get jwksFetches() {
+      return jwksFetches;
+    },
     sign,
+    async signHs256WithPublicKey(claims) {
+      const secret = await exportSPKI(current.publicKey);
+      const now = Math.floor(Date.now() / 1000);
+      const header = Buffer.from(JSON.stringify({ alg: "HS256", typ: "JWT", kid: current.kid })).toString("base64url");
+      const payload = Buffer.from(JSON.stringify({ iss: base, aud: audience, sub: "test-user", iat: now, exp: now + 300, ...claims })).toString("base64url");
+      const signature = createHmac("sha256", secret).update(`${header}.${payload}`).digest("base64url");
+      return `${header}.${payload}.${signature}`;
+    },
+    async rotate() {
+      generation += 1;
+      current = await newKey(`test-key-${generation}`);
+    },
+    setDown(value) {
+      down = value;
+    },
     requests,
     stop: () =>
       new Promise<void>((resolve) => {

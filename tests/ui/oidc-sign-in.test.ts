@@ -1,3 +1,5 @@
+/// <reference lib="dom" />
+// (page.evaluate callbacks run in the browser: they are typed against the DOM)
 /**
  * Production sign-in to the status page, in Chromium: OIDC authorization code + PKCE against the
  * project's test issuer (tests/support/oidc-issuer.ts), with the built API in oidc mode. A person clicks

@@ -1,3 +1,5 @@
+/// <reference lib="dom" />
+// (page.evaluate callbacks run in the browser: they are typed against the DOM)
 /**
  * The status page in headless Chromium (Debian's, through playwright-core), served by the built API
  * process, reading team status from a real kube-apiserver where the test writes Team objects with the

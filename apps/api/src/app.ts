@@ -3,16 +3,20 @@ import { toFieldIssues } from "@berth/core";
 import type { FastifySchemaCompiler } from "fastify";
 import { serializerCompiler } from "fastify-type-provider-zod";
 import type { ZodType } from "zod";
-import { authPlugin, type Authenticator } from "./plugins/auth.js";
+import { auditPlugin } from "./plugins/audit.js";
+import { authenticatePlugin, authorizePlugin, type Authenticator } from "./plugins/auth.js";
+import { jsonBodyPlugin } from "./plugins/json-body.js";
 import { openapiPlugin } from "./plugins/openapi.js";
 import { problemPlugin, RequestValidationError } from "./plugins/problem.js";
+import { rateLimitPlugin } from "./plugins/rate-limit.js";
+import { securityHeadersPlugin } from "./plugins/security-headers.js";
 import { healthRoutes } from "./routes/health.js";
 import { statusRoutes } from "./routes/status.js";
 import { teamRoutes } from "./routes/teams.js";
 import type { StatusBoard } from "./status-board.js";
 import type { TeamService, TeamStore } from "./team-service.js";
 import { uiPlugin } from "./ui/index.js";
-import type { ApiAuth, UiConfig } from "@berth/config";
+import { rateLimitSchema, type ApiAuth, type RateLimitConfig, type UiConfig } from "@berth/config";
 
 export interface AppDeps {
   teams: TeamService;
@@ -21,6 +25,8 @@ export interface AppDeps {
   /** Views across teams: GET /v1/status and, with `ui`, the status page at /ui. */
   board?: StatusBoard;
   ui?: { auth: ApiAuth; config: UiConfig };
+  /** Rate limits (config `api.rateLimit`); the defaults when absent. */
+  limits?: RateLimitConfig;
 }
 
 /**
@@ -54,7 +60,13 @@ export async function app(instance: FastifyInstance, deps: AppDeps): Promise<voi
     }
   });
   await instance.register(problemPlugin);
-  await instance.register(authPlugin, { authenticator: deps.authenticator });
+  await instance.register(securityHeadersPlugin);
+  await instance.register(jsonBodyPlugin);
+  // onRequest runs these in order: who is calling, how often, may they.
+  await instance.register(authenticatePlugin, { authenticator: deps.authenticator });
+  await instance.register(rateLimitPlugin, { limits: deps.limits ?? rateLimitSchema.parse({}) });
+  await instance.register(authorizePlugin);
+  await instance.register(auditPlugin);
   await instance.register(openapiPlugin);
   await instance.register(healthRoutes, { ping: () => deps.store.ping() });
   await instance.register(async (v1) => {

@@ -43,20 +43,24 @@ async function main(): Promise<void> {
 
   const templates = await loadTemplateSet(config.templatesDir, config.platform.templateVersion);
   const onboarding = new Onboarding(config.platform, templates);
-  const repo = FluxRepo.fromConfig({ ...config.fluxRepo, logger: logger.child({ component: "flux-repo" }) });
+  const repo = FluxRepo.fromConfig({ ...config.fluxRepo, history: config.api.idempotency, logger: logger.child({ component: "flux-repo" }) });
   await repo.init();
 
   // One status reader, so the status API, CLI watchers and every open status page share its per-cluster cache.
   const statusReader = KubeTeamStatusReader.fromConfig(config.api.clusters, { ttlMs: config.api.statusCacheSeconds * 1000 });
+  const teams = new TeamService(onboarding, repo, statusReader);
+  // Parse every team once now, in the background, so the first GET /v1/teams after a start is not the slow one.
+  void teams.list().catch((err: unknown) => logger.warn({ err }, "could not read the teams at start; the first list will"));
   const server = await buildServer(
     {
-      teams: new TeamService(onboarding, repo, statusReader),
+      teams,
       store: repo,
       authenticator: authenticatorFor(config.api.auth),
+      limits: config.api.rateLimit,
       board: new StatusBoard(onboarding, repo, statusReader),
       ui: { auth: config.api.auth, config: config.api.ui },
     },
-    { logger, bodyLimit: config.api.bodyLimitBytes },
+    { logger, bodyLimit: config.api.bodyLimitBytes, timeouts: config.api.timeouts, trustProxy: config.api.trustProxy },
   );
   const address = await server.listen({ host: config.api.host, port: config.api.port });
   logger.info({ address, remote: config.fluxRepo.url, branch: config.fluxRepo.branch, templates: templates.version }, "berth api listening");

@@ -1,7 +1,7 @@
 import { KubeConfig, CustomObjectsApi, ApiException } from "@kubernetes/client-node";
-import { clusterStatusSchema, conditionSchema, type ClusterStatus } from "@berth/api-contract";
+import { clusterStatusSchema, type ClusterStatus } from "@berth/api-contract";
 import type { ClusterAccess } from "@berth/config";
-import type { Cluster } from "@berth/core";
+import { TEAM_GROUP, TEAM_PLURAL, TEAM_VERSION, teamStatusSchema, type Cluster } from "@berth/core";
 import { z } from "zod";
 
 /**
@@ -18,23 +18,12 @@ export { clusterStatusSchema, type ClusterStatus };
 /** The part of a Team object read from Kubernetes; anything else is ignored, anything malformed refused. */
 const teamObjectSchema = z.object({
   metadata: z.object({ name: z.string(), generation: z.number().optional() }),
-  status: z
-    .object({
-      conditions: z.array(conditionSchema).default([]),
-      revision: z.string().optional(),
-      identity: z.object({ clientId: z.string() }).optional(),
-      observedGeneration: z.number().optional(),
-    })
-    .optional(),
+  status: teamStatusSchema.optional(),
 });
 
 export interface TeamStatusReader {
   read(team: string, clusters: Cluster[]): Promise<ClusterStatus[]>;
 }
-
-const GROUP = "berth.dev";
-const VERSION = "v1alpha1";
-const PLURAL = "teams";
 
 /** What one cluster says about one team. */
 type Lookup = { kind: "found"; object: unknown } | { kind: "absent" } | { kind: "unreachable" };
@@ -100,7 +89,7 @@ class ClusterTeamsCache {
   private currentListing(): Promise<Listing> {
     if (this.fresh(this.listing)) return this.listing!.value;
     this.stats.lists += 1;
-    const value = withTimeout(this.client.listClusterCustomObject({ group: GROUP, version: VERSION, plural: PLURAL }), this.options.timeoutMs).then(
+    const value = withTimeout(this.client.listClusterCustomObject({ group: TEAM_GROUP, version: TEAM_VERSION, plural: TEAM_PLURAL }), this.options.timeoutMs).then(
       (raw): Listing => {
         const items = z.object({ items: z.array(z.unknown()) }).safeParse(raw);
         const teams = new Map<string, unknown>();
@@ -120,7 +109,7 @@ class ClusterTeamsCache {
     const cached = this.single.get(team);
     if (this.fresh(cached)) return cached!.value;
     this.stats.gets += 1;
-    const value = withTimeout(this.client.getClusterCustomObject({ group: GROUP, version: VERSION, plural: PLURAL, name: team }), this.options.timeoutMs).then(
+    const value = withTimeout(this.client.getClusterCustomObject({ group: TEAM_GROUP, version: TEAM_VERSION, plural: TEAM_PLURAL, name: team }), this.options.timeoutMs).then(
       (object): Lookup => ({ kind: "found", object }),
       (err: unknown): Lookup => (err instanceof ApiException && err.code === 404 ? { kind: "absent" } : { kind: "unreachable" }),
     );

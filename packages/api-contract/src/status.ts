@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { teamConditionSchema } from "@berth/core";
 import { revisionSchema } from "./teams.js";
 
 /**
@@ -7,15 +8,8 @@ import { revisionSchema } from "./teams.js";
  * serves the shapes; the CLI (`berth status --watch`) and the status page read them with the same rules.
  */
 
-export const conditionSchema = z.object({
-  type: z.string(),
-  status: z.enum(["True", "False", "Unknown"]),
-  reason: z.string().optional(),
-  message: z.string().optional(),
-  severity: z.string().optional(),
-  lastTransitionTime: z.string().optional(),
-  observedGeneration: z.number().optional(),
-});
+/** A Team condition as the controller writes it (the shape is @berth/core's, shared with the controller). */
+export const conditionSchema = teamConditionSchema;
 export type Condition = z.infer<typeof conditionSchema>;
 
 export const clusterStatusSchema = z.object({

@@ -13,7 +13,11 @@ export const fileChangeSchema = z.object({
 export const revisionSchema = z.string().nullable().describe("The Flux repo commit the answer reflects");
 
 export const teamResponse = z.object({ team: teamSchema, revision: revisionSchema });
-export const teamListResponse = z.object({ items: z.array(teamSchema), revision: revisionSchema });
+export const teamListResponse = z.object({
+  items: z.array(teamSchema),
+  revision: revisionSchema,
+  continue: z.string().optional().describe("Present when more teams follow: pass it as `continue` to get the next page"),
+});
 export const writeResponse = z.object({
   team: teamSchema,
   revision: z.string().describe("The commit holding the change (the current head when nothing changed)"),

@@ -13,3 +13,5 @@ export * from "./context.js";
 export * from "./render.js";
 export * from "./onboarding.js";
 export * from "./provider.js";
+export * from "./patterns.js";
+export * from "./team-object.js";

@@ -3,6 +3,7 @@ import { z } from "zod";
 import { sortedByKey } from "./context.js";
 import { RepoContentError } from "./errors.js";
 import { toYamlFile, YAML_PARSE_OPTIONS } from "./serialize.js";
+import { TEAM_API_VERSION, TEAM_KIND } from "./team-object.js";
 import { teamNameSchema, teamSpecSchema, type Team } from "./team.js";
 
 /**
@@ -10,8 +11,6 @@ import { teamNameSchema, teamSpecSchema, type Team } from "./team.js";
  * truth. It is a resource of the team's base, so Flux applies it on every cluster of the team as the
  * cluster-scoped Team object of the controller's CRD `teams.berth.dev` (metadata.name = team name).
  */
-export const TEAM_API_VERSION = "berth.dev/v1alpha1";
-export const TEAM_KIND = "Team";
 
 const teamFileSchema = z
   .object({

@@ -1,17 +1,20 @@
-import type { RepoTree } from "@berth/core";
+import type { CommitInfo, RepoTree, Trailer, TreeEntry } from "@berth/core";
 import type { GitRunner } from "./git-runner.js";
-import { LruCache, type ObjectKind, type ObjectReader } from "./object-reader.js";
+import type { LRUCache } from "lru-cache";
+import { commitChanges, type TrailerIndex } from "./history.js";
+import { objectCache, type ObjectKind, type ObjectReader } from "./object-reader.js";
 import { assertReadablePath, normalizeDir } from "./paths.js";
 
 /** What a GitTree reads through; shared by every tree of one FluxRepo. */
 export interface TreeSource {
   reader: ObjectReader;
   runner: GitRunner;
-  listCache: LruCache<string[]>;
+  listCache: LRUCache<string, string[]>;
+  history: TrailerIndex;
 }
 
-export function newListCache(): LruCache<string[]> {
-  return new LruCache<string[]>(2_000, 32 * 1024 * 1024);
+export function newListCache(): LRUCache<string, string[]> {
+  return objectCache<string[]>(2_000, 32 * 1024 * 1024);
 }
 
 /**
@@ -38,6 +41,36 @@ export class GitTree implements RepoTree {
     return (await this.src.reader.read(`${this.revision}:${path}`))?.kind;
   }
 
+  async entries(dir: string): Promise<TreeEntry[]> {
+    const d = normalizeDir(dir);
+    if (this.revision === undefined) return [];
+    const obj = await this.src.reader.read(d === "" ? `${this.revision}^{tree}` : `${this.revision}:${d}`);
+    if (obj?.kind !== "tree") return [];
+    return obj.entries
+      .filter((e) => e.kind !== "commit")
+      .map((e) => ({ name: e.name, kind: e.kind === "tree" ? ("folder" as const) : ("file" as const), id: e.oid }))
+      .sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
+  }
+
+  async contentId(path: string): Promise<string | undefined> {
+    const d = normalizeDir(path);
+    if (this.revision === undefined) return undefined;
+    return (await this.src.reader.read(d === "" ? `${this.revision}^{tree}` : `${this.revision}:${d}`))?.oid;
+  }
+
+  async findCommit(trailers: readonly Trailer[]): Promise<CommitInfo | undefined> {
+    const found = await this.src.history.find(this.revision, trailers);
+    if (!found) return undefined;
+    const { runner } = this.src;
+    return {
+      revision: found.revision,
+      committedAt: new Date(found.committedAt),
+      trailers: found.trailers,
+      tree: new GitTree(this.src, found.revision),
+      changes: () => commitChanges(runner, found.revision),
+    };
+  }
+
   async list(dir: string): Promise<string[]> {
     const d = normalizeDir(dir);
     if (this.revision === undefined) return [];
@@ -55,14 +88,9 @@ export class GitTree implements RepoTree {
         .map((p) => (d === "" ? p : `${d}/${p}`))
         .sort();
     }
-    this.src.listCache.set(key, files, files.reduce((n, p) => n + p.length + 16, 64));
+    this.src.listCache.set(key, files, { size: files.reduce((n, p) => n + p.length + 16, 64) });
     return [...files];
   }
-}
-
-/** A tree with nothing in it: the view of a remote whose branch does not exist yet. */
-export function emptyTree(src: TreeSource): GitTree {
-  return new GitTree(src, undefined);
 }
 
 /**
@@ -73,6 +101,8 @@ export function emptyTree(src: TreeSource): GitTree {
 export class TxnView implements RepoTree {
   readonly reads = new Set<string>();
   readonly lists = new Set<string>();
+  /** Set when the transaction asked the branch's history (findCommit): any move of the remote may change that answer. */
+  readsHistory = false;
 
   constructor(
     private readonly base: GitTree,
@@ -100,6 +130,15 @@ export class TxnView implements RepoTree {
       else files.add(p);
     }
     return [...files].sort();
+  }
+
+  /**
+   * History as of the batch's base commit. Commits of earlier transactions in the same batch are not seen:
+   * callers keep one key out of two concurrent transactions of one process themselves.
+   */
+  async findCommit(trailers: readonly Trailer[]): Promise<CommitInfo | undefined> {
+    this.readsHistory = true;
+    return this.base.findCommit(trailers);
   }
 
   /** True when `path` is a file in this view. */

@@ -6,8 +6,7 @@ import { teamNameSchema } from "@berth/core";
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 import { decodeJwt } from "jose";
 import { z } from "zod";
-import type { Authenticator, Principal } from "../plugins/auth.js";
-import { HttpProblem } from "../plugins/problem.js";
+import { AuthenticationError, IssuerUnavailableError, type Authenticator, type Principal } from "../plugins/auth.js";
 import { SessionCookies, type UiSession } from "../plugins/session.js";
 import type { StatusBoard } from "../status-board.js";
 import { etagOf, matchesEtag } from "./etag.js";
@@ -231,7 +230,7 @@ export async function uiPlugin(app: FastifyInstance, opts: UiOptions): Promise<v
     try {
       principal = await authenticator.authenticate(form.data.token.trim());
     } catch (err) {
-      if (err instanceof HttpProblem) return signInPage(request, reply, next, "That token was not accepted.", 401);
+      if (err instanceof AuthenticationError) return signInPage(request, reply, next, "That token was not accepted.", 401);
       throw err;
     }
     await startSession(request, reply, principal);
@@ -270,8 +269,11 @@ export async function uiPlugin(app: FastifyInstance, opts: UiOptions): Promise<v
     try {
       principal = await authenticator.authenticate(accessToken);
     } catch (err) {
-      if (!(err instanceof HttpProblem)) throw err;
-      return errorPage(request, reply, 401, "Sign-in failed", `The access token was not accepted: ${err.message}.`, retry);
+      if (err instanceof IssuerUnavailableError) return errorPage(request, reply, 503, "Sign-in unavailable", "The identity provider cannot be reached right now; try again shortly.", retry);
+      if (!(err instanceof AuthenticationError)) throw err;
+      // Why it was refused goes to the log only, as for the API's bearer tokens.
+      request.log.warn({ reason: err.reason }, "status page sign-in: access token refused");
+      return errorPage(request, reply, 401, "Sign-in failed", "The access token was not accepted.", retry);
     }
     if (!principal.roles.has("read")) {
       return errorPage(request, reply, 403, "Not allowed", `${principal.actor} is signed in but lacks Berth's read role, which the status page needs.`);

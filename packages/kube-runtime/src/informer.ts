@@ -13,11 +13,17 @@
  * A relist emits a synthetic DELETED (carrying the last cached state) for every cached object the
  * list no longer contains: deletions missed while the watch was down are never lost. The handler
  * only runs on this loop, one event at a time; its exceptions are caught and logged.
+ *
+ * What is cached is what `transform` returns (client-go's SetTransform): an informer whose readers need a
+ * few fields keeps only those (no managedFields, no unused data), which is most of a controller's memory.
+ * `indexers` keep secondary indexes (client-go's Indexers) so a reader finds "the objects labelled X"
+ * without scanning the cache.
  */
-import { Watch, type KubeConfig, type KubernetesObject } from "@kubernetes/client-node";
 import { backoffDelay, Sleeper, type BackoffPolicy } from "./backoff.js";
-import { listPath } from "./client.js";
+import { clientFor, listPath, type KubeClient } from "./client.js";
 import { KubeApiError } from "./errors.js";
+import type { KubeConfigLike } from "./kubeconfig.js";
+import { cacheKey, type KubernetesObject } from "./object.js";
 import { silentLogger, type Logger } from "./logger.js";
 import type { ControllerMetrics } from "./metrics.js";
 
@@ -27,7 +33,7 @@ export interface InformerEvent<T> {
   object: T;
 }
 
-export interface InformerSpec<T extends KubernetesObject> {
+export interface InformerSpec<T extends KubernetesObject, Raw extends KubernetesObject = KubernetesObject> {
   /** For logs and the watch_restarts metric. */
   name: string;
   /** Collection path watched, e.g. "/api/v1/namespaces/flux-config/configmaps" or "/apis/berth.dev/v1alpha1/teams". */
@@ -43,7 +49,14 @@ export interface InformerSpec<T extends KubernetesObject> {
    * Lists the collection; its resourceVersion is where the watch starts. Default: `listPath` of `path` with
    * both selectors. A custom list must apply the same selectors.
    */
-  list?: () => Promise<{ items: T[]; metadata?: { resourceVersion?: string } }>;
+  list?: () => Promise<{ items: Raw[]; metadata?: { resourceVersion?: string } }>;
+  /**
+   * What to keep of each object (from lists and watch events), before it is cached and handed to the
+   * handler. Must keep metadata.name, namespace and resourceVersion. Default: the object as received.
+   */
+  transform?: (raw: Raw) => T;
+  /** Secondary indexes: index name → the index values of an object (e.g. its team label). */
+  indexers?: Record<string, (obj: T) => string[]>;
 }
 
 export type InformerErrorKind = "list" | "watch" | "watchdog" | "expired" | "handler" | "stopped";
@@ -78,6 +91,14 @@ export interface InformerOptions {
 export interface Informer<T> {
   get(namespace: string | undefined, name: string): T | undefined;
   list(): T[];
+  /** Objects whose index `index` has `value` (see InformerSpec.indexers). */
+  byIndex(index: string, value: string): T[];
+  /**
+   * The server's answer to this process's own write (read-your-writes): cached at once, so the next
+   * reconcile does not act on the state from before the write. When the watch later delivers that same
+   * resourceVersion, no event is emitted: a controller's own write does not wake it again.
+   */
+  observe(raw: KubernetesObject): void;
   /** Resolves after the first list has been emitted; rejects (InformerError kind "stopped") if stopped before. */
   readonly synced: Promise<void>;
   hasSynced(): boolean;
@@ -91,31 +112,30 @@ type WatchEnd =
   | { kind: "closed" | "watchdog" | "interrupted"; events: number; ms: number }
   | { kind: "expired" | "error"; err: unknown; events: number; ms: number };
 
-export function startInformer<T extends KubernetesObject>(
-  kc: KubeConfig,
-  spec: InformerSpec<T>,
+export function startInformer<T extends KubernetesObject, Raw extends KubernetesObject = KubernetesObject>(
+  kc: KubeConfigLike,
+  spec: InformerSpec<T, Raw>,
   handler: (event: InformerEvent<T>) => void,
   opts: InformerOptions = {},
 ): Informer<T> {
-  const informer = new ListWatchInformer<T>(kc, spec, handler, opts);
+  const informer = new ListWatchInformer<T, Raw>(kc, spec, handler, opts);
   informer.run();
   return informer;
 }
 
-function cacheKey(obj: KubernetesObject): string {
-  return `${obj.metadata?.namespace ?? ""}/${obj.metadata?.name ?? ""}`;
-}
-
-class ListWatchInformer<T extends KubernetesObject> implements Informer<T> {
+class ListWatchInformer<T extends KubernetesObject, Raw extends KubernetesObject> implements Informer<T> {
   readonly synced: Promise<void>;
   private resolveSynced!: () => void;
   private rejectSynced!: (err: unknown) => void;
   private isSynced = false;
   private stopped = false;
   private readonly cache = new Map<string, T>();
+  /** index → value → cache keys. */
+  private readonly indexes = new Map<string, Map<string, Set<string>>>();
   private resourceVersion = "";
-  private readonly watch: Watch;
-  private readonly listCollection: () => Promise<{ items: T[]; metadata?: { resourceVersion?: string } }>;
+  private readonly client: KubeClient;
+  private readonly listCollection: () => Promise<{ items: Raw[]; metadata?: { resourceVersion?: string } }>;
+  private readonly transform: (raw: Raw) => T;
   private readonly log: Logger;
   private readonly watchdogMs: number;
   private readonly resyncMs: number;
@@ -127,14 +147,16 @@ class ListWatchInformer<T extends KubernetesObject> implements Informer<T> {
   private resyncDue = false;
 
   constructor(
-    kc: KubeConfig,
-    private readonly spec: InformerSpec<T>,
+    kc: KubeConfigLike,
+    private readonly spec: InformerSpec<T, Raw>,
     private readonly handler: (event: InformerEvent<T>) => void,
     private readonly opts: InformerOptions,
   ) {
-    this.watch = new Watch(kc);
+    this.client = clientFor(kc);
     const selectors = { ...(spec.labelSelector ? { labelSelector: spec.labelSelector } : {}), ...(spec.fieldSelector ? { fieldSelector: spec.fieldSelector } : {}) };
-    this.listCollection = spec.list ?? (() => listPath<T>(kc, spec.path, selectors));
+    this.listCollection = spec.list ?? (() => listPath<Raw>(kc, spec.path, selectors));
+    this.transform = spec.transform ?? ((raw: Raw) => raw as unknown as T);
+    for (const name of Object.keys(spec.indexers ?? {})) this.indexes.set(name, new Map());
     this.log = (opts.logger ?? silentLogger).child({ informer: spec.name });
     this.watchdogMs = Math.max(10, opts.watchdogMs ?? 300_000);
     this.resyncMs = opts.resyncMs ?? 600_000;
@@ -153,6 +175,48 @@ class ListWatchInformer<T extends KubernetesObject> implements Informer<T> {
 
   list(): T[] {
     return [...this.cache.values()];
+  }
+
+  byIndex(index: string, value: string): T[] {
+    const keys = this.indexes.get(index)?.get(value);
+    if (!keys) return [];
+    const out: T[] = [];
+    for (const k of keys) {
+      const o = this.cache.get(k);
+      if (o) out.push(o);
+    }
+    return out;
+  }
+
+  observe(raw: KubernetesObject): void {
+    if (this.stopped || !raw?.metadata?.name) return;
+    const obj = this.transform(raw as Raw);
+    const key = cacheKey(obj);
+    const old = this.cache.get(key);
+    if (old?.metadata?.resourceVersion === obj.metadata?.resourceVersion) return;
+    this.store(key, obj, old);
+  }
+
+  /** Sets the cache entry and keeps the indexes in step. */
+  private store(key: string, obj: T | undefined, old: T | undefined): void {
+    if (obj) this.cache.set(key, obj);
+    else this.cache.delete(key);
+    if (!this.spec.indexers) return;
+    for (const [name, fn] of Object.entries(this.spec.indexers)) {
+      const index = this.indexes.get(name)!;
+      const before = old ? fn(old) : [];
+      const after = obj ? fn(obj) : [];
+      for (const v of before) if (!after.includes(v)) {
+        const set = index.get(v);
+        set?.delete(key);
+        if (set?.size === 0) index.delete(v);
+      }
+      for (const v of after) {
+        let set = index.get(v);
+        if (!set) index.set(v, (set = new Set()));
+        set.add(key);
+      }
+    }
   }
 
   hasSynced(): boolean {
@@ -238,16 +302,19 @@ class ListWatchInformer<T extends KubernetesObject> implements Informer<T> {
     const list = await this.listCollection();
     if (this.stopped) return;
     const fresh = new Map<string, T>();
-    for (const obj of list.items ?? []) fresh.set(cacheKey(obj), obj);
+    for (const raw of list.items ?? []) {
+      const obj = this.transform(raw);
+      fresh.set(cacheKey(obj), obj);
+    }
     for (const [key, old] of this.cache) {
       if (!fresh.has(key)) {
-        this.cache.delete(key);
+        this.store(key, undefined, old);
         this.emit("DELETED", old); // synthetic: it vanished while we were not watching
       }
     }
     for (const [key, obj] of fresh) {
       const old = this.cache.get(key);
-      this.cache.set(key, obj);
+      this.store(key, obj, old);
       if (!old) this.emit("ADDED", obj);
       else if (resync || old.metadata?.resourceVersion !== obj.metadata?.resourceVersion) this.emit("MODIFIED", obj);
     }
@@ -260,7 +327,7 @@ class ListWatchInformer<T extends KubernetesObject> implements Informer<T> {
       const t0 = performance.now();
       let events = 0;
       let settled = false;
-      let controller: AbortController | undefined;
+      const controller = new AbortController();
       let dog: NodeJS.Timeout | undefined;
       const arm = () => {
         if (dog) clearTimeout(dog);
@@ -271,7 +338,7 @@ class ListWatchInformer<T extends KubernetesObject> implements Informer<T> {
         settled = true;
         if (dog) clearTimeout(dog);
         this.interrupt = undefined;
-        controller?.abort();
+        controller.abort();
         resolve({ ...end, events, ms: performance.now() - t0 } as WatchEnd);
       };
       this.interrupt = () => finish({ kind: "interrupted" });
@@ -297,32 +364,29 @@ class ListWatchInformer<T extends KubernetesObject> implements Informer<T> {
           return;
         }
         events++;
-        const o = obj as T;
-        const rv = o?.metadata?.resourceVersion;
+        const raw = obj as Raw;
+        const rv = raw?.metadata?.resourceVersion;
         if (rv) this.resourceVersion = rv;
+        if (phase === "BOOKMARK") return; // only the resourceVersion moves
+        const o = this.transform(raw);
+        const key = cacheKey(o);
+        const old = this.cache.get(key);
         if (phase === "ADDED" || phase === "MODIFIED") {
-          const key = cacheKey(o);
-          const old = this.cache.get(key);
-          this.cache.set(key, o);
+          this.store(key, o, old);
+          // Same resourceVersion: this process's own write, already cached by observe().
           if (!old) this.emit("ADDED", o);
           else if (old.metadata?.resourceVersion !== rv) this.emit("MODIFIED", o);
         } else if (phase === "DELETED") {
-          this.cache.delete(cacheKey(o));
+          this.store(key, undefined, old);
           this.emit("DELETED", o);
         }
-        // BOOKMARK: only the resourceVersion moves.
       };
-      const onDone = (err: unknown) => {
-        if (!err) return finish({ kind: "closed" });
-        const e = KubeApiError.from(err, `watch ${this.spec.path}`);
-        finish({ kind: e.status === 410 ? "expired" : "error", err: e });
-      };
-      this.watch.watch(this.spec.path, query, onEvent, onDone).then(
-        (c) => {
-          controller = c;
-          if (settled) c.abort(); // interrupted or timed out while connecting
+      this.client.watch(this.spec.path, query, onEvent, controller.signal).then(
+        () => finish({ kind: "closed" }),
+        (err: unknown) => {
+          const e = KubeApiError.from(err, `watch ${this.spec.path}`);
+          finish({ kind: e.status === 410 ? "expired" : "error", err: e });
         },
-        (err: unknown) => finish({ kind: "error", err: KubeApiError.from(err, `watch ${this.spec.path}`) }),
       );
     });
   }

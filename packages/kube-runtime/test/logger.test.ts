@@ -1,9 +1,8 @@
 /** The runtime's Logger is what the app passes: a pino logger must satisfy it (checked by tsc). */
 import pino from "pino";
 import { describe, expect, it } from "vitest";
-import type { Logger } from "../../src/runtime/logger.js";
-import { backoffDelay } from "../../src/runtime/backoff.js";
-import { objectKey, parseKey } from "../../src/runtime/keys.js";
+import type { Logger } from "../src/logger.js";
+import { backoffDelay } from "../src/backoff.js";
 
 describe("runtime helpers", () => {
   it("accepts a pino logger as Logger", () => {
@@ -20,12 +19,5 @@ describe("runtime helpers", () => {
     expect(backoffDelay(p, 3, () => 0.999999)).toBe(480);
     expect(backoffDelay(p, 10, () => 0.5)).toBe(1_000);
     expect(backoffDelay(p, 5_000, () => 0.5)).toBe(1_000);
-  });
-
-  it("objectKey / parseKey round-trip namespaced and cluster-scoped keys", () => {
-    expect(objectKey({ metadata: { namespace: "ns", name: "a" } })).toBe("ns/a");
-    expect(objectKey({ metadata: { name: "team-a" } })).toBe("team-a");
-    expect(parseKey("ns/a")).toEqual({ namespace: "ns", name: "a" });
-    expect(parseKey("team-a")).toEqual({ name: "team-a" });
   });
 });

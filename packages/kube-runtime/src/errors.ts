@@ -2,9 +2,8 @@
  * Every failure of a call to the apiserver, sorted into a small closed set at the adapter edge so
  * reconcilers branch on `kind` instead of parsing status codes or messages.
  */
-import { ApiException } from "@kubernetes/client-node";
 
-export type KubeApiErrorKind = "not-found" | "conflict" | "forbidden" | "invalid" | "unavailable" | "other";
+export type KubeApiErrorKind = "not-found" | "conflict" | "forbidden" | "invalid" | "unavailable" | "aborted" | "other";
 
 /** The `Status` object the apiserver returns with an error (only the fields we read). */
 export interface KubeStatus {
@@ -45,35 +44,24 @@ export class KubeApiError extends Error {
     });
   }
 
-  /** Converts anything thrown by @kubernetes/client-node (or the network below it). Idempotent. */
+  /** Converts anything a request threw (network, timeout, abort) into a KubeApiError. Idempotent. */
   static from(err: unknown, context?: string): KubeApiError {
     if (err instanceof KubeApiError) return err;
     const prefix = context ? `${context}: ` : "";
-    if (err instanceof ApiException) {
-      const status = parseStatus(err.body);
-      const code = err.code;
-      return new KubeApiError({
-        status: code,
-        reason: status?.reason || defaultReason(code),
-        message: `${prefix}${status?.message || err.message} (HTTP ${code})`,
-        ...(status ? { details: status } : {}),
-        cause: err,
-      });
-    }
     const e = err as { name?: string; message?: string; code?: string | number; statusCode?: number; type?: string };
     // Watch (and other raw requests) report an HTTP failure as an Error with statusCode.
     if (typeof e?.statusCode === "number") {
       return new KubeApiError({ status: e.statusCode, reason: defaultReason(e.statusCode), message: `${prefix}${e.message ?? "request failed"} (HTTP ${e.statusCode})`, cause: err });
     }
-    if (e?.name === "AbortError" || e?.name === "TimeoutError" || e?.type === "aborted") {
-      return new KubeApiError({ status: 0, reason: "Timeout", kind: "unavailable", message: `${prefix}request aborted or timed out`, cause: err });
+    if (e?.name === "TimeoutError") {
+      return new KubeApiError({ status: 0, reason: "Timeout", kind: "unavailable", message: `${prefix}${e.message ?? "request timed out"}`, cause: err });
+    }
+    // Aborted by the caller (a reconcile whose leadership ended, a stopping informer): not the server's fault.
+    if (e?.name === "AbortError") {
+      return new KubeApiError({ status: 0, reason: "Aborted", kind: "aborted", message: `${prefix}${e.message ?? "request aborted"}`, cause: err });
     }
     if (e?.name === "FetchError" || (typeof e?.code === "string" && /^(E[A-Z_]+|UND_ERR.*)$/.test(e.code))) {
       return new KubeApiError({ status: 0, reason: "NetworkError", kind: "unavailable", message: `${prefix}${e.message ?? String(err)}`, cause: err });
-    }
-    // client-node's discovery: the apiVersion/kind is not served (CRD not installed).
-    if (typeof e?.message === "string" && e.message.startsWith("Unrecognized API version and kind")) {
-      return new KubeApiError({ status: 404, reason: "NotFound", kind: "not-found", message: `${prefix}${e.message}`, cause: err });
     }
     return new KubeApiError({ status: 0, reason: "Unknown", kind: "other", message: `${prefix}${e?.message ?? String(err)}`, cause: err });
   }

@@ -3,14 +3,14 @@
  * handler exceptions contained, and recovery from cut connections, a blocked apiserver, silent
  * watches (watchdog), forbidden lists/watches (any error, not only 410), with synthetic DELETEDs.
  */
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { CoreV1Api, RbacAuthorizationV1Api, type KubeConfig, type V1ConfigMap } from "@kubernetes/client-node";
 import { Registry } from "prom-client";
-import { listPath } from "../../src/runtime/client.js";
-import { KubeApiError } from "../../src/runtime/errors.js";
-import { InformerError, startInformer, type Informer, type InformerEvent } from "../../src/runtime/informer.js";
-import { createControllerMetrics, type ControllerMetrics } from "../../src/runtime/metrics.js";
-import { eventually, proxyFor, recordingLogger, skipCluster, sleep, startKubeCluster, viaServer, type KubeCluster } from "./support.js";
+import { listPath } from "../src/client.js";
+import { KubeApiError } from "../src/errors.js";
+import { InformerError, startInformer, type Informer, type InformerEvent } from "../src/informer.js";
+import { createControllerMetrics, type ControllerMetrics } from "../src/metrics.js";
+import { proxyFor, recordingLogger, skipCluster, sleep, startKubeCluster, viaServer, type KubeCluster } from "./support.js";
 
 type CM = V1ConfigMap;
 
@@ -86,12 +86,12 @@ describe.skipIf(skipCluster).concurrent("startInformer (real kube-apiserver)", (
     expect(informer.get(ns, "before")?.data).toEqual({ v: "1" });
 
     await cm(ns, "after");
-    await eventually(() => has("ADDED", "after"), 10_000, "ADDED after");
+    await vi.waitFor(() => expect(has("ADDED", "after"), "ADDED after").toBe(true), { timeout: 10_000, interval: 25 });
     await core.patchNamespacedConfigMap({ name: "after", namespace: ns, body: [{ op: "replace", path: "/data/v", value: "2" }] });
-    await eventually(() => informer.get(ns, "after")?.data?.v === "2", 10_000, "MODIFIED after");
+    await vi.waitFor(() => expect(informer.get(ns, "after")?.data?.v === "2", "MODIFIED after").toBe(true), { timeout: 10_000, interval: 25 });
     expect(events.at(-1)).toMatchObject({ type: "MODIFIED", name: "after", data: { v: "2" } });
     await core.deleteNamespacedConfigMap({ name: "before", namespace: ns });
-    await eventually(() => has("DELETED", "before"), 10_000, "DELETED before");
+    await vi.waitFor(() => expect(has("DELETED", "before"), "DELETED before").toBe(true), { timeout: 10_000, interval: 25 });
     expect(informer.get(ns, "before")).toBeUndefined();
     expect(informer.list().map((o) => o.metadata?.name)).toEqual(["after"]);
     // Raw JSON, as watch events carry it: times stay strings.
@@ -108,11 +108,11 @@ describe.skipIf(skipCluster).concurrent("startInformer (real kube-apiserver)", (
 
     await cm(ns, "out-after", {}, { app: "other" });
     await cm(ns, "in-after", {}, { app: "berth" });
-    await eventually(() => has("ADDED", "in-after"), 10_000, "in-after");
+    await vi.waitFor(() => expect(has("ADDED", "in-after"), "in-after").toBe(true), { timeout: 10_000, interval: 25 });
     // Relabelling moves objects into and out of the selection.
     await core.patchNamespacedConfigMap({ name: "out-before", namespace: ns, body: [{ op: "replace", path: "/metadata/labels/app", value: "berth" }] });
     await core.patchNamespacedConfigMap({ name: "in-before", namespace: ns, body: [{ op: "replace", path: "/metadata/labels/app", value: "gone" }] });
-    await eventually(() => has("ADDED", "out-before") && has("DELETED", "in-before"), 10_000, "relabel events");
+    await vi.waitFor(() => expect(has("ADDED", "out-before") && has("DELETED", "in-before"), "relabel events").toBe(true), { timeout: 10_000, interval: 25 });
     expect(events.some((e) => e.name === "out-after")).toBe(false);
     expect(informer.list().map((o) => o.metadata?.name).sort()).toEqual(["in-after", "out-before"]);
   });
@@ -131,7 +131,7 @@ describe.skipIf(skipCluster).concurrent("startInformer (real kube-apiserver)", (
     expect(events).toEqual(["ADDED wanted"]);
     await core.patchNamespacedConfigMap({ name: "other", namespace: ns, body: [{ op: "replace", path: "/data/v", value: "2" }] });
     await core.patchNamespacedConfigMap({ name: "wanted", namespace: ns, body: [{ op: "replace", path: "/data/v", value: "2" }] });
-    await eventually(() => informer.get(ns, "wanted")?.data?.v === "2", 10_000, "MODIFIED wanted");
+    await vi.waitFor(() => expect(informer.get(ns, "wanted")?.data?.v === "2", "MODIFIED wanted").toBe(true), { timeout: 10_000, interval: 25 });
     expect(events).toEqual(["ADDED wanted", "MODIFIED wanted"]);
     expect(informer.list().map((o) => o.metadata?.name)).toEqual(["wanted"]);
   });
@@ -149,8 +149,8 @@ describe.skipIf(skipCluster).concurrent("startInformer (real kube-apiserver)", (
     await cm(ns, "boom-1");
     await cm(ns, "async-1");
     await cm(ns, "fine");
-    await eventually(() => has("ADDED", "fine"), 10_000, "event after the throwing ones");
-    await eventually(() => errors.length >= 2, 5_000, "both handler errors reported");
+    await vi.waitFor(() => expect(has("ADDED", "fine"), "event after the throwing ones").toBe(true), { timeout: 10_000, interval: 25 });
+    await vi.waitFor(() => expect(errors.length >= 2, "both handler errors reported").toBe(true), { timeout: 5_000, interval: 25 });
     expect(errors.map((e) => e.kind)).toEqual(["handler", "handler"]);
     expect(log.entries.filter((e) => e.level === "error").map((e) => e.msg).join("\n")).toMatch(/boom-1[\s\S]*async-1/);
     expect(informer.get(ns, "boom-1")).toBeDefined();
@@ -168,9 +168,9 @@ describe.skipIf(skipCluster).concurrent("startInformer (real kube-apiserver)", (
       for (let i = 1; i <= 3; i++) {
         const before = proxy.connections;
         proxy.cut();
-        await eventually(() => proxy.connections > before, 10_000, "a new connection after the cut");
+        await vi.waitFor(() => expect(proxy.connections > before, "a new connection after the cut").toBe(true), { timeout: 10_000, interval: 25 });
         await cm(ns, `after-cut-${i}`);
-        await eventually(() => has("ADDED", `after-cut-${i}`), 10_000, `ADDED after cut ${i}`);
+        await vi.waitFor(() => expect(has("ADDED", `after-cut-${i}`), `ADDED after cut ${i}`).toBe(true), { timeout: 10_000, interval: 25 });
       }
     } finally {
       await proxy.stop();
@@ -200,11 +200,11 @@ describe.skipIf(skipCluster).concurrent("startInformer (real kube-apiserver)", (
       proxy.block();
       await core.deleteNamespacedConfigMap({ name: "doomed", namespace: ns });
       await cm(ns, "born-in-outage");
-      await eventually(() => errors.length >= 2, 10_000, "failed attempts while blocked");
+      await vi.waitFor(() => expect(errors.length >= 2, "failed attempts while blocked").toBe(true), { timeout: 10_000, interval: 25 });
       expect(informer.get(ns, "doomed")).toBeDefined(); // nothing seen yet
       proxy.unblock();
 
-      await eventually(() => has("DELETED", "doomed") && has("ADDED", "born-in-outage"), 10_000, "events after the outage");
+      await vi.waitFor(() => expect(has("DELETED", "doomed") && has("ADDED", "born-in-outage"), "events after the outage").toBe(true), { timeout: 10_000, interval: 25 });
       const del = events.find((e) => e.type === "DELETED" && e.name === "doomed");
       // Synthetic: it carries the last state we had (the real DELETED would have a newer resourceVersion).
       expect(del?.rv).toBe(doomedRv);
@@ -223,10 +223,10 @@ describe.skipIf(skipCluster).concurrent("startInformer (real kube-apiserver)", (
     const errors: InformerError[] = [];
     const { informer, has } = watchConfigMaps(admin, ns, { watchdogMs: 300, backoffBaseMs: 20, backoffMaxMs: 200, metrics, onError: (e) => errors.push(e) });
     await informer.synced;
-    await eventually(async () => (await restarts(metrics, `cm-${ns}`)) >= 2, 10_000, "two watchdog restarts");
+    await vi.waitFor(async () => expect((await restarts(metrics, `cm-${ns}`)) >= 2, "two watchdog restarts").toBe(true), { timeout: 10_000, interval: 25 });
     expect(errors.filter((e) => e.kind === "watchdog").length).toBeGreaterThanOrEqual(2);
     await cm(ns, "after-watchdog");
-    await eventually(() => has("ADDED", "after-watchdog"), 10_000, "ADDED after watchdog restarts");
+    await vi.waitFor(() => expect(has("ADDED", "after-watchdog"), "ADDED after watchdog restarts").toBe(true), { timeout: 10_000, interval: 25 });
   });
 
   it("resyncs: relists periodically and re-emits unchanged objects as MODIFIED", async () => {
@@ -235,7 +235,7 @@ describe.skipIf(skipCluster).concurrent("startInformer (real kube-apiserver)", (
     const { informer, events } = watchConfigMaps(admin, ns, { resyncMs: 400 });
     await informer.synced;
     const rv = informer.get(ns, "steady")?.metadata?.resourceVersion;
-    await eventually(() => events.filter((e) => e.type === "MODIFIED" && e.name === "steady").length >= 2, 10_000, "two resyncs");
+    await vi.waitFor(() => expect(events.filter((e) => e.type === "MODIFIED" && e.name === "steady").length >= 2, "two resyncs").toBe(true), { timeout: 10_000, interval: 25 });
     expect(events.filter((e) => e.type === "MODIFIED").every((e) => e.rv === rv)).toBe(true);
   });
 
@@ -247,7 +247,7 @@ describe.skipIf(skipCluster).concurrent("startInformer (real kube-apiserver)", (
     const errors: InformerError[] = [];
     const { informer, has } = watchConfigMaps(tester, ns, { backoffBaseMs: 50, backoffMaxMs: 300, onError: (e) => errors.push(e) });
 
-    await eventually(() => errors.filter((e) => e.kind === "list").length >= 2, 10_000, "failed lists");
+    await vi.waitFor(() => expect(errors.filter((e) => e.kind === "list").length >= 2, "failed lists").toBe(true), { timeout: 10_000, interval: 25 });
     const listErr = errors.find((e) => e.kind === "list")?.cause;
     expect(listErr).toBeInstanceOf(KubeApiError);
     expect((listErr as KubeApiError).kind).toBe("forbidden");
@@ -266,14 +266,14 @@ describe.skipIf(skipCluster).concurrent("startInformer (real kube-apiserver)", (
     });
     await informer.synced;
     expect(has("ADDED", "present")).toBe(true);
-    await eventually(() => errors.some((e) => e.kind === "watch" && (e.cause as KubeApiError)?.status === 403), 10_000, "a forbidden watch");
+    await vi.waitFor(() => expect(errors.some((e) => e.kind === "watch" && (e.cause as KubeApiError)?.status === 403), "a forbidden watch").toBe(true), { timeout: 10_000, interval: 25 });
 
     await rbac.replaceNamespacedRole({ name: "cm-reader", namespace: ns, body: role(["list", "watch"]) });
     await cm(ns, "later");
-    await eventually(() => has("ADDED", "later"), 10_000, "events once watch is allowed");
+    await vi.waitFor(() => expect(has("ADDED", "later"), "events once watch is allowed").toBe(true), { timeout: 10_000, interval: 25 });
     const settled = errors.length;
     await cm(ns, "latest");
-    await eventually(() => has("ADDED", "latest"), 10_000, "events over the watch");
+    await vi.waitFor(() => expect(has("ADDED", "latest"), "events over the watch").toBe(true), { timeout: 10_000, interval: 25 });
     await sleep(700);
     expect(errors.length).toBe(settled);
   });

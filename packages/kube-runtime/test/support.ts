@@ -5,22 +5,14 @@
  */
 import { createServer, connect, type Server, type Socket } from "node:net";
 import { KubeConfig } from "@kubernetes/client-node";
-import { skipWithoutKubeBinaries } from "../../../../tests/support/kube-cluster.js";
-import type { Logger } from "../../src/runtime/logger.js";
+import { skipWithoutKubeBinaries } from "../../../tests/support/kube-cluster.js";
+import type { Logger } from "../src/logger.js";
+import { captureLogs, parseLogLine } from "../../../tests/support/logs.js";
 
-export { startKubeCluster, type KubeCluster } from "../../../../tests/support/kube-cluster.js";
+export { startKubeCluster, type KubeCluster } from "../../../tests/support/kube-cluster.js";
 
 /** Skip cluster tests only when the binaries are missing outside CI (CI must fail instead). */
 export const skipCluster = skipWithoutKubeBinaries();
-
-export async function eventually(fn: () => boolean | Promise<boolean>, ms = 10_000, what = "condition"): Promise<void> {
-  const deadline = Date.now() + ms;
-  for (;;) {
-    if (await fn()) return;
-    if (Date.now() > deadline) throw new Error(`timed out after ${ms} ms waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 25));
-  }
-}
 
 export const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
@@ -102,20 +94,20 @@ export interface LogEntry {
   obj: Record<string, unknown>;
 }
 
-/** Records every call; `child` bindings are merged into the entries. */
-export function recordingLogger(entries: LogEntry[] = [], bindings: Record<string, unknown> = {}): Logger & { entries: LogEntry[] } {
-  const at =
-    (level: LogEntry["level"]) =>
-    (a: object | string, b?: string): void => {
-      if (typeof a === "string") entries.push({ level, msg: a, obj: { ...bindings } });
-      else entries.push({ level, msg: b ?? "", obj: { ...bindings, ...(a as Record<string, unknown>) } });
-    };
-  return {
-    entries,
-    debug: at("debug"),
-    info: at("info"),
-    warn: at("warn"),
-    error: at("error"),
-    child: (more) => recordingLogger(entries, { ...bindings, ...more }),
-  };
+const LEVELS: Record<number, LogEntry["level"]> = { 20: "debug", 30: "info", 40: "warn", 50: "error" };
+
+/**
+ * The project's test logger (a real pino logger into memory, tests/support/logs.ts) with its lines read
+ * back: every line must parse with a duplicate-key-refusing parser, so these tests also check that the
+ * runtime's child loggers never bind a key twice.
+ */
+export function recordingLogger(): Logger & { entries: LogEntry[] } {
+  const { logger, lines } = captureLogs({ level: "debug" });
+  return Object.defineProperty(logger as unknown as Logger & { entries: LogEntry[] }, "entries", {
+    get: (): LogEntry[] =>
+      lines.map((line) => {
+        const { level, msg, time: _t, pid: _p, hostname: _h, ...obj } = parseLogLine(line);
+        return { level: LEVELS[level as number] ?? "error", msg: typeof msg === "string" ? msg : "", obj };
+      }),
+  });
 }

@@ -5,19 +5,14 @@
  * reconcile failing in a loop leaves one Event, not thousands. Best effort: never throws, logs.
  */
 import { randomBytes } from "node:crypto";
-import { CoreV1Api, PatchStrategy, setHeaderOptions, type CoreV1Event, type KubeConfig } from "@kubernetes/client-node";
-import { apiClient } from "./client.js";
+import { clientFor, CONTENT_TYPE, type KubeClient } from "./client.js";
 import { KubeApiError } from "./errors.js";
+import type { KubeConfigLike } from "./kubeconfig.js";
 import { silentLogger, type Logger } from "./logger.js";
+import type { ObjectRef } from "./object.js";
 
-export interface EventRef {
-  apiVersion: string;
-  kind: string;
-  name: string;
-  /** Empty for cluster-scoped objects: their Events go to namespace "default". */
-  namespace?: string;
-  uid?: string;
-}
+/** The object an Event is about. */
+export type EventRef = ObjectRef;
 
 export interface EventRecorderOptions {
   /** `source.component` / `reportingComponent`, e.g. "berth-controller". */
@@ -44,7 +39,8 @@ interface Recorded {
 }
 
 export class EventRecorder {
-  private readonly api: CoreV1Api;
+  private readonly client: KubeClient;
+  private readonly timeoutMs: number;
   private readonly log: Logger;
   private readonly component: string;
   private readonly instance: string;
@@ -54,8 +50,9 @@ export class EventRecorder {
   /** One write at a time per distinct event, so concurrent duplicates bump one Event. */
   private readonly chains = new Map<string, Promise<void>>();
 
-  constructor(kc: KubeConfig, opts: EventRecorderOptions) {
-    this.api = apiClient(kc, CoreV1Api, opts.timeoutMs ?? 10_000);
+  constructor(kc: KubeConfigLike, opts: EventRecorderOptions) {
+    this.client = clientFor(kc);
+    this.timeoutMs = opts.timeoutMs ?? 10_000;
     this.component = opts.component;
     this.instance = opts.instance ?? opts.host ?? "";
     this.log = (opts.logger ?? silentLogger).child({ component: "events" });
@@ -90,10 +87,12 @@ export class EventRecorder {
       if (seen && now - seen.lastSeen <= this.windowMs) {
         const count = seen.count + 1;
         try {
-          await this.api.patchNamespacedEvent(
-            { name: seen.name, namespace: seen.namespace, body: { count, lastTimestamp: new Date(now).toISOString() } },
-            setHeaderOptions("Content-Type", PatchStrategy.MergePatch),
-          );
+          await this.client.request(`/api/v1/namespaces/${seen.namespace}/events/${seen.name}`, {
+            method: "PATCH",
+            body: { count, lastTimestamp: new Date(now).toISOString() },
+            contentType: CONTENT_TYPE.merge,
+            timeoutMs: this.timeoutMs,
+          });
           seen.count = count;
           seen.lastSeen = now;
           this.touch(key, seen);
@@ -105,8 +104,8 @@ export class EventRecorder {
       }
       const namespace = ref.namespace || "default";
       const name = `${ref.name.slice(0, 200)}.${Date.now().toString(16)}${randomBytes(4).toString("hex")}`;
-      const t = new Date(now);
-      const body: CoreV1Event = {
+      const t = new Date(now).toISOString();
+      const body = {
         apiVersion: "v1",
         kind: "Event",
         metadata: { name, namespace },
@@ -127,7 +126,7 @@ export class EventRecorder {
         reportingComponent: this.component,
         reportingInstance: this.instance,
       };
-      await this.api.createNamespacedEvent({ namespace, body });
+      await this.client.request(`/api/v1/namespaces/${namespace}/events`, { method: "POST", body, timeoutMs: this.timeoutMs });
       this.touch(key, { namespace, name, count: 1, firstSeen: now, lastSeen: now });
     } catch (err) {
       const e = KubeApiError.from(err, `record event ${reason} for ${ref.kind} ${ref.namespace ? `${ref.namespace}/` : ""}${ref.name}`);

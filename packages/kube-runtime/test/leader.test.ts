@@ -3,13 +3,13 @@
  * takeover, takeover of a crashed holder's Lease after leaseDuration, and a leader whose renewals
  * are refused (RBAC removed) stepping down by its renew deadline.
  */
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { CoordinationV1Api, CoreV1Api, RbacAuthorizationV1Api, V1MicroTime, type KubeConfig } from "@kubernetes/client-node";
 import { Registry } from "prom-client";
-import { kubeRequest } from "../../../../tests/support/kube-http.js";
-import { LeaderElector } from "../../src/runtime/leader.js";
-import { createControllerMetrics } from "../../src/runtime/metrics.js";
-import { eventually, recordingLogger, skipCluster, sleep, startKubeCluster, type KubeCluster } from "./support.js";
+import { kubeRequest } from "../../../tests/support/kube-http.js";
+import { LeaderElector } from "../src/leader.js";
+import { createControllerMetrics } from "../src/metrics.js";
+import { recordingLogger, skipCluster, sleep, startKubeCluster, type KubeCluster } from "./support.js";
 
 // Short but valid timings: leaseDuration > renewDeadline > 1.2 × retryPeriod.
 const FAST = { leaseDurationSec: 2, renewDeadlineSec: 1.5, retryPeriodSec: 0.25 };
@@ -62,7 +62,7 @@ describe.skipIf(skipCluster).concurrent("LeaderElector (real kube-apiserver)", (
     const b = candidate(admin, "pair", "b");
     a.elector.start();
     b.elector.start();
-    await eventually(() => a.elector.isLeader() || b.elector.isLeader(), 10_000, "a leader");
+    await vi.waitFor(() => expect(a.elector.isLeader() || b.elector.isLeader(), "a leader").toBe(true), { timeout: 10_000, interval: 25 });
     // Sample for a while: never two leaders, never none once elected.
     for (let i = 0; i < 10; i++) {
       expect(Number(a.elector.isLeader()) + Number(b.elector.isLeader())).toBe(1);
@@ -91,7 +91,7 @@ describe.skipIf(skipCluster).concurrent("LeaderElector (real kube-apiserver)", (
     expect(leader.state.stopped).toBe(1);
     expect(leader.state.signals[0]?.aborted).toBe(true);
     if (leader === a) expect((await metrics.isLeader.get()).values[0]?.value).toBe(0);
-    await eventually(() => follower.elector.isLeader(), 5_000, "takeover");
+    await vi.waitFor(() => expect(follower.elector.isLeader(), "takeover").toBe(true), { timeout: 5_000, interval: 25 });
     const takeoverMs = performance.now() - t0;
     // Far below leaseDuration (2 s): the released Lease is taken on the follower's next retry.
     expect(takeoverMs).toBeLessThan(1_500);
@@ -116,7 +116,7 @@ describe.skipIf(skipCluster).concurrent("LeaderElector (real kube-apiserver)", (
     c.elector.start();
     await sleep(1_200);
     expect(c.elector.isLeader()).toBe(false);
-    await eventually(() => c.elector.isLeader(), 5_000, "takeover");
+    await vi.waitFor(() => expect(c.elector.isLeader(), "takeover").toBe(true), { timeout: 5_000, interval: 25 });
     const ms = performance.now() - t0;
     expect(ms).toBeGreaterThanOrEqual(1_900);
     expect(ms).toBeLessThan(3_500);
@@ -145,13 +145,13 @@ describe.skipIf(skipCluster).concurrent("LeaderElector (real kube-apiserver)", (
     const log = recordingLogger();
     const c = candidate(cluster.kubeConfigFor("controller"), "revoked", "controller-0", { logger: log });
     c.elector.start();
-    await eventually(() => c.elector.isLeader(), 10_000, "leadership");
+    await vi.waitFor(() => expect(c.elector.isLeader(), "leadership").toBe(true), { timeout: 10_000, interval: 25 });
     const signal = c.state.signals[0]!;
     expect(signal.aborted).toBe(false);
 
     await rbac.deleteNamespacedRoleBinding({ name: "controller-lease-writer", namespace: "election" });
     const t0 = performance.now();
-    await eventually(() => !c.elector.isLeader(), 5_000, "step down");
+    await vi.waitFor(() => expect(!c.elector.isLeader(), "step down").toBe(true), { timeout: 5_000, interval: 25 });
     const ms = performance.now() - t0;
     expect(ms).toBeLessThan(1_500 + 500); // renewDeadline + slack
     expect(signal.aborted).toBe(true);
@@ -177,7 +177,7 @@ describe.skipIf(skipCluster).concurrent("LeaderElector (real kube-apiserver)", (
       onStoppedLeading: () => order.push("stopped"),
     });
     c.elector.start();
-    await eventually(() => c.elector.isLeader(), 10_000, "leadership");
+    await vi.waitFor(() => expect(c.elector.isLeader(), "leadership").toBe(true), { timeout: 10_000, interval: 25 });
     await c.elector.stop();
     expect(order).toEqual(["started", "aborted", "drained while holder=solo", "stopped"]);
     const lease = await readLease("drain");

@@ -3,10 +3,10 @@
  * exponential backoff that resets on success, requeueAfter, bounded concurrency, shutdown.
  */
 import { Registry } from "prom-client";
-import { describe, expect, it } from "vitest";
-import { createControllerMetrics } from "../../src/runtime/metrics.js";
-import { WorkQueue } from "../../src/runtime/queue.js";
-import { recordingLogger, sleep, eventually } from "./support.js";
+import { describe, expect, it, vi } from "vitest";
+import { createControllerMetrics } from "../src/metrics.js";
+import { WorkQueue } from "../src/queue.js";
+import { recordingLogger, sleep } from "./support.js";
 
 function deferred() {
   let resolve!: () => void;
@@ -25,7 +25,7 @@ describe("WorkQueue", () => {
     q.start(async (key) => {
       seen.push(key);
     });
-    await eventually(() => seen.length === 2 && q.inFlight === 0);
+    await vi.waitFor(() => expect(seen.length === 2 && q.inFlight === 0).toBe(true), { timeout: 10_000, interval: 25 });
     await sleep(50);
     expect(seen.sort()).toEqual(["a", "b"]);
     await q.shutdown();
@@ -50,11 +50,11 @@ describe("WorkQueue", () => {
       total--;
     });
     q.add("hot");
-    await eventually(() => q.inFlight === 1);
+    await vi.waitFor(() => expect(q.inFlight === 1).toBe(true), { timeout: 10_000, interval: 25 });
     // While "hot" is in flight: add it 10 times, plus 7 other keys.
     for (let i = 0; i < 10; i++) q.add("hot");
     for (let i = 0; i < 7; i++) q.add(`k${i}`);
-    await eventually(() => q.inFlight === 0 && q.depth === 0, 5_000, "queue drained");
+    await vi.waitFor(() => expect(q.inFlight === 0 && q.depth === 0, "queue drained").toBe(true), { timeout: 5_000, interval: 25 });
     expect(maxPerKey).toBe(1);
     expect(maxTotal).toBe(4);
     expect(runs.get("hot")).toBe(2);
@@ -75,7 +75,7 @@ describe("WorkQueue", () => {
       }
     });
     q.add("k");
-    await eventually(() => times.length === 5, 5_000, "4 retries");
+    await vi.waitFor(() => expect(times.length === 5, "4 retries").toBe(true), { timeout: 5_000, interval: 25 });
     const delays = log.entries.filter((e) => e.msg.includes("retrying")).map((e) => e.obj.retryInMs as number);
     expect(delays).toHaveLength(4);
     // base·2^(n-1) within ±20 %: 30, 60, 120, 240.
@@ -89,7 +89,7 @@ describe("WorkQueue", () => {
     // Failing again starts from the base delay.
     failNext = 1;
     q.add("k");
-    await eventually(() => times.length === 7, 5_000, "retry after reset");
+    await vi.waitFor(() => expect(times.length === 7, "retry after reset").toBe(true), { timeout: 5_000, interval: 25 });
     const after = log.entries.filter((e) => e.msg.includes("retrying")).map((e) => e.obj.retryInMs as number);
     expect(after).toHaveLength(5);
     expect(after[4]).toBeLessThanOrEqual(36);
@@ -106,7 +106,7 @@ describe("WorkQueue", () => {
       if (n <= 8) throw new Error("boom");
     });
     q.add("k");
-    await eventually(() => n === 9, 5_000);
+    await vi.waitFor(() => expect(n === 9).toBe(true), { timeout: 5_000, interval: 25 });
     const delays = log.entries.filter((e) => e.msg.includes("retrying")).map((e) => e.obj.retryInMs as number);
     expect(Math.max(...delays)).toBeLessThanOrEqual(8);
     expect(delays.slice(-3)).toEqual([8, 8, 8]);
@@ -122,7 +122,7 @@ describe("WorkQueue", () => {
       return Promise.resolve();
     }) as never);
     q.add("k");
-    await eventually(() => n === 2);
+    await vi.waitFor(() => expect(n === 2).toBe(true), { timeout: 10_000, interval: 25 });
     await q.shutdown();
   });
 
@@ -135,7 +135,7 @@ describe("WorkQueue", () => {
     });
     const t0 = performance.now();
     q.add("k");
-    await eventually(() => times.length === 2, 3_000);
+    await vi.waitFor(() => expect(times.length === 2).toBe(true), { timeout: 3_000, interval: 25 });
     expect(times[1]! - times[0]!).toBeGreaterThanOrEqual(145);
     await sleep(300);
     expect(times).toHaveLength(2);
@@ -144,7 +144,7 @@ describe("WorkQueue", () => {
     q.addAfter("k", 100);
     q.addAfter("k", 1_000);
     expect(q.delayedCount).toBe(1);
-    await eventually(() => times.length === 3, 3_000);
+    await vi.waitFor(() => expect(times.length === 3).toBe(true), { timeout: 3_000, interval: 25 });
     expect(times[2]! - t0).toBeLessThan(times[1]! - t0 + 1_000);
     expect(q.delayedCount).toBe(0);
     await q.shutdown();
@@ -165,7 +165,7 @@ describe("WorkQueue", () => {
     q.add("b");
     q.add("c"); // waits: concurrency 2
     q.addAfter("d", 50);
-    await eventually(() => started.length === 2);
+    await vi.waitFor(() => expect(started.length === 2).toBe(true), { timeout: 10_000, interval: 25 });
     let done = false;
     const stopping = q.shutdown().then(() => (done = true));
     await sleep(80);
@@ -194,7 +194,7 @@ describe("WorkQueue", () => {
       if (key === "x" && n <= 2) throw Object.assign(new Error("nope"), { kind: "conflict" });
       if (key === "y" && n <= 2) return { requeueAfterMs: 1 };
     });
-    await eventually(() => n >= 4 && q.inFlight === 0 && q.delayedCount === 0, 3_000);
+    await vi.waitFor(() => expect(n >= 4 && q.inFlight === 0 && q.delayedCount === 0).toBe(true), { timeout: 3_000, interval: 25 });
     const text = await registry.metrics();
     expect(text).toMatch(/berth_controller_reconcile_total\{controller="metered",result="success"\} \d+/);
     expect(text).toMatch(/berth_controller_reconcile_total\{controller="metered",result="error"\} [1-9]/);

@@ -1,8 +1,8 @@
 /** The health/metrics server: Prometheus text from the app's registry, liveness, readiness. */
 import { Registry } from "prom-client";
 import { describe, expect, it } from "vitest";
-import { createControllerMetrics } from "../../src/runtime/metrics.js";
-import { startHealthServer } from "../../src/runtime/server.js";
+import { createControllerMetrics } from "../src/metrics.js";
+import { startHealthServer } from "../src/server.js";
 
 describe("startHealthServer", () => {
   it("serves /metrics, /healthz and /readyz", async () => {

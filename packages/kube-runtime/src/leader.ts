@@ -14,12 +14,60 @@
  *   it wins again); stop() ends candidacy and releases a held Lease (holder cleared) so a
  *   successor takes over on its next retry instead of waiting out the lease.
  */
-import { CoordinationV1Api, V1MicroTime, type KubeConfig, type V1Lease, type V1LeaseSpec } from "@kubernetes/client-node";
 import { Sleeper } from "./backoff.js";
-import { apiClient } from "./client.js";
+import { clientFor, type KubeClient } from "./client.js";
 import { KubeApiError } from "./errors.js";
+import type { KubeConfigLike } from "./kubeconfig.js";
 import { silentLogger, type Logger } from "./logger.js";
 import type { ControllerMetrics } from "./metrics.js";
+
+interface LeaseSpec {
+  holderIdentity?: string;
+  leaseDurationSeconds?: number;
+  acquireTime?: string;
+  renewTime?: string;
+  leaseTransitions?: number;
+}
+
+interface Lease {
+  apiVersion?: string;
+  kind?: string;
+  metadata?: { name?: string; namespace?: string; resourceVersion?: string; [key: string]: unknown };
+  spec?: LeaseSpec;
+}
+
+/**
+ * A MicroTime as the apiserver wants it: RFC 3339 with exactly 6 fractional digits (a 1.20 apiserver
+ * refuses the 3 that Date#toISOString writes).
+ */
+export function microTime(ms: number = Date.now()): string {
+  return new Date(ms).toISOString().replace(/\.(\d{3})Z$/, ".$1000Z");
+}
+
+/** The Lease's three calls, raw JSON. */
+class LeaseApi {
+  constructor(
+    private readonly client: KubeClient,
+    private readonly timeoutMs: number,
+  ) {}
+
+  private path(namespace: string, name?: string): string {
+    return `/apis/coordination.k8s.io/v1/namespaces/${namespace}/leases${name ? `/${name}` : ""}`;
+  }
+
+  read(namespace: string, name: string): Promise<Lease> {
+    return this.client.request<Lease>(this.path(namespace, name), { timeoutMs: this.timeoutMs });
+  }
+
+  create(namespace: string, body: Lease): Promise<Lease> {
+    return this.client.request<Lease>(this.path(namespace), { method: "POST", body, timeoutMs: this.timeoutMs });
+  }
+
+  /** PUT with the resourceVersion read: of two racers exactly one wins (409 for the other). */
+  replace(namespace: string, name: string, body: Lease): Promise<Lease> {
+    return this.client.request<Lease>(this.path(namespace, name), { method: "PUT", body, timeoutMs: this.timeoutMs });
+  }
+}
 
 export interface LeaderElectorOptions {
   namespace: string;
@@ -41,7 +89,7 @@ export interface LeaderElectorOptions {
 }
 
 export class LeaderElector {
-  private readonly api: CoordinationV1Api;
+  private readonly api: LeaseApi;
   private readonly log: Logger;
   private readonly leaseDurationSec: number;
   private readonly renewDeadlineMs: number;
@@ -60,7 +108,7 @@ export class LeaderElector {
   private observedHolder: string | undefined;
 
   constructor(
-    kc: KubeConfig,
+    kc: KubeConfigLike,
     private readonly opts: LeaderElectorOptions,
   ) {
     this.leaseDurationSec = Math.ceil(opts.leaseDurationSec ?? 15);
@@ -70,8 +118,9 @@ export class LeaderElector {
     if (!(this.renewDeadlineMs > this.retryPeriodMs * 1.2)) throw new Error("leader election: renewDeadlineSec must exceed 1.2 × retryPeriodSec");
     if (!opts.identity) throw new Error("leader election: identity is required");
     // A request may not outlive the renew deadline: a hung renewal must not hold the loop.
-    this.api = apiClient(kc, CoordinationV1Api, Math.max(1000, this.renewDeadlineMs));
-    this.log = (opts.logger ?? silentLogger).child({ lease: `${opts.namespace}/${opts.name}`, identity: opts.identity });
+    this.api = new LeaseApi(clientFor(kc), Math.max(1000, this.renewDeadlineMs));
+    // Only the lease: the app's logger already names this replica (one key per line).
+    this.log = (opts.logger ?? silentLogger).child({ lease: `${opts.namespace}/${opts.name}` });
   }
 
   start(): void {
@@ -115,10 +164,10 @@ export class LeaderElector {
   /** One attempt; true when we hold the Lease afterwards. Never throws. */
   private async tryAcquireOrRenew(): Promise<boolean> {
     const { namespace, name, identity } = this.opts;
-    const now = () => new V1MicroTime(Date.now());
-    let lease: V1Lease;
+    const now = () => microTime();
+    let lease: Lease;
     try {
-      lease = await this.api.readNamespacedLease({ name, namespace });
+      lease = await this.api.read(namespace, name);
     } catch (err) {
       const e = KubeApiError.from(err, "read lease");
       if (e.kind !== "not-found") {
@@ -127,14 +176,11 @@ export class LeaderElector {
       }
       try {
         const t = now();
-        await this.api.createNamespacedLease({
-          namespace,
-          body: {
-            apiVersion: "coordination.k8s.io/v1",
-            kind: "Lease",
-            metadata: { name, namespace },
-            spec: { holderIdentity: identity, leaseDurationSeconds: this.leaseDurationSec, acquireTime: t, renewTime: t, leaseTransitions: 0 },
-          },
+        await this.api.create(namespace, {
+          apiVersion: "coordination.k8s.io/v1",
+          kind: "Lease",
+          metadata: { name, namespace },
+          spec: { holderIdentity: identity, leaseDurationSeconds: this.leaseDurationSec, acquireTime: t, renewTime: t, leaseTransitions: 0 },
         });
         this.observedHolder = identity;
         return true;
@@ -145,7 +191,7 @@ export class LeaderElector {
       }
     }
 
-    const spec: V1LeaseSpec = lease.spec ?? {};
+    const spec: LeaseSpec = lease.spec ?? {};
     const holder = spec.holderIdentity || undefined;
     const version = lease.metadata?.resourceVersion;
     if (version !== this.observedVersion) {
@@ -161,7 +207,7 @@ export class LeaderElector {
 
     const t = now();
     const mine = holder === identity;
-    const next: V1LeaseSpec = {
+    const next: LeaseSpec = {
       holderIdentity: identity,
       leaseDurationSeconds: this.leaseDurationSec,
       acquireTime: mine && spec.acquireTime ? spec.acquireTime : t,
@@ -169,7 +215,7 @@ export class LeaderElector {
       leaseTransitions: mine ? (spec.leaseTransitions ?? 0) : (spec.leaseTransitions ?? 0) + 1,
     };
     try {
-      const updated = await this.api.replaceNamespacedLease({ name, namespace, body: { ...lease, spec: next } });
+      const updated = await this.api.replace(namespace, name, { ...lease, spec: next });
       this.observedVersion = updated.metadata?.resourceVersion;
       this.observedAt = performance.now();
       this.observedHolder = identity;
@@ -229,16 +275,12 @@ export class LeaderElector {
     const { namespace, name, identity } = this.opts;
     for (let attempt = 0; attempt < 3; attempt++) {
       try {
-        const lease = await this.api.readNamespacedLease({ name, namespace });
+        const lease = await this.api.read(namespace, name);
         if (lease.spec?.holderIdentity !== identity) return;
-        const t = new V1MicroTime(Date.now());
-        await this.api.replaceNamespacedLease({
-          name,
-          namespace,
-          body: {
-            ...lease,
-            spec: { leaseDurationSeconds: 1, acquireTime: t, renewTime: t, leaseTransitions: lease.spec?.leaseTransitions ?? 0 },
-          },
+        const t = microTime();
+        await this.api.replace(namespace, name, {
+          ...lease,
+          spec: { leaseDurationSeconds: 1, acquireTime: t, renewTime: t, leaseTransitions: lease.spec?.leaseTransitions ?? 0 },
         });
         this.log.info("released the lease");
         return;

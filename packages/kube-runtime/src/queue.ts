@@ -7,7 +7,9 @@
  * - a handler that throws re-adds its key after a per-key exponential backoff with jitter; success
  *   (or an explicit requeueAfterMs) forgets the key's failures;
  * - `requeueAfterMs` schedules another pass; of several delayed adds of one key the earliest wins;
- * - at most `concurrency` handlers run at once.
+ * - at most `concurrency` handlers run at once;
+ * - each handler gets an AbortSignal that aborts when its `timeoutMs` passes or the queue shuts down (e.g.
+ *   leadership was lost): a handler passes it to every request it makes, so it stops before its next write.
  *
  * Reconcilers are level-triggered: the queue carries keys only, never events or objects.
  */
@@ -16,7 +18,7 @@ import { silentLogger, type Logger } from "./logger.js";
 import { errorReason, type ControllerMetrics } from "./metrics.js";
 
 export type ReconcileResult = { requeueAfterMs?: number } | void;
-export type QueueHandler = (key: string) => Promise<ReconcileResult>;
+export type QueueHandler = (key: string, signal: AbortSignal) => Promise<ReconcileResult>;
 
 export interface WorkQueueOptions {
   name: string;
@@ -26,6 +28,8 @@ export interface WorkQueueOptions {
   baseDelayMs?: number;
   /** Retry delay cap. Default 300 000 ms (5 min; controller-runtime caps at 1000 s). */
   maxDelayMs?: number;
+  /** One handler's time limit: its signal aborts then, and the failure counts as reason "timeout". Default 60 000 ms. */
+  timeoutMs?: number;
   metrics?: ControllerMetrics;
   logger?: Logger;
 }
@@ -46,12 +50,16 @@ export class WorkQueue {
   private readonly failures = new Map<string, number>();
   private handler: QueueHandler | undefined;
   private stopping = false;
+  private readonly timeoutMs: number;
+  /** Aborted by shutdown(): every in-flight handler's signal follows it. */
+  private readonly lifetime = new AbortController();
   private idleWaiters: Array<() => void> = [];
 
   constructor(opts: WorkQueueOptions) {
     this.name = opts.name;
     this.concurrency = Math.max(1, Math.floor(opts.concurrency ?? 4));
     this.backoff = { baseMs: opts.baseDelayMs ?? 5, maxMs: opts.maxDelayMs ?? 300_000 };
+    this.timeoutMs = opts.timeoutMs ?? 60_000;
     this.metrics = opts.metrics;
     this.log = (opts.logger ?? silentLogger).child({ queue: opts.name });
     this.updateDepth();
@@ -111,9 +119,14 @@ export class WorkQueue {
     this.pump();
   }
 
-  /** Stops taking keys (queued and delayed ones are dropped) and resolves when in-flight handlers have finished. */
-  async shutdown(): Promise<void> {
+  /**
+   * Stops taking keys (queued and delayed ones are dropped) and resolves when in-flight handlers have
+   * finished. With `abort`, their signals abort first (leadership lost: no further write may go out);
+   * without, they run to the end (a graceful stop while the Lease is still held).
+   */
+  async shutdown(opts: { abort?: boolean; reason?: string } = {}): Promise<void> {
     this.stopping = true;
+    if (opts.abort) this.lifetime.abort(Object.assign(new Error(opts.reason ?? `work queue ${this.name} shut down`), { name: "AbortError" }));
     for (const { timer } of this.delayed.values()) clearTimeout(timer);
     this.delayed.clear();
     this.ready.length = 0;
@@ -138,9 +151,11 @@ export class WorkQueue {
   private async process(handler: QueueHandler, key: string): Promise<void> {
     const started = performance.now();
     let result: "success" | "error" | "requeue" = "success";
+    const timeout = AbortSignal.timeout(this.timeoutMs);
+    const signal = AbortSignal.any([this.lifetime.signal, timeout]);
     try {
       // Promise.resolve().then: a handler that throws synchronously is caught like a rejection.
-      const r = await Promise.resolve().then(() => handler(key));
+      const r = await Promise.resolve().then(() => handler(key, signal));
       this.failures.delete(key);
       const after = r && typeof r === "object" ? r.requeueAfterMs : undefined;
       if (typeof after === "number" && Number.isFinite(after)) {
@@ -152,8 +167,10 @@ export class WorkQueue {
       const attempt = (this.failures.get(key) ?? 0) + 1;
       this.failures.set(key, attempt);
       const delay = backoffDelay(this.backoff, attempt);
-      this.metrics?.reconcileErrors.inc({ controller: this.name, reason: errorReason(err) });
-      this.log.warn({ err, key, attempt, retryInMs: delay }, "reconcile failed; retrying with backoff");
+      const reason = timeout.aborted ? "timeout" : this.lifetime.signal.aborted ? "aborted" : errorReason(err);
+      this.metrics?.reconcileErrors.inc({ controller: this.name, reason });
+      if (this.stopping) this.log.info({ key, reason }, "reconcile ended by shutdown");
+      else this.log.warn({ err, key, attempt, retryInMs: delay, reason }, "reconcile failed; retrying with backoff");
       this.addAfter(key, delay);
     } finally {
       this.processing.delete(key);
