@@ -100,10 +100,13 @@ export function phaseOf(status: ClusterStatus): Phase {
     case "pending":
       return "waiting";
     case "reported":
+      // Ready wins: the controller keeps a team Ready through conditions that only inform, such as
+      // PlatformValuesFresh=False (Azure unreachable, or the cluster's OIDC issuer off) with severity Error.
+      if (status.ready && !status.stale) return "ready";
       if (status.conditions.some(isFailedCondition) || status.conditions.some((c) => c.type === "Ready" && c.status === "False" && c.reason === "Failed")) {
         return "failed";
       }
-      return status.ready && !status.stale ? "ready" : "progressing";
+      return "progressing";
   }
 }
 

@@ -24,6 +24,12 @@ describe("phaseOf", () => {
     expect(phaseOf(reported("IdentityReady", { status: "False", severity: "Warning", reason: "Reconciling" }))).toBe("progressing");
     expect(phaseOf(reported("IdentityReady", { status: "False", severity: "Error", reason: "AuthorizationFailed" }))).toBe("failed");
     expect(phaseOf({ ...reported(), stale: true })).toBe("progressing");
+    // PlatformValuesFresh only informs: an Error there does not turn a Ready team into a failed one.
+    const valuesStale: Condition = { type: "PlatformValuesFresh", status: "False", reason: "OIDCIssuerNotEnabled", severity: "Error" };
+    const readyWithStaleValues = reported();
+    readyWithStaleValues.conditions.splice(-1, 0, valuesStale);
+    expect(phaseOf(readyWithStaleValues)).toBe("ready");
+    expect(describeClusterStatus(readyWithStaleValues)).toBe("Ready");
     expect(phaseOf({ ...base, state: "absent" })).toBe("waiting");
     expect(phaseOf({ ...base, state: "pending" })).toBe("waiting");
     expect(phaseOf({ ...base, state: "unreachable" })).toBe("unreachable");
