@@ -154,7 +154,7 @@ describe("berth CLI against the API and a git remote", () => {
     expect(state.files.get("teams/payments/base/team.yaml")).toContain("Payments and refunds");
   }, 240_000);
 
-  it("get prints aligned tables, and -o yaml round-trips through apply", async () => {
+  it("get prints aligned tables, follows the API's pages, and -o yaml round-trips through apply", async () => {
     const table = await berthCli(["get", "teams"]);
     expect(table.code).toBe(0);
     const lines = table.stdout.trimEnd().split("\n");
@@ -170,6 +170,9 @@ describe("berth CLI against the API and a git remote", () => {
     expect(wide.stdout).toContain("aks-dev-weu=unobserved,aks-prod-weu=unobserved,aks-prod-neu=unobserved");
 
     expect((await berthCli(["get", "teams", "-o", "name"])).stdout).toBe("team/checkout\nteam/payments\nteam/search\n");
+    // Pages of one team each: the CLI follows the API's `continue` to the last page.
+    expect((await berthCli(["get", "teams", "-o", "name", "--chunk-size", "1"])).stdout).toBe("team/checkout\nteam/payments\nteam/search\n");
+    expect((await berthCli(["get", "teams", "--chunk-size", "1001"])).code).toBe(2);
     const list = JSON.parse((await berthCli(["get", "teams", "-o", "json"])).stdout) as { kind: string; items: Array<{ metadata: { name: string } }> };
     expect(list.kind).toBe("TeamList");
     expect(list.items.map((i) => i.metadata.name)).toEqual(["checkout", "payments", "search"]);
@@ -245,7 +248,7 @@ describe("berth CLI against the API and a git remote", () => {
     expect(noToken.stderr).toContain("no token");
     const badToken = await berthCli(["get", "teams"], { env: { BERTH_TOKEN: "wrong-token-0123456789" } });
     expect(badToken.code).toBe(5);
-    expect(badToken.stderr).toContain("error: Unauthorized: invalid token");
+    expect(badToken.stderr).toContain("error: Unauthorized: the bearer token is missing or not valid");
     const down = await berthCli(["--server", "http://127.0.0.1:9", "get", "teams"]);
     expect(down.code).toBe(7);
     expect(down.stderr).toContain("cannot reach the Berth API at http://127.0.0.1:9");
@@ -257,5 +260,40 @@ describe("berth CLI against the API and a git remote", () => {
     const help = await berthCli(["--help"]);
     expect(help.code).toBe(0);
     for (const command of ["login", "config", "apply", "diff", "get", "delete", "status"]) expect(help.stdout).toMatch(new RegExp(`^  ${command}\\b`, "m"));
+  }, 240_000);
+});
+
+describe("berth CLI under the API's rate limits", () => {
+  let remote: BareRepo;
+  let berth: RunningBerth;
+  let cli: CliHarness;
+
+  beforeAll(async () => {
+    await ensureBuilt();
+    remote = await createBareRepo();
+    // One read and two writes per 3 s window for the dev token's principal.
+    berth = await startBerth({ remoteUrl: remote.url, listen: true, api: { rateLimit: { reads: 1, writes: 2, windowSeconds: 3 } } });
+    cli = await CliHarness.create({ BERTH_SERVER: berth.url, BERTH_TOKEN: DEV_TOKEN });
+  }, 600_000);
+  afterAll(async () => {
+    await berth?.stop();
+    await remote?.remove();
+  });
+
+  it("waits out a 429 on reads (Retry-After), and reports a refused write with exit code 7 and nothing committed", async () => {
+    const file = join(cli.home, "teams.yaml");
+    await writeFile(file, `name: payments\nowners: [${OWNER}]\nenvironments: [dev]\n---\nname: orders\nowners: [${OWNER}]\nenvironments: [dev]\n`);
+    // payments: PUT (404) and POST use the two writes; orders' PUT is the third, refused.
+    const applied = await cli.run(["apply", "-f", file]);
+    expect(applied.stdout).toContain("team/payments created");
+    expect(applied.code).toBe(7);
+    expect(applied.stderr).toMatch(/Too Many Requests: more than 2 writes in 3 s; retry after \d+ s/);
+    expect((await inspectRemote(remote.url)).commits.map((c) => c.subject)).toEqual(["berth: onboard team payments"]);
+
+    // A table needs two reads (the teams, then their status): the second waits for the next window.
+    const table = await cli.run(["get", "teams"]);
+    expect(table.stderr).toBe("");
+    expect(table.code).toBe(0);
+    expect(table.stdout).toMatch(/^payments\s+dev\s+0\/1\s+/m);
   }, 240_000);
 });

@@ -1,5 +1,5 @@
 import { Command, CommanderError, Option } from "commander";
-import { CLI_VERSION } from "./client.js";
+import { CLI_VERSION, DEFAULT_CHUNK_SIZE } from "./client.js";
 import { currentContext, deleteContext, getContexts, login, useContext, viewConfig } from "./commands/login.js";
 import { parseDuration, status } from "./commands/status.js";
 import { apply, deleteTeam, diff, getTeams, type OutputFormat } from "./commands/teams.js";
@@ -15,6 +15,14 @@ function teamKind(kind: string): void {
 }
 
 /** The `berth` command line. Returns the exit code (docs/cli.md); never calls process.exit. */
+
+/** --chunk-size: 0 (everything in one request) or the API's page size range, 1-1000. */
+function parseChunkSize(text: string): number {
+  const n = Number(text);
+  if (!/^\d+$/.test(text) || n > 1000) throw new CliError(`--chunk-size must be a whole number from 0 to 1000, not "${text}"`, EXIT.usage);
+  return n;
+}
+
 export async function run(argv: string[], io: Io, fetchImpl: typeof fetch = fetch): Promise<number> {
   let code: number = EXIT.ok;
   const program = new Command("berth");
@@ -116,10 +124,11 @@ Exit codes: 0 ok · 1 differences (diff) or the team failed (status) · 2 usage 
     .command("get <resource> [name]")
     .description("list teams (get teams) or show one (get team NAME)")
     .addOption(new Option("-o, --output <format>", "output format").choices(["table", "wide", "json", "yaml", "name"]).default("table"))
+    .option("--chunk-size <n>", "list teams in pages of this many (0: all in one request)", parseChunkSize, DEFAULT_CHUNK_SIZE)
     .action(
-      action(async (resource: string, name: string | undefined, opts: { output: OutputFormat }, cmd: Command) => {
+      action(async (resource: string, name: string | undefined, opts: { output: OutputFormat; chunkSize: number }, cmd: Command) => {
         teamKind(resource);
-        return getTeams(runtime(cmd), name, opts.output);
+        return getTeams(runtime(cmd), name, opts.output, opts.chunkSize);
       }),
     );
 

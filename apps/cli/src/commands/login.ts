@@ -1,7 +1,6 @@
 import { resolve } from "node:path";
-import { teamListResponse } from "@berth/api-contract";
 import { stringify } from "yaml";
-import { BerthClient } from "../client.js";
+import { BerthClient, listAllTeams } from "../client.js";
 import { contextNameSchema, contextSchema, saveCliConfig, upsertContext, type Context, type ContextAuth } from "../config.js";
 import { azureToken, findAz, readTokenFile } from "../credentials.js";
 import { CliError, EXIT } from "../exit-codes.js";
@@ -69,8 +68,7 @@ export async function login(rt: Runtime, options: LoginOptions): Promise<number>
 
   let visible: number | undefined;
   if (options.verify) {
-    const { body } = await new BerthClient(server, token).request("GET", "/v1/teams", { schema: teamListResponse });
-    visible = body?.items.length;
+    visible = (await listAllTeams(new BerthClient(server, token))).length;
   }
   await saveCliConfig(rt.configFile, { ...upsertContext(config, context.data), currentContext: name });
   rt.out(`Logged in to ${server} as context "${name}"${visible === undefined ? "" : ` (${visible} team${visible === 1 ? "" : "s"} visible)`}; saved in ${rt.configFile}`);

@@ -5,7 +5,6 @@ import {
   PHASE_LABELS,
   phaseOf,
   previewResponse,
-  teamListResponse,
   teamResponse,
   writeResponse,
   type FleetTeam,
@@ -15,7 +14,7 @@ import {
 } from "@berth/api-contract";
 import { teamObject, type Team } from "@berth/core";
 import { stringify } from "yaml";
-import { ApiError, type BerthClient } from "../client.js";
+import { ApiError, DEFAULT_CHUNK_SIZE, listAllTeams, type BerthClient } from "../client.js";
 import { CliError, EXIT } from "../exit-codes.js";
 import { readTeamDocuments, type TeamDocument } from "../manifests.js";
 import { colorDiff } from "../output/diff.js";
@@ -179,15 +178,14 @@ function printTable(rt: Runtime, teams: Team[], status: Map<string, FleetTeam>, 
   rt.out(formatTable(headers, rows));
 }
 
-export async function getTeams(rt: Runtime, name: string | undefined, output: OutputFormat): Promise<number> {
+export async function getTeams(rt: Runtime, name: string | undefined, output: OutputFormat, chunkSize = DEFAULT_CHUNK_SIZE): Promise<number> {
   const client = await rt.client();
   let teams: Team[];
   if (name) {
     const { body } = await client.request("GET", teamPath(name), { schema: teamResponse });
     teams = [body!.team];
   } else {
-    const { body } = await client.request("GET", "/v1/teams", { schema: teamListResponse });
-    teams = body!.items;
+    teams = await listAllTeams(client, chunkSize);
   }
   if (output === "json" || output === "yaml") {
     printObjects(rt, output, teams, name !== undefined);
