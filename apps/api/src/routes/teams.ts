@@ -26,6 +26,9 @@ import {
 
 const security = [{ bearerAuth: [] }];
 const errors = { 400: problemResponse, 401: problemResponse, 403: problemResponse, 422: problemResponse, 429: problemResponse, 500: problemResponse, 503: problemResponse };
+/** Every write can conflict (team-exists, path-ownership, idempotency-key-in-use); a body can be too large or not UTF-8 JSON. */
+const conflict = { 409: problemResponse };
+const bodyErrors = { 413: problemResponse, 415: problemResponse };
 const notModified = { 304: z.null().describe("Not Modified: the ETag given in If-None-Match still holds (no body)") };
 
 /** What the commit records about who asked, and the request's Idempotency-Key with its fingerprint. */
@@ -100,7 +103,7 @@ export const teamRoutes: FastifyPluginAsyncZod<{ teams: TeamService }> = async (
     "/teams",
     {
       config: { ...write, action: "create" },
-      schema: { tags: ["teams"], summary: "Onboard a team", security, headers: writeHeaders, body: createTeamBody, response: { 201: writeResponse, 409: problemResponse, ...errors } },
+      schema: { tags: ["teams"], summary: "Onboard a team", security, headers: writeHeaders, body: createTeamBody, response: { 201: writeResponse, ...conflict, ...bodyErrors, ...errors } },
     },
     async (request, reply) => {
       const result = await teams.create(request.body, writeRequest(request, request.body));
@@ -111,7 +114,7 @@ export const teamRoutes: FastifyPluginAsyncZod<{ teams: TeamService }> = async (
 
   app.post(
     "/teams/preview",
-    { config: write, schema: { tags: ["teams"], summary: "Preview onboarding a new team (no commit)", security, body: createTeamBody, response: { 200: previewResponse, ...errors } } },
+    { config: write, schema: { tags: ["teams"], summary: "Preview onboarding a new team (no commit)", security, body: createTeamBody, response: { 200: previewResponse, ...conflict, ...bodyErrors, ...errors } } },
     async (request) => {
       const preview = await teams.preview(request.body);
       return { ...preview, revision: preview.revision ?? null };
@@ -155,7 +158,7 @@ export const teamRoutes: FastifyPluginAsyncZod<{ teams: TeamService }> = async (
         params: teamNameParams,
         headers: writeHeaders,
         body: updateTeamBody,
-        response: { 200: writeResponse, 404: problemResponse, ...errors },
+        response: { 200: writeResponse, 404: problemResponse, ...conflict, ...bodyErrors, ...errors },
       },
     },
     async (request, reply) => {
@@ -169,7 +172,7 @@ export const teamRoutes: FastifyPluginAsyncZod<{ teams: TeamService }> = async (
     "/teams/:name/preview",
     {
       config: write,
-      schema: { tags: ["teams"], summary: "Preview an update (no commit)", security, params: teamNameParams, body: updateTeamBody, response: { 200: previewResponse, 404: problemResponse, ...errors } },
+      schema: { tags: ["teams"], summary: "Preview an update (no commit)", security, params: teamNameParams, body: updateTeamBody, response: { 200: previewResponse, 404: problemResponse, ...conflict, ...bodyErrors, ...errors } },
     },
     async (request) => {
       const preview = await teams.preview(request.body, request.params.name);
@@ -181,7 +184,7 @@ export const teamRoutes: FastifyPluginAsyncZod<{ teams: TeamService }> = async (
     "/teams/:name",
     {
       config: { ...write, action: "delete" },
-      schema: { tags: ["teams"], summary: "Offboard a team in one commit", security, params: teamNameParams, headers: writeHeaders, response: { 200: deleteResponse, 404: problemResponse, ...errors } },
+      schema: { tags: ["teams"], summary: "Offboard a team in one commit", security, params: teamNameParams, headers: writeHeaders, response: { 200: deleteResponse, 404: problemResponse, ...conflict, ...errors } },
     },
     async (request, reply) => {
       const result = await teams.delete(request.params.name, writeRequest(request, null));
