@@ -2,13 +2,15 @@
 // The README's commands (`npm start`, `npm test`, `npm run bench`, `npm run image`) land here. Each first installs what a
 // fresh machine lacks (pnpm, dependencies, builds), so the same two commands work from a clean checkout.
 import { spawn, spawnSync } from "node:child_process";
+import { createInterface } from "node:readline";
 import { randomBytes } from "node:crypto";
 import { existsSync, mkdirSync, readFileSync, statSync, writeFileSync } from "node:fs";
 import { dirname, join, resolve } from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
 
 const root = resolve(dirname(fileURLToPath(import.meta.url)), "..");
-const stateDir = join(root, ".berth");
+// BERTH_STATE_DIR moves the local state (Flux repo, token, clone), e.g. for a second copy or a test.
+const stateDir = process.env.BERTH_STATE_DIR ? resolve(process.env.BERTH_STATE_DIR) : join(root, ".berth");
 const command = process.argv[2];
 
 function fail(message) {
@@ -44,10 +46,14 @@ function ensureDependencies(pnpm) {
   if (run(pnpm[0], [...pnpm.slice(1), "install", "--frozen-lockfile"]) !== 0) fail("pnpm install failed");
 }
 
-function turbo(pnpm, task, filter) {
-  const args = [...pnpm.slice(1), "exec", "turbo", "run", task, "--output-logs=errors-only"];
-  if (filter) args.push(`--filter=${filter}`);
+function turbo(pnpm, task, ...filters) {
+  const args = [...pnpm.slice(1), "exec", "turbo", "run", task, "--output-logs=errors-only", ...filters.map((f) => `--filter=${f}`)];
   return run(pnpm[0], args);
+}
+
+/** A word as a POSIX shell reads it back: quoted only when it must be. */
+function shellWord(text) {
+  return /^[\w@%+=:,./-]+$/.test(text) ? text : `'${text.replace(/'/g, "'\\''")}'`;
 }
 
 /** The embedded default: a local bare repository as the Flux repo, the dev token, infra/local/berth.yaml. */
@@ -70,9 +76,50 @@ function localDefaults() {
   return process.env.BERTH_CONFIG_FILE ? { ...process.env } : { ...defaults, ...process.env };
 }
 
+/** `.berth/bin/berth`: the built CLI, for `export PATH=...` (a script, so no exec bit is needed on dist/). */
+function cliShim() {
+  const bin = join(stateDir, "bin");
+  mkdirSync(bin, { recursive: true });
+  const shim = join(bin, "berth");
+  writeFileSync(shim, `#!/bin/sh\nexec "${process.execPath}" "${join(root, "apps", "cli", "dist", "main.js")}" "$@"\n`, { mode: 0o755 });
+  return bin;
+}
+
+/** What to try with the CLI and the status page, once the API says where it listens. */
+function cliBanner(url, bin, tokenFile) {
+  const example = join(root, "examples", "teams", "payments.yaml");
+  return [
+    "Or with the berth CLI (docs/cli.md): the export puts it on PATH in this shell; login saves a context in ~/.config/berth.",
+    `  export PATH=${shellWord(bin)}:"$PATH"`,
+    `  berth login --server ${url} --token-file ${shellWord(tokenFile)}`,
+    `  berth diff -f ${shellWord(example)}`,
+    `  berth apply -f ${shellWord(example)}`,
+    "  berth get teams",
+    "  berth status payments",
+    `The development token (for the status page's sign-in too) is in ${tokenFile}`,
+    "",
+  ].join("\n");
+}
+
 function start(pnpm) {
-  if (turbo(pnpm, "build", "@berth/api...") !== 0) fail("build failed");
-  const child = spawn(process.execPath, [join(root, "apps", "api", "dist", "main.js")], { cwd: root, stdio: "inherit", env: localDefaults() });
+  if (turbo(pnpm, "build", "@berth/api...", "@berth/cli...") !== 0) fail("build failed");
+  const env = localDefaults();
+  const bin = cliShim();
+  // The CLI lines name .berth/dev-token: only right when that file holds the token the API checks.
+  let ownToken = !process.env.BERTH_CONFIG_FILE && !process.env.BERTH_DEV_TOKEN;
+  const child = spawn(process.execPath, [join(root, "apps", "api", "dist", "main.js")], { cwd: root, stdio: ["inherit", "pipe", "inherit"], env });
+  // Pass the API's output through; after its banner, add the CLI's (only the API knows the address it got).
+  let url;
+  createInterface({ input: child.stdout }).on("line", (line) => {
+    process.stdout.write(`${line}\n`);
+    url ??= /^Berth is running at (\S+) /.exec(line)?.[1];
+    // The API's banner ends with an empty line: the CLI's follows it.
+    if (url && line === "" && ownToken) {
+      process.stdout.write(cliBanner(url, bin, join(stateDir, "dev-token")));
+      url = undefined;
+      ownToken = false;
+    }
+  });
   for (const signal of ["SIGINT", "SIGTERM"]) process.on(signal, () => child.kill(signal));
   child.on("exit", (code, signal) => process.exit(code ?? (signal ? 1 : 0)));
 }
@@ -89,6 +136,11 @@ function test(pnpm) {
   }
   if (run("bash", [join(root, "infra", "test-cluster", "ensure-binaries.sh")]) !== 0) {
     process.stdout.write("could not build or find kube-apiserver and etcd\n0 passed, 1 failed\n");
+    process.exit(1);
+  }
+  // The CLI, the API and the controller run as processes in tests (from dist/, as in production).
+  if (turbo(pnpm, "build") !== 0) {
+    process.stdout.write("build failed\n0 passed, 1 failed\n");
     process.exit(1);
   }
   // The image the smoke tests (tests/image) run: built here, before vitest, so the tests themselves stay quick.

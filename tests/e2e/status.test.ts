@@ -1,7 +1,7 @@
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { parse } from "yaml";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { DEV_TOKEN, REPO_ROOT, startBerth, type RunningBerth } from "../support/berth.js";
 import { createBareRepo } from "../support/git-remotes.js";
 import { skipWithoutKubeBinaries, startKubeCluster, type KubeCluster } from "../support/kube-cluster.js";
@@ -60,7 +60,8 @@ describe.skipIf(skip)("GET /v1/teams/{name}/status reads what the controller wro
     const team = { apiVersion: "berth.dev/v1alpha1", kind: "Team", metadata: { name: "payments" }, spec: { description: "x", owners: [OWNER], environments: ["dev", "prod"], roleAssignments: [], labels: {} } };
     const created = await kubeRequest(kc, { method: "POST", path: "/apis/berth.dev/v1alpha1/teams", body: team });
     expect(created.status).toBe(201);
-    expect((await status()).clusters[0]!.state).toBe("pending");
+    // Status is read through the API's per-cluster cache: a change shows within api.statusCacheSeconds.
+    await vi.waitFor(async () => expect((await status()).clusters[0]!.state).toBe("pending"), { timeout: 20_000, interval: 250 });
 
     const now = new Date().toISOString();
     const conditions = [
@@ -76,7 +77,14 @@ describe.skipIf(skip)("GET /v1/teams/{name}/status reads what the controller wro
     });
     expect(put.status).toBe(200);
 
-    const dev = (await status()).clusters[0]!;
+    const dev = await vi.waitFor(
+      async () => {
+        const c = (await status()).clusters[0]!;
+        expect(c.state).toBe("reported");
+        return c;
+      },
+      { timeout: 20_000, interval: 250 },
+    );
     expect(dev).toMatchObject({ cluster: "aks-dev-weu", state: "reported", ready: false, revision: "main@sha1:abc", clientId: "11111111-2222-3333-4444-555555555555" });
     expect(dev.conditions.find((c) => c.type === "IdentityReady")).toMatchObject({ status: "False", reason: "AzureError", severity: "Error" });
   });

@@ -11,6 +11,7 @@ import pino from "pino";
 import { parse, stringify } from "yaml";
 import { authenticatorFor } from "../../apps/api/src/plugins/auth.js";
 import { buildServer, loggerOptions } from "../../apps/api/src/server.js";
+import { StatusBoard } from "../../apps/api/src/status-board.js";
 import { TeamService } from "../../apps/api/src/team-service.js";
 import { KubeTeamStatusReader } from "../../apps/api/src/team-status.js";
 
@@ -23,6 +24,8 @@ export interface RunningBerth {
   /** Base URL when started with listen: true. */
   url: string;
   repo: FluxRepo;
+  /** The shared per-cluster status reader (its stats() count the requests clusters received). */
+  statusReader: KubeTeamStatusReader;
   /** Every log line written so far (JSON), for redaction checks. */
   logs: string[];
   stop(): Promise<void>;
@@ -80,8 +83,17 @@ export async function startBerth(options: { remoteUrl: string; env?: Record<stri
   const templates = await loadTemplateSet(config.templatesDir, config.platform.templateVersion);
   const repo = FluxRepo.fromConfig({ ...config.fluxRepo, history: config.api.idempotency, logger: logger.child({ component: "flux-repo" }) });
   await repo.init();
+  const onboarding = new Onboarding(config.platform, templates);
+  const statusReader = KubeTeamStatusReader.fromConfig(config.api.clusters, { ttlMs: config.api.statusCacheSeconds * 1000 });
   const server = await buildServer(
-    { teams: new TeamService(new Onboarding(config.platform, templates), repo, KubeTeamStatusReader.fromConfig(config.api.clusters)), store: repo, authenticator: authenticatorFor(config.api.auth), limits: config.api.rateLimit },
+    {
+      teams: new TeamService(onboarding, repo, statusReader),
+      store: repo,
+      authenticator: authenticatorFor(config.api.auth),
+      limits: config.api.rateLimit,
+      board: new StatusBoard(onboarding, repo, statusReader),
+      ui: { auth: config.api.auth, config: config.api.ui },
+    },
     { logger, bodyLimit: config.api.bodyLimitBytes, timeouts: config.api.timeouts, trustProxy: config.api.trustProxy },
   );
   const url = options.listen ? await server.listen({ host: "127.0.0.1", port: 0 }) : "";
@@ -90,6 +102,7 @@ export async function startBerth(options: { remoteUrl: string; env?: Record<stri
     server,
     url,
     repo,
+    statusReader,
     logs,
     async stop() {
       await server.close();

@@ -1,4 +1,3 @@
-import { rateLimitSchema, type RateLimitConfig } from "@berth/config";
 import type { FastifyInstance } from "fastify";
 import { toFieldIssues } from "@berth/core";
 import type { FastifySchemaCompiler } from "fastify";
@@ -12,13 +11,20 @@ import { problemPlugin, RequestValidationError } from "./plugins/problem.js";
 import { rateLimitPlugin } from "./plugins/rate-limit.js";
 import { securityHeadersPlugin } from "./plugins/security-headers.js";
 import { healthRoutes } from "./routes/health.js";
+import { statusRoutes } from "./routes/status.js";
 import { teamRoutes } from "./routes/teams.js";
+import type { StatusBoard } from "./status-board.js";
 import type { TeamService, TeamStore } from "./team-service.js";
+import { uiPlugin } from "./ui/index.js";
+import { rateLimitSchema, type ApiAuth, type RateLimitConfig, type UiConfig } from "@berth/config";
 
 export interface AppDeps {
   teams: TeamService;
   store: Pick<TeamStore, "ping">;
   authenticator: Authenticator;
+  /** Views across teams: GET /v1/status and, with `ui`, the status page at /ui. */
+  board?: StatusBoard;
+  ui?: { auth: ApiAuth; config: UiConfig };
   /** Rate limits (config `api.rateLimit`); the defaults when absent. */
   limits?: RateLimitConfig;
 }
@@ -36,8 +42,11 @@ const validatorCompiler: FastifySchemaCompiler<ZodType> =
     return { error: new RequestValidationError(httpPart ?? "body", toFieldIssues(result.error, prefix)) };
   };
 
-/** Routes anyone may call: health and the API description. Every other route must declare a role. */
-const PUBLIC_ROUTES = [/^\/healthz$/, /^\/readyz$/, /^\/openapi\.json$/, /^\/docs(\/.*)?$/];
+/**
+ * Routes anyone may call: health and the API description. Every other route must declare a role. The
+ * status page (/ui) checks its own session cookie: each of its routes must declare `uiAccess` instead.
+ */
+const PUBLIC_ROUTES = [/^\/healthz$/, /^\/readyz$/, /^\/openapi\.json$/, /^\/docs(\/.*)?$/, /^\/ui(\/.*)?$/];
 
 /**
  * The API as a plugin: main.ts registers it on a server, tests register it on an instance they call with
@@ -67,5 +76,9 @@ export async function app(instance: FastifyInstance, deps: AppDeps): Promise<voi
     // JSON only: fastify would otherwise hand text/plain bodies to the schema as strings (415 instead).
     v1.removeContentTypeParser("text/plain");
     await v1.register(teamRoutes, { teams: deps.teams });
+    if (deps.board) await v1.register(statusRoutes, { board: deps.board });
   }, { prefix: "/v1" });
+  if (deps.board && deps.ui?.config.enabled) {
+    await instance.register(uiPlugin, { prefix: "/ui", board: deps.board, auth: deps.ui.auth, ui: deps.ui.config, authenticator: deps.authenticator });
+  }
 }

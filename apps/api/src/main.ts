@@ -4,6 +4,7 @@ import { FluxRepo } from "@berth/gitops";
 import pino from "pino";
 import { authenticatorFor } from "./plugins/auth.js";
 import { buildServer, loggerOptions } from "./server.js";
+import { StatusBoard } from "./status-board.js";
 import { TeamService } from "./team-service.js";
 import { KubeTeamStatusReader } from "./team-status.js";
 
@@ -19,6 +20,7 @@ function devBanner(config: BerthConfig, url: string): string {
     "Onboard a team:",
     `  curl -sS -X POST ${url}/v1/teams -H 'authorization: Bearer ${config.api.auth.token}' -H 'content-type: application/json' -d '${body}'`,
     `Then: git clone ${config.fluxRepo.url} /tmp/flux-repo && ls -R /tmp/flux-repo`,
+    ...(config.api.ui.enabled ? [`Status page: ${url}/ui (sign in with the development token)`] : []),
     "",
   ].join("\n");
 }
@@ -44,11 +46,20 @@ async function main(): Promise<void> {
   const repo = FluxRepo.fromConfig({ ...config.fluxRepo, history: config.api.idempotency, logger: logger.child({ component: "flux-repo" }) });
   await repo.init();
 
-  const teams = new TeamService(onboarding, repo, KubeTeamStatusReader.fromConfig(config.api.clusters));
+  // One status reader, so the status API, CLI watchers and every open status page share its per-cluster cache.
+  const statusReader = KubeTeamStatusReader.fromConfig(config.api.clusters, { ttlMs: config.api.statusCacheSeconds * 1000 });
+  const teams = new TeamService(onboarding, repo, statusReader);
   // Parse every team once now, in the background, so the first GET /v1/teams after a start is not the slow one.
   void teams.list().catch((err: unknown) => logger.warn({ err }, "could not read the teams at start; the first list will"));
   const server = await buildServer(
-    { teams, store: repo, authenticator: authenticatorFor(config.api.auth), limits: config.api.rateLimit },
+    {
+      teams,
+      store: repo,
+      authenticator: authenticatorFor(config.api.auth),
+      limits: config.api.rateLimit,
+      board: new StatusBoard(onboarding, repo, statusReader),
+      ui: { auth: config.api.auth, config: config.api.ui },
+    },
     { logger, bodyLimit: config.api.bodyLimitBytes, timeouts: config.api.timeouts, trustProxy: config.api.trustProxy },
   );
   const address = await server.listen({ host: config.api.host, port: config.api.port });

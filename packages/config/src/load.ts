@@ -102,6 +102,17 @@ export function loadConfig(env: Env = process.env, cwd = process.cwd()): BerthCo
     problems.push(`BERTH_AUTH_MODE: must be "oidc" or "dev", got "${mode}"`);
   }
 
+  if (env.BERTH_STATUS_CACHE_SECONDS !== undefined) {
+    const seconds = z.coerce.number().min(0).max(300).safeParse(env.BERTH_STATUS_CACHE_SECONDS);
+    if (seconds.success) put(raw, ["api", "statusCacheSeconds"], seconds.data);
+    else problems.push(`BERTH_STATUS_CACHE_SECONDS: must be a number of seconds (0-300), got "${env.BERTH_STATUS_CACHE_SECONDS}"`);
+  }
+  put(raw, ["api", "ui", "publicUrl"], env.BERTH_UI_PUBLIC_URL);
+  if (env.BERTH_UI_CLIENT_ID) put(raw, ["api", "ui", "oidc", "clientId"], env.BERTH_UI_CLIENT_ID);
+  const uiSecret = env.BERTH_UI_CLIENT_SECRET ?? readSecretFile(env.BERTH_UI_CLIENT_SECRET_FILE, "BERTH_UI_CLIENT_SECRET_FILE", problems);
+  if (uiSecret !== undefined) put(raw, ["api", "ui", "oidc", "clientSecret"], uiSecret);
+  put(raw, ["api", "ui", "sessionSecret"], env.BERTH_UI_SESSION_SECRET ?? readSecretFile(env.BERTH_UI_SESSION_SECRET_FILE, "BERTH_UI_SESSION_SECRET_FILE", problems));
+
   // Paths in the file are relative to the file, so a config and its templates can travel together.
   // BERTH_STATUS_KUBECONFIGS="aks-dev-weu=/etc/berth/dev.kubeconfig,aks-prod-weu=/etc/berth/prod.kubeconfig"
   if (env.BERTH_STATUS_KUBECONFIGS) {

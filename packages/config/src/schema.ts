@@ -75,6 +75,37 @@ export const clusterAccessSchema = z
   })
   .strict();
 
+/** The read-only status page at /ui (apps/api/src/ui): sign-in, sessions, refresh. */
+export const uiSchema = z
+  .object({
+    enabled: z.boolean().default(true),
+    /**
+     * The URL browsers reach the API at, e.g. https://berth.example.com (the OIDC redirect URI is
+     * `<publicUrl>/ui/auth/callback`; https makes the session cookie Secure). Derived from the request when absent.
+     */
+    publicUrl: z.url().optional(),
+    /** The browser sign-in in oidc mode: authorization code + PKCE against api.auth.issuer. */
+    oidc: z
+      .object({
+        clientId: nonEmpty,
+        /** A confidential client's secret (BERTH_UI_CLIENT_SECRET or BERTH_UI_CLIENT_SECRET_FILE, never the file). */
+        clientSecret: nonEmpty.optional(),
+        /** Scopes asked for; the default asks for an access token for api.auth.audience (`<audience>/.default`). */
+        scopes: z.array(nonEmpty).min(1).optional(),
+      })
+      .strict()
+      .optional(),
+    /**
+     * Key material for session cookies (BERTH_UI_SESSION_SECRET or BERTH_UI_SESSION_SECRET_FILE). Give every
+     * replica the same one; without it each process makes its own, so sessions end at restart.
+     */
+    sessionSecret: z.string().min(32, "the session secret must be at least 32 characters").optional(),
+    sessionTtlSeconds: z.number().int().min(60).max(86_400).default(28_800),
+    /** How often an open page asks for fresh status (it gets 304 Not Modified when nothing changed). */
+    refreshSeconds: z.number().int().min(1).max(300).default(5),
+  })
+  .strict();
+
 const ms = (min: number, max: number, fallback: number) => z.number().int().min(min).max(max).default(fallback);
 
 /**
@@ -141,6 +172,9 @@ export const apiSchema = z
     trustProxy: z.union([z.boolean(), z.number().int().min(1).max(10), z.array(z.string().min(1)).min(1)]).default(false),
     /** Clusters by name whose Team status GET /v1/teams/{name}/status reports; others show "not-configured". */
     clusters: z.record(z.string(), clusterAccessSchema).default({}),
+    /** One listing of a cluster's Team objects serves every status reader (API, CLI watchers, pages) this long. */
+    statusCacheSeconds: z.number().min(0).max(300).default(5),
+    ui: uiSchema.default({ enabled: true, sessionTtlSeconds: 28_800, refreshSeconds: 5 }),
   })
   .strict();
 
@@ -158,6 +192,7 @@ export type BerthConfig = z.infer<typeof berthConfigSchema>;
 export type GitAuth = z.infer<typeof gitAuthSchema>;
 export type ApiAuth = z.infer<typeof apiAuthSchema>;
 export type ClusterAccess = z.infer<typeof clusterAccessSchema>;
+export type UiConfig = z.infer<typeof uiSchema>;
 export type ApiConfig = z.infer<typeof apiSchema>;
 export type ApiTimeouts = z.infer<typeof timeoutsSchema>;
 export type RateLimitConfig = z.infer<typeof rateLimitSchema>;

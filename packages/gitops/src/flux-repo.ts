@@ -8,7 +8,7 @@ import { type FluxRepoConfig, type ResolvedConfig, resolveConfig } from "./confi
 import { GitOpsError, PushRejectedError } from "./errors.js";
 import { GitRunner } from "./git-runner.js";
 import { GitTree, newListCache, type TreeSource } from "./git-tree.js";
-import { TrailerIndex } from "./history.js";
+import { type CommitSummary, commitsTouching, TrailerIndex } from "./history.js";
 import { ObjectReader } from "./object-reader.js";
 import { buildGitEnvironment } from "./remote-auth.js";
 
@@ -145,6 +145,18 @@ export class FluxRepo {
       await this.refreshing;
     }
     return new GitTree(this.source(), this.head?.sha);
+  }
+
+  /**
+   * The newest commits (at most `limit`) touching any of `paths`, from `revision` (a tree's revision; the
+   * last fetched head by default). Reads immutable objects only, so it runs alongside writes.
+   */
+  async history(paths: readonly string[], options: { revision?: string | undefined; limit?: number } = {}): Promise<CommitSummary[]> {
+    if (this.closed) throw new GitOpsError("closed", "FluxRepo is closed");
+    await this.init();
+    const revision = options.revision ?? this.head?.sha;
+    if (!revision) return [];
+    return commitsTouching(this.git(), revision, paths, options.limit ?? 10);
   }
 
   /** Readiness: the remote answers for the branch (ls-remote, short timeout). Throws GitOpsError. */

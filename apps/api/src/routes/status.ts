@@ -1,0 +1,30 @@
+import type { FastifyPluginAsyncZod } from "fastify-type-provider-zod";
+import { z } from "zod";
+import type { StatusBoard } from "../status-board.js";
+import { etagOf, matchesEtag } from "../ui/etag.js";
+import { fleetResponse, problemResponse } from "./schemas.js";
+
+const security = [{ bearerAuth: [] }];
+
+/** The fleet: every team's status per cluster in one answer, from the shared per-cluster cache. */
+export const statusRoutes: FastifyPluginAsyncZod<{ board: StatusBoard }> = async (app, { board }) => {
+  app.get(
+    "/status",
+    {
+      config: { requiredRole: "read" },
+      schema: {
+        tags: ["teams"],
+        summary: "Every team's status on every cluster it lands on (ETag: send If-None-Match to get 304 while nothing changed)",
+        security,
+        response: { 200: fleetResponse, 304: z.void().describe("Not Modified: the If-None-Match tag is current"), 401: problemResponse, 403: problemResponse, 500: problemResponse, 503: problemResponse },
+      },
+    },
+    async (request, reply) => {
+      const fleet = await board.fleet();
+      const etag = etagOf(JSON.stringify(fleet));
+      reply.header("etag", etag).header("cache-control", "private, no-cache");
+      if (matchesEtag(request.headers["if-none-match"], etag)) return reply.code(304).send();
+      return fleet;
+    },
+  );
+};

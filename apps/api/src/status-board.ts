@@ -1,0 +1,91 @@
+import type { ClusterStatus, FleetResponse } from "@berth/api-contract";
+import { allClusters, clustersOf, repoLayout, type Cluster, type Onboarding, type RepoTree, type Team } from "@berth/core";
+import type { CommitSummary } from "@berth/gitops";
+import type { TeamStatusReader } from "./team-status.js";
+
+/** What the board reads from the Flux repo; @berth/gitops' FluxRepo provides it. */
+export interface RepoReader {
+  snapshot(maxAgeMs?: number): Promise<RepoTree>;
+  history(paths: readonly string[], options?: { revision?: string | undefined; limit?: number }): Promise<CommitSummary[]>;
+}
+
+export interface TeamFile {
+  path: string;
+  content: string;
+}
+
+export interface TeamDetail {
+  team: Team;
+  revision: string | undefined;
+  ready: boolean;
+  clusters: ClusterStatus[];
+  /** The newest commits touching the team's files, newest first. */
+  commits: CommitSummary[];
+  /** Every file Berth rendered for the team at `revision`, sorted by path. */
+  files: TeamFile[];
+}
+
+const everyReady = (clusters: ClusterStatus[]) => clusters.length > 0 && clusters.every((c) => c.ready);
+
+/**
+ * Read views across teams for the status page and GET /v1/status: every team × cluster from one repo
+ * snapshot and the shared per-cluster status cache (so a fleet view costs one listing per cluster).
+ */
+export class StatusBoard {
+  private readonly layout;
+  /** The teams of the last revision read: pages poll every few seconds, the repo changes far less often. */
+  private teamsAt: { revision: string | undefined; teams: Promise<Team[]> } | undefined;
+
+  constructor(
+    private readonly onboarding: Onboarding,
+    private readonly repo: RepoReader,
+    private readonly statusReader: TeamStatusReader,
+  ) {
+    this.layout = repoLayout(onboarding.platform);
+  }
+
+  /** Every cluster of the platform, in config order (the fleet's columns). */
+  clusters(): Cluster[] {
+    return allClusters(this.onboarding.platform);
+  }
+
+  async fleet(): Promise<FleetResponse> {
+    const tree = await this.repo.snapshot();
+    if (!this.teamsAt || this.teamsAt.revision !== tree.revision) {
+      const teams = this.onboarding.listTeams(tree);
+      this.teamsAt = { revision: tree.revision, teams };
+      teams.catch(() => {
+        if (this.teamsAt?.teams === teams) this.teamsAt = undefined; // a failed read is not kept
+      });
+    }
+    const teams = await this.teamsAt.teams;
+    const rows = await Promise.all(
+      teams.map(async (team) => {
+        const clusters = await this.statusReader.read(team.name, clustersOf(team, this.onboarding.platform));
+        return { team: team.name, ready: everyReady(clusters), clusters };
+      }),
+    );
+    return { revision: tree.revision ?? null, teams: rows };
+  }
+
+  /** One team with its status, history and rendered files; undefined when the repo has no such team. */
+  async team(name: string, options: { commits?: number } = {}): Promise<TeamDetail | undefined> {
+    const tree = await this.repo.snapshot();
+    const team = await this.onboarding.readTeam(tree, name);
+    if (!team) return undefined;
+    const targets = clustersOf(team, this.onboarding.platform);
+    const kustomizations = targets.map((c) => this.layout.fluxKustomization(c.name, name));
+    const [clusters, commits, teamPaths] = await Promise.all([
+      this.statusReader.read(name, targets),
+      // Every cluster's Flux file, not only today's targets: the history shows moves between environments.
+      this.repo.history([this.layout.teamDir(name), ...this.clusters().map((c) => this.layout.fluxKustomization(c.name, name))], {
+        revision: tree.revision,
+        limit: options.commits ?? 10,
+      }),
+      tree.list(this.layout.teamDir(name)),
+    ]);
+    const paths = [...teamPaths, ...kustomizations].sort();
+    const files = (await Promise.all(paths.map(async (path) => ({ path, content: await tree.read(path) })))).filter((f): f is TeamFile => f.content !== undefined);
+    return { team, revision: tree.revision, ready: everyReady(clusters), clusters, commits, files };
+  }
+}

@@ -1,0 +1,85 @@
+import { describeClusterStatus, PHASES, phaseOf, type ClusterStatus, type FleetResponse, type Phase } from "@berth/api-contract";
+import type { Cluster } from "@berth/core";
+import { html, type Html } from "../html.js";
+import { PHASE_LABELS, phaseBadge, shortSha } from "./common.js";
+
+export interface FleetFilter {
+  /** Part of a team name, case-insensitive. */
+  q: string;
+  /** Only teams with at least one cluster in this phase. */
+  phase: Phase | undefined;
+}
+
+export interface FleetView {
+  columns: Cluster[];
+  rows: Array<{ team: string; cells: Array<ClusterStatus | undefined> }>;
+  /** Team × cluster cells per phase, over the whole fleet (not only the filtered rows). */
+  counts: Record<Phase, number>;
+  teams: number;
+  revision: string | null;
+}
+
+/** The fleet as a grid: one row per team, one column per cluster; filtering happens here, on the server. */
+export function fleetView(fleet: FleetResponse, columns: Cluster[], filter: FleetFilter): FleetView {
+  const counts = Object.fromEntries(PHASES.map((p) => [p, 0])) as Record<Phase, number>;
+  for (const team of fleet.teams) for (const cell of team.clusters) counts[phaseOf(cell)] += 1;
+  const q = filter.q.trim().toLowerCase();
+  const rows = fleet.teams
+    .filter((t) => !q || t.team.toLowerCase().includes(q))
+    .filter((t) => !filter.phase || t.clusters.some((c) => phaseOf(c) === filter.phase))
+    .map((t) => ({ team: t.team, cells: columns.map((col) => t.clusters.find((c) => c.cluster === col.name)) }));
+  return { columns, rows, counts, teams: fleet.teams.length, revision: fleet.revision };
+}
+
+function filterQuery(filter: FleetFilter, phase: Phase | undefined): string {
+  const params = new URLSearchParams();
+  if (filter.q) params.set("q", filter.q);
+  if (phase) params.set("phase", phase);
+  const query = params.toString();
+  return query ? `/ui?${query}` : "/ui";
+}
+
+/** The filter form: outside <main>, so typing is not interrupted when the grid refreshes. */
+export function fleetFilterForm(filter: FleetFilter): Html {
+  return html`<form class="filters" method="get" action="/ui" role="search" data-live-filter>
+  <div><label for="q">Team</label><input id="q" name="q" type="search" value="${filter.q}" placeholder="name contains…" autocomplete="off"></div>
+  <div><label for="phase">State</label><select id="phase" name="phase">
+    <option value="">any</option>
+    ${PHASES.map((p) => html`<option value="${p}"${filter.phase === p ? html` selected` : ""}>${PHASE_LABELS[p]}</option>`)}
+  </select></div>
+  <button type="submit">Filter</button>
+</form>`;
+}
+
+export function fleetMain(view: FleetView, filter: FleetFilter): Html {
+  const counts = html`<ul class="counts" aria-label="Counts by state (one per team and cluster)">
+  ${PHASES.filter((p) => view.counts[p] > 0 || p === "ready" || p === "failed").map(
+    (p) => html`<li><a href="${filterQuery(filter, filter.phase === p ? undefined : p)}" data-phase-count="${p}"
+      ><span class="badge ${p}${filter.phase === p ? " selected" : ""}">${PHASE_LABELS[p]} <span class="count">${view.counts[p]}</span></span></a></li>`,
+  )}
+</ul>`;
+  if (view.teams === 0) {
+    return html`<h1>Fleet</h1>${counts}<div class="empty"><p>No teams yet.</p><p>Onboard one with <code>berth apply -f team.yaml</code> (see docs/cli.md).</p></div>`;
+  }
+  const header = html`<tr><th scope="col">Team</th>${view.columns.map((c) => html`<th scope="col">${c.name}<small>${c.environment}</small></th>`)}</tr>`;
+  const body = view.rows.map(
+    (row) => html`<tr data-team="${row.team}">
+  <th scope="row"><a href="/ui/teams/${encodeURIComponent(row.team)}">${row.team}</a></th>
+  ${row.cells.map((cell, i) =>
+    cell
+      ? html`<td data-cluster="${view.columns[i]!.name}" data-phase="${phaseOf(cell)}">${phaseBadge(phaseOf(cell), describeClusterStatus(cell))}</td>`
+      : html`<td data-cluster="${view.columns[i]!.name}" class="none"><span aria-hidden="true">—</span><span class="visually-hidden">not deployed here</span></td>`,
+  )}
+</tr>`,
+  );
+  const teams = (n: number) => `${n} team${n === 1 ? "" : "s"}`;
+  const shown = view.rows.length === view.teams ? teams(view.teams) : `${view.rows.length} of ${teams(view.teams)}`;
+  return html`<h1>Fleet</h1>
+${counts}
+<table>
+<caption>${shown} · Flux repo at ${shortSha(view.revision)}</caption>
+<thead>${header}</thead>
+<tbody>${body}</tbody>
+</table>
+${view.rows.length === 0 ? html`<p class="empty">No team matches this filter. <a href="/ui">Show all teams</a></p>` : ""}`;
+}

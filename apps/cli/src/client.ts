@@ -1,0 +1,158 @@
+import { setTimeout as sleep } from "node:timers/promises";
+import { problemName, problemSchema, teamListResponse, type ProblemDocument } from "@berth/api-contract";
+import type { Team } from "@berth/core";
+import type { z } from "zod";
+import { CliError, EXIT, type ExitCode } from "./exit-codes.js";
+
+export const CLI_VERSION = "0.1.0";
+
+/** The API answered with a problem (RFC 9457); `problem` is what it said. */
+export class ApiError extends CliError {
+  constructor(
+    readonly status: number,
+    readonly problem: ProblemDocument,
+    /** The answer's Retry-After in seconds (429, 503), when it sent one. */
+    readonly retryAfterSeconds?: number,
+  ) {
+    // With field errors the detail only repeats them; they follow, one per line.
+    const detail = problem.detail && problem.detail !== problem.title && !problem.errors?.length ? `: ${problem.detail}` : "";
+    super(`${problem.title}${detail}`, exitCodeFor(status), detailLines(problem));
+  }
+
+  get kind(): string {
+    return problemName(this.problem);
+  }
+}
+
+function exitCodeFor(status: number): ExitCode {
+  if (status === 401 || status === 403) return EXIT.unauthorized;
+  if (status === 429) return EXIT.unavailable;
+  if (status === 404) return EXIT.notFound;
+  if (status === 409) return EXIT.conflict;
+  if (status >= 500) return EXIT.unavailable;
+  return EXIT.invalid;
+}
+
+/** One line per field problem (`owners.0: must be ...`), then the request id to quote in a bug report. */
+function detailLines(problem: ProblemDocument): string[] {
+  const lines = (problem.errors ?? []).map((e) => `${e.field}: ${e.rule}`);
+  if (problem.requestId) lines.push(`request id: ${problem.requestId}`);
+  return lines;
+}
+
+const MAX_RATE_LIMIT_RETRIES = 3;
+
+/** Retry-After as seconds (RFC 9110: delay-seconds or an HTTP date). */
+function retryAfterSeconds(header: string | null): number | undefined {
+  if (!header) return undefined;
+  if (/^\d+$/.test(header.trim())) return Number(header.trim());
+  const at = Date.parse(header);
+  return Number.isNaN(at) ? undefined : Math.max(0, Math.ceil((at - Date.now()) / 1000));
+}
+
+export interface RequestOptions<T> {
+  body?: unknown;
+  schema: z.ZodType<T>;
+  headers?: Record<string, string>;
+  /** Statuses answered without error and without a body (e.g. 304). */
+  empty?: number[];
+  timeoutMs?: number;
+}
+
+/** The Berth API over HTTP: JSON in, JSON out (validated with the API's own schemas), problems as ApiError. */
+export class BerthClient {
+  constructor(
+    readonly server: string,
+    private readonly token: string,
+    private readonly fetchImpl: typeof fetch = fetch,
+    /** Ctrl-C: requests in flight stop at once. */
+    private readonly interrupt?: AbortSignal,
+  ) {}
+
+  /**
+   * One request. A read refused for the rate limit (429) waits the Retry-After the API names (at most a
+   * minute) and asks again, up to three times; a write never repeats on its own.
+   */
+  async request<T>(method: string, path: string, options: RequestOptions<T>): Promise<{ status: number; body: T | undefined; headers: Headers }> {
+    for (let attempt = 1; ; attempt++) {
+      try {
+        return await this.requestOnce(method, path, options);
+      } catch (err) {
+        const wait = err instanceof ApiError && err.status === 429 && method === "GET" && attempt <= MAX_RATE_LIMIT_RETRIES ? err.retryAfterSeconds : undefined;
+        if (wait === undefined || wait > 60) throw err;
+        await sleep(Math.max(wait, 1) * 1000, undefined, this.interrupt ? { signal: this.interrupt } : {}).catch(() => {
+          throw new CliError("interrupted", EXIT.interrupted);
+        });
+      }
+    }
+  }
+
+  private async requestOnce<T>(method: string, path: string, options: RequestOptions<T>): Promise<{ status: number; body: T | undefined; headers: Headers }> {
+    const url = new URL(path, this.server.endsWith("/") ? this.server : `${this.server}/`);
+    let response: Response;
+    try {
+      response = await this.fetchImpl(url, {
+        method,
+        headers: {
+          authorization: `Bearer ${this.token}`,
+          accept: "application/json, application/problem+json",
+          "user-agent": `berth-cli/${CLI_VERSION}`,
+          ...(options.body === undefined ? {} : { "content-type": "application/json" }),
+          ...options.headers,
+        },
+        ...(options.body === undefined ? {} : { body: JSON.stringify(options.body) }),
+        signal: this.interrupt ? AbortSignal.any([AbortSignal.timeout(options.timeoutMs ?? 120_000), this.interrupt]) : AbortSignal.timeout(options.timeoutMs ?? 120_000),
+      });
+    } catch (err) {
+      if (this.interrupt?.aborted) throw new CliError("interrupted", EXIT.interrupted);
+      const cause = (err as { cause?: { code?: string; message?: string } }).cause;
+      const why = (err as Error).name === "TimeoutError" ? "no answer in time" : (cause?.code ?? cause?.message ?? (err as Error).message);
+      throw new CliError(`cannot reach the Berth API at ${this.server}: ${why}`, EXIT.unavailable);
+    }
+    if (options.empty?.includes(response.status)) return { status: response.status, body: undefined, headers: response.headers };
+    const text = await response.text();
+    let json: unknown;
+    try {
+      json = text ? JSON.parse(text) : undefined;
+    } catch {
+      json = undefined;
+    }
+    if (!response.ok) {
+      const problem = problemSchema.safeParse(json);
+      const retryAfter = retryAfterSeconds(response.headers.get("retry-after"));
+      if (problem.success) throw new ApiError(response.status, problem.data, retryAfter);
+      throw new ApiError(response.status, { type: "about:blank", title: `HTTP ${response.status} ${response.statusText}`.trim(), status: response.status, detail: text.slice(0, 200) || undefined }, retryAfter);
+    }
+    const parsed = options.schema.safeParse(json);
+    if (!parsed.success) {
+      throw new CliError(`the API's answer to ${method} ${url.pathname} is not what this CLI understands (is the API a different version?)`, EXIT.unavailable, [
+        ...parsed.error.issues.slice(0, 5).map((i) => `${i.path.join(".") || "(body)"}: ${i.message}`),
+      ]);
+    }
+    return { status: response.status, body: parsed.data, headers: response.headers };
+  }
+}
+
+/** Teams asked for per request when listing (kubectl's --chunk-size default); 0 asks for all at once. */
+export const DEFAULT_CHUNK_SIZE = 500;
+
+/**
+ * Every team, in name order: pages of `chunkSize` (GET /v1/teams?limit=&continue=), following `continue`
+ * until the API sends none, so a large fleet never arrives as one huge answer.
+ */
+export async function listAllTeams(client: BerthClient, chunkSize = DEFAULT_CHUNK_SIZE): Promise<Team[]> {
+  const teams: Team[] = [];
+  let next: string | undefined;
+  do {
+    const query = new URLSearchParams();
+    if (chunkSize > 0) query.set("limit", String(chunkSize));
+    if (next !== undefined) query.set("continue", next);
+    const search = query.size > 0 ? `?${query.toString()}` : "";
+    const { body } = await client.request("GET", `/v1/teams${search}`, { schema: teamListResponse });
+    teams.push(...body!.items);
+    // A continue token that does not move (a broken server) would loop forever: stop instead.
+    if (body!.continue !== undefined && body!.continue === next) throw new CliError("the API sent the same continue token twice while listing teams", EXIT.unavailable);
+    next = body!.continue;
+  } while (next !== undefined);
+  return teams;
+}

@@ -1,0 +1,120 @@
+import { setTimeout as sleep } from "node:timers/promises";
+import { statusResponse, type StatusResponse } from "@berth/api-contract";
+import { createLogUpdate } from "log-update";
+import { stringify } from "yaml";
+import { ApiError, type BerthClient } from "../client.js";
+import { CliError, EXIT } from "../exit-codes.js";
+import type { Runtime } from "../runtime.js";
+import { formatElapsed, renderFrame, WatchState } from "../watch.js";
+
+export interface StatusOptions {
+  watch: boolean;
+  /** Give up after this long (ms); exit code 8. */
+  timeoutMs: number;
+  /** Time between polls (ms). */
+  intervalMs: number;
+  output?: "json" | "yaml" | undefined;
+}
+
+/** "90s", "10m", "1h30m", "500ms" or plain seconds. */
+export function parseDuration(text: string): number {
+  if (/^\d+(\.\d+)?$/.test(text)) return Number(text) * 1000;
+  const parts = [...text.matchAll(/(\d+(?:\.\d+)?)(ms|h|m|s)/g)];
+  if (!parts.length || parts.map((p) => p[0]).join("") !== text) throw new CliError(`"${text}" is not a duration (e.g. 90s, 10m, 1h)`, EXIT.usage);
+  const unit = { ms: 1, s: 1000, m: 60_000, h: 3_600_000 } as const;
+  return parts.reduce((ms, p) => ms + Number(p[1]) * unit[p[2] as keyof typeof unit], 0);
+}
+
+async function fetchStatus(client: BerthClient, team: string): Promise<StatusResponse> {
+  const { body } = await client.request("GET", `/v1/teams/${encodeURIComponent(team)}/status`, { schema: statusResponse, timeoutMs: 30_000 });
+  return body!;
+}
+
+/** Errors that end a watch at once; anything else (network, 5xx) is retried until the timeout. */
+function isFinal(err: unknown): boolean {
+  return err instanceof ApiError ? err.status < 500 : !(err instanceof CliError && err.exitCode === EXIT.unavailable);
+}
+
+export async function status(rt: Runtime, team: string, options: StatusOptions): Promise<number> {
+  const client = await rt.client();
+  if (!options.watch) {
+    const response = await fetchStatus(client, team);
+    if (options.output === "json") rt.out(JSON.stringify(response, null, 2));
+    else if (options.output === "yaml") rt.io.stdout.write(stringify(response));
+    else {
+      const state = new WatchState();
+      state.update(response, 0);
+      rt.out(renderFrame(state, { elapsedMs: 0, tick: 0, width: rt.io.stdout.columns ?? 100, paint: rt.paint, live: false }));
+    }
+    return EXIT.ok;
+  }
+  return watch(rt, client, team, options);
+}
+
+async function watch(rt: Runtime, client: BerthClient, team: string, options: StatusOptions): Promise<number> {
+  const started = performance.now();
+  const elapsed = () => performance.now() - started;
+  const state = new WatchState();
+  const tty = Boolean(rt.io.stdout.isTTY);
+  const log = tty ? createLogUpdate(rt.io.stdout as NodeJS.WriteStream, { showCursor: false }) : undefined;
+  let tick = 0;
+  const draw = () => log?.(renderFrame(state, { elapsedMs: elapsed(), tick: tick++, width: (rt.io.stdout.columns ?? 100) - 1, paint: rt.paint, live: true }));
+  const spinner = log ? setInterval(draw, 100) : undefined;
+  const signal = rt.io.signal;
+
+  const finish = (code: number, summary: string[]): number => {
+    if (spinner) clearInterval(spinner);
+    if (log) {
+      log(renderFrame(state, { elapsedMs: elapsed(), tick, width: (rt.io.stdout.columns ?? 100) - 1, paint: rt.paint, live: false }));
+      log.done();
+    }
+    for (const line of summary) (code === EXIT.ok ? rt.out.bind(rt) : rt.err.bind(rt))(line);
+    return code;
+  };
+
+  try {
+    for (let first = true; ; first = false) {
+      try {
+        const response = await fetchStatus(client, team);
+        const changes = state.update(response, elapsed());
+        if (!tty) {
+          if (first) rt.out(`[${formatElapsed(elapsed())}] team ${response.team}: in the Flux repo at ${response.revision?.slice(0, 7) ?? "none"}; watching ${response.clusters.length} cluster${response.clusters.length === 1 ? "" : "s"}`);
+          for (const line of changes) rt.out(line);
+        }
+      } catch (err) {
+        if (isFinal(err)) {
+          if (spinner) clearInterval(spinner);
+          log?.done();
+          throw err;
+        }
+        state.pollError = (err as Error).message;
+        if (!tty) rt.err(`[${formatElapsed(elapsed())}] cannot read status (${state.pollError}); retrying`);
+      }
+      draw();
+
+      const outcome = state.outcome();
+      const unobserved = state.unobserved();
+      const note = unobserved.length ? [`note: the API cannot see ${unobserved.join(", ")} (api.clusters), so the team is not checked there`] : [];
+      if (outcome === "ready") {
+        const n = state.observable().length;
+        return finish(EXIT.ok, [`team ${team} is Ready on ${n} cluster${n === 1 ? "" : "s"} (${formatElapsed(elapsed())})`, ...note]);
+      }
+      if (outcome === "failed") {
+        return finish(EXIT.no, state.failures().map((f) => `error: team ${team} failed on ${f.cluster}: ${f.reason}`));
+      }
+      if (outcome === "unobservable") {
+        return finish(EXIT.unavailable, [`error: the API cannot see any cluster of team ${team} (${unobserved.join(", ")}): configure api.clusters, or watch with kubectl`]);
+      }
+      if (elapsed() >= options.timeoutMs) {
+        return finish(EXIT.timeout, [
+          `error: timed out after ${formatElapsed(options.timeoutMs)} waiting for team ${team} to be Ready`,
+          ...state.notReady().map((c) => `  ${c.cluster}: ${c.reason}`),
+        ]);
+      }
+      await sleep(Math.min(options.intervalMs, Math.max(0, options.timeoutMs - elapsed())), undefined, { signal });
+    }
+  } catch (err) {
+    if ((err as Error).name === "AbortError" || signal.aborted) return finish(EXIT.interrupted, ["stopped watching (the rollout goes on)"]);
+    throw err;
+  }
+}

@@ -1,0 +1,248 @@
+import { createInterface } from "node:readline/promises";
+import {
+  deleteResponse,
+  fleetResponse,
+  PHASE_LABELS,
+  phaseOf,
+  previewResponse,
+  teamResponse,
+  writeResponse,
+  type FleetTeam,
+  type Phase,
+  type PreviewResponse,
+  type WriteResponse,
+} from "@berth/api-contract";
+import { teamObject, type Team } from "@berth/core";
+import { stringify } from "yaml";
+import { ApiError, DEFAULT_CHUNK_SIZE, listAllTeams, type BerthClient } from "../client.js";
+import { CliError, EXIT } from "../exit-codes.js";
+import { readTeamDocuments, type TeamDocument } from "../manifests.js";
+import { colorDiff } from "../output/diff.js";
+import { reportError } from "../output/errors.js";
+import { formatTable } from "../output/table.js";
+import { PHASE_STYLES } from "../watch.js";
+import type { Runtime } from "../runtime.js";
+
+export type OutputFormat = "table" | "wide" | "json" | "yaml" | "name";
+
+const short = (sha: string | null | undefined) => (sha ? sha.slice(0, 7) : "none");
+const plural = (n: number, word: string) => `${n} ${word}${n === 1 ? "" : "s"}`;
+const teamPath = (name: string) => `/v1/teams/${encodeURIComponent(name)}`;
+const specOf = ({ name: _name, ...spec }: Team) => spec;
+
+/** A team as `get -o yaml|json` prints it: the Team object Berth keeps in the Flux repo (apply takes it back). */
+const manifest = (team: Team) => teamObject(team);
+
+function printObjects(rt: Runtime, format: "json" | "yaml", teams: Team[], single: boolean): void {
+  if (format === "json") {
+    const value = single ? manifest(teams[0]!) : { apiVersion: "berth.dev/v1alpha1", kind: "TeamList", items: teams.map(manifest) };
+    rt.out(JSON.stringify(value, null, 2));
+    return;
+  }
+  // Several documents, so `berth get teams -o yaml > all.yaml && berth apply -f all.yaml` round-trips.
+  rt.io.stdout.write(teams.map((t) => stringify(manifest(t), { version: "1.1" })).join("---\n"));
+}
+
+/** Runs `each` over the teams, reporting a failure and going on with the next; returns the first failure's exit code. */
+async function forEachTeam(rt: Runtime, docs: TeamDocument[], each: (doc: TeamDocument) => Promise<number>): Promise<number> {
+  let result: number = EXIT.ok;
+  for (const doc of docs) {
+    try {
+      const code = await each(doc);
+      if (result === EXIT.ok) result = code;
+    } catch (err) {
+      const code = reportError(rt.io, rt.paint, err, `team/${doc.team.name} (${doc.source}): `);
+      if (result === EXIT.ok || result === EXIT.no) result = code;
+    }
+  }
+  return result;
+}
+
+// ---- apply ---------------------------------------------------------------------------------------
+
+async function createOrUpdate(client: BerthClient, team: Team): Promise<{ created: boolean; result: WriteResponse }> {
+  // Update first (the common case once a team exists), create on 404, update again if someone created it meanwhile.
+  try {
+    const { body } = await client.request("PUT", teamPath(team.name), { body: specOf(team), schema: writeResponse });
+    return { created: false, result: body! };
+  } catch (err) {
+    if (!(err instanceof ApiError && err.kind === "team-not-found")) throw err;
+  }
+  try {
+    const { body } = await client.request("POST", "/v1/teams", { body: team, schema: writeResponse });
+    return { created: true, result: body! };
+  } catch (err) {
+    if (!(err instanceof ApiError && err.kind === "team-exists")) throw err;
+    const { body } = await client.request("PUT", teamPath(team.name), { body: specOf(team), schema: writeResponse });
+    return { created: false, result: body! };
+  }
+}
+
+/** What committing the team would change, without committing: an update's preview, or a new team's. */
+async function preview(client: BerthClient, team: Team): Promise<{ exists: boolean; preview: PreviewResponse }> {
+  try {
+    const { body } = await client.request("POST", `${teamPath(team.name)}/preview`, { body: specOf(team), schema: previewResponse });
+    return { exists: true, preview: body! };
+  } catch (err) {
+    if (!(err instanceof ApiError && err.kind === "team-not-found")) throw err;
+  }
+  const { body } = await client.request("POST", "/v1/teams/preview", { body: team, schema: previewResponse });
+  return { exists: false, preview: body! };
+}
+
+export interface FileOptions {
+  filename: string[];
+  recursive: boolean;
+}
+
+export async function apply(rt: Runtime, options: FileOptions & { dryRun: boolean; output?: "name" | undefined }): Promise<number> {
+  const docs = await readTeamDocuments(options.filename, { recursive: options.recursive, cwd: rt.io.cwd, stdin: rt.io.stdin });
+  const client = await rt.client();
+  return forEachTeam(rt, docs, async ({ team }) => {
+    const label = `team/${team.name}`;
+    if (options.output === "name") {
+      if (options.dryRun) await preview(client, team);
+      else await createOrUpdate(client, team);
+      rt.out(label);
+      return EXIT.ok;
+    }
+    if (options.dryRun) {
+      const { exists, preview: p } = await preview(client, team);
+      const verb = !exists ? "created" : p.files.length ? "configured" : "unchanged";
+      rt.out(`${label} ${verb} (dry run)${p.files.length ? `: ${plural(p.files.length, "file")} would change` : ""}`);
+      return EXIT.ok;
+    }
+    const { created, result } = await createOrUpdate(client, team);
+    if (!result.committed) rt.out(`${label} unchanged`);
+    else rt.out(`${label} ${created ? "created" : "configured"} (commit ${short(result.revision)}, ${plural(result.files.length, "file")} ${created ? "written" : "changed"})`);
+    return EXIT.ok;
+  });
+}
+
+// ---- diff ----------------------------------------------------------------------------------------
+
+export async function diff(rt: Runtime, options: FileOptions): Promise<number> {
+  const docs = await readTeamDocuments(options.filename, { recursive: options.recursive, cwd: rt.io.cwd, stdin: rt.io.stdin });
+  const client = await rt.client();
+  let different = false;
+  const code = await forEachTeam(rt, docs, async ({ team }) => {
+    const { preview: p } = await preview(client, team);
+    if (p.files.length === 0 || !p.diff) return EXIT.ok;
+    different = true;
+    rt.io.stdout.write(colorDiff(p.diff.endsWith("\n") ? p.diff : `${p.diff}\n`, rt.paint));
+    return EXIT.ok;
+  });
+  if (code !== EXIT.ok) return code;
+  return different ? EXIT.no : EXIT.ok;
+}
+
+// ---- get -----------------------------------------------------------------------------------------
+
+const PHASE_ORDER: Phase[] = ["failed", "unreachable", "progressing", "waiting", "unobserved", "ready"];
+
+/** READY (n/m clusters) and STATUS (the worst phase across clusters) of one team. */
+function readiness(status: FleetTeam | undefined): { ready: string; phase: Phase | undefined } {
+  if (!status) return { ready: "?", phase: undefined };
+  const phases = status.clusters.map(phaseOf);
+  const ready = phases.filter((p) => p === "ready").length;
+  return { ready: `${ready}/${phases.length}`, phase: PHASE_ORDER.find((p) => phases.includes(p)) ?? "waiting" };
+}
+
+function colorPhase(rt: Runtime, phase: Phase | undefined): string {
+  return phase ? rt.paint(PHASE_STYLES[phase], PHASE_LABELS[phase]) : "?";
+}
+
+/** Every team's status; empty (READY shows "?") when the API cannot say right now or has no fleet view. */
+async function fleetStatus(rt: Runtime, client: BerthClient): Promise<Map<string, FleetTeam>> {
+  try {
+    const { body } = await client.request("GET", "/v1/status", { schema: fleetResponse });
+    return new Map(body!.teams.map((t) => [t.team, t]));
+  } catch (err) {
+    if (!(err instanceof CliError) || err.exitCode === EXIT.interrupted) throw err;
+    if (!(err instanceof ApiError && err.status === 404)) rt.err(`warning: no status for the READY column: ${err.message}`);
+    return new Map();
+  }
+}
+
+function printTable(rt: Runtime, teams: Team[], status: Map<string, FleetTeam>, wide: boolean): void {
+  const headers = wide ? ["name", "environments", "ready", "status", "roles", "owners", "clusters", "description"] : ["name", "environments", "ready", "status", "description"];
+  const rows = teams.map((t) => {
+    const s = status.get(t.name);
+    const { ready, phase } = readiness(s);
+    const description = t.description.length > 50 && !wide ? `${t.description.slice(0, 49)}…` : t.description;
+    const base = [t.name, t.environments.join(","), ready, colorPhase(rt, phase)];
+    if (!wide) return [...base, description];
+    const clusters = s ? s.clusters.map((c) => `${c.cluster}=${phaseOf(c)}`).join(",") : "?";
+    return [...base, t.roleAssignments.map((r) => r.role).join(",") || "<none>", String(t.owners.length), clusters, description];
+  });
+  rt.out(formatTable(headers, rows));
+}
+
+export async function getTeams(rt: Runtime, name: string | undefined, output: OutputFormat, chunkSize = DEFAULT_CHUNK_SIZE): Promise<number> {
+  const client = await rt.client();
+  let teams: Team[];
+  if (name) {
+    const { body } = await client.request("GET", teamPath(name), { schema: teamResponse });
+    teams = [body!.team];
+  } else {
+    teams = await listAllTeams(client, chunkSize);
+  }
+  if (output === "json" || output === "yaml") {
+    printObjects(rt, output, teams, name !== undefined);
+    return EXIT.ok;
+  }
+  if (output === "name") {
+    for (const t of teams) rt.out(`team/${t.name}`);
+    return EXIT.ok;
+  }
+  if (teams.length === 0) {
+    rt.err("No teams found.");
+    return EXIT.ok;
+  }
+  printTable(rt, teams, await fleetStatus(rt, client), output === "wide");
+  return EXIT.ok;
+}
+
+// ---- delete --------------------------------------------------------------------------------------
+
+async function confirm(rt: Runtime, name: string): Promise<boolean> {
+  const rl = createInterface({ input: rt.io.stdin, output: rt.io.stdout, terminal: true });
+  // readline takes Ctrl-C for itself on a terminal: hand it to the process, which aborts io.signal.
+  rl.on("SIGINT", () => process.kill(process.pid, "SIGINT"));
+  try {
+    rt.out(`Deleting team ${rt.paint("bold", name)} offboards it from every cluster it lands on: its namespace, workload identity and role assignments go.`);
+    const answer = await rl.question(`Type the team name to confirm: `, { signal: rt.io.signal });
+    return answer.trim() === name;
+  } catch (err) {
+    if ((err as Error).name === "AbortError") throw new CliError("interrupted: nothing was deleted", EXIT.interrupted);
+    throw err;
+  } finally {
+    rl.close();
+  }
+}
+
+export async function deleteTeam(rt: Runtime, name: string, options: { yes: boolean; ignoreNotFound: boolean }): Promise<number> {
+  const client = await rt.client();
+  if (!options.yes) {
+    if (!rt.isInteractive) throw new CliError(`refusing to delete team ${name} without confirmation: pass --yes (stdin is not a terminal)`, EXIT.usage);
+    // Fail before asking when there is nothing to delete.
+    try {
+      await client.request("GET", teamPath(name), { schema: teamResponse });
+    } catch (err) {
+      if (options.ignoreNotFound && err instanceof ApiError && err.status === 404) return EXIT.ok;
+      throw err;
+    }
+    if (!(await confirm(rt, name))) {
+      rt.err("Not deleted: the name did not match.");
+      return EXIT.usage;
+    }
+  }
+  try {
+    const { body } = await client.request("DELETE", teamPath(name), { schema: deleteResponse });
+    rt.out(`team/${name} deleted (commit ${short(body!.revision)}, ${plural(body!.files.length, "file")} removed)`);
+    return EXIT.ok;
+  } catch (err) {
+    if (options.ignoreNotFound && err instanceof ApiError && err.status === 404) return EXIT.ok;
+    throw err;
+  }
+}

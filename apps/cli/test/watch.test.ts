@@ -1,0 +1,77 @@
+import type { ClusterStatus, StatusResponse } from "@berth/api-contract";
+import { describe, expect, it } from "vitest";
+import { parseDuration } from "../src/commands/status.js";
+import { painter } from "../src/io.js";
+import { formatTable, visibleWidth } from "../src/output/table.js";
+import { formatElapsed, renderFrame, WatchState } from "../src/watch.js";
+
+const cluster = (name: string, over: Partial<ClusterStatus>): ClusterStatus => ({ cluster: name, environment: "dev", state: "absent", ready: false, stale: false, conditions: [], ...over });
+const response = (...clusters: ClusterStatus[]): StatusResponse => ({ team: "payments", revision: "0123456789abcdef0123456789abcdef01234567", ready: clusters.every((c) => c.ready), clusters });
+const CHAIN = ["Rendered", "KustomizationReady", "ResourceGroupReady", "IdentityReady", "FederatedCredentialsReady", "FederationMatchesIssuer", "RoleAssignmentsReady", "CredentialWritten", "Ready"];
+const readyStatus = cluster("aks-dev-weu", { state: "reported", ready: true, conditions: CHAIN.map((type) => ({ type, status: "True" as const, reason: "Succeeded" })) });
+const failedStatus = cluster("aks-dev-weu", {
+  state: "reported",
+  conditions: [
+    { type: "IdentityReady", status: "False", reason: "AuthorizationFailed", severity: "Error", message: "no access" },
+    { type: "Ready", status: "False", reason: "Failed" },
+  ],
+});
+
+describe("the watch state", () => {
+  it("prints a line only when a cluster's state changes", () => {
+    const state = new WatchState();
+    expect(state.update(response(cluster("aks-dev-weu", {})), 0)).toEqual(["[0:00] aks-dev-weu: Waiting: waiting for Flux to apply the team"]);
+    expect(state.update(response(cluster("aks-dev-weu", {})), 2000)).toEqual([]);
+    expect(state.update(response(readyStatus), 65_000)).toEqual(["[1:05] aks-dev-weu: Ready: Ready"]);
+    expect(state.outcome()).toBe("ready");
+  });
+
+  it("ends on the first failed cluster, and ignores clusters the API cannot see unless it sees none", () => {
+    const state = new WatchState();
+    state.update(response(failedStatus, cluster("aks-prod-weu", { state: "not-configured" })), 0);
+    expect(state.outcome()).toBe("failed");
+    expect(state.failures()).toEqual([{ cluster: "aks-dev-weu", reason: "IdentityReady: AuthorizationFailed (severity Error): no access" }]);
+
+    const partly = new WatchState();
+    partly.update(response(readyStatus, cluster("aks-prod-weu", { state: "not-configured" })), 0);
+    expect(partly.outcome()).toBe("ready");
+    expect(partly.unobserved()).toEqual(["aks-prod-weu"]);
+
+    const blind = new WatchState();
+    blind.update(response(cluster("aks-prod-weu", { state: "not-configured" })), 0);
+    expect(blind.outcome()).toBe("unobservable");
+  });
+
+  it("draws the chain per cluster, stops a cluster's clock when it is settled, and fits the width", () => {
+    const state = new WatchState();
+    state.update(response(cluster("aks-dev-weu", {})), 0);
+    state.update(response(readyStatus), 12_000);
+    const frame = renderFrame(state, { elapsedMs: 99_000, tick: 0, width: 200, paint: painter(false), live: true });
+    expect(frame).toContain("✔ aks-dev-weu (dev)  Ready  0:12");
+    expect(frame).toContain("✔ committed › ✔ Flux applied");
+    const narrow = renderFrame(state, { elapsedMs: 0, tick: 0, width: 80, paint: painter(false), live: true });
+    expect(narrow).toContain("✔ commit › ✔ flux › ✔ rg");
+    for (const line of narrow.split("\n").slice(2)) expect(visibleWidth(line)).toBeLessThanOrEqual(80);
+    const tiny = renderFrame(state, { elapsedMs: 0, tick: 0, width: 30, paint: painter(false), live: true });
+    expect(tiny).toContain("8/8 steps");
+  });
+});
+
+describe("formatting", () => {
+  it("aligns columns by what is visible, colour codes aside", () => {
+    const paint = painter(true);
+    expect(formatTable(["name", "status"], [[paint("bold", "a"), "Ready"], ["longer-name", paint("red", "Failed")]]).replace(/\u001b\[\d+m/g, "")).toBe(
+      "NAME          STATUS\na             Ready\nlonger-name   Failed",
+    );
+  });
+
+  it("reads durations like kubectl's and formats elapsed time", () => {
+    expect(parseDuration("90s")).toBe(90_000);
+    expect(parseDuration("1h30m")).toBe(5_400_000);
+    expect(parseDuration("500ms")).toBe(500);
+    expect(parseDuration("2")).toBe(2000);
+    expect(() => parseDuration("soon")).toThrow(/not a duration/);
+    expect(() => parseDuration("10m junk")).toThrow(/not a duration/);
+    expect(formatElapsed(3_725_000)).toBe("1:02:05");
+  });
+});

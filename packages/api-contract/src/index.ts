@@ -1,0 +1,3 @@
+export * from "./problem.js";
+export * from "./teams.js";
+export * from "./status.js";

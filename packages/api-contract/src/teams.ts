@@ -1,0 +1,43 @@
+import { teamNameSchema, teamSchema } from "@berth/core";
+import { z } from "zod";
+
+/** HTTP shapes of the teams API; the team model itself is @berth/core's. */
+
+export const teamNameParams = z.object({ name: teamNameSchema });
+
+export const fileChangeSchema = z.object({
+  path: z.string(),
+  status: z.enum(["added", "modified", "deleted"]),
+});
+
+export const revisionSchema = z.string().nullable().describe("The Flux repo commit the answer reflects");
+
+export const teamResponse = z.object({ team: teamSchema, revision: revisionSchema });
+export const teamListResponse = z.object({
+  items: z.array(teamSchema),
+  revision: revisionSchema,
+  continue: z.string().optional().describe("Present when more teams follow: pass it as `continue` to get the next page"),
+});
+export const writeResponse = z.object({
+  team: teamSchema,
+  revision: z.string().describe("The commit holding the change (the current head when nothing changed)"),
+  committed: z.boolean(),
+  files: z.array(fileChangeSchema),
+});
+export const deleteResponse = z.object({
+  team: z.string(),
+  revision: z.string(),
+  files: z.array(fileChangeSchema),
+});
+export const previewResponse = z.object({
+  team: teamSchema,
+  revision: revisionSchema,
+  files: z.array(fileChangeSchema.extend({ content: z.string().nullable() })),
+  diff: z.string().describe("Unified diff against the repo"),
+});
+
+export type TeamListResponse = z.infer<typeof teamListResponse>;
+export type TeamResponse = z.infer<typeof teamResponse>;
+export type WriteResponse = z.infer<typeof writeResponse>;
+export type DeleteResponse = z.infer<typeof deleteResponse>;
+export type PreviewResponse = z.infer<typeof previewResponse>;

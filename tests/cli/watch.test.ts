@@ -1,0 +1,191 @@
+/**
+ * `berth status --watch` as a person sees it: in a real terminal (tmux), against a real kube-apiserver
+ * with the controller running from its dist entry, for teams onboarded through the CLI. The test plays
+ * Flux and ASO (tests/support/flux-player.ts) from what Berth committed, one step at a time, and checks
+ * after each step that the screen walked the chain: Waiting → Flux applied → resource group → identity →
+ * federated credential → credential → Ready (exit 0); and a team whose identity ASO reports an Error
+ * ends with exit 1 and ASO's reason and severity on screen. Screens are saved in test-results/cli/.
+ */
+import { mkdir, mkdtemp, writeFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { Admin, CONTROLLER_GROUPS, CONTROLLER_USER, INFRA, readManifests } from "../controller/helpers.js";
+import { eventually } from "../support/wait.js";
+import { DEV_TOKEN, REPO_ROOT, startBerth, type RunningBerth } from "../support/berth.js";
+import { CLI_ENTRY, ensureBuilt } from "../support/build.js";
+import { CliHarness } from "../support/cli.js";
+import { FluxPlayer } from "../support/flux-player.js";
+import { createBareRepo, type BareRepo } from "../support/git-remotes.js";
+import { skipWithoutKubeBinaries, startKubeCluster, type KubeCluster } from "../support/kube-cluster.js";
+import { startControllerProcess, type AppProcess } from "../support/processes.js";
+import { prepareCluster, writeTestPlatformConfig } from "../support/test-platform.js";
+import { TmuxTerminal } from "../support/tmux.js";
+
+const OWNER = "0b9a3c1e-1111-4222-8333-444455556666";
+const ARTIFACTS = join(REPO_ROOT, "test-results", "cli");
+const skip = skipWithoutKubeBinaries();
+
+describe.skipIf(skip)("berth status --watch on a terminal, with the controller on a real cluster", () => {
+  let cluster: KubeCluster;
+  let admin: Admin;
+  let remote: BareRepo;
+  let berth: RunningBerth;
+  let controller: AppProcess;
+  let cli: CliHarness;
+  let term: TmuxTerminal;
+  let flux: FluxPlayer;
+  let work: string;
+
+  const save = async (name: string, screen: string) => {
+    await mkdir(ARTIFACTS, { recursive: true });
+    await writeFile(join(ARTIFACTS, `${name}.txt`), screen);
+  };
+
+  beforeAll(async () => {
+    const built = ensureBuilt();
+    cluster = await startKubeCluster({ crds: readManifests(join(INFRA, "crds")), startTimeoutMs: 240_000 });
+    admin = new Admin(cluster.kubeConfig());
+    await prepareCluster(admin);
+    const dir = await mkdtemp(join(tmpdir(), "berth-watch-"));
+    const configFile = await writeTestPlatformConfig(dir);
+    remote = await createBareRepo();
+    berth = await startBerth({
+      remoteUrl: remote.url,
+      listen: true,
+      env: {
+        BERTH_CONFIG_FILE: configFile,
+        BERTH_STATUS_KUBECONFIGS: `aks-dev-weu=${await cluster.writeKubeconfigFile("berth-api")}`,
+        BERTH_STATUS_CACHE_SECONDS: "1",
+      },
+    });
+    await built;
+    controller = startControllerProcess({
+      BERTH_CONFIG_FILE: configFile,
+      BERTH_CLUSTER_NAME: "aks-dev-weu",
+      BERTH_POD_NAME: "watch-test",
+      KUBECONFIG: await cluster.writeKubeconfigFile(CONTROLLER_USER, CONTROLLER_GROUPS),
+    });
+    flux = new FluxPlayer(admin, remote.url, "aks-dev-weu");
+
+    cli = await CliHarness.create();
+    work = join(cli.home, "work");
+    await mkdir(work, { recursive: true });
+    const tokenFile = join(cli.home, "token");
+    await writeFile(tokenFile, DEV_TOKEN, { mode: 0o600 });
+    expect((await cli.run(["login", "--server", berth.url, "--token-file", tokenFile])).code).toBe(0);
+    // `berth` on PATH in the terminal, exactly as a person would have it.
+    const bin = join(cli.home, "bin");
+    await mkdir(bin);
+    await writeFile(join(bin, "berth"), `#!/bin/sh\nexec "${process.execPath}" "${CLI_ENTRY}" "$@"\n`, { mode: 0o755 });
+    term = await TmuxTerminal.start({ cwd: work, width: 150, env: { ...cli.baseEnv, PATH: `${bin}:${cli.baseEnv.PATH}`, NO_COLOR: "" } });
+  }, 900_000);
+
+  afterAll(async () => {
+    await term?.stop();
+    await controller?.stop();
+    await berth?.stop();
+    await cluster?.stop();
+    await remote?.remove();
+  });
+
+  const onboard = async (name: string) => {
+    await writeFile(join(work, `${name}.yaml`), `name: ${name}\ndescription: Team ${name}\nowners: [${OWNER}]\nenvironments: [dev]\n`);
+    const applied = await cli.run(["apply", "-f", `${name}.yaml`], { cwd: work });
+    expect(applied.stdout).toMatch(new RegExp(`^team/${name} created`, "m"));
+  };
+
+  it("walks a team from Waiting to Ready across the status chain and exits 0", async () => {
+    await onboard("payments");
+    await term.run("berth status payments --watch --timeout 10m --interval 1s; echo EXIT:$?");
+
+    // Committed, but Flux has not applied anything yet.
+    let screen = await term.waitFor(/aks-dev-weu \(dev\)\s+Waiting/);
+    expect(screen).toContain("waiting for Flux to apply the team");
+    expect(screen).toMatch(/✔ committed › \S+ Flux applied › · resource group/);
+    await save("1-waiting", screen);
+
+    // Flux applies the team: the controller reports the chain; ASO has not answered yet.
+    await flux.applyTeam("payments");
+    screen = await term.waitFor(/✔ Flux applied › \S+ resource group/, 120_000);
+    expect(screen).toMatch(/aks-dev-weu \(dev\)\s+Progressing\s+\d+:\d\d/);
+    expect(screen).toContain("ResourceGroupReady");
+    await save("2-flux-applied", screen);
+
+    await flux.asoStatus("payments", "ResourceGroup", "True");
+    screen = await term.waitFor(/✔ resource group › \S+ identity/, 60_000);
+    await save("3-resource-group", screen);
+
+    await flux.asoStatus("payments", "UserAssignedIdentity", "True");
+    await flux.writeIdentity("payments", "44444444-4444-4444-8444-444444444444");
+    screen = await term.waitFor(/✔ identity › \S+ federated credential/, 60_000);
+    await save("4-identity", screen);
+
+    await flux.asoStatus("payments", "FederatedIdentityCredential", "True");
+    screen = await term.waitFor(/EXIT:\d+/, 120_000);
+    await save("5-ready", screen);
+    expect(screen).toMatch(/✔ aks-dev-weu \(dev\)\s+Ready\s+\d+:\d\d/);
+    expect(screen).toMatch(/✔ committed › ✔ Flux applied › ✔ resource group › ✔ identity › ✔ federated credential › ✔ role assignments › ✔ credential written › ✔ Ready/);
+    expect(screen).toMatch(/team payments is Ready on 1 cluster \(\d+:\d\d\)/);
+    expect(screen).toContain("EXIT:0");
+  }, 300_000);
+
+  it("prints one line per change without a terminal, and the same Ready state", async () => {
+    const piped = await cli.run(["status", "payments", "--watch", "--timeout", "2m", "--interval", "1s"], { cwd: work });
+    expect(piped.code).toBe(0);
+    expect(piped.stdout).toMatch(/^\[0:\d\d\] team payments: in the Flux repo at [0-9a-f]{7}; watching 1 cluster$/m);
+    expect(piped.stdout).toMatch(/^\[0:\d\d\] aks-dev-weu: Ready: Ready$/m);
+    expect(piped.stdout).not.toContain("\u001b[");
+    const once = await cli.run(["status", "payments", "-o", "json"], { cwd: work });
+    expect(JSON.parse(once.stdout)).toMatchObject({ team: "payments", ready: true, clusters: [{ cluster: "aks-dev-weu", state: "reported", ready: true }] });
+  }, 300_000);
+
+  it("gives up with exit code 8 at --timeout, saying where each cluster stands", async () => {
+    await onboard("orders");
+    const result = await cli.run(["status", "orders", "--watch", "--timeout", "3s", "--interval", "1s"], { cwd: work });
+    expect(result.code).toBe(8);
+    expect(result.stderr).toContain("error: timed out after 0:03 waiting for team orders to be Ready");
+    expect(result.stderr).toContain("  aks-dev-weu: waiting for Flux to apply the team");
+  }, 300_000);
+
+  it("ends non-zero with ASO's reason and severity when the team's identity reports an Error", async () => {
+    await term.clear();
+    await onboard("ledger");
+    await term.run("berth status ledger --watch --timeout 10m --interval 1s; echo EXIT:$?");
+    await term.waitFor(/aks-dev-weu \(dev\)\s+Waiting/);
+    await flux.applyTeam("ledger");
+    await flux.asoStatus("ledger", "ResourceGroup", "True");
+    await term.waitFor(/✔ resource group/, 120_000);
+    await flux.asoStatus("ledger", "UserAssignedIdentity", "False", {
+      reason: "AuthorizationFailed",
+      severity: "Error",
+      message: "The client does not have authorization to perform action Microsoft.ManagedIdentity/userAssignedIdentities/write",
+    });
+    const screen = await term.waitFor(/EXIT:\d+/, 120_000);
+    await save("6-failed", screen);
+    expect(screen).toMatch(/✖ aks-dev-weu \(dev\)\s+Failed/);
+    expect(screen).toMatch(/✔ resource group › ✖ identity/);
+    expect(screen).toContain("error: team ledger failed on aks-dev-weu: IdentityReady: AuthorizationFailed (severity Error)");
+    expect(screen).toContain("EXIT:1");
+  }, 300_000);
+
+  it("asks on a terminal before deleting, and deletes only when the name is typed", async () => {
+    await term.clear();
+    await term.run("berth delete team ledger; echo EXIT:$?");
+    await term.waitFor(/Type the team name to confirm:/);
+    await term.run("payments");
+    let screen = await term.waitFor(/EXIT:\d+/);
+    expect(screen).toContain("Not deleted: the name did not match.");
+    expect(screen).toContain("EXIT:2");
+    expect((await cli.run(["get", "team", "ledger"], { cwd: work })).code).toBe(0);
+
+    await term.clear();
+    await term.run("berth delete team ledger; echo EXIT:$?");
+    await term.waitFor(/Type the team name to confirm:/);
+    await term.run("ledger");
+    screen = await term.waitFor(/EXIT:\d+/);
+    expect(screen).toMatch(/team\/ledger deleted \(commit [0-9a-f]{7}/);
+    expect(screen).toContain("EXIT:0");
+    await eventually("ledger gone", async () => (await cli.run(["get", "team", "ledger"], { cwd: work })).code === 4, 30_000);
+  }, 300_000);
+});

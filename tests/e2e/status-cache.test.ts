@@ -1,0 +1,143 @@
+/**
+ * The API's per-cluster status cache against a real kube-apiserver: however many readers ask (status
+ * API calls, CLI watchers, open status pages), a cluster is listed once per TTL; concurrent readers share
+ * one request; a cluster that grants only `get` is read with one cached GET per team; an unreachable or
+ * silent cluster answers "unreachable" fast. Requests are counted on the Kubernetes client itself.
+ */
+import { createServer, type Server, type Socket } from "node:net";
+import { join } from "node:path";
+import { CustomObjectsApi, KubeConfig } from "@kubernetes/client-node";
+import type { Cluster } from "@berth/core";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { KubeTeamStatusReader } from "../../apps/api/src/team-status.js";
+import { Admin, INFRA, readManifests } from "../controller/helpers.js";
+import { DEV_TOKEN, startBerth } from "../support/berth.js";
+import { createBareRepo } from "../support/git-remotes.js";
+import { skipWithoutKubeBinaries, startKubeCluster, type KubeCluster } from "../support/kube-cluster.js";
+
+const skip = skipWithoutKubeBinaries();
+const OWNER = "0b9a3c1e-1111-4222-8333-444455556666";
+const DEV: Cluster = { name: "aks-dev-weu", environment: "dev", vars: {} } as Cluster;
+
+/** A client whose list/get calls are counted before they go to the cluster. */
+function countingClient(kc: KubeConfig) {
+  const calls = { list: 0, get: 0 };
+  const real = kc.makeApiClient(CustomObjectsApi);
+  const client = new Proxy(real, {
+    get(target, prop, receiver) {
+      if (prop === "listClusterCustomObject") calls.list += 1;
+      if (prop === "getClusterCustomObject") calls.get += 1;
+      const value = Reflect.get(target, prop, receiver);
+      return typeof value === "function" ? value.bind(target) : value;
+    },
+  });
+  return { client, calls };
+}
+
+describe.skipIf(skip)("the per-cluster status cache", () => {
+  let cluster: KubeCluster;
+  let admin: Admin;
+
+  beforeAll(async () => {
+    cluster = await startKubeCluster({ crdDirs: false, crds: readManifests(join(INFRA, "crds")), startTimeoutMs: 240_000 });
+    admin = new Admin(cluster.kubeConfig());
+    for (const [name, verbs] of [
+      ["lister", ["get", "list"]],
+      ["getter", ["get"]],
+    ] as const) {
+      await admin.create({ apiVersion: "rbac.authorization.k8s.io/v1", kind: "ClusterRole", metadata: { name: `teams-${name}` }, rules: [{ apiGroups: ["berth.dev"], resources: ["teams"], verbs: [...verbs] }] });
+      await admin.create({
+        apiVersion: "rbac.authorization.k8s.io/v1",
+        kind: "ClusterRoleBinding",
+        metadata: { name: `teams-${name}` },
+        roleRef: { apiGroup: "rbac.authorization.k8s.io", kind: "ClusterRole", name: `teams-${name}` },
+        subjects: [{ kind: "User", name, apiGroup: "rbac.authorization.k8s.io" }],
+      });
+    }
+    for (const name of ["alpha", "bravo", "charlie"]) {
+      const team = await admin.create({ apiVersion: "berth.dev/v1alpha1", kind: "Team", metadata: { name }, spec: { description: "", owners: [OWNER], environments: ["dev"] } });
+      if (name !== "charlie") {
+        await admin.setStatus(team, { conditions: [{ type: "Ready", status: "True", reason: "Ready", message: "ok", lastTransitionTime: new Date().toISOString() }], observedGeneration: 1 });
+      }
+    }
+  }, 300_000);
+  afterAll(async () => {
+    await cluster?.stop();
+  });
+
+  it("lists a cluster once per TTL however many readers ask, and shares the request in flight", async () => {
+    const { client, calls } = countingClient(cluster.kubeConfigFor("lister"));
+    let now = 1_000_000;
+    const reader = new KubeTeamStatusReader(new Map([["aks-dev-weu", client]]), { ttlMs: 5_000, now: () => now });
+    const teams = ["alpha", "bravo", "charlie", "delta"];
+    const answers = await Promise.all(Array.from({ length: 40 }, (_, i) => reader.read(teams[i % 4]!, [DEV])));
+    expect(calls).toEqual({ list: 1, get: 0 });
+    expect(answers.slice(0, 4).map(([s]) => `${s!.state}/${s!.ready}`)).toEqual(["reported/true", "reported/true", "pending/false", "absent/false"]);
+
+    now += 4_999;
+    await reader.read("alpha", [DEV]);
+    expect(calls.list).toBe(1);
+    now += 1;
+    await Promise.all([reader.read("alpha", [DEV]), reader.read("bravo", [DEV])]);
+    expect(calls.list).toBe(2);
+    expect(reader.stats()).toEqual({ lists: 2, gets: 0 });
+  });
+
+  it("reads with one cached GET per team where it may not list", async () => {
+    const { client, calls } = countingClient(cluster.kubeConfigFor("getter"));
+    const reader = new KubeTeamStatusReader(new Map([["aks-dev-weu", client]]), { ttlMs: 60_000 });
+    const answers = await Promise.all(Array.from({ length: 20 }, (_, i) => reader.read(i % 2 ? "alpha" : "charlie", [DEV])));
+    expect(answers.slice(0, 2).map(([s]) => s!.state)).toEqual(["pending", "reported"]);
+    // One forbidden list, then never again; one GET per team.
+    expect(calls).toEqual({ list: 1, get: 2 });
+    await reader.read("alpha", [DEV]);
+    expect(calls).toEqual({ list: 1, get: 2 });
+  });
+
+  it("answers unreachable fast for a cluster that refuses or never answers, and remembers it for the TTL", async () => {
+    const silent: Server = createServer((socket: Socket) => socket.on("error", () => undefined)); // accepts, never answers
+    await new Promise<void>((resolve) => silent.listen(0, "127.0.0.1", resolve));
+    const port = (silent.address() as { port: number }).port;
+    try {
+      const kc = new KubeConfig();
+      kc.loadFromOptions({
+        clusters: [{ name: "silent", server: `https://127.0.0.1:${port}`, skipTLSVerify: true }],
+        users: [{ name: "u", token: "t" }],
+        contexts: [{ name: "c", cluster: "silent", user: "u" }],
+        currentContext: "c",
+      });
+      const { client, calls } = countingClient(kc);
+      const reader = new KubeTeamStatusReader(new Map([["aks-dev-weu", client]]), { ttlMs: 60_000, timeoutMs: 500 });
+      const started = performance.now();
+      const [status] = await reader.read("alpha", [DEV]);
+      expect(status!.state).toBe("unreachable");
+      expect(performance.now() - started).toBeLessThan(10_000);
+      await reader.read("bravo", [DEV]);
+      expect(calls.list).toBe(1);
+    } finally {
+      silent.close();
+    }
+  });
+
+  it("serves the status API, the fleet and every viewer from one listing per cluster", async () => {
+    const remote = await createBareRepo();
+    const berth = await startBerth({ remoteUrl: remote.url, env: { BERTH_STATUS_KUBECONFIGS: `aks-dev-weu=${await cluster.writeKubeconfigFile("lister")}`, BERTH_STATUS_CACHE_SECONDS: "60" } });
+    try {
+      const headers = { authorization: `Bearer ${DEV_TOKEN}` };
+      for (const name of ["alpha", "bravo"]) {
+        expect((await berth.server.inject({ method: "POST", url: "/v1/teams", headers, payload: { name, owners: [OWNER], environments: ["dev"] } })).statusCode).toBe(201);
+      }
+      const replies = await Promise.all([
+        ...Array.from({ length: 15 }, () => berth.server.inject({ url: "/v1/teams/alpha/status", headers })),
+        ...Array.from({ length: 15 }, () => berth.server.inject({ url: "/v1/status", headers })),
+      ]);
+      expect(replies.every((r) => r.statusCode === 200)).toBe(true);
+      expect(replies[0]!.json()).toMatchObject({ team: "alpha", ready: true, clusters: [{ cluster: "aks-dev-weu", state: "reported" }] });
+      expect(berth.statusReader.stats()).toEqual({ lists: 1, gets: 0 });
+    } finally {
+      await berth.stop();
+      await remote.remove();
+    }
+  });
+});
+

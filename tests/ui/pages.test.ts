@@ -1,0 +1,161 @@
+/**
+ * The status page's HTTP contract, without a browser (fastify inject on the API as main.ts wires it):
+ * the strict CSP and security headers on every /ui response, no inline script or style in any page,
+ * sessions (redirects, 401 for live refreshes, cookie flags, tampering), no open redirect after
+ * sign-in, ETag/304 on the live refresh and on GET /v1/status, and the pages kept out of the OpenAPI doc.
+ */
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { UI_CONTENT_SECURITY_POLICY } from "../../apps/api/src/ui/index.js";
+import { html } from "../../apps/api/src/ui/html.js";
+import { DEV_TOKEN, startBerth, type RunningBerth } from "../support/berth.js";
+import { createBareRepo, type BareRepo } from "../support/git-remotes.js";
+
+const OWNER = "0b9a3c1e-1111-4222-8333-444455556666";
+const bearer = { authorization: `Bearer ${DEV_TOKEN}` };
+
+describe("the status page over HTTP", () => {
+  let remote: BareRepo;
+  let berth: RunningBerth;
+  let cookie: string;
+
+  const signIn = async (b: RunningBerth, next = "/ui") => {
+    const res = await b.server.inject({ method: "POST", url: "/ui/sign-in", headers: { "content-type": "application/x-www-form-urlencoded" }, payload: new URLSearchParams({ token: DEV_TOKEN, next }).toString() });
+    return res;
+  };
+  const get = (url: string, headers: Record<string, string> = {}) => berth.server.inject({ url, headers: { cookie, ...headers } });
+
+  beforeAll(async () => {
+    remote = await createBareRepo();
+    berth = await startBerth({ remoteUrl: remote.url });
+    const created = await berth.server.inject({ method: "POST", url: "/v1/teams", headers: bearer, payload: { name: "payments", description: `Payments & "refunds"`, owners: [OWNER], environments: ["dev", "prod"] } });
+    expect(created.statusCode).toBe(201);
+    const res = await signIn(berth);
+    expect(res.statusCode).toBe(303);
+    cookie = String(res.headers["set-cookie"]).split(";")[0]!;
+  });
+  afterAll(async () => {
+    await berth?.stop();
+    await remote?.remove();
+  });
+
+  it("sets the strict CSP and security headers on every /ui response, and pages hold no inline script or style", async () => {
+    expect(UI_CONTENT_SECURITY_POLICY).toBe(
+      "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; connect-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'; require-trusted-types-for 'script'; trusted-types berth",
+    );
+    const responses = await Promise.all([
+      get("/ui"),
+      get("/ui/teams/payments"),
+      get("/ui/teams/nobody"),
+      get("/ui/no/such/page"),
+      get("/ui/assets/ui.css"),
+      get("/ui/assets/favicon.svg"),
+      berth.server.inject({ url: "/ui" }),
+      berth.server.inject({ url: "/ui/sign-in" }),
+      berth.server.inject({ method: "POST", url: "/ui/sign-in", headers: { "content-type": "application/x-www-form-urlencoded" }, payload: "token=wrong" }),
+    ]);
+    expect(responses.map((r) => r.statusCode)).toEqual([200, 200, 404, 404, 200, 200, 303, 200, 401]);
+    for (const res of responses) {
+      expect(res.headers["content-security-policy"]).toBe(UI_CONTENT_SECURITY_POLICY);
+      expect(res.headers).toMatchObject({ "x-content-type-options": "nosniff", "x-frame-options": "DENY", "referrer-policy": "no-referrer" });
+      if (String(res.headers["content-type"]).startsWith("text/html")) {
+        expect(res.body).not.toMatch(/<script(?![^>]*\bsrc=)[^>]*>/);
+        expect(res.body).not.toMatch(/<style|\sstyle=|\son[a-z]+=/i);
+        expect(res.headers["cache-control"]).toBe("no-store");
+      }
+    }
+  });
+
+  it("escapes what it shows", async () => {
+    expect(html`<p title="${`"><script>`}">${"<b>&"}</p>`.value).toBe('<p title="&quot;&gt;&lt;script&gt;">&lt;b&gt;&amp;</p>');
+    const page = await get("/ui/teams/payments");
+    expect(page.body).toContain("Payments &amp; &quot;refunds&quot;");
+  });
+
+  it("sends visitors without a session to sign in (back to the page they asked for), and live refreshes get 401", async () => {
+    const page = await berth.server.inject({ url: "/ui/teams/payments?x=1" });
+    expect(page.statusCode).toBe(303);
+    expect(page.headers.location).toBe("/ui/sign-in?next=%2Fui%2Fteams%2Fpayments%3Fx%3D1");
+    const fragment = await berth.server.inject({ url: "/ui?fragment=main" });
+    expect(fragment.statusCode).toBe(401);
+    // A cookie that was tampered with, or sealed with another key, is no session.
+    const [name, value] = cookie.split("=") as [string, string];
+    const tampered = `${name}=${value.slice(0, -4)}${value.endsWith("AAAA") ? "BBBB" : "AAAA"}`;
+    expect((await berth.server.inject({ url: "/ui", headers: { cookie: tampered } })).statusCode).toBe(303);
+    const elsewhere = await startBerth({ remoteUrl: remote.url });
+    try {
+      expect((await elsewhere.server.inject({ url: "/ui", headers: { cookie } })).statusCode).toBe(303);
+    } finally {
+      await elsewhere.stop();
+    }
+  });
+
+  it("goes back only to a page of /ui after signing in", async () => {
+    for (const [next, location] of [
+      ["/ui/teams/payments", "/ui/teams/payments"],
+      ["/ui?q=pay&fragment=main", "/ui?q=pay"],
+      ["//evil.example/ui", "/ui"],
+      ["/\\evil.example", "/ui"],
+      ["https://evil.example/ui", "/ui"],
+      ["/ui/../v1/teams", "/ui"],
+      ["/docs", "/ui"],
+    ]) {
+      const res = await signIn(berth, next);
+      expect([next, res.headers.location]).toEqual([next, location]);
+    }
+    const wrong = await berth.server.inject({ method: "POST", url: "/ui/sign-in", headers: { "content-type": "application/x-www-form-urlencoded" }, payload: "token=not-the-token&next=/ui" });
+    expect(wrong.statusCode).toBe(401);
+    expect(wrong.headers["set-cookie"]).toBeUndefined();
+    expect(wrong.body).toContain("That token was not accepted.");
+  });
+
+  it("keeps the session in an httpOnly SameSite cookie, Secure with the __Host- prefix when served over https", async () => {
+    const res = await signIn(berth);
+    expect(String(res.headers["set-cookie"])).toMatch(/^berth-session=[\w.-]+; Max-Age=28800; Path=\/; HttpOnly; SameSite=Lax$/);
+    const https = await startBerth({ remoteUrl: remote.url, env: { BERTH_UI_PUBLIC_URL: "https://berth.example.test", BERTH_UI_SESSION_SECRET: "a-session-secret-of-at-least-32-characters" } });
+    try {
+      const secure = await signIn(https);
+      expect(String(secure.headers["set-cookie"])).toMatch(/^__Host-berth-session=[\w.-]+; Max-Age=28800; Path=\/; HttpOnly; Secure; SameSite=Lax$/);
+      const signOut = await https.server.inject({ method: "POST", url: "/ui/sign-out", headers: { cookie: String(secure.headers["set-cookie"]).split(";")[0]! } });
+      expect(signOut.headers.location).toBe("/ui/sign-in");
+      expect(String(signOut.headers["set-cookie"])).toMatch(/^__Host-berth-session=; Max-Age=0; Path=\/; Expires=Thu, 01 Jan 1970 00:00:00 GMT; HttpOnly; Secure; SameSite=Lax$/);
+    } finally {
+      await https.stop();
+    }
+  });
+
+  it("answers a live refresh with 304 while nothing changed, and with the new content after a change", async () => {
+    const first = await get("/ui?fragment=main");
+    expect(first.statusCode).toBe(200);
+    expect(first.body).not.toContain("<html");
+    const etag = String(first.headers.etag);
+    expect(etag).toMatch(/^W\/"[\w-]+"$/);
+    expect((await get("/ui?fragment=main", { "if-none-match": etag })).statusCode).toBe(304);
+    // The full page carries the same tag, so its first refresh is already a 304.
+    expect((await get("/ui")).body).toContain(`data-etag="${etag.replace(/"/g, "&quot;")}"`);
+    await berth.server.inject({ method: "POST", url: "/v1/teams", headers: bearer, payload: { name: "search", owners: [OWNER], environments: ["dev"] } });
+    await berth.repo.snapshot(0);
+    const changed = await get("/ui?fragment=main", { "if-none-match": etag });
+    expect(changed.statusCode).toBe(200);
+    expect(changed.body).toContain('data-team="search"');
+  });
+
+  it("serves the fleet at GET /v1/status with an ETag, and keeps the pages out of the OpenAPI document", async () => {
+    const fleet = await berth.server.inject({ url: "/v1/status", headers: bearer });
+    expect(fleet.statusCode).toBe(200);
+    const body = fleet.json() as { teams: Array<{ team: string; ready: boolean; clusters: Array<{ cluster: string; state: string }> }> };
+    expect(body.teams.find((t) => t.team === "payments")).toMatchObject({
+      ready: false,
+      clusters: [
+        { cluster: "aks-dev-weu", state: "not-configured" },
+        { cluster: "aks-prod-weu", state: "not-configured" },
+        { cluster: "aks-prod-neu", state: "not-configured" },
+      ],
+    });
+    const again = await berth.server.inject({ url: "/v1/status", headers: { ...bearer, "if-none-match": String(fleet.headers.etag) } });
+    expect(again.statusCode).toBe(304);
+    expect((await berth.server.inject({ url: "/v1/status" })).statusCode).toBe(401);
+    const openapi = (await berth.server.inject({ url: "/openapi.json" })).json() as { paths: Record<string, unknown> };
+    expect(Object.keys(openapi.paths)).toContain("/v1/status");
+    expect(Object.keys(openapi.paths).filter((p) => p.startsWith("/ui"))).toEqual([]);
+  });
+});
