@@ -1,17 +1,16 @@
-import { mkdtemp, rm } from "node:fs/promises";
+import { readFileSync } from "node:fs";
+import { mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { Writable } from "node:stream";
 import { fileURLToPath } from "node:url";
-import { loadConfig, loadTemplateSet, type BerthConfig } from "@berth/config";
-import { Onboarding } from "@berth/core";
-import { FluxRepo } from "@berth/gitops";
+import { loadConfig, type BerthConfig } from "@berth/config";
+import type { FluxRepo } from "@berth/gitops";
 import type { FastifyInstance } from "fastify";
 import pino from "pino";
-import { authenticatorFor } from "../../apps/api/src/plugins/auth.js";
+import { parse, stringify } from "yaml";
 import { buildServer, loggerOptions } from "../../apps/api/src/server.js";
-import { TeamService } from "../../apps/api/src/team-service.js";
-import { KubeTeamStatusReader } from "../../apps/api/src/team-status.js";
+import { createServices, type ApiServices } from "../../apps/api/src/wiring.js";
 
 export const REPO_ROOT = fileURLToPath(new URL("../../", import.meta.url));
 export const DEV_TOKEN = "test-dev-token-0123456789abcdef";
@@ -22,6 +21,8 @@ export interface RunningBerth {
   /** Base URL when started with listen: true. */
   url: string;
   repo: FluxRepo;
+  /** The services as main.ts builds them (the rollout engine among them). */
+  services: ApiServices;
   /** Every log line written so far (JSON), for redaction checks. */
   logs: string[];
   stop(): Promise<void>;
@@ -31,11 +32,25 @@ export interface RunningBerth {
  * Berth's API wired exactly as main.ts wires it (infra/local/berth.yaml, the real git adapter), against
  * the given remote. Extra env overrides config (e.g. BERTH_AUTH_MODE=oidc, BERTH_GIT_TOKEN).
  */
-export async function startBerth(options: { remoteUrl: string; env?: Record<string, string>; listen?: boolean }): Promise<RunningBerth> {
+export async function startBerth(options: {
+  remoteUrl: string;
+  env?: Record<string, string>;
+  listen?: boolean;
+  /** Changes to infra/local/berth.yaml for this instance (e.g. platform.templateVersion, api.rollouts). */
+  config?: (raw: Record<string, any>) => void;
+}): Promise<RunningBerth> {
   const workDir = await mkdtemp(join(tmpdir(), "berth-work-"));
+  let configFile = join(REPO_ROOT, "infra", "local", "berth.yaml");
+  if (options.config) {
+    const raw = parse(readFileSync(configFile, "utf8")) as Record<string, any>;
+    raw.templatesDir = join(REPO_ROOT, "templates");
+    options.config(raw);
+    configFile = join(workDir, "berth.yaml");
+    await writeFile(configFile, stringify(raw));
+  }
   const config = loadConfig(
     {
-      BERTH_CONFIG_FILE: join(REPO_ROOT, "infra", "local", "berth.yaml"),
+      BERTH_CONFIG_FILE: configFile,
       BERTH_GIT_URL: options.remoteUrl,
       BERTH_GIT_WORKDIR: join(workDir, "clone"),
       BERTH_AUTH_MODE: "dev",
@@ -53,23 +68,20 @@ export async function startBerth(options: { remoteUrl: string; env?: Record<stri
     },
   });
   const logger = pino(loggerOptions(config.logLevel), sink);
-  const templates = await loadTemplateSet(config.templatesDir, config.platform.templateVersion);
-  const repo = FluxRepo.fromConfig({ ...config.fluxRepo, logger: logger.child({ component: "flux-repo" }) });
-  await repo.init();
-  const server = await buildServer(
-    { teams: new TeamService(new Onboarding(config.platform, templates), repo, KubeTeamStatusReader.fromConfig(config.api.clusters)), store: repo, authenticator: authenticatorFor(config.api.auth) },
-    { logger, bodyLimit: config.api.bodyLimitBytes },
-  );
+  const services = await createServices(config, logger);
+  const server = await buildServer(services.deps, { logger, bodyLimit: config.api.bodyLimitBytes });
   const url = options.listen ? await server.listen({ host: "127.0.0.1", port: 0 }) : "";
+  await services.start();
   return {
     config,
     server,
     url,
-    repo,
+    repo: services.repo,
+    services,
     logs,
     async stop() {
       await server.close();
-      await repo.close();
+      await services.close();
       await rm(workDir, { recursive: true, force: true });
     },
   };

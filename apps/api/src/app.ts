@@ -6,12 +6,15 @@ import type { ZodType } from "zod";
 import { authPlugin, type Authenticator } from "./plugins/auth.js";
 import { openapiPlugin } from "./plugins/openapi.js";
 import { problemPlugin, RequestValidationError } from "./plugins/problem.js";
+import type { FleetService } from "./fleet-service.js";
 import { healthRoutes } from "./routes/health.js";
 import { teamRoutes } from "./routes/teams.js";
+import { templateRoutes } from "./routes/templates.js";
 import type { TeamService, TeamStore } from "./team-service.js";
 
 export interface AppDeps {
   teams: TeamService;
+  fleet: FleetService;
   store: Pick<TeamStore, "ping">;
   authenticator: Authenticator;
 }
@@ -54,5 +57,6 @@ export async function app(instance: FastifyInstance, deps: AppDeps): Promise<voi
     // JSON only: fastify would otherwise hand text/plain bodies to the schema as strings (415 instead).
     v1.removeContentTypeParser("text/plain");
     await v1.register(teamRoutes, { teams: deps.teams });
+    await v1.register(templateRoutes, { fleet: deps.fleet });
   }, { prefix: "/v1" });
 }

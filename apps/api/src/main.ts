@@ -1,11 +1,7 @@
-import { loadConfig, loadTemplateSet, ConfigError, type BerthConfig } from "@berth/config";
-import { Onboarding } from "@berth/core";
-import { FluxRepo } from "@berth/gitops";
+import { loadConfig, ConfigError, type BerthConfig } from "@berth/config";
 import pino from "pino";
-import { authenticatorFor } from "./plugins/auth.js";
 import { buildServer, loggerOptions } from "./server.js";
-import { TeamService } from "./team-service.js";
-import { KubeTeamStatusReader } from "./team-status.js";
+import { createServices } from "./wiring.js";
 
 /** Process concerns only: configuration, logger, wiring, listen, signals, graceful close. */
 
@@ -39,17 +35,12 @@ async function main(): Promise<void> {
     logger.warn("authentication is in development mode: one static token grants every role; never use this outside a laptop");
   }
 
-  const templates = await loadTemplateSet(config.templatesDir, config.platform.templateVersion);
-  const onboarding = new Onboarding(config.platform, templates);
-  const repo = FluxRepo.fromConfig({ ...config.fluxRepo, logger: logger.child({ component: "flux-repo" }) });
-  await repo.init();
-
-  const server = await buildServer(
-    { teams: new TeamService(onboarding, repo, KubeTeamStatusReader.fromConfig(config.api.clusters)), store: repo, authenticator: authenticatorFor(config.api.auth) },
-    { logger, bodyLimit: config.api.bodyLimitBytes },
-  );
+  const services = await createServices(config, logger);
+  const server = await buildServer(services.deps, { logger, bodyLimit: config.api.bodyLimitBytes });
   const address = await server.listen({ host: config.api.host, port: config.api.port });
-  logger.info({ address, remote: config.fluxRepo.url, branch: config.fluxRepo.branch, templates: templates.version }, "berth api listening");
+  const { catalog } = services.onboarding;
+  logger.info({ address, remote: config.fluxRepo.url, branch: config.fluxRepo.branch, templates: catalog.versions(), defaultTemplates: catalog.defaultVersion }, "berth api listening");
+  await services.start();
   const banner = devBanner(config, address.replace("[::1]", "localhost"));
   if (banner) process.stdout.write(`${banner}\n`);
 
@@ -60,7 +51,7 @@ async function main(): Promise<void> {
     logger.info({ signal }, "shutting down: finishing in-flight requests");
     const force = setTimeout(() => process.exit(1), 30_000).unref();
     await server.close();
-    await repo.close();
+    await services.close();
     clearTimeout(force);
     process.exit(0);
   };

@@ -48,12 +48,20 @@ export class TeamService {
     return { revision: tree.revision, team: await this.onboarding.readTeam(tree, name) };
   }
 
-  create(input: unknown, origin: ChangeOrigin): Promise<WriteResult> {
-    return this.write((tree) => this.onboarding.planCreate(tree, input), origin);
+  /**
+   * Validation and rendering happen here, before the write queues: the writer lane only runs the part
+   * that depends on the tree (docs/decisions/0005-rollouts.md, "where the time went").
+   */
+  async create(input: unknown, origin: ChangeOrigin): Promise<WriteResult> {
+    const prepared = this.onboarding.prepareCreate(input);
+    return this.write((tree) => this.onboarding.planCreate(tree, prepared), origin);
   }
 
-  update(name: string, spec: unknown, origin: ChangeOrigin): Promise<WriteResult> {
-    return this.write((tree) => this.onboarding.planUpdate(tree, name, spec), origin);
+  /** Rendered on the team's version as last seen; planUpdate re-renders if a rollout moved it meanwhile. */
+  async update(name: string, spec: unknown, origin: ChangeOrigin): Promise<WriteResult> {
+    const current = await this.onboarding.readTeam(await this.store.snapshot(), name);
+    const prepared = this.onboarding.prepareUpdate(name, spec, current?.templateVersion ?? this.onboarding.catalog.defaultVersion);
+    return this.write((tree) => this.onboarding.planUpdate(tree, name, prepared), origin);
   }
 
   delete(name: string, origin: ChangeOrigin): Promise<WriteResult> {

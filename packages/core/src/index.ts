@@ -8,6 +8,7 @@ export * from "./layout.js";
 export * from "./placeholders.js";
 export * from "./serialize.js";
 export * from "./template-set.js";
+export * from "./template-catalog.js";
 export * from "./team-file.js";
 export * from "./context.js";
 export * from "./render.js";

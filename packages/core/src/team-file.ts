@@ -2,6 +2,7 @@ import { parse } from "yaml";
 import { z } from "zod";
 import { sortedByKey } from "./context.js";
 import { RepoContentError } from "./errors.js";
+import { LEGACY_TEMPLATE_VERSION } from "./template-catalog.js";
 import { toYamlFile, YAML_PARSE_OPTIONS } from "./serialize.js";
 import { teamNameSchema, teamSpecSchema, type Team } from "./team.js";
 
@@ -33,6 +34,7 @@ export function teamObject(team: Team) {
   if (team.containerLimits) spec.containerLimits = structuredClone(team.containerLimits);
   spec.roleAssignments = team.roleAssignments.map((r) => ({ role: r.role }));
   spec.labels = sortedByKey(team.labels);
+  if (team.templateVersion !== undefined) spec.templateVersion = team.templateVersion;
   return { apiVersion: TEAM_API_VERSION, kind: TEAM_KIND, metadata: { name: team.name }, spec };
 }
 
@@ -44,7 +46,10 @@ export function serializeTeamFile(team: Team): string {
   ]);
 }
 
-/** Parses and validates a team file read from git; anything else is a RepoContentError naming the path. */
+/**
+ * Parses and validates a team file read from git; anything else is a RepoContentError naming the path.
+ * The team always carries its template version: a file without one is a v1 team (LEGACY_TEMPLATE_VERSION).
+ */
 export function parseTeamFile(text: string, path: string): Team {
   let raw: unknown;
   try {
@@ -57,5 +62,5 @@ export function parseTeamFile(text: string, path: string): Team {
     const issue = parsed.error.issues[0]!;
     throw new RepoContentError(path, `${issue.path.join(".")} ${issue.message}`);
   }
-  return { ...parsed.data.spec, name: parsed.data.metadata.name };
+  return { ...parsed.data.spec, name: parsed.data.metadata.name, templateVersion: parsed.data.spec.templateVersion ?? LEGACY_TEMPLATE_VERSION };
 }

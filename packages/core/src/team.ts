@@ -126,6 +126,10 @@ export const containerLimitsSchema = z
   })
   .strict();
 
+/** A template version: the name of a folder under templates/ (`v1`, `v2`, ...). */
+export const TEMPLATE_VERSION = /^v[1-9][0-9]{0,3}$/;
+export const templateVersionSchema = z.string().regex(TEMPLATE_VERSION, "must name a template version such as v1 or v2");
+
 export const roleAssignmentRequestSchema = z
   .object({
     role: z
@@ -157,6 +161,11 @@ export const teamSpecSchema = z
       .default([])
       .refine((ras) => new Set(ras.map((r) => r.role)).size === ras.length, "must not repeat a role"),
     labels: labelsSchema.default({}),
+    templateVersion: templateVersionSchema
+      .optional()
+      .describe(
+        "The template version the team is rendered with. New teams: the platform default unless given; an update keeps the team's version (only a rollout changes it).",
+      ),
   })
   .strict();
 
