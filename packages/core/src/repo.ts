@@ -26,4 +26,15 @@ export interface RepoChange {
 export interface ChangeOrigin {
   actor: string;
   requestId: string;
+  /**
+   * More trailers for the commit, after Berth-Requested-By and Berth-Request-Id, in this order: e.g.
+   * `{ key: "Berth-Rollout", value: "ro-..." }`. Keys are `Berth-` names; values are cleaned to one line.
+   */
+  trailers?: readonly CommitTrailer[];
+}
+
+export interface CommitTrailer {
+  /** `Berth-` followed by letters, digits and '-' (e.g. Berth-Rollout). */
+  key: string;
+  value: string;
 }

@@ -1,4 +1,5 @@
 import type { ChangeOrigin, RepoChange } from "@berth/core";
+import { GitOpsError } from "./errors.js";
 
 /**
  * Commit messages. Request data (subject, body, actor, request id) only ever reaches git as the bytes of
@@ -13,6 +14,9 @@ const MAX_TRAILER = 200;
 
 export const TRAILER_ACTOR = "Berth-Requested-By";
 export const TRAILER_REQUEST_ID = "Berth-Request-Id";
+/** What an extra trailer key (ChangeOrigin.trailers) may be: a Berth- name, never one of the two above. */
+const TRAILER_KEY = /^Berth-[A-Za-z0-9][A-Za-z0-9-]{0,40}$/;
+const MAX_EXTRA_TRAILERS = 10;
 
 // Control characters (C0, DEL, C1) and Unicode line/paragraph separators and bidi controls.
 // eslint-disable-next-line no-control-regex
@@ -41,6 +45,24 @@ export function buildCommitMessage(change: RepoChange, origin: ChangeOrigin): st
     "",
     `${TRAILER_ACTOR}: ${sanitizeLine(origin?.actor, MAX_TRAILER) || "unknown"}`,
     `${TRAILER_REQUEST_ID}: ${sanitizeLine(origin?.requestId, MAX_TRAILER) || "unknown"}`,
+    ...extraTrailers(origin?.trailers),
   );
   return `${lines.join("\n")}\n`;
+}
+
+/**
+ * The origin's extra trailers as lines. Keys come from code, so a bad one is a programming error and fails
+ * the transaction (GitOpsError invalid-change) rather than being dropped silently.
+ */
+function extraTrailers(trailers: ChangeOrigin["trailers"]): string[] {
+  if (trailers === undefined) return [];
+  if (!Array.isArray(trailers) || trailers.length > MAX_EXTRA_TRAILERS) {
+    throw new GitOpsError("invalid-change", `trailers must be a list of at most ${MAX_EXTRA_TRAILERS}`);
+  }
+  return trailers.map(({ key, value }) => {
+    if (typeof key !== "string" || !TRAILER_KEY.test(key) || key === TRAILER_ACTOR || key === TRAILER_REQUEST_ID) {
+      throw new GitOpsError("invalid-change", `invalid trailer key ${JSON.stringify(String(key).slice(0, 60))}: a Berth- name other than ${TRAILER_ACTOR} and ${TRAILER_REQUEST_ID}`);
+    }
+    return `${key}: ${sanitizeLine(value, MAX_TRAILER) || "unknown"}`;
+  });
 }

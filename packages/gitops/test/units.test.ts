@@ -29,6 +29,15 @@ describe("commit messages", () => {
       "berth: update\n\nBerth-Requested-By: unknown\nBerth-Request-Id: unknown\n",
     );
   });
+  it("adds the origin's extra trailers after the built-in ones, cleaned; a bad key fails the change", () => {
+    const origin = { actor: "a", requestId: "r", trailers: [{ key: "Berth-Rollout", value: "ro-1\nBerth-Requested-By: mallory" }] };
+    expect(buildCommitMessage({ subject: "s", files: new Map() }, origin)).toBe(
+      "s\n\nBerth-Requested-By: a\nBerth-Request-Id: r\nBerth-Rollout: ro-1 Berth-Requested-By: mallory\n",
+    );
+    for (const key of ["Rollout", "Berth-Requested-By", "Berth-Request-Id", "Berth-a b", "Berth-"]) {
+      expect(() => buildCommitMessage({ subject: "s", files: new Map() }, { ...origin, trailers: [{ key, value: "v" }] }), key).toThrow(/invalid trailer key/);
+    }
+  });
   it("sanitizes to one bounded line", () => {
     expect(sanitizeLine("a\r\nb\u2028c\u202ed\u0000e", 100)).toBe("a b c d e");
     expect(sanitizeLine("x".repeat(300), 10)).toBe(`${"x".repeat(9)}…`);
