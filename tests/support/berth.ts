@@ -10,6 +10,8 @@ import type { FastifyInstance } from "fastify";
 import pino from "pino";
 import { parse, stringify } from "yaml";
 import { buildServer, loggerOptions } from "../../apps/api/src/server.js";
+import type { Clock } from "../../apps/api/src/rollouts/clock.js";
+import type { TeamStatusReader } from "../../apps/api/src/team-status.js";
 import { createServices, type ApiServices } from "../../apps/api/src/wiring.js";
 
 export const REPO_ROOT = fileURLToPath(new URL("../../", import.meta.url));
@@ -38,6 +40,11 @@ export async function startBerth(options: {
   listen?: boolean;
   /** Changes to infra/local/berth.yaml for this instance (e.g. platform.templateVersion, api.rollouts). */
   config?: (raw: Record<string, any>) => void;
+  /** Replace the rollout engine's clock and the cluster status reader (default: real time, the kubeconfigs). */
+  clock?: Clock;
+  statusReader?: TeamStatusReader;
+  /** Start the rollout engine's loop (default true); false: the test steps it with services.engine.tick(). */
+  startEngine?: boolean;
 }): Promise<RunningBerth> {
   const workDir = await mkdtemp(join(tmpdir(), "berth-work-"));
   let configFile = join(REPO_ROOT, "infra", "local", "berth.yaml");
@@ -68,10 +75,13 @@ export async function startBerth(options: {
     },
   });
   const logger = pino(loggerOptions(config.logLevel), sink);
-  const services = await createServices(config, logger);
+  const services = await createServices(config, logger, {
+    ...(options.clock ? { clock: options.clock } : {}),
+    ...(options.statusReader ? { statusReader: options.statusReader } : {}),
+  });
   const server = await buildServer(services.deps, { logger, bodyLimit: config.api.bodyLimitBytes });
   const url = options.listen ? await server.listen({ host: "127.0.0.1", port: 0 }) : "";
-  await services.start();
+  if (options.startEngine !== false) await services.start();
   return {
     config,
     server,

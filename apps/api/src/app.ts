@@ -7,7 +7,9 @@ import { authPlugin, type Authenticator } from "./plugins/auth.js";
 import { openapiPlugin } from "./plugins/openapi.js";
 import { problemPlugin, RequestValidationError } from "./plugins/problem.js";
 import type { FleetService } from "./fleet-service.js";
+import type { RolloutService } from "./rollouts/service.js";
 import { healthRoutes } from "./routes/health.js";
+import { rolloutRoutes } from "./routes/rollouts.js";
 import { teamRoutes } from "./routes/teams.js";
 import { templateRoutes } from "./routes/templates.js";
 import type { TeamService, TeamStore } from "./team-service.js";
@@ -15,6 +17,7 @@ import type { TeamService, TeamStore } from "./team-service.js";
 export interface AppDeps {
   teams: TeamService;
   fleet: FleetService;
+  rollouts: RolloutService;
   store: Pick<TeamStore, "ping">;
   authenticator: Authenticator;
 }
@@ -58,5 +61,6 @@ export async function app(instance: FastifyInstance, deps: AppDeps): Promise<voi
     v1.removeContentTypeParser("text/plain");
     await v1.register(teamRoutes, { teams: deps.teams });
     await v1.register(templateRoutes, { fleet: deps.fleet });
+    await v1.register(rolloutRoutes, { rollouts: deps.rollouts });
   }, { prefix: "/v1" });
 }

@@ -1,33 +1,58 @@
 import { loadTemplateCatalog, type BerthConfig } from "@berth/config";
-import { Onboarding } from "@berth/core";
+import { Fleet, Onboarding } from "@berth/core";
 import { FluxRepo } from "@berth/gitops";
 import type pino from "pino";
 import type { AppDeps } from "./app.js";
 import { FleetService } from "./fleet-service.js";
 import { authenticatorFor } from "./plugins/auth.js";
+import { systemClock, type Clock } from "./rollouts/clock.js";
+import { RolloutEngine } from "./rollouts/engine.js";
+import { RolloutService } from "./rollouts/service.js";
 import { TeamService } from "./team-service.js";
-import { KubeTeamStatusReader } from "./team-status.js";
+import { KubeTeamStatusReader, type TeamStatusReader } from "./team-status.js";
 
 /** The API's services built from its configuration: what main.ts runs and what the tests start. */
 export interface ApiServices {
   deps: AppDeps;
   repo: FluxRepo;
   onboarding: Onboarding;
+  engine: RolloutEngine;
   /** Starts background work (the rollout engine); call after the server listens. */
   start(): Promise<void>;
   /** Stops background work and closes the repo; call after the server closed. */
   close(): Promise<void>;
 }
 
-export async function createServices(config: BerthConfig, logger: pino.Logger): Promise<ApiServices> {
+export async function createServices(config: BerthConfig, logger: pino.Logger, options: { clock?: Clock; statusReader?: TeamStatusReader } = {}): Promise<ApiServices> {
   const catalog = await loadTemplateCatalog(config.templatesDir, config.platform.templateVersion);
   const onboarding = new Onboarding(config.platform, catalog);
   const repo = FluxRepo.fromConfig({ ...config.fluxRepo, logger: logger.child({ component: "flux-repo" }) });
   await repo.init();
-  const statusReader = KubeTeamStatusReader.fromConfig(config.api.clusters);
+  const statusReader = options.statusReader ?? KubeTeamStatusReader.fromConfig(config.api.clusters);
+  const clock = options.clock ?? systemClock;
+  const fleet = new Fleet(onboarding);
+  const rollouts = new RolloutService({
+    onboarding,
+    fleet,
+    store: repo,
+    observedClusters: new Set(Object.keys(config.api.clusters)),
+    gateTimeoutSeconds: config.api.rollouts.gateTimeoutSeconds,
+    clock,
+  });
+  const engine = new RolloutEngine({
+    service: rollouts,
+    onboarding,
+    fleet,
+    store: repo,
+    statusReader,
+    clock,
+    pollIntervalMs: config.api.rollouts.pollIntervalMs,
+    logger: logger.child({ component: "rollout-engine" }),
+  });
   const deps: AppDeps = {
     teams: new TeamService(onboarding, repo, statusReader),
     fleet: new FleetService(onboarding, repo),
+    rollouts,
     store: repo,
     authenticator: authenticatorFor(config.api.auth),
   };
@@ -35,8 +60,12 @@ export async function createServices(config: BerthConfig, logger: pino.Logger): 
     deps,
     repo,
     onboarding,
-    async start() {},
+    engine,
+    async start() {
+      engine.start();
+    },
     async close() {
+      await engine.stop();
       await repo.close();
     },
   };

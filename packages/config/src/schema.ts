@@ -76,6 +76,16 @@ export const apiSchema = z
     bodyLimitBytes: z.number().int().min(1024).max(1_048_576).default(65_536),
     /** Clusters by name whose Team status GET /v1/teams/{name}/status reports; others show "not-configured". */
     clusters: z.record(z.string(), clusterAccessSchema).default({}),
+    /** The rollout engine (docs/rollouts.md). */
+    rollouts: z
+      .object({
+        /** How often a committed wave's gate is checked (Team status on every cluster of the wave). */
+        pollIntervalMs: z.number().int().min(100).max(600_000).default(10_000),
+        /** How long a wave may take to become Ready when the rollout does not say; then it halts. */
+        gateTimeoutSeconds: z.number().int().min(10).max(7 * 86_400).default(1_800),
+      })
+      .strict()
+      .default({ pollIntervalMs: 10_000, gateTimeoutSeconds: 1_800 }),
   })
   .strict();
 

@@ -13,4 +13,6 @@ export * from "./team-file.js";
 export * from "./context.js";
 export * from "./render.js";
 export * from "./onboarding.js";
+export * from "./rollout.js";
+export * from "./fleet.js";
 export * from "./provider.js";

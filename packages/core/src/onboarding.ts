@@ -3,7 +3,7 @@ import { RepoContentError, TeamExistsError, TeamNotFoundError, TeamValidationErr
 import { repoLayout, TEAM_SPEC_FILE, type RepoLayout } from "./layout.js";
 import { allClusters, type Platform } from "./platform.js";
 import { renderClusterTeamsIndex, renderTeam } from "./render.js";
-import type { RepoChange, RepoTree } from "./repo.js";
+import { hasContent, type RepoChange, type RepoTree } from "./repo.js";
 import { parseTeamFile } from "./team-file.js";
 import type { Team } from "./team.js";
 import { TemplateCatalog } from "./template-catalog.js";
@@ -207,38 +207,59 @@ export class Onboarding {
    * team owns (layout.ownerOf) are written or deleted as the team's; the indexes are rebuilt as indexes.
    */
   async changeFor(tree: RepoTree, team: string, desired: ReadonlyMap<string, string>): Promise<Map<string, string | null>> {
+    const changes = await this.teamFileChanges(tree, team, desired);
+    for (const [path, content] of await this.indexChanges(tree, [{ team, clusters: this.clustersIn(team, desired) }])) changes.set(path, content);
+    return changes;
+  }
+
+  /** The team's own files (layout.ownerOf) that must change so the repo holds exactly `desired` for it. */
+  async teamFileChanges(tree: RepoTree, team: string, desired: ReadonlyMap<string, string>): Promise<Map<string, string | null>> {
     this.layout.assertOwnedBy(team, desired.keys());
     const owned = (path: string) => {
       const owner = this.layout.ownerOf(path);
       return owner.kind === "team" && owner.team === team;
     };
-    const changes = new Map<string, string | null>();
     const existing = new Set((await tree.list(this.layout.teamDir(team))).filter(owned));
-    const clusters = allClusters(this.platform).map((c) => c.name);
-    for (const cluster of clusters) {
-      const flux = this.layout.fluxKustomization(cluster, team);
-      if (owned(flux) && (await tree.read(flux)) !== undefined) existing.add(flux);
-    }
-    for (const [path, content] of desired) {
-      if ((await tree.read(path)) !== content) changes.set(path, content);
-    }
-    for (const path of existing) {
-      if (!desired.has(path)) changes.set(path, null);
-    }
-    for (const cluster of clusters) {
-      const dir = this.layout.clusterTeamsDir(cluster);
-      const index = this.layout.clusterTeamsIndex(cluster);
+    const fluxFiles = allClusters(this.platform)
+      .map((c) => this.layout.fluxKustomization(c.name, team))
+      .filter((flux) => owned(flux) && !desired.has(flux));
+    const present = await Promise.all(fluxFiles.map(async (flux) => ((await tree.read(flux)) !== undefined ? flux : undefined)));
+    for (const flux of present) if (flux) existing.add(flux);
+    const changes = new Map<string, string | null>();
+    // Compared concurrently: a git tree answers from its index, or pipelines the reads.
+    const same = await Promise.all([...desired].map(([path, content]) => hasContent(tree, path, content)));
+    let i = 0;
+    for (const [path, content] of desired) if (!same[i++]) changes.set(path, content);
+    for (const path of existing) if (!desired.has(path)) changes.set(path, null);
+    return changes;
+  }
+
+  /**
+   * Every cluster's teams index, rebuilt from the Flux files present in the tree with each update applied
+   * (a team joins the indexes of `clusters`, and leaves the others); only indexes whose content changes.
+   */
+  async indexChanges(tree: RepoTree, updates: ReadonlyArray<{ team: string; clusters: ReadonlySet<string> }>): Promise<Map<string, string | null>> {
+    const changes = new Map<string, string | null>();
+    for (const cluster of allClusters(this.platform).map((c) => c.name)) {
       const members = new Set(
-        (await tree.list(dir))
+        (await tree.list(this.layout.clusterTeamsDir(cluster)))
           .map((p) => this.layout.ownerOf(p))
           .flatMap((owner) => (owner.kind === "team" ? [owner.team] : [])),
       );
-      if (desired.has(this.layout.fluxKustomization(cluster, team))) members.add(team);
-      else members.delete(team);
+      for (const { team, clusters } of updates) {
+        if (clusters.has(cluster)) members.add(team);
+        else members.delete(team);
+      }
+      const index = this.layout.clusterTeamsIndex(cluster);
       const content = renderClusterTeamsIndex(members);
-      if ((await tree.read(index)) !== content) changes.set(index, content);
+      if (!(await hasContent(tree, index, content))) changes.set(index, content);
     }
     return changes;
+  }
+
+  /** The clusters whose Flux file is among a team's rendered files. */
+  clustersIn(team: string, files: ReadonlyMap<string, string>): Set<string> {
+    return new Set(allClusters(this.platform).map((c) => c.name).filter((c) => files.has(this.layout.fluxKustomization(c, team))));
   }
 }
 

@@ -11,6 +11,16 @@ export interface RepoTree {
   read(path: string): Promise<string | undefined>;
   /** Every file path below `dir` (recursive), sorted. Empty when the folder does not exist. */
   list(dir: string): Promise<string[]>;
+  /**
+   * Whether the file exists with exactly this content. Optional: an adapter that can answer without
+   * reading the file (git compares blob ids) provides it; otherwise callers compare `read`.
+   */
+  hasContent?(path: string, content: string): Promise<boolean>;
+}
+
+/** `tree.hasContent` when the tree has it, else a comparison of what `read` returns. */
+export async function hasContent(tree: RepoTree, path: string, content: string): Promise<boolean> {
+  return tree.hasContent ? tree.hasContent(path, content) : (await tree.read(path)) === content;
 }
 
 /** One commit's worth of change. A `null` content deletes the file. */

@@ -1,9 +1,7 @@
-import { parse } from "yaml";
 import { z } from "zod";
 import { sortedByKey } from "./context.js";
-import { RepoContentError } from "./errors.js";
 import { LEGACY_TEMPLATE_VERSION } from "./template-catalog.js";
-import { toYamlFile, YAML_PARSE_OPTIONS } from "./serialize.js";
+import { parseRepoFile, toYamlFile } from "./serialize.js";
 import { teamNameSchema, teamSpecSchema, type Team } from "./team.js";
 
 /**
@@ -51,16 +49,6 @@ export function serializeTeamFile(team: Team): string {
  * The team always carries its template version: a file without one is a v1 team (LEGACY_TEMPLATE_VERSION).
  */
 export function parseTeamFile(text: string, path: string): Team {
-  let raw: unknown;
-  try {
-    raw = parse(text, YAML_PARSE_OPTIONS);
-  } catch (err) {
-    throw new RepoContentError(path, `not valid YAML: ${(err as Error).message}`);
-  }
-  const parsed = teamFileSchema.safeParse(raw);
-  if (!parsed.success) {
-    const issue = parsed.error.issues[0]!;
-    throw new RepoContentError(path, `${issue.path.join(".")} ${issue.message}`);
-  }
-  return { ...parsed.data.spec, name: parsed.data.metadata.name, templateVersion: parsed.data.spec.templateVersion ?? LEGACY_TEMPLATE_VERSION };
+  const file = parseRepoFile(text, path, teamFileSchema);
+  return { ...file.spec, name: file.metadata.name, templateVersion: file.spec.templateVersion ?? LEGACY_TEMPLATE_VERSION };
 }

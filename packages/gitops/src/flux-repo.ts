@@ -144,6 +144,22 @@ export class FluxRepo {
     return new GitTree(this.source(), this.head?.sha);
   }
 
+  /**
+   * A tree at a given commit (full sha), e.g. the revision a cluster's Flux reports it applied; fetches once
+   * when the commit is not in the clone yet. Undefined when the remote branch does not hold it either.
+   */
+  async treeAt(revision: string): Promise<RepoTree | undefined> {
+    if (typeof revision !== "string" || !/^([0-9a-f]{40}|[0-9a-f]{64})$/.test(revision)) throw new GitOpsError("invalid-change", "treeAt needs a full commit id");
+    if (this.closed) throw new GitOpsError("closed", "FluxRepo is closed");
+    await this.init();
+    const isCommit = async () => (await this.source().reader.read(revision))?.kind === "commit";
+    if (!(await isCommit())) {
+      await this.snapshot(0);
+      if (!(await isCommit())) return undefined;
+    }
+    return new GitTree(this.source(), revision);
+  }
+
   /** Readiness: the remote answers for the branch (ls-remote, short timeout). Throws GitOpsError. */
   async ping(): Promise<void> {
     if (this.closed) throw new GitOpsError("closed", "FluxRepo is closed");

@@ -74,7 +74,8 @@ export class ObjectReader {
     const cached = this.cache.get(spec);
     if (cached !== undefined) return cached ?? undefined;
     const obj = await this.request(spec);
-    this.cache.set(spec, obj ?? null, spec.length + (obj?.text.length ?? 0) + 64);
+    // A bare object name that is missing may arrive with the next fetch: only `<sha>:<path>` misses are final.
+    if (obj !== undefined || spec.includes(":")) this.cache.set(spec, obj ?? null, spec.length + (obj?.text.length ?? 0) + 64);
     return obj;
   }
 

@@ -19,7 +19,8 @@ import {
 const security = [{ bearerAuth: [] }];
 const errors = { 401: problemResponse, 403: problemResponse, 422: problemResponse, 500: problemResponse, 503: problemResponse };
 
-function originOf(request: FastifyRequest): ChangeOrigin {
+/** Who asked for a write, for its commit's trailers (every write route uses this). */
+export function originOf(request: FastifyRequest): ChangeOrigin {
   return { actor: request.principal?.actor ?? "unknown", requestId: String(request.id) };
 }
 
