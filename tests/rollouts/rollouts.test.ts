@@ -139,7 +139,7 @@ describe("unstaged rollout: one commit for the whole selection", () => {
     expect((await run("git", ["--git-dir", s.remote.dir, "rev-parse", `${body.revision}^`])).stdout.trim()).toBe(before);
     expect(body.summary).toEqual({ teams: 5, files: previewed.length });
     const state = await inspectRemote(s.remote.url);
-    expect(state.commits[0]!.trailers["Berth-Rollout"]).toBe(body.rollout.metadata.name);
+    expect(state.commits[0]!.trailers["Berth-Rollout-Id"]).toBe(body.rollout.metadata.name);
     expect(Object.values(await versions(s.remote))).toEqual(["v2", "v2", "v2", "v2", "v2"]);
 
     // Nothing left to do: the same rollout again is refused, and says why.
@@ -222,7 +222,7 @@ describe("rollout in waves, gated on the teams' status", () => {
     // The gate looked at every cluster each team lands on (p3: dev and both prod clusters).
     expect(s.status.reads.filter((x) => x.team === "p3").map((x) => x.cluster)).toEqual(expect.arrayContaining(["aks-dev-weu", "aks-prod-weu", "aks-prod-neu"]));
 
-    const commits = (await inspectRemote(s.remote.url)).commits.filter((c) => c.trailers["Berth-Rollout"] === id);
+    const commits = (await inspectRemote(s.remote.url)).commits.filter((c) => c.trailers["Berth-Rollout-Id"] === id);
     expect(commits.map((c) => c.subject)).toEqual([
       `berth: rollout ${id} wave prod Ready: rollout completed`,
       `berth: rollout ${id} wave prod: 3 team(s) to templates v2`,
@@ -350,7 +350,7 @@ describe("rollout in waves, gated on the teams' status", () => {
     await Promise.all([a.services.engine.tick(), b.services.engine.tick()]);
     await Promise.all([a.services.engine.tick(), b.services.engine.tick()]);
     expect((await rollout(a, id)).rollout.status.phase).toBe("Completed");
-    const subjects = (await inspectRemote(s.remote.url)).commits.filter((c) => c.trailers["Berth-Rollout"] === id).map((c) => c.subject);
+    const subjects = (await inspectRemote(s.remote.url)).commits.filter((c) => c.trailers["Berth-Rollout-Id"] === id).map((c) => c.subject);
     expect(subjects.filter((x) => x.includes("wave prod: 3 team(s)"))).toHaveLength(1);
     expect(subjects.filter((x) => x.includes("wave dev Ready"))).toHaveLength(1);
     expect(subjects).toHaveLength(5);

@@ -23,6 +23,7 @@ export async function hasContent(tree: RepoTree, path: string, content: string):
   return tree.hasContent ? tree.hasContent(path, content) : (await tree.read(path)) === content;
 }
 
+
 /** One commit's worth of change. A `null` content deletes the file. */
 export interface RepoChange {
   files: Map<string, string | null>;
@@ -32,19 +33,22 @@ export interface RepoChange {
   body?: string[];
 }
 
+/**
+ * One commit trailer (`Key: value`, as git interpret-trailers reads them). Keys are `Berth-` followed by
+ * letters, digits and single dashes; values are one line of plain text (cleaned, bounded).
+ */
+export interface Trailer {
+  key: string;
+  value: string;
+}
+
 /** Who asked for a change; recorded as commit trailers, never passed to git as an option. */
 export interface ChangeOrigin {
   actor: string;
   requestId: string;
   /**
-   * More trailers for the commit, after Berth-Requested-By and Berth-Request-Id, in this order: e.g.
-   * `{ key: "Berth-Rollout", value: "ro-..." }`. Keys are `Berth-` names; values are cleaned to one line.
+   * Further trailers for the commit, after `Berth-Requested-By` and `Berth-Request-Id`, in this order
+   * (the API's action/team/idempotency key, a rollout id...). Each caller owns the keys it adds.
    */
-  trailers?: readonly CommitTrailer[];
-}
-
-export interface CommitTrailer {
-  /** `Berth-` followed by letters, digits and '-' (e.g. Berth-Rollout). */
-  key: string;
-  value: string;
+  trailers?: readonly Trailer[];
 }

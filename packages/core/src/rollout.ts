@@ -15,7 +15,7 @@ import { safeTextSchema, teamNameSchema, templateVersionSchema, type Team } from
  */
 
 /** Every commit of a rollout carries this trailer with the rollout id. */
-export const ROLLOUT_TRAILER = "Berth-Rollout";
+export const ROLLOUT_TRAILER = "Berth-Rollout-Id";
 export const ROLLOUT_API_VERSION = "berth.dev/v1alpha1";
 export const ROLLOUT_KIND = "Rollout";
 
@@ -171,7 +171,7 @@ const MAX_HISTORY = 50;
 export function serializeRollout(rollout: Rollout): string {
   return toYamlFile([rollout], [
     `Berth rollout ${rollout.metadata.name}: its spec and state. Written by Berth's API only (docs/rollouts.md);`,
-    "every commit of the rollout carries the trailer Berth-Rollout. Not applied by Flux.",
+    "every commit of the rollout carries the trailer Berth-Rollout-Id. Not applied by Flux.",
   ]);
 }
 

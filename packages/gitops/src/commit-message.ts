@@ -1,4 +1,4 @@
-import type { ChangeOrigin, RepoChange } from "@berth/core";
+import type { ChangeOrigin, RepoChange, Trailer } from "@berth/core";
 import { GitOpsError } from "./errors.js";
 
 /**
@@ -14,9 +14,9 @@ const MAX_TRAILER = 200;
 
 export const TRAILER_ACTOR = "Berth-Requested-By";
 export const TRAILER_REQUEST_ID = "Berth-Request-Id";
-/** What an extra trailer key (ChangeOrigin.trailers) may be: a Berth- name, never one of the two above. */
-const TRAILER_KEY = /^Berth-[A-Za-z0-9][A-Za-z0-9-]{0,40}$/;
-const MAX_EXTRA_TRAILERS = 10;
+/** Trailer keys Berth writes: a fixed prefix keeps them apart from anyone else's (Signed-off-by, ...). */
+export const TRAILER_KEY = /^Berth(-[A-Za-z0-9]+)+$/;
+const MAX_TRAILERS = 20;
 
 // Control characters (C0, DEL, C1) and Unicode line/paragraph separators and bidi controls.
 // eslint-disable-next-line no-control-regex
@@ -32,7 +32,44 @@ export function sanitizeLine(value: unknown, max: number): string {
   return `${text.slice(0, max - 1).trimEnd()}…`;
 }
 
+/** A trailer value as it is written to (and so as it must be looked up in) a commit message. */
+export function trailerValue(value: unknown): string {
+  return sanitizeLine(value, MAX_TRAILER);
+}
+
+/** The origin's extra trailers, checked: Berth-* keys, no key twice (the fixed two included), bounded. */
+function extraTrailers(origin: ChangeOrigin): Trailer[] {
+  const given = origin?.trailers ?? [];
+  if (given.length > MAX_TRAILERS) throw new GitOpsError("invalid-change", `at most ${MAX_TRAILERS} extra trailers`);
+  const seen = new Set([TRAILER_ACTOR.toLowerCase(), TRAILER_REQUEST_ID.toLowerCase()]);
+  const out: Trailer[] = [];
+  for (const { key, value } of given) {
+    if (typeof key !== "string" || !TRAILER_KEY.test(key) || key.length > 60) {
+      throw new GitOpsError("invalid-change", `invalid trailer key ${JSON.stringify(String(key).slice(0, 80))}: must match ${TRAILER_KEY}`);
+    }
+    if (seen.has(key.toLowerCase())) throw new GitOpsError("invalid-change", `trailer ${key} given twice`);
+    seen.add(key.toLowerCase());
+    const clean = trailerValue(value);
+    if (clean !== "") out.push({ key, value: clean });
+  }
+  return out;
+}
+
+/**
+ * Trailers from git's `%(trailers:only,unfold)` output (one `Key: value` per line). Keys keep their case;
+ * compare them case-insensitively, as git does.
+ */
+export function parseTrailers(text: string): Trailer[] {
+  const out: Trailer[] = [];
+  for (const line of text.split("\n")) {
+    const m = /^([A-Za-z0-9-]+):\s?(.*)$/.exec(line.trimEnd());
+    if (m) out.push({ key: m[1]!, value: m[2]! });
+  }
+  return out;
+}
+
 export function buildCommitMessage(change: RepoChange, origin: ChangeOrigin): string {
+  const extra = extraTrailers(origin);
   const subject = sanitizeLine(change.subject, MAX_SUBJECT) || "berth: update";
   const lines = [subject];
   const body = (Array.isArray(change.body) ? change.body : [])
@@ -45,24 +82,7 @@ export function buildCommitMessage(change: RepoChange, origin: ChangeOrigin): st
     "",
     `${TRAILER_ACTOR}: ${sanitizeLine(origin?.actor, MAX_TRAILER) || "unknown"}`,
     `${TRAILER_REQUEST_ID}: ${sanitizeLine(origin?.requestId, MAX_TRAILER) || "unknown"}`,
-    ...extraTrailers(origin?.trailers),
+    ...extra.map((t) => `${t.key}: ${t.value}`),
   );
   return `${lines.join("\n")}\n`;
-}
-
-/**
- * The origin's extra trailers as lines. Keys come from code, so a bad one is a programming error and fails
- * the transaction (GitOpsError invalid-change) rather than being dropped silently.
- */
-function extraTrailers(trailers: ChangeOrigin["trailers"]): string[] {
-  if (trailers === undefined) return [];
-  if (!Array.isArray(trailers) || trailers.length > MAX_EXTRA_TRAILERS) {
-    throw new GitOpsError("invalid-change", `trailers must be a list of at most ${MAX_EXTRA_TRAILERS}`);
-  }
-  return trailers.map(({ key, value }) => {
-    if (typeof key !== "string" || !TRAILER_KEY.test(key) || key === TRAILER_ACTOR || key === TRAILER_REQUEST_ID) {
-      throw new GitOpsError("invalid-change", `invalid trailer key ${JSON.stringify(String(key).slice(0, 60))}: a Berth- name other than ${TRAILER_ACTOR} and ${TRAILER_REQUEST_ID}`);
-    }
-    return `${key}: ${sanitizeLine(value, MAX_TRAILER) || "unknown"}`;
-  });
 }

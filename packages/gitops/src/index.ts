@@ -3,4 +3,4 @@ export type { FluxRepoAuth, FluxRepoConfig, GitOpsLogger } from "./config.js";
 export { GitOpsError, type GitOpsErrorKind } from "./errors.js";
 export { GitTree } from "./git-tree.js";
 export { assertWritablePath } from "./paths.js";
-export { buildCommitMessage, sanitizeLine, TRAILER_ACTOR, TRAILER_REQUEST_ID } from "./commit-message.js";
+export { buildCommitMessage, parseTrailers, sanitizeLine, trailerValue, TRAILER_ACTOR, TRAILER_KEY, TRAILER_REQUEST_ID } from "./commit-message.js";

@@ -1,6 +1,7 @@
+import { execFileSync } from "node:child_process";
 import { describe, expect, it } from "vitest";
 import { type Plan, planConflicts } from "../src/batch.js";
-import { buildCommitMessage, sanitizeLine } from "../src/commit-message.js";
+import { buildCommitMessage, parseTrailers, sanitizeLine } from "../src/commit-message.js";
 import type { TxnView } from "../src/git-tree.js";
 import { assertWritablePath, normalizeDir } from "../src/paths.js";
 import { buildGitEnvironment } from "../src/remote-auth.js";
@@ -29,14 +30,31 @@ describe("commit messages", () => {
       "berth: update\n\nBerth-Requested-By: unknown\nBerth-Request-Id: unknown\n",
     );
   });
-  it("adds the origin's extra trailers after the built-in ones, cleaned; a bad key fails the change", () => {
-    const origin = { actor: "a", requestId: "r", trailers: [{ key: "Berth-Rollout", value: "ro-1\nBerth-Requested-By: mallory" }] };
-    expect(buildCommitMessage({ subject: "s", files: new Map() }, origin)).toBe(
-      "s\n\nBerth-Requested-By: a\nBerth-Request-Id: r\nBerth-Rollout: ro-1 Berth-Requested-By: mallory\n",
-    );
-    for (const key of ["Rollout", "Berth-Requested-By", "Berth-Request-Id", "Berth-a b", "Berth-"]) {
-      expect(() => buildCommitMessage({ subject: "s", files: new Map() }, { ...origin, trailers: [{ key, value: "v" }] }), key).toThrow(/invalid trailer key/);
-    }
+  it("appends the origin's extra trailers in order, as git itself reads them", () => {
+    const origin = {
+      actor: "alice",
+      requestId: "r1",
+      trailers: [
+        { key: "Berth-Action", value: "create" },
+        { key: "Berth-Idempotency-Key", value: "k-1\nBerth-Requested-By: mallory" },
+        { key: "Berth-Empty", value: "\u0000 " },
+      ],
+    };
+    const message = buildCommitMessage({ subject: "s", files: new Map() }, origin);
+    expect(message).toBe("s\n\nBerth-Requested-By: alice\nBerth-Request-Id: r1\nBerth-Action: create\nBerth-Idempotency-Key: k-1 Berth-Requested-By: mallory\n");
+    const parsedByGit = execFileSync("git", ["interpret-trailers", "--parse"], { input: message, encoding: "utf8" });
+    expect(parseTrailers(parsedByGit)).toEqual([
+      { key: "Berth-Requested-By", value: "alice" },
+      { key: "Berth-Request-Id", value: "r1" },
+      { key: "Berth-Action", value: "create" },
+      { key: "Berth-Idempotency-Key", value: "k-1 Berth-Requested-By: mallory" },
+    ]);
+  });
+  it("refuses trailer keys outside Berth-*, and a key given twice", () => {
+    const build = (trailers: Array<{ key: string; value: string }>) => () => buildCommitMessage({ subject: "s", files: new Map() }, { actor: "a", requestId: "r", trailers });
+    for (const key of ["Signed-off-by", "Berth-", "Berth-a b", "Berth-x:y", "berth-lower", "Berth-A\nB"]) expect(build([{ key, value: "v" }]), key).toThrow(/invalid trailer key/);
+    expect(build([{ key: "Berth-Requested-By", value: "mallory" }])).toThrow(/twice/);
+    expect(build([{ key: "Berth-X", value: "1" }, { key: "Berth-x", value: "2" }])).toThrow(/twice/);
   });
   it("sanitizes to one bounded line", () => {
     expect(sanitizeLine("a\r\nb\u2028c\u202ed\u0000e", 100)).toBe("a b c d e");
