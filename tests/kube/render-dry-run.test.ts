@@ -39,6 +39,7 @@ import { parseObjects } from "../../packages/core/test/yaml-helpers.js";
 import { skipWithoutKubeBinaries, REPO_ROOT, startKubeCluster, type KubeCluster } from "../support/kube-cluster.js";
 import { installCrd, kubeRequest } from "../support/kube-http.js";
 import { serverSideDryRunApply, type DryRunResult } from "../support/kube-dry-run.js";
+import { kustomizeFiles, normalizeRepoPath, substituteFluxVars } from "../support/flux-build.js";
 import type { KubeConfig } from "@kubernetes/client-node";
 
 const skip = skipWithoutKubeBinaries();
@@ -145,15 +146,7 @@ function platformVarsFor(platform: Platform, cluster: Cluster): Record<string, s
   return vars;
 }
 
-/** Flux postBuild substitution, strict: an undefined variable fails the build; `$${VAR}` escapes. */
-function substitute(text: string, vars: Record<string, string>, source: string): string {
-  return text.replace(/(\$?)\$\{([^}]*)\}/g, (m, esc: string, name: string) => {
-    if (esc) return m.slice(1);
-    const value = vars[name];
-    if (value === undefined) throw new Error(`${source}: \${${name}} is not in platform-vars (Flux would fail the whole build)`);
-    return value;
-  });
-}
+const substitute = substituteFluxVars;
 
 // ---- what Flux builds -------------------------------------------------------------------------------
 
@@ -166,31 +159,7 @@ interface Manifest {
   object: KubeObject;
 }
 
-/** The files a kustomization.yaml folder builds to, following nested folders (`../../base`); `seen` collects the kustomization files. */
-function kustomizeFiles(files: ReadonlyMap<string, string>, dir: string, seen = new Set<string>()): string[] {
-  const k = `${dir}/kustomization.yaml`;
-  const text = files.get(k);
-  if (text === undefined) throw new Error(`${k} does not exist`);
-  if (seen.has(k)) throw new Error(`${k} is included twice`);
-  seen.add(k);
-  const { resources } = parseObjects(text, "1.1")[0] as { resources: string[] };
-  const out: string[] = [];
-  for (const r of resources) {
-    const path = normalize(`${dir}/${r}`);
-    if (files.has(path)) out.push(path);
-    else out.push(...kustomizeFiles(files, path, seen));
-  }
-  return out;
-}
-
-function normalize(path: string): string {
-  const parts: string[] = [];
-  for (const seg of path.split("/")) {
-    if (seg === "..") parts.pop();
-    else if (seg !== "." && seg !== "") parts.push(seg);
-  }
-  return parts.join("/");
-}
+const normalize = normalizeRepoPath;
 
 function objectsOf(file: string, text: string, vars: Record<string, string>): KubeObject[] {
   const substituted = substitute(text, vars, file);
