@@ -6,8 +6,10 @@ import type { ZodType } from "zod";
 import { authPlugin, type Authenticator } from "./plugins/auth.js";
 import { openapiPlugin } from "./plugins/openapi.js";
 import { problemPlugin, RequestValidationError } from "./plugins/problem.js";
+import type { AdoptionService } from "./adoption-service.js";
 import type { FleetService } from "./fleet-service.js";
 import type { RolloutService } from "./rollouts/service.js";
+import { adoptionRoutes } from "./routes/adoption.js";
 import { healthRoutes } from "./routes/health.js";
 import { rolloutRoutes } from "./routes/rollouts.js";
 import { teamRoutes } from "./routes/teams.js";
@@ -18,6 +20,7 @@ export interface AppDeps {
   teams: TeamService;
   fleet: FleetService;
   rollouts: RolloutService;
+  adoption: AdoptionService;
   store: Pick<TeamStore, "ping">;
   authenticator: Authenticator;
 }
@@ -62,5 +65,6 @@ export async function app(instance: FastifyInstance, deps: AppDeps): Promise<voi
     await v1.register(teamRoutes, { teams: deps.teams });
     await v1.register(templateRoutes, { fleet: deps.fleet });
     await v1.register(rolloutRoutes, { rollouts: deps.rollouts });
+    await v1.register(adoptionRoutes, { adoption: deps.adoption });
   }, { prefix: "/v1" });
 }

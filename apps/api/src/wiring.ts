@@ -1,7 +1,8 @@
 import { loadTemplateCatalog, type BerthConfig } from "@berth/config";
-import { Fleet, Onboarding } from "@berth/core";
+import { Adoption, Fleet, Onboarding } from "@berth/core";
 import { FluxRepo } from "@berth/gitops";
 import type pino from "pino";
+import { AdoptionService } from "./adoption-service.js";
 import type { AppDeps } from "./app.js";
 import { FleetService } from "./fleet-service.js";
 import { authenticatorFor } from "./plugins/auth.js";
@@ -53,6 +54,7 @@ export async function createServices(config: BerthConfig, logger: pino.Logger, o
     teams: new TeamService(onboarding, repo, statusReader),
     fleet: new FleetService(onboarding, repo),
     rollouts,
+    adoption: new AdoptionService(new Adoption(onboarding), repo),
     store: repo,
     authenticator: authenticatorFor(config.api.auth),
   };

@@ -15,4 +15,5 @@ export * from "./render.js";
 export * from "./onboarding.js";
 export * from "./rollout.js";
 export * from "./fleet.js";
+export * from "./adoption.js";
 export * from "./provider.js";

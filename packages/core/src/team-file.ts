@@ -32,6 +32,12 @@ export function teamObject(team: Team) {
   if (team.containerLimits) spec.containerLimits = structuredClone(team.containerLimits);
   spec.roleAssignments = team.roleAssignments.map((r) => ({ role: r.role }));
   spec.labels = sortedByKey(team.labels);
+  if (team.azureNames) {
+    const names: Record<string, unknown> = {};
+    if (team.azureNames.resourceGroups) names.resourceGroups = sortedByKey(team.azureNames.resourceGroups);
+    if (team.azureNames.identities) names.identities = sortedByKey(team.azureNames.identities);
+    spec.azureNames = names;
+  }
   if (team.templateVersion !== undefined) spec.templateVersion = team.templateVersion;
   return { apiVersion: TEAM_API_VERSION, kind: TEAM_KIND, metadata: { name: team.name }, spec };
 }

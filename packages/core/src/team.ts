@@ -139,6 +139,31 @@ export const roleAssignmentRequestSchema = z
   })
   .strict();
 
+/** An Azure resource group name (1-90: letters, digits, '-', '_', '.', parentheses; not ending in '.'). */
+const AZURE_RESOURCE_GROUP = /^[-\w.()]{0,89}[-\w()]$/;
+/** A user-assigned identity name (3-128: letters, digits, '-', '_', starting alphanumeric). */
+const AZURE_IDENTITY = /^[A-Za-z0-9][-\w]{2,127}$/;
+const clusterKey = z.string().regex(DNS_LABEL).max(40);
+
+/**
+ * Azure names a team keeps from before Berth managed it (adoption), per cluster. Renaming a resource group
+ * or an identity in Azure means a new one (an empty group, a new client and principal id), so an adopted
+ * team keeps its names; Berth's own (`rg-<team>--<cluster>`, `id-<team>--<cluster>`) apply elsewhere.
+ */
+export const azureNamesSchema = z
+  .object({
+    resourceGroups: z
+      .record(clusterKey, z.string().regex(AZURE_RESOURCE_GROUP, "must be an Azure resource group name"))
+      .optional()
+      .describe("Resource group name per cluster"),
+    identities: z
+      .record(clusterKey, z.string().regex(AZURE_IDENTITY, "must be an Azure user-assigned identity name"))
+      .optional()
+      .describe("User-assigned identity name per cluster"),
+  })
+  .strict();
+export type AzureNames = z.infer<typeof azureNamesSchema>;
+
 /** The fields of a team, as stored in the Flux repo and accepted by the API. */
 export const teamSpecSchema = z
   .object({
@@ -161,6 +186,9 @@ export const teamSpecSchema = z
       .default([])
       .refine((ras) => new Set(ras.map((r) => r.role)).size === ras.length, "must not repeat a role"),
     labels: labelsSchema.default({}),
+    azureNames: azureNamesSchema
+      .optional()
+      .describe("Azure names kept from before Berth (set by adoption, POST /v1/teams/{name}/adopt); Berth's own names otherwise"),
     templateVersion: templateVersionSchema
       .optional()
       .describe(

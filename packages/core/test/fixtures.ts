@@ -207,6 +207,22 @@ export const EXAMPLES: readonly Example[] = [
       labels: { "on-call": "on", legacy: "no", tier: "1e3", version: "0777", hex: "0x1F", oct: "0o17" },
     },
   },
+  {
+    name: "adopted",
+    covers: "a team adopted from hand-written manifests that keeps its Azure resource group and identity names on two of its clusters",
+    platform: PLATFORM,
+    team: {
+      name: "ledger",
+      description: "Ledger (adopted)",
+      owners: [OWNERS.payments],
+      environments: ["dev", "prod"],
+      roleAssignments: [{ role: "rg-contributor" }],
+      azureNames: {
+        resourceGroups: { "aks-dev-weu": "rg-ledger-dev-weu", "aks-prod-weu": "rg-ledger-prod-weu" },
+        identities: { "aks-dev-weu": "id-ledger-dev" },
+      },
+    },
+  },
 ];
 
 export function example(name: string): Example {

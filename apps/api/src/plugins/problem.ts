@@ -1,4 +1,6 @@
 import {
+  AdoptionRecreatesError,
+  AdoptionUnmappableError,
   FleetRenderError,
   PathOwnershipError,
   RenderError,
@@ -89,6 +91,16 @@ export const problemPlugin = fp(async (app: FastifyInstance) => {
       // Each team that cannot be rendered, and why: the team file or the platform config must change first.
       const errors = error.failures.map((f) => ({ field: `teams.${f.team}`, rule: f.error }));
       return sendProblem(request, reply, { type: `${PROBLEM_BASE}rollout-render-failed`, title: "Teams cannot be rendered", status: 422, detail: `${error.message}; nothing was committed`, errors });
+    }
+    if (error instanceof AdoptionUnmappableError) {
+      return sendProblem(request, reply, { type: `${PROBLEM_BASE}adoption-unmappable`, title: "Cannot be mapped onto a Berth team", status: 422, detail: `${error.message}; nothing was committed`, errors: error.issues });
+    }
+    if (error instanceof AdoptionRecreatesError) {
+      const errors = error.changes.map((c) => ({
+        field: `${c.cluster} ${c.kind} ${c.object} spec.azureName`,
+        rule: `is ${c.from} in Azure; Berth would name it ${c.to}, and Azure would create a new ${c.kind === "ResourceGroup" ? "(empty) resource group" : "identity (new client and principal id)"}: adopt with keepAzureNames: true`,
+      }));
+      return sendProblem(request, reply, { type: `${PROBLEM_BASE}adoption-recreates-azure-resources`, title: "Adoption would recreate Azure resources", status: 422, detail: `${error.message}; nothing was committed`, errors });
     }
     if (error instanceof RolloutNotFoundError) {
       return sendProblem(request, reply, { type: `${PROBLEM_BASE}rollout-not-found`, title: "Rollout not found", status: 404, detail: error.message });
