@@ -10,6 +10,7 @@ import type { AdoptionService } from "./adoption-service.js";
 import type { FleetService } from "./fleet-service.js";
 import type { RolloutService } from "./rollouts/service.js";
 import { adoptionRoutes } from "./routes/adoption.js";
+import { fleetRoutes } from "./routes/fleet.js";
 import { healthRoutes } from "./routes/health.js";
 import { rolloutRoutes } from "./routes/rollouts.js";
 import { teamRoutes } from "./routes/teams.js";
@@ -64,6 +65,7 @@ export async function app(instance: FastifyInstance, deps: AppDeps): Promise<voi
     v1.removeContentTypeParser("text/plain");
     await v1.register(teamRoutes, { teams: deps.teams });
     await v1.register(templateRoutes, { fleet: deps.fleet });
+    await v1.register(fleetRoutes, { fleet: deps.fleet });
     await v1.register(rolloutRoutes, { rollouts: deps.rollouts });
     await v1.register(adoptionRoutes, { adoption: deps.adoption });
   }, { prefix: "/v1" });

@@ -1,4 +1,4 @@
-import { compareVersions, type Onboarding } from "@berth/core";
+import { compareVersions, type DriftReport, type Fleet, type Onboarding } from "@berth/core";
 import type { TeamStore } from "./team-service.js";
 
 export interface TemplateVersionInfo {
@@ -16,7 +16,14 @@ export class FleetService {
   constructor(
     private readonly onboarding: Onboarding,
     private readonly store: Pick<TeamStore, "snapshot">,
+    private readonly fleet: Fleet,
   ) {}
+
+  /** Every generated file that differs from Berth's render of its team file (hand edits), with diffs. */
+  async drift(options: { diffs: boolean }): Promise<DriftReport & { revision: string | undefined }> {
+    const tree = await this.store.snapshot(0);
+    return { revision: tree.revision, ...(await this.fleet.drift(tree, options)) };
+  }
 
   /** Every template version (on disk, or still used by a team) with how many teams use it. */
   async templates(): Promise<{ revision: string | undefined; default: string; items: TemplateVersionInfo[] }> {

@@ -52,7 +52,7 @@ export async function createServices(config: BerthConfig, logger: pino.Logger, o
   });
   const deps: AppDeps = {
     teams: new TeamService(onboarding, repo, statusReader),
-    fleet: new FleetService(onboarding, repo),
+    fleet: new FleetService(onboarding, repo, fleet),
     rollouts,
     adoption: new AdoptionService(new Adoption(onboarding), repo),
     store: repo,

@@ -48,6 +48,27 @@ export interface TeamPreview {
   diff: string;
 }
 
+/** How a file of the repo differs from what Berth renders from the team files. */
+export type DriftKind = "modified" | "missing" | "unexpected";
+
+export interface DriftedFile {
+  path: string;
+  drift: DriftKind;
+  /** Unified diff from the repo's content to Berth's render (empty when diffs were not asked for). */
+  diff: string;
+}
+
+export interface DriftReport {
+  /** Teams with at least one drifted file. */
+  teams: Array<{ team: string; templateVersion: string; files: DriftedFile[] }>;
+  /** Layout files (each cluster's teams index) that differ from the teams present. */
+  layout: DriftedFile[];
+  /** Teams whose files cannot be rendered (so their drift cannot be told). */
+  failed: TeamFailure[];
+  /** Teams checked. */
+  checked: number;
+}
+
 const RENDER_CACHE_MAX = 20_000;
 
 export class Fleet {
@@ -104,6 +125,31 @@ export class Fleet {
         return { team: t.team, from: t.from, to: t.to, files, diff: patches.join("") };
       }),
     );
+  }
+
+  /**
+   * Every file that differs from what Berth renders from the team files on their own versions: hand edits
+   * in the Flux repo. A rollout without a target (same version) of the drifted teams is the fix.
+   */
+  async drift(tree: RepoTree, options: { diffs: boolean }): Promise<DriftReport> {
+    const names = await this.onboarding.listTeamNames(tree);
+    const plan = await this.plan(tree, names);
+    const describe = async (path: string, after: string | null): Promise<DriftedFile> => {
+      const before = await tree.read(path);
+      const drift: DriftKind = after === null ? "unexpected" : before === undefined ? "missing" : "modified";
+      // The diff goes from what the repo holds to what Berth would write.
+      return { path, drift, diff: options.diffs ? unifiedDiff(path, before, after) : "" };
+    };
+    const teams = await Promise.all(
+      plan.changed.map(async (t) => ({
+        team: t.team,
+        templateVersion: t.from,
+        files: await Promise.all([...t.files].sort(([a], [b]) => (a < b ? -1 : 1)).map(([path, content]) => describe(path, content))),
+      })),
+    );
+    const teamPaths = new Set(plan.changed.flatMap((t) => [...t.files.keys()]));
+    const layout = await Promise.all([...plan.files].filter(([path]) => !teamPaths.has(path)).map(([path, content]) => describe(path, content)));
+    return { teams, layout, failed: plan.failed, checked: names.length };
   }
 
   /** The rendered files of a team on a version; cached by the team file's text and the version. */
