@@ -21,23 +21,150 @@ function numericElsewhere(value: string): boolean {
 /**
  * Serializes manifests as YAML 1.1 (as Kubernetes reads it), so strings such as `yes`, `on` or `y` are
  * quoted instead of turning into booleans. One document per object; deterministic for equal input.
+ *
+ * Output is byte for byte what the `yaml` package writes (yamlDocument below); most objects take a faster
+ * path that writes the block structure itself and asks the `yaml` package for every scalar and key
+ * (memoized), because building a `yaml` document per object was most of the time of rendering a fleet
+ * (docs/decisions/0005-rollouts.md). packages/core/test/serialize.test.ts holds the two equal.
  */
 export function toYamlFile(objects: readonly unknown[], headerLines: readonly string[]): string {
   const header = headerLines.map((line) => `# ${line}\n`).join("");
-  const docs = objects.map((obj) => {
-    const doc = new Document(obj, { version: "1.1" });
-    // Flux substitutes `${VAR}` in the text; quoting keeps the substituted value a string whatever it is.
-    // Strings other YAML readers would take for numbers are quoted too (numericElsewhere).
-    visit(doc, {
-      Scalar(_key, node) {
-        if (isScalar(node) && typeof node.value === "string" && (node.value.includes("${") || numericElsewhere(node.value))) {
-          node.type = "QUOTE_DOUBLE";
-        }
-      },
-    });
-    return doc.toString({ lineWidth: 0, indentSeq: true, directives: false });
+  return header + objects.map((obj) => fastYamlDocument(obj) ?? yamlDocument(obj)).join("---\n");
+}
+
+/** One object as a YAML 1.1 document through the `yaml` package's document model: the reference. */
+export function yamlDocument(obj: unknown): string {
+  const doc = new Document(obj, { version: "1.1" });
+  // Flux substitutes `${VAR}` in the text; quoting keeps the substituted value a string whatever it is.
+  // Strings other YAML readers would take for numbers are quoted too (numericElsewhere).
+  visit(doc, {
+    Scalar(_key, node) {
+      if (isScalar(node) && typeof node.value === "string" && (node.value.includes("${") || numericElsewhere(node.value))) {
+        node.type = "QUOTE_DOUBLE";
+      }
+    },
   });
-  return header + docs.join("---\n");
+  return doc.toString({ lineWidth: 0, indentSeq: true, directives: false });
+}
+
+/**
+ * Where a scalar stands: a key at the start of a line (top level), an indented key, the first key of a
+ * mapping in a sequence item (after `- `), a map value, a sequence item. `---` is plain only indented.
+ */
+type ScalarPosition = "key0" | "key" | "itemKey" | "value" | "item";
+/** A letter, then letters, digits, `_`, `.`, `/`, `-`: no indicator, no space, no number, no timestamp. */
+const OBVIOUSLY_PLAIN = /^[A-Za-z][A-Za-z0-9_./-]*$/;
+/** ...except YAML 1.1's booleans and nulls, and `e5` (its float pattern has every part optional): quoted to stay strings. */
+const YAML11_WORDS = /^(?:y|Y|yes|Yes|YES|n|N|no|No|NO|true|True|TRUE|false|False|FALSE|on|On|ON|off|Off|OFF|null|Null|NULL|[eE][-+]?[0-9]+)$/;
+/** Per position and scalar type, value → representation (no key strings built on the hot path). */
+const scalarMemo = new Map<string, Map<string | number | boolean | null, string>>();
+const SCALAR_MEMO_MAX = 20_000;
+
+/**
+ * How the reference writes one scalar in one position (a map key, a map value, a sequence item): taken
+ * from a one-entry document, so quoting, escaping and YAML 1.1 rules are exactly the `yaml` package's.
+ */
+function scalar(value: string | number | boolean | null, position: ScalarPosition): string | undefined {
+  // Names, labels, API versions...: words the yaml package writes plain in every position. The property
+  // test holds this shortcut to the reference too.
+  if (typeof value === "string" && OBVIOUSLY_PLAIN.test(value) && !YAML11_WORDS.test(value)) return value;
+  // Map keys compare -0 equal to 0, which the yaml package writes differently: -0 goes the reference's way.
+  if (Object.is(value, -0)) return undefined;
+  const slot = `${position}${typeof value}`;
+  let memo = scalarMemo.get(slot);
+  if (!memo) scalarMemo.set(slot, (memo = new Map()));
+  const hit = memo.get(value);
+  if (hit !== undefined) return hit;
+  let text: string;
+  let out: string | undefined;
+  if (position === "key0") {
+    text = yamlDocument({ [String(value)]: 0 });
+    out = text.endsWith(": 0\n") ? text.slice(0, -": 0\n".length) : undefined;
+  } else if (position === "key") {
+    text = yamlDocument({ k: { [String(value)]: 0 } });
+    out = text.startsWith("k:\n  ") && text.endsWith(": 0\n") ? text.slice("k:\n  ".length, -": 0\n".length) : undefined;
+  } else if (position === "itemKey") {
+    text = yamlDocument([{ [String(value)]: 0 }]);
+    out = text.startsWith("- ") && text.endsWith(": 0\n") ? text.slice(2, -": 0\n".length) : undefined;
+  } else if (position === "value") {
+    text = yamlDocument({ k: value });
+    out = text.startsWith("k: ") && text.endsWith("\n") ? text.slice(3, -1) : undefined;
+  } else {
+    text = yamlDocument([value]);
+    out = text.startsWith("- ") && text.endsWith("\n") ? text.slice(2, -1) : undefined;
+  }
+  // A scalar that needs more than one line (block scalars, folded quotes) goes the reference's way whole.
+  if (out === undefined || out.includes("\n")) return undefined;
+  if (memo.size >= SCALAR_MEMO_MAX) memo.clear();
+  memo.set(value, out);
+  return out;
+}
+
+function isPlainObject(v: unknown): v is Record<string, unknown> {
+  if (v === null || typeof v !== "object" || Array.isArray(v)) return false;
+  const proto = Object.getPrototypeOf(v);
+  return proto === Object.prototype || proto === null;
+}
+
+function isScalarValue(v: unknown): v is string | number | boolean | null {
+  return v === null || typeof v === "string" || typeof v === "boolean" || (typeof v === "number" && Number.isFinite(v));
+}
+
+class Unsupported extends Error {}
+
+/**
+ * The fast path: block mappings and sequences (sequences indented under their key, as `indentSeq`), empty
+ * ones as `{}` / `[]`, scalars from `scalar()`. Anything it does not handle the same way as the reference
+ * (a sequence directly in a sequence, undefined, non-plain objects, multi-line scalars) returns undefined.
+ */
+export function fastYamlDocument(obj: unknown): string | undefined {
+  if (!isPlainObject(obj) || Object.keys(obj).length === 0) return undefined;
+  const lines: string[] = [];
+  const sc = (v: string | number | boolean | null, p: ScalarPosition) => {
+    const out = scalar(v, p);
+    if (out === undefined) throw new Unsupported();
+    return out;
+  };
+  const writeMap = (map: Record<string, unknown>, indent: string, firstPrefix: string) => {
+    let prefix = firstPrefix;
+    let position: ScalarPosition = firstPrefix.endsWith("- ") ? "itemKey" : indent === "" ? "key0" : "key";
+    for (const [k, v] of Object.entries(map)) {
+      const key = `${prefix}${sc(k, position)}:`;
+      prefix = indent;
+      position = indent === "" ? "key0" : "key";
+      writeValue(key, v, indent);
+    }
+  };
+  const writeValue = (head: string, v: unknown, indent: string) => {
+    if (isScalarValue(v)) lines.push(`${head} ${sc(v, "value")}`);
+    else if (Array.isArray(v)) {
+      if (v.length === 0) lines.push(`${head} []`);
+      else {
+        lines.push(head);
+        writeSeq(v, `${indent}  `);
+      }
+    } else if (isPlainObject(v)) {
+      if (Object.keys(v).length === 0) lines.push(`${head} {}`);
+      else {
+        lines.push(head);
+        writeMap(v, `${indent}  `, `${indent}  `);
+      }
+    } else throw new Unsupported();
+  };
+  const writeSeq = (seq: readonly unknown[], indent: string) => {
+    for (const item of seq) {
+      if (isScalarValue(item)) lines.push(`${indent}- ${sc(item, "item")}`);
+      else if (isPlainObject(item) && Object.keys(item).length > 0) writeMap(item, `${indent}  `, `${indent}- `);
+      else throw new Unsupported();
+    }
+  };
+  try {
+    writeMap(obj, "", "");
+  } catch (err) {
+    if (err instanceof Unsupported) return undefined;
+    throw err;
+  }
+  return `${lines.join("\n")}\n`;
 }
 
 /**
