@@ -1,4 +1,4 @@
-import { createTwoFilesPatch } from "diff";
+import { createTwoFilesPatch, formatPatch, structuredPatch } from "diff";
 import { RepoContentError, TeamExistsError, TeamNotFoundError, TeamValidationError, type FieldIssue } from "./errors.js";
 import { repoLayout, TEAM_SPEC_FILE, type RepoLayout } from "./layout.js";
 import { allClusters, type Platform } from "./platform.js";
@@ -278,9 +278,40 @@ export async function describeWithDiff(
   return { files, diff: patches.join("") };
 }
 
-/** A git-style unified diff of one file (`/dev/null` for an added or deleted side). */
+/** Lines of context around each change: the `diff` package's default, which the fast path must match. */
+const DIFF_CONTEXT = 4;
+
+/**
+ * A git-style unified diff of one file (`/dev/null` for an added or deleted side), in the `diff` package's
+ * format. A fleet preview diffs tens of thousands of files whose change is a few lines, so the common head
+ * and tail beyond the hunk context are cut before diffing and the hunks moved back: the same diff as
+ * createTwoFilesPatch's whenever the alignment is unique, a correct one always (packages/core/test/diff.test.ts).
+ */
 export function unifiedDiff(path: string, before: string | undefined, after: string | null): string {
-  return createTwoFilesPatch(before === undefined ? "/dev/null" : `a/${path}`, after === null ? "/dev/null" : `b/${path}`, before ?? "", after ?? "");
+  const oldName = before === undefined ? "/dev/null" : `a/${path}`;
+  const newName = after === null ? "/dev/null" : `b/${path}`;
+  const a = before ?? "";
+  const b = after ?? "";
+  const reference = () => createTwoFilesPatch(oldName, newName, a, b);
+  if (a === "" || b === "" || !a.endsWith("\n") || !b.endsWith("\n") || a === b) return reference();
+  const la = a.split("\n");
+  const lb = b.split("\n");
+  la.pop();
+  lb.pop();
+  let head = 0;
+  while (head < la.length && head < lb.length && la[head] === lb[head]) head++;
+  let tail = 0;
+  while (tail < la.length - head && tail < lb.length - head && la[la.length - 1 - tail] === lb[lb.length - 1 - tail]) tail++;
+  const start = Math.max(0, head - DIFF_CONTEXT);
+  const cut = Math.max(0, tail - DIFF_CONTEXT);
+  if (start === 0 && cut === 0) return reference();
+  const window = (lines: string[]) => `${lines.slice(start, lines.length - cut).join("\n")}\n`;
+  const patch = structuredPatch(oldName, newName, window(la), window(lb));
+  for (const hunk of patch.hunks) {
+    hunk.oldStart += start;
+    hunk.newStart += start;
+  }
+  return formatPatch(patch);
 }
 
 function versionOf(input: unknown): string | undefined {
