@@ -7,7 +7,7 @@ import { commitCount, fastImportStream, type Plan, planBatch, planConflicts, typ
 import { type FluxRepoConfig, type ResolvedConfig, resolveConfig } from "./config.js";
 import { GitOpsError, PushRejectedError } from "./errors.js";
 import { GitRunner } from "./git-runner.js";
-import { GitTree, newListCache, type TreeSource } from "./git-tree.js";
+import { GitTree, IndexCache, type TreeSource } from "./git-tree.js";
 import { ObjectReader } from "./object-reader.js";
 import { buildGitEnvironment } from "./remote-auth.js";
 
@@ -45,6 +45,8 @@ interface Waiter {
 const PUSH_REJECTED = /\(fetch first\)|\(non-fast-forward\)|\(stale info\)|cannot lock ref|failed to lock|failed to update ref|incorrect old value/i;
 const MISSING_BRANCH = /couldn't find remote ref/i;
 const SCRATCH_REF = "refs/berth/batch";
+/** How old a known head may be for a batch to build on it without fetching (snapshot()'s default window). */
+const FRESH_HEAD_MS = 2_000;
 
 /** Work dirs in use by a FluxRepo of this process: two writers on one clone would corrupt each other. */
 const activeWorkDirs = new Set<string>();
@@ -231,7 +233,7 @@ export class FluxRepo {
       await runner.run(["config", "core.logAllRefUpdates", "false"]);
       await runner.run(["config", "gc.autoDetach", "false"]);
       this.runner = runner;
-      this.src = { reader: new ObjectReader(runner, this.cfg.timeoutMs), runner, listCache: newListCache() };
+      this.src = { reader: new ObjectReader(runner, this.cfg.timeoutMs), runner, indexes: new IndexCache(runner) };
       await this.queue.add(() => this.fetchHead());
       logger.info({ branch, revision: this.head?.sha ?? null }, "flux repo: ready");
     } catch (err) {
@@ -285,6 +287,8 @@ export class FluxRepo {
     } else {
       throw r.error;
     }
+    // A moved head is read by diffing it against the head before (when that one's index is loaded).
+    if (sha !== undefined) this.source().indexes.hintDiffBase(sha, this.head?.sha);
     this.head = { sha, at: Date.now() };
     this.cfg.logger.debug?.({ branch, revision: sha ?? null }, "flux repo: fetched");
     return sha;
@@ -313,7 +317,9 @@ export class FluxRepo {
       const shas = await pRetry(
         async (attemptNumber) => {
           attempts = attemptNumber;
-          const head = await this.fetchHead();
+          // A head learned within the snapshot window (our own push, or a fetch) needs no fetch first: the
+          // push is a compare-and-swap, so a remote that moved meanwhile is still caught (and rebased on).
+          const head = attemptNumber === 1 && this.fresh(FRESH_HEAD_MS) ? this.head!.sha : await this.fetchHead();
           if (plan && plan.base !== head) {
             const changed = await this.changedPaths(plan.base, head);
             if (planConflicts(plan, changed)) {
@@ -348,6 +354,11 @@ export class FluxRepo {
       );
       const final = plan as Plan | undefined;
       if (!final) throw new GitOpsError("unavailable", "internal: batch finished without a plan");
+      if (shas.length > 0) {
+        // The pushed head's index is the base's plus what the batch wrote: no ls-tree for the next reader.
+        const written = final.txns.flatMap((t) => (t.kind === "commit" ? [...t.files] : []));
+        this.source().indexes.derive(final.base, shas[shas.length - 1] as string, written);
+      }
       let prev = final.base;
       let i = 0;
       final.txns.forEach((t, idx) => {
