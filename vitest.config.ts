@@ -11,6 +11,7 @@ export default defineConfig({
       "@berth/config": src("config"),
       "@berth/gitops": src("gitops"),
       "@berth/azure": src("azure"),
+      "@berth/kube-runtime": src("kube-runtime"),
     },
   },
   test: {

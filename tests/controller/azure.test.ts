@@ -27,7 +27,9 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createServiceAccountIssuer, type RequestRecord } from "../fake-azure/index.js";
 import { CLUSTER_NAME, CLUSTER_RG, createTeamIdentity, PLATFORM_IDENTITY, startWorld, type World } from "../azure/support.js";
 import { skipWithoutKubeBinaries, REPO_ROOT, startKubeCluster, type KubeCluster } from "../support/kube-cluster.js";
-import { Admin, ASO_NS, CONTROLLER_GROUPS, CONTROLLER_USER, decode, eventually, INFRA, onboardTeam, readManifests, type Obj } from "./helpers.js";
+import { parseLogOutput } from "../support/logs.js";
+import { eventually } from "../support/wait.js";
+import { Admin, ASO_NS, CONTROLLER_GROUPS, CONTROLLER_USER, decode, INFRA, onboardTeam, readManifests, type Obj } from "./helpers.js";
 
 const skip = skipWithoutKubeBinaries();
 
@@ -37,7 +39,8 @@ const FIC_V = "managedidentity.azure.com/v1api20230131";
 
 /** Test tuning (BERTH_AZURE_TUNING): short TTLs and backoffs; attempts, breaker threshold and retry budget as in production. */
 const TUNING = {
-  cacheTtlMs: { cluster: 2_000, identity: 3_000, negative: 1_000, retryStaleAfter: 1_000 },
+  // maxStale: last good values are served 4 s past their TTL (6 h in production), so an outage shows within a test.
+  cacheTtlMs: { cluster: 2_000, identity: 3_000, negative: 1_000, retryStaleAfter: 1_000, maxStale: 4_000 },
   retry: { baseDelayMs: 100, maxDelayMs: 1_000, throttleBaseDelayMs: 250, maxWaitMs: 5_000 },
   breaker: { halfOpenAfterMs: 1_000, maxHalfOpenAfterMs: 4_000 },
   callTimeoutMs: 3_000,
@@ -71,6 +74,8 @@ describe.skipIf(skip)("controller with live Azure discovery (child process, HTTP
   let world: World;
   let child: ChildProcess | undefined;
   let output = "";
+  /** The process's stdout alone: its log lines. */
+  let stdout = "";
   let metricsPort = 0;
   let issuer = "";
   const allIssuers = new Set<string>();
@@ -129,6 +134,8 @@ describe.skipIf(skip)("controller with live Azure discovery (child process, HTTP
   /** Reads that went past the cache to the ARM call path (one per cache miss, stale answer or error). */
   const loads = (text: string, kind: string) => ["miss", "stale", "error"].reduce((n, result) => n + metric(text, "berth_azure_discovery_cache_total", { kind, result }), 0);
   let spawnedAt = 0;
+  /** Starts main.ts as a process (again, after a restart) with the environment of the pod. */
+  let spawnController: () => void = () => {};
 
   const onboard = (team: string) => onboardTeam(admin, team, ["prod"]);
 
@@ -203,30 +210,36 @@ describe.skipIf(skip)("controller with live Azure discovery (child process, HTTP
     const kubeconfig = await cluster.writeKubeconfigFile(CONTROLLER_USER, CONTROLLER_GROUPS);
     world.fake.stats.reset();
     spawnedAt = Date.now();
-    child = spawn(join(REPO_ROOT, "node_modules", ".bin", "tsx"), ["--tsconfig", "apps/controller/tsconfig.json", "apps/controller/src/main.ts"], {
-      cwd: REPO_ROOT,
-      env: {
-        PATH: process.env.PATH,
-        HOME: process.env.HOME,
-        KUBECONFIG: kubeconfig,
-        BERTH_CONFIG_FILE: configFile,
-        BERTH_CLUSTER_NAME: CLUSTER_NAME,
-        BERTH_POD_NAME: "berth-controller-azure",
-        BERTH_METRICS_PORT: String(metricsPort),
-        BERTH_LOG_LEVEL: "info",
-        BERTH_PROVIDER: "azure",
-        BERTH_AZURE_TUNING: JSON.stringify(TUNING),
-        // What the workload-identity webhook injects into the pod...
-        AZURE_TENANT_ID: world.fake.tenantId,
-        AZURE_CLIENT_ID: berth.clientId!,
-        AZURE_FEDERATED_TOKEN_FILE: tokenFile,
-        // ...and the only thing pointing the process at the fake: the proxy and its CA.
-        ...world.fake.proxyEnv(),
-      },
-      stdio: ["ignore", "pipe", "pipe"],
-    });
-    child.stdout!.on("data", (c: Buffer) => (output += String(c)));
-    child.stderr!.on("data", (c: Buffer) => (output += String(c)));
+    spawnController = () => {
+      child = spawn(join(REPO_ROOT, "node_modules", ".bin", "tsx"), ["--tsconfig", "apps/controller/tsconfig.json", "apps/controller/src/main.ts"], {
+        cwd: REPO_ROOT,
+        env: {
+          PATH: process.env.PATH,
+          HOME: process.env.HOME,
+          KUBECONFIG: kubeconfig,
+          BERTH_CONFIG_FILE: configFile,
+          BERTH_CLUSTER_NAME: CLUSTER_NAME,
+          BERTH_POD_NAME: "berth-controller-azure",
+          BERTH_METRICS_PORT: String(metricsPort),
+          BERTH_LOG_LEVEL: "info",
+          BERTH_PROVIDER: "azure",
+          BERTH_AZURE_TUNING: JSON.stringify(TUNING),
+          // What the workload-identity webhook injects into the pod...
+          AZURE_TENANT_ID: world.fake.tenantId,
+          AZURE_CLIENT_ID: berth.clientId!,
+          AZURE_FEDERATED_TOKEN_FILE: tokenFile,
+          // ...and the only thing pointing the process at the fake: the proxy and its CA.
+          ...world.fake.proxyEnv(),
+        },
+        stdio: ["ignore", "pipe", "pipe"],
+      });
+      child.stdout!.on("data", (c: Buffer) => {
+        output += String(c);
+        stdout += String(c);
+      });
+      child.stderr!.on("data", (c: Buffer) => (output += String(c)));
+    };
+    spawnController();
     try {
       await eventually("platform-vars from Azure", async () => platformVars(), 45_000);
     } catch (err) {
@@ -487,5 +500,84 @@ describe.skipIf(skip)("controller with live Azure discovery (child process, HTTP
     console.log(`[tests/controller/azure] storms:\n  ${report.join("\n  ")}`);
     expect(allArm).toBeLessThanOrEqual(budget);
     console.log(`[tests/controller/azure] ARM/Entra requests in total: ${JSON.stringify(world.fake.stats.byOperation())}`);
+  });
+
+  it("keeps every credential in place through an Azure outage, across a restart too: CredentialWritten=True, the outage its own condition", async () => {
+    const teams = [fallbackTeam, steadyTeam, ...moreTeams];
+    const versions = async () => {
+      const out: Record<string, unknown> = {};
+      for (const t of teams) out[t] = (await admin.get(V1, "Secret", t, "aso-credential"))?.metadata.resourceVersion;
+      return out;
+    };
+    for (const t of teams) await eventually(`${t}: CredentialWritten=True before the outage`, async () => (await condition(t, "CredentialWritten"))?.status === "True");
+    const before = await versions();
+    const teamReconciles = async () => metric(await metricsText(), "berth_controller_reconcile_total", { controller: "team" });
+
+    // Azure Resource Manager answers 503 to everything (Entra still issues tokens).
+    const outage = world.fake.faults.serverError({ service: "arm" }, { status: 503 });
+    try {
+      const expectHonest = async (when: string) => {
+        for (const t of teams) {
+          const fresh = await eventually(`${when}: PlatformValuesFresh=False on ${t}`, async () => {
+            const c = await condition(t, "PlatformValuesFresh");
+            return c?.status === "False" ? c : undefined;
+          }, 30_000);
+          expect(fresh).toMatchObject({ reason: "AzureUnavailable", severity: "Warning" });
+          expect(fresh.message).toContain("last known values");
+          expect(await condition(t, "CredentialWritten"), `${when}: ${t}`).toMatchObject({ status: "True", reason: "Written" });
+        }
+        expect(await metricsText()).toMatch(/^berth_controller_platform_values_fresh 0$/m);
+      };
+      await expectHonest("outage");
+
+      // A restart in the middle of it: nothing cached, Azure unreachable. The last known values are the
+      // platform-vars and the credentials the controller wrote: every team keeps its credential and says so.
+      const exited = new Promise((r) => child!.once("exit", r));
+      child!.kill("SIGTERM");
+      await exited;
+      spawnController();
+      await eventually("the restarted process to reconcile every team", async () => (await teamReconciles().catch(() => 0)) >= teams.length, 60_000);
+      await expectHonest("after a restart");
+      // Every credential as it was: not rewritten, not removed.
+      expect(await versions()).toEqual(before);
+    } finally {
+      outage.remove();
+    }
+    for (const t of teams) await eventually(`PlatformValuesFresh=True on ${t} once Azure answers`, async () => (await condition(t, "PlatformValuesFresh"))?.status === "True", 30_000);
+    expect(await versions()).toEqual(before);
+  });
+
+  it("writes no workload-identity credential for a cluster without an OIDC issuer, and says why in a Warning Event", async () => {
+    const platformPasses = async () => metric(await metricsText(), "berth_controller_reconcile_total", { controller: "platform" });
+    world.fake.setOidcIssuer({ resourceGroup: CLUSTER_RG, name: CLUSTER_NAME, enabled: false });
+    try {
+      // Azure says so for sure (not an outage): severity Error, and no last known values stand in.
+      const c = await eventually("PlatformValuesFresh=False (OIDCIssuerNotEnabled)", async () => {
+        const x = await condition(steadyTeam, "PlatformValuesFresh");
+        return x?.reason === "OIDCIssuerNotEnabled" ? x : undefined;
+      }, 30_000);
+      expect(c).toMatchObject({ status: "False", severity: "Error" });
+      const warning = await eventually("WorkloadIdentityUnavailable Warning event", async () =>
+        (await admin.list(V1, "Event", ASO_NS)).find((e) => e.reason === "WorkloadIdentityUnavailable"),
+      );
+      expect(warning).toMatchObject({ type: "Warning", involvedObject: { kind: "Secret", name: "aso-credential", namespace: ASO_NS } });
+      expect(warning.message).toContain("no OIDC issuer");
+
+      // The platform credential, deleted, is not written again while there is no issuer.
+      await admin.delete(V1, "Secret", ASO_NS, "aso-credential");
+      const passes = await platformPasses();
+      await eventually("two more platform passes", async () => (await platformPasses()) >= passes + 2, 60_000);
+      expect(await admin.get(V1, "Secret", ASO_NS, "aso-credential")).toBeUndefined();
+    } finally {
+      world.fake.setOidcIssuer({ resourceGroup: CLUSTER_RG, name: CLUSTER_NAME, enabled: true, issuerURL: issuer });
+    }
+    await eventually("platform aso-credential written again once the issuer is back", () => admin.get(V1, "Secret", ASO_NS, "aso-credential"), 60_000);
+  });
+
+  it("printed every log line as JSON with each key once (a duplicate-key-refusing parser reads them all)", () => {
+    const printed = parseLogOutput(stdout);
+    expect(printed.other).toEqual([]);
+    // The Azure discovery's lines too (its child logger binds `component`, as the runtime's parts do).
+    expect(printed.entries.some((e) => e.component === "azure-discovery" || e.informer !== undefined)).toBe(true);
   });
 });

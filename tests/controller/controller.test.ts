@@ -11,14 +11,15 @@ import { mkdtempSync, writeFileSync } from "node:fs";
 import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { Writable } from "node:stream";
 import { loadControllerConfig, type ControllerConfig } from "@berth/config";
-import pino from "pino";
+import type { Cluster, ClusterFacts, PlatformValuesProvider } from "@berth/core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { Controller, type ControllerTimings } from "../../apps/controller/src/controller.js";
 import { StaticValuesProvider } from "../../apps/controller/src/providers/static.js";
 import { skipWithoutKubeBinaries, REPO_ROOT, startKubeCluster, type KubeCluster } from "../support/kube-cluster.js";
-import { Admin, ASO_NS, CONTROLLER_GROUPS, CONTROLLER_USER, decode, eventually, INFRA, onboardTeam, readManifests, TcpProxy, type Obj } from "./helpers.js";
+import { captureLogs, parseLogLine, parseLogOutput } from "../support/logs.js";
+import { eventually } from "../support/wait.js";
+import { Admin, ASO_NS, CONTROLLER_GROUPS, CONTROLLER_USER, decode, INFRA, onboardTeam, readManifests, TcpProxy, type Obj } from "./helpers.js";
 
 const skip = skipWithoutKubeBinaries();
 
@@ -59,28 +60,52 @@ const TEAM_V = "berth.dev/v1alpha1";
 const KUSTOMIZATION_V = "kustomize.toolkit.fluxcd.io/v1";
 const RBAC = "rbac.authorization.k8s.io/v1";
 
+/** The static provider with a gate: once armed, every clusterFacts call waits until open(). */
+class GatedProvider extends StaticValuesProvider {
+  waiting = 0;
+  private gate: Promise<void> | undefined;
+  private release: (() => void) | undefined;
+
+  arm(): void {
+    this.gate = new Promise((r) => (this.release = r));
+  }
+
+  open(): void {
+    this.release?.();
+    this.gate = undefined;
+  }
+
+  override async clusterFacts(cluster: Cluster): Promise<ClusterFacts> {
+    if (this.gate) {
+      this.waiting++;
+      await this.gate;
+    }
+    return super.clusterFacts(cluster);
+  }
+}
+
 describe.skipIf(skip)("berth controller on a real apiserver, under its own RBAC", () => {
   let cluster: KubeCluster;
   let admin: Admin;
   let proxy: TcpProxy;
   let config: (identity: string) => ControllerConfig;
   let configFile: string;
-  const logs: string[] = [];
+  /** Every line each in-process replica logged, and what the main.ts process printed. */
+  const replicaLogs: string[][] = [];
+  const processOutput: string[] = [];
+  const logs = { some: (f: (line: string) => boolean) => replicaLogs.some((l) => l.some(f)), findIndex: (f: (line: string) => boolean) => replicaLogs.flat().findIndex(f) };
   const controllers: Controller[] = [];
   let a: Controller;
 
-  const startController = async (identity: string, kc = cluster.kubeConfigFor(CONTROLLER_USER, CONTROLLER_GROUPS)) => {
-    const sink = new Writable({
-      write(chunk, _enc, done) {
-        logs.push(`${identity} ${String(chunk)}`);
-        done();
-      },
-    });
+  const startController = async (identity: string, kc = cluster.kubeConfigFor(CONTROLLER_USER, CONTROLLER_GROUPS), provider: PlatformValuesProvider = new StaticValuesProvider()) => {
+    // The logger main.ts makes (base keys app + identity), into memory.
+    const captured = captureLogs({ base: { app: "berth-controller", identity } });
+    replicaLogs.push(captured.lines);
     const c = new Controller({
       kubeConfig: kc,
       config: config(identity),
-      provider: new StaticValuesProvider(),
-      logger: pino({ level: "info", base: { identity } }, sink),
+      provider,
+      logger: captured.logger,
       timings: TIMINGS,
     });
     controllers.push(c);
@@ -132,7 +157,7 @@ describe.skipIf(skip)("berth controller on a real apiserver, under its own RBAC"
   });
 
   afterAll(async () => {
-    if (process.env.BERTH_TEST_DEBUG) console.log(logs.filter((l) => /"level":(40|50)/.test(l)).slice(-30).join(""));
+    if (process.env.BERTH_TEST_DEBUG) console.log(replicaLogs.flat().filter((l) => /"level":(40|50)/.test(l)).slice(-30).join(""));
     const timeout = (p: Promise<unknown>) => Promise.race([p, new Promise((r) => setTimeout(r, 5_000))]);
     await Promise.all(controllers.map((c) => timeout(c.stop())));
     proxy?.kill();
@@ -159,21 +184,32 @@ describe.skipIf(skip)("berth controller on a real apiserver, under its own RBAC"
       USE_WORKLOAD_IDENTITY_AUTH: "true",
     });
 
+    // Written once each at start: no pass writes an object whose content would not change (the platform
+    // credential used to be applied twice, 12 ms apart, when a second pass ran before the watch echo).
+    const writes = (msg: string) => replicaLogs[0]!.filter((l) => parseLogLine(l).msg === msg).length;
+    expect(writes("platform aso-credential written")).toBe(1);
+    expect(writes("platform-vars written")).toBe(1);
+
     const uid = (cm.metadata as { uid: string }).uid;
     await admin.delete(V1, "ConfigMap", ASO_NS, "platform-vars");
-    await eventually("platform-vars re-created", async () => {
-      const again = await admin.get(V1, "ConfigMap", ASO_NS, "platform-vars");
-      return again && (again.metadata as { uid: string }).uid !== uid && (again.data as Record<string, string>).TENANT_ID === TENANT;
+    const again = await eventually("platform-vars re-created", async () => {
+      const o = await admin.get(V1, "ConfigMap", ASO_NS, "platform-vars");
+      return o && (o.metadata as { uid: string }).uid !== uid ? o : undefined;
     });
+    expect(again.data).toEqual(cm.data);
 
     await admin.mergePatch(V1, "ConfigMap", ASO_NS, "platform-vars", { data: { AZURE_LOCATION: "eastus" } });
-    await eventually("platform-vars edit reverted", async () => (await admin.get(V1, "ConfigMap", ASO_NS, "platform-vars"))?.data && ((await admin.get(V1, "ConfigMap", ASO_NS, "platform-vars"))!.data as Record<string, string>).AZURE_LOCATION === "westeurope");
+    const reverted = await eventually("platform-vars edit reverted", async () => {
+      const o = await admin.get(V1, "ConfigMap", ASO_NS, "platform-vars");
+      return (o?.data as Record<string, string> | undefined)?.AZURE_LOCATION === "westeurope" ? o : undefined;
+    });
+    expect(reverted.data).toEqual(cm.data);
 
     await admin.delete(V1, "Secret", ASO_NS, "aso-credential");
-    await eventually("platform aso-credential re-created", async () => {
-      const s = await admin.get(V1, "Secret", ASO_NS, "aso-credential");
-      return s && decode(s.data as Record<string, string>).AZURE_CLIENT_ID === PLATFORM_CLIENT;
-    });
+    const restored = await eventually("platform aso-credential re-created", () => admin.get(V1, "Secret", ASO_NS, "aso-credential"));
+    expect(decode(restored.data as Record<string, string>)).toEqual(decode(secret.data as Record<string, string>));
+    // Written once per deletion: the controller's own write does not bring it back to write again.
+    expect(restored.metadata.managedFields?.map((m) => `${m.manager}/${m.operation}`)).toEqual(["berth-controller/Apply"]);
   });
 
   it("writes no credential (never an empty one) until ASO has exported the identity", async () => {
@@ -304,6 +340,7 @@ describe.skipIf(skip)("berth controller on a real apiserver, under its own RBAC"
       "FederatedCredentialsReady",
       "FederationMatchesIssuer",
       "RoleAssignmentsReady",
+      "PlatformValuesFresh",
       "CredentialWritten",
       "Ready",
     ]);
@@ -425,6 +462,8 @@ describe.skipIf(skip)("berth controller on a real apiserver, under its own RBAC"
       await admin.delete(rg.apiVersion, rg.kind, "departing", "departing-data");
       await eventually("credential released", async () => (await secretOf("departing")) === undefined);
       await eventually("RoleBinding released", async () => (await binding()) === undefined, 10_000);
+      // The monitor has looked at least once since both went.
+      await eventually("the monitor to see both gone", async () => goneAt.secret !== undefined && goneAt.binding !== undefined);
     } finally {
       watching = false;
       await monitor;
@@ -497,11 +536,14 @@ describe.skipIf(skip)("berth controller on a real apiserver, under its own RBAC"
     const kubeconfig = await cluster.writeKubeconfigFile(CONTROLLER_USER, CONTROLLER_GROUPS);
     const child = spawn(join(REPO_ROOT, "node_modules", ".bin", "tsx"), ["--tsconfig", "apps/controller/tsconfig.json", "apps/controller/src/main.ts"], {
       cwd: REPO_ROOT,
-      env: { PATH: process.env.PATH, HOME: process.env.HOME, KUBECONFIG: kubeconfig, BERTH_CONFIG_FILE: configFile, BERTH_CLUSTER_NAME: "aks-dev-weu", BERTH_POD_NAME: "replica-process", BERTH_METRICS_PORT: String(port), BERTH_LOG_LEVEL: "warn" },
+      env: { PATH: process.env.PATH, HOME: process.env.HOME, KUBECONFIG: kubeconfig, BERTH_CONFIG_FILE: configFile, BERTH_CLUSTER_NAME: "aks-dev-weu", BERTH_POD_NAME: "replica-process", BERTH_METRICS_PORT: String(port), BERTH_LOG_LEVEL: "info" },
       stdio: ["ignore", "pipe", "pipe"],
     });
     let output = "";
-    child.stdout.on("data", (c: Buffer) => (output += String(c)));
+    child.stdout.on("data", (c: Buffer) => {
+      output += String(c);
+      processOutput.push(String(c));
+    });
     child.stderr.on("data", (c: Buffer) => (output += String(c)));
     const exited = new Promise<number | null>((res) => child.on("exit", (code) => res(code)));
     try {
@@ -516,7 +558,9 @@ describe.skipIf(skip)("berth controller on a real apiserver, under its own RBAC"
       await eventually("restored by the process", () => admin.get(V1, "Secret", ASO_NS, "aso-credential"));
       const metrics = await (await fetch(`http://127.0.0.1:${port}/metrics`)).text();
       expect(metrics).toMatch(/^berth_controller_is_leader 1$/m);
-      expect(metrics).toMatch(/berth_controller_reconcile_total\{controller="berth",result="(success|requeue)"\} [1-9]/);
+      // One queue, and one set of metric labels, per reconciler.
+      expect(metrics).toMatch(/berth_controller_reconcile_total\{controller="platform",result="(success|requeue)"\} [1-9]/);
+      expect(metrics).toMatch(/berth_controller_workqueue_depth\{queue="team"\} \d/);
 
       child.kill("SIGTERM");
       expect(await exited).toBe(0);
@@ -528,5 +572,60 @@ describe.skipIf(skip)("berth controller on a real apiserver, under its own RBAC"
     } finally {
       if (child.exitCode === null) child.kill("SIGKILL");
     }
+  });
+
+  it("a leader that loses its Lease mid-reconcile makes no further write (the apiserver's resourceVersions stay as they were)", async () => {
+    const provider = new GatedProvider();
+    const d = await startController("replica-d", undefined, provider);
+    await eventually("replica-d to lead", async () => d.isLeader(), 20_000);
+    await eventually("replica-d to have reconciled every team", async () => (await d.metrics.reconcileTotal.get()).values.some((v) => v.labels.controller === "team" && v.value > 0));
+
+    // Every reconcile from now on stops at the provider, before its first write.
+    provider.arm();
+    await onboard("fenced");
+    await writeIdentity("fenced", clientId(5));
+    await eventually("a reconcile of team fenced waiting at the provider", async () => provider.waiting > 0);
+    const rv = async () => ({
+      team: (await admin.get(TEAM_V, "Team", undefined, "fenced"))?.metadata.resourceVersion,
+      sa: (await admin.get(V1, "ServiceAccount", "fenced", "workload"))?.metadata.resourceVersion,
+      secret: (await secretOf("fenced"))?.metadata.resourceVersion,
+      events: (await admin.list(V1, "Event", "fenced")).length,
+    });
+    const before = await rv();
+    expect(before.secret).toBeUndefined();
+
+    // Someone else takes the Lease (as a successor would once it expired): replica-d steps down...
+    const lease = (await admin.get("coordination.k8s.io/v1", "Lease", "berth-system", "berth-controller"))!;
+    const put = await admin.req("PUT", "/apis/coordination.k8s.io/v1/namespaces/berth-system/leases/berth-controller", {
+      ...lease,
+      spec: { ...(lease.spec as object), holderIdentity: "thief", leaseDurationSeconds: 3600 },
+    });
+    expect(put.status).toBe(200);
+    await eventually("replica-d to step down", async () => !d.isLeader(), 10_000);
+    // ...and the reconciles it had in flight go on only now: each must stop before its next write.
+    const sum = async (m: typeof d.metrics.reconcileTotal | typeof d.metrics.reconcileErrors, reason?: string) =>
+      (await m.get()).values.filter((v) => reason === undefined || (v.labels as Record<string, unknown>).reason === reason).reduce((n, v) => n + v.value, 0);
+    const finished = await sum(d.metrics.reconcileTotal);
+    const waiting = provider.waiting;
+    provider.open();
+    await eventually("the reconciles in flight to end", async () => (await sum(d.metrics.reconcileTotal)) >= finished + waiting);
+    // Team fenced's pass had writes to make: it was aborted, not finished.
+    expect(await sum(d.metrics.reconcileErrors, "aborted")).toBeGreaterThanOrEqual(1);
+    expect(await rv()).toEqual(before);
+    await d.stop();
+    expect(await rv()).toEqual(before);
+  });
+
+  it("prints every log line as JSON with each key once (a duplicate-key-refusing parser reads them all)", () => {
+    // The parser is strict: the kind of line child loggers used to print is refused.
+    expect(() => parseLogLine('{"level":30,"component":"berth-controller","component":"events","msg":"x"}')).toThrow(/duplicate key "component"/);
+    const lines = replicaLogs.flat();
+    expect(lines.length).toBeGreaterThan(50);
+    const entries = lines.map((l) => parseLogLine(l));
+    // Lines from every part that logs with bindings: informers, queues, reconcilers, leader election, events.
+    for (const key of ["informer", "queue", "reconciler", "lease"]) expect(entries.some((e) => key in e), `a line with "${key}"`).toBe(true);
+    const printed = parseLogOutput(processOutput.join(""));
+    expect(printed.other).toEqual([]);
+    expect(printed.entries.length).toBeGreaterThan(0);
   });
 });

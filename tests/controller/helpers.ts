@@ -127,23 +127,6 @@ export async function onboardTeam(admin: Admin, team: string, environments: stri
   });
 }
 
-/** Polls `fn` every 100 ms until it returns a truthy value; throws with the last value/error after `ms`. */
-export async function eventually<T>(what: string, fn: () => Promise<T | undefined | false | null>, ms = 15_000): Promise<T> {
-  const deadline = Date.now() + ms;
-  let last: unknown;
-  for (;;) {
-    try {
-      const v = await fn();
-      if (v) return v;
-      last = v;
-    } catch (err) {
-      last = err;
-    }
-    if (Date.now() > deadline) throw new Error(`timed out after ${ms} ms waiting for ${what}; last: ${last instanceof Error ? last.message : JSON.stringify(last)}`);
-    await new Promise((r) => setTimeout(r, 100));
-  }
-}
-
 export const decode = (data: Record<string, string> | undefined) =>
   Object.fromEntries(Object.entries(data ?? {}).map(([k, v]) => [k, Buffer.from(v, "base64").toString("utf8")]));
 

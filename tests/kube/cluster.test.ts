@@ -8,7 +8,7 @@
  * binary fails: `.ci/run` must have called `bash infra/test-cluster/ensure-binaries.sh`.
  */
 import { existsSync } from "node:fs";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import {
   ApiException,
   CoreV1Api,
@@ -45,16 +45,6 @@ async function statusOf(p: Promise<unknown>): Promise<number> {
   } catch (err) {
     if (err instanceof ApiException) return err.code;
     throw err;
-  }
-}
-
-/** The RBAC authorizer reads from an informer cache: a new binding takes a moment to apply. */
-async function eventually(fn: () => Promise<boolean>, ms = 10_000): Promise<boolean> {
-  const deadline = Date.now() + ms;
-  for (;;) {
-    if (await fn()) return true;
-    if (Date.now() > deadline) return false;
-    await new Promise((r) => setTimeout(r, 100));
   }
 }
 
@@ -216,7 +206,8 @@ describe.skipIf(skip)(`test cluster: real kube-apiserver 1.20 + etcd${skip ? " (
         subjects: [{ apiGroup: "rbac.authorization.k8s.io", kind: "User", name: "tester" }],
       },
     });
-    expect(await eventually(async () => (await statusOf(tester.listNamespacedSecret({ namespace: NS }))) === 200)).toBe(true);
+    // The RBAC authorizer reads from an informer cache: a new binding takes a moment to apply.
+    await vi.waitFor(async () => expect(await statusOf(tester.listNamespacedSecret({ namespace: NS }))).toBe(200), { timeout: 10_000, interval: 100 });
     // Still nothing outside the binding.
     expect(await statusOf(tester.listNamespacedSecret({ namespace: "default" }))).toBe(403);
   });
@@ -233,7 +224,7 @@ describe.skipIf(skip)(`test cluster: real kube-apiserver 1.20 + etcd${skip ? " (
     });
     const alice = cluster.kubeConfigFor("alice", ["berth:readers"]).makeApiClient(CoreV1Api);
     const bob = cluster.kubeConfigFor("bob").makeApiClient(CoreV1Api);
-    expect(await eventually(async () => (await statusOf(alice.listNamespacedSecret({ namespace: NS }))) === 200)).toBe(true);
+    await vi.waitFor(async () => expect(await statusOf(alice.listNamespacedSecret({ namespace: NS }))).toBe(200), { timeout: 10_000, interval: 100 });
     expect(await statusOf(bob.listNamespacedSecret({ namespace: NS }))).toBe(403);
   });
 

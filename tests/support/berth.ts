@@ -1,5 +1,4 @@
-import { readFileSync } from "node:fs";
-import { mkdtemp, rm, writeFile } from "node:fs/promises";
+import { mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { Writable } from "node:stream";
@@ -31,13 +30,39 @@ export interface RunningBerth {
 }
 
 /**
+ * Limits for tests that are not about rate limiting: far above what any test sends, so no test gets a 429 it
+ * did not ask for. Tests of the limits pass their own `api.rateLimit`.
+ */
+const TEST_RATE_LIMITS = { reads: 1_000_000, writes: 1_000_000, unauthenticated: 1_000_000 };
+
+/**
+ * infra/local/berth.yaml with `api` settings merged over its own, written beside the work dir: the overrides
+ * go through the same file parsing and validation as a deployment's config.
+ */
+export async function writeConfigFile(dir: string, api: Record<string, unknown>, edit?: (raw: Record<string, any>) => void): Promise<string> {
+  const base = parse(await readFile(join(REPO_ROOT, "infra", "local", "berth.yaml"), "utf8")) as Record<string, unknown>;
+  const file = join(dir, "berth.yaml");
+  const merged = {
+    ...base,
+    templatesDir: join(REPO_ROOT, "templates"),
+    api: { ...(base.api as Record<string, unknown>), ...api, rateLimit: { ...TEST_RATE_LIMITS, ...(api.rateLimit as object | undefined) } },
+  };
+  edit?.(merged);
+  await writeFile(file, stringify(merged));
+  return file;
+}
+
+/**
  * Berth's API wired exactly as main.ts wires it (infra/local/berth.yaml, the real git adapter), against
- * the given remote. Extra env overrides config (e.g. BERTH_AUTH_MODE=oidc, BERTH_GIT_TOKEN).
+ * the given remote. Extra env overrides config (e.g. BERTH_AUTH_MODE=oidc, BERTH_GIT_TOKEN); `api` is merged
+ * over the file's `api` section (timeouts, rateLimit, ...).
  */
 export async function startBerth(options: {
   remoteUrl: string;
   env?: Record<string, string>;
   listen?: boolean;
+  /** Merged over the file's `api` section (timeouts, rateLimit, ...). */
+  api?: Record<string, unknown>;
   /** Changes to infra/local/berth.yaml for this instance (e.g. platform.templateVersion, api.rollouts). */
   config?: (raw: Record<string, any>) => void;
   /** Replace the rollout engine's clock and the cluster status reader (default: real time, the kubeconfigs). */
@@ -57,7 +82,7 @@ export async function startBerth(options: {
   }
   const config = loadConfig(
     {
-      BERTH_CONFIG_FILE: configFile,
+      BERTH_CONFIG_FILE: await writeConfigFile(workDir, options.api ?? {}, options.config),
       BERTH_GIT_URL: options.remoteUrl,
       BERTH_GIT_WORKDIR: join(workDir, "clone"),
       BERTH_AUTH_MODE: "dev",
@@ -79,7 +104,7 @@ export async function startBerth(options: {
     ...(options.clock ? { clock: options.clock } : {}),
     ...(options.statusReader ? { statusReader: options.statusReader } : {}),
   });
-  const server = await buildServer(services.deps, { logger, bodyLimit: config.api.bodyLimitBytes });
+  const server = await buildServer(services.deps, { logger, bodyLimit: config.api.bodyLimitBytes, timeouts: config.api.timeouts, trustProxy: config.api.trustProxy });
   const url = options.listen ? await server.listen({ host: "127.0.0.1", port: 0 }) : "";
   if (options.startEngine !== false) await services.start();
   return {

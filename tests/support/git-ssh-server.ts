@@ -1,7 +1,7 @@
 /**
  * A git-over-SSH server for tests: Debian's OpenSSH sshd on 127.0.0.1 with a throwaway config (its own host
  * key, one authorized deploy key, no passwords), serving bare repositories by absolute path as the user
- * running the tests. `sshdAvailable()` is false when openssh-server is not installed: skip SSH tests then.
+ * running the tests. openssh-server comes from infra/test-tools/debian-packages.txt (`npm test` installs it).
  */
 import { execFile, spawn, type ChildProcess } from "node:child_process";
 import { existsSync } from "node:fs";
@@ -77,7 +77,7 @@ async function keygen(path: string): Promise<string> {
 }
 
 export async function startGitSshServer(): Promise<GitSshServer> {
-  if (!SSHD) throw new Error("sshd is not installed (apt-get install openssh-server)");
+  if (!SSHD || !sshdAvailable()) throw new Error("sshd or ssh-keygen is not installed: run `bash infra/test-tools/ensure-tools.sh` (apt-get install openssh-server)");
   const dir = await makeTempDir("berth-sshd-");
   const hostKey = join(dir, "host_key");
   const hostPub = await keygen(hostKey);

@@ -1,9 +1,12 @@
+import { rateLimitSchema, type RateLimitConfig } from "@berth/config";
 import type { FastifyInstance } from "fastify";
 import { toFieldIssues } from "@berth/core";
 import type { FastifySchemaCompiler } from "fastify";
 import { serializerCompiler } from "fastify-type-provider-zod";
 import type { ZodType } from "zod";
-import { authPlugin, type Authenticator } from "./plugins/auth.js";
+import { auditPlugin } from "./plugins/audit.js";
+import { authenticatePlugin, authorizePlugin, type Authenticator } from "./plugins/auth.js";
+import { jsonBodyPlugin } from "./plugins/json-body.js";
 import { openapiPlugin } from "./plugins/openapi.js";
 import { problemPlugin, RequestValidationError } from "./plugins/problem.js";
 import type { AdoptionService } from "./adoption-service.js";
@@ -11,6 +14,8 @@ import type { FleetService } from "./fleet-service.js";
 import type { RolloutService } from "./rollouts/service.js";
 import { adoptionRoutes } from "./routes/adoption.js";
 import { fleetRoutes } from "./routes/fleet.js";
+import { rateLimitPlugin } from "./plugins/rate-limit.js";
+import { securityHeadersPlugin } from "./plugins/security-headers.js";
 import { healthRoutes } from "./routes/health.js";
 import { rolloutRoutes } from "./routes/rollouts.js";
 import { teamRoutes } from "./routes/teams.js";
@@ -24,6 +29,8 @@ export interface AppDeps {
   adoption: AdoptionService;
   store: Pick<TeamStore, "ping">;
   authenticator: Authenticator;
+  /** Rate limits (config `api.rateLimit`); the defaults when absent. */
+  limits?: RateLimitConfig;
 }
 
 /**
@@ -54,7 +61,13 @@ export async function app(instance: FastifyInstance, deps: AppDeps): Promise<voi
     }
   });
   await instance.register(problemPlugin);
-  await instance.register(authPlugin, { authenticator: deps.authenticator });
+  await instance.register(securityHeadersPlugin);
+  await instance.register(jsonBodyPlugin);
+  // onRequest runs these in order: who is calling, how often, may they.
+  await instance.register(authenticatePlugin, { authenticator: deps.authenticator });
+  await instance.register(rateLimitPlugin, { limits: deps.limits ?? rateLimitSchema.parse({}) });
+  await instance.register(authorizePlugin);
+  await instance.register(auditPlugin);
   await instance.register(openapiPlugin);
   await instance.register(healthRoutes, { ping: () => deps.store.ping() });
   await instance.register(async (v1) => {

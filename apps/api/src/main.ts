@@ -36,7 +36,9 @@ async function main(): Promise<void> {
   }
 
   const services = await createServices(config, logger);
-  const server = await buildServer(services.deps, { logger, bodyLimit: config.api.bodyLimitBytes });
+  const server = await buildServer(services.deps, { logger, bodyLimit: config.api.bodyLimitBytes, timeouts: config.api.timeouts, trustProxy: config.api.trustProxy });
+  // Parse every team once now, in the background, so the first GET /v1/teams after a start is not the slow one.
+  void services.deps.teams.list().catch((err: unknown) => logger.warn({ err }, "could not read the teams at start; the first list will"));
   const address = await server.listen({ host: config.api.host, port: config.api.port });
   const { catalog } = services.onboarding;
   logger.info({ address, remote: config.fluxRepo.url, branch: config.fluxRepo.branch, templates: catalog.versions(), defaultTemplates: catalog.defaultVersion }, "berth api listening");

@@ -1,4 +1,22 @@
-import { clustersOf, describeChange, TeamNotFoundError, type ChangeOrigin, type FileChange, type Onboarding, type Preview, type RepoChange, type RepoTree, type Team } from "@berth/core";
+import {
+  clustersOf,
+  describeChange,
+  TeamNotFoundError,
+  type ChangeOrigin,
+  type CommitInfo,
+  type FileChange,
+  type Onboarding,
+  type Preview,
+  type RepoChange,
+  type RepoTree,
+  type Team,
+  type Trailer,
+  validateTeam,
+  validateTeamSpec,
+} from "@berth/core";
+import { TRAILER_ACTOR, trailerValue } from "@berth/gitops";
+import { KeysInFlight, TRAILER_IDEMPOTENCY_KEY, TRAILER_REQUEST_FINGERPRINT, type Idempotency } from "./idempotency.js";
+import { HttpProblem } from "./plugins/problem.js";
 import type { ClusterStatus, TeamStatusReader } from "./team-status.js";
 
 /** What the API needs from the Flux repo; @berth/gitops' FluxRepo provides it. */
@@ -11,19 +29,49 @@ export interface TeamStore {
   ping(): Promise<void>;
 }
 
-export interface WriteResult {
-  team: Team;
-  /** The commit holding the change (the current head when nothing changed). */
+export type WriteAction = "create" | "update" | "delete";
+
+/** Audit trailers on every commit the API writes (docs/operations.md, "Who changed a team"). */
+export const TRAILER_ACTION = "Berth-Action";
+export const TRAILER_TEAM = "Berth-Team";
+
+export interface WriteRequest {
+  origin: ChangeOrigin;
+  idempotency?: Idempotency;
+}
+
+interface Outcome {
   revision: string;
   committed: boolean;
   files: FileChange[];
+  /** The answer is the original outcome of an earlier request with the same Idempotency-Key. */
+  replayed: boolean;
+}
+export interface WriteResult extends Outcome {
+  team: Team;
+}
+export interface DeleteResult extends Outcome {
+  team: string;
+}
+
+export interface TeamPage {
+  revision: string | undefined;
+  teams: Team[];
+  /** The last name of this page when more follow (the next page starts after it). */
+  lastOfPage?: string;
+}
+
+function trailerOf(commit: CommitInfo, key: string): string | undefined {
+  return commit.trailers.find((t) => t.key.toLowerCase() === key.toLowerCase())?.value;
 }
 
 /**
- * The request path: validate → render → commit. Domain decisions are Onboarding's; this class only runs
- * them inside a repo transaction, which may re-run them on a fresher tree when the push races.
+ * The request path: validate → render → commit. Domain decisions are Onboarding's; this class runs them
+ * inside a repo transaction, which may re-run them on a fresher tree when the push races.
  */
 export class TeamService {
+  private readonly keysInFlight = new KeysInFlight();
+
   constructor(
     private readonly onboarding: Onboarding,
     private readonly store: TeamStore,
@@ -38,9 +86,19 @@ export class TeamService {
     return { team: name, revision, ready: clusters.length > 0 && clusters.every((c) => c.ready), clusters };
   }
 
-  async list(): Promise<{ revision: string | undefined; teams: Team[] }> {
+  /** Teams in name order after `after`, at most `limit` of them (all when no limit). */
+  async list(page: { limit?: number; after?: string } = {}): Promise<TeamPage> {
     const tree = await this.store.snapshot();
-    return { revision: tree.revision, teams: await this.onboarding.listTeams(tree) };
+    const all = await this.onboarding.listTeams(tree);
+    const start = page.after === undefined ? 0 : all.findIndex((t) => t.name > page.after!);
+    const rest = start === -1 ? [] : all.slice(start);
+    const teams = page.limit === undefined ? rest : rest.slice(0, page.limit);
+    return { revision: tree.revision, teams, ...(teams.length < rest.length ? { lastOfPage: teams[teams.length - 1]!.name } : {}) };
+  }
+
+  /** The current revision, without reading any team (for conditional requests). */
+  async revision(): Promise<string | undefined> {
+    return (await this.store.snapshot()).revision;
   }
 
   async get(name: string): Promise<{ revision: string | undefined; team: Team | undefined }> {
@@ -49,23 +107,27 @@ export class TeamService {
   }
 
   /**
-   * Validation and rendering happen here, before the write queues: the writer lane only runs the part
-   * that depends on the tree (docs/decisions/0005-rollouts.md, "where the time went").
+   * Validation and rendering happen here, before the write queues: an invalid request is answered before it
+   * waits, and the writer lane only runs the part that depends on the tree (docs/decisions/0008-rollouts.md,
+   * "where the time went").
    */
-  async create(input: unknown, origin: ChangeOrigin): Promise<WriteResult> {
+  async create(input: unknown, request: WriteRequest): Promise<WriteResult> {
     const prepared = this.onboarding.prepareCreate(input);
-    return this.write((tree) => this.onboarding.planCreate(tree, prepared), origin);
+    const name = prepared.team.name;
+    const outcome = await this.write("create", name, (tree) => this.onboarding.planCreate(tree, prepared), request);
+    return this.withTeam(outcome, name);
   }
 
   /** Rendered on the team's version as last seen; planUpdate re-renders if a rollout moved it meanwhile. */
-  async update(name: string, spec: unknown, origin: ChangeOrigin): Promise<WriteResult> {
+  async update(name: string, spec: unknown, request: WriteRequest): Promise<WriteResult> {
     const current = await this.onboarding.readTeam(await this.store.snapshot(), name);
     const prepared = this.onboarding.prepareUpdate(name, spec, current?.templateVersion ?? this.onboarding.catalog.defaultVersion);
-    return this.write((tree) => this.onboarding.planUpdate(tree, name, prepared), origin);
+    return this.withTeam(await this.write("update", name, (tree) => this.onboarding.planUpdate(tree, name, prepared), request), name);
   }
 
-  delete(name: string, origin: ChangeOrigin): Promise<WriteResult> {
-    return this.write((tree) => this.onboarding.planDelete(tree, name), origin);
+  async delete(name: string, request: WriteRequest): Promise<DeleteResult> {
+    const outcome = await this.write("delete", name, (tree) => this.onboarding.planDelete(tree, name), request);
+    return { ...outcome, team: name };
   }
 
   async preview(input: unknown, existingName?: string): Promise<Preview & { revision: string | undefined }> {
@@ -73,14 +135,77 @@ export class TeamService {
     return { revision: tree.revision, ...(await this.onboarding.preview(tree, input, existingName)) };
   }
 
-  private async write(plan: (tree: RepoTree) => Promise<{ team: Team; change: RepoChange }>, origin: ChangeOrigin): Promise<WriteResult> {
-    let planned: { team: Team; files: FileChange[] } | undefined;
-    const result = await this.store.transact(async (tree) => {
-      const { team, change } = await plan(tree);
-      planned = { team, files: await describeChange(tree, change.files) };
-      return change.files.size ? change : null;
-    }, origin);
-    if (!planned) throw new Error("transaction finished without planning a change");
-    return { team: planned.team, revision: result.revision, committed: result.committed, files: result.committed ? planned.files : [] };
+  /** The original outcome of a write, from its commit. */
+  private async replayed(original: CommitInfo): Promise<Outcome & { tree: RepoTree }> {
+    return { revision: original.revision, committed: true, files: await original.changes(), replayed: true, tree: original.tree };
+  }
+
+  /** A replayed create or update answers with the team as its commit left it. */
+  private async withTeam(outcome: Outcome & { team?: Team; tree?: RepoTree }, name: string): Promise<WriteResult> {
+    const { tree, team, ...rest } = outcome;
+    const found = team ?? (tree ? await this.onboarding.readTeam(tree, name) : undefined);
+    if (!found) throw new Error(`the commit ${outcome.revision} does not hold team ${name}`);
+    return { ...rest, team: found };
+  }
+
+  /**
+   * One write as one commit. With an Idempotency-Key, the transaction first looks for an earlier commit of
+   * this principal with this key in the branch's recent history: found, the original outcome is answered
+   * (or 422 when the key came with another request) and nothing is written. That look-up runs inside the
+   * transaction, on the tree the commit would build on, so two replicas racing with one key still produce
+   * one commit: the loser's push is rejected, and its re-run finds the winner's commit.
+   */
+  private async write(
+    action: WriteAction,
+    team: string,
+    plan: (tree: RepoTree) => Promise<{ team: Team; change: RepoChange }>,
+    { origin, idempotency }: WriteRequest,
+  ): Promise<Outcome & { team?: Team; tree?: RepoTree }> {
+    const release = idempotency ? this.keysInFlight.acquire(`${origin.actor}\0${idempotency.key}`) : () => {};
+    try {
+      const trailers: Trailer[] = [
+        ...(origin.trailers ?? []),
+        { key: TRAILER_ACTION, value: action },
+        { key: TRAILER_TEAM, value: team },
+        ...(idempotency
+          ? [
+              { key: TRAILER_IDEMPOTENCY_KEY, value: idempotency.key },
+              { key: TRAILER_REQUEST_FINGERPRINT, value: idempotency.fingerprint },
+            ]
+          : []),
+      ];
+      const findOriginal = async (tree: RepoTree): Promise<CommitInfo | undefined> => {
+        if (!idempotency) return undefined;
+        const found = await tree.findCommit?.([
+          { key: TRAILER_IDEMPOTENCY_KEY, value: idempotency.key },
+          { key: TRAILER_ACTOR, value: trailerValue(origin.actor) },
+        ]);
+        if (found && trailerOf(found, TRAILER_REQUEST_FINGERPRINT) !== idempotency.fingerprint) {
+          throw new HttpProblem(422, "idempotency-key-reused", "Idempotency-Key reused", `this Idempotency-Key was used for a different request (commit ${found.revision}); use a new key for a new request`);
+        }
+        return found;
+      };
+      // A retry whose commit is already in the last fetched head is answered from there, without waiting
+      // in the writer's queue (a retry storm after an outage stays cheap). Otherwise the transaction decides.
+      let original = idempotency ? await findOriginal(await this.store.snapshot()) : undefined;
+      if (original) return this.replayed(original);
+      let planned: { team: Team; files: FileChange[] } | undefined;
+      const result = await this.store.transact(
+        async (tree) => {
+          planned = undefined;
+          original = await findOriginal(tree);
+          if (original) return null;
+          const { team: planTeam, change } = await plan(tree);
+          planned = { team: planTeam, files: await describeChange(tree, change.files) };
+          return change.files.size ? change : null;
+        },
+        { ...origin, trailers },
+      );
+      if (original) return this.replayed(original);
+      if (!planned) throw new Error("transaction finished without planning a change");
+      return { team: planned.team, revision: result.revision, committed: result.committed, files: result.committed ? planned.files : [], replayed: false };
+    } finally {
+      release();
+    }
   }
 }

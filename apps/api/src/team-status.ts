@@ -1,6 +1,6 @@
 import { KubeConfig, CustomObjectsApi, ApiException } from "@kubernetes/client-node";
 import type { ClusterAccess } from "@berth/config";
-import type { Cluster } from "@berth/core";
+import { TEAM_GROUP, TEAM_PLURAL, TEAM_VERSION, teamConditionSchema, teamStatusSchema, type Cluster } from "@berth/core";
 import { z } from "zod";
 
 /**
@@ -8,27 +8,10 @@ import { z } from "zod";
  * (teams.berth.dev). The API does not compute status itself: it shows the controller's view.
  */
 
-const conditionSchema = z.object({
-  type: z.string(),
-  status: z.enum(["True", "False", "Unknown"]),
-  reason: z.string().optional(),
-  message: z.string().optional(),
-  severity: z.string().optional(),
-  lastTransitionTime: z.string().optional(),
-  observedGeneration: z.number().optional(),
-});
-
 /** The part of a Team object read from Kubernetes; anything else is ignored, anything malformed refused. */
 const teamObjectSchema = z.object({
   metadata: z.object({ name: z.string(), generation: z.number().optional() }),
-  status: z
-    .object({
-      conditions: z.array(conditionSchema).default([]),
-      revision: z.string().optional(),
-      identity: z.object({ clientId: z.string() }).optional(),
-      observedGeneration: z.number().optional(),
-    })
-    .optional(),
+  status: teamStatusSchema.optional(),
 });
 
 export const clusterStatusSchema = z.object({
@@ -40,16 +23,13 @@ export const clusterStatusSchema = z.object({
   revision: z.string().optional(),
   clientId: z.string().optional(),
   stale: z.boolean().describe("The status describes an older generation of the Team than the one applied"),
-  conditions: z.array(conditionSchema),
+  conditions: z.array(teamConditionSchema),
 });
 export type ClusterStatus = z.infer<typeof clusterStatusSchema>;
 
 export interface TeamStatusReader {
   read(team: string, clusters: Cluster[]): Promise<ClusterStatus[]>;
 }
-
-const GROUP = "berth.dev";
-const VERSION = "v1alpha1";
 
 /** Reads Team objects over the Kubernetes API, one client per configured cluster. */
 export class KubeTeamStatusReader implements TeamStatusReader {
@@ -80,7 +60,7 @@ export class KubeTeamStatusReader implements TeamStatusReader {
     if (!client) return { ...base, state: "not-configured" };
     let raw: unknown;
     try {
-      raw = await client.getClusterCustomObject({ group: GROUP, version: VERSION, plural: "teams", name: team });
+      raw = await client.getClusterCustomObject({ group: TEAM_GROUP, version: TEAM_VERSION, plural: TEAM_PLURAL, name: team });
     } catch (err) {
       if (err instanceof ApiException && err.code === 404) return { ...base, state: "absent" };
       return { ...base, state: "unreachable" };

@@ -27,7 +27,7 @@ export interface ApiServices {
 export async function createServices(config: BerthConfig, logger: pino.Logger, options: { clock?: Clock; statusReader?: TeamStatusReader } = {}): Promise<ApiServices> {
   const catalog = await loadTemplateCatalog(config.templatesDir, config.platform.templateVersion);
   const onboarding = new Onboarding(config.platform, catalog);
-  const repo = FluxRepo.fromConfig({ ...config.fluxRepo, logger: logger.child({ component: "flux-repo" }) });
+  const repo = FluxRepo.fromConfig({ ...config.fluxRepo, history: config.api.idempotency, logger: logger.child({ component: "flux-repo" }) });
   await repo.init();
   const statusReader = options.statusReader ?? KubeTeamStatusReader.fromConfig(config.api.clusters);
   const clock = options.clock ?? systemClock;
@@ -57,6 +57,7 @@ export async function createServices(config: BerthConfig, logger: pino.Logger, o
     adoption: new AdoptionService(new Adoption(onboarding), repo),
     store: repo,
     authenticator: authenticatorFor(config.api.auth),
+    limits: config.api.rateLimit,
   };
   return {
     deps,

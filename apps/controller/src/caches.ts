@@ -1,7 +1,8 @@
-import { teamNames, type Platform } from "@berth/core";
+import { teamConditionSchema, teamNames, type Platform } from "@berth/core";
 import {
   ACCESS_FINALIZER,
   ASO_KINDS,
+  CLIENT_ID_ANNOTATION,
   FLUX_KUSTOMIZATION,
   MANAGED_BY,
   MANAGED_BY_LABEL,
@@ -13,18 +14,24 @@ import {
   TEAM_VERSION,
   teamKey,
 } from "./names.js";
-import { isDeleting, type ConfigMapLike, type KubeObject, type KustomizationLike, type SecretLike, type TeamObject, type WithConditions } from "./reconcile/objects.js";
+import { isDeleting, type ConditionLike, type ConfigMapLike, type KubeObject, type KustomizationLike, type Meta, type SecretLike, type TeamObject, type WithConditions } from "./reconcile/objects.js";
 import { PLATFORM_CREDENTIAL_SECRET } from "./reconcile/platform.js";
 
 /**
- * What the controller watches, and which work-queue keys a change of each object maps to. Informers only
- * enqueue keys; reconcilers read these caches (never the events) to decide.
+ * What the controller watches, what it keeps of each object, and which work-queue keys a change maps to.
+ * Informers only enqueue keys; reconcilers read these caches (never the events) to decide.
+ *
+ * Each watch keeps only the fields the reconcilers read (`keep`): no managedFields (a Secret's are
+ * summarised to who owns which data key), no other annotations, no unused data or status. That is most
+ * of the controller's memory, and a cached object is small enough to copy and compare cheaply.
  */
 
 /** The read side of an informer handle. */
 export interface Store<T> {
   get(namespace: string | undefined, name: string): T | undefined;
   list(): T[];
+  /** Objects whose index `index` has `value` (WatchSpec.indexers); scans list() when absent (test fakes). */
+  byIndex?(index: string, value: string): T[];
 }
 
 export interface WatchSpec {
@@ -37,26 +44,153 @@ export interface WatchSpec {
    * `resourceNames` (the apiserver treats it as a request for that name).
    */
   fieldSelector?: string;
+  /** What is cached of each object: only what the reconcilers read. */
+  keep(raw: KubeObject): KubeObject;
+  indexers?: Record<string, (obj: KubeObject) => string[]>;
   /** Work-queue keys an object of this watch maps to. */
   keys(obj: KubeObject): string[];
 }
+
+/** Index of objects by their `berth.dev/team` label. */
+export const BY_TEAM = "team";
+/** Index of `<team>-identity` ConfigMaps by clientId (whose identity a credential points at). */
+export const BY_CLIENT_ID = "clientId";
+
+// ---- what is kept of each kind --------------------------------------------------------------------------
+
+function pick<T extends Record<string, unknown>>(from: T | undefined, keys: readonly string[]): Record<string, string> | undefined {
+  if (!from) return undefined;
+  let out: Record<string, string> | undefined;
+  for (const k of keys) {
+    const v = from[k];
+    if (typeof v === "string") (out ??= {})[k] = v;
+  }
+  return out;
+}
+
+/** Identity, version and lifecycle: what every kept object has. */
+function baseMeta(m: Meta | undefined, extra: Partial<Meta> = {}): Meta {
+  const out: Meta = { name: m?.name ?? "", resourceVersion: m?.resourceVersion ?? "" };
+  if (m?.namespace) out.namespace = m.namespace;
+  if (m?.uid) out.uid = m.uid;
+  if (m?.generation !== undefined) out.generation = m.generation;
+  if (m?.deletionTimestamp) out.deletionTimestamp = m.deletionTimestamp;
+  for (const [k, v] of Object.entries(extra)) if (v !== undefined) (out as Record<string, unknown>)[k] = v;
+  return out;
+}
+
+const teamLabel = (m: Meta | undefined) => pick(m?.labels, [TEAM_LABEL]);
+
+/** The Ready condition only: the one every status check reads. */
+function readyOnly(status: { conditions?: ConditionLike[] } | undefined): ConditionLike[] | undefined {
+  const ready = status?.conditions?.find((c) => c?.type === "Ready");
+  return ready ? [ready] : undefined;
+}
+
+/** A Secret's managedFields reduced to who owns which `data` key (tamper attribution reads nothing else). */
+function dataOwnership(m: Meta | undefined): Meta["managedFields"] {
+  return m?.managedFields?.map((e) => {
+    const data = (e.fieldsV1 as Record<string, unknown> | undefined)?.["f:data"];
+    return { ...(e.manager ? { manager: e.manager } : {}), ...(data && typeof data === "object" ? { fieldsV1: { "f:data": data } } : {}) };
+  });
+}
+
+function keepTeam(raw: KubeObject): TeamObject {
+  const o = raw as TeamObject;
+  const roles = Array.isArray(o.spec?.roleAssignments) ? o.spec.roleAssignments.filter((r) => typeof r?.role === "string").map((r) => ({ role: r.role })) : undefined;
+  // The boundary: status conditions are read back (lastTransitionTime is kept across passes); a malformed
+  // one (hand-edited) is dropped here, and the next status write replaces it.
+  const conditions = (o.status?.conditions ?? []).filter((c) => teamConditionSchema.safeParse(c).success);
+  const status = o.status ? { ...o.status, conditions } : undefined;
+  return { metadata: baseMeta(o.metadata), ...(roles ? { spec: { roleAssignments: roles } } : {}), ...(status ? { status } : {}) };
+}
+
+function keepAsoConfigMap(platform: Platform) {
+  return (raw: KubeObject): ConfigMapLike => {
+    const o = raw as ConfigMapLike;
+    const name = o.metadata?.name ?? "";
+    if (name === platform.platformVarsConfigMap) {
+      return { metadata: baseMeta(o.metadata, { labels: o.metadata?.labels, annotations: o.metadata?.annotations }), ...(o.data ? { data: o.data } : {}) };
+    }
+    if (name.endsWith("-identity")) {
+      const data = pick(o.data, ["clientId", "tenantId"]);
+      return { metadata: baseMeta(o.metadata), ...(data ? { data } : {}) };
+    }
+    return { metadata: baseMeta(o.metadata) }; // some other ConfigMap of the namespace: only its name matters
+  };
+}
+
+function keepSecret(raw: KubeObject): SecretLike {
+  const o = raw as SecretLike;
+  const m = o.metadata;
+  return {
+    metadata: baseMeta(m, { labels: m?.labels, annotations: m?.annotations, finalizers: m?.finalizers, managedFields: dataOwnership(m) }),
+    ...(o.type ? { type: o.type } : {}),
+    ...(o.data ? { data: o.data } : {}),
+  };
+}
+
+function keepServiceAccount(raw: KubeObject): KubeObject {
+  const m = raw.metadata;
+  return { metadata: baseMeta(m, { labels: teamLabel(m), annotations: pick(m?.annotations, [CLIENT_ID_ANNOTATION]) }) };
+}
+
+function keepRoleBinding(raw: KubeObject): KubeObject {
+  const m = raw.metadata;
+  return { metadata: baseMeta(m, { labels: teamLabel(m), finalizers: m?.finalizers }) };
+}
+
+function keepKustomization(raw: KubeObject): KustomizationLike {
+  const o = raw as KustomizationLike;
+  const s = o.status;
+  const conditions = readyOnly(s);
+  const status = s ? { ...(conditions ? { conditions } : {}), ...pick(s as Record<string, unknown>, ["lastAppliedRevision", "lastAttemptedRevision"]) } : undefined;
+  return { metadata: baseMeta(o.metadata, { labels: teamLabel(o.metadata) }), ...(status ? { status } : {}) };
+}
+
+function keepAsoObject(raw: KubeObject): WithConditions {
+  const o = raw as WithConditions & { spec?: { issuer?: unknown } };
+  const conditions = readyOnly(o.status);
+  const issuer = typeof o.spec?.issuer === "string" ? o.spec.issuer : undefined;
+  return {
+    metadata: baseMeta(o.metadata, { labels: teamLabel(o.metadata) }),
+    ...(issuer ? { spec: { issuer } } : {}),
+    ...(conditions ? { status: { conditions } } : {}),
+  } as WithConditions;
+}
+
+const byTeamLabel = (o: KubeObject) => (o.metadata?.labels?.[TEAM_LABEL] ? [o.metadata.labels[TEAM_LABEL]] : []);
 
 /** The controller's watches, for one platform config. Paths are the exact collections RBAC grants. */
 export function watchSpecs(platform: Platform): Record<WatchName, WatchSpec> {
   const aso = platform.asoNamespace;
   const nameOf = (o: KubeObject) => o.metadata?.name ?? "";
-  const labelTeam = (o: KubeObject) => (o.metadata?.labels?.[TEAM_LABEL] ? [teamKey(o.metadata.labels[TEAM_LABEL])] : []);
+  const labelTeam = (o: KubeObject) => byTeamLabel(o).map(teamKey);
   const asoSpecs = Object.fromEntries(
     ASO_KINDS.map((k) => [
       `aso:${k.kind}`,
-      { name: `aso-${k.plural}`, path: `/apis/${k.group}/${k.version}/namespaces/${aso}/${k.plural}`, labelSelector: TEAM_LABEL, keys: labelTeam },
+      {
+        name: `aso-${k.plural}`,
+        path: `/apis/${k.group}/${k.version}/namespaces/${aso}/${k.plural}`,
+        labelSelector: TEAM_LABEL,
+        keep: keepAsoObject,
+        indexers: { [BY_TEAM]: byTeamLabel },
+        keys: labelTeam,
+      },
     ]),
   ) as Record<`aso:${string}`, WatchSpec>;
   return {
-    teams: { name: "teams", path: `/apis/${TEAM_GROUP}/${TEAM_VERSION}/${TEAM_PLURAL}`, keys: (o) => [teamKey(nameOf(o))] },
+    teams: { name: "teams", path: `/apis/${TEAM_GROUP}/${TEAM_VERSION}/${TEAM_PLURAL}`, keep: keepTeam, keys: (o) => [teamKey(nameOf(o))] },
     asoConfigMaps: {
       name: "aso-configmaps",
       path: `/api/v1/namespaces/${aso}/configmaps`,
+      keep: keepAsoConfigMap(platform),
+      indexers: {
+        [BY_CLIENT_ID]: (o) => {
+          const id = (o as ConfigMapLike).data?.clientId?.trim();
+          return id && nameOf(o).endsWith("-identity") ? [id] : [];
+        },
+      },
       keys: (o) => {
         const name = nameOf(o);
         if (name === platform.platformVarsConfigMap) return [PLATFORM_KEY];
@@ -67,12 +201,14 @@ export function watchSpecs(platform: Platform): Record<WatchName, WatchSpec> {
       name: "aso-secrets",
       path: `/api/v1/namespaces/${aso}/secrets`,
       labelSelector: `${MANAGED_BY_LABEL}=${MANAGED_BY}`,
+      keep: keepSecret,
       keys: (o) => (nameOf(o) === PLATFORM_CREDENTIAL_SECRET ? [PLATFORM_KEY] : []),
     },
     teamSecrets: {
       name: "team-secrets",
       path: "/api/v1/secrets",
       labelSelector: TEAM_LABEL,
+      keep: keepSecret,
       keys: (o) => {
         if (nameOf(o) !== "aso-credential" || o.metadata?.namespace === aso) return [];
         // The namespace is the team; a label naming another team is tampering, so look at both.
@@ -83,6 +219,7 @@ export function watchSpecs(platform: Platform): Record<WatchName, WatchSpec> {
       name: "serviceaccounts",
       path: "/api/v1/serviceaccounts",
       labelSelector: TEAM_LABEL,
+      keep: keepServiceAccount,
       keys: (o) => (nameOf(o) === "workload" ? [teamKey(o.metadata?.namespace ?? "")] : []),
     },
     // The controller's own RoleBinding in each team namespace: offboarding releases its finalizer last.
@@ -92,12 +229,14 @@ export function watchSpecs(platform: Platform): Record<WatchName, WatchSpec> {
       path: "/apis/rbac.authorization.k8s.io/v1/rolebindings",
       fieldSelector: `metadata.name=${TEAM_ROLE_BINDING}`,
       labelSelector: TEAM_LABEL,
+      keep: keepRoleBinding,
       keys: (o) => (nameOf(o) === TEAM_ROLE_BINDING && o.metadata?.namespace && o.metadata.namespace !== aso ? [teamKey(o.metadata.namespace)] : []),
     },
     kustomizations: {
       name: "kustomizations",
       path: `/apis/${FLUX_KUSTOMIZATION.group}/${FLUX_KUSTOMIZATION.version}/namespaces/${aso}/${FLUX_KUSTOMIZATION.plural}`,
       labelSelector: TEAM_LABEL,
+      keep: keepKustomization,
       keys: labelTeam,
     },
     ...asoSpecs,
@@ -106,12 +245,40 @@ export function watchSpecs(platform: Platform): Record<WatchName, WatchSpec> {
 
 export type WatchName = "teams" | "asoConfigMaps" | "asoSecrets" | "teamSecrets" | "serviceAccounts" | "roleBindings" | "kustomizations" | `aso:${string}`;
 
+/**
+ * The watch whose cache holds an object the controller has just written (read-your-writes): the answer
+ * of an apply goes there at once, so the next pass does not act on the state from before the write.
+ */
+export function watchOf(platform: Platform, obj: KubeObject): WatchName | undefined {
+  const ns = obj.metadata?.namespace;
+  switch (obj.kind) {
+    case "Team":
+      return "teams";
+    case "ConfigMap":
+      return ns === platform.asoNamespace ? "asoConfigMaps" : undefined;
+    case "Secret":
+      return ns === platform.asoNamespace ? "asoSecrets" : "teamSecrets";
+    case "ServiceAccount":
+      return "serviceAccounts";
+    case "RoleBinding":
+      return "roleBindings";
+    default:
+      return undefined;
+  }
+}
+
 /** Typed reads over the informer stores. */
 export class Caches {
   constructor(
     private readonly platform: Platform,
     private readonly stores: Record<WatchName, Store<KubeObject>>,
   ) {}
+
+  private indexed(store: Store<KubeObject> | undefined, index: string, value: string, fallback: (o: KubeObject) => string[]): KubeObject[] {
+    if (!store) return [];
+    if (store.byIndex) return store.byIndex(index, value);
+    return store.list().filter((o) => fallback(o).includes(value));
+  }
 
   team(name: string): TeamObject | undefined {
     return this.stores.teams.get(undefined, name) as TeamObject | undefined;
@@ -133,15 +300,14 @@ export class Caches {
     return this.stores.asoConfigMaps.get(this.platform.asoNamespace, teamNames(team).identityConfigMap) as ConfigMapLike | undefined;
   }
 
-  /** clientId → team, from every `<team>-identity` ConfigMap: to name the team a tampered credential points at. */
-  clientIdOwners(): Map<string, string> {
-    const owners = new Map<string, string>();
-    for (const cm of this.stores.asoConfigMaps.list() as ConfigMapLike[]) {
-      const name = cm.metadata?.name ?? "";
-      const id = cm.data?.clientId?.trim();
-      if (id && name.endsWith("-identity")) owners.set(id, name.slice(0, -9));
-    }
-    return owners;
+  /** The team whose `<team>-identity` ConfigMap carries `clientId`: to name the team a tampered credential points at. */
+  clientIdOwner(clientId: string): string | undefined {
+    const owners = this.indexed(this.stores.asoConfigMaps, BY_CLIENT_ID, clientId, (o) => {
+      const id = (o as ConfigMapLike).data?.clientId?.trim();
+      return id && (o.metadata?.name ?? "").endsWith("-identity") ? [id] : [];
+    });
+    const name = owners.map((o) => o.metadata?.name ?? "").sort()[0];
+    return name ? name.slice(0, -9) : undefined;
   }
 
   platformVars(): ConfigMapLike | undefined {
@@ -171,12 +337,10 @@ export class Caches {
     return this.stores.kustomizations.get(this.platform.asoNamespace, teamNames(team).fluxKustomization) as KustomizationLike | undefined;
   }
 
-  /** The team's ASO objects in the ASO namespace, by kind. */
+  /** The team's ASO objects in the ASO namespace, by kind (an index lookup, not a scan). */
   asoObjects(team: string): Record<string, WithConditions[]> {
     const out: Record<string, WithConditions[]> = {};
-    for (const k of ASO_KINDS) {
-      out[k.kind] = (this.stores[`aso:${k.kind}`]?.list() ?? []).filter((o) => o.metadata?.labels?.[TEAM_LABEL] === team) as WithConditions[];
-    }
+    for (const k of ASO_KINDS) out[k.kind] = this.indexed(this.stores[`aso:${k.kind}`], BY_TEAM, team, byTeamLabel) as WithConditions[];
     return out;
   }
 }

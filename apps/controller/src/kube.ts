@@ -1,5 +1,14 @@
-import { ApiException, KubernetesObjectApi, PatchStrategy, type KubeConfig, type KubernetesObject } from "@kubernetes/client-node";
-import { apiClient, applyObject, applyStatus, deleteObject, KubeApiError, listPath } from "./runtime/index.js";
+import {
+  applyObject,
+  applyStatus,
+  deleteObject,
+  getObject,
+  KubeApiError,
+  listPath,
+  mergePatchObject,
+  replaceObject,
+  type KubeConfigLike,
+} from "@berth/kube-runtime";
 import { ASO_KINDS, FIELD_MANAGER } from "./names.js";
 import type { KubeObject, ObjectRef, SecretLike } from "./reconcile/objects.js";
 
@@ -19,66 +28,72 @@ export interface ClusterWriter {
   replaceSecretData(current: SecretLike, data: Record<string, string>): Promise<void>;
   /** `Kind/name` of every ASO resource in `namespace`, over the ASO kinds whose CRDs are installed. */
   listAsoResources(namespace: string): Promise<string[]>;
+  /**
+   * The same writer, bound to one reconcile: every request carries `signal`, so a reconcile whose
+   * leadership ended (or whose time ran out) makes no further write.
+   */
+  withSignal?(signal: AbortSignal): ClusterWriter;
+}
+
+export interface KubeClusterWriterOptions {
+  /** Gets every object the server returned for a write (its new state): the controller caches it at once. */
+  observe?: (obj: KubeObject) => void;
+  signal?: AbortSignal;
 }
 
 export class KubeClusterWriter implements ClusterWriter {
-  private readonly objects: KubernetesObjectApi;
+  constructor(
+    private readonly kc: KubeConfigLike,
+    private readonly opts: KubeClusterWriterOptions = {},
+  ) {}
 
-  constructor(private readonly kc: KubeConfig) {
-    this.objects = apiClient(kc, KubernetesObjectApi);
+  withSignal(signal: AbortSignal): ClusterWriter {
+    return new KubeClusterWriter(this.kc, { ...this.opts, signal });
+  }
+
+  private get signal(): { signal?: AbortSignal } {
+    return this.opts.signal ? { signal: this.opts.signal } : {};
+  }
+
+  private stored(obj: KubeObject): void {
+    this.opts.observe?.(obj);
   }
 
   async apply(obj: KubeObject): Promise<void> {
     // force: the controller is the only rightful writer of these fields; a hand edit must not block it.
-    await applyObject(this.kc, obj as never, { fieldManager: FIELD_MANAGER, force: true });
+    this.stored(await applyObject(this.kc, obj, { fieldManager: FIELD_MANAGER, force: true, ...this.signal }));
   }
 
   async applyStatus(obj: KubeObject): Promise<void> {
-    await applyStatus(this.kc, obj as never, { fieldManager: FIELD_MANAGER, force: true });
+    this.stored(await applyStatus(this.kc, obj, { fieldManager: FIELD_MANAGER, force: true, ...this.signal }));
   }
 
   async delete(ref: ObjectRef): Promise<void> {
-    await deleteObject(this.kc, ref); // already gone is fine
+    await deleteObject(this.kc, ref, this.signal); // already gone is fine
   }
 
   async read(ref: ObjectRef): Promise<KubeObject | undefined> {
-    try {
-      return (await this.objects.read({ apiVersion: ref.apiVersion, kind: ref.kind, metadata: { name: ref.name, ...(ref.namespace ? { namespace: ref.namespace } : {}) } })) as KubeObject;
-    } catch (err) {
-      const e = KubeApiError.from(err, `read ${ref.kind} ${ref.namespace ?? ""}/${ref.name}`);
-      if (e.kind === "not-found") return undefined;
-      throw e;
-    }
+    return getObject(this.kc, ref, this.signal);
   }
 
   async setFinalizers(ref: ObjectRef, finalizers: string[], resourceVersion: string | undefined): Promise<void> {
-    const patch: KubernetesObject = {
-      apiVersion: ref.apiVersion,
-      kind: ref.kind,
-      metadata: { name: ref.name, ...(ref.namespace ? { namespace: ref.namespace } : {}), finalizers, ...(resourceVersion ? { resourceVersion } : {}) },
-    };
     try {
-      await this.objects.patch(patch, undefined, undefined, FIELD_MANAGER, undefined, PatchStrategy.MergePatch);
+      await mergePatchObject(this.kc, ref, { metadata: { finalizers, ...(resourceVersion ? { resourceVersion } : {}) } }, { fieldManager: FIELD_MANAGER, ...this.signal });
     } catch (err) {
-      const e = KubeApiError.from(err, `remove finalizer of ${ref.kind} ${ref.namespace ?? ""}/${ref.name}`);
-      if (e.kind !== "not-found") throw e;
+      if (!(err instanceof KubeApiError) || err.kind !== "not-found") throw err;
     }
   }
 
   async replaceSecretData(current: SecretLike, data: Record<string, string>): Promise<void> {
     const { managedFields: _drop, ...metadata } = current.metadata ?? {};
-    try {
-      await this.objects.replace({ apiVersion: "v1", kind: "Secret", metadata, type: current.type ?? "Opaque", data } as KubernetesObject, undefined, undefined, FIELD_MANAGER);
-    } catch (err) {
-      throw KubeApiError.from(err, `replace Secret ${metadata.namespace}/${metadata.name}`);
-    }
+    this.stored(await replaceObject(this.kc, { apiVersion: "v1", kind: "Secret", metadata, type: current.type ?? "Opaque", data } as KubeObject, { fieldManager: FIELD_MANAGER, ...this.signal }));
   }
 
   async listAsoResources(namespace: string): Promise<string[]> {
     const found: string[] = [];
     for (const k of ASO_KINDS) {
       try {
-        const list = await listPath(this.kc, `/apis/${k.group}/${k.version}/namespaces/${namespace}/${k.plural}`);
+        const list = await listPath(this.kc, `/apis/${k.group}/${k.version}/namespaces/${namespace}/${k.plural}`, this.signal);
         for (const item of list.items ?? []) found.push(`${k.kind}/${item.metadata?.name ?? "?"}`);
       } catch (raw) {
         const err = KubeApiError.from(raw, `list ${k.plural} in ${namespace}`);
@@ -93,7 +108,5 @@ export class KubeClusterWriter implements ClusterWriter {
 
 /** The closed set of API errors the reconcilers act on (undefined for anything that is not an API error). */
 export function errorKind(err: unknown): KubeApiError["kind"] | undefined {
-  if (err instanceof KubeApiError) return err.kind;
-  if (err instanceof ApiException) return KubeApiError.from(err).kind;
-  return undefined;
+  return err instanceof KubeApiError ? err.kind : undefined;
 }

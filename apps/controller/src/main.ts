@@ -1,12 +1,10 @@
-import { AzureDiscovery, DEFAULT_TTLS } from "@berth/azure";
 import { ConfigError, loadControllerConfig, type ControllerConfig } from "@berth/config";
 import type { PlatformValuesProvider } from "@berth/core";
-import { KubeConfig } from "@kubernetes/client-node";
+import { loadKubeConfig, startHealthServer } from "@berth/kube-runtime";
 import pino from "pino";
 import { Registry } from "prom-client";
 import { Controller } from "./controller.js";
 import { StaticValuesProvider } from "./providers/static.js";
-import { startHealthServer } from "./runtime/index.js";
 
 /** Process concerns only: configuration, logger, kubeconfig, metrics/health server, signals. */
 
@@ -14,14 +12,16 @@ import { startHealthServer } from "./runtime/index.js";
  * The platform values provider, and how often the platform reconciler should ask it again.
  * "azure": live discovery with production settings — DefaultAzureCredential (workload identity in the
  * pod), default endpoints — and only the documented tuning (BERTH_AZURE_TUNING, unset in production).
+ * The Azure SDK is imported only then: a static-provider controller does not carry it.
  */
-function providerFor(config: ControllerConfig, registry: Registry, logger: pino.Logger): { provider: PlatformValuesProvider; factsRefreshMs?: number } {
+async function providerFor(config: ControllerConfig, registry: Registry, logger: pino.Logger): Promise<{ provider: PlatformValuesProvider; factsRefreshMs?: number }> {
   if (config.provider === "static") return { provider: new StaticValuesProvider() };
   const azure = config.cluster.azure;
   // loadControllerConfig refuses BERTH_PROVIDER=azure without them; kept for the type and for callers that build configs by hand.
   if (!azure) throw new ConfigError([`BERTH_PROVIDER=azure: cluster "${config.cluster.name}" has no azure section in platform config`]);
+  const { AzureDiscovery, DEFAULT_TTLS } = await import("@berth/azure");
   const { cacheTtlMs, retry, breaker, callTimeoutMs, maxConcurrency } = config.azureTuning;
-  let provider: AzureDiscovery;
+  let provider: PlatformValuesProvider;
   try {
     provider = AzureDiscovery.fromConfig({
       clusters: { [config.cluster.name]: azure },
@@ -39,23 +39,16 @@ function providerFor(config: ControllerConfig, registry: Registry, logger: pino.
   return { provider, factsRefreshMs: cacheTtlMs?.cluster ?? DEFAULT_TTLS.cluster };
 }
 
-/** KUBECONFIG when set (local runs), else the pod's ServiceAccount (in-cluster). */
-function kubeConfig(): KubeConfig {
-  const kc = new KubeConfig();
-  if (process.env.KUBECONFIG) kc.loadFromDefault();
-  else kc.loadFromCluster();
-  return kc;
-}
-
 async function main(): Promise<void> {
   let config: ControllerConfig;
-  let values: ReturnType<typeof providerFor>;
+  let values: Awaited<ReturnType<typeof providerFor>>;
   let logger: pino.Logger;
   const registry = new Registry();
   try {
     config = loadControllerConfig();
-    logger = pino({ level: config.logLevel, base: { component: "berth-controller", identity: config.identity } });
-    values = providerFor(config, registry, logger);
+    // `app`, not `component`: the runtime's parts bind `component`, and a line carries each key once.
+    logger = pino({ level: config.logLevel, base: { app: "berth-controller", identity: config.identity } });
+    values = await providerFor(config, registry, logger);
   } catch (err) {
     if (err instanceof ConfigError) {
       process.stderr.write(`berth controller: ${err.message}\n`);
@@ -64,7 +57,8 @@ async function main(): Promise<void> {
     throw err;
   }
   const controller = new Controller({
-    kubeConfig: kubeConfig(),
+    // In-cluster (the pod's ServiceAccount) unless KUBECONFIG is set (local runs).
+    kubeConfig: await loadKubeConfig(),
     config,
     provider: values.provider,
     logger,

@@ -20,10 +20,7 @@ export const MANAGED_BY_LABEL = "app.kubernetes.io/managed-by";
 export const MANAGED_BY = "berth";
 export const CLIENT_ID_ANNOTATION = "azure.workload.identity/client-id";
 
-export const TEAM_GROUP = "berth.dev";
-export const TEAM_VERSION = "v1alpha1";
-export const TEAM_API_VERSION = `${TEAM_GROUP}/${TEAM_VERSION}`;
-export const TEAM_PLURAL = "teams";
+export { TEAM_API_VERSION, TEAM_GROUP, TEAM_PLURAL, TEAM_VERSION } from "@berth/core";
 
 export const FLUX_KUSTOMIZATION = { group: "kustomize.toolkit.fluxcd.io", version: "v1", plural: "kustomizations", kind: "Kustomization" } as const;
 

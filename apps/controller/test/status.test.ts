@@ -42,12 +42,32 @@ describe("teamStatusView", () => {
       "FederatedCredentialsReady",
       "FederationMatchesIssuer",
       "RoleAssignmentsReady",
+      "PlatformValuesFresh",
       "CredentialWritten",
       "Ready",
     ]);
     expect(v.conditions.every((c) => c.status === "True" && c.observedGeneration === 3 && c.lastTransitionTime === now.toISOString())).toBe(true);
     expect(v).toMatchObject({ ready: true, revision: "main@sha1:abc", identity: { clientId: CLIENT_A } });
     expect(cond(v, "Rendered").message).toContain("main@sha1:abc");
+  });
+
+  it("reports a provider outage as PlatformValuesFresh=False with its severity, and stays Ready on the last known values", () => {
+    const i = allGood();
+    i.values = { fresh: false, reason: "AzureUnavailable", severity: "Warning", message: "ManagedClusters_Get: 503", lastKnownFrom: "flux-config/platform-vars" };
+    const v = teamStatusView(i);
+    expect(cond(v, "PlatformValuesFresh")).toMatchObject({ status: "False", reason: "AzureUnavailable", severity: "Warning" });
+    expect(cond(v, "PlatformValuesFresh").message).toContain("last known values (ConfigMap flux-config/platform-vars)");
+    expect(cond(v, "CredentialWritten").status).toBe("True");
+    expect(cond(v, "Ready")).toMatchObject({ status: "True", reason: "Ready" });
+    expect(v.ready).toBe(true);
+
+    // Without a stand-in (an authoritative "no"), the condition says so; Ready follows the credential, not this condition.
+    i.values = { fresh: false, reason: "OIDCIssuerNotEnabled", severity: "Error", message: "no OIDC issuer" };
+    i.credential = { written: false, reason: "ProviderUnavailable", message: "no OIDC issuer" };
+    const broken = teamStatusView(i);
+    expect(cond(broken, "PlatformValuesFresh")).toMatchObject({ status: "False", severity: "Error" });
+    expect(cond(broken, "Ready")).toMatchObject({ status: "False", reason: "Waiting" });
+    expect(cond(broken, "Ready").message).toMatch(/^CredentialWritten: ProviderUnavailable/);
   });
 
   it("uses lastAttemptedRevision before anything was applied", () => {

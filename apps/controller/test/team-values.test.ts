@@ -5,7 +5,7 @@ import { observeFacts } from "../src/controller.js";
 import type { ClusterWriter } from "../src/kube.js";
 import type { KubeObject } from "../src/reconcile/objects.js";
 import { TeamReconciler } from "../src/reconcile/team-reconciler.js";
-import { silentLogger } from "../src/runtime/index.js";
+import { silentLogger } from "@berth/kube-runtime";
 import { CLIENT_A, CLIENT_B, clusterOf, decode, FACTS, PLATFORM_CLIENT, platform, SUBSCRIPTION, TENANT } from "./fixtures.js";
 
 /**
@@ -184,7 +184,7 @@ describe("observeFacts", () => {
   it("reports a change of the cluster's facts once, whichever caller saw it, and passes everything else through", async () => {
     const provider = new FakeProvider();
     const changes: string[] = [];
-    const observed = observeFacts(provider, (before, after) => void changes.push(`${before.oidcIssuerUrl} -> ${after.oidcIssuerUrl}`));
+    const observed = observeFacts(provider, (before, after) => void changes.push(`${before?.oidcIssuerUrl ?? "unavailable"} -> ${after?.oidcIssuerUrl ?? "unavailable"}`));
     const cluster = clusterOf(platform());
     await observed.clusterFacts(cluster);
     await observed.clusterFacts(cluster);
@@ -195,5 +195,24 @@ describe("observeFacts", () => {
     expect(changes).toEqual([`${FACTS.oidcIssuerUrl} -> ${NEW_ISSUER}`]);
     expect(await observed.teamIdentity!("payments", cluster)).toMatchObject({ clientId: CLIENT_B });
     expect(observeFacts({ clusterFacts: provider.clusterFacts.bind(provider), platformCredential: provider.platformCredential.bind(provider) }, () => {}).teamIdentity).toBeUndefined();
+  });
+
+  it("reports the provider going away and coming back once each (every team's status says whether values are fresh)", async () => {
+    const provider = new FakeProvider();
+    const changes: string[] = [];
+    const observed = observeFacts(provider, (before, after) => void changes.push(`${before?.oidcIssuerUrl ?? "unavailable"} -> ${after?.oidcIssuerUrl ?? "unavailable"}`));
+    const cluster = clusterOf(platform());
+    await observed.clusterFacts(cluster);
+    const real = provider.clusterFacts.bind(provider);
+    provider.clusterFacts = async () => {
+      throw new ValueUnavailableError("ARM answers 503", { reason: "AzureUnavailable" });
+    };
+    await expect(observed.clusterFacts(cluster)).rejects.toBeInstanceOf(ValueUnavailableError);
+    await expect(observed.clusterFacts(cluster)).rejects.toBeInstanceOf(ValueUnavailableError);
+    expect(changes).toEqual([`${FACTS.oidcIssuerUrl} -> unavailable`]);
+    provider.clusterFacts = real;
+    await observed.clusterFacts(cluster);
+    await observed.clusterFacts(cluster);
+    expect(changes).toEqual([`${FACTS.oidcIssuerUrl} -> unavailable`, `${FACTS.oidcIssuerUrl} -> ${FACTS.oidcIssuerUrl}`]);
   });
 });

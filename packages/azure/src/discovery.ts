@@ -7,6 +7,7 @@ import type { Pipeline, PipelinePolicy } from "@azure/core-rest-pipeline";
 import { DefaultAzureCredential, type TokenCredential } from "@azure/identity";
 import {
   azureNames,
+  GUID,
   teamNameSchema,
   ValueUnavailableError,
   type Cluster,
@@ -29,7 +30,6 @@ import {
   type RetrySettings,
 } from "./resilience.js";
 
-const GUID = /^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$/;
 /** Audience of every workload-identity federated credential. */
 export const TOKEN_EXCHANGE_AUDIENCE = "api://AzureADTokenExchange";
 
@@ -162,7 +162,7 @@ async function orUndefinedOn404<T>(read: () => Promise<T>): Promise<T | undefine
 function unavailable(what: string, err: unknown): ValueUnavailableError {
   if (err instanceof ValueUnavailableError) return err;
   const reason = err instanceof BrokenCircuitError ? err.message : describe(err);
-  return new ValueUnavailableError(`${what}: ${reason}`, { cause: err });
+  return new ValueUnavailableError(`${what}: ${reason}`, { cause: err, reason: "AzureUnavailable" });
 }
 
 const isHttpsUrl = (s: string | undefined): s is string => {
@@ -259,8 +259,8 @@ export class AzureDiscovery implements PlatformValuesProvider {
     const cfg = this.config(cluster);
     const what = `cluster facts of ${clusterName(cluster)}`;
     const [mc, tenantId] = await Promise.all([this.managedCluster(cfg, what), this.subscriptionTenant(cfg.subscriptionId, what)]);
-    if (!mc.found) throw new ValueUnavailableError(`${what}: managed cluster ${cfg.resourceGroup}/${cfg.managedClusterName} not found in subscription ${cfg.subscriptionId}`);
-    if (!mc.issuerURL) throw new ValueUnavailableError(`${what}: the managed cluster has no OIDC issuer (oidcIssuerProfile not enabled)`);
+    if (!mc.found) throw new ValueUnavailableError(`${what}: managed cluster ${cfg.resourceGroup}/${cfg.managedClusterName} not found in subscription ${cfg.subscriptionId}`, { reason: "ManagedClusterNotFound", severity: "Error" });
+    if (!mc.issuerURL) throw new ValueUnavailableError(`${what}: the managed cluster has no OIDC issuer (oidcIssuerProfile not enabled)`, { reason: "OIDCIssuerNotEnabled", severity: "Error" });
     const location = cfg.location ?? mc.location;
     if (!location) throw new ValueUnavailableError(`${what}: the managed cluster reports no location`);
     return { tenantId, subscriptionId: cfg.subscriptionId, oidcIssuerUrl: mc.issuerURL, location };
@@ -271,7 +271,7 @@ export class AzureDiscovery implements PlatformValuesProvider {
     const what = `platform credential of ${clusterName(cluster)}`;
     const { resourceGroup, name } = cfg.platformIdentity;
     const [id, tenantId] = await Promise.all([this.identity(cfg.subscriptionId, resourceGroup, name, what), this.subscriptionTenant(cfg.subscriptionId, what)]);
-    if (!id.found) throw new ValueUnavailableError(`${what}: identity ${resourceGroup}/${name} not found in subscription ${cfg.subscriptionId}`);
+    if (!id.found) throw new ValueUnavailableError(`${what}: identity ${resourceGroup}/${name} not found in subscription ${cfg.subscriptionId}`, { reason: "IdentityNotFound", severity: "Error" });
     if (!id.clientId) throw new ValueUnavailableError(`${what}: identity ${resourceGroup}/${name} has no clientId yet`);
     return { tenantId, subscriptionId: cfg.subscriptionId, clientId: id.clientId };
   }

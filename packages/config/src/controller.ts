@@ -1,5 +1,5 @@
 import { hostname } from "node:os";
-import { allClusters, platformSchema, type Cluster, type Platform } from "@berth/core";
+import { allClusters, DNS_LABEL, platformSchema, type Cluster, type Platform } from "@berth/core";
 import { z } from "zod";
 import { ConfigError, portFromEnv, readConfigFile, type Env } from "./load.js";
 
@@ -8,7 +8,6 @@ import { ConfigError, portFromEnv, readConfigFile, type Env } from "./load.js";
  * (BERTH_CONFIG_FILE; the controller ignores the API's own sections) plus per-deployment env variables.
  */
 
-const DNS_LABEL = /^[a-z]([-a-z0-9]*[a-z0-9])?$/;
 
 const booleanFromEnv = z
   .string()

@@ -96,6 +96,7 @@ export function loadConfig(env: Env = process.env, cwd = process.cwd()): BerthCo
       ...(env.BERTH_OIDC_ISSUER ? { issuer: env.BERTH_OIDC_ISSUER } : {}),
       ...(env.BERTH_OIDC_AUDIENCE ? { audience: env.BERTH_OIDC_AUDIENCE } : {}),
       ...(env.BERTH_OIDC_JWKS_URI ? { jwksUri: env.BERTH_OIDC_JWKS_URI } : {}),
+      ...(env.BERTH_OIDC_TENANT_ID ? { tenantId: env.BERTH_OIDC_TENANT_ID } : {}),
     });
   } else if (mode !== undefined) {
     problems.push(`BERTH_AUTH_MODE: must be "oidc" or "dev", got "${mode}"`);

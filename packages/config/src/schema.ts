@@ -48,6 +48,13 @@ export const apiAuthSchema = z.discriminatedUnion("mode", [
       readRole: nonEmpty.default("Berth.Read"),
       writeRole: nonEmpty.default("Berth.Write"),
       clockToleranceSeconds: z.number().int().min(0).max(300).default(30),
+      /**
+       * Entra ID tenant whose tokens are accepted (the `tid` claim). The issuer check already pins a tenant
+       * for a single-tenant issuer URL; this also holds when keys are shared across tenants.
+       */
+      tenantId: z.string().regex(/^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/, "must be a lowercase GUID").optional(),
+      /** After a JWKS fetch, a token with an unknown key id waits this long before the JWKS is fetched again. */
+      jwksCooldownSeconds: z.number().int().min(0).max(3600).default(30),
     })
     .strict(),
   z
@@ -68,12 +75,70 @@ export const clusterAccessSchema = z
   })
   .strict();
 
+const ms = (min: number, max: number, fallback: number) => z.number().int().min(min).max(max).default(fallback);
+
+/**
+ * Connection timeouts, chosen rather than inherited (docs/operations.md explains each). A request that has
+ * arrived is never cut off while it is being answered: commits may queue behind others.
+ */
+export const timeoutsSchema = z
+  .object({
+    /** The request line and every header must arrive within this (slow-header clients get 408). */
+    headersMs: ms(100, 120_000, 10_000),
+    /** The whole request, body included, must arrive within this (408). */
+    requestMs: ms(100, 600_000, 30_000),
+    /** A connection that sends nothing while it should be sending (before or during a request) is closed after this. */
+    idleMs: ms(100, 600_000, 30_000),
+    /** An idle keep-alive connection is closed after this; keep it above the idle timeout of any proxy in front. */
+    keepAliveMs: ms(100, 600_000, 72_000),
+  })
+  .strict()
+  // Node refuses a headers timeout above the request timeout.
+  .refine((t) => t.headersMs <= t.requestMs, { message: "headersMs must not exceed requestMs", path: ["headersMs"] })
+  // A stalled request head must meet the headers timeout (a 408 answer) before the idle one (a silent close).
+  .refine((t) => t.headersMs < t.idleMs, { message: "headersMs must be below idleMs", path: ["headersMs"] });
+
+/**
+ * Requests per window (a fixed window per key, in each replica's memory): per principal for authenticated
+ * requests, per client address for everything else. Health probes are never limited.
+ */
+export const rateLimitSchema = z
+  .object({
+    enabled: z.boolean().default(true),
+    windowSeconds: z.number().int().min(1).max(3600).default(60),
+    /** Per principal: GET routes. */
+    reads: z.number().int().min(1).default(600),
+    /** Per principal: routes that need the write role (writes and previews). Stricter than reads. */
+    writes: z.number().int().min(1).default(60),
+    /** Per client address: requests without a valid token, and the public docs routes. */
+    unauthenticated: z.number().int().min(1).default(120),
+  })
+  .strict();
+
+/** Idempotency-Key: how far back in the Flux repo's history a key is looked up (docs/decisions/0005). */
+export const idempotencySchema = z
+  .object({
+    /** A key is honoured this long after its commit (the IETF draft's expiry); later, the request runs again. */
+    windowHours: z.number().int().min(1).max(24 * 30).default(24),
+    /** At most this many recent commits are indexed, however young. */
+    maxCommits: z.number().int().min(100).max(1_000_000).default(20_000),
+  })
+  .strict();
+
 export const apiSchema = z
   .object({
     host: z.string().default("127.0.0.1"),
     port: z.number().int().min(0).max(65535).default(8080),
     auth: apiAuthSchema,
     bodyLimitBytes: z.number().int().min(1024).max(1_048_576).default(65_536),
+    timeouts: timeoutsSchema.default(timeoutsSchema.parse({})),
+    rateLimit: rateLimitSchema.default(rateLimitSchema.parse({})),
+    idempotency: idempotencySchema.default(idempotencySchema.parse({})),
+    /**
+     * Proxies in front whose X-Forwarded-For is believed (fastify's trustProxy): false, a hop count, or
+     * addresses/CIDRs. Per-address rate limits need the client's address, not the ingress's.
+     */
+    trustProxy: z.union([z.boolean(), z.number().int().min(1).max(10), z.array(z.string().min(1)).min(1)]).default(false),
     /** Clusters by name whose Team status GET /v1/teams/{name}/status reports; others show "not-configured". */
     clusters: z.record(z.string(), clusterAccessSchema).default({}),
     /** The rollout engine (docs/rollouts.md). */
@@ -103,3 +168,7 @@ export type BerthConfig = z.infer<typeof berthConfigSchema>;
 export type GitAuth = z.infer<typeof gitAuthSchema>;
 export type ApiAuth = z.infer<typeof apiAuthSchema>;
 export type ClusterAccess = z.infer<typeof clusterAccessSchema>;
+export type ApiConfig = z.infer<typeof apiSchema>;
+export type ApiTimeouts = z.infer<typeof timeoutsSchema>;
+export type RateLimitConfig = z.infer<typeof rateLimitSchema>;
+export type IdempotencyConfig = z.infer<typeof idempotencySchema>;

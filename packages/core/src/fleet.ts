@@ -1,6 +1,7 @@
 import { RenderError, RepoContentError, TeamValidationError } from "./errors.js";
 import { repoLayout, type RepoLayout } from "./layout.js";
-import { fileStatus, unifiedDiff, type FileChange, type Onboarding } from "./onboarding.js";
+import { fileStatus, unifiedDiff, type Onboarding } from "./onboarding.js";
+import type { FileChange } from "./repo.js";
 import type { RepoTree } from "./repo.js";
 import { matchesSelector, type TeamSelector } from "./rollout.js";
 import { parseTeamFile } from "./team-file.js";

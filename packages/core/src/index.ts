@@ -17,3 +17,5 @@ export * from "./rollout.js";
 export * from "./fleet.js";
 export * from "./adoption.js";
 export * from "./provider.js";
+export * from "./patterns.js";
+export * from "./team-object.js";

@@ -3,18 +3,13 @@ import { RepoContentError, TeamExistsError, TeamNotFoundError, TeamValidationErr
 import { repoLayout, TEAM_SPEC_FILE, type RepoLayout } from "./layout.js";
 import { allClusters, type Platform } from "./platform.js";
 import { renderClusterTeamsIndex, renderTeam } from "./render.js";
-import { hasContent, type RepoChange, type RepoTree } from "./repo.js";
+import { hasContent, type FileChange, type FileStatus, type RepoChange, type RepoTree } from "./repo.js";
 import { parseTeamFile } from "./team-file.js";
 import type { Team } from "./team.js";
 import { TemplateCatalog } from "./template-catalog.js";
 import type { TemplateSet } from "./template-set.js";
 import { validateTeam, validateTeamSpec } from "./validate.js";
 
-export type FileStatus = "added" | "modified" | "deleted";
-export interface FileChange {
-  path: string;
-  status: FileStatus;
-}
 /** What writing `after` (null: deleting) does to a file that holds `before` (undefined: absent). */
 export function fileStatus(before: string | undefined, after: string | null): FileStatus {
   return after === null ? "deleted" : before === undefined ? "added" : "modified";
@@ -49,10 +44,15 @@ export interface Preview {
  * The request path's domain logic: read teams from a RepoTree, turn an API request into one RepoChange.
  * Pure apart from reading the tree it is handed; the git adapter commits what it returns.
  */
+/** Parsed teams kept by folder content id; beyond this many the cache starts over. */
+const MAX_PARSED_TEAMS = 50_000;
+
 export class Onboarding {
   private readonly layout: RepoLayout;
   /** Every template version Berth can render with; the default is what new teams get. */
   readonly catalog: TemplateCatalog;
+  private readonly parsed = new Map<string, Team | null>();
+  private lastList: { id: string; teams: Promise<Team[]> } | undefined;
 
   constructor(
     readonly platform: Platform,
@@ -63,11 +63,31 @@ export class Onboarding {
   }
 
   async readTeam(tree: RepoTree, name: string): Promise<Team | undefined> {
+    const folderId = tree.contentId ? await tree.contentId(this.layout.teamDir(name)) : undefined;
+    if (tree.contentId && folderId === undefined) return undefined;
+    return this.parsedTeam(tree, name, folderId);
+  }
+
+  /**
+   * The team in folder `name`, parsed once per folder content id: a team whose folder did not change since it
+   * was last read is not read or parsed again, whatever else the commit changed.
+   */
+  private async parsedTeam(tree: RepoTree, name: string, folderId: string | undefined): Promise<Team | undefined> {
+    const key = folderId === undefined ? undefined : `${name}\0${folderId}`;
+    const hit = key === undefined ? undefined : this.parsed.get(key);
+    if (hit !== undefined) return hit ?? undefined;
     const path = this.layout.teamSpec(name);
     const text = await tree.read(path);
-    if (text === undefined) return undefined;
-    const team = parseTeamFile(text, path);
-    if (team.name !== name) throw new RepoContentError(path, `metadata.name is "${team.name}", expected "${name}"`);
+    let team: Team | undefined;
+    if (text !== undefined) {
+      team = parseTeamFile(text, path);
+      if (team.name !== name) throw new RepoContentError(path, `metadata.name is "${team.name}", expected "${name}"`);
+    }
+    if (key !== undefined) {
+      // Bounded: old folder ids pile up as teams change; starting over costs one parse per team.
+      if (this.parsed.size >= MAX_PARSED_TEAMS) this.parsed.clear();
+      this.parsed.set(key, team ?? null);
+    }
     return team;
   }
 
@@ -82,10 +102,33 @@ export class Onboarding {
       .sort();
   }
 
+  /**
+   * Every team, sorted by name. With content ids (the git adapter), the answer is reused while the teams
+   * folder is unchanged (concurrent readers share one build), and only changed team folders are parsed again.
+   */
   async listTeams(tree: RepoTree): Promise<Team[]> {
-    const names = await this.listTeamNames(tree);
-    const teams = await Promise.all(names.map((n) => this.readTeam(tree, n)));
-    return teams.filter((t): t is Team => t !== undefined);
+    if (!tree.entries || !tree.contentId) {
+      const names = await this.listTeamNames(tree);
+      const teams = await Promise.all(names.map((n) => this.readTeam(tree, n)));
+      return teams.filter((t): t is Team => t !== undefined);
+    }
+    const id = await tree.contentId(this.layout.teamsDir);
+    if (id === undefined) return [];
+    if (this.lastList?.id !== id) {
+      const teams = this.listByFolder(tree);
+      const entry = { id, teams };
+      this.lastList = entry;
+      teams.catch(() => {
+        if (this.lastList === entry) this.lastList = undefined;
+      });
+    }
+    return [...(await this.lastList!.teams)];
+  }
+
+  private async listByFolder(tree: RepoTree): Promise<Team[]> {
+    const folders = (await tree.entries!(this.layout.teamsDir)).filter((e) => e.kind === "folder");
+    const teams = await Promise.all(folders.map((f) => this.parsedTeam(tree, f.name, f.id)));
+    return teams.filter((t): t is Team => t !== undefined).sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
   }
 
   /** Every file of the team, rendered with its template version (the default when it names none). */

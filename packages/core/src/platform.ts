@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { DNS_LABEL, GUID, LOWERCASE_GUID } from "./patterns.js";
 import { containerLimitsSchema, quotaSchema, ROLE_ID, templateVersionSchema } from "./team.js";
 
 /**
@@ -6,10 +7,8 @@ import { containerLimitsSchema, quotaSchema, ROLE_ID, templateVersionSchema } fr
  * (env + one YAML file); the domain only ever sees this parsed, typed form.
  */
 
-const DNS_LABEL = /^[a-z]([-a-z0-9]*[a-z0-9])?$/;
 /** Keys of the platform-vars ConfigMap, which Flux substitutes as `${KEY}`. */
 export const PLATFORM_VAR_KEY = /^[A-Z][A-Z0-9_]*$/;
-const GUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 
 /** A folder of the Flux repo: `/`-separated segments, no empty segment, no `.` or `..`. */
 const REPO_DIR = /^[a-z0-9][a-z0-9_-]*(\/[a-z0-9][a-z0-9_-]*)*$/;
@@ -47,7 +46,7 @@ const azureName = (what: string) => z.string().regex(AZURE_NAME, `must be an Azu
  */
 export const clusterAzureSchema = z
   .object({
-    subscriptionId: z.string().regex(/^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$/, "must be a GUID"),
+    subscriptionId: z.string().regex(GUID, "must be a GUID"),
     /** Resource group of the AKS managed cluster. */
     resourceGroup: azureName("resource group"),
     managedClusterName: azureName("managed cluster"),
@@ -99,7 +98,7 @@ export const roleCatalogEntrySchema = z
     id: z.string().regex(ROLE_ID, "must be 1-30 lowercase letters, digits and '-', starting with a letter and ending alphanumeric"),
     description: z.string().max(200).default(""),
     /** Built-in or custom role definition GUID (the last segment of its ARM id). */
-    roleDefinitionId: z.string().regex(GUID),
+    roleDefinitionId: z.string().regex(LOWERCASE_GUID),
     /** Role name as Azure shows it, used by live discovery to check the id. */
     roleName: z.string().max(100).optional(),
     scope: roleScopeSchema,

@@ -41,7 +41,20 @@ export interface PlatformValuesProvider {
   teamIdentity?(team: string, cluster: Cluster): Promise<TeamIdentity | undefined>;
 }
 
-/** Thrown by a provider when a value is not known (yet); the caller retries later and writes nothing. */
+/**
+ * Thrown by a provider when a value is not known (yet); the caller retries later and writes nothing.
+ * `reason` names the cause in one CamelCase word and `severity` says, as ASO does, whether it may pass on
+ * its own ("Warning": Azure unreachable, throttled) or needs a person ("Error": no OIDC issuer, a value
+ * missing from platform config).
+ */
 export class ValueUnavailableError extends Error {
   override readonly name = "ValueUnavailableError";
+  readonly reason: string;
+  readonly severity: "Error" | "Warning";
+
+  constructor(message: string, options: { cause?: unknown; reason?: string; severity?: "Error" | "Warning" } = {}) {
+    super(message, options.cause === undefined ? undefined : { cause: options.cause });
+    this.reason = options.reason ?? "ProviderUnavailable";
+    this.severity = options.severity ?? "Warning";
+  }
 }

@@ -3,6 +3,30 @@
  * implements RepoTree over a commit and applies a RepoChange as one commit.
  */
 
+export type FileStatus = "added" | "modified" | "deleted";
+export interface FileChange {
+  path: string;
+  status: FileStatus;
+}
+
+/** One entry of a folder, with a content id: the same id means the same content (a git object id). */
+export interface TreeEntry {
+  name: string;
+  kind: "file" | "folder";
+  id: string;
+}
+
+/** A commit found in a tree's history (see RepoTree.findCommit). */
+export interface CommitInfo {
+  revision: string;
+  committedAt: Date;
+  trailers: readonly Trailer[];
+  /** The repo as this commit left it. */
+  tree: RepoTree;
+  /** What the commit changed against its first parent, sorted by path. */
+  changes(): Promise<FileChange[]>;
+}
+
 /** A read-only view of the Flux repo at one commit. Paths are POSIX, relative to the repo root. */
 export interface RepoTree {
   /** The commit this view reads, or undefined for an empty repository. */
@@ -16,13 +40,25 @@ export interface RepoTree {
    * reading the file (git compares blob ids) provides it; otherwise callers compare `read`.
    */
   hasContent?(path: string, content: string): Promise<boolean>;
+  /**
+   * The immediate entries of folder `dir` with content ids, sorted by name (empty when it does not exist).
+   * Optional: readers that derive something from a folder can cache it by id (parse each team once).
+   */
+  entries?(dir: string): Promise<TreeEntry[]>;
+  /** The content id of a file or folder, or undefined when absent. Optional, as `entries`. */
+  contentId?(path: string): Promise<string | undefined>;
+  /**
+   * The earliest commit in this tree's recent history (the tree's own commit included) whose trailers hold
+   * every one of `trailers` (keys compared case-insensitively, values exactly), among the commits the
+   * adapter itself wrote within its look-back window. Optional: only a repo with history answers.
+   */
+  findCommit?(trailers: readonly Trailer[]): Promise<CommitInfo | undefined>;
 }
 
 /** `tree.hasContent` when the tree has it, else a comparison of what `read` returns. */
 export async function hasContent(tree: RepoTree, path: string, content: string): Promise<boolean> {
   return tree.hasContent ? tree.hasContent(path, content) : (await tree.read(path)) === content;
 }
-
 
 /** One commit's worth of change. A `null` content deletes the file. */
 export interface RepoChange {

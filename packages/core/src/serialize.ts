@@ -25,7 +25,7 @@ function numericElsewhere(value: string): boolean {
  * Output is byte for byte what the `yaml` package writes (yamlDocument below); most objects take a faster
  * path that writes the block structure itself and asks the `yaml` package for every scalar and key
  * (memoized), because building a `yaml` document per object was most of the time of rendering a fleet
- * (docs/decisions/0005-rollouts.md). packages/core/test/serialize.test.ts holds the two equal.
+ * (docs/decisions/0008-rollouts.md). packages/core/test/serialize.test.ts holds the two equal.
  */
 export function toYamlFile(objects: readonly unknown[], headerLines: readonly string[]): string {
   const header = headerLines.map((line) => `# ${line}\n`).join("");

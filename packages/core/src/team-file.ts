@@ -2,6 +2,7 @@ import { z } from "zod";
 import { sortedByKey } from "./context.js";
 import { LEGACY_TEMPLATE_VERSION } from "./template-catalog.js";
 import { parseRepoFile, toYamlFile } from "./serialize.js";
+import { TEAM_API_VERSION, TEAM_KIND } from "./team-object.js";
 import { teamNameSchema, teamSpecSchema, type Team } from "./team.js";
 
 /**
@@ -9,8 +10,6 @@ import { teamNameSchema, teamSpecSchema, type Team } from "./team.js";
  * truth. It is a resource of the team's base, so Flux applies it on every cluster of the team as the
  * cluster-scoped Team object of the controller's CRD `teams.berth.dev` (metadata.name = team name).
  */
-export const TEAM_API_VERSION = "berth.dev/v1alpha1";
-export const TEAM_KIND = "Team";
 
 const teamFileSchema = z
   .object({

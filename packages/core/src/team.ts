@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { DNS_LABEL, LOWERCASE_GUID } from "./patterns.js";
 
 /**
  * The team model: one zod source for the TypeScript types, request validation and the OpenAPI schema.
@@ -10,7 +11,6 @@ import { z } from "zod";
 /** Longest team name: every name derived from it must still fit its own limit (see naming.ts). */
 export const TEAM_NAME_MAX = 40;
 
-const DNS_LABEL = /^[a-z]([-a-z0-9]*[a-z0-9])?$/;
 /**
  * Printable text without `$` (Flux substitution), backslash, backtick or angle brackets. Lone surrogates
  * and U+FFFE/U+FFFF are refused too: YAML does not allow them in a stream, and Go's yaml rejects the file.
@@ -18,7 +18,6 @@ const DNS_LABEL = /^[a-z]([-a-z0-9]*[a-z0-9])?$/;
 const SAFE_TEXT = /^[^\p{Cc}\p{Cf}\p{Zl}\p{Zp}\p{Cs}\uFFFE\uFFFF$\\`<>]*$/u;
 /** A role catalog id: also a Kubernetes label value and part of object names, so it ends alphanumeric. */
 export const ROLE_ID = /^[a-z]([a-z0-9-]{0,28}[a-z0-9])?$/;
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 /** Kubernetes resource.Quantity syntax (decimal SI, binary SI, or decimal exponent). */
 const QUANTITY = /^[0-9]+(\.[0-9]+)?(m|k|M|G|T|P|E|Ki|Mi|Gi|Ti|Pi|Ei|e[0-9]+)?$/;
 const LABEL_NAME = /^[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$/;
@@ -169,7 +168,7 @@ export const teamSpecSchema = z
   .object({
     description: safeTextSchema(256).default(""),
     owners: z
-      .array(z.string().regex(UUID, "must be an Entra ID group object id (lowercase UUID)"))
+      .array(z.string().regex(LOWERCASE_GUID, "must be an Entra ID group object id (lowercase UUID)"))
       .min(1, "at least one owner group is required")
       .max(20)
       .refine((ids) => new Set(ids).size === ids.length, "must not repeat a group"),

@@ -108,7 +108,8 @@ export async function planBatch(txns: readonly QueuedTxn[], base: GitTree): Prom
 
 /**
  * Whether any transaction's outcome could differ on a tree where `changed` paths differ from the plan's
- * base: true when a changed path overlaps something a transaction read, listed or wrote.
+ * base: true when a changed path overlaps something a transaction read, listed or wrote, or when a
+ * transaction asked the history (new commits are new history).
  */
 export function planConflicts(plan: Plan, changed: readonly string[]): boolean {
   if (changed.length === 0) return false;
@@ -121,6 +122,7 @@ export function planConflicts(plan: Plan, changed: readonly string[]): boolean {
     return parents(path).some((d) => changedSet.has(d)); // a changed path is a parent of it (file/folder clash)
   };
   for (const t of plan.txns) {
+    if (t.view.readsHistory) return true;
     for (const d of t.view.lists) if (changedDirs.has(d) || hit(d)) return true;
     for (const r of t.view.reads) if (hit(r)) return true;
     if (t.kind === "commit") for (const p of t.files.keys()) if (hit(p)) return true;

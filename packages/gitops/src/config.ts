@@ -24,10 +24,17 @@ export interface FluxRepoConfig {
   auth: FluxRepoAuth;
   /** A git command that makes no progress (no output) for this long is killed. Default 30 000. */
   timeoutMs?: number;
-  /** Push attempts per batch before giving up with a `conflict` GitOpsError. Default 8. */
+  /** Push attempts per batch before giving up with a `conflict` GitOpsError. Default 50. */
   maxPushAttempts?: number;
+  /**
+   * Wall-clock budget for one batch's push retries. A busy foreign writer is outrun by retrying at once, not by
+   * waiting; this bounds how long a request may wait for that. Default 20 000.
+   */
+  pushBudgetMs?: number;
   /** Most transactions committed by one push. Default 32. */
   maxBatchSize?: number;
+  /** How far back findCommit looks: this many hours (default 24) and at most this many commits (default 20 000). */
+  history?: { windowHours?: number; maxCommits?: number };
   logger?: GitOpsLogger;
 }
 
@@ -40,7 +47,9 @@ export interface ResolvedConfig {
   timeoutMs: number;
   pingTimeoutMs: number;
   maxPushAttempts: number;
+  pushBudgetMs: number;
   maxBatchSize: number;
+  history: { windowMs: number; maxCommits: number };
   logger: GitOpsLogger;
 }
 
@@ -147,8 +156,13 @@ export function resolveConfig(cfg: FluxRepoConfig): ResolvedConfig {
     auth,
     timeoutMs,
     pingTimeoutMs: Math.min(timeoutMs, 5_000),
-    maxPushAttempts: positiveInt("maxPushAttempts", cfg.maxPushAttempts, 8, 100),
+    maxPushAttempts: positiveInt("maxPushAttempts", cfg.maxPushAttempts, 50, 1000),
+    pushBudgetMs: positiveInt("pushBudgetMs", cfg.pushBudgetMs, 20_000, 600_000),
     maxBatchSize: positiveInt("maxBatchSize", cfg.maxBatchSize, 32, 1000),
+    history: {
+      windowMs: positiveInt("history.windowHours", cfg.history?.windowHours, 24, 24 * 365) * 3_600_000,
+      maxCommits: positiveInt("history.maxCommits", cfg.history?.maxCommits, 20_000, 1_000_000),
+    },
     logger: cfg.logger ?? silentLogger,
   };
 }

@@ -9,7 +9,7 @@ export type GitOpsErrorKind =
   | "config"
   /** A RepoChange or a read asked for an unsafe path, or a file/directory clash. */
   | "invalid-change"
-  /** The remote branch kept moving: gave up after maxPushAttempts rejected pushes. */
+  /** The remote branch kept moving: gave up after maxPushAttempts rejected pushes or pushBudgetMs. */
   | "conflict"
   /** The remote refused our credentials (or the SSH host key). */
   | "auth"

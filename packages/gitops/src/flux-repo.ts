@@ -8,6 +8,7 @@ import { type FluxRepoConfig, type ResolvedConfig, resolveConfig } from "./confi
 import { GitOpsError, PushRejectedError } from "./errors.js";
 import { GitRunner } from "./git-runner.js";
 import { GitTree, IndexCache, type TreeSource } from "./git-tree.js";
+import { TrailerIndex } from "./history.js";
 import { ObjectReader } from "./object-reader.js";
 import { buildGitEnvironment } from "./remote-auth.js";
 
@@ -72,6 +73,8 @@ export class FluxRepo {
   private refreshing: Promise<void> | undefined;
   private closed = false;
   private ownsWorkDir = false;
+  /** The commit time of the last fast-import (what the history index records for our own commits). */
+  private lastImportAt = new Date(0);
   private readonly counters: FluxRepoStats = {
     transactions: 0,
     commits: 0,
@@ -233,7 +236,8 @@ export class FluxRepo {
       await runner.run(["config", "core.logAllRefUpdates", "false"]);
       await runner.run(["config", "gc.autoDetach", "false"]);
       this.runner = runner;
-      this.src = { reader: new ObjectReader(runner, this.cfg.timeoutMs), runner, indexes: new IndexCache(runner) };
+      const history = new TrailerIndex(runner, { ...this.cfg.history, committerEmail: this.cfg.author.email });
+      this.src = { reader: new ObjectReader(runner, this.cfg.timeoutMs), runner, indexes: new IndexCache(runner), history };
       await this.queue.add(() => this.fetchHead());
       logger.info({ branch, revision: this.head?.sha ?? null }, "flux repo: ready");
     } catch (err) {
@@ -307,7 +311,7 @@ export class FluxRepo {
 
   /** One group commit: plan, commit, push; replay or rebase on a rejected push. Settles every waiter. */
   private async runBatch(waiters: Waiter[]): Promise<void> {
-    const { logger, branch, maxPushAttempts } = this.cfg;
+    const { logger, branch, maxPushAttempts, pushBudgetMs } = this.cfg;
     const txns = waiters.map((w) => w.txn);
     const started = Date.now();
     this.counters.batches += 1;
@@ -339,10 +343,13 @@ export class FluxRepo {
         },
         {
           retries: maxPushAttempts - 1,
+          maxRetryTime: pushBudgetMs,
+          // A rejection means someone else pushed: the fix is a rebase onto the new head, so retry almost at once.
+          // Waiting longer only lets a busy writer (image automation) push again. The jitter, capped low, is for
+          // two Berth replicas racing each other; the budget, not the delay, bounds how long a request waits.
           factor: 2,
-          // Short first delays: a rejected batch usually just needs a rebase onto the new head (milliseconds).
-          minTimeout: 5,
-          maxTimeout: 1_000,
+          minTimeout: 2,
+          maxTimeout: 50,
           randomize: true,
           shouldRetry: ({ error }) => error instanceof PushRejectedError,
           onFailedAttempt: ({ error, attemptNumber }) => {
@@ -354,6 +361,11 @@ export class FluxRepo {
       );
       const final = plan as Plan | undefined;
       if (!final) throw new GitOpsError("unavailable", "internal: batch finished without a plan");
+      this.source().history.recordPushed(
+        final.base,
+        final.txns.flatMap((t) => (t.kind === "commit" ? [t.message] : [])).map((message, n) => ({ revision: shas[n] as string, message })),
+        this.lastImportAt,
+      );
       if (shas.length > 0) {
         // The pushed head's index is the base's plus what the batch wrote: no ls-tree for the next reader.
         const written = final.txns.flatMap((t) => (t.kind === "commit" ? [...t.files] : []));
@@ -427,7 +439,8 @@ export class FluxRepo {
   private async importCommits(plan: Plan): Promise<string[]> {
     const git = this.git();
     const marksFile = join(this.cfg.workDir, "berth-import.marks");
-    const { stream, marks } = fastImportStream(plan, SCRATCH_REF, this.cfg.author, new Date());
+    this.lastImportAt = new Date();
+    const { stream, marks } = fastImportStream(plan, SCRATCH_REF, this.cfg.author, this.lastImportAt);
     await git.runWithInput(["fast-import", "--quiet", "--done", "--force", `--export-marks=${marksFile}`], stream, "git fast-import");
     const table = new Map<number, string>();
     for (const line of (await readFile(marksFile, "utf8")).split("\n")) {
@@ -469,7 +482,7 @@ export class FluxRepo {
     if (r.error.kind !== "auth") {
       try {
         const now = await this.fetchHead();
-        if (now === sha || (now !== undefined && (await git.tryRun(["merge-base", "--is-ancestor", sha, now])).ok)) return;
+        if (now === sha || (now !== undefined && (await git.isAncestor(sha, now)))) return;
       } catch {
         // fall through to the push error
       }

@@ -57,6 +57,15 @@ export class GitRunner {
     }
   }
 
+  /**
+   * Whether commit `ancestor` is reachable from `descendant` (or is it). Not `merge-base --is-ancestor`:
+   * simple-git resolves a non-zero exit without stderr as success, so its answer would always be yes.
+   */
+  async isAncestor(ancestor: string, descendant: string): Promise<boolean> {
+    const r = await this.tryRun(["merge-base", ancestor, descendant]);
+    return r.ok && r.stdout.trim() === ancestor;
+  }
+
   /** `git <args>` with `input` on stdin; killed after timeoutMs in total. */
   runWithInput(args: string[], input: Buffer, what: string): Promise<string> {
     return new Promise((resolve, reject) => {

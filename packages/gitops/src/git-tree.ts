@@ -1,5 +1,6 @@
-import type { RepoTree } from "@berth/core";
+import type { CommitInfo, RepoTree, Trailer, TreeEntry } from "@berth/core";
 import type { GitRunner } from "./git-runner.js";
+import { commitChanges, type TrailerIndex } from "./history.js";
 import type { ObjectKind, ObjectReader } from "./object-reader.js";
 import { TreeIndex } from "./tree-index.js";
 import { assertReadablePath, normalizeDir } from "./paths.js";
@@ -9,6 +10,7 @@ export interface TreeSource {
   reader: ObjectReader;
   runner: GitRunner;
   indexes: IndexCache;
+  history: TrailerIndex;
 }
 
 /**
@@ -109,6 +111,36 @@ export class GitTree implements RepoTree {
     return index.isFile(path) ? "blob" : index.isDir(path) ? "tree" : undefined;
   }
 
+  async entries(dir: string): Promise<TreeEntry[]> {
+    const d = normalizeDir(dir);
+    if (this.revision === undefined) return [];
+    const obj = await this.src.reader.read(d === "" ? `${this.revision}^{tree}` : `${this.revision}:${d}`);
+    if (obj?.kind !== "tree") return [];
+    return obj.entries
+      .filter((e) => e.kind !== "commit")
+      .map((e) => ({ name: e.name, kind: e.kind === "tree" ? ("folder" as const) : ("file" as const), id: e.oid }))
+      .sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
+  }
+
+  async contentId(path: string): Promise<string | undefined> {
+    const d = normalizeDir(path);
+    if (this.revision === undefined) return undefined;
+    return (await this.src.reader.read(d === "" ? `${this.revision}^{tree}` : `${this.revision}:${d}`))?.oid;
+  }
+
+  async findCommit(trailers: readonly Trailer[]): Promise<CommitInfo | undefined> {
+    const found = await this.src.history.find(this.revision, trailers);
+    if (!found) return undefined;
+    const { runner } = this.src;
+    return {
+      revision: found.revision,
+      committedAt: new Date(found.committedAt),
+      trailers: found.trailers,
+      tree: new GitTree(this.src, found.revision),
+      changes: () => commitChanges(runner, found.revision),
+    };
+  }
+
   async list(dir: string): Promise<string[]> {
     const d = normalizeDir(dir);
     return (await this.index())?.list(d) ?? [];
@@ -120,11 +152,6 @@ export class GitTree implements RepoTree {
   }
 }
 
-/** A tree with nothing in it: the view of a remote whose branch does not exist yet. */
-export function emptyTree(src: TreeSource): GitTree {
-  return new GitTree(src, undefined);
-}
-
 /**
  * The tree one transaction of a batch sees: the batch's base commit plus the changes of the transactions
  * before it (not yet committed), recording every path it reads and every folder it lists. Those records
@@ -133,6 +160,8 @@ export function emptyTree(src: TreeSource): GitTree {
 export class TxnView implements RepoTree {
   readonly reads = new Set<string>();
   readonly lists = new Set<string>();
+  /** Set when the transaction asked the branch's history (findCommit): any move of the remote may change that answer. */
+  readsHistory = false;
 
   constructor(
     private readonly base: GitTree,
@@ -167,6 +196,15 @@ export class TxnView implements RepoTree {
       else files.add(p);
     }
     return [...files].sort();
+  }
+
+  /**
+   * History as of the batch's base commit. Commits of earlier transactions in the same batch are not seen:
+   * callers keep one key out of two concurrent transactions of one process themselves.
+   */
+  async findCommit(trailers: readonly Trailer[]): Promise<CommitInfo | undefined> {
+    this.readsHistory = true;
+    return this.base.findCommit(trailers);
   }
 
   /** True when `path` is a file in this view. */

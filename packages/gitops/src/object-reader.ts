@@ -1,12 +1,40 @@
 import type { ChildProcessWithoutNullStreams } from "node:child_process";
 import { GitOpsError } from "./errors.js";
 import type { GitRunner } from "./git-runner.js";
+import { LRUCache } from "lru-cache";
 
 export type ObjectKind = "blob" | "tree" | "commit" | "tag";
+export interface TreeObjectEntry {
+  name: string;
+  /** "tree" for a folder, "blob" for a file or symlink, "commit" for a submodule. */
+  kind: "blob" | "tree" | "commit";
+  oid: string;
+}
 export interface GitObject {
   kind: ObjectKind;
+  /** The object id: equal ids, equal content. */
+  oid: string;
   /** utf-8 text for blobs; empty for other kinds (we never need their bytes). */
   text: string;
+  /** A tree's entries, in git's order; empty for other kinds. */
+  entries: TreeObjectEntry[];
+}
+
+/** The entries of a tree object: `<mode> <name>\0<raw id>` repeated. */
+function treeEntries(content: Buffer, idBytes: number): TreeObjectEntry[] {
+  const out: TreeObjectEntry[] = [];
+  let at = 0;
+  while (at < content.length) {
+    const space = content.indexOf(0x20, at);
+    const nul = content.indexOf(0, space + 1);
+    if (space === -1 || nul === -1 || nul + 1 + idBytes > content.length) break;
+    const mode = content.subarray(at, space).toString("latin1");
+    const name = content.subarray(space + 1, nul).toString("utf8");
+    const oid = content.subarray(nul + 1, nul + 1 + idBytes).toString("hex");
+    out.push({ name, oid, kind: mode === "40000" ? "tree" : mode === "160000" ? "commit" : "blob" });
+    at = nul + 1 + idBytes;
+  }
+  return out;
 }
 
 const HEADER = /^([0-9a-f]{40}|[0-9a-f]{64}) (blob|tree|commit|tag) (\d+)$/;
@@ -17,37 +45,12 @@ interface Pending {
   reject(e: Error): void;
 }
 
-/** A small LRU keyed by immutable object names (`<sha>:<path>`), bounded by entries and bytes. */
-export class LruCache<V> {
-  private readonly map = new Map<string, { value: V; size: number }>();
-  private bytes = 0;
-  constructor(
-    private readonly maxEntries: number,
-    private readonly maxBytes: number,
-  ) {}
-  get(key: string): V | undefined {
-    const hit = this.map.get(key);
-    if (!hit) return undefined;
-    this.map.delete(key);
-    this.map.set(key, hit);
-    return hit.value;
-  }
-  set(key: string, value: V, size: number): void {
-    if (size > this.maxBytes / 4) return;
-    const old = this.map.get(key);
-    if (old) {
-      this.bytes -= old.size;
-      this.map.delete(key);
-    }
-    this.map.set(key, { value, size });
-    this.bytes += size;
-    while (this.map.size > this.maxEntries || this.bytes > this.maxBytes) {
-      const first = this.map.keys().next();
-      if (first.done) break;
-      this.bytes -= this.map.get(first.value)?.size ?? 0;
-      this.map.delete(first.value);
-    }
-  }
+/**
+ * An LRU keyed by immutable object names (`<sha>:<path>`), bounded by entries and bytes; an entry over a
+ * quarter of the budget is not kept. `false` records "names nothing" (lru-cache holds no undefined/null).
+ */
+export function objectCache<V extends {}>(maxEntries: number, maxBytes: number): LRUCache<string, V> {
+  return new LRUCache<string, V>({ max: maxEntries, maxSize: maxBytes, maxEntrySize: maxBytes / 4 });
 }
 
 /**
@@ -59,10 +62,10 @@ export class ObjectReader {
   private proc: ChildProcessWithoutNullStreams | undefined;
   private queue: Pending[] = [];
   private buf: Buffer = Buffer.alloc(0);
-  private body: { size: number; kind: ObjectKind } | undefined;
+  private body: { size: number; kind: ObjectKind; oid: string } | undefined;
   private watchdog: NodeJS.Timeout | undefined;
   private closed = false;
-  private readonly cache = new LruCache<GitObject | null>(20_000, 64 * 1024 * 1024);
+  private readonly cache = objectCache<GitObject | false>(20_000, 64 * 1024 * 1024);
 
   constructor(
     private readonly runner: GitRunner,
@@ -72,10 +75,12 @@ export class ObjectReader {
   /** `spec` is `<full sha>:<path>` or a full sha. Resolves undefined when it names nothing. */
   async read(spec: string): Promise<GitObject | undefined> {
     const cached = this.cache.get(spec);
-    if (cached !== undefined) return cached ?? undefined;
+    if (cached !== undefined) return cached || undefined;
     const obj = await this.request(spec);
     // A bare object name that is missing may arrive with the next fetch: only `<sha>:<path>` misses are final.
-    if (obj !== undefined || spec.includes(":")) this.cache.set(spec, obj ?? null, spec.length + (obj?.text.length ?? 0) + 64);
+    if (obj !== undefined || spec.includes(":")) {
+      this.cache.set(spec, obj ?? false, { size: spec.length + (obj?.text.length ?? 0) + (obj?.entries.length ?? 0) * 96 + 64 });
+    }
     return obj;
   }
 
@@ -138,15 +143,20 @@ export class ObjectReader {
           head.resolve(undefined);
           continue;
         }
-        this.body = { kind: m[2] as ObjectKind, size: Number(m[3]) };
+        this.body = { oid: m[1]!, kind: m[2] as ObjectKind, size: Number(m[3]) };
       }
       if (this.buf.length < this.body.size + 1) return;
       const content = this.buf.subarray(0, this.body.size);
       this.buf = this.buf.subarray(this.body.size + 1);
-      const kind = this.body.kind;
+      const { kind, oid } = this.body;
       this.body = undefined;
       this.queue.shift();
-      head.resolve({ kind, text: kind === "blob" ? content.toString("utf8") : "" });
+      head.resolve({
+        kind,
+        oid,
+        text: kind === "blob" ? content.toString("utf8") : "",
+        entries: kind === "tree" ? treeEntries(content, oid.length / 2) : [],
+      });
     }
   }
 

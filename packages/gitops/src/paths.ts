@@ -59,11 +59,6 @@ export function normalizeDir(dir: string): string {
   return d;
 }
 
-/** True when `a` and `b` are the same path or one is a folder holding the other. */
-export function overlaps(a: string, b: string): boolean {
-  return a === b || a.startsWith(`${b}/`) || b.startsWith(`${a}/`);
-}
-
 /** Every proper parent folder of a path: `a/b/c` → `a`, `a/b`. */
 export function parents(path: string): string[] {
   const out: string[] = [];

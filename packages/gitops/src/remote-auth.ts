@@ -61,6 +61,11 @@ export function buildGitEnvironment(opts: { gitDir: string; auth: FluxRepoAuth; 
     LC_ALL: "C",
     LANGUAGE: "C",
   });
+  // glibc gives freed memory back to the system as soon as the top of the heap is free, and asks for it
+  // again with the next allocation: git fast-import does that for every blob, and on these machines each
+  // brk() costs ~160 µs, so writing 8,000 files took 28 s, 98 % of it in brk (strace -c). A 64 MiB pad
+  // (address space, not resident memory) made it 0.4 s. An operator's own setting wins.
+  if (env.MALLOC_TOP_PAD_ === undefined) env.MALLOC_TOP_PAD_ = String(64 * 1024 * 1024);
 
   const config: [string, string][] = [
     // No credential helper from the user's global config may answer (or store) anything.

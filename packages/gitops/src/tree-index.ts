@@ -5,7 +5,7 @@ import { createHash } from "node:crypto";
  * commit's index and a change) and then answered from memory. Listing a folder, "is this a file / a
  * folder", and "does this file hold exactly this text" (its git blob id) need no git process; only file
  * contents are read from git, by blob id (shared by every commit that has the same content).
- * docs/decisions/0005-rollouts.md ("where the time went").
+ * docs/decisions/0008-rollouts.md ("where the time went").
  */
 export class TreeIndex {
   /** Paths in code-point order, for prefix ranges. */

@@ -37,7 +37,7 @@ describe("FluxRepo under concurrency", () => {
     await repo.transact(async () => change("seed", { "README.md": "flux\n" }), { actor: "seed", requestId: "0" });
     // A busy bot: a commit every ~400 ms plus its own git time (real image automation is far slower). Faster
     // than our fetch→push window (~100-250 ms for a 32-commit batch on this 2-core box) it would make batches
-    // exhaust maxPushAttempts, which is the documented limit, not what this test is about.
+    // exhaust maxPushAttempts or pushBudgetMs, the documented limits, not what this test is about.
     const pusher = await startForeignPusher({ url: remote.url, intervalMs: 400 });
     cleanups.push(async () => {
       await pusher.stop().catch(() => {});

@@ -7,6 +7,7 @@ import { pushForeignCommit, startForeignPusher } from "../../../tests/support/fo
 import { startGitHttpServer, type GitHttpServer } from "../../../tests/support/git-http-server.js";
 import { basicAuthEnv, type BareRepo, createBareRepo, inspectRemote } from "../../../tests/support/git-remotes.js";
 import { change, openRepo, origin } from "./helpers.js";
+import { captureLogs } from "../../../tests/support/logs.js";
 
 const USER = "flux-writer";
 const TOKEN = "tok_9f8e7d6c5b4a3210SECRET";
@@ -45,12 +46,8 @@ describe("FluxRepo over smart HTTP with Basic auth", () => {
 
   it("commits over HTTP with a token that never reaches disk, logs or argv", async () => {
     const url = await newRemote("a.git");
-    const logs: string[] = [];
-    const logger = {
-      info: (o: object, m?: string) => logs.push(`${m} ${JSON.stringify(o)}`),
-      warn: (o: object, m?: string) => logs.push(`${m} ${JSON.stringify(o)}`),
-      debug: (o: object, m?: string) => logs.push(`${m} ${JSON.stringify(o)}`),
-    };
+    // The apps' logger (pino), at debug, into memory: every line the writer logs is checked for the token.
+    const { logger, lines: logs } = captureLogs({ level: "debug" });
     const { repo, workDir, cleanup } = await openRepo(url, { auth: { kind: "token", token: TOKEN, username: USER }, logger });
     try {
       await repo.ping();

@@ -1,10 +1,12 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { GitOpsError } from "../src/index.js";
-import { startGitSshServer, sshdAvailable, type GitSshServer } from "../../../tests/support/git-ssh-server.js";
+import { startGitSshServer, type GitSshServer } from "../../../tests/support/git-ssh-server.js";
 import { type BareRepo, createBareRepo, inspectRemote } from "../../../tests/support/git-remotes.js";
 import { change, openRepo, origin } from "./helpers.js";
 
-describe.skipIf(!sshdAvailable())("FluxRepo over SSH with a deploy key", () => {
+// No skip when sshd is missing: `npm test` installs openssh-server (infra/test-tools/debian-packages.txt), and a
+// test that skips in CI proves nothing. Without it, beforeAll fails and says what to install.
+describe("FluxRepo over SSH with a deploy key", () => {
   let server: GitSshServer;
   const remotes: BareRepo[] = [];
   beforeAll(async () => {

@@ -1,3 +1,4 @@
+import { STATUS_CODES } from "node:http";
 import {
   AdoptionRecreatesError,
   AdoptionUnmappableError,
@@ -17,19 +18,32 @@ import {
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 import { GitOpsError } from "@berth/gitops";
 import fp from "fastify-plugin";
+import { RAW_RESPONSE_SECURITY_HEADERS } from "./security-headers.js";
 
-/** RFC 9457 problem details. `type` URIs are documented in docs/api.md. */
+/**
+ * RFC 9457 problem details: the API's one error vocabulary. Every error the server sends, routed or not, is
+ * one of these with a `type` from docs/api.md; framework error codes never reach a client.
+ */
 export interface Problem {
   type: string;
   title: string;
   status: number;
   detail?: string;
+  /** The request path, never its query string (which may carry a token). */
   instance?: string;
   requestId?: string;
   errors?: FieldIssue[];
 }
 
 export const PROBLEM_BASE = "https://berth.dev/problems/";
+
+declare module "fastify" {
+  interface FastifyRequest {
+    /** The problem type answered, after PROBLEM_BASE (for the audit line). */
+    problemType?: string;
+  }
+}
+export const PROBLEM_CONTENT_TYPE = "application/problem+json; charset=utf-8";
 
 /** An error the API raises on purpose, carrying its problem type. */
 export class HttpProblem extends Error {
@@ -44,11 +58,24 @@ export class HttpProblem extends Error {
   }
 }
 
+/** The HTTP reason phrase: the title of protocol-level problems (never a framework code). */
+export function reasonPhrase(status: number): string {
+  return STATUS_CODES[status] ?? "Error";
+}
+
+/** A request target without its query string: what may be echoed and logged. */
+export function pathOf(url: string | undefined): string {
+  const path = (url ?? "").split("?", 1)[0] ?? "";
+  return path.slice(0, 512);
+}
+
 export function sendProblem(request: FastifyRequest, reply: FastifyReply, problem: Omit<Problem, "instance" | "requestId">) {
+  request.problemType = problem.type.startsWith(PROBLEM_BASE) ? problem.type.slice(PROBLEM_BASE.length) : problem.type;
   return reply
     .code(problem.status)
-    .type("application/problem+json")
-    .send({ ...problem, instance: request.url, requestId: String(request.id) } satisfies Problem);
+    .header("x-request-id", String(request.id))
+    .type(PROBLEM_CONTENT_TYPE)
+    .send({ ...problem, instance: pathOf(request.url), requestId: String(request.id) } satisfies Problem);
 }
 
 /** A request part (body, params, query) failed its zod schema; issues keep zod's exact field paths. */
@@ -61,10 +88,70 @@ export class RequestValidationError extends Error {
   }
 }
 
+/**
+ * Fastify's own client errors (parsing, limits, routing), in words a client can act on. Anything not
+ * listed keeps a generic detail: fastify's messages can name internals.
+ */
+const FASTIFY_DETAILS: Record<string, string> = {
+  FST_ERR_CTP_BODY_TOO_LARGE: "the request body is larger than the limit",
+  FST_ERR_CTP_INVALID_MEDIA_TYPE: "the request body must be application/json",
+  FST_ERR_CTP_INVALID_TYPE: "the request has a body but no valid Content-Type",
+  FST_ERR_CTP_EMPTY_JSON_BODY: "the request body is empty",
+  FST_ERR_CTP_INVALID_CONTENT_LENGTH: "Content-Length does not match the body",
+  FST_ERR_CTP_INVALID_JSON_BODY: "the request body is not valid JSON",
+  FST_ERR_BAD_URL: "the request path is not valid (bad percent-encoding)",
+  FST_ERR_MAX_PARAM_LENGTH: "a path segment is longer than any valid value",
+  FST_ERR_ASYNC_CONSTRAINT: "the request cannot be routed",
+};
+
+/** The problem type for a protocol-level status: one type per kind of failure, stable across releases. */
+function protocolType(status: number): string {
+  if (status === 408) return "request-timeout";
+  if (status === 429) return "too-many-requests";
+  return "bad-request";
+}
+
+/** What fastify raises before a handler runs (no route, malformed body, limits), as a problem. */
+export function frameworkProblem(error: { code?: string; statusCode?: number; message?: string }): Omit<Problem, "instance" | "requestId"> {
+  const status = error.statusCode && error.statusCode >= 400 && error.statusCode < 500 ? error.statusCode : 400;
+  return {
+    type: `${PROBLEM_BASE}${protocolType(status)}`,
+    title: reasonPhrase(status),
+    status,
+    detail: (error.code && FASTIFY_DETAILS[error.code]) ?? "the request is malformed",
+  };
+}
+
+/** For fastify's `frameworkErrors` option: errors raised while routing (bad URL, over-long parameter). */
+export function frameworkErrorHandler(error: FastifyError, request: FastifyRequest, reply: FastifyReply) {
+  request.log.info({ code: error.code }, "refused a request before routing");
+  // These replies skip the app's hooks, so they carry the baseline security headers themselves.
+  reply.headers(RAW_RESPONSE_SECURITY_HEADERS);
+  return sendProblem(request, reply, frameworkProblem(error));
+}
+
+/**
+ * A complete HTTP/1.1 response for errors Node raises on the socket, before any request object exists
+ * (unparseable request, headers too large or too slow). Same vocabulary, same headers.
+ */
+export function rawProblemResponse(status: number, requestId: string, detail: string): string {
+  const body = JSON.stringify({ type: `${PROBLEM_BASE}${protocolType(status)}`, title: reasonPhrase(status), status, detail, requestId } satisfies Problem);
+  const headers = {
+    "Content-Type": PROBLEM_CONTENT_TYPE,
+    "Content-Length": String(Buffer.byteLength(body)),
+    "X-Request-Id": requestId,
+    Connection: "close",
+    ...RAW_RESPONSE_SECURITY_HEADERS,
+  };
+  return `HTTP/1.1 ${status} ${reasonPhrase(status)}\r\n${Object.entries(headers)
+    .map(([k, v]) => `${k}: ${v}`)
+    .join("\r\n")}\r\n\r\n${body}`;
+}
+
 /** The one error handler: maps domain and HTTP errors to problems; details only below 500. */
 export const problemPlugin = fp(async (app: FastifyInstance) => {
   app.setNotFoundHandler((request, reply) =>
-    sendProblem(request, reply, { type: `${PROBLEM_BASE}not-found`, title: "Not Found", status: 404, detail: `no route ${request.method} ${request.url.split("?")[0]}` }),
+    sendProblem(request, reply, { type: `${PROBLEM_BASE}not-found`, title: "Not Found", status: 404, detail: `no route ${request.method} ${pathOf(request.url)}` }),
   );
 
   app.setErrorHandler((error: FastifyError, request, reply) => {
@@ -131,10 +218,11 @@ export const problemPlugin = fp(async (app: FastifyInstance) => {
     }
     const status = error.statusCode ?? 500;
     if (status < 500) {
-      // Fastify's own client errors: malformed JSON, body too large, unsupported media type...
-      return sendProblem(request, reply, { type: `${PROBLEM_BASE}bad-request`, title: error.code ?? "Bad request", status, detail: error.message });
+      // Fastify's own client errors: body too large, unsupported media type, ...
+      request.log.info({ code: error.code, status }, "refused a malformed request");
+      return sendProblem(request, reply, frameworkProblem(error));
     }
     request.log.error({ err: error }, "request failed");
-    return sendProblem(request, reply, { type: `${PROBLEM_BASE}internal`, title: "Internal Server Error", status, detail: "see the server log for this request id" });
+    return sendProblem(request, reply, { type: `${PROBLEM_BASE}internal`, title: "Internal Server Error", status: 500, detail: "see the server log for this request id" });
   });
 });

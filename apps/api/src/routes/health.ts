@@ -5,9 +5,10 @@ import { sendProblem, PROBLEM_BASE } from "../plugins/problem.js";
 export const healthRoutes: FastifyPluginAsync<{ ping: () => Promise<void>; cacheMs?: number }> = async (app, { ping, cacheMs = 5000 }) => {
   let last: { at: number; ok: boolean; reason?: string } | undefined;
 
-  app.get("/healthz", { schema: { hide: true } }, async () => ({ status: "ok" }));
+  const probe = { exemptFromRateLimit: true };
+  app.get("/healthz", { config: probe, schema: { hide: true } }, async () => ({ status: "ok" }));
 
-  app.get("/readyz", { schema: { hide: true } }, async (request, reply) => {
+  app.get("/readyz", { config: probe, schema: { hide: true } }, async (request, reply) => {
     // Probes arrive every few seconds from several kubelets; one ls-remote per window is plenty.
     if (!last || Date.now() - last.at > cacheMs) {
       try {

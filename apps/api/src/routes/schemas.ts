@@ -14,7 +14,46 @@ export const fileChangeSchema = z.object({
 const revision = z.string().nullable().describe("The Flux repo commit the answer reflects");
 
 export const teamResponse = z.object({ team: teamSchema, revision });
-export const teamListResponse = z.object({ items: z.array(teamSchema), revision });
+export const teamListResponse = z.object({
+  items: z.array(teamSchema),
+  revision,
+  continue: z.string().optional().describe("Present when more teams follow: pass it as `continue` to get the next page"),
+});
+
+/** An opaque page cursor: the last team name of the previous page, base64url-encoded JSON. */
+const continueToken = z
+  .string()
+  .max(256)
+  .transform((value, ctx) => {
+    try {
+      const decoded = teamCursor.parse(JSON.parse(Buffer.from(value, "base64url").toString("utf8")));
+      return decoded.after;
+    } catch {
+      ctx.addIssue({ code: "custom", message: "is not a continue token this API returned" });
+      return z.NEVER;
+    }
+  });
+const teamCursor = z.object({ after: teamNameSchema }).strict();
+export function encodeContinue(after: string): string {
+  return Buffer.from(JSON.stringify({ after } satisfies z.infer<typeof teamCursor>)).toString("base64url");
+}
+
+export const teamListQuery = z
+  .object({
+    limit: z.coerce.number().int().min(1).max(1000).optional().describe("At most this many teams (1-1000); all when absent"),
+    continue: continueToken.optional().describe("The `continue` of the previous page"),
+  });
+
+/** Request headers the API reads, declared for the OpenAPI document (other headers pass through). */
+export const writeHeaders = z.looseObject({
+  "idempotency-key": z
+    .string()
+    .optional()
+    .describe("Makes a retry safe: the same key with the same request answers the original outcome (IETF draft-ietf-httpapi-idempotency-key-header). 1-128 visible ASCII characters, e.g. a UUID."),
+});
+export const conditionalHeaders = z.looseObject({
+  "if-none-match": z.string().optional().describe("An ETag from an earlier answer: 304 when nothing changed since"),
+});
 export const writeResponse = z.object({
   team: teamSchema,
   revision: z.string().describe("The commit holding the change (the current head when nothing changed)"),

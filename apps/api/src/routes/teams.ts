@@ -1,44 +1,116 @@
+import { createHash } from "node:crypto";
 import type { ChangeOrigin } from "@berth/core";
-import type { FastifyRequest } from "fastify";
+import { LRUCache } from "lru-cache";
+import type { FastifyReply, FastifyRequest } from "fastify";
 import type { FastifyPluginAsyncZod } from "fastify-type-provider-zod";
-import type { TeamService } from "../team-service.js";
-import { HttpProblem } from "../plugins/problem.js";
+import { z } from "zod";
+import { idempotencyKeyOf, requestFingerprint } from "../idempotency.js";
+import { HttpProblem, pathOf } from "../plugins/problem.js";
+import type { TeamService, WriteRequest } from "../team-service.js";
 import {
+  conditionalHeaders,
   createTeamBody,
   deleteResponse,
+  encodeContinue,
   previewResponse,
   problemResponse,
   statusResponse,
+  teamListQuery,
   teamListResponse,
   teamNameParams,
   teamResponse,
   updateTeamBody,
+  writeHeaders,
   writeResponse,
 } from "./schemas.js";
 
 const security = [{ bearerAuth: [] }];
-const errors = { 401: problemResponse, 403: problemResponse, 422: problemResponse, 500: problemResponse, 503: problemResponse };
+const errors = { 400: problemResponse, 401: problemResponse, 403: problemResponse, 422: problemResponse, 429: problemResponse, 500: problemResponse, 503: problemResponse };
+const notModified = { 304: z.null().describe("Not Modified: the ETag given in If-None-Match still holds (no body)") };
 
 /** Who asked for a write, for its commit's trailers (every write route uses this). */
 export function originOf(request: FastifyRequest): ChangeOrigin {
   return { actor: request.principal?.actor ?? "unknown", requestId: String(request.id) };
 }
 
+/** What the commit records about who asked, and the request's Idempotency-Key with its fingerprint. */
+function writeRequest(request: FastifyRequest, body: unknown): WriteRequest {
+  const origin = originOf(request);
+  const key = idempotencyKeyOf(request);
+  if (key === undefined) return { origin };
+  request.idempotency = { key, fingerprint: requestFingerprint(request.method, pathOf(request.url), body) };
+  return { origin, idempotency: request.idempotency };
+}
+
+/** Records the outcome for the audit line and marks a replayed answer (Stripe's header name; the draft has none). */
+function settle(request: FastifyRequest, reply: FastifyReply, team: string, result: { revision: string; committed: boolean; replayed: boolean }) {
+  request.auditResult = { team, revision: result.revision, outcome: result.replayed ? "replayed" : result.committed ? "committed" : "unchanged" };
+  if (result.replayed) reply.header("idempotent-replayed", "true");
+}
+
+/**
+ * A strong ETag for a read at `revision`: the body is a function of the revision and the request, so equal
+ * tags mean equal bodies. Answers 304 (and true) when If-None-Match already holds it.
+ */
+function notModifiedSince(request: FastifyRequest, reply: FastifyReply, revision: string | undefined, variant: string): boolean {
+  const etag = `"${createHash("sha256").update(`${revision ?? "empty"}\n${variant}`).digest("base64url").slice(0, 32)}"`;
+  reply.header("etag", etag);
+  const given = request.headers["if-none-match"];
+  if (!given) return false;
+  // Weak comparison (RFC 9110 §13.1.2): W/ prefixes are ignored; "*" matches any current representation.
+  const tags = given.split(",").map((t) => t.trim().replace(/^W\//, ""));
+  if (!tags.includes(etag) && !tags.includes("*")) return false;
+  void reply.code(304).send();
+  return true;
+}
+
 export const teamRoutes: FastifyPluginAsyncZod<{ teams: TeamService }> = async (app, { teams }) => {
+  const listBodies = new LRUCache<string, string>({ max: 32, maxSize: 64 * 1024 * 1024, maxEntrySize: 16 * 1024 * 1024 });
   const read = { requiredRole: "read" as const };
   const write = { requiredRole: "write" as const };
 
-  app.get("/teams", { config: read, schema: { tags: ["teams"], summary: "List teams", security, response: { 200: teamListResponse, ...errors } } }, async () => {
-    const { revision, teams: items } = await teams.list();
-    return { items, revision: revision ?? null };
-  });
+  app.get(
+    "/teams",
+    {
+      config: read,
+      schema: {
+        tags: ["teams"],
+        summary: "List teams (name order, paged with limit/continue; ETag)",
+        security,
+        querystring: teamListQuery,
+        headers: conditionalHeaders,
+        response: { 200: teamListResponse, ...notModified, ...errors },
+      },
+    },
+    async (request, reply) => {
+      const { limit, continue: after } = request.query;
+      const page = await teams.list({ limit, after });
+      const variant = `list\n${limit ?? ""}\n${after ?? ""}`;
+      if (notModifiedSince(request, reply, page.revision, variant)) return reply;
+      // A page is a function of (revision, query): serialized once, then sent as is to every reader of that
+      // revision (1,000 teams are ~70 ms of JSON work, which concurrent readers would otherwise each repeat).
+      const key = `${page.revision ?? ""}\n${variant}`;
+      let body = listBodies.get(key);
+      if (body === undefined) {
+        const value = { items: page.teams, revision: page.revision ?? null, ...(page.lastOfPage ? { continue: encodeContinue(page.lastOfPage) } : {}) };
+        body = JSON.stringify(teamListResponse.parse(value));
+        listBodies.set(key, body, { size: body.length });
+      }
+      // A string payload skips fastify's serializer; the value was checked against the schema above.
+      return reply.type("application/json; charset=utf-8").send(body as unknown as z.infer<typeof teamListResponse>);
+    },
+  );
 
   app.post(
     "/teams",
-    { config: write, schema: { tags: ["teams"], summary: "Onboard a team", security, body: createTeamBody, response: { 201: writeResponse, 409: problemResponse, ...errors } } },
+    {
+      config: { ...write, action: "create" },
+      schema: { tags: ["teams"], summary: "Onboard a team", security, headers: writeHeaders, body: createTeamBody, response: { 201: writeResponse, 409: problemResponse, ...errors } },
+    },
     async (request, reply) => {
-      const result = await teams.create(request.body, originOf(request));
-      return reply.code(201).header("location", `/v1/teams/${result.team.name}`).send(result);
+      const result = await teams.create(request.body, writeRequest(request, request.body));
+      settle(request, reply, result.team.name, result);
+      return reply.code(201).header("location", `/v1/teams/${result.team.name}`).send({ team: result.team, revision: result.revision, committed: result.committed, files: result.files });
     },
   );
 
@@ -53,10 +125,14 @@ export const teamRoutes: FastifyPluginAsyncZod<{ teams: TeamService }> = async (
 
   app.get(
     "/teams/:name",
-    { config: read, schema: { tags: ["teams"], summary: "Get a team", security, params: teamNameParams, response: { 200: teamResponse, 404: problemResponse, ...errors } } },
-    async (request) => {
+    {
+      config: read,
+      schema: { tags: ["teams"], summary: "Get a team (ETag)", security, params: teamNameParams, headers: conditionalHeaders, response: { 200: teamResponse, ...notModified, 404: problemResponse, ...errors } },
+    },
+    async (request, reply) => {
       const { revision, team } = await teams.get(request.params.name);
       if (!team) throw new HttpProblem(404, "team-not-found", "Team not found", `team "${request.params.name}" does not exist`);
+      if (notModifiedSince(request, reply, revision, `team\n${team.name}`)) return reply;
       return { team, revision: revision ?? null };
     },
   );
@@ -76,10 +152,22 @@ export const teamRoutes: FastifyPluginAsyncZod<{ teams: TeamService }> = async (
   app.put(
     "/teams/:name",
     {
-      config: write,
-      schema: { tags: ["teams"], summary: "Update a team (re-render, commit what changed)", security, params: teamNameParams, body: updateTeamBody, response: { 200: writeResponse, 404: problemResponse, ...errors } },
+      config: { ...write, action: "update" },
+      schema: {
+        tags: ["teams"],
+        summary: "Update a team (re-render, commit what changed)",
+        security,
+        params: teamNameParams,
+        headers: writeHeaders,
+        body: updateTeamBody,
+        response: { 200: writeResponse, 404: problemResponse, ...errors },
+      },
     },
-    async (request) => teams.update(request.params.name, request.body, originOf(request)),
+    async (request, reply) => {
+      const result = await teams.update(request.params.name, request.body, writeRequest(request, request.body));
+      settle(request, reply, result.team.name, result);
+      return { team: result.team, revision: result.revision, committed: result.committed, files: result.files };
+    },
   );
 
   app.post(
@@ -96,10 +184,14 @@ export const teamRoutes: FastifyPluginAsyncZod<{ teams: TeamService }> = async (
 
   app.delete(
     "/teams/:name",
-    { config: write, schema: { tags: ["teams"], summary: "Offboard a team in one commit", security, params: teamNameParams, response: { 200: deleteResponse, 404: problemResponse, ...errors } } },
-    async (request) => {
-      const result = await teams.delete(request.params.name, originOf(request));
-      return { team: result.team.name, revision: result.revision, files: result.files };
+    {
+      config: { ...write, action: "delete" },
+      schema: { tags: ["teams"], summary: "Offboard a team in one commit", security, params: teamNameParams, headers: writeHeaders, response: { 200: deleteResponse, 404: problemResponse, ...errors } },
+    },
+    async (request, reply) => {
+      const result = await teams.delete(request.params.name, writeRequest(request, null));
+      settle(request, reply, result.team, result);
+      return { team: result.team, revision: result.revision, files: result.files };
     },
   );
 };

@@ -32,7 +32,10 @@ function required<K extends string>(cluster: Cluster, keys: readonly K[]): Recor
     else missing.push(key);
   }
   if (missing.length) {
-    throw new ValueUnavailableError(`cluster ${cluster.name} has no value for ${missing.join(", ")} in platform config (environments[].clusters[].vars)`);
+    throw new ValueUnavailableError(`cluster ${cluster.name} has no value for ${missing.join(", ")} in platform config (environments[].clusters[].vars)`, {
+      reason: missing.includes("CLUSTER_OIDC_ISSUER_URL") ? "OIDCIssuerNotConfigured" : "ValuesNotConfigured",
+      severity: "Error",
+    });
   }
   return out;
 }

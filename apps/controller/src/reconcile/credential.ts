@@ -1,4 +1,4 @@
-import { teamNames, type ClusterFacts } from "@berth/core";
+import { GUID, teamNames, type ClusterFacts } from "@berth/core";
 import { CLIENT_ID_ANNOTATION, CREDENTIAL_FINALIZER, MANAGED_BY, MANAGED_BY_LABEL, TEAM_LABEL } from "../names.js";
 import { unb64, type ConfigMapLike, type KubeObject, type SecretLike } from "./objects.js";
 import { encodeData, foreignDataOwners, type Decision } from "./platform.js";
@@ -7,8 +7,6 @@ import { encodeData, foreignDataOwners, type Decision } from "./platform.js";
  * Team credential decisions (pure): what the team's `aso-credential` Secret and the `workload`
  * ServiceAccount's client-id annotation must be, and how the live Secret differs from that.
  */
-
-const GUID = /^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$/;
 
 export interface TeamCredential {
   tenantId: string;
@@ -90,7 +88,7 @@ export type CredentialDrift =
  * owns a changed key, when a key was added, or when the client id is another team's (ASO #4810: a team
  * pointing its credential at another team's identity is privilege escalation).
  */
-export function classifyDrift(current: SecretLike | undefined, desired: SecretLike, clientIdOwners: ReadonlyMap<string, string>, team: string): CredentialDrift {
+export function classifyDrift(current: SecretLike | undefined, desired: SecretLike, clientIdOwners: { get(clientId: string): string | undefined }, team: string): CredentialDrift {
   if (!current) return { kind: "missing" };
   const have = current.data ?? {};
   const want = desired.data ?? {};

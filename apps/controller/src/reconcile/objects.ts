@@ -2,32 +2,12 @@
  * The few object shapes the reconcilers read, structurally typed so they accept both the typed models of
  * @kubernetes/client-node (dates as Date) and raw JSON from custom resources (dates as strings).
  */
-import type { ObjectRef } from "../runtime/index.js";
+import type { KubernetesObject, ManagedFieldsEntry, ObjectMeta, ObjectRef } from "@berth/kube-runtime";
 
-export interface ManagedFieldsEntry {
-  manager?: string;
-  operation?: string;
-  fieldsV1?: unknown;
-}
+export type { ManagedFieldsEntry, ObjectRef };
+export type Meta = ObjectMeta;
 
-export interface Meta {
-  name?: string;
-  namespace?: string;
-  uid?: string;
-  generation?: number;
-  resourceVersion?: string;
-  labels?: Record<string, string>;
-  annotations?: Record<string, string>;
-  finalizers?: string[];
-  deletionTimestamp?: Date | string;
-  managedFields?: ManagedFieldsEntry[];
-}
-
-export interface KubeObject {
-  apiVersion?: string;
-  kind?: string;
-  metadata?: Meta;
-}
+export type KubeObject = KubernetesObject;
 
 export interface ConfigMapLike extends KubeObject {
   data?: Record<string, string>;
@@ -66,16 +46,3 @@ export const isDeleting = (o: KubeObject | undefined): boolean => Boolean(o?.met
 
 export const b64 = (value: string) => Buffer.from(value, "utf8").toString("base64");
 export const unb64 = (value: string | undefined) => (value === undefined ? undefined : Buffer.from(value, "base64").toString("utf8"));
-
-/** Reference to an object, for Events and deletes: the runtime's. */
-export type { ObjectRef };
-
-export function refOf(o: KubeObject, fallback: Omit<ObjectRef, "uid">): ObjectRef {
-  return {
-    apiVersion: o.apiVersion ?? fallback.apiVersion,
-    kind: o.kind ?? fallback.kind,
-    name: o.metadata?.name ?? fallback.name,
-    ...(fallback.namespace ? { namespace: o.metadata?.namespace ?? fallback.namespace } : {}),
-    ...(o.metadata?.uid ? { uid: o.metadata.uid } : {}),
-  };
-}

@@ -1,5 +1,5 @@
-import { ValueUnavailableError, type ClusterFacts, type PlatformCredential } from "@berth/core";
-import type { ReconcilerDeps } from "./team-reconciler.js";
+import { ValueUnavailableError, type PlatformCredential } from "@berth/core";
+import { clusterFactsOrLastKnown, type ReconcilerDeps } from "./team-reconciler.js";
 import { PLATFORM_CREDENTIAL_SECRET, platformCredentialSecret, platformVarsConfigMap, platformVarsData, satisfies, type Decision } from "./platform.js";
 import type { ObjectRef } from "./objects.js";
 
@@ -7,23 +7,36 @@ export interface ReconcileOutcome {
   requeueAfterMs: number;
 }
 
+export interface PlatformReconcilerDeps extends ReconcilerDeps {
+  /** Told after every pass whether the provider answered (a gauge on /metrics: the platform's own status). */
+  onFreshness?: (fresh: boolean) => void;
+}
+
 /**
  * Keeps `platform-vars` and the platform `aso-credential` in the ASO namespace equal to what the
  * provider and platform config say. Level-triggered: it compares the cache with the desired objects and
  * applies only what differs, so a deleted or edited object is restored on the next watch event.
+ *
+ * platform-vars is written only from facts the provider gives now. The platform credential is a
+ * workload-identity credential: it is written only while the cluster has an OIDC issuer — fresh, or the
+ * last known one during a passing outage — never for a cluster that has none (it could not authenticate).
  */
 export class PlatformReconciler {
   private lastProblem = "";
 
-  constructor(private readonly deps: ReconcilerDeps) {}
+  constructor(private readonly deps: PlatformReconcilerDeps) {}
 
-  async reconcile(): Promise<ReconcileOutcome> {
-    const { platform, cluster, provider, caches, writer, events, logger } = this.deps;
+  async reconcile(signal?: AbortSignal): Promise<ReconcileOutcome> {
+    const { platform, cluster, provider, caches, events, logger } = this.deps;
+    const writer = signal && this.deps.writer.withSignal ? this.deps.writer.withSignal(signal) : this.deps.writer;
     const problems: string[] = [];
-
-    const facts = await known(() => provider.clusterFacts(cluster), problems);
-    const vars: Decision<Record<string, string>> | undefined = facts ? platformVarsData(platform, cluster, facts) : undefined;
     const cmRef: ObjectRef = { apiVersion: "v1", kind: "ConfigMap", name: platform.platformVarsConfigMap, namespace: platform.asoNamespace };
+    const secretRef: ObjectRef = { apiVersion: "v1", kind: "Secret", name: PLATFORM_CREDENTIAL_SECRET, namespace: platform.asoNamespace };
+
+    const { facts, values } = await clusterFactsOrLastKnown(this.deps);
+    this.deps.onFreshness?.(values.fresh);
+    if (!values.fresh) problems.push(values.message);
+    const vars: Decision<Record<string, string>> | undefined = facts && values.fresh ? platformVarsData(platform, cluster, facts) : undefined;
     if (vars && !vars.ok) problems.push(vars.message);
     if (vars?.ok) {
       const desired = platformVarsConfigMap(platform, vars.value);
@@ -39,14 +52,21 @@ export class PlatformReconciler {
       }
     }
 
-    const cred = await known(() => provider.platformCredential(cluster), problems);
-    const secret = cred ? platformCredentialSecret(platform, cred) : undefined;
-    if (secret && !secret.ok) problems.push(secret.message);
-    if (secret?.ok) {
-      const current = caches.platformSecret();
-      if (!satisfies(current, secret.value)) {
-        await writer.apply(secret.value);
-        logger.info({ secret: `${platform.asoNamespace}/${PLATFORM_CREDENTIAL_SECRET}`, restored: Boolean(current) }, "platform aso-credential written");
+    let refusal = "";
+    if (!facts?.oidcIssuerUrl) {
+      // No issuer (none known now, none to stand in): a workload-identity credential cannot authenticate.
+      refusal = `not writing the platform aso-credential (workload identity) for cluster ${cluster.name}: ${values.fresh ? "no OIDC issuer" : values.message}`;
+      problems.push(refusal);
+    } else {
+      const cred = await this.known(() => provider.platformCredential(cluster), problems);
+      const secret = cred ? platformCredentialSecret(platform, cred) : undefined;
+      if (secret && !secret.ok) problems.push(secret.message);
+      if (secret?.ok) {
+        const current = caches.platformSecret();
+        if (!satisfies(current, secret.value)) {
+          await writer.apply(secret.value);
+          logger.info({ secret: `${platform.asoNamespace}/${PLATFORM_CREDENTIAL_SECRET}`, restored: Boolean(current) }, "platform aso-credential written");
+        }
       }
     }
 
@@ -55,20 +75,21 @@ export class PlatformReconciler {
       // Once per distinct problem: the reason nothing (or not everything) was written.
       logger.warn({ problem }, "platform values incomplete: not writing");
       events.warning(cmRef, "PlatformValuesUnavailable", problem);
+      if (refusal && !values.fresh && values.severity === "Error") events.warning(secretRef, "WorkloadIdentityUnavailable", refusal);
     }
     this.lastProblem = problem;
     return { requeueAfterMs: problem ? this.deps.retryMs : this.deps.resyncMs };
   }
-}
 
-async function known<T extends ClusterFacts | PlatformCredential>(get: () => Promise<T>, problems: string[]): Promise<T | undefined> {
-  try {
-    return await get();
-  } catch (err) {
-    if (err instanceof ValueUnavailableError) {
-      problems.push(err.message);
-      return undefined;
+  private async known(get: () => Promise<PlatformCredential>, problems: string[]): Promise<PlatformCredential | undefined> {
+    try {
+      return await get();
+    } catch (err) {
+      if (err instanceof ValueUnavailableError) {
+        problems.push(err.message);
+        return undefined;
+      }
+      throw err;
     }
-    throw err;
   }
 }

@@ -1,3 +1,4 @@
+import { conditionSeverities, conditionStatuses } from "@berth/core";
 import { ASO_KINDS, TEAM_LABEL, type AsoKind } from "../names.js";
 import type { ConditionLike, ConfigMapLike, KustomizationLike, TeamObject, WithConditions } from "./objects.js";
 import { clientIdOf } from "./credential.js";
@@ -8,13 +9,16 @@ import { clientIdOf } from "./credential.js";
  *
  * Conditions chain in the order a team comes up:
  *   Rendered → KustomizationReady → ResourceGroupReady → IdentityReady → FederatedCredentialsReady →
- *   FederationMatchesIssuer → RoleAssignmentsReady → CredentialWritten → Ready
+ *   FederationMatchesIssuer → RoleAssignmentsReady → PlatformValuesFresh → CredentialWritten → Ready
  * Each condition states its own fact; Ready is True only when every other one is, and otherwise names
- * the first that is not.
+ * the first that is not — except PlatformValuesFresh: it says whether the platform values provider
+ * (Azure) answers right now, not what the team can do. In an outage the team keeps a credential that
+ * matches the last known values and stays Ready; an outage that does break something shows in the
+ * condition it breaks (CredentialWritten, FederationMatchesIssuer).
  */
 
-export type ConditionStatus = "True" | "False" | "Unknown";
-export type Severity = "Error" | "Warning" | "Info";
+export type ConditionStatus = (typeof conditionStatuses)[number];
+export type Severity = (typeof conditionSeverities)[number];
 
 export interface TeamCondition {
   type: string;
@@ -34,6 +38,13 @@ export interface CredentialState {
   message: string;
 }
 
+/** Whether the platform values provider answered this pass, and if not, why and what stood in. */
+export type ValuesState =
+  | { fresh: true }
+  | { fresh: false; reason: string; severity: "Error" | "Warning"; message: string; lastKnownFrom?: string };
+
+export const VALUES_CONDITION = "PlatformValuesFresh";
+
 export interface TeamStatusInputs {
   team: TeamObject;
   /** The team's Flux Kustomization (`team-<team>` in the ASO namespace), when it exists. */
@@ -43,6 +54,8 @@ export interface TeamStatusInputs {
   /** The `<team>-identity` ConfigMap ASO writes. */
   identity?: ConfigMapLike | undefined;
   credential: CredentialState;
+  /** Default: fresh. */
+  values?: ValuesState;
   /**
    * The cluster's OIDC issuer as the platform values provider knows it now (what platform-vars carries);
    * undefined when not known. The team's FederatedIdentityCredential objects must trust exactly this one.
@@ -87,14 +100,16 @@ export function teamStatusView(inputs: TeamStatusInputs): TeamStatusView {
     drafts.push(asoCondition(kind, objects, expectedCount(kind, team), name));
     if (kind.kind === "FederatedIdentityCredential") drafts.push(federationCondition(objects, inputs.clusterIssuer, name));
   }
+  drafts.push(valuesCondition(inputs.values ?? { fresh: true }));
   drafts.push({
     type: "CredentialWritten",
     status: inputs.credential.written ? "True" : "False",
     reason: inputs.credential.reason,
     message: inputs.credential.message,
   });
-  const notTrue = drafts.find((d) => d.status !== "True");
-  const failed = drafts.find((d) => d.status === "False" && d.severity === "Error");
+  const gating = drafts.filter((d) => d.type !== VALUES_CONDITION);
+  const notTrue = gating.find((d) => d.status !== "True");
+  const failed = gating.find((d) => d.status === "False" && d.severity === "Error");
   drafts.push(
     !notTrue
       ? { type: "Ready", status: "True", reason: "Ready", message: "the team's namespace, Azure resources and credential are in place" }
@@ -120,6 +135,13 @@ export function teamStatusView(inputs: TeamStatusInputs): TeamStatusView {
     observedGeneration: generation,
     ready: !notTrue,
   };
+}
+
+function valuesCondition(v: ValuesState): Draft {
+  const type = VALUES_CONDITION;
+  if (v.fresh) return { type, status: "True", reason: "ValuesCurrent", message: "the platform values provider answers: tenant, subscription and OIDC issuer are current" };
+  const standIn = v.lastKnownFrom ? `; the last known values (ConfigMap ${v.lastKnownFrom}) stand in until it answers again` : "; no last known values to stand in";
+  return { type, status: "False", reason: v.reason, severity: v.severity, message: `${v.message}${standIn}` };
 }
 
 function expectedCount(kind: AsoKind, team: TeamObject): number {

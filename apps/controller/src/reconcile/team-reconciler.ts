@@ -1,18 +1,20 @@
-import { teamNames, ValueUnavailableError, type Cluster, type ClusterFacts, type Platform, type PlatformValuesProvider } from "@berth/core";
+import { GUID, teamNames, ValueUnavailableError, type Cluster, type ClusterFacts, type Platform, type PlatformValuesProvider } from "@berth/core";
 import type { Caches } from "../caches.js";
 import { errorKind, type ClusterWriter } from "../kube.js";
 import { ACCESS_FINALIZER, CLIENT_ID_ANNOTATION, TEAM_API_VERSION, TEAM_ROLE_BINDING } from "../names.js";
-import type { Logger } from "../runtime/index.js";
+import type { Logger } from "@berth/kube-runtime";
 import { classifyDrift, desiredTeamCredential, tamperMessage, teamCredentialSecret, workloadServiceAccountPatch } from "./credential.js";
-import type { ConfigMapLike, KubeObject, ObjectRef, SecretLike, TeamObject } from "./objects.js";
+import { isDeleting, unb64, type ConfigMapLike, type KubeObject, type ObjectRef, type SecretLike, type TeamObject } from "./objects.js";
+import { foreignDataOwners } from "./platform.js";
 import { accessAction, accessEnding, credentialAction, credentialFinalizerPending, isOffboarding, withoutFinalizer } from "./offboarding.js";
-import { FEDERATION_CONDITION, ISSUER_CHANGED, sameStatus, statusBody, teamStatusView, type CredentialState } from "./status.js";
+import { FEDERATION_CONDITION, ISSUER_CHANGED, sameStatus, statusBody, teamStatusView, type CredentialState, type ValuesState } from "./status.js";
 
 /** Where the team's identity ids came from for this pass, and why there are none when there are none. */
 interface IdentitySource {
-  /** ASO's ConfigMap, or the same ids from Azure in its shape. */
+  /** ASO's ConfigMap, or the same ids from Azure (or from the credential in place) in its shape. */
   identity: ConfigMapLike | undefined;
-  from: "configmap" | "azure";
+  /** last-known: neither ASO's ConfigMap nor Azure can tell now; the credential the controller wrote earlier does. */
+  from: "configmap" | "azure" | "last-known";
   problem?: { reason: string; message: string };
 }
 
@@ -37,6 +39,73 @@ export interface ReconcilerDeps {
   retryMs: number;
 }
 
+/**
+ * The cluster's facts for one pass. In a passing outage (the provider says "Warning": Azure unreachable,
+ * throttled) the last values the controller wrote to platform-vars stand in: they are what Flux substitutes
+ * into every team right now, so a credential that matches them is still the right one. An authoritative
+ * "no" (severity Error: no OIDC issuer, a value missing from config) has no stand-in.
+ */
+export interface FactsState {
+  facts?: ClusterFacts;
+  values: ValuesState;
+}
+
+export async function clusterFactsOrLastKnown(deps: Pick<ReconcilerDeps, "provider" | "cluster" | "caches" | "platform">): Promise<FactsState> {
+  try {
+    return { facts: await deps.provider.clusterFacts(deps.cluster), values: { fresh: true } };
+  } catch (err) {
+    if (!(err instanceof ValueUnavailableError)) throw err;
+    const problem = { reason: err.reason, severity: err.severity, message: err.message };
+    const last = err.severity === "Warning" ? lastKnownFacts(deps.caches.platformVars()?.data) : undefined;
+    const source = `${deps.platform.asoNamespace}/${deps.platform.platformVarsConfigMap}`;
+    return last ? { facts: last, values: { fresh: false, ...problem, lastKnownFrom: source } } : { values: { fresh: false, ...problem } };
+  }
+}
+
+/** The facts platform-vars carries (as this controller wrote them), when all of them are there and well-formed. */
+export function lastKnownFacts(data: Record<string, string> | undefined): ClusterFacts | undefined {
+  const tenantId = data?.TENANT_ID;
+  const subscriptionId = data?.SUBSCRIPTION_ID;
+  const oidcIssuerUrl = data?.CLUSTER_OIDC_ISSUER_URL;
+  const location = data?.AZURE_LOCATION;
+  if (!tenantId || !subscriptionId || !oidcIssuerUrl || !location || !GUID.test(tenantId) || !GUID.test(subscriptionId)) return undefined;
+  return { tenantId, subscriptionId, oidcIssuerUrl, location };
+}
+
+/**
+ * The identity ids of the credential in place, when its data is this controller's alone (by field
+ * ownership): what the team was last given, to stand in while neither ASO's ConfigMap nor Azure can tell.
+ */
+export function lastKnownIdentity(secret: SecretLike | undefined): ConfigMapLike | undefined {
+  if (!secret?.data || isDeleting(secret)) return undefined;
+  const clientId = unb64(secret.data.AZURE_CLIENT_ID);
+  const tenantId = unb64(secret.data.AZURE_TENANT_ID);
+  if (!clientId || !tenantId || !GUID.test(clientId) || !GUID.test(tenantId)) return undefined;
+  const ours = (secret.metadata?.managedFields?.length ?? 0) > 0 && foreignDataOwners(secret, Object.keys(secret.data)).length === 0;
+  return ours ? { data: { clientId, tenantId } } : undefined;
+}
+
+/** The writer, and whether anything was written through it (reads do not count). */
+function trackWrites(inner: ClusterWriter): { writer: ClusterWriter; wrote(): boolean } {
+  let wrote = false;
+  const write =
+    <A extends unknown[]>(f: (...a: A) => Promise<void>) =>
+    (...a: A) => {
+      wrote = true;
+      return f(...a);
+    };
+  const writer: ClusterWriter = {
+    apply: write((o) => inner.apply(o)),
+    applyStatus: write((o) => inner.applyStatus(o)),
+    delete: write((r) => inner.delete(r)),
+    setFinalizers: write((r, f, v) => inner.setFinalizers(r, f, v)),
+    replaceSecretData: write((c, d) => inner.replaceSecretData(c, d)),
+    read: (r) => inner.read(r),
+    listAsoResources: (ns) => inner.listAsoResources(ns),
+  };
+  return { writer, wrote: () => wrote };
+}
+
 export interface TeamReconcilerDeps extends ReconcilerDeps {
   /** Re-check while the finalizer holds for remaining ASO resources. */
   offboardingPollMs: number;
@@ -50,21 +119,55 @@ export interface TeamReconcilerDeps extends ReconcilerDeps {
  * ClusterWriter.
  */
 export class TeamReconciler {
+  /**
+   * Per team, what the last pass that changed nothing saw (resourceVersions of everything it reads, and the
+   * provider's facts). A periodic re-check that finds the same is done without recomputing anything: the
+   * steady state of thousands of teams costs a map lookup each.
+   */
+  private readonly unchanged = new Map<string, string>();
+
   constructor(private readonly deps: TeamReconcilerDeps) {}
 
-  async reconcile(team: string): Promise<{ requeueAfterMs?: number }> {
+  /** Everything a pass reads, as resourceVersions, plus the facts: equal → the pass would decide the same. */
+  private inputsOf(team: string, state: FactsState): string {
     const { caches } = this.deps;
+    const rv = (o: KubeObject | undefined) => o?.metadata?.resourceVersion ?? "-";
+    const aso = Object.values(caches.asoObjects(team)).flatMap((list) => list.map(rv)).sort();
+    return JSON.stringify([
+      rv(caches.team(team)),
+      rv(caches.teamSecret(team)),
+      rv(caches.serviceAccount(team)),
+      rv(caches.roleBinding(team)),
+      rv(caches.identity(team)),
+      rv(caches.kustomization(team)),
+      aso,
+      state.facts ?? null,
+      state.values.fresh,
+    ]);
+  }
+
+  /** One pass; `signal` ends it before its next write (leadership lost, time limit). */
+  async reconcile(team: string, signal?: AbortSignal): Promise<{ requeueAfterMs?: number }> {
+    const { caches } = this.deps;
+    const tracked = trackWrites(signal && this.deps.writer.withSignal ? this.deps.writer.withSignal(signal) : this.deps.writer);
+    const writer = tracked.writer;
     const teamObj = caches.team(team);
     const secret = caches.teamSecret(team);
     const roleBinding = caches.roleBinding(team);
-    if (isOffboarding(teamObj, secret)) return this.offboard(team, teamObj, secret, roleBinding);
-    const values = await this.facts();
+    if (isOffboarding(teamObj, secret)) {
+      this.unchanged.delete(team);
+      return this.offboard(writer, team, teamObj, secret, roleBinding);
+    }
+    const state = await clusterFactsOrLastKnown(this.deps);
+    const inputs = this.inputsOf(team, state);
+    if (this.unchanged.get(team) === inputs) return { requeueAfterMs: this.deps.resyncMs };
+    this.unchanged.delete(team);
     if (!secret && accessEnding(roleBinding)) {
       // The namespace (or the binding) is being deleted: a credential written now would carry a finalizer
       // the controller might soon have no right to release. Write none, and let the binding go.
-      await this.releaseAccess(team, roleBinding!, secret);
+      await this.releaseAccess(writer, team, roleBinding!, secret);
       const names = teamNames(team);
-      await this.writeStatus(team, teamObj!, values.facts, caches.identity(team), {
+      await this.writeStatus(writer, team, teamObj!, state, caches.identity(team), {
         written: false,
         reason: "AccessEnding",
         message: `RoleBinding ${names.namespace}/${TEAM_ROLE_BINDING} is being deleted: no credential is written`,
@@ -72,20 +175,15 @@ export class TeamReconciler {
       return { requeueAfterMs: this.deps.retryMs };
     }
 
-    // Without the cluster's facts nothing is written anyway: no Azure lookup for the identity either.
-    const identity: IdentitySource = values.problem ? { identity: caches.identity(team), from: "configmap" } : await this.identity(team);
-    const credential = await this.writeCredential(team, secret, values, identity);
-    await this.writeStatus(team, teamObj!, values.facts, identity.identity, credential);
+    // Ask Azure for the identity only with fresh facts: in an outage it cannot answer either.
+    const identity: IdentitySource = state.values.fresh ? await this.identity(team, secret) : this.identityWithoutAzure(team, secret);
+    const credential = await this.writeCredential(writer, team, secret, state, identity);
+    await this.writeStatus(writer, team, teamObj!, state, identity.identity, credential);
+    // Only a pass that found everything in place, on values from the ConfigMap and a provider that answers,
+    // is remembered (an identity read from Azure may change without any object here changing).
+    if (credential.written && state.values.fresh && identity.from === "configmap" && !tracked.wrote() && this.inputsOf(team, state) === inputs) this.unchanged.set(team, inputs);
+    // Stale values do not shorten the period: the provider's recovery re-runs every team (observeFacts).
     return { requeueAfterMs: credential.written ? this.deps.resyncMs : this.deps.retryMs };
-  }
-
-  private async facts(): Promise<{ facts?: ClusterFacts; problem?: string }> {
-    try {
-      return { facts: await this.deps.provider.clusterFacts(this.deps.cluster) };
-    } catch (err) {
-      if (err instanceof ValueUnavailableError) return { problem: err.message };
-      throw err;
-    }
   }
 
   /**
@@ -94,7 +192,15 @@ export class TeamReconciler {
    * the provider caches the answer (60 min; "not found" 30 s), so this costs at most one ARM read per
    * team per TTL while ASO's ConfigMap is missing.
    */
-  private async identity(team: string): Promise<IdentitySource> {
+  /** In an outage: ASO's ConfigMap, else the ids of the credential in place (if only this controller wrote its data). */
+  private identityWithoutAzure(team: string, secret: SecretLike | undefined): IdentitySource {
+    const cm = this.deps.caches.identity(team);
+    if (cm) return { identity: cm, from: "configmap" };
+    const last = lastKnownIdentity(secret);
+    return last ? { identity: last, from: "last-known" } : { identity: undefined, from: "configmap" };
+  }
+
+  private async identity(team: string, secret: SecretLike | undefined): Promise<IdentitySource> {
     const { caches, provider, cluster, platform, logger } = this.deps;
     const cm = caches.identity(team);
     if (cm || !provider.teamIdentity) return { identity: cm, from: "configmap" };
@@ -110,15 +216,17 @@ export class TeamReconciler {
       // ValueUnavailableError (Azure unreachable, throttled, circuit open) or a name Azure lookups refuse:
       // nothing is written, and the next pass tries again.
       const message = err instanceof Error ? err.message : String(err);
+      const last = lastKnownIdentity(secret);
+      if (last) return { identity: last, from: "last-known" };
       return { identity: undefined, from: "azure", problem: { reason: "IdentityUnavailable", message: `ConfigMap ${cmName} is missing and Azure could not be asked: ${message}` } };
     }
   }
 
-  private async writeCredential(team: string, secret: SecretLike | undefined, values: { facts?: ClusterFacts; problem?: string }, source: IdentitySource): Promise<CredentialState> {
-    const { platform, caches, writer, events, logger } = this.deps;
+  private async writeCredential(writer: ClusterWriter, team: string, secret: SecretLike | undefined, state: FactsState, source: IdentitySource): Promise<CredentialState> {
+    const { platform, caches, events, logger } = this.deps;
     const names = teamNames(team);
-    const { facts, problem } = values;
-    if (problem) return { written: false, reason: "ProviderUnavailable", message: problem };
+    const { facts } = state;
+    if (!facts) return { written: false, reason: "ProviderUnavailable", message: state.values.fresh ? "the platform values are not known" : state.values.message };
     if (source.problem) return { written: false, ...source.problem };
     const desired = desiredTeamCredential(team, source.identity, facts, platform.asoNamespace);
     // Never write an empty or partial credential: an existing one stays as it is until values are known.
@@ -126,7 +234,7 @@ export class TeamReconciler {
 
     const want = teamCredentialSecret(team, desired.value);
     const ref: ObjectRef = { apiVersion: "v1", kind: "Secret", name: names.asoCredentialSecret, namespace: names.namespace, ...(secret?.metadata?.uid ? { uid: secret.metadata.uid } : {}) };
-    const drift = classifyDrift(secret, want, caches.clientIdOwners(), team);
+    const drift = classifyDrift(secret, want, { get: (id) => caches.clientIdOwner(id) }, team);
     try {
       if (drift.kind === "tampered") {
         const message = tamperMessage(team, drift);
@@ -156,18 +264,25 @@ export class TeamReconciler {
       }
       throw err;
     }
-    const from = source.from === "azure" ? ` (from Azure: ConfigMap ${platform.asoNamespace}/${names.identityConfigMap} is missing)` : "";
+    const from =
+      source.from === "azure"
+        ? ` (from Azure: ConfigMap ${platform.asoNamespace}/${names.identityConfigMap} is missing)`
+        : source.from === "last-known"
+          ? ` (the identity in place: ConfigMap ${platform.asoNamespace}/${names.identityConfigMap} is missing and Azure cannot be asked now)`
+          : "";
     return { written: true, reason: "Written", message: `aso-credential and ServiceAccount ${names.serviceAccount} use identity ${desired.value.clientId}${from}` };
   }
 
-  private async writeStatus(team: string, teamObj: TeamObject, facts: ClusterFacts | undefined, identity: ConfigMapLike | undefined, credential: CredentialState): Promise<void> {
-    const { caches, writer, events, logger } = this.deps;
+  private async writeStatus(writer: ClusterWriter, team: string, teamObj: TeamObject, state: FactsState, identity: ConfigMapLike | undefined, credential: CredentialState): Promise<void> {
+    const { caches, events, logger } = this.deps;
+    const facts = state.facts;
     const view = teamStatusView({
       team: teamObj,
       kustomization: caches.kustomization(team),
       asoObjects: caches.asoObjects(team),
       identity,
       credential,
+      values: state.values,
       clusterIssuer: facts?.oidcIssuerUrl,
       previous: teamObj.status?.conditions,
       now: this.deps.now?.() ?? new Date(),
@@ -193,12 +308,13 @@ export class TeamReconciler {
   }
 
   private async offboard(
+    writer: ClusterWriter,
     team: string,
     teamObj: TeamObject | undefined,
     secret: SecretLike | undefined,
     roleBinding: KubeObject | undefined,
   ): Promise<{ requeueAfterMs?: number }> {
-    const { writer, events, logger } = this.deps;
+    const { events, logger } = this.deps;
     const names = teamNames(team);
     const remainingAso = secret ? await writer.listAsoResources(names.namespace) : [];
     const decision = credentialAction({ team: teamObj, secret, remainingAso });
@@ -218,7 +334,7 @@ export class TeamReconciler {
         return { requeueAfterMs: this.deps.offboardingPollMs };
       default: {
         // The credential is gone or no longer ours to hold: the controller's RoleBinding may go.
-        const access = await this.releaseAccess(team, roleBinding, secret);
+        const access = await this.releaseAccess(writer, team, roleBinding, secret);
         if (access === "waiting") return { requeueAfterMs: this.deps.offboardingPollMs };
         // Released, or nothing of the team left to look after: the watches bring the key back if needed.
         if (access === "released" || !(teamObj || secret || roleBinding)) return {};
@@ -233,8 +349,8 @@ export class TeamReconciler {
    * Until then the binding, though being deleted, still grants the controller what it needs to release the
    * credential.
    */
-  private async releaseAccess(team: string, roleBinding: KubeObject | undefined, secret: SecretLike | undefined): Promise<"none" | "waiting" | "released"> {
-    const { writer, logger } = this.deps;
+  private async releaseAccess(writer: ClusterWriter, team: string, roleBinding: KubeObject | undefined, secret: SecretLike | undefined): Promise<"none" | "waiting" | "released"> {
+    const { logger } = this.deps;
     const decision = accessAction(roleBinding, secret);
     if (decision.action === "none") return "none";
     if (decision.action === "keep") return "waiting";

@@ -1,0 +1,57 @@
+import type { FastifyInstance, FastifyRequest } from "fastify";
+import fp from "fastify-plugin";
+import type { Idempotency } from "../idempotency.js";
+import type { WriteAction } from "../team-service.js";
+
+export type AuditOutcome = "committed" | "unchanged" | "replayed" | "refused" | "failed";
+
+declare module "fastify" {
+  interface FastifyContextConfig {
+    /** Marks a write route: its every answer is audited (one line per request). */
+    action?: WriteAction;
+  }
+  interface FastifyRequest {
+    idempotency?: Idempotency;
+    /** Set by a write handler that got to the repo: what happened there. */
+    auditResult?: { team: string; revision: string; outcome: "committed" | "unchanged" | "replayed" };
+  }
+}
+
+function teamOf(request: FastifyRequest): string | null {
+  const fromPath = (request.params as { name?: unknown } | undefined)?.name;
+  if (typeof fromPath === "string") return fromPath.slice(0, 64);
+  const fromBody = (request.body as { name?: unknown } | undefined)?.name;
+  return typeof fromBody === "string" ? fromBody.slice(0, 64) : null;
+}
+
+/**
+ * One structured audit line per write request, whatever its fate: who, what, which team, the request id and
+ * idempotency key, the resulting revision and the outcome. The commit's trailers carry the same facts for
+ * the writes that landed (docs/operations.md, "Who changed a team"). Written at info level even when the
+ * log level is higher: an audit trail is not optional.
+ */
+export const auditPlugin = fp(async (app: FastifyInstance) => {
+  app.addHook("onResponse", async (request, reply) => {
+    const action = request.routeOptions.config.action;
+    if (!action) return;
+    const result = request.auditResult;
+    const status = reply.statusCode;
+    const outcome: AuditOutcome = result?.outcome ?? (status >= 500 ? "failed" : "refused");
+    request.log.child({}, { level: "info" }).info(
+      {
+        audit: {
+          principal: request.principal?.actor ?? null,
+          action,
+          team: result?.team ?? teamOf(request),
+          requestId: String(request.id),
+          idempotencyKey: request.idempotency?.key ?? null,
+          revision: result?.revision ?? null,
+          outcome,
+          status,
+          problem: request.problemType ?? null,
+        },
+      },
+      "audit",
+    );
+  });
+});
