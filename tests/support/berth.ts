@@ -72,14 +72,6 @@ export async function startBerth(options: {
   startEngine?: boolean;
 }): Promise<RunningBerth> {
   const workDir = await mkdtemp(join(tmpdir(), "berth-work-"));
-  let configFile = join(REPO_ROOT, "infra", "local", "berth.yaml");
-  if (options.config) {
-    const raw = parse(readFileSync(configFile, "utf8")) as Record<string, any>;
-    raw.templatesDir = join(REPO_ROOT, "templates");
-    options.config(raw);
-    configFile = join(workDir, "berth.yaml");
-    await writeFile(configFile, stringify(raw));
-  }
   const config = loadConfig(
     {
       BERTH_CONFIG_FILE: await writeConfigFile(workDir, options.api ?? {}, options.config),
