@@ -5,12 +5,14 @@
  * flows against a kube-apiserver with the controller running are in tests/e2e/rollouts.test.ts.
  */
 import { execFile } from "node:child_process";
+import { rm, writeFile } from "node:fs/promises";
+import { join } from "node:path";
 import { promisify } from "node:util";
 import { afterEach, describe, expect, it } from "vitest";
 import { DEV_TOKEN, startBerth, type RunningBerth } from "../support/berth.js";
 import { ManualClock } from "../support/clock.js";
 import { pushForeignCommit } from "../support/foreign-pusher.js";
-import { createBareRepo, inspectRemote, type BareRepo } from "../support/git-remotes.js";
+import { createBareRepo, git, inspectRemote, makeTempDir, type BareRepo } from "../support/git-remotes.js";
 import { ScriptedStatusReader } from "../support/scripted-status.js";
 
 const run = promisify(execFile);
@@ -137,6 +139,19 @@ describe("unstaged rollout: one commit for the whole selection", () => {
     const previewed = preview.teams.flatMap((t) => t.files.map((f) => f.path));
     expect(committed).toEqual([...previewed, `rollouts/${body.rollout.metadata.name}.yaml`].sort());
     expect((await run("git", ["--git-dir", s.remote.dir, "rev-parse", `${body.revision}^`])).stdout.trim()).toBe(before);
+    // File for file, content too: the preview's diffs applied to the tree it looked at give exactly the
+    // committed tree (the rollout file aside).
+    const scratch = await makeTempDir("berth-preview-apply-");
+    const work = join(scratch, "repo");
+    try {
+      await git(["clone", "--quiet", s.remote.dir, work]);
+      await git(["checkout", "--quiet", "--detach", before], { cwd: work });
+      await writeFile(join(scratch, "preview.patch"), preview.teams.map((t) => t.diff).join(""));
+      await git(["apply", "--index", join(scratch, "preview.patch")], { cwd: work });
+      expect(await git(["diff", "--cached", "--name-status", body.revision, "--", ".", ":(exclude)rollouts"], { cwd: work })).toBe("");
+    } finally {
+      await rm(scratch, { recursive: true, force: true });
+    }
     expect(body.summary).toEqual({ teams: 5, files: previewed.length });
     const state = await inspectRemote(s.remote.url);
     expect(state.commits[0]!.trailers["Berth-Rollout-Id"]).toBe(body.rollout.metadata.name);
