@@ -48,6 +48,11 @@ const MISSING_BRANCH = /couldn't find remote ref/i;
 const SCRATCH_REF = "refs/berth/batch";
 /** How old a known head may be for a batch to build on it without fetching (snapshot()'s default window). */
 const FRESH_HEAD_MS = 2_000;
+/**
+ * After a push of ours was rejected (another writer is active on the branch), batches fetch first for this
+ * long: with a busy writer a known head is usually stale, and a rejected push costs more than a fetch.
+ */
+const FOREIGN_WRITER_MS = 60_000;
 
 /** Work dirs in use by a FluxRepo of this process: two writers on one clone would corrupt each other. */
 const activeWorkDirs = new Set<string>();
@@ -70,6 +75,8 @@ export class FluxRepo {
   private runner: GitRunner | undefined;
   private src: TreeSource | undefined;
   private head: { sha: string | undefined; at: number } | undefined;
+  /** When a push of ours was last rejected (0: never): another writer is active on the branch. */
+  private lastRejectionAt = 0;
   private refreshing: Promise<void> | undefined;
   private closed = false;
   private ownsWorkDir = false;
@@ -323,7 +330,8 @@ export class FluxRepo {
           attempts = attemptNumber;
           // A head learned within the snapshot window (our own push, or a fetch) needs no fetch first: the
           // push is a compare-and-swap, so a remote that moved meanwhile is still caught (and rebased on).
-          const head = attemptNumber === 1 && this.fresh(FRESH_HEAD_MS) ? this.head!.sha : await this.fetchHead();
+          const quiet = Date.now() - this.lastRejectionAt > FOREIGN_WRITER_MS;
+          const head = attemptNumber === 1 && quiet && this.fresh(FRESH_HEAD_MS) ? this.head!.sha : await this.fetchHead();
           if (plan && plan.base !== head) {
             const changed = await this.changedPaths(plan.base, head);
             if (planConflicts(plan, changed)) {
@@ -355,6 +363,7 @@ export class FluxRepo {
           onFailedAttempt: ({ error, attemptNumber }) => {
             if (!(error instanceof PushRejectedError)) return;
             this.counters.pushRejections += 1;
+            this.lastRejectionAt = Date.now();
             logger.warn({ branch, attempt: attemptNumber, reason: error.message }, "flux repo: push rejected, remote moved");
           },
         },
