@@ -53,6 +53,27 @@ describe("onboarding API against a file:// Flux repo", () => {
     expect((await berth.server.inject({ url: "/docs/" })).statusCode).toBe(200);
   });
 
+  it("describes in OpenAPI every status, header and query parameter the routes answer to", async () => {
+    type Operation = { parameters?: Array<{ in: string; name: string }>; responses: Record<string, unknown> };
+    const paths = (await berth.server.inject({ url: "/openapi.json" })).json().paths as Record<string, Record<string, Operation>>;
+    const op = (path: string, method: string) => paths[path]![method]!;
+    const params = (o: Operation, where: string) => (o.parameters ?? []).filter((p) => p.in === where).map((p) => p.name);
+    const statuses = (o: Operation) => Object.keys(o.responses);
+    const writes = [op("/v1/teams", "post"), op("/v1/teams/{name}", "put"), op("/v1/teams/{name}", "delete")];
+    const withBody = [op("/v1/teams", "post"), op("/v1/teams/preview", "post"), op("/v1/teams/{name}", "put"), op("/v1/teams/{name}/preview", "post")];
+    for (const o of writes) {
+      expect(params(o, "header")).toContain("idempotency-key");
+      // 409: team-exists, path-ownership, idempotency-key-in-use; 422: idempotency-key-reused and validation.
+      expect(statuses(o)).toEqual(expect.arrayContaining(["400", "401", "403", "409", "422", "429", "503"]));
+    }
+    for (const o of withBody) expect(statuses(o)).toEqual(expect.arrayContaining(["400", "409", "413", "415", "422"]));
+    expect(params(op("/v1/teams", "get"), "query")).toEqual(expect.arrayContaining(["limit", "continue"]));
+    for (const o of [op("/v1/teams", "get"), op("/v1/teams/{name}", "get")]) {
+      expect(params(o, "header")).toContain("if-none-match");
+      expect(statuses(o)).toEqual(expect.arrayContaining(["200", "304", "401", "429"]));
+    }
+  });
+
   it("refuses every /v1 route without a valid token, with problem+json", async () => {
     const routes = [
       ["GET", "/v1/teams"],

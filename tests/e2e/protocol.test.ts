@@ -170,4 +170,25 @@ describe("HTTP protocol edge cases", () => {
       await rm(hook, { force: true });
     }
   });
+
+  describe("defect 6: a body that stalls (slowloris on the body)", () => {
+    // Its own server: the request timeout far above the idle one, so only the idle timer can close the stall
+    // within the test's wait (with the idle timer gone, the request timeout would take 60 s).
+    let slowBodies: RunningBerth;
+    beforeAll(async () => {
+      slowBodies = await startBerth({ remoteUrl: remote.url, listen: true, api: { timeouts: { ...TIMEOUTS, requestMs: 60_000 } } });
+    });
+    afterAll(async () => {
+      await slowBodies?.stop();
+    });
+
+    it("closes a connection whose body stops arriving, after the idle timeout rather than the request timeout", async () => {
+      const before = await commits();
+      const socket = await openSocket(Number(new URL(slowBodies.url).port));
+      const body = teamJson("stalled-team");
+      socket.write(Buffer.concat([requestBytes(authed("POST", "/v1/teams", ["Content-Type: application/json", `Content-Length: ${body.length}`])), Buffer.from(body.slice(0, 10))]));
+      expect((await waitForClose(socket, 30_000)).closedBy).toBe("server");
+      expect(await commits()).toBe(before);
+    });
+  });
 });

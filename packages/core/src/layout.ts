@@ -29,6 +29,9 @@ export function repoLayout(platform: Platform) {
    * whose derived paths would land on one of them cannot own it (see teamPathCollisions).
    */
   const ownerOf = (path: string): PathOwner => {
+    // Only a canonical path can be owned: "teams/a/../../x", "teams/a//x" or "./x" name another file than
+    // their prefix says, so a guard that trusted the prefix would let them through.
+    if (path.split("/").some((segment) => segment === "" || segment === "." || segment === "..")) return { kind: "unowned" };
     const clusterPrefix = `${clustersDir}/`;
     if (path.startsWith(clusterPrefix)) {
       const [cluster, teams, file, ...rest] = path.slice(clusterPrefix.length).split("/");

@@ -136,6 +136,16 @@ describe("the write guard", () => {
     expect(refuse(["teams/kustomization/base/namespace.yaml"])).not.toThrow();
   });
 
+  it("refuses, inside a real create, a rendered path that escapes the team's folder (whatever produced it)", async () => {
+    // Template sets from git are checked on load; this one is built by hand, so only the guard stands between
+    // its output and the dev cluster's teams index.
+    const templates = loadTemplates();
+    const escaping = { ...templates, team: templates.team.map((entry) => ({ ...entry, output: "../../../clusters/aks-dev-weu/teams/kustomization.yaml" })) };
+    const planned = new Onboarding(PLATFORM, escaping).planCreate(new MemoryRepoTree(), teamInput({ name: "orders" }));
+    await expect(planned).rejects.toThrow(PathOwnershipError);
+    await expect(planned).rejects.toThrow(/may not write teams\/orders\/base\/\.\.\/\.\.\/\.\.\/clusters\/aks-dev-weu\/teams\/kustomization\.yaml: it is a file outside the teams layout/);
+  });
+
   it("refuses an update of a colliding team that is already in the repo, before it is rendered", async () => {
     const tree = await corruptedTree();
     const spec = { description: "x", owners: teamInput().owners, environments: ["dev"] };
@@ -167,6 +177,9 @@ describe("the write guard", () => {
     expect(layout.ownerOf("clusters/c1/teams/sub/x.yaml")).toEqual({ kind: "unowned" });
     expect(layout.ownerOf("teams")).toEqual({ kind: "unowned" });
     expect(layout.ownerOf("README.md")).toEqual({ kind: "unowned" });
+    for (const path of ["teams/orders/base/../../../clusters/c1/teams/kustomization.yaml", "teams/orders//x.yaml", "teams/orders/./x.yaml", "clusters/c1/teams/../teams/kustomization.yaml"]) {
+      expect(layout.ownerOf(path), path).toEqual({ kind: "unowned" });
+    }
   });
 });
 

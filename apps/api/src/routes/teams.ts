@@ -26,6 +26,9 @@ import {
 
 const security = [{ bearerAuth: [] }];
 const errors = { 400: problemResponse, 401: problemResponse, 403: problemResponse, 422: problemResponse, 429: problemResponse, 500: problemResponse, 503: problemResponse };
+/** Every write can conflict (team-exists, path-ownership, idempotency-key-in-use); a body can be too large or not UTF-8 JSON. */
+const conflict = { 409: problemResponse };
+const bodyErrors = { 413: problemResponse, 415: problemResponse };
 const notModified = { 304: z.null().describe("Not Modified: the ETag given in If-None-Match still holds (no body)") };
 
 /** Who asked for a write, for its commit's trailers (every write route uses this). */
@@ -105,7 +108,7 @@ export const teamRoutes: FastifyPluginAsyncZod<{ teams: TeamService }> = async (
     "/teams",
     {
       config: { ...write, action: "create" },
-      schema: { tags: ["teams"], summary: "Onboard a team", security, headers: writeHeaders, body: createTeamBody, response: { 201: writeResponse, 409: problemResponse, ...errors } },
+      schema: { tags: ["teams"], summary: "Onboard a team", security, headers: writeHeaders, body: createTeamBody, response: { 201: writeResponse, ...conflict, ...bodyErrors, ...errors } },
     },
     async (request, reply) => {
       const result = await teams.create(request.body, writeRequest(request, request.body));
@@ -116,7 +119,7 @@ export const teamRoutes: FastifyPluginAsyncZod<{ teams: TeamService }> = async (
 
   app.post(
     "/teams/preview",
-    { config: write, schema: { tags: ["teams"], summary: "Preview onboarding a new team (no commit)", security, body: createTeamBody, response: { 200: previewResponse, ...errors } } },
+    { config: write, schema: { tags: ["teams"], summary: "Preview onboarding a new team (no commit)", security, body: createTeamBody, response: { 200: previewResponse, ...conflict, ...bodyErrors, ...errors } } },
     async (request) => {
       const preview = await teams.preview(request.body);
       return { ...preview, revision: preview.revision ?? null };
@@ -160,7 +163,7 @@ export const teamRoutes: FastifyPluginAsyncZod<{ teams: TeamService }> = async (
         params: teamNameParams,
         headers: writeHeaders,
         body: updateTeamBody,
-        response: { 200: writeResponse, 404: problemResponse, ...errors },
+        response: { 200: writeResponse, 404: problemResponse, ...conflict, ...bodyErrors, ...errors },
       },
     },
     async (request, reply) => {
@@ -174,7 +177,7 @@ export const teamRoutes: FastifyPluginAsyncZod<{ teams: TeamService }> = async (
     "/teams/:name/preview",
     {
       config: write,
-      schema: { tags: ["teams"], summary: "Preview an update (no commit)", security, params: teamNameParams, body: updateTeamBody, response: { 200: previewResponse, 404: problemResponse, ...errors } },
+      schema: { tags: ["teams"], summary: "Preview an update (no commit)", security, params: teamNameParams, body: updateTeamBody, response: { 200: previewResponse, 404: problemResponse, ...conflict, ...bodyErrors, ...errors } },
     },
     async (request) => {
       const preview = await teams.preview(request.body, request.params.name);
@@ -186,7 +189,7 @@ export const teamRoutes: FastifyPluginAsyncZod<{ teams: TeamService }> = async (
     "/teams/:name",
     {
       config: { ...write, action: "delete" },
-      schema: { tags: ["teams"], summary: "Offboard a team in one commit", security, params: teamNameParams, headers: writeHeaders, response: { 200: deleteResponse, 404: problemResponse, ...errors } },
+      schema: { tags: ["teams"], summary: "Offboard a team in one commit", security, params: teamNameParams, headers: writeHeaders, response: { 200: deleteResponse, 404: problemResponse, ...conflict, ...errors } },
     },
     async (request, reply) => {
       const result = await teams.delete(request.params.name, writeRequest(request, null));
