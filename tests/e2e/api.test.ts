@@ -45,6 +45,11 @@ describe("onboarding API against a file:// Flux repo", () => {
     const doc = spec.json();
     expect(Object.keys(doc.paths)).toEqual(expect.arrayContaining(["/v1/teams", "/v1/teams/{name}", "/v1/teams/{name}/preview", "/v1/teams/preview"]));
     expect(doc.paths["/v1/teams"].post.requestBody.content["application/json"].schema.properties.name).toBeDefined();
+    // Fleet operations are described too, with their bodies.
+    expect(Object.keys(doc.paths)).toEqual(
+      expect.arrayContaining(["/v1/templates", "/v1/rollouts", "/v1/rollouts/preview", "/v1/rollouts/{id}", "/v1/rollouts/{id}/abort", "/v1/teams/{name}/adopt", "/v1/teams/{name}/adopt/preview", "/v1/fleet/drift"]),
+    );
+    expect(doc.paths["/v1/rollouts"].post.requestBody.content["application/json"].schema.properties.target).toBeDefined();
     expect((await berth.server.inject({ url: "/docs/" })).statusCode).toBe(200);
   });
 

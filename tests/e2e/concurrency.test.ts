@@ -1,4 +1,4 @@
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { DEV_TOKEN, startBerth, type RunningBerth } from "../support/berth.js";
 import { pushForeignCommit, startForeignPusher } from "../support/foreign-pusher.js";
 import { createBareRepo, inspectRemote } from "../support/git-remotes.js";
@@ -25,6 +25,9 @@ describe(`${TEAMS} concurrent onboardings while another writer keeps pushing to 
     // Berth can fetch, rebase and push makes batches run out of pushBudgetMs: the documented limit, not what
     // this test is about (ADR 0002).
     const pusher = await startForeignPusher({ url, intervalMs: 400, pauseFactor: 2 });
+    // Let the bot get going, so the burst (a few seconds now that a batch takes every waiting request)
+    // really races it instead of finishing before its first push.
+    await vi.waitFor(() => expect(pusher.commits).toBeGreaterThan(0), { timeout: 60_000, interval: 50 });
     const names = Array.from({ length: TEAMS }, (_, i) => `team-${String(i).padStart(2, "0")}`);
     const responses = await Promise.all(
       names.map((name) =>

@@ -133,7 +133,9 @@ describe.skipIf(skip)("the per-cluster status cache", () => {
       ]);
       expect(replies.every((r) => r.statusCode === 200)).toBe(true);
       expect(replies[0]!.json()).toMatchObject({ team: "alpha", ready: true, clusters: [{ cluster: "aks-dev-weu", state: "reported" }] });
-      expect(berth.statusReader.stats()).toEqual({ lists: 1, gets: 0 });
+      const reader = berth.statusReader;
+      if (!(reader instanceof KubeTeamStatusReader)) throw new Error("startBerth without a statusReader option uses the configured KubeTeamStatusReader");
+      expect(reader.stats()).toEqual({ lists: 1, gets: 0 });
     } finally {
       await berth.stop();
       await remote.remove();

@@ -3,8 +3,9 @@
  * ASO and Flux CRDs (../shared/crds) and the Team CRD (infra/controller/crds/berth.dev_teams.yaml, or a
  * minimal stand-in while it does not exist or the server refuses it, which then fails a test of its own).
  *
- * For each example team of packages/core/test/fixtures.ts (together they use every template and option),
- * the teams are onboarded one after the other into one in-memory repo (Onboarding.planCreate). Then, per
+ * For each template version (templates/v1, templates/v2, ...) and each example team of
+ * packages/core/test/fixtures.ts (together they use every template and option), the teams are onboarded
+ * one after the other into one in-memory repo (Onboarding.planCreate). Then, per
  * cluster of the team, the test does what Flux does there: starts from the team's Flux Kustomization
  * (`clusters/<cluster>/teams/<team>.yaml`), follows `spec.path` and the `kustomization.yaml` resources
  * (kustomize files are not API objects), and substitutes `${VAR}` from a realistic platform-vars map of
@@ -33,12 +34,13 @@ import {
   type Platform,
   type TemplateSet,
 } from "@berth/core";
-import { EXAMPLES, loadTemplates, MemoryRepoTree, templateFiles, type Example } from "../../packages/core/test/fixtures.js";
+import { EXAMPLES, loadTemplates, MemoryRepoTree, TEMPLATE_VERSIONS, templateFiles, type Example } from "../../packages/core/test/fixtures.js";
 import { parseObjects } from "../../packages/core/test/yaml-helpers.js";
 import { skipWithoutKubeBinaries, REPO_ROOT, startKubeCluster, type KubeCluster } from "../support/kube-cluster.js";
 import { installCrd, kubeRequest } from "../support/kube-http.js";
 import { fluxSubstitute } from "../support/kustomize.js";
 import { serverSideDryRunApply, type DryRunResult } from "../support/kube-dry-run.js";
+import { kustomizeFiles, normalizeRepoPath, substituteFluxVars } from "../support/flux-build.js";
 import type { KubeConfig } from "@kubernetes/client-node";
 
 const skip = skipWithoutKubeBinaries();
@@ -145,6 +147,8 @@ function platformVarsFor(platform: Platform, cluster: Cluster): Record<string, s
   return vars;
 }
 
+const substitute = substituteFluxVars;
+
 // ---- what Flux builds -------------------------------------------------------------------------------
 
 type KubeObject = Record<string, any>;
@@ -156,31 +160,7 @@ interface Manifest {
   object: KubeObject;
 }
 
-/** The files a kustomization.yaml folder builds to, following nested folders (`../../base`); `seen` collects the kustomization files. */
-function kustomizeFiles(files: ReadonlyMap<string, string>, dir: string, seen = new Set<string>()): string[] {
-  const k = `${dir}/kustomization.yaml`;
-  const text = files.get(k);
-  if (text === undefined) throw new Error(`${k} does not exist`);
-  if (seen.has(k)) throw new Error(`${k} is included twice`);
-  seen.add(k);
-  const { resources } = parseObjects(text, "1.1")[0] as { resources: string[] };
-  const out: string[] = [];
-  for (const r of resources) {
-    const path = normalize(`${dir}/${r}`);
-    if (files.has(path)) out.push(path);
-    else out.push(...kustomizeFiles(files, path, seen));
-  }
-  return out;
-}
-
-function normalize(path: string): string {
-  const parts: string[] = [];
-  for (const seg of path.split("/")) {
-    if (seg === "..") parts.pop();
-    else if (seg !== "." && seg !== "") parts.push(seg);
-  }
-  return parts.join("/");
-}
+const normalize = normalizeRepoPath;
 
 function objectsOf(file: string, text: string, vars: Record<string, string>): KubeObject[] {
   const substituted = fluxSubstitute(text, vars, file);
@@ -339,27 +319,28 @@ describe.skipIf(skip)(`rendered manifests: server-side dry-run on kube-apiserver
   });
 
   const perExample = new Map<string, Checked[]>();
+  const CASES = TEMPLATE_VERSIONS.flatMap((version) => EXAMPLES.map((ex) => [version, ex.name, ex] as const));
 
-  it.each(EXAMPLES.map((ex) => [ex.name, ex] as const))(
-    "example %s: every rendered object passes a server-side dry-run apply, nothing pruned or changed",
-    async (name, ex) => {
-      const { files, written } = await onboardAll(EXAMPLES);
+  it.each(CASES)(
+    "templates %s, example %s: every rendered object passes a server-side dry-run apply, nothing pruned or changed",
+    async (version, name, ex) => {
+      const { files, written } = await onboardAll(EXAMPLES, () => loadTemplates(version));
       const { manifests, covered } = manifestsOf(ex, files);
       // Every file the team's planCreate wrote is applied on some cluster (or is a kustomize file on the way).
       const uncovered = [...written.get(name)!].filter((p) => !covered.has(p));
       expect(uncovered, "rendered files no cluster applies").toEqual([]);
       const results = await dryRunAll(admin, manifests, [ex.platform.asoNamespace]);
-      perExample.set(name, results);
+      perExample.set(`${version}/${name}`, results);
       expect(report(results)).toBe("");
       expect(results.every((r) => r.ok)).toBe(true);
       expect(results.length).toBe(manifests.length);
-      console.log(`[tests/kube] ${name}: ${results.length} objects dry-run applied, 0 problems`);
+      console.log(`[tests/kube] ${version} ${name}: ${results.length} objects dry-run applied, 0 problems`);
     },
   );
 
-  it("covered every kind Berth renders, including the Team object and the controller's RoleBinding", () => {
-    expect([...perExample.keys()].sort()).toEqual(EXAMPLES.map((e) => e.name).sort());
-    const all = [...perExample.values()].flat();
+  it.each(TEMPLATE_VERSIONS)("templates %s: covered every kind Berth renders, including the Team object and the controller's RoleBinding", (version) => {
+    expect([...perExample.keys()].filter((k) => k.startsWith(`${version}/`)).sort()).toEqual(EXAMPLES.map((e) => `${version}/${e.name}`).sort());
+    const all = [...perExample].filter(([k]) => k.startsWith(`${version}/`)).flatMap(([, r]) => r);
     const kinds = new Set(all.map((r) => r.ref.split(" ")[0]));
     expect([...kinds].sort()).toEqual(
       [
@@ -377,14 +358,14 @@ describe.skipIf(skip)(`rendered manifests: server-side dry-run on kube-apiserver
       ].sort(),
     );
     for (const ex of EXAMPLES) {
-      const refs = perExample.get(ex.name)!.map((r) => r.ref);
+      const refs = perExample.get(`${version}/${ex.name}`)!.map((r) => r.ref);
       expect(refs).toContain(`rbac.authorization.k8s.io/v1/RoleBinding ${ex.team.name}/berth-controller`);
       expect(refs).toContain(`berth.dev/v1alpha1/Team ${ex.team.name}`);
     }
-    // Every template of v1 produced at least one object that was checked (the Flux Kustomization's file is
-    // named after the team, the kinds above cover it).
+    // Every template of the version produced at least one object that was checked (the Flux Kustomization's
+    // file is named after the team, the kinds above cover it).
     const checkedFiles = new Set(all.map((r) => r.file.split("/").at(-1)!));
-    for (const t of templateFiles("v1").keys()) {
+    for (const t of templateFiles(version).keys()) {
       if (t === "templateset.yaml" || t === "flux-kustomization.yaml") continue;
       expect(checkedFiles, t).toContain(t);
     }

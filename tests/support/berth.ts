@@ -3,17 +3,15 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { Writable } from "node:stream";
 import { fileURLToPath } from "node:url";
-import { loadConfig, loadTemplateSet, type BerthConfig } from "@berth/config";
-import { Onboarding } from "@berth/core";
-import { FluxRepo } from "@berth/gitops";
+import { loadConfig, type BerthConfig } from "@berth/config";
+import type { FluxRepo } from "@berth/gitops";
 import type { FastifyInstance } from "fastify";
 import pino from "pino";
 import { parse, stringify } from "yaml";
-import { authenticatorFor } from "../../apps/api/src/plugins/auth.js";
 import { buildServer, loggerOptions } from "../../apps/api/src/server.js";
-import { StatusBoard } from "../../apps/api/src/status-board.js";
-import { TeamService } from "../../apps/api/src/team-service.js";
-import { KubeTeamStatusReader } from "../../apps/api/src/team-status.js";
+import type { Clock } from "../../apps/api/src/rollouts/clock.js";
+import type { TeamStatusReader } from "../../apps/api/src/team-status.js";
+import { createServices, type ApiServices } from "../../apps/api/src/wiring.js";
 
 export const REPO_ROOT = fileURLToPath(new URL("../../", import.meta.url));
 export const DEV_TOKEN = "test-dev-token-0123456789abcdef";
@@ -25,7 +23,9 @@ export interface RunningBerth {
   url: string;
   repo: FluxRepo;
   /** The shared per-cluster status reader (its stats() count the requests clusters received). */
-  statusReader: KubeTeamStatusReader;
+  statusReader: TeamStatusReader;
+  /** The services as main.ts builds them (the rollout engine among them). */
+  services: ApiServices;
   /** Every log line written so far (JSON), for redaction checks. */
   logs: string[];
   stop(): Promise<void>;
@@ -41,7 +41,7 @@ const TEST_RATE_LIMITS = { reads: 1_000_000, writes: 1_000_000, unauthenticated:
  * infra/local/berth.yaml with `api` settings merged over its own, written beside the work dir: the overrides
  * go through the same file parsing and validation as a deployment's config.
  */
-export async function writeConfigFile(dir: string, api: Record<string, unknown>): Promise<string> {
+export async function writeConfigFile(dir: string, api: Record<string, unknown>, edit?: (raw: Record<string, any>) => void): Promise<string> {
   const base = parse(await readFile(join(REPO_ROOT, "infra", "local", "berth.yaml"), "utf8")) as Record<string, unknown>;
   const file = join(dir, "berth.yaml");
   const merged = {
@@ -49,6 +49,7 @@ export async function writeConfigFile(dir: string, api: Record<string, unknown>)
     templatesDir: join(REPO_ROOT, "templates"),
     api: { ...(base.api as Record<string, unknown>), ...api, rateLimit: { ...TEST_RATE_LIMITS, ...(api.rateLimit as object | undefined) } },
   };
+  edit?.(merged);
   await writeFile(file, stringify(merged));
   return file;
 }
@@ -58,11 +59,24 @@ export async function writeConfigFile(dir: string, api: Record<string, unknown>)
  * the given remote. Extra env overrides config (e.g. BERTH_AUTH_MODE=oidc, BERTH_GIT_TOKEN); `api` is merged
  * over the file's `api` section (timeouts, rateLimit, ...).
  */
-export async function startBerth(options: { remoteUrl: string; env?: Record<string, string>; listen?: boolean; api?: Record<string, unknown> }): Promise<RunningBerth> {
+export async function startBerth(options: {
+  remoteUrl: string;
+  env?: Record<string, string>;
+  listen?: boolean;
+  /** Merged over the file's `api` section (timeouts, rateLimit, ...). */
+  api?: Record<string, unknown>;
+  /** Changes to infra/local/berth.yaml for this instance (e.g. platform.templateVersion, api.rollouts). */
+  config?: (raw: Record<string, any>) => void;
+  /** Replace the rollout engine's clock and the cluster status reader (default: real time, the kubeconfigs). */
+  clock?: Clock;
+  statusReader?: TeamStatusReader;
+  /** Start the rollout engine's loop (default true); false: the test steps it with services.engine.tick(). */
+  startEngine?: boolean;
+}): Promise<RunningBerth> {
   const workDir = await mkdtemp(join(tmpdir(), "berth-work-"));
   const config = loadConfig(
     {
-      BERTH_CONFIG_FILE: await writeConfigFile(workDir, options.api ?? {}),
+      BERTH_CONFIG_FILE: await writeConfigFile(workDir, options.api ?? {}, options.config),
       BERTH_GIT_URL: options.remoteUrl,
       BERTH_GIT_WORKDIR: join(workDir, "clone"),
       BERTH_AUTH_MODE: "dev",
@@ -80,33 +94,24 @@ export async function startBerth(options: { remoteUrl: string; env?: Record<stri
     },
   });
   const logger = pino(loggerOptions(config.logLevel), sink);
-  const templates = await loadTemplateSet(config.templatesDir, config.platform.templateVersion);
-  const repo = FluxRepo.fromConfig({ ...config.fluxRepo, history: config.api.idempotency, logger: logger.child({ component: "flux-repo" }) });
-  await repo.init();
-  const onboarding = new Onboarding(config.platform, templates);
-  const statusReader = KubeTeamStatusReader.fromConfig(config.api.clusters, { ttlMs: config.api.statusCacheSeconds * 1000 });
-  const server = await buildServer(
-    {
-      teams: new TeamService(onboarding, repo, statusReader),
-      store: repo,
-      authenticator: authenticatorFor(config.api.auth),
-      limits: config.api.rateLimit,
-      board: new StatusBoard(onboarding, repo, statusReader),
-      ui: { auth: config.api.auth, config: config.api.ui },
-    },
-    { logger, bodyLimit: config.api.bodyLimitBytes, timeouts: config.api.timeouts, trustProxy: config.api.trustProxy },
-  );
+  const services = await createServices(config, logger, {
+    ...(options.clock ? { clock: options.clock } : {}),
+    ...(options.statusReader ? { statusReader: options.statusReader } : {}),
+  });
+  const server = await buildServer(services.deps, { logger, bodyLimit: config.api.bodyLimitBytes, timeouts: config.api.timeouts, trustProxy: config.api.trustProxy });
   const url = options.listen ? await server.listen({ host: "127.0.0.1", port: 0 }) : "";
+  if (options.startEngine !== false) await services.start();
   return {
     config,
     server,
     url,
-    repo,
-    statusReader,
+    repo: services.repo,
+    services,
+    statusReader: services.statusReader,
     logs,
     async stop() {
       await server.close();
-      await repo.close();
+      await services.close();
       await rm(workDir, { recursive: true, force: true });
     },
   };

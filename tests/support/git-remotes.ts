@@ -3,7 +3,7 @@
  * environment, and `inspectRemote`, which answers "what does a fresh clone of this remote hold?".
  */
 import { execFile } from "node:child_process";
-import { mkdtemp, readdir, readFile, rm } from "node:fs/promises";
+import { cp, mkdtemp, readdir, readFile, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join, relative } from "node:path";
 import { pathToFileURL } from "node:url";
@@ -125,4 +125,28 @@ export async function inspectRemote(url: string, branch = "main", env: Record<st
 export function basicAuthEnv(username: string, password: string): Record<string, string> {
   const b64 = Buffer.from(`${username}:${password}`).toString("base64");
   return { GIT_CONFIG_COUNT: "1", GIT_CONFIG_KEY_0: "http.extraHeader", GIT_CONFIG_VALUE_0: `Authorization: Basic ${b64}` };
+}
+
+/**
+ * Commits every file of local folder `dir` (its relative paths become repo paths) on top of the branch, as
+ * someone other than Berth would (e.g. a hand-written tree), and pushes it. Resolves with the new head.
+ */
+export async function pushTree(opts: { url: string; dir: string; branch?: string; subject?: string; env?: Record<string, string> }): Promise<string> {
+  const branch = opts.branch ?? "main";
+  const env = opts.env ?? {};
+  const tmp = await makeTempDir("berth-push-tree-");
+  try {
+    const work = join(tmp, "work");
+    await git(["clone", "--quiet", "--", opts.url, work], { env });
+    const exists = (await git(["ls-remote", "--heads", opts.url, `refs/heads/${branch}`], { env })).trim() !== "";
+    if (exists) await git(["checkout", "--quiet", branch], { cwd: work });
+    else await git(["checkout", "--quiet", "--orphan", branch], { cwd: work });
+    await cp(opts.dir, work, { recursive: true });
+    await git(["add", "-A"], { cwd: work });
+    await git(["-c", "user.name=Platform Team", "-c", "user.email=platform@example.test", "commit", "--quiet", "--no-verify", "-m", opts.subject ?? "hand-written manifests"], { cwd: work });
+    await git(["push", "--quiet", "origin", `HEAD:refs/heads/${branch}`], { cwd: work, env });
+    return (await git(["rev-parse", "HEAD"], { cwd: work })).trim();
+  } finally {
+    await rm(tmp, { recursive: true, force: true });
+  }
 }

@@ -8,18 +8,28 @@ import { authenticatePlugin, authorizePlugin, type Authenticator } from "./plugi
 import { jsonBodyPlugin } from "./plugins/json-body.js";
 import { openapiPlugin } from "./plugins/openapi.js";
 import { problemPlugin, RequestValidationError } from "./plugins/problem.js";
+import type { AdoptionService } from "./adoption-service.js";
+import type { FleetService } from "./fleet-service.js";
+import type { RolloutService } from "./rollouts/service.js";
+import { adoptionRoutes } from "./routes/adoption.js";
+import { fleetRoutes } from "./routes/fleet.js";
 import { rateLimitPlugin } from "./plugins/rate-limit.js";
 import { securityHeadersPlugin } from "./plugins/security-headers.js";
 import { healthRoutes } from "./routes/health.js";
 import { statusRoutes } from "./routes/status.js";
-import { teamRoutes } from "./routes/teams.js";
 import type { StatusBoard } from "./status-board.js";
+import { rolloutRoutes } from "./routes/rollouts.js";
+import { teamRoutes } from "./routes/teams.js";
+import { templateRoutes } from "./routes/templates.js";
 import type { TeamService, TeamStore } from "./team-service.js";
 import { uiPlugin } from "./ui/index.js";
 import { rateLimitSchema, type ApiAuth, type RateLimitConfig, type UiConfig } from "@berth/config";
 
 export interface AppDeps {
   teams: TeamService;
+  fleet: FleetService;
+  rollouts: RolloutService;
+  adoption: AdoptionService;
   store: Pick<TeamStore, "ping">;
   authenticator: Authenticator;
   /** Views across teams: GET /v1/status and, with `ui`, the status page at /ui. */
@@ -77,6 +87,10 @@ export async function app(instance: FastifyInstance, deps: AppDeps): Promise<voi
     v1.removeContentTypeParser("text/plain");
     await v1.register(teamRoutes, { teams: deps.teams });
     if (deps.board) await v1.register(statusRoutes, { board: deps.board });
+    await v1.register(templateRoutes, { fleet: deps.fleet });
+    await v1.register(fleetRoutes, { fleet: deps.fleet });
+    await v1.register(rolloutRoutes, { rollouts: deps.rollouts });
+    await v1.register(adoptionRoutes, { adoption: deps.adoption });
   }, { prefix: "/v1" });
   if (deps.board && deps.ui?.config.enabled) {
     await instance.register(uiPlugin, { prefix: "/ui", board: deps.board, auth: deps.ui.auth, ui: deps.ui.config, authenticator: deps.authenticator });

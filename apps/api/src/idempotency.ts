@@ -6,7 +6,7 @@ import { HttpProblem } from "./plugins/problem.js";
  * Idempotency-Key (draft-ietf-httpapi-idempotency-key-header): a retried write with the same key and the
  * same request gets the original outcome instead of running again. The key and a fingerprint of the request
  * are recorded as commit trailers, so the outcome is found again from the Flux repo's history after a
- * restart and by every replica (docs/decisions/0005-idempotency-in-git-trailers.md).
+ * restart and by every replica (docs/decisions/0011-idempotency-in-git-trailers.md).
  */
 
 export const IDEMPOTENCY_HEADER = "idempotency-key";

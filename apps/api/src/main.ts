@@ -1,12 +1,7 @@
-import { loadConfig, loadTemplateSet, ConfigError, type BerthConfig } from "@berth/config";
-import { Onboarding } from "@berth/core";
-import { FluxRepo } from "@berth/gitops";
+import { loadConfig, ConfigError, type BerthConfig } from "@berth/config";
 import pino from "pino";
-import { authenticatorFor } from "./plugins/auth.js";
 import { buildServer, loggerOptions } from "./server.js";
-import { StatusBoard } from "./status-board.js";
-import { TeamService } from "./team-service.js";
-import { KubeTeamStatusReader } from "./team-status.js";
+import { createServices } from "./wiring.js";
 
 /** Process concerns only: configuration, logger, wiring, listen, signals, graceful close. */
 
@@ -41,29 +36,14 @@ async function main(): Promise<void> {
     logger.warn("authentication is in development mode: one static token grants every role; never use this outside a laptop");
   }
 
-  const templates = await loadTemplateSet(config.templatesDir, config.platform.templateVersion);
-  const onboarding = new Onboarding(config.platform, templates);
-  const repo = FluxRepo.fromConfig({ ...config.fluxRepo, history: config.api.idempotency, logger: logger.child({ component: "flux-repo" }) });
-  await repo.init();
-
-  // One status reader, so the status API, CLI watchers and every open status page share its per-cluster cache.
-  const statusReader = KubeTeamStatusReader.fromConfig(config.api.clusters, { ttlMs: config.api.statusCacheSeconds * 1000 });
-  const teams = new TeamService(onboarding, repo, statusReader);
+  const services = await createServices(config, logger);
+  const server = await buildServer(services.deps, { logger, bodyLimit: config.api.bodyLimitBytes, timeouts: config.api.timeouts, trustProxy: config.api.trustProxy });
   // Parse every team once now, in the background, so the first GET /v1/teams after a start is not the slow one.
-  void teams.list().catch((err: unknown) => logger.warn({ err }, "could not read the teams at start; the first list will"));
-  const server = await buildServer(
-    {
-      teams,
-      store: repo,
-      authenticator: authenticatorFor(config.api.auth),
-      limits: config.api.rateLimit,
-      board: new StatusBoard(onboarding, repo, statusReader),
-      ui: { auth: config.api.auth, config: config.api.ui },
-    },
-    { logger, bodyLimit: config.api.bodyLimitBytes, timeouts: config.api.timeouts, trustProxy: config.api.trustProxy },
-  );
+  void services.deps.teams.list().catch((err: unknown) => logger.warn({ err }, "could not read the teams at start; the first list will"));
   const address = await server.listen({ host: config.api.host, port: config.api.port });
-  logger.info({ address, remote: config.fluxRepo.url, branch: config.fluxRepo.branch, templates: templates.version }, "berth api listening");
+  const { catalog } = services.onboarding;
+  logger.info({ address, remote: config.fluxRepo.url, branch: config.fluxRepo.branch, templates: catalog.versions(), defaultTemplates: catalog.defaultVersion }, "berth api listening");
+  await services.start();
   const banner = devBanner(config, address.replace("[::1]", "localhost"));
   if (banner) process.stdout.write(`${banner}\n`);
 
@@ -74,7 +54,7 @@ async function main(): Promise<void> {
     logger.info({ signal }, "shutting down: finishing in-flight requests");
     const force = setTimeout(() => process.exit(1), 30_000).unref();
     await server.close();
-    await repo.close();
+    await services.close();
     clearTimeout(force);
     process.exit(0);
   };

@@ -106,17 +106,23 @@ export class TeamService {
     return { revision: tree.revision, team: await this.onboarding.readTeam(tree, name) };
   }
 
+  /**
+   * Validation and rendering happen here, before the write queues: an invalid request is answered before it
+   * waits, and the writer lane only runs the part that depends on the tree (docs/decisions/0010-rollouts.md,
+   * "where the time went").
+   */
   async create(input: unknown, request: WriteRequest): Promise<WriteResult> {
-    // Validation needs no tree: an invalid request is answered before it waits in the writer's queue.
-    validateTeam(input, this.onboarding.platform);
-    const name = typeof (input as { name?: unknown })?.name === "string" ? (input as { name: string }).name : "";
-    const outcome = await this.write("create", name, (tree) => this.onboarding.planCreate(tree, input), request);
+    const prepared = this.onboarding.prepareCreate(input);
+    const name = prepared.team.name;
+    const outcome = await this.write("create", name, (tree) => this.onboarding.planCreate(tree, prepared), request);
     return this.withTeam(outcome, name);
   }
 
+  /** Rendered on the team's version as last seen; planUpdate re-renders if a rollout moved it meanwhile. */
   async update(name: string, spec: unknown, request: WriteRequest): Promise<WriteResult> {
-    validateTeamSpec(name, spec, this.onboarding.platform);
-    return this.withTeam(await this.write("update", name, (tree) => this.onboarding.planUpdate(tree, name, spec), request), name);
+    const current = await this.onboarding.readTeam(await this.store.snapshot(), name);
+    const prepared = this.onboarding.prepareUpdate(name, spec, current?.templateVersion ?? this.onboarding.catalog.defaultVersion);
+    return this.withTeam(await this.write("update", name, (tree) => this.onboarding.planUpdate(tree, name, prepared), request), name);
   }
 
   async delete(name: string, request: WriteRequest): Promise<DeleteResult> {

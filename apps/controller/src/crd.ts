@@ -73,6 +73,7 @@ export function teamCrd(): Record<string, unknown> {
             { name: "Ready", type: "string", jsonPath: ready("Ready") },
             { name: "Credential", type: "string", jsonPath: ready("CredentialWritten") },
             { name: "Revision", type: "string", jsonPath: ".status.revision" },
+            { name: "Templates", type: "string", jsonPath: ".spec.templateVersion" },
             { name: "Age", type: "date", jsonPath: ".metadata.creationTimestamp" },
           ],
           schema: {

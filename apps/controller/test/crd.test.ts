@@ -22,7 +22,7 @@ describe("Team CRD (infra/controller/crds/berth.dev_teams.yaml)", () => {
     const v = crd.spec.versions[0];
     expect(v.name).toBe("v1alpha1");
     expect(v.subresources).toEqual({ status: {} });
-    expect(v.additionalPrinterColumns.map((c: { name: string }) => c.name)).toEqual(["Ready", "Credential", "Revision", "Age"]);
+    expect(v.additionalPrinterColumns.map((c: { name: string }) => c.name)).toEqual(["Ready", "Credential", "Revision", "Templates", "Age"]);
   });
 
   it("is structural: no additionalProperties:false, propertyNames or JS-only regex escapes", () => {

@@ -175,6 +175,16 @@ export const apiSchema = z
     /** One listing of a cluster's Team objects serves every status reader (API, CLI watchers, pages) this long. */
     statusCacheSeconds: z.number().min(0).max(300).default(5),
     ui: uiSchema.default({ enabled: true, sessionTtlSeconds: 28_800, refreshSeconds: 5 }),
+    /** The rollout engine (docs/rollouts.md). */
+    rollouts: z
+      .object({
+        /** How often a committed wave's gate is checked (Team status on every cluster of the wave). */
+        pollIntervalMs: z.number().int().min(100).max(600_000).default(10_000),
+        /** How long a wave may take to become Ready when the rollout does not say; then it halts. */
+        gateTimeoutSeconds: z.number().int().min(10).max(7 * 86_400).default(1_800),
+      })
+      .strict()
+      .default({ pollIntervalMs: 10_000, gateTimeoutSeconds: 1_800 }),
   })
   .strict();
 

@@ -57,7 +57,13 @@ export function federatedSubjectKinds(platform: Platform): Array<Exclude<Federat
 
 export function clusterContext(team: Team, cluster: Cluster, platform: Platform, layout: RepoLayout): Record<string, unknown> {
   const names = teamNames(team.name);
-  const azure = azureNames(team.name, cluster.name);
+  const derived = azureNames(team.name, cluster.name);
+  // Names an adopted team kept (team.azureNames) win: a new name would be a new resource in Azure.
+  const azure = {
+    ...derived,
+    resourceGroup: team.azureNames?.resourceGroups?.[cluster.name] ?? derived.resourceGroup,
+    identity: team.azureNames?.identities?.[cluster.name] ?? derived.identity,
+  };
   const fc = platform.federatedCredential;
   const subjects: Record<FederatedSubjectKind, string> = {
     "aso-controller": `system:serviceaccount:${fc.asoNamespace}:${fc.asoServiceAccount}`,

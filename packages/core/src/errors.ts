@@ -67,3 +67,49 @@ export class PathOwnershipError extends Error {
     super(`a change for team "${team}" may not write ${path}: it is ${owner}`);
   }
 }
+
+/** A rollout request that cannot be carried out as asked (no such version, a team in no wave, ...). */
+export class RolloutValidationError extends Error {
+  override readonly name = "RolloutValidationError";
+  constructor(readonly issues: FieldIssue[]) {
+    super(`invalid rollout: ${issues.map((i) => `${i.field} ${i.rule}`).join("; ")}`);
+  }
+}
+
+export class RolloutNotFoundError extends Error {
+  override readonly name = "RolloutNotFoundError";
+  constructor(readonly id: string) {
+    super(`rollout "${id}" does not exist`);
+  }
+}
+
+/** The rollout is not in a phase that allows the action (resume a completed rollout, ...). */
+export class RolloutStateError extends Error {
+  override readonly name = "RolloutStateError";
+  constructor(
+    readonly id: string,
+    readonly phase: string,
+    action: string,
+  ) {
+    super(`rollout "${id}" is ${phase}: it cannot be ${action}`);
+  }
+}
+
+/** Another active rollout already moves some of these teams. */
+export class RolloutConflictError extends Error {
+  override readonly name = "RolloutConflictError";
+  constructor(
+    readonly other: string,
+    readonly teams: string[],
+  ) {
+    super(`rollout "${other}" (not finished) already moves ${teams.length} of these teams: ${teams.slice(0, 10).join(", ")}${teams.length > 10 ? ", ..." : ""}`);
+  }
+}
+
+/** Teams that cannot be rendered: nothing is committed, each is reported with why. */
+export class FleetRenderError extends Error {
+  override readonly name = "FleetRenderError";
+  constructor(readonly failures: Array<{ team: string; error: string }>) {
+    super(`${failures.length} team(s) cannot be rendered: ${failures.slice(0, 5).map((f) => `${f.team} (${f.error})`).join("; ")}${failures.length > 5 ? "; ..." : ""}`);
+  }
+}

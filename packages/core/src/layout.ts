@@ -12,11 +12,12 @@ export const TEAM_SPEC_FILE = "team.yaml";
 export type PathOwner =
   | { kind: "team"; team: string }
   | { kind: "cluster-teams-index"; cluster: string }
+  | { kind: "rollout"; id: string }
   | { kind: "unowned" };
 
 /** Where Berth writes each file in the Flux repo. docs/repo-layout.md describes the same tree. */
 export function repoLayout(platform: Platform) {
-  const { teamsDir, clustersDir } = platform.layout;
+  const { teamsDir, clustersDir, rolloutsDir } = platform.layout;
   const teamDir = (team: string) => `${teamsDir}/${team}`;
   const clusterTeamsDir = (cluster: string) => `${clustersDir}/${cluster}/teams`;
   const clusterTeamsIndex = (cluster: string) => `${clusterTeamsDir(cluster)}/kustomization.yaml`;
@@ -39,6 +40,11 @@ export function repoLayout(platform: Platform) {
         if (file.endsWith(".yaml") && file.length > ".yaml".length) return { kind: "team", team: file.slice(0, -".yaml".length) };
       }
     }
+    const rolloutsPrefix = `${rolloutsDir}/`;
+    if (path.startsWith(rolloutsPrefix)) {
+      const file = path.slice(rolloutsPrefix.length);
+      if (!file.includes("/") && file.endsWith(".yaml") && file.length > ".yaml".length) return { kind: "rollout", id: file.slice(0, -".yaml".length) };
+    }
     const teamsPrefix = `${teamsDir}/`;
     if (path.startsWith(teamsPrefix)) {
       const [team, ...rest] = path.slice(teamsPrefix.length).split("/");
@@ -50,6 +56,9 @@ export function repoLayout(platform: Platform) {
   return {
     teamsDir,
     clustersDir,
+    rolloutsDir,
+    /** A rollout's state file: spec and status, changed only by that rollout's commits. */
+    rolloutFile: (id: string) => `${rolloutsDir}/${id}.yaml`,
     teamDir,
     /**
      * The team spec (kind Team): Berth's source of truth, and inside the base so Flux applies it as the
@@ -94,6 +103,8 @@ export function describeOwner(owner: PathOwner): string {
       return `cluster ${owner.cluster}'s teams index, which Berth's layout owns`;
     case "team":
       return `a file of team ${owner.team}`;
+    case "rollout":
+      return `the state file of rollout ${owner.id}`;
     case "unowned":
       return "a file outside the teams layout";
   }

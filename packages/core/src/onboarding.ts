@@ -1,11 +1,12 @@
-import { createTwoFilesPatch } from "diff";
-import { RepoContentError, TeamExistsError, TeamNotFoundError } from "./errors.js";
+import { createTwoFilesPatch, formatPatch, structuredPatch } from "diff";
+import { RepoContentError, TeamExistsError, TeamNotFoundError, TeamValidationError, type FieldIssue } from "./errors.js";
 import { repoLayout, TEAM_SPEC_FILE, type RepoLayout } from "./layout.js";
 import { allClusters, type Platform } from "./platform.js";
 import { renderClusterTeamsIndex, renderTeam } from "./render.js";
-import type { FileChange, FileStatus, RepoChange, RepoTree } from "./repo.js";
+import { hasContent, type FileChange, type FileStatus, type RepoChange, type RepoTree } from "./repo.js";
 import { parseTeamFile } from "./team-file.js";
 import type { Team } from "./team.js";
+import { TemplateCatalog } from "./template-catalog.js";
 import type { TemplateSet } from "./template-set.js";
 import { validateTeam, validateTeamSpec } from "./validate.js";
 
@@ -19,6 +20,17 @@ export async function describeChange(tree: RepoTree, files: ReadonlyMap<string, 
   const out: FileChange[] = [];
   for (const [path, content] of files) out.push({ path, status: fileStatus(await tree.read(path), content) });
   return out.sort((a, b) => (a.path < b.path ? -1 : a.path > b.path ? 1 : 0));
+}
+
+/**
+ * A validated team and its rendered files: the part of a write that does not depend on the repo, done
+ * before the write queues so the writer lane only does the tree-dependent part (docs/decisions/0005).
+ */
+export interface PreparedTeam {
+  team: Team & { templateVersion: string };
+  files: ReadonlyMap<string, string>;
+  /** The version the request named, if it named one (an update must not change it). */
+  requestedVersion?: string;
 }
 
 export interface Preview {
@@ -37,14 +49,17 @@ const MAX_PARSED_TEAMS = 50_000;
 
 export class Onboarding {
   private readonly layout: RepoLayout;
+  /** Every template version Berth can render with; the default is what new teams get. */
+  readonly catalog: TemplateCatalog;
   private readonly parsed = new Map<string, Team | null>();
   private lastList: { id: string; teams: Promise<Team[]> } | undefined;
 
   constructor(
     readonly platform: Platform,
-    readonly templates: TemplateSet,
+    templates: TemplateCatalog | TemplateSet,
   ) {
     this.layout = repoLayout(platform);
+    this.catalog = templates instanceof TemplateCatalog ? templates : TemplateCatalog.of(templates);
   }
 
   async readTeam(tree: RepoTree, name: string): Promise<Team | undefined> {
@@ -116,30 +131,62 @@ export class Onboarding {
     return teams.filter((t): t is Team => t !== undefined).sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
   }
 
+  /** Every file of the team, rendered with its template version (the default when it names none). */
   render(team: Team): Map<string, string> {
-    return renderTeam(team, this.platform, this.templates);
+    return renderTeam(team, this.platform, this.catalog.get(team.templateVersion ?? this.catalog.defaultVersion));
   }
 
-  async planCreate(tree: RepoTree, input: unknown): Promise<{ team: Team; change: RepoChange }> {
-    const team = validateTeam(input, this.platform);
+  /** Validates a new team (its version must exist; default: the platform's) and renders it. No tree. */
+  prepareCreate(input: unknown): PreparedTeam {
+    const requested = versionOf(input);
+    const team = this.withVersionCheck(() => validateTeam(input, this.platform), requested);
+    return this.prepared({ ...team, templateVersion: requested ?? this.catalog.defaultVersion }, requested);
+  }
+
+  /**
+   * Validates an update of team `name` whose current version is `currentVersion` (as last seen) and renders
+   * it on that version. A body may repeat the version, not change it: only a rollout moves a team.
+   */
+  prepareUpdate(name: string, spec: unknown, currentVersion: string): PreparedTeam {
+    const requested = versionOf(spec);
+    const team = this.withVersionCheck(() => validateTeamSpec(name, spec, this.platform), requested, currentVersion);
+    return this.prepared({ ...team, templateVersion: currentVersion }, requested);
+  }
+
+  async planCreate(tree: RepoTree, input: unknown | PreparedTeam): Promise<{ team: Team; change: RepoChange }> {
+    const prepared = isPrepared(input) ? input : this.prepareCreate(input);
+    const { team } = prepared;
     if ((await tree.read(this.layout.teamSpec(team.name))) !== undefined) throw new TeamExistsError(team.name);
-    const files = await this.changeFor(tree, team.name, this.render(team));
+    const files = await this.changeFor(tree, team.name, prepared.files);
     return { team, change: { files, subject: `berth: onboard team ${team.name}`, body: this.describe(team) } };
   }
 
-  async planUpdate(tree: RepoTree, name: string, spec: unknown): Promise<{ team: Team; change: RepoChange }> {
-    const team = validateTeamSpec(name, spec, this.platform);
-    if ((await this.readTeam(tree, name)) === undefined) throw new TeamNotFoundError(name);
-    const files = await this.changeFor(tree, name, this.render(team));
+  async planUpdate(tree: RepoTree, name: string, spec: unknown | PreparedTeam): Promise<{ team: Team; change: RepoChange }> {
+    const current = await this.readTeam(tree, name);
+    if (current === undefined) throw new TeamNotFoundError(name);
+    let prepared = isPrepared(spec) ? spec : this.prepareUpdate(name, spec, current.templateVersion!);
+    if (prepared.team.templateVersion !== current.templateVersion) {
+      // A rollout moved the team since the request was prepared: render on the version it is on now.
+      if (prepared.requestedVersion !== undefined) throw versionChangeRefused(prepared.requestedVersion, current.templateVersion!);
+      prepared = this.prepared({ ...prepared.team, templateVersion: current.templateVersion! });
+    }
+    const { team } = prepared;
+    const files = await this.changeFor(tree, name, prepared.files);
     return { team, change: { files, subject: `berth: update team ${name}`, body: this.describe(team) } };
   }
 
-  /** Re-renders an existing team from its spec in the repo (after a template or platform change). */
-  async planRerender(tree: RepoTree, name: string): Promise<{ team: Team; change: RepoChange }> {
-    const team = await this.readTeam(tree, name);
-    if (team === undefined) throw new TeamNotFoundError(name);
-    const files = await this.changeFor(tree, name, this.render(validateTeam(team, this.platform)));
-    return { team, change: { files, subject: `berth: re-render team ${name} (templates ${this.templates.version})` } };
+  /**
+   * Re-renders an existing team from its spec in the repo, on `version` (default: its own), after a
+   * template or platform change. The spec is validated again against today's platform (a role removed
+   * from the catalog makes the team fail to render rather than render something else).
+   */
+  async planRerender(tree: RepoTree, name: string, version?: string): Promise<{ team: Team; from: string; change: RepoChange }> {
+    const current = await this.readTeam(tree, name);
+    if (current === undefined) throw new TeamNotFoundError(name);
+    const from = current.templateVersion!;
+    const team = { ...validateTeam(current, this.platform), templateVersion: version ?? from };
+    const files = await this.changeFor(tree, name, this.render(team));
+    return { team, from, change: { files, subject: `berth: re-render team ${name} (templates ${team.templateVersion})` } };
   }
 
   async planDelete(tree: RepoTree, name: string): Promise<{ team: Team; change: RepoChange }> {
@@ -151,25 +198,49 @@ export class Onboarding {
 
   /** What a create (new team) or update (existing team) would change, without committing. */
   async preview(tree: RepoTree, input: unknown, existingName?: string): Promise<Preview> {
-    const team = existingName === undefined ? validateTeam(input, this.platform) : validateTeamSpec(existingName, input, this.platform);
-    if (existingName !== undefined && (await this.readTeam(tree, existingName)) === undefined) throw new TeamNotFoundError(existingName);
-    const changes = await this.changeFor(tree, team.name, this.render(team));
-    const files: Preview["files"] = [];
-    const patches: string[] = [];
-    for (const [path, content] of changes) {
-      const before = await tree.read(path);
-      files.push({ path, status: fileStatus(before, content), content });
-      patches.push(
-        createTwoFilesPatch(before === undefined ? "/dev/null" : `a/${path}`, content === null ? "/dev/null" : `b/${path}`, before ?? "", content ?? ""),
-      );
+    let prepared: PreparedTeam;
+    if (existingName === undefined) prepared = this.prepareCreate(input);
+    else {
+      const current = await this.readTeam(tree, existingName);
+      if (current === undefined) throw new TeamNotFoundError(existingName);
+      prepared = this.prepareUpdate(existingName, input, current.templateVersion!);
     }
-    return { team, files, diff: patches.join("") };
+    const changes = await this.changeFor(tree, prepared.team.name, prepared.files);
+    return { team: prepared.team, ...(await describeWithDiff(tree, changes)) };
+  }
+
+  private prepared(team: Team & { templateVersion: string }, requestedVersion?: string): PreparedTeam {
+    return { team, files: this.render(team), ...(requestedVersion !== undefined ? { requestedVersion } : {}) };
+  }
+
+  /**
+   * Runs a validation and adds the template version's own rule: it must exist (new team) or equal the
+   * team's current one (update). Reported with the other problems, in one 422.
+   */
+  private withVersionCheck(validate: () => Team, requested: string | undefined, currentVersion?: string): Team {
+    const issues: FieldIssue[] = [];
+    if (requested !== undefined && currentVersion !== undefined && requested !== currentVersion) {
+      issues.push(versionChangeRefused(requested, currentVersion).issues[0]!);
+    } else if (requested !== undefined && typeof requested === "string" && !this.catalog.has(requested) && currentVersion === undefined) {
+      issues.push({ field: "templateVersion", rule: `must be one of the template versions: ${this.catalog.versions().join(", ")}` });
+    }
+    try {
+      const team = validate();
+      if (issues.length) throw new TeamValidationError(issues);
+      return team;
+    } catch (err) {
+      if (err instanceof TeamValidationError && issues.length && !err.issues.some((i) => i.field === "templateVersion")) {
+        throw new TeamValidationError([...err.issues, ...issues]);
+      }
+      throw err;
+    }
   }
 
   private describe(team: Team): string[] {
     return [
       `environments: ${team.environments.join(", ")}`,
       `roles: ${team.roleAssignments.map((r) => r.role).join(", ") || "(none)"}`,
+      `templates: ${team.templateVersion ?? this.catalog.defaultVersion}`,
     ];
   }
 
@@ -178,38 +249,126 @@ export class Onboarding {
    * teams index updated for it. Files of the team that are no longer rendered are deleted. Only paths the
    * team owns (layout.ownerOf) are written or deleted as the team's; the indexes are rebuilt as indexes.
    */
-  private async changeFor(tree: RepoTree, team: string, desired: Map<string, string>): Promise<Map<string, string | null>> {
+  async changeFor(tree: RepoTree, team: string, desired: ReadonlyMap<string, string>): Promise<Map<string, string | null>> {
+    const changes = await this.teamFileChanges(tree, team, desired);
+    for (const [path, content] of await this.indexChanges(tree, [{ team, clusters: this.clustersIn(team, desired) }])) changes.set(path, content);
+    return changes;
+  }
+
+  /** The team's own files (layout.ownerOf) that must change so the repo holds exactly `desired` for it. */
+  async teamFileChanges(tree: RepoTree, team: string, desired: ReadonlyMap<string, string>): Promise<Map<string, string | null>> {
     this.layout.assertOwnedBy(team, desired.keys());
     const owned = (path: string) => {
       const owner = this.layout.ownerOf(path);
       return owner.kind === "team" && owner.team === team;
     };
-    const changes = new Map<string, string | null>();
     const existing = new Set((await tree.list(this.layout.teamDir(team))).filter(owned));
-    const clusters = allClusters(this.platform).map((c) => c.name);
-    for (const cluster of clusters) {
-      const flux = this.layout.fluxKustomization(cluster, team);
-      if (owned(flux) && (await tree.read(flux)) !== undefined) existing.add(flux);
-    }
-    for (const [path, content] of desired) {
-      if ((await tree.read(path)) !== content) changes.set(path, content);
-    }
-    for (const path of existing) {
-      if (!desired.has(path)) changes.set(path, null);
-    }
-    for (const cluster of clusters) {
-      const dir = this.layout.clusterTeamsDir(cluster);
-      const index = this.layout.clusterTeamsIndex(cluster);
+    const fluxFiles = allClusters(this.platform)
+      .map((c) => this.layout.fluxKustomization(c.name, team))
+      .filter((flux) => owned(flux) && !desired.has(flux));
+    const present = await Promise.all(fluxFiles.map(async (flux) => ((await tree.read(flux)) !== undefined ? flux : undefined)));
+    for (const flux of present) if (flux) existing.add(flux);
+    const changes = new Map<string, string | null>();
+    // Compared concurrently: a git tree answers from its index, or pipelines the reads.
+    const same = await Promise.all([...desired].map(([path, content]) => hasContent(tree, path, content)));
+    let i = 0;
+    for (const [path, content] of desired) if (!same[i++]) changes.set(path, content);
+    for (const path of existing) if (!desired.has(path)) changes.set(path, null);
+    return changes;
+  }
+
+  /**
+   * Every cluster's teams index, rebuilt from the Flux files present in the tree with each update applied
+   * (a team joins the indexes of `clusters`, and leaves the others); only indexes whose content changes.
+   */
+  async indexChanges(tree: RepoTree, updates: ReadonlyArray<{ team: string; clusters: ReadonlySet<string> }>): Promise<Map<string, string | null>> {
+    const changes = new Map<string, string | null>();
+    for (const cluster of allClusters(this.platform).map((c) => c.name)) {
       const members = new Set(
-        (await tree.list(dir))
+        (await tree.list(this.layout.clusterTeamsDir(cluster)))
           .map((p) => this.layout.ownerOf(p))
           .flatMap((owner) => (owner.kind === "team" ? [owner.team] : [])),
       );
-      if (desired.has(this.layout.fluxKustomization(cluster, team))) members.add(team);
-      else members.delete(team);
+      for (const { team, clusters } of updates) {
+        if (clusters.has(cluster)) members.add(team);
+        else members.delete(team);
+      }
+      const index = this.layout.clusterTeamsIndex(cluster);
       const content = renderClusterTeamsIndex(members);
-      if ((await tree.read(index)) !== content) changes.set(index, content);
+      if (!(await hasContent(tree, index, content))) changes.set(index, content);
     }
     return changes;
   }
+
+  /** The clusters whose Flux file is among a team's rendered files. */
+  clustersIn(team: string, files: ReadonlyMap<string, string>): Set<string> {
+    return new Set(allClusters(this.platform).map((c) => c.name).filter((c) => files.has(this.layout.fluxKustomization(c, team))));
+  }
+}
+
+/** Each changed file with its status and content, and one unified diff of them all against the tree. */
+export async function describeWithDiff(
+  tree: RepoTree,
+  changes: ReadonlyMap<string, string | null>,
+): Promise<{ files: Array<FileChange & { content: string | null }>; diff: string }> {
+  const files: Array<FileChange & { content: string | null }> = [];
+  const patches: string[] = [];
+  for (const [path, content] of changes) {
+    const before = await tree.read(path);
+    files.push({ path, status: fileStatus(before, content), content });
+    patches.push(unifiedDiff(path, before, content));
+  }
+  return { files, diff: patches.join("") };
+}
+
+/** Lines of context around each change: the `diff` package's default, which the fast path must match. */
+const DIFF_CONTEXT = 4;
+
+/**
+ * A git-style unified diff of one file (`/dev/null` for an added or deleted side), in the `diff` package's
+ * format. A fleet preview diffs tens of thousands of files whose change is a few lines, so the common head
+ * and tail beyond the hunk context are cut before diffing and the hunks moved back: the same diff as
+ * createTwoFilesPatch's whenever the alignment is unique, a correct one always (packages/core/test/diff.test.ts).
+ */
+export function unifiedDiff(path: string, before: string | undefined, after: string | null): string {
+  const oldName = before === undefined ? "/dev/null" : `a/${path}`;
+  const newName = after === null ? "/dev/null" : `b/${path}`;
+  const a = before ?? "";
+  const b = after ?? "";
+  const reference = () => createTwoFilesPatch(oldName, newName, a, b);
+  if (a === "" || b === "" || !a.endsWith("\n") || !b.endsWith("\n") || a === b) return reference();
+  const la = a.split("\n");
+  const lb = b.split("\n");
+  la.pop();
+  lb.pop();
+  let head = 0;
+  while (head < la.length && head < lb.length && la[head] === lb[head]) head++;
+  let tail = 0;
+  while (tail < la.length - head && tail < lb.length - head && la[la.length - 1 - tail] === lb[lb.length - 1 - tail]) tail++;
+  const start = Math.max(0, head - DIFF_CONTEXT);
+  const cut = Math.max(0, tail - DIFF_CONTEXT);
+  if (start === 0 && cut === 0) return reference();
+  const window = (lines: string[]) => `${lines.slice(start, lines.length - cut).join("\n")}\n`;
+  const patch = structuredPatch(oldName, newName, window(la), window(lb));
+  for (const hunk of patch.hunks) {
+    hunk.oldStart += start;
+    hunk.newStart += start;
+  }
+  return formatPatch(patch);
+}
+
+function versionOf(input: unknown): string | undefined {
+  const v = input !== null && typeof input === "object" ? (input as { templateVersion?: unknown }).templateVersion : undefined;
+  return typeof v === "string" ? v : undefined;
+}
+
+function isPrepared(value: unknown): value is PreparedTeam {
+  const v = value as PreparedTeam | null;
+  return typeof v === "object" && v !== null && v.files instanceof Map && typeof v.team === "object";
+}
+
+function versionChangeRefused(requested: string, current: string): TeamValidationError {
+  return new TeamValidationError([
+    { field: "templateVersion", rule: `is ${current}; an update cannot change it to ${requested}: a rollout moves teams between versions (POST /v1/rollouts)` },
+  ]);
 }

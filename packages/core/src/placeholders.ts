@@ -30,6 +30,8 @@ function lookup(context: Context, path: string, source: string): unknown {
 }
 
 function interpolate(text: string, context: Context, source: string): string {
+  // Most template strings hold no placeholder at all (rendering a fleet resolves millions of them).
+  if (!text.includes("{{") && !text.includes("}}")) return text;
   // Check the template's text, not the result: a value may itself hold `{{` and is inserted as it is.
   const rest = text.replace(INLINE, "");
   if (rest.includes("{{") || rest.includes("}}")) throw new RenderError(`malformed placeholder in "${text}"`, source);
@@ -49,7 +51,10 @@ function isMap(value: unknown): value is Record<string, unknown> {
 export function resolvePlaceholders(node: unknown, context: Context, source: string): unknown {
   if (typeof node === "string") {
     const whole = WHOLE.exec(node);
-    return whole ? structuredClone(lookup(context, whole[1]!, source)) : interpolate(node, context, source);
+    if (!whole) return interpolate(node, context, source);
+    const value = lookup(context, whole[1]!, source);
+    // A list or map is copied, so no rendered object shares structure with the context.
+    return typeof value === "object" && value !== null ? structuredClone(value) : value;
   }
   if (Array.isArray(node)) return node.map((item) => resolvePlaceholders(item, context, source));
   if (isMap(node)) {
@@ -74,6 +79,7 @@ export function resolvePlaceholders(node: unknown, context: Context, source: str
 /** Flux's post-build variables referenced by a rendered tree (`${NAME}`, `${NAME:=default}`; `$${` escapes). */
 export function fluxVariables(node: unknown, found = new Set<string>()): Set<string> {
   if (typeof node === "string") {
+    if (!node.includes("${")) return found;
     for (const match of node.matchAll(/(\$?)\$\{([^}]*)\}/g)) {
       if (match[1] === "$") continue;
       const name = /^[A-Za-z_][A-Za-z0-9_]*/.exec(match[2]!)?.[0];

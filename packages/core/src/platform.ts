@@ -1,6 +1,6 @@
 import { z } from "zod";
 import { DNS_LABEL, GUID, LOWERCASE_GUID } from "./patterns.js";
-import { containerLimitsSchema, quotaSchema, ROLE_ID } from "./team.js";
+import { containerLimitsSchema, quotaSchema, ROLE_ID, templateVersionSchema } from "./team.js";
 
 /**
  * The platform's own settings that shape every team's manifests. Loaded and validated by @berth/config
@@ -131,19 +131,25 @@ export const platformSchema = z
       })
       .strict()
       .default({ namespace: "berth-system", serviceAccount: "berth-controller" }),
-    templateVersion: z.string().regex(/^v[0-9]+$/).default("v1"),
+    /** The template version new teams are onboarded with (templates/<version>/). */
+    templateVersion: templateVersionSchema.default("v1"),
     layout: z
       .object({
         teamsDir: z.string().regex(REPO_DIR, "must be a relative folder such as teams or fleet/teams").default("teams"),
         clustersDir: z.string().regex(REPO_DIR, "must be a relative folder such as clusters or fleet/clusters").default("clusters"),
+        /** One small file per rollout (its state); outside clustersDir, so Flux never applies it. */
+        rolloutsDir: z.string().regex(REPO_DIR, "must be a relative folder such as rollouts or fleet/rollouts").default("rollouts"),
       })
       .strict()
       // Disjoint folders: otherwise a team's folder could hold a cluster's folder (or the reverse).
       .refine(
-        ({ teamsDir, clustersDir }) => teamsDir !== clustersDir && !`${teamsDir}/`.startsWith(`${clustersDir}/`) && !`${clustersDir}/`.startsWith(`${teamsDir}/`),
-        "teamsDir and clustersDir must not be the same folder or contain each other",
+        ({ teamsDir, clustersDir, rolloutsDir }) => {
+          const dirs = [teamsDir, clustersDir, rolloutsDir];
+          return dirs.every((a, i) => dirs.every((b, j) => i === j || (a !== b && !`${a}/`.startsWith(`${b}/`))));
+        },
+        "teamsDir, clustersDir and rolloutsDir must not be the same folder or contain each other",
       )
-      .default({ teamsDir: "teams", clustersDir: "clusters" }),
+      .default({ teamsDir: "teams", clustersDir: "clusters", rolloutsDir: "rollouts" }),
     federatedCredential: z
       .object({
         subjectMode: federatedSubjectModeSchema.default("aso-controller"),

@@ -65,15 +65,18 @@ export function renderTeam(team: Team, platform: Platform, templates: TemplateSe
     return written;
   };
 
-  // The spec is a resource of the base too: Flux applies it as the cluster-scoped Team object, first.
-  files.set(teamSpec, serializeTeamFile(team));
+  // The spec is a resource of the base too: Flux applies it as the cluster-scoped Team object, first. It
+  // records the version it was rendered with, whatever the caller's team said.
+  files.set(teamSpec, serializeTeamFile({ ...team, templateVersion: templates.version }));
 
+  // `template.version`: which version rendered an object (v2 labels every object with it).
+  const template = { version: templates.version };
   const baseDir = layout.baseDir(team.name);
-  const baseFiles = renderGroup(templates.team, teamContext(team, platform, layout), baseDir);
+  const baseFiles = renderGroup(templates.team, { ...teamContext(team, platform, layout), template }, baseDir);
   files.set(`${baseDir}/kustomization.yaml`, kustomizeFile([TEAM_SPEC_FILE, ...baseFiles]));
 
   for (const cluster of clustersOf(team, platform)) {
-    const context = clusterContext(team, cluster, platform, layout);
+    const context = { ...clusterContext(team, cluster, platform, layout), template };
     const clusterDir = layout.clusterDir(team.name, cluster.name);
     const clusterFiles = renderGroup(templates.cluster, context, clusterDir);
     files.set(`${clusterDir}/kustomization.yaml`, kustomizeFile(["../../base", ...clusterFiles]));

@@ -36,6 +36,11 @@ export interface RepoTree {
   /** Every file path below `dir` (recursive), sorted. Empty when the folder does not exist. */
   list(dir: string): Promise<string[]>;
   /**
+   * Whether the file exists with exactly this content. Optional: an adapter that can answer without
+   * reading the file (git compares blob ids) provides it; otherwise callers compare `read`.
+   */
+  hasContent?(path: string, content: string): Promise<boolean>;
+  /**
    * The immediate entries of folder `dir` with content ids, sorted by name (empty when it does not exist).
    * Optional: readers that derive something from a folder can cache it by id (parse each team once).
    */
@@ -48,6 +53,11 @@ export interface RepoTree {
    * adapter itself wrote within its look-back window. Optional: only a repo with history answers.
    */
   findCommit?(trailers: readonly Trailer[]): Promise<CommitInfo | undefined>;
+}
+
+/** `tree.hasContent` when the tree has it, else a comparison of what `read` returns. */
+export async function hasContent(tree: RepoTree, path: string, content: string): Promise<boolean> {
+  return tree.hasContent ? tree.hasContent(path, content) : (await tree.read(path)) === content;
 }
 
 /** One commit's worth of change. A `null` content deletes the file. */

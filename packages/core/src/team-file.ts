@@ -1,8 +1,7 @@
-import { parse } from "yaml";
 import { z } from "zod";
 import { sortedByKey } from "./context.js";
-import { RepoContentError } from "./errors.js";
-import { toYamlFile, YAML_PARSE_OPTIONS } from "./serialize.js";
+import { LEGACY_TEMPLATE_VERSION } from "./template-catalog.js";
+import { parseRepoFile, toYamlFile } from "./serialize.js";
 import { TEAM_API_VERSION, TEAM_KIND } from "./team-object.js";
 import { teamNameSchema, teamSpecSchema, type Team } from "./team.js";
 
@@ -32,6 +31,13 @@ export function teamObject(team: Team) {
   if (team.containerLimits) spec.containerLimits = structuredClone(team.containerLimits);
   spec.roleAssignments = team.roleAssignments.map((r) => ({ role: r.role }));
   spec.labels = sortedByKey(team.labels);
+  if (team.azureNames) {
+    const names: Record<string, unknown> = {};
+    if (team.azureNames.resourceGroups) names.resourceGroups = sortedByKey(team.azureNames.resourceGroups);
+    if (team.azureNames.identities) names.identities = sortedByKey(team.azureNames.identities);
+    spec.azureNames = names;
+  }
+  if (team.templateVersion !== undefined) spec.templateVersion = team.templateVersion;
   return { apiVersion: TEAM_API_VERSION, kind: TEAM_KIND, metadata: { name: team.name }, spec };
 }
 
@@ -43,18 +49,11 @@ export function serializeTeamFile(team: Team): string {
   ]);
 }
 
-/** Parses and validates a team file read from git; anything else is a RepoContentError naming the path. */
+/**
+ * Parses and validates a team file read from git; anything else is a RepoContentError naming the path.
+ * The team always carries its template version: a file without one is a v1 team (LEGACY_TEMPLATE_VERSION).
+ */
 export function parseTeamFile(text: string, path: string): Team {
-  let raw: unknown;
-  try {
-    raw = parse(text, YAML_PARSE_OPTIONS);
-  } catch (err) {
-    throw new RepoContentError(path, `not valid YAML: ${(err as Error).message}`);
-  }
-  const parsed = teamFileSchema.safeParse(raw);
-  if (!parsed.success) {
-    const issue = parsed.error.issues[0]!;
-    throw new RepoContentError(path, `${issue.path.join(".")} ${issue.message}`);
-  }
-  return { ...parsed.data.spec, name: parsed.data.metadata.name };
+  const file = parseRepoFile(text, path, teamFileSchema);
+  return { ...file.spec, name: file.metadata.name, templateVersion: file.spec.templateVersion ?? LEGACY_TEMPLATE_VERSION };
 }

@@ -125,6 +125,10 @@ export const containerLimitsSchema = z
   })
   .strict();
 
+/** A template version: the name of a folder under templates/ (`v1`, `v2`, ...). */
+export const TEMPLATE_VERSION = /^v[1-9][0-9]{0,3}$/;
+export const templateVersionSchema = z.string().regex(TEMPLATE_VERSION, "must name a template version such as v1 or v2");
+
 export const roleAssignmentRequestSchema = z
   .object({
     role: z
@@ -133,6 +137,31 @@ export const roleAssignmentRequestSchema = z
       .describe("The id of a role catalog entry in platform config"),
   })
   .strict();
+
+/** An Azure resource group name (1-90: letters, digits, '-', '_', '.', parentheses; not ending in '.'). */
+const AZURE_RESOURCE_GROUP = /^[-\w.()]{0,89}[-\w()]$/;
+/** A user-assigned identity name (3-128: letters, digits, '-', '_', starting alphanumeric). */
+const AZURE_IDENTITY = /^[A-Za-z0-9][-\w]{2,127}$/;
+const clusterKey = z.string().regex(DNS_LABEL).max(40);
+
+/**
+ * Azure names a team keeps from before Berth managed it (adoption), per cluster. Renaming a resource group
+ * or an identity in Azure means a new one (an empty group, a new client and principal id), so an adopted
+ * team keeps its names; Berth's own (`rg-<team>--<cluster>`, `id-<team>--<cluster>`) apply elsewhere.
+ */
+export const azureNamesSchema = z
+  .object({
+    resourceGroups: z
+      .record(clusterKey, z.string().regex(AZURE_RESOURCE_GROUP, "must be an Azure resource group name"))
+      .optional()
+      .describe("Resource group name per cluster"),
+    identities: z
+      .record(clusterKey, z.string().regex(AZURE_IDENTITY, "must be an Azure user-assigned identity name"))
+      .optional()
+      .describe("User-assigned identity name per cluster"),
+  })
+  .strict();
+export type AzureNames = z.infer<typeof azureNamesSchema>;
 
 /** The fields of a team, as stored in the Flux repo and accepted by the API. */
 export const teamSpecSchema = z
@@ -156,6 +185,14 @@ export const teamSpecSchema = z
       .default([])
       .refine((ras) => new Set(ras.map((r) => r.role)).size === ras.length, "must not repeat a role"),
     labels: labelsSchema.default({}),
+    azureNames: azureNamesSchema
+      .optional()
+      .describe("Azure names kept from before Berth (set by adoption, POST /v1/teams/{name}/adopt); Berth's own names otherwise"),
+    templateVersion: templateVersionSchema
+      .optional()
+      .describe(
+        "The template version the team is rendered with. New teams: the platform default unless given; an update keeps the team's version (only a rollout changes it).",
+      ),
   })
   .strict();
 

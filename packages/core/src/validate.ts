@@ -38,6 +38,17 @@ function platformIssues(input: unknown, platform: Platform): FieldIssue[] {
       });
     }
   });
+  // Kept Azure names only make sense for clusters the team lands on.
+  const azureNames = team.azureNames !== null && typeof team.azureNames === "object" ? (team.azureNames as Record<string, unknown>) : {};
+  const envList = Array.isArray(team.environments) ? team.environments.filter((e): e is string => typeof e === "string") : [];
+  const teamClusters = new Set(allClusters(platform).filter((c) => envList.includes(c.environment)).map((c) => c.name));
+  for (const kind of ["resourceGroups", "identities"]) {
+    const map = azureNames[kind];
+    if (map === null || typeof map !== "object") continue;
+    for (const cluster of Object.keys(map)) {
+      if (!teamClusters.has(cluster)) issues.push({ field: `azureNames.${kind}.${cluster}`, rule: `must name a cluster the team lands on: ${[...teamClusters].join(", ") || "(none)"}` });
+    }
+  }
   if (typeof team.name === "string") {
     const reserved = new Set([
       ...platform.reservedNames,

@@ -14,6 +14,7 @@ import {
   type RepoTree,
   type TeamInput,
   type TemplateSet,
+  TemplateCatalog,
 } from "@berth/core";
 
 export const REPO_ROOT = fileURLToPath(new URL("../../../", import.meta.url));
@@ -31,10 +32,21 @@ export function templateFiles(version = "v1"): Map<string, string> {
   );
 }
 
-let cachedTemplates: TemplateSet | undefined;
-export function loadTemplates(): TemplateSet {
-  cachedTemplates ??= parseTemplateSet("v1", templateFiles("v1"));
-  return cachedTemplates;
+/** Every version folder of templates/, oldest first. */
+export const TEMPLATE_VERSIONS: readonly string[] = readdirSync(TEMPLATES_DIR)
+  .filter((n) => /^v[1-9][0-9]*$/.test(n))
+  .sort((a, b) => Number(a.slice(1)) - Number(b.slice(1)));
+
+const cachedTemplates = new Map<string, TemplateSet>();
+export function loadTemplates(version = "v1"): TemplateSet {
+  let set = cachedTemplates.get(version);
+  if (!set) cachedTemplates.set(version, (set = parseTemplateSet(version, templateFiles(version))));
+  return set;
+}
+
+/** Every version, side by side, with `defaultVersion` as the one new teams get. */
+export function loadCatalog(defaultVersion = "v1"): TemplateCatalog {
+  return new TemplateCatalog(TEMPLATE_VERSIONS.map((v) => loadTemplates(v)), defaultVersion);
 }
 
 // ---------------------------------------------------------------------------------------------------
@@ -195,6 +207,22 @@ export const EXAMPLES: readonly Example[] = [
       labels: { "on-call": "on", legacy: "no", tier: "1e3", version: "0777", hex: "0x1F", oct: "0o17" },
     },
   },
+  {
+    name: "adopted",
+    covers: "a team adopted from hand-written manifests that keeps its Azure resource group and identity names on two of its clusters",
+    platform: PLATFORM,
+    team: {
+      name: "ledger",
+      description: "Ledger (adopted)",
+      owners: [OWNERS.payments],
+      environments: ["dev", "prod"],
+      roleAssignments: [{ role: "rg-contributor" }],
+      azureNames: {
+        resourceGroups: { "aks-dev-weu": "rg-ledger-dev-weu", "aks-prod-weu": "rg-ledger-prod-weu" },
+        identities: { "aks-dev-weu": "id-ledger-dev" },
+      },
+    },
+  },
 ];
 
 export function example(name: string): Example {
@@ -277,9 +305,9 @@ export async function treeWithTeams(onboarding: Onboarding, teams: readonly Team
   return tree;
 }
 
-/** Every rendered file of an example: exactly what planCreate writes on an empty tree. */
-export async function renderExample(ex: Example): Promise<Map<string, string>> {
-  const { change } = await new Onboarding(ex.platform, loadTemplates()).planCreate(new MemoryRepoTree(), ex.team);
+/** Every rendered file of an example on `version`: exactly what planCreate writes on an empty tree. */
+export async function renderExample(ex: Example, version = "v1"): Promise<Map<string, string>> {
+  const { change } = await new Onboarding(ex.platform, loadCatalog(version)).planCreate(new MemoryRepoTree(), ex.team);
   const files = new Map<string, string>();
   for (const [path, content] of change.files) {
     if (content === null) throw new Error(`planCreate on an empty tree deletes ${path}`);

@@ -1,12 +1,12 @@
 /**
- * Golden files: tests/golden/<example>/<repo path> holds every file planCreate writes for each example
- * team on an empty repo. `UPDATE_GOLDEN=1 pnpm exec vitest run packages/core` rewrites them; the diff of
+ * Golden files: tests/golden/<template version>/<example>/<repo path> holds every file planCreate writes
+ * for each example team on an empty repo, rendered with that version (each version is a complete set). `UPDATE_GOLDEN=1 pnpm exec vitest run packages/core` rewrites them; the diff of
  * tests/golden/ is what a reviewer reviews when templates or rendering change (see tests/golden/README.md).
  */
 import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { dirname, join, relative } from "node:path";
 import { describe, expect, it } from "vitest";
-import { EXAMPLES, GOLDEN_DIR, renderExample } from "./fixtures.js";
+import { EXAMPLES, GOLDEN_DIR, renderExample, TEMPLATE_VERSIONS } from "./fixtures.js";
 
 const UPDATE = process.env.UPDATE_GOLDEN === "1";
 
@@ -24,11 +24,13 @@ function filesUnder(dir: string): string[] {
   return out.sort();
 }
 
-describe.each(EXAMPLES.map((ex) => [ex.name, ex] as const))("golden files of example %s", (name, ex) => {
-  const dir = join(GOLDEN_DIR, name);
+const CASES = TEMPLATE_VERSIONS.flatMap((version) => EXAMPLES.map((ex) => [version, ex.name, ex] as const));
+
+describe.each(CASES)("golden files of templates %s, example %s", (version, name, ex) => {
+  const dir = join(GOLDEN_DIR, version, name);
 
   it(`match byte for byte (${ex.covers})`, async () => {
-    const rendered = await renderExample(ex);
+    const rendered = await renderExample(ex, version);
     if (UPDATE) {
       rmSync(dir, { recursive: true, force: true });
       for (const [path, content] of rendered) {
@@ -38,6 +40,8 @@ describe.each(EXAMPLES.map((ex) => [ex.name, ex] as const))("golden files of exa
     }
     const onDisk = filesUnder(dir);
     expect(onDisk.length, `no golden files in ${dir}: run UPDATE_GOLDEN=1 pnpm exec vitest run packages/core`).toBeGreaterThan(0);
+    // The team file records the version that rendered it.
+    expect([...rendered.values()].find((c) => c.includes("kind: Team\n"))).toContain(`templateVersion: ${version}`);
     // Same set of paths: a file that is no longer rendered (or newly rendered) is a golden diff too.
     expect([...rendered.keys()].sort()).toEqual(onDisk);
     for (const path of onDisk) {
@@ -47,13 +51,49 @@ describe.each(EXAMPLES.map((ex) => [ex.name, ex] as const))("golden files of exa
   });
 });
 
-it("every example has a golden folder and no golden folder is left without an example", () => {
+const subfolders = (dir: string) => (existsSync(dir) ? readdirSync(dir).filter((n) => statSync(join(dir, n)).isDirectory()) : []);
+
+it("every version and example has a golden folder and no golden folder is left without one", () => {
   const examples = new Set(EXAMPLES.map((e) => e.name));
-  if (UPDATE && existsSync(GOLDEN_DIR)) {
-    for (const n of readdirSync(GOLDEN_DIR)) {
-      if (statSync(join(GOLDEN_DIR, n)).isDirectory() && !examples.has(n)) rmSync(join(GOLDEN_DIR, n), { recursive: true });
+  if (UPDATE) {
+    for (const v of subfolders(GOLDEN_DIR)) {
+      if (!TEMPLATE_VERSIONS.includes(v)) rmSync(join(GOLDEN_DIR, v), { recursive: true });
+      else for (const n of subfolders(join(GOLDEN_DIR, v))) if (!examples.has(n)) rmSync(join(GOLDEN_DIR, v, n), { recursive: true });
     }
   }
-  const folders = existsSync(GOLDEN_DIR) ? readdirSync(GOLDEN_DIR).filter((n) => statSync(join(GOLDEN_DIR, n)).isDirectory()) : [];
-  expect(folders.sort()).toEqual(EXAMPLES.map((e) => e.name).sort());
+  expect(subfolders(GOLDEN_DIR).sort()).toEqual([...TEMPLATE_VERSIONS].sort());
+  for (const v of TEMPLATE_VERSIONS) expect(subfolders(join(GOLDEN_DIR, v)).sort(), v).toEqual([...examples].sort());
+});
+
+it("v2 differs from v1 only where the platform changed it: labels on every object and cost tags", async () => {
+  for (const ex of EXAMPLES) {
+    const v1 = await renderExample(ex, "v1");
+    const v2 = await renderExample(ex, "v2");
+    expect([...v2.keys()].sort()).toEqual([...v1.keys()].sort());
+    for (const [path, text] of v2) {
+      // Every object Berth renders from a template carries the version label (team.yaml and the
+      // kustomize files are Berth's own, not templates).
+      const docs = text.split(/^---$/m).filter((d) => /^kind: /m.test(d));
+      const templated = !path.endsWith("/team.yaml") && !path.endsWith("/kustomization.yaml");
+      for (const doc of docs) {
+        if (templated) {
+          expect(doc, `${ex.name} ${path}`).toContain("berth.dev/template-version: v2");
+          expect(doc, `${ex.name} ${path}`).toContain("app.kubernetes.io/managed-by: berth");
+        }
+      }
+      // Removing what v2 adds gives v1 back, line for line (nothing else changed, no name or azureName).
+      const stripped = text
+        .split("\n")
+        .filter((l) => !/berth\.dev\/template-version: v2|berth-environment: |# Cost allocation/.test(l))
+        .join("\n")
+        .replace("templateVersion: v2", "templateVersion: v1")
+        .replace("templates/v2/", "templates/v1/");
+      const v1Text = v1.get(path)!.split("\n").filter((l) => !/berth-environment: /.test(l)).join("\n");
+      const v1Lines = new Set(v1Text.split("\n"));
+      for (const line of stripped.split("\n")) {
+        if (/app\.kubernetes\.io\/managed-by: berth|^  tags:|^    berth-(team|cluster): /.test(line)) continue;
+        expect(v1Lines.has(line), `${ex.name} ${path}: v2 line not in v1: ${line}`).toBe(true);
+      }
+    }
+  }
 });

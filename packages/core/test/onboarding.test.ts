@@ -58,7 +58,7 @@ describe("planCreate", () => {
     expect(deleted(change)).toEqual([]);
     for (const [path, content] of rendered) expect(change.files.get(path)).toBe(content);
     expect(change.subject).toBe("berth: onboard team payments");
-    expect(change.body).toEqual(["environments: prod, dev", "roles: rg-contributor"]);
+    expect(change.body).toEqual(["environments: prod, dev", "roles: rg-contributor", "templates: v1"]);
 
     const tree = new MemoryRepoTree().apply(change);
     expect(indexOf(tree, "aks-dev-weu")).toEqual(["payments.yaml"]);
@@ -252,8 +252,11 @@ describe("preview", () => {
 describe("reading teams from the repo", () => {
   it("reads back every example's team file as the team that was written", () => {
     for (const ex of EXAMPLES) {
-      const team = validateTeam(ex.team, ex.platform);
+      const team = { ...validateTeam(ex.team, ex.platform), templateVersion: "v2" };
       expect(parseTeamFile(serializeTeamFile(team), "team.yaml")).toEqual(team);
+      // A file written before versions were recorded is a v1 team.
+      const { templateVersion: _v, ...legacy } = team;
+      expect(parseTeamFile(serializeTeamFile(legacy), "team.yaml")).toEqual({ ...team, templateVersion: "v1" });
     }
   });
 

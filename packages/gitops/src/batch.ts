@@ -39,17 +39,24 @@ function isRepoChange(value: unknown): value is RepoChange {
 /** The part of `change` that really changes `view`, after checking every path. Throws GitOpsError. */
 export async function effectiveChanges(view: TxnView, change: RepoChange): Promise<Map<string, string | null>> {
   const out = new Map<string, string | null>();
-  // Checks see the change's own earlier entries too (`a` then `a/b` in one change is a clash).
+  // Checks see the change's own earlier entries too (`a` then `a/b` in one change is a clash). The folders
+  // of the files written so far are kept in a set: a change of 26,000 files must not compare every pair.
+  const writtenDirs = new Map<string, number>();
   const isFile = async (p: string) => (out.has(p) ? out.get(p) !== null : view.isFile(p));
-  const hasFileUnder = (p: string) => [...out].some(([q, c]) => c !== null && q.startsWith(`${p}/`));
+  const hasFileUnder = (p: string) => (writtenDirs.get(p) ?? 0) > 0;
+  const track = (p: string, delta: 1 | -1) => {
+    for (const d of parents(p)) writtenDirs.set(d, (writtenDirs.get(d) ?? 0) + delta);
+  };
   for (const [path, content] of change.files) {
     assertWritablePath(path);
     if (content !== null && typeof content !== "string") {
       throw new GitOpsError("invalid-change", `content of ${path} must be a string or null`);
     }
     if (content === null) {
-      if (await isFile(path)) out.set(path, null);
-      else if (out.has(path)) continue; // already deleted by this change
+      if (await isFile(path)) {
+        if (typeof out.get(path) === "string") track(path, -1);
+        out.set(path, null);
+      } else if (out.has(path)) continue; // already deleted by this change
       else if (await view.isDir(path)) throw new GitOpsError("invalid-change", `cannot delete ${path}: it is a folder`);
       continue;
     }
@@ -59,12 +66,14 @@ export async function effectiveChanges(view: TxnView, change: RepoChange): Promi
     if (hasFileUnder(path) || (await view.isDir(path))) {
       throw new GitOpsError("invalid-change", `cannot write ${path}: it is a folder`);
     }
+    if (typeof out.get(path) !== "string") track(path, 1);
     out.set(path, content);
   }
-  // Keep only what differs from the view: rewriting a file with its content is no change.
+  // Keep only what differs from the view: rewriting a file with its content is no change (compared by blob
+  // id through the tree index: nothing is read).
   for (const [path, content] of [...out]) {
-    const before = await view.read(path);
-    if (content === null ? before === undefined : content === before) out.delete(path);
+    const unchanged = content === null ? !(await view.isFile(path)) : await view.hasContent(path, content);
+    if (unchanged) out.delete(path);
   }
   return out;
 }

@@ -31,7 +31,11 @@ export interface FluxRepoConfig {
    * waiting; this bounds how long a request may wait for that. Default 20 000.
    */
   pushBudgetMs?: number;
-  /** Most transactions committed by one push. Default 32. */
+  /**
+   * Most transactions committed by one push: a safety bound, not a tuning knob. A batch takes every waiting
+   * transaction (each push and fetch round is the expensive part, planning one more transaction is not).
+   * Default 1000.
+   */
   maxBatchSize?: number;
   /** How far back findCommit looks: this many hours (default 24) and at most this many commits (default 20 000). */
   history?: { windowHours?: number; maxCommits?: number };
@@ -158,7 +162,7 @@ export function resolveConfig(cfg: FluxRepoConfig): ResolvedConfig {
     pingTimeoutMs: Math.min(timeoutMs, 5_000),
     maxPushAttempts: positiveInt("maxPushAttempts", cfg.maxPushAttempts, 50, 1000),
     pushBudgetMs: positiveInt("pushBudgetMs", cfg.pushBudgetMs, 20_000, 600_000),
-    maxBatchSize: positiveInt("maxBatchSize", cfg.maxBatchSize, 32, 1000),
+    maxBatchSize: positiveInt("maxBatchSize", cfg.maxBatchSize, 1000, 10_000),
     history: {
       windowMs: positiveInt("history.windowHours", cfg.history?.windowHours, 24, 24 * 365) * 3_600_000,
       maxCommits: positiveInt("history.maxCommits", cfg.history?.maxCommits, 20_000, 1_000_000),

@@ -7,7 +7,7 @@ import { commitCount, fastImportStream, type Plan, planBatch, planConflicts, typ
 import { type FluxRepoConfig, type ResolvedConfig, resolveConfig } from "./config.js";
 import { GitOpsError, PushRejectedError } from "./errors.js";
 import { GitRunner } from "./git-runner.js";
-import { GitTree, newListCache, type TreeSource } from "./git-tree.js";
+import { GitTree, IndexCache, type TreeSource } from "./git-tree.js";
 import { type CommitSummary, commitsTouching, TrailerIndex } from "./history.js";
 import { ObjectReader } from "./object-reader.js";
 import { buildGitEnvironment } from "./remote-auth.js";
@@ -46,6 +46,13 @@ interface Waiter {
 const PUSH_REJECTED = /\(fetch first\)|\(non-fast-forward\)|\(stale info\)|cannot lock ref|failed to lock|failed to update ref|incorrect old value/i;
 const MISSING_BRANCH = /couldn't find remote ref/i;
 const SCRATCH_REF = "refs/berth/batch";
+/** How old a known head may be for a batch to build on it without fetching (snapshot()'s default window). */
+const FRESH_HEAD_MS = 2_000;
+/**
+ * After a push of ours was rejected (another writer is active on the branch), batches fetch first for this
+ * long: with a busy writer a known head is usually stale, and a rejected push costs more than a fetch.
+ */
+const FOREIGN_WRITER_MS = 60_000;
 
 /** Work dirs in use by a FluxRepo of this process: two writers on one clone would corrupt each other. */
 const activeWorkDirs = new Set<string>();
@@ -68,6 +75,8 @@ export class FluxRepo {
   private runner: GitRunner | undefined;
   private src: TreeSource | undefined;
   private head: { sha: string | undefined; at: number } | undefined;
+  /** When a push of ours was last rejected (0: never): another writer is active on the branch. */
+  private lastRejectionAt = 0;
   private refreshing: Promise<void> | undefined;
   private closed = false;
   private ownsWorkDir = false;
@@ -159,6 +168,22 @@ export class FluxRepo {
     return commitsTouching(this.git(), revision, paths, options.limit ?? 10);
   }
 
+  /**
+   * A tree at a given commit (full sha), e.g. the revision a cluster's Flux reports it applied; fetches once
+   * when the commit is not in the clone yet. Undefined when the remote branch does not hold it either.
+   */
+  async treeAt(revision: string): Promise<RepoTree | undefined> {
+    if (typeof revision !== "string" || !/^([0-9a-f]{40}|[0-9a-f]{64})$/.test(revision)) throw new GitOpsError("invalid-change", "treeAt needs a full commit id");
+    if (this.closed) throw new GitOpsError("closed", "FluxRepo is closed");
+    await this.init();
+    const isCommit = async () => (await this.source().reader.read(revision))?.kind === "commit";
+    if (!(await isCommit())) {
+      await this.snapshot(0);
+      if (!(await isCommit())) return undefined;
+    }
+    return new GitTree(this.source(), revision);
+  }
+
   /** Readiness: the remote answers for the branch (ls-remote, short timeout). Throws GitOpsError. */
   async ping(): Promise<void> {
     if (this.closed) throw new GitOpsError("closed", "FluxRepo is closed");
@@ -231,7 +256,7 @@ export class FluxRepo {
       await runner.run(["config", "gc.autoDetach", "false"]);
       this.runner = runner;
       const history = new TrailerIndex(runner, { ...this.cfg.history, committerEmail: this.cfg.author.email });
-      this.src = { reader: new ObjectReader(runner, this.cfg.timeoutMs), runner, listCache: newListCache(), history };
+      this.src = { reader: new ObjectReader(runner, this.cfg.timeoutMs), runner, indexes: new IndexCache(runner), history };
       await this.queue.add(() => this.fetchHead());
       logger.info({ branch, revision: this.head?.sha ?? null }, "flux repo: ready");
     } catch (err) {
@@ -285,6 +310,8 @@ export class FluxRepo {
     } else {
       throw r.error;
     }
+    // A moved head is read by diffing it against the head before (when that one's index is loaded).
+    if (sha !== undefined) this.source().indexes.hintDiffBase(sha, this.head?.sha);
     this.head = { sha, at: Date.now() };
     this.cfg.logger.debug?.({ branch, revision: sha ?? null }, "flux repo: fetched");
     return sha;
@@ -313,7 +340,10 @@ export class FluxRepo {
       const shas = await pRetry(
         async (attemptNumber) => {
           attempts = attemptNumber;
-          const head = await this.fetchHead();
+          // A head learned within the snapshot window (our own push, or a fetch) needs no fetch first: the
+          // push is a compare-and-swap, so a remote that moved meanwhile is still caught (and rebased on).
+          const quiet = Date.now() - this.lastRejectionAt > FOREIGN_WRITER_MS;
+          const head = attemptNumber === 1 && quiet && this.fresh(FRESH_HEAD_MS) ? this.head!.sha : await this.fetchHead();
           if (plan && plan.base !== head) {
             const changed = await this.changedPaths(plan.base, head);
             if (planConflicts(plan, changed)) {
@@ -345,6 +375,7 @@ export class FluxRepo {
           onFailedAttempt: ({ error, attemptNumber }) => {
             if (!(error instanceof PushRejectedError)) return;
             this.counters.pushRejections += 1;
+            this.lastRejectionAt = Date.now();
             logger.warn({ branch, attempt: attemptNumber, reason: error.message }, "flux repo: push rejected, remote moved");
           },
         },
@@ -356,6 +387,11 @@ export class FluxRepo {
         final.txns.flatMap((t) => (t.kind === "commit" ? [t.message] : [])).map((message, n) => ({ revision: shas[n] as string, message })),
         this.lastImportAt,
       );
+      if (shas.length > 0) {
+        // The pushed head's index is the base's plus what the batch wrote: no ls-tree for the next reader.
+        const written = final.txns.flatMap((t) => (t.kind === "commit" ? [...t.files] : []));
+        this.source().indexes.derive(final.base, shas[shas.length - 1] as string, written);
+      }
       let prev = final.base;
       let i = 0;
       final.txns.forEach((t, idx) => {

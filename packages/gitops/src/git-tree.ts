@@ -1,25 +1,89 @@
 import type { CommitInfo, RepoTree, Trailer, TreeEntry } from "@berth/core";
 import type { GitRunner } from "./git-runner.js";
-import type { LRUCache } from "lru-cache";
 import { commitChanges, type TrailerIndex } from "./history.js";
-import { objectCache, type ObjectKind, type ObjectReader } from "./object-reader.js";
+import type { ObjectKind, ObjectReader } from "./object-reader.js";
+import { TreeIndex } from "./tree-index.js";
 import { assertReadablePath, normalizeDir } from "./paths.js";
 
 /** What a GitTree reads through; shared by every tree of one FluxRepo. */
 export interface TreeSource {
   reader: ObjectReader;
   runner: GitRunner;
-  listCache: LRUCache<string, string[]>;
+  indexes: IndexCache;
   history: TrailerIndex;
 }
 
-export function newListCache(): LRUCache<string, string[]> {
-  return objectCache<string[]>(2_000, 32 * 1024 * 1024);
+/**
+ * Tree indexes by commit id, a few at a time (the head and the commits just before it are what is read).
+ * A commit's index is loaded once (`git ls-tree -r`), or derived without listing the whole tree: from its
+ * parent's and the change Berth itself committed, or from an older commit's and `git diff-tree`.
+ */
+export class IndexCache {
+  private readonly entries = new Map<string, Promise<TreeIndex>>();
+  /** For a commit whose index is not loaded yet: a commit whose index may be, to diff against. */
+  private readonly diffBases = new Map<string, string>();
+
+  constructor(
+    private readonly runner: GitRunner,
+    private readonly max = 6,
+  ) {}
+
+  get(revision: string): Promise<TreeIndex> {
+    let entry = this.entries.get(revision);
+    if (entry) {
+      this.entries.delete(revision);
+      this.entries.set(revision, entry);
+      return entry;
+    }
+    entry = this.load(revision);
+    entry.catch(() => this.entries.delete(revision));
+    this.remember(revision, entry);
+    return entry;
+  }
+
+  has(revision: string): boolean {
+    return this.entries.has(revision);
+  }
+
+  /** The index of `revision`, known without git: `base`'s with `changes` applied (Berth's own commit). */
+  derive(base: string | undefined, revision: string, changes: Iterable<readonly [string, string | null]>): void {
+    const from = base === undefined ? Promise.resolve(new TreeIndex(new Map(), formatOf(revision))) : this.entries.get(base);
+    if (!from) return;
+    const list = [...changes];
+    this.remember(revision, from.then((index) => index.withChanges(list)));
+  }
+
+  /** When `revision` is first read, diff it against `older` (if that index is loaded) instead of listing it. */
+  hintDiffBase(revision: string, older: string | undefined): void {
+    if (older !== undefined && older !== revision && !this.entries.has(revision)) this.diffBases.set(revision, older);
+  }
+
+  private remember(revision: string, entry: Promise<TreeIndex>): void {
+    this.entries.set(revision, entry);
+    while (this.entries.size > this.max) this.entries.delete(this.entries.keys().next().value!);
+  }
+
+  private async load(revision: string): Promise<TreeIndex> {
+    const older = this.diffBases.get(revision);
+    this.diffBases.delete(revision);
+    const base = older === undefined ? undefined : this.entries.get(older);
+    if (base) {
+      const out = await this.runner.run(["diff-tree", "-r", "-z", "--no-renames", older!, revision], { what: "git diff-tree" });
+      return (await base).withDiff(out);
+    }
+    const out = await this.runner.run(["ls-tree", "-r", "-z", "--full-tree", revision], { what: "git ls-tree" });
+    return TreeIndex.parse(out, formatOf(revision));
+  }
+}
+
+function formatOf(revision: string): "sha1" | "sha256" {
+  return revision.length === 64 ? "sha256" : "sha1";
 }
 
 /**
- * A read-only view of one commit. It reads immutable objects only (cat-file / ls-tree on a sha), so any
- * number of trees can be read while the writer fetches and pushes.
+ * A read-only view of one commit, answered from the commit's TreeIndex: listing, existence and content
+ * comparisons without a git process; file contents read by blob id through one long-lived `git cat-file`.
+ * Any number of trees can be read while the writer fetches and pushes (objects are immutable).
  */
 export class GitTree implements RepoTree {
   constructor(
@@ -27,18 +91,24 @@ export class GitTree implements RepoTree {
     readonly revision: string | undefined,
   ) {}
 
+  private index(): Promise<TreeIndex | undefined> {
+    return this.revision === undefined ? Promise.resolve(undefined) : this.src.indexes.get(this.revision);
+  }
+
   async read(path: string): Promise<string | undefined> {
     assertReadablePath(path);
-    if (this.revision === undefined) return undefined;
-    const obj = await this.src.reader.read(`${this.revision}:${path}`);
+    const oid = (await this.index())?.oid(path);
+    if (oid === undefined) return undefined;
+    const obj = await this.src.reader.read(oid);
     return obj?.kind === "blob" ? obj.text : undefined;
   }
 
   /** What `path` names at this commit: "blob" (a file or symlink), "tree" (a folder), or undefined. */
   async kind(path: string): Promise<ObjectKind | undefined> {
     assertReadablePath(path);
-    if (this.revision === undefined) return undefined;
-    return (await this.src.reader.read(`${this.revision}:${path}`))?.kind;
+    const index = await this.index();
+    if (!index) return undefined;
+    return index.isFile(path) ? "blob" : index.isDir(path) ? "tree" : undefined;
   }
 
   async entries(dir: string): Promise<TreeEntry[]> {
@@ -73,23 +143,12 @@ export class GitTree implements RepoTree {
 
   async list(dir: string): Promise<string[]> {
     const d = normalizeDir(dir);
-    if (this.revision === undefined) return [];
-    const key = `${this.revision}\0${d}`;
-    const cached = this.src.listCache.get(key);
-    if (cached) return [...cached];
-    // List the folder's own tree object (`<sha>:<dir>`): no pathspec, so no glob or magic in `dir` applies.
-    let files: string[] = [];
-    const target = d === "" ? this.revision : `${this.revision}:${d}`;
-    if (d === "" || (await this.kind(d)) === "tree") {
-      const out = await this.src.runner.run(["ls-tree", "-r", "--name-only", "-z", target], { what: "git ls-tree" });
-      files = out
-        .split("\0")
-        .filter((p) => p !== "")
-        .map((p) => (d === "" ? p : `${d}/${p}`))
-        .sort();
-    }
-    this.src.listCache.set(key, files, { size: files.reduce((n, p) => n + p.length + 16, 64) });
-    return [...files];
+    return (await this.index())?.list(d) ?? [];
+  }
+
+  async hasContent(path: string, content: string): Promise<boolean> {
+    assertReadablePath(path);
+    return (await this.index())?.hasContent(path, content) ?? false;
   }
 }
 
@@ -118,6 +177,13 @@ export class TxnView implements RepoTree {
     this.reads.add(path);
     if (this.overlay.has(path)) return this.overlay.get(path) ?? undefined;
     return this.base.read(path);
+  }
+
+  async hasContent(path: string, content: string): Promise<boolean> {
+    assertReadablePath(path);
+    this.reads.add(path);
+    if (this.overlay.has(path)) return this.overlay.get(path) === content;
+    return this.base.hasContent(path, content);
   }
 
   async list(dir: string): Promise<string[]> {

@@ -16,7 +16,7 @@ export interface CommitSummary {
 
 /**
  * The trailers of Berth's own recent commits, indexed so a writer can ask "did a commit with these trailers
- * already land?" (an idempotency key, docs/decisions/0005-idempotency-in-git-trailers.md). The index is
+ * already land?" (an idempotency key, docs/decisions/0011-idempotency-in-git-trailers.md). The index is
  * derived from the branch's history, never the source of truth: a restarted process or another replica
  * rebuilds the same answers from the same commits.
  */

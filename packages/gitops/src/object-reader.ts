@@ -77,7 +77,10 @@ export class ObjectReader {
     const cached = this.cache.get(spec);
     if (cached !== undefined) return cached || undefined;
     const obj = await this.request(spec);
-    this.cache.set(spec, obj ?? false, { size: spec.length + (obj?.text.length ?? 0) + (obj?.entries.length ?? 0) * 96 + 64 });
+    // A bare object name that is missing may arrive with the next fetch: only `<sha>:<path>` misses are final.
+    if (obj !== undefined || spec.includes(":")) {
+      this.cache.set(spec, obj ?? false, { size: spec.length + (obj?.text.length ?? 0) + (obj?.entries.length ?? 0) * 96 + 64 });
+    }
     return obj;
   }
 

@@ -15,7 +15,11 @@ export const openapiPlugin = fp(async (app: FastifyInstance) => {
         description: "Onboards product teams onto the AKS platform by committing their manifests to the Flux repo. Errors are RFC 9457 problem+json.",
       },
       components: { securitySchemes: { bearerAuth: { type: "http", scheme: "bearer", bearerFormat: "JWT" } } },
-      tags: [{ name: "teams", description: "Team onboarding" }],
+      tags: [
+        { name: "teams", description: "Team onboarding" },
+        { name: "fleet", description: "Template versions, repo drift" },
+        { name: "rollouts", description: "Moving teams to a template version, unstaged or in gated waves" },
+      ],
     },
     // Routes with plain JSON schemas (health, docs) are skipped: the zod transform throws on them.
     transform: createJsonSchemaTransform({ skipList: ["/healthz", "/readyz", "/openapi.json", "/docs", "/docs/*", "/docs/static/*", "/docs/json", "/docs/yaml"] }),

@@ -1,5 +1,20 @@
 import { STATUS_CODES } from "node:http";
-import { PathOwnershipError, RenderError, RepoContentError, TeamExistsError, TeamNotFoundError, TeamValidationError, type FieldIssue } from "@berth/core";
+import {
+  AdoptionRecreatesError,
+  AdoptionUnmappableError,
+  FleetRenderError,
+  PathOwnershipError,
+  RenderError,
+  RepoContentError,
+  RolloutConflictError,
+  RolloutNotFoundError,
+  RolloutStateError,
+  RolloutValidationError,
+  TeamExistsError,
+  TeamNotFoundError,
+  TeamValidationError,
+  type FieldIssue,
+} from "@berth/core";
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 import { GitOpsError } from "@berth/gitops";
 import fp from "fastify-plugin";
@@ -155,6 +170,33 @@ export const problemPlugin = fp(async (app: FastifyInstance) => {
     }
     if (error instanceof TeamNotFoundError) {
       return sendProblem(request, reply, { type: `${PROBLEM_BASE}team-not-found`, title: "Team not found", status: 404, detail: error.message });
+    }
+    if (error instanceof RolloutValidationError) {
+      return sendProblem(request, reply, { type: `${PROBLEM_BASE}invalid-rollout`, title: "Invalid rollout", status: 422, detail: error.message, errors: error.issues });
+    }
+    if (error instanceof FleetRenderError) {
+      // Each team that cannot be rendered, and why: the team file or the platform config must change first.
+      const errors = error.failures.map((f) => ({ field: `teams.${f.team}`, rule: f.error }));
+      return sendProblem(request, reply, { type: `${PROBLEM_BASE}rollout-render-failed`, title: "Teams cannot be rendered", status: 422, detail: `${error.message}; nothing was committed`, errors });
+    }
+    if (error instanceof AdoptionUnmappableError) {
+      return sendProblem(request, reply, { type: `${PROBLEM_BASE}adoption-unmappable`, title: "Cannot be mapped onto a Berth team", status: 422, detail: `${error.message}; nothing was committed`, errors: error.issues });
+    }
+    if (error instanceof AdoptionRecreatesError) {
+      const errors = error.changes.map((c) => ({
+        field: `${c.cluster} ${c.kind} ${c.object} spec.azureName`,
+        rule: `is ${c.from} in Azure; Berth would name it ${c.to}, and Azure would create a new ${c.kind === "ResourceGroup" ? "(empty) resource group" : "identity (new client and principal id)"}: adopt with keepAzureNames: true`,
+      }));
+      return sendProblem(request, reply, { type: `${PROBLEM_BASE}adoption-recreates-azure-resources`, title: "Adoption would recreate Azure resources", status: 422, detail: `${error.message}; nothing was committed`, errors });
+    }
+    if (error instanceof RolloutNotFoundError) {
+      return sendProblem(request, reply, { type: `${PROBLEM_BASE}rollout-not-found`, title: "Rollout not found", status: 404, detail: error.message });
+    }
+    if (error instanceof RolloutStateError) {
+      return sendProblem(request, reply, { type: `${PROBLEM_BASE}rollout-state`, title: "Not possible in the rollout's phase", status: 409, detail: error.message });
+    }
+    if (error instanceof RolloutConflictError) {
+      return sendProblem(request, reply, { type: `${PROBLEM_BASE}rollout-conflict`, title: "Teams are in another rollout", status: 409, detail: error.message });
     }
     if (error instanceof PathOwnershipError) {
       request.log.error({ err: error }, "refused a change outside the team's own files");

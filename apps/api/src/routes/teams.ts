@@ -31,9 +31,14 @@ const conflict = { 409: problemResponse };
 const bodyErrors = { 413: problemResponse, 415: problemResponse };
 const notModified = { 304: z.null().describe("Not Modified: the ETag given in If-None-Match still holds (no body)") };
 
+/** Who asked for a write, for its commit's trailers (every write route uses this). */
+export function originOf(request: FastifyRequest): ChangeOrigin {
+  return { actor: request.principal?.actor ?? "unknown", requestId: String(request.id) };
+}
+
 /** What the commit records about who asked, and the request's Idempotency-Key with its fingerprint. */
 function writeRequest(request: FastifyRequest, body: unknown): WriteRequest {
-  const origin: ChangeOrigin = { actor: request.principal?.actor ?? "unknown", requestId: String(request.id) };
+  const origin = originOf(request);
   const key = idempotencyKeyOf(request);
   if (key === undefined) return { origin };
   request.idempotency = { key, fingerprint: requestFingerprint(request.method, pathOf(request.url), body) };

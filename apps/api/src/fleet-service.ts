@@ -1,0 +1,42 @@
+import { compareVersions, type DriftReport, type Fleet, type Onboarding } from "@berth/core";
+import type { TeamStore } from "./team-service.js";
+
+export interface TemplateVersionInfo {
+  version: string;
+  /** New teams get this version (platform.templateVersion). */
+  default: boolean;
+  /** The version's folder is loaded; false for a version teams still use but whose folder is gone. */
+  available: boolean;
+  /** Teams rendered with this version. */
+  teams: number;
+}
+
+/** Fleet-wide reads: template versions in use, repo drift. */
+export class FleetService {
+  constructor(
+    private readonly onboarding: Onboarding,
+    private readonly store: Pick<TeamStore, "snapshot">,
+    private readonly fleet: Fleet,
+  ) {}
+
+  /** Every generated file that differs from Berth's render of its team file (hand edits), with diffs. */
+  async drift(options: { diffs: boolean }): Promise<DriftReport & { revision: string | undefined }> {
+    const tree = await this.store.snapshot(0);
+    return { revision: tree.revision, ...(await this.fleet.drift(tree, options)) };
+  }
+
+  /** Every template version (on disk, or still used by a team) with how many teams use it. */
+  async templates(): Promise<{ revision: string | undefined; default: string; items: TemplateVersionInfo[] }> {
+    const tree = await this.store.snapshot();
+    const teams = await this.onboarding.listTeams(tree);
+    const counts = new Map<string, number>(this.onboarding.catalog.versions().map((v) => [v, 0]));
+    for (const team of teams) {
+      const v = team.templateVersion ?? this.onboarding.catalog.defaultVersion;
+      counts.set(v, (counts.get(v) ?? 0) + 1);
+    }
+    const items = [...counts]
+      .sort(([a], [b]) => compareVersions(a, b))
+      .map(([version, n]) => ({ version, default: version === this.onboarding.catalog.defaultVersion, available: this.onboarding.catalog.has(version), teams: n }));
+    return { revision: tree.revision, default: this.onboarding.catalog.defaultVersion, items };
+  }
+}

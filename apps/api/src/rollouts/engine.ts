@@ -1,0 +1,270 @@
+import {
+  clustersOf,
+  commitWave,
+  currentWave,
+  gateDecision,
+  haltRollout,
+  judge,
+  passWave,
+  serializeRollout,
+  type Fleet,
+  type GateObservation,
+  type Onboarding,
+  type RepoChange,
+  type RepoTree,
+  type Rollout,
+} from "@berth/core";
+import type { TeamStatusReader } from "../team-status.js";
+import type { Clock } from "./clock.js";
+import { describeTarget, rolloutBody, withRolloutTrailer, type EngineHandle, type GateProgress, type RolloutService, type RolloutStore } from "./service.js";
+
+export interface EngineLogger {
+  info(obj: object, msg?: string): void;
+  warn(obj: object, msg?: string): void;
+  error(obj: object, msg?: string): void;
+}
+
+export interface RolloutEngineOptions {
+  service: RolloutService;
+  onboarding: Onboarding;
+  fleet: Fleet;
+  store: RolloutStore;
+  statusReader: TeamStatusReader;
+  clock: Clock;
+  pollIntervalMs: number;
+  logger: EngineLogger;
+  /** Status reads in flight at once (each is one GET per team and cluster). Default 16. */
+  statusConcurrency?: number;
+}
+
+const ENGINE_ORIGIN = { actor: "berth-rollout-engine", requestId: "rollout-engine" };
+/** Steps one rollout may take in one tick without waiting (commit, gate, pass, commit, ...). */
+const MAX_STEPS_PER_TICK = 20;
+
+/**
+ * Drives every Running rollout of the Flux repo, one step at a time (docs/rollouts.md): commit the current
+ * wave, then check its gate on every poll until it passes (next wave), fails or times out (halt). It keeps
+ * no state of its own: each tick reads the rollout files, and each step is a transaction whose mutate
+ * re-checks the step on the tree it commits on. A restarted API, or a second replica, carries on.
+ */
+export class RolloutEngine implements EngineHandle {
+  private readonly evaluations = new Map<string, GateProgress>();
+  private readonly stopper = new AbortController();
+  private wake = new AbortController();
+  private loop: Promise<void> | undefined;
+  private kicked = false;
+
+  constructor(private readonly opts: RolloutEngineOptions) {
+    opts.service.attach(this);
+  }
+
+  start(): void {
+    this.loop ??= this.run();
+  }
+
+  async stop(): Promise<void> {
+    this.stopper.abort();
+    this.wake.abort();
+    await this.loop;
+  }
+
+  /** Run a tick now (a rollout was created, resumed, paused or aborted). */
+  kick(): void {
+    this.kicked = true;
+    this.wake.abort();
+  }
+
+  progress(id: string): GateProgress | undefined {
+    return this.evaluations.get(id);
+  }
+
+  /** One pass over every Running rollout; public so tests can step the engine deterministically. */
+  async tick(): Promise<void> {
+    const tree = await this.opts.store.snapshot(Math.min(1_000, this.opts.pollIntervalMs / 2));
+    const rollouts = await this.opts.service.reader.list(tree);
+    for (const r of rollouts) {
+      if (r.status.phase !== "Running") {
+        this.evaluations.delete(r.metadata.name);
+        continue;
+      }
+      try {
+        await this.drive(r.metadata.name);
+      } catch (err) {
+        this.opts.logger.warn({ rollout: r.metadata.name, err: (err as Error).message }, "rollout step failed; retrying on the next tick");
+      }
+    }
+  }
+
+  private async run(): Promise<void> {
+    while (!this.stopper.signal.aborted) {
+      this.kicked = false;
+      try {
+        await this.tick();
+      } catch (err) {
+        this.opts.logger.warn({ err: (err as Error).message }, "rollout engine tick failed");
+      }
+      if (this.stopper.signal.aborted) break;
+      if (!this.kicked) {
+        this.wake = new AbortController();
+        await this.opts.clock.sleep(this.opts.pollIntervalMs, this.wake.signal);
+      }
+    }
+  }
+
+  /** Takes steps of one rollout until it has to wait (or is no longer Running). */
+  private async drive(id: string): Promise<void> {
+    for (let step = 0; step < MAX_STEPS_PER_TICK && !this.stopper.signal.aborted; step++) {
+      const tree = await this.opts.store.snapshot(0);
+      const r = await this.opts.service.reader.read(tree, id);
+      if (!r || r.status.phase !== "Running") return;
+      const wave = currentWave(r);
+      if (!wave) return;
+      if (wave.status.phase === "Pending") {
+        await this.commitCurrentWave(id, wave.index);
+        continue;
+      }
+      if (wave.status.phase !== "Committed") return;
+      if ((await this.evaluate(tree, r)) !== "pass") return;
+    }
+  }
+
+  /** Commits the current wave: its teams re-rendered on the target and the rollout file, in one commit. */
+  private async commitCurrentWave(id: string, index: number): Promise<void> {
+    const { fleet, clock, store, logger } = this.opts;
+    await store.transact(async (tree): Promise<RepoChange | null> => {
+      const r = await this.opts.service.reader.read(tree, id);
+      const wave = r && currentWave(r);
+      // Another replica (or an earlier attempt) took the step, or the rollout was paused or aborted.
+      if (!r || r.status.phase !== "Running" || !wave || wave.index !== index || wave.status.phase !== "Pending") return null;
+      const target = r.spec.target.templateVersion;
+      const plan = await fleet.plan(tree, wave.spec.teams, target);
+      const path = this.opts.service.reader.path(id);
+      if (plan.failed.length) {
+        const halted = haltRollout(r, clock.now(), {
+          reason: "RenderFailed",
+          message: `${plan.failed.length} team(s) of wave ${wave.spec.name} cannot be rendered; nothing of the wave was committed`,
+          teams: plan.failed.map((f) => ({ team: f.team, result: "render-failed" as const, message: f.error.slice(0, 1000) })),
+        });
+        logger.warn({ rollout: id, wave: wave.spec.name, failed: plan.failed.length }, "rollout halted: teams cannot be rendered");
+        return { files: new Map([[path, serializeRollout(halted)]]), subject: `berth: rollout ${id} halted in wave ${wave.spec.name}: render failed` };
+      }
+      const next = commitWave(r, clock.now(), plan.gone);
+      const files = new Map(plan.files);
+      files.set(path, serializeRollout(next));
+      logger.info({ rollout: id, wave: wave.spec.name, teams: plan.changed.length, gone: plan.gone.length }, "rollout: committing wave");
+      return {
+        files,
+        subject: `berth: rollout ${id} wave ${wave.spec.name}: ${wave.spec.teams.length - plan.gone.length} team(s) ${describeTarget(target)}`,
+        body: [`wave ${wave.spec.name}: ${wave.spec.teams.join(", ")}`, ...(plan.gone.length ? [`gone (skipped): ${plan.gone.join(", ")}`] : [])],
+      };
+    }, withRolloutTrailer(ENGINE_ORIGIN, id));
+  }
+
+  /** Reads the gate of the current (committed) wave; on pass or halt commits the rollout file. */
+  private async evaluate(tree: RepoTree, r: Rollout): Promise<"pass" | "wait" | "halt"> {
+    const { clock, logger } = this.opts;
+    const id = r.metadata.name;
+    const wave = currentWave(r)!;
+    const observations = await this.observe(tree, r, wave.index);
+    const now = clock.now();
+    const decision = gateDecision({
+      observations,
+      now,
+      gateSince: new Date(wave.status.gateSince ?? wave.status.committedAt ?? r.spec.createdAt),
+      timeoutSeconds: r.spec.gate?.timeoutSeconds ?? 0,
+    });
+    const judged = observations.map(judge);
+    const count = (result: string) => judged.filter((t) => t.result === result).length;
+    this.evaluations.set(id, {
+      evaluatedAt: now.toISOString(),
+      wave: wave.spec.name,
+      verdict: decision.verdict,
+      message: decision.message,
+      ready: count("ready"),
+      waiting: count("waiting"),
+      failed: count("failed"),
+      teams: judged.slice(0, 500),
+    });
+    if (decision.verdict === "wait") return "wait";
+    const gateSince = wave.status.gateSince;
+    await this.opts.store.transact(async (head): Promise<RepoChange | null> => {
+      const current = await this.opts.service.reader.read(head, id);
+      const w = current && currentWave(current);
+      // Only if nothing moved meanwhile: same wave, still committed, not resumed (gateSince) or paused.
+      if (!current || current.status.phase !== "Running" || !w || w.index !== wave.index || w.status.phase !== "Committed" || w.status.gateSince !== gateSince) return null;
+      const next =
+        decision.verdict === "pass"
+          ? passWave(current, clock.now())
+          : haltRollout(current, clock.now(), { reason: decision.reason!, message: decision.message, teams: decision.teams });
+      const subject =
+        decision.verdict === "pass"
+          ? `berth: rollout ${id} wave ${wave.spec.name} Ready${next.status.phase === "Completed" ? ": rollout completed" : ""}`
+          : `berth: rollout ${id} halted in wave ${wave.spec.name}: ${decision.reason}`;
+      return { files: new Map([[this.opts.service.reader.path(id), serializeRollout(next)]]), subject, body: decision.verdict === "halt" ? [decision.message] : rolloutBody(next).slice(0, 1) };
+    }, withRolloutTrailer(ENGINE_ORIGIN, id));
+    if (decision.verdict === "halt") logger.warn({ rollout: id, wave: wave.spec.name, reason: decision.reason, message: decision.message }, "rollout halted");
+    else logger.info({ rollout: id, wave: wave.spec.name }, "rollout: wave Ready");
+    return decision.verdict;
+  }
+
+  /** Every team of the wave on every cluster it lands on, with "does that status describe the wave?". */
+  private async observe(tree: RepoTree, r: Rollout, index: number): Promise<GateObservation[]> {
+    const { onboarding, statusReader, store } = this.opts;
+    const wave = r.spec.waves[index]!;
+    const skipped = new Set(r.status.waves[index]?.skipped ?? []);
+    const included = new Map<string, Promise<boolean>>();
+    const includesWave = (revision: string | undefined): Promise<boolean> | undefined => {
+      const sha = revisionSha(revision);
+      if (!sha) return undefined;
+      let p = included.get(sha);
+      if (!p) {
+        p = (async () => {
+          const at = await store.treeAt(sha);
+          const seen = at && (await this.opts.service.reader.read(at, r.metadata.name));
+          return seen !== undefined && (seen.status.waves[index]?.phase ?? "Pending") !== "Pending";
+        })();
+        included.set(sha, p);
+      }
+      return p;
+    };
+    const names = wave.teams.filter((t) => !skipped.has(t));
+    const perTeam = await mapLimit(names, this.opts.statusConcurrency ?? 16, async (name) => {
+      const team = await onboarding.readTeam(tree, name);
+      if (!team) return [];
+      const statuses = await statusReader.read(name, clustersOf(team, onboarding.platform));
+      return Promise.all(
+        statuses.map(async (s): Promise<GateObservation> => ({
+          team: name,
+          cluster: s.cluster,
+          state: s.state,
+          ready: s.ready,
+          stale: s.stale,
+          revision: s.revision,
+          includesWave: await includesWave(s.revision),
+          conditions: s.conditions,
+        })),
+      );
+    });
+    return perTeam.flat();
+  }
+}
+
+/** The commit of a Flux revision: `main@sha1:<sha>` (Flux 2), `main/<sha>` (older), or a bare sha. */
+export function revisionSha(revision: string | undefined): string | undefined {
+  if (!revision) return undefined;
+  const m = /(?:^|[@:/])([0-9a-f]{40}|[0-9a-f]{64})$/.exec(revision);
+  return m?.[1];
+}
+
+async function mapLimit<T, R>(items: readonly T[], limit: number, fn: (item: T) => Promise<R>): Promise<R[]> {
+  const out: R[] = new Array(items.length);
+  let next = 0;
+  const worker = async () => {
+    while (next < items.length) {
+      const i = next++;
+      out[i] = await fn(items[i]!);
+    }
+  };
+  await Promise.all(Array.from({ length: Math.min(limit, items.length) }, worker));
+  return out;
+}

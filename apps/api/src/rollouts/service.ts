@@ -1,0 +1,304 @@
+import { randomBytes } from "node:crypto";
+import {
+  abortRollout,
+  assignWaves,
+  clustersOf,
+  commitWave,
+  FleetRenderError,
+  newRollout,
+  pauseRollout,
+  resumeRollout,
+  ROLLOUT_TRAILER,
+  RolloutConflictError,
+  rolloutId,
+  RolloutNotFoundError,
+  RolloutReader,
+  rolloutTeams,
+  RolloutValidationError,
+  serializeRollout,
+  ACTIVE_PHASES,
+  type ChangeOrigin,
+  type FieldIssue,
+  type Fleet,
+  type FleetPlan,
+  type GateTeamReport,
+  type Onboarding,
+  type RepoChange,
+  type RepoTree,
+  type Rollout,
+  type RolloutRequest,
+  type Team,
+  type TeamPreview,
+} from "@berth/core";
+import type { TeamStore } from "../team-service.js";
+import type { Clock } from "./clock.js";
+
+/** What rollouts need from the Flux repo: the team store, and trees at the revisions clusters report. */
+export interface RolloutStore extends TeamStore {
+  treeAt(revision: string): Promise<RepoTree | undefined>;
+}
+
+/** The engine as the service sees it: wake it after a change, show its last gate evaluation. */
+export interface EngineHandle {
+  kick(): void;
+  progress(id: string): GateProgress | undefined;
+}
+
+/** The last gate evaluation of a rollout's current wave, on the replica driving it. */
+export interface GateProgress {
+  evaluatedAt: string;
+  wave: string;
+  verdict: "pass" | "wait" | "halt";
+  message: string;
+  ready: number;
+  waiting: number;
+  failed: number;
+  teams: GateTeamReport[];
+}
+
+export interface RolloutPreview {
+  revision: string | undefined;
+  target: { templateVersion?: string };
+  summary: {
+    selected: number;
+    changed: number;
+    unchanged: number;
+    failed: number;
+    files: { added: number; modified: number; deleted: number };
+  };
+  waves: Array<{ name: string; teams: string[] }>;
+  /** Why creating this rollout would be refused (empty: it would be accepted). */
+  problems: FieldIssue[];
+  failed: Array<{ team: string; error: string }>;
+  unchanged: string[];
+  teams: TeamPreview[];
+}
+
+export interface RolloutServiceOptions {
+  onboarding: Onboarding;
+  fleet: Fleet;
+  store: RolloutStore;
+  /** Clusters whose Team status the API can read (api.clusters): a gate can only wait on these. */
+  observedClusters: ReadonlySet<string>;
+  gateTimeoutSeconds: number;
+  clock: Clock;
+  random?: (n: number) => Buffer;
+}
+
+/** The name an unstaged rollout gives its single wave. */
+const UNSTAGED_WAVE = "all";
+
+/**
+ * Rollouts through the API: preview, create (unstaged: one commit; staged: the rollout file, then the
+ * engine commits and gates each wave), read, pause, resume, abort. Every write is a transaction through
+ * the same writer as team writes; its mutate re-reads the rollout on the tree it commits on.
+ */
+export class RolloutService {
+  readonly reader: RolloutReader;
+  private engine: EngineHandle | undefined;
+  private readonly random: (n: number) => Buffer;
+
+  constructor(private readonly opts: RolloutServiceOptions) {
+    this.reader = new RolloutReader(opts.onboarding.platform);
+    this.random = opts.random ?? randomBytes;
+  }
+
+  attach(engine: EngineHandle): void {
+    this.engine = engine;
+  }
+
+  /** Read from a fresh fetch (as create is): a rollout must not be planned on a view seconds old. */
+  async preview(request: RolloutRequest, options: { diffs: boolean }): Promise<RolloutPreview> {
+    const tree = await this.opts.store.snapshot(0);
+    const prepared = await this.prepare(tree, request);
+    const teams = await this.opts.fleet.preview(tree, prepared.plan, { diffs: options.diffs });
+    const files = { added: 0, modified: 0, deleted: 0 };
+    for (const t of teams) for (const f of t.files) files[f.status] += 1;
+    return {
+      revision: tree.revision,
+      target: request.target,
+      summary: {
+        selected: prepared.selected.length,
+        changed: prepared.plan.changed.length,
+        unchanged: prepared.plan.unchanged.length,
+        failed: prepared.plan.failed.length,
+        files,
+      },
+      waves: prepared.waves,
+      problems: prepared.problems,
+      failed: prepared.plan.failed,
+      unchanged: prepared.plan.unchanged,
+      teams,
+    };
+  }
+
+  /**
+   * Starts a rollout. Unstaged: the whole selection and the rollout file (Completed) in one commit, or
+   * nothing if any team fails to render. Staged: the rollout file (Running); the engine takes it from there.
+   */
+  async create(request: RolloutRequest, origin: ChangeOrigin): Promise<{ rollout: Rollout; revision: string; summary: { teams: number; files: number } }> {
+    const snapshot = await this.opts.store.snapshot(0);
+    const prepared = await this.prepare(snapshot, request);
+    if (prepared.plan.failed.length) throw new FleetRenderError(prepared.plan.failed);
+    if (prepared.problems.length) throw new RolloutValidationError(prepared.problems);
+    const { clock } = this.opts;
+    const id = rolloutId(clock.now(), this.random(3));
+    const staged = request.waves !== undefined;
+    const draft = newRollout({
+      id,
+      request,
+      waves: staged ? prepared.waves : [{ name: UNSTAGED_WAVE, teams: prepared.plan.changed.map((t) => t.team) }],
+      requestedBy: origin.actor,
+      now: clock.now(),
+      gateTimeoutSeconds: staged ? this.opts.gateTimeoutSeconds : null,
+    });
+    const target = request.target.templateVersion;
+    let result: Rollout = draft;
+    let fileCount = 0;
+    const committed = await this.opts.store.transact(async (tree): Promise<RepoChange> => {
+      await this.assertNoConflict(tree, draft);
+      const path = this.reader.path(id);
+      if (!staged) {
+        // Planned again on the tree the commit builds on: what the preview showed, unless the repo moved.
+        const plan = await this.opts.fleet.plan(tree, draft.spec.waves[0]!.teams, target);
+        if (plan.failed.length) throw new FleetRenderError(plan.failed);
+        result = commitWave(draft, clock.now(), plan.gone);
+        const files = new Map(plan.files);
+        fileCount = files.size;
+        files.set(path, serializeRollout(result));
+        return { files, subject: `berth: rollout ${id}: ${plan.changed.length} team(s) ${describeTarget(target)}`, body: rolloutBody(result, plan) };
+      }
+      result = draft;
+      return {
+        files: new Map([[path, serializeRollout(draft)]]),
+        subject: `berth: rollout ${id} created: ${draft.spec.waves.length} wave(s), ${rolloutTeams(draft).length} team(s) ${describeTarget(target)}`,
+        body: rolloutBody(draft),
+      };
+    }, withRolloutTrailer(origin, id));
+    this.engine?.kick();
+    return { rollout: result, revision: committed.revision, summary: { teams: rolloutTeams(result).length, files: fileCount } };
+  }
+
+  async list(): Promise<{ revision: string | undefined; items: Rollout[] }> {
+    const tree = await this.opts.store.snapshot();
+    return { revision: tree.revision, items: await this.reader.list(tree) };
+  }
+
+  async get(id: string): Promise<{ revision: string | undefined; rollout: Rollout; progress: GateProgress | undefined }> {
+    const tree = await this.opts.store.snapshot();
+    const rollout = await this.reader.read(tree, id);
+    if (!rollout) throw new RolloutNotFoundError(id);
+    return { revision: tree.revision, rollout, progress: this.engine?.progress(id) };
+  }
+
+  pause(id: string, origin: ChangeOrigin) {
+    return this.transition(id, origin, "paused", (r, now) => pauseRollout(r, now, origin.actor));
+  }
+
+  resume(id: string, origin: ChangeOrigin) {
+    return this.transition(id, origin, "resumed", (r, now) => resumeRollout(r, now, origin.actor));
+  }
+
+  /** Ends the rollout; nothing is reverted. Says which version each of its teams is on now. */
+  async abort(id: string, origin: ChangeOrigin): Promise<{ rollout: Rollout; revision: string; versions: Record<string, string[]> }> {
+    let versions: Record<string, string[]> = {};
+    const result = await this.transition(id, origin, "aborted", (r, now) => abortRollout(r, now, origin.actor), async (tree, r) => {
+      versions = await this.versionsOf(tree, rolloutTeams(r));
+    });
+    return { ...result, versions };
+  }
+
+  /** The version each team is on in the tree, grouped: `{ v2: [a, b], v1: [c] }`; offboarded teams under "gone". */
+  async versionsOf(tree: RepoTree, teams: readonly string[]): Promise<Record<string, string[]>> {
+    const out: Record<string, string[]> = {};
+    const read = await Promise.all(teams.map(async (name) => [name, await this.opts.onboarding.readTeam(tree, name)] as const));
+    for (const [name, team] of read) (out[team?.templateVersion ?? "gone"] ??= []).push(name);
+    for (const list of Object.values(out)) list.sort();
+    return out;
+  }
+
+  private async transition(
+    id: string,
+    origin: ChangeOrigin,
+    what: string,
+    apply: (r: Rollout, now: Date) => Rollout,
+    inspect?: (tree: RepoTree, r: Rollout) => Promise<void>,
+  ): Promise<{ rollout: Rollout; revision: string }> {
+    let result: Rollout | undefined;
+    const committed = await this.opts.store.transact(async (tree) => {
+      const current = await this.reader.read(tree, id);
+      if (!current) throw new RolloutNotFoundError(id);
+      result = apply(current, this.opts.clock.now());
+      await inspect?.(tree, result);
+      return { files: new Map([[this.reader.path(id), serializeRollout(result)]]), subject: `berth: rollout ${id} ${what}` };
+    }, withRolloutTrailer(origin, id));
+    this.engine?.kick();
+    return { rollout: result!, revision: committed.revision };
+  }
+
+  /** Selection, fleet plan, wave assignment and every reason the rollout would be refused. */
+  private async prepare(tree: RepoTree, request: RolloutRequest): Promise<{ selected: Team[]; plan: FleetPlan; waves: Array<{ name: string; teams: string[] }>; problems: FieldIssue[] }> {
+    const { onboarding, fleet } = this.opts;
+    const target = request.target.templateVersion;
+    if (target !== undefined && !onboarding.catalog.has(target)) {
+      throw new RolloutValidationError([{ field: "target.templateVersion", rule: `must be one of the template versions: ${onboarding.catalog.versions().join(", ")}` }]);
+    }
+    const selected = await fleet.select(tree, request.selector);
+    const plan = await fleet.plan(
+      tree,
+      selected.map((t) => t.name),
+      target,
+    );
+    const problems: FieldIssue[] = [];
+    const changedNames = new Set(plan.changed.map((t) => t.team));
+    const changed = selected.filter((t) => changedNames.has(t.name));
+    if (changed.length === 0 && plan.failed.length === 0) {
+      problems.push({ field: "selector", rule: `no selected team's files would change (${selected.length} selected)` });
+    }
+    let waves: Array<{ name: string; teams: string[] }> = [{ name: UNSTAGED_WAVE, teams: changed.map((t) => t.name) }];
+    if (request.waves) {
+      const assigned = assignWaves(changed, request.waves);
+      waves = assigned.waves;
+      if (assigned.unassigned.length) {
+        problems.push({
+          field: "waves",
+          rule: `${assigned.unassigned.length} team(s) are in no wave (${assigned.unassigned.slice(0, 10).join(", ")}${assigned.unassigned.length > 10 ? ", ..." : ""}): add a last wave without a selector`,
+        });
+      }
+      const unobserved = [...new Set(changed.flatMap((t) => clustersOf(t, onboarding.platform).map((c) => c.name)))].filter((c) => !this.opts.observedClusters.has(c)).sort();
+      if (unobserved.length) {
+        problems.push({
+          field: "waves",
+          rule: `the gate cannot read Team status on ${unobserved.join(", ")}: configure api.clusters for every cluster of the selection, or roll out without waves`,
+        });
+      }
+    }
+    return { selected, plan, waves, problems };
+  }
+
+  /** Two active rollouts may not move the same team. */
+  private async assertNoConflict(tree: RepoTree, rollout: Rollout): Promise<void> {
+    const mine = new Set(rolloutTeams(rollout));
+    for (const other of await this.reader.list(tree)) {
+      if (other.metadata.name === rollout.metadata.name || !ACTIVE_PHASES.includes(other.status.phase)) continue;
+      const shared = rolloutTeams(other).filter((t) => mine.has(t));
+      if (shared.length) throw new RolloutConflictError(other.metadata.name, shared.sort());
+    }
+  }
+}
+
+export function withRolloutTrailer(origin: ChangeOrigin, id: string): ChangeOrigin {
+  return { ...origin, trailers: [...(origin.trailers ?? []), { key: ROLLOUT_TRAILER, value: id }] };
+}
+
+export function describeTarget(version: string | undefined): string {
+  return version ? `to templates ${version}` : "re-rendered on their own templates";
+}
+
+/** Commit body: the description and the teams (bounded by the commit-message rules). */
+export function rolloutBody(r: Rollout, plan?: FleetPlan): string[] {
+  const lines = r.spec.description ? [r.spec.description] : [];
+  for (const w of r.spec.waves) lines.push(`wave ${w.name}: ${w.teams.join(", ") || "(no teams)"}`);
+  if (plan?.gone.length) lines.push(`gone (skipped): ${plan.gone.join(", ")}`);
+  return lines;
+}

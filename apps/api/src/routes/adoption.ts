@@ -1,0 +1,60 @@
+import { adoptionRequestSchema, teamSchema } from "@berth/core";
+import type { FastifyPluginAsyncZod } from "fastify-type-provider-zod";
+import { z } from "zod";
+import type { AdoptionService } from "../adoption-service.js";
+import { fileChangeSchema, problemResponse, teamNameParams } from "./schemas.js";
+import { originOf } from "./teams.js";
+
+/** HTTP shapes of adoption (exported for clients). */
+
+export const adoptionReportSchema = z.object({
+  kustomizations: z
+    .array(z.object({ cluster: z.string(), path: z.string(), name: z.string(), namespace: z.string(), fate: z.enum(["replaced", "suspended"]) }))
+    .describe("The hand-written Flux Kustomizations: replaced by Berth's, or suspended with pruning off (delete them after the clusters applied the adoption)"),
+  mapped: z.array(z.object({ field: z.string(), from: z.string() })).describe("Where each team field came from"),
+  azureNames: z
+    .array(z.object({ cluster: z.string(), kind: z.enum(["ResourceGroup", "UserAssignedIdentity"]), object: z.string(), from: z.string(), to: z.string(), kept: z.boolean() }))
+    .describe("Azure names that differ from Berth's; all kept (an adoption that would rename is refused)"),
+  objects: z
+    .array(z.object({ ref: z.string(), source: z.string(), cluster: z.string(), fate: z.enum(["updated", "left-behind"]), note: z.string().optional() }))
+    .describe("Each hand-written object: updated in place by Berth's, or left behind on the cluster (what to do with it)"),
+  warnings: z.array(z.string()),
+  cleanup: z.array(z.string()).describe("Hand-written files no longer used: delete them once every cluster applied the adoption commit"),
+});
+export const adoptionPreviewResponse = z.object({
+  team: teamSchema,
+  revision: z.string().nullable(),
+  report: adoptionReportSchema,
+  files: z.array(fileChangeSchema.extend({ content: z.string().nullable() })),
+  diff: z.string().describe("Unified diff against the repo"),
+});
+export const adoptionResponse = z.object({ team: teamSchema, revision: z.string(), report: adoptionReportSchema, files: z.array(fileChangeSchema) });
+
+const security = [{ bearerAuth: [] }];
+const errors = { 401: problemResponse, 403: problemResponse, 409: problemResponse, 422: problemResponse, 500: problemResponse, 503: problemResponse };
+
+export const adoptionRoutes: FastifyPluginAsyncZod<{ adoption: AdoptionService }> = async (app, { adoption }) => {
+  const write = { requiredRole: "write" as const };
+  app.post(
+    "/teams/:name/adopt/preview",
+    {
+      config: write,
+      schema: { tags: ["teams"], summary: "Preview adopting a hand-written team: the inferred team, a report and the diff (no commit)", security, params: teamNameParams, body: adoptionRequestSchema, response: { 200: adoptionPreviewResponse, ...errors } },
+    },
+    async (request) => {
+      const preview = await adoption.preview(request.params.name, request.body);
+      return { ...preview, revision: preview.revision ?? null };
+    },
+  );
+  app.post(
+    "/teams/:name/adopt",
+    {
+      config: write,
+      schema: { tags: ["teams"], summary: "Adopt a hand-written team: team file and Berth's layout in one commit", security, params: teamNameParams, body: adoptionRequestSchema, response: { 201: adoptionResponse, ...errors } },
+    },
+    async (request, reply) => {
+      const result = await adoption.adopt(request.params.name, request.body, originOf(request));
+      return reply.code(201).header("location", `/v1/teams/${result.team.name}`).send(result);
+    },
+  );
+};

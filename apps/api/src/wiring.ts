@@ -1,0 +1,83 @@
+import { loadTemplateCatalog, type BerthConfig } from "@berth/config";
+import { Adoption, Fleet, Onboarding } from "@berth/core";
+import { FluxRepo } from "@berth/gitops";
+import type pino from "pino";
+import { AdoptionService } from "./adoption-service.js";
+import type { AppDeps } from "./app.js";
+import { FleetService } from "./fleet-service.js";
+import { authenticatorFor } from "./plugins/auth.js";
+import { systemClock, type Clock } from "./rollouts/clock.js";
+import { RolloutEngine } from "./rollouts/engine.js";
+import { RolloutService } from "./rollouts/service.js";
+import { StatusBoard } from "./status-board.js";
+import { TeamService } from "./team-service.js";
+import { KubeTeamStatusReader, type TeamStatusReader } from "./team-status.js";
+
+/** The API's services built from its configuration: what main.ts runs and what the tests start. */
+export interface ApiServices {
+  deps: AppDeps;
+  repo: FluxRepo;
+  onboarding: Onboarding;
+  engine: RolloutEngine;
+  /** The one status reader every status consumer shares (its per-cluster cache). */
+  statusReader: TeamStatusReader;
+  /** Starts background work (the rollout engine); call after the server listens. */
+  start(): Promise<void>;
+  /** Stops background work and closes the repo; call after the server closed. */
+  close(): Promise<void>;
+}
+
+export async function createServices(config: BerthConfig, logger: pino.Logger, options: { clock?: Clock; statusReader?: TeamStatusReader } = {}): Promise<ApiServices> {
+  const catalog = await loadTemplateCatalog(config.templatesDir, config.platform.templateVersion);
+  const onboarding = new Onboarding(config.platform, catalog);
+  const repo = FluxRepo.fromConfig({ ...config.fluxRepo, history: config.api.idempotency, logger: logger.child({ component: "flux-repo" }) });
+  await repo.init();
+  // One status reader, so the status API, CLI watchers, every open status page and the rollout gates share its
+  // per-cluster cache.
+  const statusReader = options.statusReader ?? KubeTeamStatusReader.fromConfig(config.api.clusters, { ttlMs: config.api.statusCacheSeconds * 1000 });
+  const clock = options.clock ?? systemClock;
+  const fleet = new Fleet(onboarding);
+  const rollouts = new RolloutService({
+    onboarding,
+    fleet,
+    store: repo,
+    observedClusters: new Set(Object.keys(config.api.clusters)),
+    gateTimeoutSeconds: config.api.rollouts.gateTimeoutSeconds,
+    clock,
+  });
+  const engine = new RolloutEngine({
+    service: rollouts,
+    onboarding,
+    fleet,
+    store: repo,
+    statusReader,
+    clock,
+    pollIntervalMs: config.api.rollouts.pollIntervalMs,
+    logger: logger.child({ component: "rollout-engine" }),
+  });
+  const deps: AppDeps = {
+    teams: new TeamService(onboarding, repo, statusReader),
+    fleet: new FleetService(onboarding, repo, fleet),
+    rollouts,
+    adoption: new AdoptionService(new Adoption(onboarding), repo),
+    store: repo,
+    authenticator: authenticatorFor(config.api.auth),
+    limits: config.api.rateLimit,
+    board: new StatusBoard(onboarding, repo, statusReader),
+    ui: { auth: config.api.auth, config: config.api.ui },
+  };
+  return {
+    deps,
+    repo,
+    onboarding,
+    engine,
+    statusReader,
+    async start() {
+      engine.start();
+    },
+    async close() {
+      await engine.stop();
+      await repo.close();
+    },
+  };
+}

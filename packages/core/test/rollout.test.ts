@@ -1,0 +1,181 @@
+/** The pure part of rollouts: selection, waves, transitions, the gate decision, the state file. */
+import { describe, expect, it } from "vitest";
+import {
+  abortRollout,
+  assignWaves,
+  commitWave,
+  committedTeams,
+  gateDecision,
+  haltRollout,
+  matchesSelector,
+  newRollout,
+  parseRollout,
+  passWave,
+  pauseRollout,
+  resumeRollout,
+  rolloutId,
+  rolloutRequestSchema,
+  RolloutStateError,
+  serializeRollout,
+  validateTeam,
+  type GateObservation,
+  type Team,
+} from "@berth/core";
+import { OWNERS, PLATFORM } from "./fixtures.js";
+
+const team = (name: string, environments: string[], extra: Partial<Team> = {}): Team => ({
+  ...validateTeam({ name, owners: [OWNERS.payments], environments }, PLATFORM),
+  templateVersion: "v1",
+  ...extra,
+});
+const NOW = new Date("2026-11-24T12:00:00Z");
+const later = (s: number) => new Date(NOW.getTime() + s * 1000);
+
+describe("selection and waves", () => {
+  const teams = [team("dev-a", ["dev"]), team("dev-b", ["dev"]), team("both", ["dev", "prod"]), ...Array.from({ length: 20 }, (_, i) => team(`prod-${i}`, ["prod"], { labels: { tier: i < 5 ? "gold" : "bronze" } }))];
+
+  it("matches every given field: environments (any), onlyEnvironments (none but), labels, names, versions", () => {
+    const both = teams[2]!;
+    expect(matchesSelector(both, { environments: ["dev"] })).toBe(true);
+    expect(matchesSelector(both, { onlyEnvironments: ["dev"] })).toBe(false);
+    expect(matchesSelector(teams[0]!, { onlyEnvironments: ["dev"] })).toBe(true);
+    expect(matchesSelector(teams[3]!, { labels: { tier: "gold" } })).toBe(true);
+    expect(matchesSelector(teams[3]!, { labels: { tier: "gold" }, names: ["x"] })).toBe(false);
+    expect(matchesSelector(teams[3]!, { templateVersions: ["v2"] })).toBe(false);
+    expect(matchesSelector(teams[3]!, {})).toBe(true);
+  });
+
+  it("splits in order; a percent keeps a stable share chosen by name hash; leftovers are reported", () => {
+    const waves = [
+      { name: "dev", selector: { onlyEnvironments: ["dev"] } },
+      { name: "canary", selector: { environments: ["prod"] }, percent: 10 },
+      { name: "gold", selector: { labels: { tier: "gold" } } },
+    ];
+    const a = assignWaves(teams, waves);
+    expect(a.waves[0]).toEqual({ name: "dev", teams: ["dev-a", "dev-b"] });
+    expect(a.waves[1]!.teams).toHaveLength(3); // ceil(21 * 10%)
+    expect(a.waves[2]!.teams.every((t) => a.waves[1]!.teams.indexOf(t) === -1)).toBe(true);
+    const all = a.waves.flatMap((w) => w.teams);
+    expect(new Set(all).size).toBe(all.length);
+    expect([...all, ...a.unassigned].sort()).toEqual(teams.map((t) => t.name).sort());
+    expect(a.unassigned.length).toBeGreaterThan(0);
+    // Same input, same canaries; order of the input does not matter.
+    expect(assignWaves([...teams].reverse(), waves)).toEqual(a);
+    expect(assignWaves(teams, [...waves, { name: "rest" }]).unassigned).toEqual([]);
+    expect(assignWaves([teams[0]!], [{ name: "x", percent: 1 }]).waves[0]!.teams).toEqual(["dev-a"]);
+  });
+
+  it("refuses duplicate wave names and unknown fields in a request", () => {
+    expect(rolloutRequestSchema.safeParse({ waves: [{ name: "a" }, { name: "a" }] }).success).toBe(false);
+    expect(rolloutRequestSchema.safeParse({ target: { version: "v2" } }).success).toBe(false);
+    expect(rolloutRequestSchema.safeParse({ waves: [{ name: "a", percent: 0 }] }).success).toBe(false);
+    expect(rolloutRequestSchema.parse({})).toEqual({ description: "", target: {}, selector: {}, gate: {} });
+  });
+});
+
+describe("transitions", () => {
+  const request = rolloutRequestSchema.parse({ description: "v2", target: { templateVersion: "v2" }, waves: [{ name: "one" }, { name: "two" }] });
+  const fresh = () =>
+    newRollout({
+      id: rolloutId(NOW, Buffer.from([1, 2, 3])),
+      request,
+      waves: [{ name: "one", teams: ["aa", "bb"] }, { name: "two", teams: ["cc"] }],
+      requestedBy: "alice",
+      now: NOW,
+      gateTimeoutSeconds: 900,
+    });
+
+  it("ids sort by creation time", () => {
+    expect(fresh().metadata.name).toBe("ro-20261124-120000-010203");
+  });
+
+  it("runs wave by wave to Completed, and round-trips through its file", () => {
+    let r = commitWave(fresh(), later(1), ["bb"]);
+    expect(r.status.waves[0]).toMatchObject({ phase: "Committed", skipped: ["bb"], gateSince: later(1).toISOString() });
+    expect(committedTeams(r)).toEqual(["aa"]);
+    expect(() => commitWave(r, later(2), [])).toThrow(RolloutStateError);
+    r = passWave(r, later(2));
+    expect(r.status).toMatchObject({ phase: "Running", wave: 1 });
+    r = passWave(commitWave(r, later(3), []), later(4));
+    expect(r.status.phase).toBe("Completed");
+    expect(parseRollout(serializeRollout(r), "rollouts/x.yaml")).toEqual(r);
+    expect(() => pauseRollout(r, later(5), "bob")).toThrow(/is Completed: it cannot be paused/);
+  });
+
+  it("an unstaged rollout (no gate) is done when its wave is committed", () => {
+    const r = newRollout({ id: "ro-20261124-120000-aaaaaa", request: rolloutRequestSchema.parse({}), waves: [{ name: "all", teams: ["aa"] }], requestedBy: "x", now: NOW, gateTimeoutSeconds: null });
+    expect(commitWave(r, later(1), []).status.phase).toBe("Completed");
+  });
+
+  it("halt, resume (clock restarts, report cleared), pause, abort", () => {
+    let r = commitWave(fresh(), later(1), []);
+    r = haltRollout(r, later(2), { reason: "Timeout", message: "slow", teams: [] });
+    expect(r.status.halt).toMatchObject({ wave: "one", reason: "Timeout" });
+    expect(() => passWave(r, later(3))).toThrow(RolloutStateError);
+    r = resumeRollout(r, later(10), "bob");
+    expect(r.status.halt).toBeUndefined();
+    expect(r.status.waves[0]!.gateSince).toBe(later(10).toISOString());
+    r = abortRollout(pauseRollout(r, later(11), "bob"), later(12), "carol");
+    expect(r.status.phase).toBe("Aborted");
+    expect(r.status.history.map((h) => [h.event, h.by])).toEqual([
+      ["Created", "alice"],
+      ["WaveCommitted", undefined],
+      ["Halted", undefined],
+      ["Resumed", "bob"],
+      ["Paused", "bob"],
+      ["Aborted", "carol"],
+    ]);
+    expect(() => abortRollout(r, later(13), "x")).toThrow(RolloutStateError);
+  });
+
+  it("refuses a hand-edited file that is not a rollout", () => {
+    const text = serializeRollout(fresh()).replace("phase: Running", "phase: Sprinting");
+    expect(() => parseRollout(text, "rollouts/x.yaml")).toThrow(/rollouts\/x.yaml: status.phase/);
+  });
+});
+
+describe("the gate", () => {
+  const obs = (team: string, over: Partial<GateObservation> = {}): GateObservation => ({
+    team,
+    cluster: "aks-dev-weu",
+    state: "reported",
+    ready: true,
+    stale: false,
+    includesWave: true,
+    conditions: [{ type: "Ready", status: "True", reason: "Ready" }],
+    ...over,
+  });
+  const failedConditions = [
+    { type: "ResourceGroupReady", status: "True" },
+    { type: "IdentityReady", status: "False", reason: "AuthorizationFailed", severity: "Error", message: "no permission" },
+    { type: "Ready", status: "False", reason: "Failed" },
+  ];
+  const decide = (observations: GateObservation[], seconds = 10) => gateDecision({ observations, now: later(seconds), gateSince: NOW, timeoutSeconds: 60 });
+
+  it("passes when every team is Ready on every cluster for the wave's commit", () => {
+    expect(decide([obs("a"), obs("b", { cluster: "aks-prod-weu" })]).verdict).toBe("pass");
+    expect(decide([]).verdict).toBe("pass");
+  });
+
+  it("halts at once on a condition False with severity Error, naming team, cluster, condition and ASO's reason", () => {
+    const d = decide([obs("a"), obs("b", { ready: false, conditions: failedConditions })]);
+    expect(d).toMatchObject({ verdict: "halt", reason: "Failed" });
+    expect(d.teams).toEqual([{ team: "b", cluster: "aks-dev-weu", state: "reported", result: "failed", condition: "IdentityReady", reason: "AuthorizationFailed", severity: "Error", message: "no permission" }]);
+  });
+
+  it("waits for a status that does not describe the wave yet (older revision, stale, not applied), even a failed one", () => {
+    expect(decide([obs("a", { includesWave: false, ready: false, conditions: failedConditions })]).verdict).toBe("wait");
+    expect(decide([obs("a", { stale: true, ready: false, conditions: failedConditions })]).verdict).toBe("wait");
+    expect(decide([obs("a", { state: "absent", includesWave: undefined })]).teams[0]!.message).toContain("has not applied the Team");
+    expect(decide([obs("a", { state: "unreachable" })]).verdict).toBe("wait");
+    const w = decide([obs("a", { ready: false, conditions: [{ type: "IdentityReady", status: "Unknown", reason: "Reconciling" }, { type: "Ready", status: "False" }] })]);
+    expect(w.teams[0]).toMatchObject({ result: "waiting", condition: "IdentityReady", reason: "Reconciling" });
+  });
+
+  it("halts on timeout, reporting what is still waiting", () => {
+    const d = decide([obs("a"), obs("b", { ready: false, state: "pending" })], 61);
+    expect(d).toMatchObject({ verdict: "halt", reason: "Timeout" });
+    expect(d.teams.map((t) => t.team)).toEqual(["b"]);
+    expect(decide([obs("b", { ready: false, state: "pending" })], 59).verdict).toBe("wait");
+  });
+});

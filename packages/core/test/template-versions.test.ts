@@ -1,0 +1,124 @@
+/**
+ * Template versions side by side: every team records the version it is rendered with, new teams get the
+ * platform default, an update keeps the version, only a rollout (planRerender with a version) moves it.
+ */
+import { describe, expect, it } from "vitest";
+import {
+  compareVersions,
+  Onboarding,
+  parseTeamFile,
+  RenderError,
+  serializeTeamFile,
+  TeamValidationError,
+  TemplateCatalog,
+  validateTeam,
+  type TeamInput,
+} from "@berth/core";
+import { loadCatalog, loadTemplates, MemoryRepoTree, OWNERS, PLATFORM, teamInput, treeWithTeams } from "./fixtures.js";
+
+const SPEC = "teams/orders/base/team.yaml";
+const onV2 = new Onboarding(PLATFORM, loadCatalog("v2"));
+const onV1 = new Onboarding(PLATFORM, loadCatalog("v1"));
+const { name: _name, ...ORDERS_SPEC } = teamInput();
+
+async function issuesOf(p: Promise<unknown> | (() => unknown)) {
+  try {
+    await (typeof p === "function" ? p() : p);
+  } catch (err) {
+    if (err instanceof TeamValidationError) return err.issues;
+    throw err;
+  }
+  throw new Error("expected a TeamValidationError");
+}
+
+describe("TemplateCatalog", () => {
+  it("holds every version, orders them numerically, and refuses a default without a folder", () => {
+    const catalog = loadCatalog("v1");
+    expect(catalog.versions()).toEqual(["v1", "v2"]);
+    expect(catalog.get("v2").version).toBe("v2");
+    expect(() => catalog.get("v9")).toThrow(RenderError);
+    expect(() => new TemplateCatalog([loadTemplates("v1")], "v2")).toThrow(/default template version v2 is not among/);
+    expect(() => new TemplateCatalog([loadTemplates("v1"), loadTemplates("v1")], "v1")).toThrow(/twice/);
+    expect(["v10", "v2", "v1"].sort(compareVersions)).toEqual(["v1", "v2", "v10"]);
+  });
+});
+
+describe("new teams", () => {
+  it("get the platform default and record it in their team file", async () => {
+    const { team, change } = await onV2.planCreate(new MemoryRepoTree(), teamInput());
+    expect(team.templateVersion).toBe("v2");
+    expect(parseTeamFile(change.files.get(SPEC)!, SPEC).templateVersion).toBe("v2");
+    expect(change.files.get("teams/orders/base/namespace.yaml")).toContain("berth.dev/template-version: v2");
+    expect(change.body).toContain("templates: v2");
+  });
+
+  it("may name another existing version", async () => {
+    const { team, change } = await onV2.planCreate(new MemoryRepoTree(), teamInput({ templateVersion: "v1" }));
+    expect(team.templateVersion).toBe("v1");
+    expect(change.files.get("teams/orders/base/namespace.yaml")).not.toContain("template-version");
+  });
+
+  it("naming a version that does not exist is a 422 listing the versions, together with the other problems", async () => {
+    const issues = await issuesOf(() => onV2.prepareCreate(teamInput({ templateVersion: "v9", owners: [] })));
+    expect(issues).toContainEqual({ field: "templateVersion", rule: "must be one of the template versions: v1, v2" });
+    expect(issues.map((i) => i.field)).toContain("owners");
+    expect(await issuesOf(() => onV2.prepareCreate(teamInput({ templateVersion: "latest" })))).toContainEqual({
+      field: "templateVersion",
+      rule: "must name a template version such as v1 or v2",
+    });
+  });
+});
+
+describe("updates keep the team's version", () => {
+  it("an update of a v1 team renders v1 even when the default is v2", async () => {
+    const tree = await treeWithTeams(onV1, [teamInput()]);
+    const { team, change } = await onV2.planUpdate(tree, "orders", { ...ORDERS_SPEC, description: "Orders, renamed" });
+    expect(team.templateVersion).toBe("v1");
+    // Only the description changed: the namespace annotation and the team file, nothing of v2.
+    expect([...change.files.keys()].sort()).toEqual(["teams/orders/base/namespace.yaml", SPEC]);
+    expect(change.files.get(SPEC)).toContain("templateVersion: v1");
+  });
+
+  it("a body may repeat the version, not change it: only a rollout moves a team", async () => {
+    const tree = await treeWithTeams(onV1, [teamInput()]);
+    await expect(onV2.planUpdate(tree, "orders", { ...ORDERS_SPEC, templateVersion: "v1" })).resolves.toBeTruthy();
+    const issues = await issuesOf(onV2.planUpdate(tree, "orders", { ...ORDERS_SPEC, templateVersion: "v2" }));
+    expect(issues).toEqual([{ field: "templateVersion", rule: expect.stringMatching(/is v1; an update cannot change it to v2: a rollout moves teams/) }]);
+  });
+
+  it("an update prepared before a rollout moved the team renders on the team's new version", async () => {
+    const v1Tree = await treeWithTeams(onV1, [teamInput()]);
+    const prepared = onV2.prepareUpdate("orders", { ...ORDERS_SPEC, description: "x" }, "v1");
+    const moved = v1Tree.apply((await onV2.planRerender(v1Tree, "orders", "v2")).change);
+    const { team, change } = await onV2.planUpdate(moved, "orders", prepared);
+    expect(team.templateVersion).toBe("v2");
+    expect(change.files.get(SPEC)).toContain("templateVersion: v2");
+    // ... unless the request named the old version: its view is stale, so it is refused.
+    const pinned = onV2.prepareUpdate("orders", { ...ORDERS_SPEC, templateVersion: "v1" }, "v1");
+    await expect(onV2.planUpdate(moved, "orders", pinned)).rejects.toBeInstanceOf(TeamValidationError);
+  });
+});
+
+describe("team files written before versions were recorded", () => {
+  it("read as v1 teams, and re-rendering them on v1 only records the version", async () => {
+    const tree = await treeWithTeams(onV1, [teamInput()]);
+    const { templateVersion: _v, ...legacyTeam } = validateTeam(teamInput() as TeamInput, PLATFORM);
+    const legacy = tree.apply(new Map([[SPEC, serializeTeamFile(legacyTeam)]]));
+    expect((await onV2.readTeam(legacy, "orders"))?.templateVersion).toBe("v1");
+    const { from, change } = await onV2.planRerender(legacy, "orders");
+    expect(from).toBe("v1");
+    expect([...change.files.keys()]).toEqual([SPEC]);
+  });
+
+  it("move to v2 through planRerender with a version: every generated file changes, names do not", async () => {
+    const tree = await treeWithTeams(onV1, [teamInput({ environments: ["dev", "prod"], roleAssignments: [{ role: "rg-contributor" }], owners: [OWNERS.payments] })]);
+    const { team, from, change } = await onV2.planRerender(tree, "orders", "v2");
+    expect([from, team.templateVersion]).toEqual(["v1", "v2"]);
+    const teamFiles = (await tree.list("teams/orders")).filter((p) => !p.endsWith("kustomization.yaml"));
+    for (const path of teamFiles) expect(change.files.has(path), path).toBe(true);
+    const after = tree.apply(change);
+    expect(await after.list("teams/orders")).toEqual(await tree.list("teams/orders"));
+    // Re-rendering again on v2 changes nothing.
+    expect((await onV2.planRerender(after, "orders")).change.files.size).toBe(0);
+  });
+});

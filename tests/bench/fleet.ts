@@ -1,0 +1,137 @@
+/**
+ * Fleet-scale benchmark (issue 8, section 5). Prints figures; asserts nothing. Run:
+ *
+ *   npm run bench -- fleet                    # 100, 1000 and 5000 teams
+ *   BENCH_FLEET_SIZES=1000 npm run bench -- fleet
+ *
+ * For each size N: a local bare remote is seeded with N teams (v1, on dev and prod: 4 clusters' worth of
+ * files each, ~26 files per team) in one commit; then Berth's API (real wiring, listening on HTTP, the
+ * file:// remote) measures
+ *   - the rollout preview v1 → v2 of every team, with per-team diffs and without (POST /v1/rollouts/preview);
+ *   - the unstaged rollout v1 → v2 of every team: one commit, pushed (POST /v1/rollouts);
+ *   - GET /v1/teams with 20 concurrent readers, and GET /v1/teams/{name}, p50 / p99;
+ *   - one onboarding (median of 5) against 100 concurrent onboardings (wall time, and the ratio);
+ * with the machine's load average before and after each size (it is shared; quote both with a figure).
+ */
+import { loadConfig, loadTemplateCatalog } from "@berth/config";
+import { Onboarding, renderClusterTeamsIndex, allClusters, validateTeam } from "@berth/core";
+import { FluxRepo } from "@berth/gitops";
+import { loadavg } from "node:os";
+import { join } from "node:path";
+import { performance } from "node:perf_hooks";
+import { DEV_TOKEN, REPO_ROOT, startBerth } from "../support/berth.js";
+import { createBareRepo, makeTempDir } from "../support/git-remotes.js";
+
+const SIZES = (process.env.BENCH_FLEET_SIZES ?? "100,1000,5000").split(",").map(Number);
+const READERS = 20;
+const READS = Number(process.env.BENCH_READS ?? 100);
+const CONCURRENT = 100;
+const OWNER = "0b9a3c1e-1111-4222-8333-444455556666";
+
+const load = () => loadavg().map((n) => n.toFixed(2)).join(" ");
+const ms = (n: number) => (n >= 1000 ? `${(n / 1000).toFixed(2)} s` : `${n.toFixed(1)} ms`);
+function percentile(samples: number[], p: number): number {
+  const sorted = [...samples].sort((a, b) => a - b);
+  return sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)]!;
+}
+const teamName = (i: number) => `team-${String(i).padStart(5, "0")}`;
+
+/** N v1 teams in one commit, written straight through the writer (not through N requests). */
+async function seed(url: string, n: number): Promise<number> {
+  const config = loadConfig({ BERTH_CONFIG_FILE: join(REPO_ROOT, "infra", "local", "berth.yaml"), BERTH_GIT_URL: url, BERTH_GIT_WORKDIR: "/tmp/unused", BERTH_AUTH_MODE: "dev", BERTH_DEV_TOKEN: DEV_TOKEN }, REPO_ROOT);
+  const onboarding = new Onboarding(config.platform, await loadTemplateCatalog(config.templatesDir, "v1"));
+  const files = new Map<string, string>();
+  const names: string[] = [];
+  for (let i = 0; i < n; i++) {
+    const name = teamName(i);
+    names.push(name);
+    const team = { ...validateTeam({ name, description: `Team ${i}`, owners: [OWNER], environments: ["dev", "prod"], roleAssignments: [{ role: "rg-contributor" }], labels: { "cost-center": `cc-${i % 97}` } }, config.platform), templateVersion: "v1" };
+    for (const [p, c] of onboarding.render(team)) files.set(p, c);
+  }
+  for (const c of allClusters(config.platform)) files.set(`clusters/${c.name}/teams/kustomization.yaml`, renderClusterTeamsIndex(names));
+  const work = await makeTempDir("berth-bench-seed-");
+  const repo = FluxRepo.fromConfig({ url, branch: "main", workDir: join(work, "clone"), author: { name: "seed", email: "seed@bench" }, auth: { kind: "none" }, timeoutMs: 600_000 });
+  await repo.transact(async () => ({ files, subject: `seed ${n} teams` }), { actor: "bench", requestId: "seed" });
+  await repo.close();
+  return files.size;
+}
+
+async function main() {
+  const rows: Array<Record<string, string>> = [];
+  for (const n of SIZES) {
+    const loadBefore = load();
+    const remote = await createBareRepo();
+    const seedStart = performance.now();
+    const fileCount = await seed(remote.url, n);
+    const seedMs = performance.now() - seedStart;
+    const berth = await startBerth({ remoteUrl: remote.url, listen: true, env: { BERTH_LOG_LEVEL: "warn" } });
+    const call = async (method: string, path: string, body?: unknown) => {
+      const res = await fetch(`${berth.url}${path}`, {
+        method,
+        headers: { authorization: `Bearer ${DEV_TOKEN}`, ...(body ? { "content-type": "application/json" } : {}) },
+        ...(body ? { body: JSON.stringify(body) } : {}),
+      });
+      const text = await res.text();
+      if (res.status >= 300) throw new Error(`${method} ${path}: HTTP ${res.status} ${text.slice(0, 300)}`);
+      return { status: res.status, bytes: text.length, json: () => JSON.parse(text) };
+    };
+    const timed = async <T>(fn: () => Promise<T>): Promise<[number, T]> => {
+      const s = performance.now();
+      const r = await fn();
+      return [performance.now() - s, r];
+    };
+
+    // Warm: the first snapshot and JIT, as a server that has been up for a while.
+    await call("GET", "/v1/teams/team-00000");
+    const request = { description: "bench: v1 to v2", target: { templateVersion: "v2" } };
+    const [previewMs, preview] = await timed(() => call("POST", "/v1/rollouts/preview", request));
+    const changed = preview.json().summary.changed as number;
+    const [previewSummaryMs] = await timed(() => call("POST", "/v1/rollouts/preview?diffs=false", request));
+    const [applyMs, applied] = await timed(() => call("POST", "/v1/rollouts", request));
+    const appliedFiles = applied.json().summary.files as number;
+
+    const listTimes: number[] = [];
+    let next = 0;
+    await Promise.all(
+      Array.from({ length: READERS }, async () => {
+        while (next < READS) {
+          next += 1;
+          const [t] = await timed(() => call("GET", "/v1/teams"));
+          listTimes.push(t);
+        }
+      }),
+    );
+    const getTimes: number[] = [];
+    for (let i = 0; i < READS; i++) getTimes.push((await timed(() => call("GET", `/v1/teams/${teamName((i * 7919) % n)}`)))[0]);
+
+    const onboard = (name: string) => call("POST", "/v1/teams", { name, owners: [OWNER], environments: ["dev", "prod"], roleAssignments: [{ role: "rg-contributor" }] });
+    const singles: number[] = [];
+    for (let i = 0; i < 5; i++) singles.push((await timed(() => onboard(`single-${i}`)))[0]);
+    const before = berth.repo.stats();
+    const [wallMs] = await timed(() => Promise.all(Array.from({ length: CONCURRENT }, (_, i) => onboard(`conc-${i}`))));
+    const after = berth.repo.stats();
+    const single = percentile(singles, 50);
+    rows.push({
+      teams: String(n),
+      files: String(fileCount),
+      seed: ms(seedMs),
+      "preview (diffs)": `${ms(previewMs)} (${changed} teams, ${(preview.bytes / 1e6).toFixed(1)} MB)`,
+      "preview (summary)": ms(previewSummaryMs),
+      "apply, 1 commit pushed": `${ms(applyMs)} (${appliedFiles} files)`,
+      "GET /v1/teams p50/p99": `${ms(percentile(listTimes, 50))} / ${ms(percentile(listTimes, 99))}`,
+      "GET /v1/teams/{name} p50/p99": `${ms(percentile(getTimes, 50))} / ${ms(percentile(getTimes, 99))}`,
+      "1 onboarding": ms(single),
+      "100 concurrent": `${ms(wallMs)} = ${(wallMs / single).toFixed(1)}× (${after.batches - before.batches} batches, ${after.fetches - before.fetches} fetches)`,
+      load: `${loadBefore} → ${load()}`,
+    });
+    process.stdout.write(`\n${n} teams:\n${Object.entries(rows.at(-1)!).map(([k, v]) => `  ${k.padEnd(30)} ${v}`).join("\n")}\n`);
+    await berth.stop();
+    await remote.remove();
+  }
+  process.stdout.write(`\nload average (1/5/15 min) is the machine's, shared; 2 cores. Remote: file:// on 127.0.0.1.\n`);
+}
+
+main().catch((err) => {
+  process.stderr.write(`bench failed: ${(err as Error).stack}\n`);
+  process.exit(1);
+});

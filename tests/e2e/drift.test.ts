@@ -1,0 +1,98 @@
+/**
+ * GET /v1/fleet/drift against a real remote that someone edited by hand: every generated file that differs
+ * from Berth's render of its team file, with the diff; a same-version rollout of the drifted teams fixes it.
+ */
+import { mkdtemp, mkdir, rm, writeFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { dirname, join } from "node:path";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { DEV_TOKEN, startBerth, type RunningBerth } from "../support/berth.js";
+import { createBareRepo, git, inspectRemote } from "../support/git-remotes.js";
+
+const OWNER = "0b9a3c1e-1111-4222-8333-444455556666";
+const auth = { authorization: `Bearer ${DEV_TOKEN}` };
+
+/** A hand edit: writes (string) or deletes (null) files in a clone, commits as a person, pushes. */
+async function handEdit(url: string, files: Record<string, string | null | ((old: string) => string)>): Promise<void> {
+  const dir = await mkdtemp(join(tmpdir(), "berth-hand-edit-"));
+  try {
+    await git(["clone", "--quiet", url, dir]);
+    for (const [path, content] of Object.entries(files)) {
+      const full = join(dir, path);
+      if (content === null) await rm(full);
+      else {
+        await mkdir(dirname(full), { recursive: true });
+        const { readFile } = await import("node:fs/promises");
+        await writeFile(full, typeof content === "function" ? content(await readFile(full, "utf8")) : content);
+      }
+    }
+    await git(["add", "-A"], { cwd: dir });
+    await git(["-c", "user.name=Someone", "-c", "user.email=someone@example.test", "commit", "--quiet", "-m", "quick fix"], { cwd: dir });
+    await git(["push", "--quiet", "origin", "HEAD:main"], { cwd: dir });
+  } finally {
+    await rm(dir, { recursive: true, force: true });
+  }
+}
+
+describe("repo drift", () => {
+  let berth: RunningBerth;
+  let url: string;
+
+  beforeAll(async () => {
+    url = (await createBareRepo()).url;
+    berth = await startBerth({ remoteUrl: url, env: { BERTH_LOG_LEVEL: "warn" } });
+    for (const name of ["alpha", "bravo", "charlie"]) {
+      const res = await berth.server.inject({ method: "POST", url: "/v1/teams", headers: auth, payload: { name, owners: [OWNER], environments: ["dev"] } });
+      expect(res.statusCode, res.body).toBe(201);
+    }
+  });
+  afterAll(async () => {
+    await berth?.stop();
+  });
+
+  const drift = async (query = "") => {
+    const res = await berth.server.inject({ url: `/v1/fleet/drift${query}`, headers: auth });
+    expect(res.statusCode, res.body).toBe(200);
+    return res.json() as any;
+  };
+
+  it("reports nothing for a repo only Berth wrote", async () => {
+    expect(await drift()).toMatchObject({ summary: { checked: 3, drifted: 0, files: 0, failed: 0 }, teams: [], layout: [], failed: [], fix: null });
+  });
+
+  it("lists each hand-edited, removed and added file per team, with a diff to Berth's render, and teams it cannot render", async () => {
+    await handEdit(url, {
+      "teams/alpha/base/namespace.yaml": (t) => t.replace("pod-security.kubernetes.io/enforce: baseline", "pod-security.kubernetes.io/enforce: privileged"),
+      "teams/alpha/base/debug-pod.yaml": "apiVersion: v1\nkind: Pod\nmetadata:\n  name: debug\n  namespace: alpha\n",
+      "teams/bravo/clusters/aks-dev-weu/identity.yaml": null,
+      "teams/charlie/base/team.yaml": (t) => t.replace("environments:\n    - dev", "environments:\n    - qa"),
+      "clusters/aks-dev-weu/teams/kustomization.yaml": (t) => t.replace("  - bravo.yaml\n", ""),
+    });
+    const report = await drift();
+    expect(report.summary).toEqual({ checked: 3, drifted: 2, files: 4, failed: 1 });
+    expect(report.teams.map((t: any) => [t.team, t.templateVersion, t.files.map((f: any) => [f.path, f.drift])])).toEqual([
+      ["alpha", "v1", [["teams/alpha/base/debug-pod.yaml", "unexpected"], ["teams/alpha/base/namespace.yaml", "modified"]]],
+      ["bravo", "v1", [["teams/bravo/clusters/aks-dev-weu/identity.yaml", "missing"]]],
+    ]);
+    const ns = report.teams[0].files[1].diff as string;
+    expect(ns).toContain("-    pod-security.kubernetes.io/enforce: privileged");
+    expect(ns).toContain("+    pod-security.kubernetes.io/enforce: baseline");
+    expect(report.layout).toEqual([{ path: "clusters/aks-dev-weu/teams/kustomization.yaml", drift: "modified", diff: expect.stringContaining("+  - bravo.yaml") }]);
+    expect(report.failed).toEqual([{ team: "charlie", error: expect.stringContaining("environments.0 must be one of the platform's environments") }]);
+    expect(report.fix).toEqual({ selector: { names: ["alpha", "bravo"] } });
+    expect((await drift("?diffs=false")).teams[0].files[1].diff).toBe("");
+  });
+
+  it("a same-version rollout of the drifted teams puts every file back", async () => {
+    const { fix } = await drift();
+    const res = await berth.server.inject({ method: "POST", url: "/v1/rollouts", headers: auth, payload: { description: "undo hand edits", ...fix } });
+    expect(res.statusCode, res.body).toBe(201);
+    const after = await drift();
+    expect(after.summary).toEqual({ checked: 3, drifted: 0, files: 0, failed: 1 });
+    expect(after.layout).toEqual([]);
+    const remote = await inspectRemote(url);
+    expect(remote.files.has("teams/alpha/base/debug-pod.yaml")).toBe(false);
+    expect(remote.files.get("teams/alpha/base/namespace.yaml")).toContain("enforce: baseline");
+    expect(remote.files.get("clusters/aks-dev-weu/teams/kustomization.yaml")).toContain("- bravo.yaml");
+  });
+});

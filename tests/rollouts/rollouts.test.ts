@@ -1,0 +1,429 @@
+/**
+ * Rollouts through the real API wiring and a real git remote, with the cluster side scripted: a
+ * ScriptedStatusReader answers what each cluster's controller reports, a ManualClock stands in for time,
+ * and the test steps the engine (engine.tick()) so every assertion is about a known state. The same
+ * flows against a kube-apiserver with the controller running are in tests/e2e/rollouts.test.ts.
+ */
+import { execFile } from "node:child_process";
+import { rm, writeFile } from "node:fs/promises";
+import { join } from "node:path";
+import { promisify } from "node:util";
+import { afterEach, describe, expect, it } from "vitest";
+import { DEV_TOKEN, startBerth, type RunningBerth } from "../support/berth.js";
+import { ManualClock } from "../support/clock.js";
+import { pushForeignCommit } from "../support/foreign-pusher.js";
+import { createBareRepo, git, inspectRemote, makeTempDir, type BareRepo } from "../support/git-remotes.js";
+import { ScriptedStatusReader } from "../support/scripted-status.js";
+
+const run = promisify(execFile);
+const OWNER = "0b9a3c1e-1111-4222-8333-444455556666";
+const auth = { authorization: `Bearer ${DEV_TOKEN}` };
+const ALL_CLUSTERS = ["aks-dev-weu", "aks-prod-weu", "aks-prod-neu"];
+/** dev-only teams go first; p3 lands on dev and prod, so a dev-only wave must not take it. */
+const TEAMS: Record<string, string[]> = { d1: ["dev"], d2: ["dev"], p1: ["prod"], p2: ["prod"], p3: ["dev", "prod"] };
+const CLUSTERS_OF: Record<string, string[]> = { dev: ["aks-dev-weu"], prod: ["aks-prod-weu", "aks-prod-neu"] };
+const TWO_WAVES = {
+  description: "Version labels and cost tags",
+  target: { templateVersion: "v2" },
+  waves: [{ name: "dev", selector: { onlyEnvironments: ["dev"] } }, { name: "prod" }],
+  gate: { timeoutSeconds: 600 },
+};
+
+interface Setup {
+  remote: BareRepo;
+  berth: RunningBerth;
+  clock: ManualClock;
+  status: ScriptedStatusReader;
+}
+
+const started: RunningBerth[] = [];
+afterEach(async () => {
+  await Promise.all(started.splice(0).map((b) => b.stop()));
+});
+
+async function berthOn(remote: BareRepo, clock: ManualClock, status: ScriptedStatusReader, clusters = ALL_CLUSTERS): Promise<RunningBerth> {
+  const berth = await startBerth({
+    remoteUrl: remote.url,
+    env: { BERTH_LOG_LEVEL: "warn" },
+    clock,
+    statusReader: status,
+    startEngine: false,
+    config: (raw) => {
+      raw.api.clusters = Object.fromEntries(clusters.map((c) => [c, { kubeconfig: "/dev/null" }]));
+      raw.api.rollouts = { pollIntervalMs: 1_000, gateTimeoutSeconds: 600 };
+    },
+  });
+  started.push(berth);
+  return berth;
+}
+
+async function setup(clusters = ALL_CLUSTERS): Promise<Setup> {
+  const remote = await createBareRepo();
+  const clock = new ManualClock();
+  const status = new ScriptedStatusReader();
+  const berth = await berthOn(remote, clock, status, clusters);
+  for (const [name, environments] of Object.entries(TEAMS)) {
+    const res = await berth.server.inject({ method: "POST", url: "/v1/teams", headers: auth, payload: { name, owners: [OWNER], environments } });
+    expect(res.statusCode, res.body).toBe(201);
+  }
+  return { remote, berth, clock, status };
+}
+
+const api = (berth: RunningBerth, method: "GET" | "POST" | "PUT" | "DELETE", url: string, payload?: object) =>
+  berth.server.inject({ method, url, headers: auth, ...(payload ? { payload } : {}) });
+
+async function head(remote: BareRepo): Promise<string> {
+  return (await run("git", ["--git-dir", remote.dir, "rev-parse", "refs/heads/main"])).stdout.trim();
+}
+
+async function show(remote: BareRepo, path: string): Promise<string | undefined> {
+  return run("git", ["--git-dir", remote.dir, "show", `main:${path}`]).then(
+    (r) => r.stdout,
+    () => undefined,
+  );
+}
+
+async function versionOf(remote: BareRepo, team: string): Promise<string | undefined> {
+  return /templateVersion: (v\d+)/.exec((await show(remote, `teams/${team}/base/team.yaml`)) ?? "")?.[1];
+}
+
+async function versions(remote: BareRepo): Promise<Record<string, string | undefined>> {
+  const out: Record<string, string | undefined> = {};
+  for (const t of Object.keys(TEAMS)) out[t] = await versionOf(remote, t);
+  return out;
+}
+
+/** Every listed team reports Ready on every cluster it lands on, at the current head. */
+async function reportReady(s: Setup, teams: string[]): Promise<void> {
+  const sha = await head(s.remote);
+  for (const t of teams) for (const env of TEAMS[t]!) for (const c of CLUSTERS_OF[env]!) s.status.ready(t, c, sha);
+}
+
+async function rollout(berth: RunningBerth, id: string) {
+  const res = await api(berth, "GET", `/v1/rollouts/${id}`);
+  expect(res.statusCode, res.body).toBe(200);
+  return res.json() as { rollout: any; progress: any };
+}
+
+async function create(berth: RunningBerth, body: object = TWO_WAVES): Promise<string> {
+  const res = await api(berth, "POST", "/v1/rollouts", body);
+  expect(res.statusCode, res.body).toBe(201);
+  return (res.json() as { rollout: { metadata: { name: string } } }).rollout.metadata.name;
+}
+
+describe("unstaged rollout: one commit for the whole selection", () => {
+  it("commits exactly the files the preview showed, with the rollout file and its trailer, in one commit", async () => {
+    const s = await setup();
+    const before = await head(s.remote);
+    const request = { description: "all teams to v2", target: { templateVersion: "v2" } };
+    const previewRes = await api(s.berth, "POST", "/v1/rollouts/preview", request);
+    expect(previewRes.statusCode, previewRes.body).toBe(200);
+    const preview = previewRes.json() as { summary: any; problems: unknown[]; teams: Array<{ team: string; from: string; to: string; files: Array<{ path: string; status: string }>; diff: string }> };
+    expect(preview.problems).toEqual([]);
+    expect(preview.summary).toMatchObject({ selected: 5, changed: 5, unchanged: 0, failed: 0 });
+    expect(preview.teams.map((t) => [t.team, t.from, t.to])).toEqual(Object.keys(TEAMS).map((t) => [t, "v1", "v2"]));
+    const d1 = preview.teams.find((t) => t.team === "d1")!;
+    expect(d1.diff).toContain("+    berth.dev/template-version: v2");
+    expect(d1.diff).toContain("--- a/teams/d1/base/namespace.yaml");
+    expect(await head(s.remote)).toBe(before); // a preview commits nothing
+
+    const created = await api(s.berth, "POST", "/v1/rollouts", request);
+    expect(created.statusCode, created.body).toBe(201);
+    const body = created.json() as { rollout: any; revision: string; summary: { teams: number; files: number } };
+    expect(body.rollout.status.phase).toBe("Completed");
+    expect(created.headers.location).toBe(`/v1/rollouts/${body.rollout.metadata.name}`);
+
+    // One commit, on top of where the preview looked, holding the previewed files plus the rollout file.
+    const { stdout } = await run("git", ["--git-dir", s.remote.dir, "diff-tree", "-r", "--name-status", "--no-renames", before, body.revision]);
+    const committed = stdout.trim().split("\n").map((l) => l.split("\t")[1]!).sort();
+    const previewed = preview.teams.flatMap((t) => t.files.map((f) => f.path));
+    expect(committed).toEqual([...previewed, `rollouts/${body.rollout.metadata.name}.yaml`].sort());
+    expect((await run("git", ["--git-dir", s.remote.dir, "rev-parse", `${body.revision}^`])).stdout.trim()).toBe(before);
+    // File for file, content too: the preview's diffs applied to the tree it looked at give exactly the
+    // committed tree (the rollout file aside).
+    const scratch = await makeTempDir("berth-preview-apply-");
+    const work = join(scratch, "repo");
+    try {
+      await git(["clone", "--quiet", s.remote.dir, work]);
+      await git(["checkout", "--quiet", "--detach", before], { cwd: work });
+      await writeFile(join(scratch, "preview.patch"), preview.teams.map((t) => t.diff).join(""));
+      await git(["apply", "--index", join(scratch, "preview.patch")], { cwd: work });
+      expect(await git(["diff", "--cached", "--name-status", body.revision, "--", ".", ":(exclude)rollouts"], { cwd: work })).toBe("");
+    } finally {
+      await rm(scratch, { recursive: true, force: true });
+    }
+    expect(body.summary).toEqual({ teams: 5, files: previewed.length });
+    const state = await inspectRemote(s.remote.url);
+    expect(state.commits[0]!.trailers["Berth-Rollout-Id"]).toBe(body.rollout.metadata.name);
+    expect(Object.values(await versions(s.remote))).toEqual(["v2", "v2", "v2", "v2", "v2"]);
+
+    // Nothing left to do: the same rollout again is refused, and says why.
+    const again = await api(s.berth, "POST", "/v1/rollouts", request);
+    expect(again.statusCode).toBe(422);
+    expect(again.json().errors[0]).toMatchObject({ field: "selector", rule: expect.stringContaining("no selected team's files would change") });
+    const templates = (await api(s.berth, "GET", "/v1/templates")).json() as { items: Array<{ version: string; teams: number }> };
+    expect(templates.items.map((i) => [i.version, i.teams])).toEqual([["v1", 0], ["v2", 5]]);
+  });
+
+  it("commits nothing when one team cannot be rendered, and names it", async () => {
+    const s = await setup();
+    // A hand edit makes p2 use a role the platform's catalog does not offer.
+    const spec = (await show(s.remote, "teams/p2/base/team.yaml"))!;
+    await pushForeignCommit({ url: s.remote.url, path: "teams/p2/base/team.yaml", content: spec.replace("roleAssignments: []", "roleAssignments:\n    - role: retired-role") });
+    const before = await head(s.remote);
+    const res = await api(s.berth, "POST", "/v1/rollouts", { target: { templateVersion: "v2" } });
+    expect(res.statusCode).toBe(422);
+    const problem = res.json() as { type: string; detail: string; errors: Array<{ field: string; rule: string }> };
+    expect(problem.type).toBe("https://berth.dev/problems/rollout-render-failed");
+    expect(problem.errors).toEqual([{ field: "teams.p2", rule: expect.stringContaining("roleAssignments.0.role") }]);
+    expect(problem.detail).toContain("nothing was committed");
+    expect(await head(s.remote)).toBe(before);
+    // The preview shows it too, with the others' changes.
+    const preview = (await api(s.berth, "POST", "/v1/rollouts/preview?diffs=false", { target: { templateVersion: "v2" } })).json() as any;
+    expect(preview.failed.map((f: { team: string }) => f.team)).toEqual(["p2"]);
+    expect(preview.summary.changed).toBe(4);
+    expect(preview.teams.every((t: { diff: string }) => t.diff === "")).toBe(true);
+  });
+
+  it("re-renders teams on their own version after a template edit (no target), selected by name", async () => {
+    const s = await setup();
+    const res = await api(s.berth, "POST", "/v1/rollouts/preview", { selector: { names: ["d1", "p1"] } });
+    expect(res.json().problems).toEqual([{ field: "selector", rule: "no selected team's files would change (2 selected)" }]);
+    // Someone hand-edits a generated file: a same-version rollout puts it back.
+    const ns = (await show(s.remote, "teams/d1/base/namespace.yaml"))!;
+    await pushForeignCommit({ url: s.remote.url, path: "teams/d1/base/namespace.yaml", content: ns.replace("baseline", "privileged") });
+    const id = await create(s.berth, { selector: { names: ["d1", "p1"] } });
+    expect((await rollout(s.berth, id)).rollout.spec.waves).toEqual([{ name: "all", teams: ["d1"] }]);
+    expect(await show(s.remote, "teams/d1/base/namespace.yaml")).toBe(ns);
+    expect(await versionOf(s.remote, "d1")).toBe("v1");
+  });
+});
+
+describe("rollout in waves, gated on the teams' status", () => {
+  it("completes: wave 1 is committed and gated, then wave 2; every commit carries the rollout id", async () => {
+    const s = await setup();
+    const preview = (await api(s.berth, "POST", "/v1/rollouts/preview?diffs=false", TWO_WAVES)).json() as any;
+    expect(preview.waves).toEqual([{ name: "dev", teams: ["d1", "d2"] }, { name: "prod", teams: ["p1", "p2", "p3"] }]);
+    const id = await create(s.berth);
+    expect((await rollout(s.berth, id)).rollout.status).toMatchObject({ phase: "Running", wave: 0, waves: [{ phase: "Pending" }, { phase: "Pending" }] });
+
+    await s.berth.services.engine.tick();
+    expect(await versions(s.remote)).toEqual({ d1: "v2", d2: "v2", p1: "v1", p2: "v1", p3: "v1" });
+    let r = await rollout(s.berth, id);
+    expect(r.rollout.status.waves[0].phase).toBe("Committed");
+    expect(r.progress).toMatchObject({ wave: "dev", verdict: "wait", ready: 0, waiting: 2 });
+    expect(r.progress.teams[0]).toMatchObject({ team: "d1", cluster: "aks-dev-weu", result: "waiting", state: "absent" });
+
+    // A status from before the wave (an older revision) does not count.
+    const waveCommit = await head(s.remote);
+    const before = (await run("git", ["--git-dir", s.remote.dir, "rev-parse", `${waveCommit}^`])).stdout.trim();
+    for (const t of ["d1", "d2"]) s.status.ready(t, "aks-dev-weu", before);
+    await s.berth.services.engine.tick();
+    r = await rollout(s.berth, id);
+    expect(r.rollout.status.waves[0].phase).toBe("Committed");
+    expect(r.progress.teams[0].message).toContain("Flux has not applied the wave's commit");
+
+    await reportReady(s, ["d1", "d2"]);
+    await s.berth.services.engine.tick();
+    expect(await versions(s.remote)).toEqual({ d1: "v2", d2: "v2", p1: "v2", p2: "v2", p3: "v2" });
+    r = await rollout(s.berth, id);
+    expect(r.rollout.status).toMatchObject({ phase: "Running", wave: 1, waves: [{ phase: "Ready" }, { phase: "Committed" }] });
+
+    await reportReady(s, ["p1", "p2", "p3"]);
+    await s.berth.services.engine.tick();
+    r = await rollout(s.berth, id);
+    expect(r.rollout.status.phase).toBe("Completed");
+    expect(r.rollout.status.history.map((h: { event: string }) => h.event)).toEqual(["Created", "WaveCommitted", "WaveReady", "WaveCommitted", "WaveReady", "Completed"]);
+    // The gate looked at every cluster each team lands on (p3: dev and both prod clusters).
+    expect(s.status.reads.filter((x) => x.team === "p3").map((x) => x.cluster)).toEqual(expect.arrayContaining(["aks-dev-weu", "aks-prod-weu", "aks-prod-neu"]));
+
+    const commits = (await inspectRemote(s.remote.url)).commits.filter((c) => c.trailers["Berth-Rollout-Id"] === id);
+    expect(commits.map((c) => c.subject)).toEqual([
+      `berth: rollout ${id} wave prod Ready: rollout completed`,
+      `berth: rollout ${id} wave prod: 3 team(s) to templates v2`,
+      `berth: rollout ${id} wave dev Ready`,
+      `berth: rollout ${id} wave dev: 2 team(s) to templates v2`,
+      `berth: rollout ${id} created: 2 wave(s), 5 team(s) to templates v2`,
+    ]);
+    // Further ticks change nothing.
+    const done = await head(s.remote);
+    await s.berth.services.engine.tick();
+    expect(await head(s.remote)).toBe(done);
+  });
+
+  it("halts when a wave-1 team turns Failed, leaves wave 2 alone, and carries on after the fix and a resume", async () => {
+    const s = await setup();
+    const id = await create(s.berth);
+    await s.berth.services.engine.tick();
+    const sha = await head(s.remote);
+    s.status.ready("d1", "aks-dev-weu", sha);
+    s.status.failed("d2", "aks-dev-weu", sha, "IdentityReady", "AuthorizationFailed", "The client does not have authorization to perform action Microsoft.ManagedIdentity/userAssignedIdentities/write");
+    await s.berth.services.engine.tick();
+
+    const r = await rollout(s.berth, id);
+    expect(r.rollout.status.phase).toBe("Halted");
+    expect(r.rollout.status.halt).toMatchObject({
+      wave: "dev",
+      reason: "Failed",
+      teams: [{ team: "d2", cluster: "aks-dev-weu", result: "failed", condition: "IdentityReady", reason: "AuthorizationFailed", severity: "Error", message: expect.stringContaining("authorization") }],
+    });
+    expect(await versions(s.remote)).toEqual({ d1: "v2", d2: "v2", p1: "v1", p2: "v1", p3: "v1" });
+    const halted = await head(s.remote);
+    await s.berth.services.engine.tick();
+    expect(await head(s.remote)).toBe(halted); // a halted rollout is not driven
+
+    // The platform team fixes the role; ASO reports Ready; resume.
+    s.status.ready("d2", "aks-dev-weu", sha);
+    const resumed = await api(s.berth, "POST", `/v1/rollouts/${id}/resume`);
+    expect(resumed.statusCode, resumed.body).toBe(200);
+    expect(resumed.json().rollout.status.halt).toBeUndefined();
+    await s.berth.services.engine.tick();
+    expect(await versions(s.remote)).toEqual({ d1: "v2", d2: "v2", p1: "v2", p2: "v2", p3: "v2" });
+    await reportReady(s, ["p1", "p2", "p3"]);
+    await s.berth.services.engine.tick();
+    expect((await rollout(s.berth, id)).rollout.status.phase).toBe("Completed");
+  });
+
+  it("halts a wave that is not Ready within its timeout, counting from the commit (or the resume)", async () => {
+    const s = await setup();
+    const id = await create(s.berth);
+    await s.berth.services.engine.tick();
+    s.status.waiting("d1", "aks-dev-weu", await head(s.remote));
+    s.clock.advance(599_000);
+    await s.berth.services.engine.tick();
+    expect((await rollout(s.berth, id)).rollout.status.phase).toBe("Running");
+    s.clock.advance(2_000);
+    await s.berth.services.engine.tick();
+    const r = (await rollout(s.berth, id)).rollout;
+    expect(r.status).toMatchObject({ phase: "Halted", halt: { reason: "Timeout", wave: "dev" } });
+    expect(r.status.halt.teams).toEqual([
+      expect.objectContaining({ team: "d1", result: "waiting", condition: "IdentityReady", reason: "Reconciling" }),
+      expect.objectContaining({ team: "d2", result: "waiting", state: "absent" }),
+    ]);
+    // Resume restarts the clock: a tick right after does not halt it again.
+    expect((await api(s.berth, "POST", `/v1/rollouts/${id}/resume`)).statusCode).toBe(200);
+    await s.berth.services.engine.tick();
+    expect((await rollout(s.berth, id)).rollout.status.phase).toBe("Running");
+  });
+
+  it("pause stops at the gate, resume carries on; abort stops for good and says which team is on which version", async () => {
+    const s = await setup();
+    const id = await create(s.berth);
+    await s.berth.services.engine.tick();
+    expect((await api(s.berth, "POST", `/v1/rollouts/${id}/pause`)).statusCode).toBe(200);
+    await reportReady(s, ["d1", "d2"]);
+    await s.berth.services.engine.tick();
+    let r = (await rollout(s.berth, id)).rollout;
+    expect(r.status).toMatchObject({ phase: "Paused", waves: [{ phase: "Committed" }, { phase: "Pending" }] });
+    expect((await api(s.berth, "POST", `/v1/rollouts/${id}/pause`)).statusCode).toBe(409);
+
+    expect((await api(s.berth, "POST", `/v1/rollouts/${id}/resume`)).statusCode).toBe(200);
+    await s.berth.services.engine.tick();
+    r = (await rollout(s.berth, id)).rollout;
+    expect(r.status).toMatchObject({ phase: "Running", wave: 1, waves: [{ phase: "Ready" }, { phase: "Committed" }] });
+
+    const abort = await api(s.berth, "POST", `/v1/rollouts/${id}/abort`);
+    expect(abort.statusCode, abort.body).toBe(200);
+    expect(abort.json().versions).toEqual({ v2: ["d1", "d2", "p1", "p2", "p3"] });
+    expect(abort.json().rollout.status.phase).toBe("Aborted");
+    expect((await api(s.berth, "POST", `/v1/rollouts/${id}/resume`)).statusCode).toBe(409);
+    const after = await head(s.remote);
+    await reportReady(s, ["p1", "p2", "p3"]);
+    await s.berth.services.engine.tick();
+    expect(await head(s.remote)).toBe(after);
+    expect((await rollout(s.berth, id)).rollout.status.phase).toBe("Aborted");
+  });
+
+  it("an abort after wave 1 leaves wave 2 on the old version, each team on exactly one version", async () => {
+    const s = await setup();
+    const id = await create(s.berth);
+    await s.berth.services.engine.tick();
+    const abort = await api(s.berth, "POST", `/v1/rollouts/${id}/abort`);
+    expect(abort.json().versions).toEqual({ v1: ["p1", "p2", "p3"], v2: ["d1", "d2"] });
+    expect(await versions(s.remote)).toEqual({ d1: "v2", d2: "v2", p1: "v1", p2: "v1", p3: "v1" });
+    // Every file of a team is on the team's version: none of p1's files mention v2, all of d1's do.
+    const state = await inspectRemote(s.remote.url);
+    for (const [path, text] of state.files) {
+      if (path.startsWith("teams/p1/") && !path.endsWith("kustomization.yaml")) expect(text, path).not.toContain("v2");
+      if (path.startsWith("teams/d1/") && !path.endsWith("kustomization.yaml")) expect(text, path).toMatch(/v2/);
+    }
+  });
+
+  it("an API restarted mid-rollout carries on from the repo; a second replica never commits a step twice", async () => {
+    const s = await setup();
+    const id = await create(s.berth);
+    await s.berth.services.engine.tick();
+    await s.berth.stop();
+    started.splice(started.indexOf(s.berth), 1);
+
+    // A new process: a new clone, nothing in memory; two replicas of it, both driving.
+    const a = await berthOn(s.remote, s.clock, s.status);
+    const b = await berthOn(s.remote, s.clock, s.status);
+    await reportReady(s, ["d1", "d2"]);
+    await Promise.all([a.services.engine.tick(), b.services.engine.tick()]);
+    await reportReady(s, ["p1", "p2", "p3"]);
+    await Promise.all([a.services.engine.tick(), b.services.engine.tick()]);
+    await Promise.all([a.services.engine.tick(), b.services.engine.tick()]);
+    expect((await rollout(a, id)).rollout.status.phase).toBe("Completed");
+    const subjects = (await inspectRemote(s.remote.url)).commits.filter((c) => c.trailers["Berth-Rollout-Id"] === id).map((c) => c.subject);
+    expect(subjects.filter((x) => x.includes("wave prod: 3 team(s)"))).toHaveLength(1);
+    expect(subjects.filter((x) => x.includes("wave dev Ready"))).toHaveLength(1);
+    expect(subjects).toHaveLength(5);
+  });
+
+  it("team writes interleave: an update before its wave is rolled out with the new spec, an offboarded team is skipped", async () => {
+    const s = await setup();
+    const id = await create(s.berth);
+    await s.berth.services.engine.tick();
+    const put = await api(s.berth, "PUT", "/v1/teams/p1", { description: "Updated during the rollout", owners: [OWNER], environments: ["prod"] });
+    expect(put.statusCode, put.body).toBe(200);
+    expect(put.json().team.templateVersion).toBe("v1");
+    expect((await api(s.berth, "DELETE", "/v1/teams/p2")).statusCode).toBe(200);
+    // A team in a committed wave may be updated too: it stays on the rollout's version.
+    const d1 = await api(s.berth, "PUT", "/v1/teams/d1", { description: "d1 updated", owners: [OWNER], environments: ["dev"] });
+    expect(d1.json().team.templateVersion).toBe("v2");
+
+    await reportReady(s, ["d1", "d2"]);
+    await s.berth.services.engine.tick();
+    expect(await show(s.remote, "teams/p1/base/namespace.yaml")).toContain("Updated during the rollout");
+    expect(await versionOf(s.remote, "p1")).toBe("v2");
+    expect(await show(s.remote, "teams/p2/base/team.yaml")).toBeUndefined();
+    const r = (await rollout(s.berth, id)).rollout;
+    expect(r.status.waves[1]).toMatchObject({ phase: "Committed", skipped: ["p2"] });
+    await reportReady(s, ["p1", "p3"]);
+    await s.berth.services.engine.tick();
+    expect((await rollout(s.berth, id)).rollout.status.phase).toBe("Completed");
+  });
+
+  it("refuses a second rollout of the same teams while the first is active, an unknown version, an unknown id", async () => {
+    const s = await setup();
+    const id = await create(s.berth);
+    const second = await api(s.berth, "POST", "/v1/rollouts", { target: { templateVersion: "v2" }, selector: { names: ["p1"] } });
+    expect(second.statusCode).toBe(409);
+    expect(second.json()).toMatchObject({ type: "https://berth.dev/problems/rollout-conflict", detail: expect.stringContaining(id) });
+
+    expect((await api(s.berth, "POST", "/v1/rollouts", TWO_WAVES)).statusCode).toBe(409);
+    const unknown = await api(s.berth, "POST", "/v1/rollouts", { target: { templateVersion: "v7" } });
+    expect(unknown.statusCode).toBe(422);
+    expect(unknown.json().errors).toEqual([{ field: "target.templateVersion", rule: "must be one of the template versions: v1, v2" }]);
+    expect((await api(s.berth, "GET", "/v1/rollouts/ro-20260101-000000-abcdef")).statusCode).toBe(404);
+    expect((await api(s.berth, "GET", "/v1/rollouts/not-an-id")).statusCode).toBe(422);
+    const list = (await api(s.berth, "GET", "/v1/rollouts")).json() as { items: Array<{ metadata: { name: string } }> };
+    expect(list.items.map((i) => i.metadata.name)).toEqual([id]);
+  });
+});
+
+describe("rollout in waves, refused up front", () => {
+  it("when a team is in no wave, or a wave lands on a cluster the API cannot read", async () => {
+    const s = await setup(["aks-dev-weu"]);
+    const res = await api(s.berth, "POST", "/v1/rollouts", { target: { templateVersion: "v2" }, waves: [{ name: "dev", selector: { onlyEnvironments: ["dev"] } }] });
+    expect(res.statusCode).toBe(422);
+    const rules = (res.json() as { errors: Array<{ field: string; rule: string }> }).errors.map((e) => e.rule);
+    expect(rules[0]).toMatch(/^3 team\(s\) are in no wave \(p1, p2, p3\): add a last wave without a selector$/);
+    expect(rules[1]).toMatch(/the gate cannot read Team status on aks-prod-neu, aks-prod-weu/);
+    const preview = (await api(s.berth, "POST", "/v1/rollouts/preview?diffs=false", TWO_WAVES)).json() as { problems: Array<{ rule: string }> };
+    expect(preview.problems.map((p) => p.rule)).toEqual([expect.stringMatching(/cannot read Team status on aks-prod-neu, aks-prod-weu/)]);
+    // Unstaged needs no gate.
+    expect((await api(s.berth, "POST", "/v1/rollouts", { target: { templateVersion: "v2" } })).statusCode).toBe(201);
+  });
+});
