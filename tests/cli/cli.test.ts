@@ -182,7 +182,8 @@ describe("berth CLI against the API and a git remote", () => {
       apiVersion: "berth.dev/v1alpha1",
       kind: "Team",
       metadata: { name: "search" },
-      spec: { description: "", owners: [OWNER], environments: ["dev", "prod"], roleAssignments: [{ role: "rg-contributor" }], labels: {} },
+      // The API records the template version a team is rendered with (the default, v1, for a new team).
+      spec: { description: "", owners: [OWNER], environments: ["dev", "prod"], roleAssignments: [{ role: "rg-contributor" }], labels: {}, templateVersion: "v1" },
     });
     const before = await head();
     const roundTrip = await berthCli(["apply", "-f", "-"], { input: (await berthCli(["get", "teams", "-o", "yaml"])).stdout });
