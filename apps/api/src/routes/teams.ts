@@ -2,6 +2,7 @@ import { createHash } from "node:crypto";
 import type { ChangeOrigin } from "@berth/core";
 import { LRUCache } from "lru-cache";
 import type { FastifyReply, FastifyRequest } from "fastify";
+import { matchesEtag } from "../ui/etag.js";
 import type { FastifyPluginAsyncZod } from "fastify-type-provider-zod";
 import { z } from "zod";
 import { idempotencyKeyOf, requestFingerprint } from "../idempotency.js";
@@ -58,11 +59,7 @@ function settle(request: FastifyRequest, reply: FastifyReply, team: string, resu
 function notModifiedSince(request: FastifyRequest, reply: FastifyReply, revision: string | undefined, variant: string): boolean {
   const etag = `"${createHash("sha256").update(`${revision ?? "empty"}\n${variant}`).digest("base64url").slice(0, 32)}"`;
   reply.header("etag", etag);
-  const given = request.headers["if-none-match"];
-  if (!given) return false;
-  // Weak comparison (RFC 9110 §13.1.2): W/ prefixes are ignored; "*" matches any current representation.
-  const tags = given.split(",").map((t) => t.trim().replace(/^W\//, ""));
-  if (!tags.includes(etag) && !tags.includes("*")) return false;
+  if (!matchesEtag(request.headers["if-none-match"], etag)) return false;
   void reply.code(304).send();
   return true;
 }
