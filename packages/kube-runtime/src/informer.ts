@@ -96,7 +96,8 @@ export interface Informer<T> {
   /**
    * The server's answer to this process's own write (read-your-writes): cached at once, so the next
    * reconcile does not act on the state from before the write. When the watch later delivers that same
-   * resourceVersion, no event is emitted: a controller's own write does not wake it again.
+   * resourceVersion, no event is emitted: a controller's own write does not wake it again. An answer
+   * older than what the watch already cached is ignored.
    */
   observe(raw: KubernetesObject): void;
   /** Resolves after the first list has been emitted; rejects (InformerError kind "stopped") if stopped before. */
@@ -194,6 +195,10 @@ class ListWatchInformer<T extends KubernetesObject, Raw extends KubernetesObject
     const key = cacheKey(obj);
     const old = this.cache.get(key);
     if (old?.metadata?.resourceVersion === obj.metadata?.resourceVersion) return;
+    // A write's answer can arrive after the watch already delivered a newer change (someone wrote right
+    // after us): caching the answer then would hide that change until the next resync. resourceVersions are
+    // etcd revisions, integers that only grow (client-go's mutation cache relies on the same).
+    if (isNewer(old?.metadata?.resourceVersion, obj.metadata?.resourceVersion)) return;
     this.store(key, obj, old);
   }
 
@@ -433,6 +438,12 @@ class ListWatchInformer<T extends KubernetesObject, Raw extends KubernetesObject
       this.log.error({ err: e }, "informer onError callback threw");
     }
   }
+}
+
+/** True when resourceVersion `a` is known to be newer than `b` (both decimal integers). */
+function isNewer(a: string | undefined, b: string | undefined): boolean {
+  if (!a || !b || !/^\d+$/.test(a) || !/^\d+$/.test(b)) return false;
+  return BigInt(a) > BigInt(b);
 }
 
 function messageOf(err: unknown): string {

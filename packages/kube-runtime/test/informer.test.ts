@@ -98,6 +98,26 @@ describe.skipIf(skipCluster).concurrent("startInformer (real kube-apiserver)", (
     expect(typeof informer.get(ns, "after")?.metadata?.creationTimestamp).toBe("string");
   });
 
+  it("observe(): caches this process's own write at once, and never replaces a newer watched change with a late answer", async () => {
+    const ns = await namespace("inf-observe");
+    await cm(ns, "credential");
+    const { informer, events, has } = watchConfigMaps(admin, ns);
+    await informer.synced;
+
+    // Our write: its answer is cached at once.
+    const ours = await core.patchNamespacedConfigMap({ name: "credential", namespace: ns, body: [{ op: "replace", path: "/data/v", value: "ours" }] });
+    informer.observe(ours);
+    expect(informer.get(ns, "credential")?.data).toEqual({ v: "ours" });
+    // Someone writes right after us, and the watch delivers it...
+    await core.patchNamespacedConfigMap({ name: "credential", namespace: ns, body: [{ op: "add", path: "/data/extra", value: "theirs" }] });
+    await vi.waitFor(() => expect(informer.get(ns, "credential")?.data?.extra, "their change watched").toBe("theirs"), { timeout: 10_000, interval: 25 });
+    expect(events.at(-1)).toMatchObject({ type: "MODIFIED", data: { v: "ours", extra: "theirs" } });
+    // ...before the answer to our write comes back (a slow response): the cache keeps their newer change.
+    informer.observe(ours);
+    expect(informer.get(ns, "credential")?.data).toEqual({ v: "ours", extra: "theirs" });
+    expect(has("ADDED", "credential")).toBe(true);
+  });
+
   it("honours the label selector on the list and on the watch", async () => {
     const ns = await namespace("inf-sel");
     await cm(ns, "in-before", {}, { app: "berth" });
