@@ -9,7 +9,8 @@
  * file:// remote) measures
  *   - the rollout preview v1 → v2 of every team, with per-team diffs and without (POST /v1/rollouts/preview);
  *   - the unstaged rollout v1 → v2 of every team: one commit, pushed (POST /v1/rollouts);
- *   - GET /v1/teams with 20 concurrent readers, and GET /v1/teams/{name}, p50 / p99;
+ *   - GET /v1/teams with 20 concurrent readers (in a worker thread: clients are other programs), and
+ *     GET /v1/teams/{name}, p50 / p99;
  *   - one onboarding (median of 5) against 100 concurrent onboardings (wall time, and the ratio);
  * with the machine's load average before and after each size (it is shared; quote both with a figure).
  */
@@ -19,6 +20,7 @@ import { FluxRepo } from "@berth/gitops";
 import { loadavg } from "node:os";
 import { join } from "node:path";
 import { performance } from "node:perf_hooks";
+import { Worker } from "node:worker_threads";
 import { DEV_TOKEN, REPO_ROOT, startBerth } from "../support/berth.js";
 import { createBareRepo, makeTempDir } from "../support/git-remotes.js";
 
@@ -56,6 +58,49 @@ async function seed(url: string, n: number): Promise<number> {
   return files.size;
 }
 
+/**
+ * `total` GETs of `url` by `readers` concurrent clients, in a worker thread: the readers are other
+ * programs, so their own work (receiving and decoding each body) must not run on the API's event loop.
+ * Answers each request's time in ms.
+ */
+async function readConcurrently(url: string, readers: number, total: number): Promise<number[]> {
+  // node:http with keep-alive, the body counted and dropped, as a load generator does (wrk, autocannon):
+  // fetch() decoding 250 kB bodies in one thread would measure the client, not the API.
+  const code = `
+    const http = require("node:http");
+    const { parentPort, workerData: { url, token, readers, total } } = require("node:worker_threads");
+    const agent = new http.Agent({ keepAlive: true, maxSockets: readers });
+    const get = () => new Promise((resolve, reject) => {
+      const start = performance.now();
+      http.get(url, { agent, headers: { authorization: "Bearer " + token } }, (res) => {
+        let bytes = 0;
+        res.on("data", (chunk) => { bytes += chunk.length; });
+        res.on("end", () => res.statusCode === 200 && bytes > 0 ? resolve(performance.now() - start) : reject(new Error("GET " + url + ": HTTP " + res.statusCode)));
+        res.on("error", reject);
+      }).on("error", reject);
+    });
+    const times = [];
+    let next = 0;
+    const reader = async () => {
+      while (next < total) {
+        next += 1;
+        times.push(await get());
+      }
+    };
+    Promise.all(Array.from({ length: readers }, reader)).then(() => { agent.destroy(); parentPort.postMessage(times); }, (err) => { throw err; });
+  `;
+  const worker = new Worker(code, { eval: true, workerData: { url, token: DEV_TOKEN, readers, total } });
+  try {
+    return await new Promise<number[]>((resolve, reject) => {
+      worker.once("message", resolve);
+      worker.once("error", reject);
+      worker.once("exit", (code) => reject(new Error(`reader worker exited with ${code}`)));
+    });
+  } finally {
+    await worker.terminate();
+  }
+}
+
 async function main() {
   const rows: Array<Record<string, string>> = [];
   for (const n of SIZES) {
@@ -64,7 +109,8 @@ async function main() {
     const seedStart = performance.now();
     const fileCount = await seed(remote.url, n);
     const seedMs = performance.now() - seedStart;
-    const berth = await startBerth({ remoteUrl: remote.url, listen: true, env: { BERTH_LOG_LEVEL: "warn" } });
+    // At info, as a deployment logs: a line per request, and the writer's "pushed" line with its phases.
+    const berth = await startBerth({ remoteUrl: remote.url, listen: true, env: { BERTH_LOG_LEVEL: "info" } });
     const call = async (method: string, path: string, body?: unknown) => {
       const res = await fetch(`${berth.url}${path}`, {
         method,
@@ -90,17 +136,7 @@ async function main() {
     const [applyMs, applied] = await timed(() => call("POST", "/v1/rollouts", request));
     const appliedFiles = applied.json().summary.files as number;
 
-    const listTimes: number[] = [];
-    let next = 0;
-    await Promise.all(
-      Array.from({ length: READERS }, async () => {
-        while (next < READS) {
-          next += 1;
-          const [t] = await timed(() => call("GET", "/v1/teams"));
-          listTimes.push(t);
-        }
-      }),
-    );
+    const listTimes = await readConcurrently(`${berth.url}/v1/teams`, READERS, READS);
     const getTimes: number[] = [];
     for (let i = 0; i < READS; i++) getTimes.push((await timed(() => call("GET", `/v1/teams/${teamName((i * 7919) % n)}`)))[0]);
 
@@ -108,9 +144,16 @@ async function main() {
     const singles: number[] = [];
     for (let i = 0; i < 5; i++) singles.push((await timed(() => onboard(`single-${i}`)))[0]);
     const before = berth.repo.stats();
+    const logsBefore = berth.logs.length;
     const [wallMs] = await timed(() => Promise.all(Array.from({ length: CONCURRENT }, (_, i) => onboard(`conc-${i}`))));
     const after = berth.repo.stats();
     const single = percentile(singles, 50);
+    // The largest batch of the 100: where its time went (plan on the event loop; git fast-import; git push).
+    const pushed = berth.logs.slice(logsBefore).flatMap((chunk) => chunk.split("\n").filter(Boolean)).flatMap((line) => {
+      const entry = JSON.parse(line) as { msg?: string; transactions?: number; planMs?: number; importMs?: number; pushMs?: number };
+      return entry.msg === "flux repo: pushed" ? [entry] : [];
+    });
+    const largest = pushed.reduce((a, b) => ((b.transactions ?? 0) > (a?.transactions ?? 0) ? b : a), pushed[0]);
     rows.push({
       teams: String(n),
       files: String(fileCount),
@@ -122,6 +165,7 @@ async function main() {
       "GET /v1/teams/{name} p50/p99": `${ms(percentile(getTimes, 50))} / ${ms(percentile(getTimes, 99))}`,
       "1 onboarding": ms(single),
       "100 concurrent": `${ms(wallMs)} = ${(wallMs / single).toFixed(1)}× (${after.batches - before.batches} batches, ${after.fetches - before.fetches} fetches)`,
+      "  largest batch": largest ? `${largest.transactions} commits: plan ${largest.planMs} ms, fast-import ${largest.importMs} ms, push ${largest.pushMs} ms` : "(none logged)",
       load: `${loadBefore} → ${load()}`,
     });
     process.stdout.write(`\n${n} teams:\n${Object.entries(rows.at(-1)!).map(([k, v]) => `  ${k.padEnd(30)} ${v}`).join("\n")}\n`);

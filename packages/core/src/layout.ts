@@ -28,7 +28,19 @@ export function repoLayout(platform: Platform) {
    * The owner of `path`. Layout files are matched first, by the same functions that build them, so a team
    * whose derived paths would land on one of them cannot own it (see teamPathCollisions).
    */
+  // ownerOf is pure and asked for every file of each cluster's teams folder on every write (the indexes are
+  // rebuilt from them): remembered per path, the answers shared and frozen.
+  const owners = new Map<string, PathOwner>();
   const ownerOf = (path: string): PathOwner => {
+    let owner = owners.get(path);
+    if (owner === undefined) {
+      if (owners.size >= MAX_REMEMBERED_OWNERS) owners.clear();
+      owner = Object.freeze(computeOwner(path));
+      owners.set(path, owner);
+    }
+    return owner;
+  };
+  const computeOwner = (path: string): PathOwner => {
     // Only a canonical path can be owned: "teams/a/../../x", "teams/a//x" or "./x" name another file than
     // their prefix says, so a guard that trusted the prefix would let them through.
     if (path.split("/").some((segment) => segment === "" || segment === "." || segment === "..")) return { kind: "unowned" };
@@ -95,6 +107,9 @@ export function repoLayout(platform: Platform) {
   };
 }
 export type RepoLayout = ReturnType<typeof repoLayout>;
+
+/** Paths whose owner is remembered (a 5,000-team fleet has ~130,000 files); past that, start over. */
+const MAX_REMEMBERED_OWNERS = 200_000;
 
 /** Why a layout owner is not the team's, in words for an error message. */
 export function describeOwner(owner: PathOwner): string {

@@ -1,7 +1,7 @@
 import type { ChangeOrigin, RepoChange, RepoTree } from "@berth/core";
 import { buildCommitMessage } from "./commit-message.js";
 import { GitOpsError } from "./errors.js";
-import { type GitTree, TxnView } from "./git-tree.js";
+import { BatchOverlay, type GitTree, TxnView } from "./git-tree.js";
 import { assertWritablePath, parents } from "./paths.js";
 
 /**
@@ -80,10 +80,10 @@ export async function effectiveChanges(view: TxnView, change: RepoChange): Promi
 
 /** Runs every transaction's mutate on `base`; never throws for a transaction's own failure. */
 export async function planBatch(txns: readonly QueuedTxn[], base: GitTree): Promise<Plan> {
-  const overlay = new Map<string, string | null>();
+  const overlay = new BatchOverlay();
   const planned: PlannedTxn[] = [];
-  for (const txn of txns) {
-    const view = new TxnView(base, new Map(overlay));
+  for (const [position, txn] of txns.entries()) {
+    const view = new TxnView(base, overlay.at(position));
     try {
       const change = await txn.mutate(view);
       if (change === null || change === undefined) {
@@ -97,7 +97,7 @@ export async function planBatch(txns: readonly QueuedTxn[], base: GitTree): Prom
         continue;
       }
       const message = buildCommitMessage(change, txn.origin);
-      for (const [p, c] of files) overlay.set(p, c);
+      overlay.add(position, files);
       planned.push({ kind: "commit", files, message, view });
     } catch (error) {
       planned.push({ kind: "error", error, view });

@@ -336,6 +336,8 @@ export class FluxRepo {
     this.counters.batches += 1;
     let plan: Plan | undefined;
     let attempts = 0;
+    // Where the batch's time went (the last attempt's), for the "pushed" log line.
+    const phases = { planMs: 0, importMs: 0, pushMs: 0 };
     try {
       const shas = await pRetry(
         async (attemptNumber) => {
@@ -355,10 +357,20 @@ export class FluxRepo {
               plan = { ...plan, base: head };
             }
           }
+          let mark = performance.now();
+          const lap = () => {
+            const now = performance.now();
+            const ms = Math.round(now - mark);
+            mark = now;
+            return ms;
+          };
           plan ??= await planBatch(txns, new GitTree(this.source(), head));
+          phases.planMs = lap();
           if (commitCount(plan) === 0) return [];
           const commits = await this.importCommits(plan);
+          phases.importMs = lap();
           await this.push(commits[commits.length - 1] as string, plan.base);
+          phases.pushMs = lap();
           return commits;
         },
         {
@@ -409,7 +421,7 @@ export class FluxRepo {
       this.counters.commits += shas.length;
       if (shas.length > 0) {
         logger.info(
-          { branch, transactions: waiters.length, commits: shas.length, attempts, revision: shas[shas.length - 1], ms: Date.now() - started },
+          { branch, transactions: waiters.length, commits: shas.length, attempts, revision: shas[shas.length - 1], ms: Date.now() - started, ...phases },
           "flux repo: pushed",
         );
         if (this.counters.batches % 50 === 0) await this.git().tryRun(["gc", "--auto", "--quiet"]);

@@ -3,7 +3,7 @@ import type { GitRunner } from "./git-runner.js";
 import { commitChanges, type TrailerIndex } from "./history.js";
 import type { ObjectKind, ObjectReader } from "./object-reader.js";
 import { TreeIndex } from "./tree-index.js";
-import { assertReadablePath, normalizeDir } from "./paths.js";
+import { assertReadablePath, normalizeDir, parents } from "./paths.js";
 
 /** What a GitTree reads through; shared by every tree of one FluxRepo. */
 export interface TreeSource {
@@ -153,6 +153,69 @@ export class GitTree implements RepoTree {
 }
 
 /**
+ * The changes of a batch's transactions so far, each tagged with the transaction's position. The view of
+ * transaction n sees exactly the changes of transactions before n, without a copy per transaction: a batch
+ * of 100 onboardings into a 1,000-team repo would otherwise copy and scan thousands of paths per view
+ * (quadratic in the batch). Listing a folder costs the overlaid paths below it, not the whole overlay.
+ */
+export class BatchOverlay {
+  /** Per path, each transaction's content for it in order (null: deleted). */
+  private readonly versions = new Map<string, Array<{ position: number; content: string | null }>>();
+  /** Per folder ("" = the root), every overlaid path below it at any depth. */
+  private readonly below = new Map<string, Set<string>>();
+
+  /** Records transaction `position`'s effective changes (positions only grow). */
+  add(position: number, files: ReadonlyMap<string, string | null>): void {
+    for (const [path, content] of files) {
+      let list = this.versions.get(path);
+      if (!list) {
+        list = [];
+        this.versions.set(path, list);
+        for (const dir of ["", ...parents(path)]) {
+          let set = this.below.get(dir);
+          if (!set) this.below.set(dir, (set = new Set()));
+          set.add(path);
+        }
+      }
+      list.push({ position, content });
+    }
+  }
+
+  /** What transaction `position` sees: the changes of the transactions before it. */
+  at(position: number): OverlayAt {
+    return {
+      lookup: (path) => this.lookup(path, position),
+      below: (dir) => this.pathsBelow(dir, position),
+    };
+  }
+
+  private lookup(path: string, position: number): { content: string | null } | undefined {
+    const list = this.versions.get(path);
+    if (!list) return undefined;
+    for (let i = list.length - 1; i >= 0; i--) if (list[i]!.position < position) return list[i];
+    return undefined;
+  }
+
+  private *pathsBelow(dir: string, position: number): Iterable<readonly [string, string | null]> {
+    for (const path of this.below.get(dir) ?? []) {
+      const hit = this.lookup(path, position);
+      if (hit) yield [path, hit.content] as const;
+    }
+  }
+}
+
+/** One transaction's window on a BatchOverlay. */
+export interface OverlayAt {
+  /** The overlaid content of `path` (null: deleted), or undefined when the overlay does not touch it. */
+  lookup(path: string): { content: string | null } | undefined;
+  /** Every overlaid path below `dir` ("" = all) with its content. */
+  below(dir: string): Iterable<readonly [string, string | null]>;
+}
+
+/** An empty overlay: the view of a batch's first transaction, or of a lone one. */
+export const NO_OVERLAY: OverlayAt = new BatchOverlay().at(0);
+
+/**
  * The tree one transaction of a batch sees: the batch's base commit plus the changes of the transactions
  * before it (not yet committed), recording every path it reads and every folder it lists. Those records
  * decide whether the transaction's result still holds when the remote moves under the batch.
@@ -165,7 +228,7 @@ export class TxnView implements RepoTree {
 
   constructor(
     private readonly base: GitTree,
-    private readonly overlay: ReadonlyMap<string, string | null>,
+    private readonly overlay: OverlayAt = NO_OVERLAY,
   ) {}
 
   get revision(): string | undefined {
@@ -175,14 +238,16 @@ export class TxnView implements RepoTree {
   async read(path: string): Promise<string | undefined> {
     assertReadablePath(path);
     this.reads.add(path);
-    if (this.overlay.has(path)) return this.overlay.get(path) ?? undefined;
+    const hit = this.overlay.lookup(path);
+    if (hit) return hit.content ?? undefined;
     return this.base.read(path);
   }
 
   async hasContent(path: string, content: string): Promise<boolean> {
     assertReadablePath(path);
     this.reads.add(path);
-    if (this.overlay.has(path)) return this.overlay.get(path) === content;
+    const hit = this.overlay.lookup(path);
+    if (hit) return hit.content === content;
     return this.base.hasContent(path, content);
   }
 
@@ -190,8 +255,7 @@ export class TxnView implements RepoTree {
     const d = normalizeDir(dir);
     this.lists.add(d);
     const files = new Set(await this.base.list(d));
-    for (const [p, content] of this.overlay) {
-      if (d !== "" && !p.startsWith(`${d}/`)) continue;
+    for (const [p, content] of this.overlay.below(d)) {
       if (content === null) files.delete(p);
       else files.add(p);
     }
@@ -210,14 +274,15 @@ export class TxnView implements RepoTree {
   /** True when `path` is a file in this view. */
   async isFile(path: string): Promise<boolean> {
     this.reads.add(path);
-    if (this.overlay.has(path)) return this.overlay.get(path) !== null;
+    const hit = this.overlay.lookup(path);
+    if (hit) return hit.content !== null;
     return (await this.base.kind(path)) === "blob";
   }
 
   /** True when `path` is a folder holding at least one file in this view. */
   async isDir(path: string): Promise<boolean> {
     this.reads.add(path);
-    for (const [p, content] of this.overlay) if (content !== null && p.startsWith(`${path}/`)) return true;
+    for (const [, content] of this.overlay.below(path)) if (content !== null) return true;
     if ((await this.base.kind(path)) !== "tree") return false;
     return (await this.list(path)).length > 0;
   }

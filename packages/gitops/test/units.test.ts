@@ -2,7 +2,7 @@ import { execFileSync } from "node:child_process";
 import { describe, expect, it } from "vitest";
 import { type Plan, planConflicts } from "../src/batch.js";
 import { buildCommitMessage, parseTrailers, sanitizeLine } from "../src/commit-message.js";
-import type { TxnView } from "../src/git-tree.js";
+import { BatchOverlay, type TxnView } from "../src/git-tree.js";
 import { assertWritablePath, normalizeDir } from "../src/paths.js";
 import { buildGitEnvironment } from "../src/remote-auth.js";
 
@@ -121,5 +121,35 @@ describe("git environment", () => {
       for (const k of Object.keys(process.env)) if (!(k in saved)) delete process.env[k];
       Object.assign(process.env, saved);
     }
+  });
+});
+
+describe("BatchOverlay", () => {
+  // Transaction 0 writes a and b/x; 1 deletes a and rewrites b/x; 2 writes b/c/y. Each transaction's window
+  // must show the changes of the transactions before it, never its own or later ones.
+  const overlay = new BatchOverlay();
+  overlay.add(0, new Map([["a", "a0"], ["b/x", "x0"]]));
+  overlay.add(1, new Map<string, string | null>([["a", null], ["b/x", "x1"]]));
+  overlay.add(2, new Map([["b/c/y", "y2"]]));
+  const below = (position: number, dir: string) => Object.fromEntries(overlay.at(position).below(dir));
+
+  it("shows transaction n the changes of the transactions before n, in order", () => {
+    expect(overlay.at(0).lookup("a")).toBeUndefined();
+    expect(overlay.at(1).lookup("a")?.content).toBe("a0");
+    expect(overlay.at(2).lookup("a")?.content).toBeNull();
+    expect(overlay.at(2).lookup("b/x")?.content).toBe("x1");
+    expect(overlay.at(1).lookup("b/x")?.content).toBe("x0");
+    expect(overlay.at(2).lookup("b/c/y")).toBeUndefined();
+    expect(overlay.at(3).lookup("b/c/y")?.content).toBe("y2");
+    expect(overlay.at(3).lookup("b")).toBeUndefined();
+  });
+  it("lists what lies below a folder, at any depth, as that transaction sees it", () => {
+    expect(below(0, "")).toEqual({});
+    expect(below(1, "")).toEqual({ a: "a0", "b/x": "x0" });
+    expect(below(2, "b")).toEqual({ "b/x": "x1" });
+    expect(below(3, "b")).toEqual({ "b/x": "x1", "b/c/y": "y2" });
+    expect(below(3, "b/c")).toEqual({ "b/c/y": "y2" });
+    expect(below(3, "")).toEqual({ a: null, "b/x": "x1", "b/c/y": "y2" });
+    expect(below(3, "c")).toEqual({});
   });
 });
