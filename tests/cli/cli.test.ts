@@ -7,6 +7,7 @@
  * errors read. `status` runs against a real cluster in watch.test.ts.
  */
 import { chmod, mkdir, readFile, stat, writeFile } from "node:fs/promises";
+import { createServer, connect, type AddressInfo } from "node:net";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { parse } from "yaml";
@@ -261,6 +262,56 @@ describe("berth CLI against the API and a git remote", () => {
     const help = await berthCli(["--help"]);
     expect(help.code).toBe(0);
     for (const command of ["login", "config", "apply", "diff", "get", "delete", "status"]) expect(help.stdout).toMatch(new RegExp(`^  ${command}\\b`, "m"));
+  }, 240_000);
+
+  it("sends a write again with the same Idempotency-Key when its answer is lost: one commit, the original outcome", async () => {
+    // A proxy in front of the API that passes everything, except that it cuts the connection as the API's
+    // answer to the first POST starts to come back: the team is committed, and the CLI never hears so.
+    const apiPort = Number(new URL(berth.url).port);
+    let dropped = false;
+    const proxy = createServer((client) => {
+      const upstream = connect(apiPort, "127.0.0.1");
+      let dropNextAnswer = false;
+      client.on("data", (chunk: Buffer) => {
+        if (!dropped && chunk.toString("latin1").startsWith("POST /v1/teams ")) dropped = dropNextAnswer = true;
+        upstream.write(chunk);
+      });
+      upstream.on("data", (chunk: Buffer) => {
+        if (dropNextAnswer) {
+          client.destroy();
+          upstream.destroy();
+        } else client.write(chunk);
+      });
+      for (const [a, b] of [[client, upstream], [upstream, client]] as const) {
+        a.on("error", () => b.destroy());
+        a.on("close", () => b.destroy());
+      }
+    });
+    await new Promise<void>((resolve) => proxy.listen(0, "127.0.0.1", resolve));
+    const server = `http://127.0.0.1:${(proxy.address() as AddressInfo).port}`;
+    try {
+      const logsBefore = berth.logs.length;
+      const file = join(cli.home, "lost-answer.yaml");
+      await writeFile(file, `name: ledger\nowners: [${OWNER}]\nenvironments: [dev]\n`);
+      const applied = await cli.run(["apply", "-f", file, "--server", server, "--token-file", tokenFile]);
+      expect(applied.stderr).toBe("");
+      expect(applied.code).toBe(0);
+      expect(applied.stdout).toMatch(/^team\/ledger created \(commit [0-9a-f]{7}/);
+      expect(dropped).toBe(true);
+
+      expect((await inspectRemote(remote.url)).commits.filter((c) => c.subject === "berth: onboard team ledger")).toHaveLength(1);
+      const audits = berth.logs
+        .slice(logsBefore)
+        .flatMap((chunk) => chunk.split("\n").filter(Boolean))
+        .map((line) => (JSON.parse(line) as { audit?: { action: string; team: string; idempotencyKey: string | null; outcome: string } }).audit)
+        .filter((a) => a?.action === "create" && a.team === "ledger");
+      // The first POST committed (its answer lost), the second, with the same key, got that outcome back.
+      expect(audits.map((a) => a!.outcome)).toEqual(["committed", "replayed"]);
+      expect(audits[0]!.idempotencyKey).toMatch(/^[0-9a-f-]{36}$/);
+      expect(audits[1]!.idempotencyKey).toBe(audits[0]!.idempotencyKey);
+    } finally {
+      await new Promise((resolve) => proxy.close(resolve));
+    }
   }, 240_000);
 });
 

@@ -1,3 +1,4 @@
+import { randomUUID } from "node:crypto";
 import { setTimeout as sleep } from "node:timers/promises";
 import { problemName, problemSchema, teamListResponse, type ProblemDocument } from "@berth/api-contract";
 import type { Team } from "@berth/core";
@@ -40,7 +41,12 @@ function detailLines(problem: ProblemDocument): string[] {
   return lines;
 }
 
+/** No answer came (refused, reset, timed out): a write may or may not have been done. */
+export class UnreachableError extends CliError {}
+
 const MAX_RATE_LIMIT_RETRIES = 3;
+/** A write whose answer was lost is sent again (same Idempotency-Key) this many times, 1 s then 2 s apart. */
+const MAX_LOST_ANSWER_RETRIES = 2;
 
 /** Retry-After as seconds (RFC 9110: delay-seconds or an HTTP date). */
 function retryAfterSeconds(header: string | null): number | undefined {
@@ -71,14 +77,20 @@ export class BerthClient {
 
   /**
    * One request. A read refused for the rate limit (429) waits the Retry-After the API names (at most a
-   * minute) and asks again, up to three times; a write never repeats on its own.
+   * minute) and asks again, up to three times. A write carries one Idempotency-Key for all its attempts
+   * and is sent again only when no answer came (the API may have committed it: the same key gets the
+   * original outcome, never a second commit); a write the API refused is never repeated.
    */
   async request<T>(method: string, path: string, options: RequestOptions<T>): Promise<{ status: number; body: T | undefined; headers: Headers }> {
+    const isWrite = method !== "GET" && method !== "HEAD";
+    const once = isWrite ? { ...options, headers: { "idempotency-key": randomUUID(), ...options.headers } } : options;
     for (let attempt = 1; ; attempt++) {
       try {
-        return await this.requestOnce(method, path, options);
+        return await this.requestOnce(method, path, once);
       } catch (err) {
-        const wait = err instanceof ApiError && err.status === 429 && method === "GET" && attempt <= MAX_RATE_LIMIT_RETRIES ? err.retryAfterSeconds : undefined;
+        const lostAnswer = isWrite && err instanceof UnreachableError && attempt <= MAX_LOST_ANSWER_RETRIES;
+        const rateLimited = err instanceof ApiError && err.status === 429 && !isWrite && attempt <= MAX_RATE_LIMIT_RETRIES;
+        const wait = lostAnswer ? attempt : rateLimited ? (err as ApiError).retryAfterSeconds : undefined;
         if (wait === undefined || wait > 60) throw err;
         await sleep(Math.max(wait, 1) * 1000, undefined, this.interrupt ? { signal: this.interrupt } : {}).catch(() => {
           throw new CliError("interrupted", EXIT.interrupted);
@@ -107,10 +119,16 @@ export class BerthClient {
       if (this.interrupt?.aborted) throw new CliError("interrupted", EXIT.interrupted);
       const cause = (err as { cause?: { code?: string; message?: string } }).cause;
       const why = (err as Error).name === "TimeoutError" ? "no answer in time" : (cause?.code ?? cause?.message ?? (err as Error).message);
-      throw new CliError(`cannot reach the Berth API at ${this.server}: ${why}`, EXIT.unavailable);
+      throw new UnreachableError(`cannot reach the Berth API at ${this.server}: ${why}`, EXIT.unavailable);
     }
     if (options.empty?.includes(response.status)) return { status: response.status, body: undefined, headers: response.headers };
-    const text = await response.text();
+    let text: string;
+    try {
+      text = await response.text();
+    } catch {
+      if (this.interrupt?.aborted) throw new CliError("interrupted", EXIT.interrupted);
+      throw new UnreachableError(`the Berth API at ${this.server} stopped answering mid-answer`, EXIT.unavailable);
+    }
     let json: unknown;
     try {
       json = text ? JSON.parse(text) : undefined;

@@ -1,7 +1,7 @@
 import type { FastifyPluginAsyncZod } from "fastify-type-provider-zod";
 import { z } from "zod";
 import type { StatusBoard } from "../status-board.js";
-import { etagOf, matchesEtag } from "../ui/etag.js";
+import { etagOf, matchesEtag } from "../etag.js";
 import { fleetResponse, problemResponse } from "./schemas.js";
 
 const security = [{ bearerAuth: [] }];

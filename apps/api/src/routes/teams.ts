@@ -2,7 +2,7 @@ import { createHash } from "node:crypto";
 import type { ChangeOrigin } from "@berth/core";
 import { LRUCache } from "lru-cache";
 import type { FastifyReply, FastifyRequest } from "fastify";
-import { matchesEtag } from "../ui/etag.js";
+import { matchesEtag } from "../etag.js";
 import type { FastifyPluginAsyncZod } from "fastify-type-provider-zod";
 import { z } from "zod";
 import { idempotencyKeyOf, requestFingerprint } from "../idempotency.js";

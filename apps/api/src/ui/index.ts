@@ -9,7 +9,7 @@ import { z } from "zod";
 import { AuthenticationError, IssuerUnavailableError, type Authenticator, type Principal } from "../plugins/auth.js";
 import { SessionCookies, type UiSession } from "../plugins/session.js";
 import type { StatusBoard } from "../status-board.js";
-import { etagOf, matchesEtag } from "./etag.js";
+import { etagOf, matchesEtag } from "../etag.js";
 import { type Html } from "./html.js";
 import { OidcSignIn, OidcSignInError } from "./oidc.js";
 import { STYLES } from "./styles.js";
