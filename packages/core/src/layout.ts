@@ -24,13 +24,13 @@ export function repoLayout(platform: Platform) {
   const fluxKustomization = (cluster: string, team: string) => `${clusterTeamsDir(cluster)}/${team}.yaml`;
   const teamSpec = (team: string) => `${teamDir(team)}/base/${TEAM_SPEC_FILE}`;
 
+  // ownerOf is pure and asked for every file of each cluster's teams folder on every write (the indexes are
+  // rebuilt from them): remembered per path, the answers shared and frozen.
+  const owners = new Map<string, PathOwner>();
   /**
    * The owner of `path`. Layout files are matched first, by the same functions that build them, so a team
    * whose derived paths would land on one of them cannot own it (see teamPathCollisions).
    */
-  // ownerOf is pure and asked for every file of each cluster's teams folder on every write (the indexes are
-  // rebuilt from them): remembered per path, the answers shared and frozen.
-  const owners = new Map<string, PathOwner>();
   const ownerOf = (path: string): PathOwner => {
     let owner = owners.get(path);
     if (owner === undefined) {
