@@ -54,8 +54,9 @@ describe("onboarding API against a file:// Flux repo", () => {
   });
 
   it("describes in OpenAPI every status, header and query parameter the routes answer to", async () => {
-    type Operation = { parameters?: Array<{ in: string; name: string }>; responses: Record<string, unknown> };
-    const paths = (await berth.server.inject({ url: "/openapi.json" })).json().paths as Record<string, Record<string, Operation>>;
+    type Operation = { parameters?: Array<{ in: string; name: string }>; responses: Record<string, { headers?: Record<string, { $ref: string }> }> };
+    const doc = (await berth.server.inject({ url: "/openapi.json" })).json() as { paths: Record<string, Record<string, Operation>>; components: { headers: Record<string, unknown> } };
+    const paths = doc.paths;
     const op = (path: string, method: string) => paths[path]![method]!;
     const params = (o: Operation, where: string) => (o.parameters ?? []).filter((p) => p.in === where).map((p) => p.name);
     const statuses = (o: Operation) => Object.keys(o.responses);
@@ -72,6 +73,17 @@ describe("onboarding API against a file:// Flux repo", () => {
       expect(params(o, "header")).toContain("if-none-match");
       expect(statuses(o)).toEqual(expect.arrayContaining(["200", "304", "401", "429"]));
     }
+
+    // The response headers the API sends, declared where it sends them (and each declared header defined).
+    const headers = (o: Operation, status: string) => Object.keys(o.responses[status]?.headers ?? {}).sort();
+    expect(headers(op("/v1/teams", "get"), "200")).toEqual(["ETag", "RateLimit", "RateLimit-Policy"]);
+    expect(headers(op("/v1/teams/{name}", "get"), "304")).toEqual(["ETag", "RateLimit", "RateLimit-Policy"]);
+    expect(headers(op("/v1/teams", "post"), "201")).toEqual(["Idempotent-Replayed", "Location", "RateLimit", "RateLimit-Policy"]);
+    expect(headers(op("/v1/teams/{name}", "put"), "200")).toEqual(["Idempotent-Replayed", "RateLimit", "RateLimit-Policy"]);
+    for (const o of writes) for (const status of ["409", "429", "503"]) expect(headers(o, status)).toContain("Retry-After");
+    expect(headers(op("/v1/teams/preview", "post"), "200")).toEqual(["RateLimit", "RateLimit-Policy"]);
+    const refs = Object.values(paths).flatMap((ops) => Object.values(ops).flatMap((o) => Object.values(o.responses).flatMap((r) => Object.values(r.headers ?? {}).map((h) => h.$ref))));
+    for (const ref of new Set(refs)) expect(doc.components.headers, ref).toHaveProperty([ref.replace("#/components/headers/", "")]);
   });
 
   it("refuses every /v1 route without a valid token, with problem+json", async () => {
