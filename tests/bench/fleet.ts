@@ -149,10 +149,9 @@ async function main() {
     const after = berth.repo.stats();
     const single = percentile(singles, 50);
     // The largest batch of the 100: where its time went (plan on the event loop; git fast-import; git push).
-    const pushed = berth.logs.slice(logsBefore).flatMap((chunk) => chunk.split("\n").filter(Boolean)).flatMap((line) => {
-      const entry = JSON.parse(line) as { msg?: string; transactions?: number; planMs?: number; importMs?: number; pushMs?: number };
-      return entry.msg === "flux repo: pushed" ? [entry] : [];
-    });
+    const pushed = berth
+      .logEntries<{ msg?: string; transactions?: number; planMs?: number; importMs?: number; pushMs?: number }>(logsBefore)
+      .filter((entry) => entry.msg === "flux repo: pushed");
     const largest = pushed.reduce((a, b) => ((b.transactions ?? 0) > (a?.transactions ?? 0) ? b : a), pushed[0]);
     rows.push({
       teams: String(n),

@@ -300,10 +300,9 @@ describe("berth CLI against the API and a git remote", () => {
       expect(dropped).toBe(true);
 
       expect((await inspectRemote(remote.url)).commits.filter((c) => c.subject === "berth: onboard team ledger")).toHaveLength(1);
-      const audits = berth.logs
-        .slice(logsBefore)
-        .flatMap((chunk) => chunk.split("\n").filter(Boolean))
-        .map((line) => (JSON.parse(line) as { audit?: { action: string; team: string; idempotencyKey: string | null; outcome: string } }).audit)
+      const audits = berth
+        .logEntries<{ audit?: { action: string; team: string; idempotencyKey: string | null; outcome: string } }>(logsBefore)
+        .map((entry) => entry.audit)
         .filter((a) => a?.action === "create" && a.team === "ledger");
       // The first POST committed (its answer lost), the second, with the same key, got that outcome back.
       expect(audits.map((a) => a!.outcome)).toEqual(["committed", "replayed"]);

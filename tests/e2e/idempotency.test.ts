@@ -141,7 +141,7 @@ describe("Idempotency-Key", () => {
     }
     await berth.server.inject({ method: "POST", url: "/v1/teams", headers: { ...headers(), "x-request-id": "req-audit-2" }, payload: team("zeta") });
     await berth.server.inject({ method: "POST", url: "/v1/teams", headers: { authorization: "Bearer wrong-token-wrong-token", "x-request-id": "req-audit-3" }, payload: team("eta") });
-    const audits = berth.logs.map((l) => JSON.parse(l) as { audit?: Record<string, unknown>; reqId?: string }).filter((l) => l.audit);
+    const audits = berth.logEntries<{ audit?: Record<string, unknown>; reqId?: string }>().filter((l) => l.audit);
     const byRequest = (id: string) => audits.filter((a) => a.audit!.requestId === id).map((a) => a.audit);
     expect(byRequest("req-audit-1")).toEqual([
       { principal: "developer", action: "create", team: "zeta", requestId: "req-audit-1", idempotencyKey: "audit-zeta-1", revision: res.json().revision, outcome: "committed", status: 201, problem: null },

@@ -28,6 +28,8 @@ export interface RunningBerth {
   services: ApiServices;
   /** Every log line written so far (JSON), for redaction checks. */
   logs: string[];
+  /** The log lines from index `from` of `logs` on, parsed. */
+  logEntries<T = Record<string, unknown>>(from?: number): T[];
   stop(): Promise<void>;
 }
 
@@ -109,6 +111,7 @@ export async function startBerth(options: {
     services,
     statusReader: services.statusReader,
     logs,
+    logEntries: <T,>(from = 0) => logs.slice(from).flatMap((chunk) => chunk.split("\n").filter(Boolean)).map((line) => JSON.parse(line) as T),
     async stop() {
       await server.close();
       await services.close();

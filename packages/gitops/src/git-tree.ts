@@ -212,9 +212,6 @@ export interface OverlayAt {
   below(dir: string): Iterable<readonly [string, string | null]>;
 }
 
-/** An empty overlay: the view of a batch's first transaction, or of a lone one. */
-export const NO_OVERLAY: OverlayAt = new BatchOverlay().at(0);
-
 /**
  * The tree one transaction of a batch sees: the batch's base commit plus the changes of the transactions
  * before it (not yet committed), recording every path it reads and every folder it lists. Those records
@@ -228,7 +225,7 @@ export class TxnView implements RepoTree {
 
   constructor(
     private readonly base: GitTree,
-    private readonly overlay: OverlayAt = NO_OVERLAY,
+    private readonly overlay: OverlayAt,
   ) {}
 
   get revision(): string | undefined {
