@@ -14,6 +14,7 @@ describe("operationOf (metric label / breaker key from method + URL)", () => {
     ["GET", `https://management.azure.com//subscriptions/x/resourceGroups/rg/providers/Microsoft.Authorization/roleAssignments?$filter=x`, "RoleAssignments_ListForScope"],
     ["HEAD", `${S}/resourcegroups/rg-a--b?api-version=2025-04-01`, "ResourceGroups_CheckExistence"],
     ["GET", `${S}/resourcegroups?api-version=2025-04-01`, "ResourceGroups_List"],
+    ["GET", `${S}/providers/Microsoft.ManagedIdentity?api-version=2025-04-01`, "Providers_Get"],
     ["PUT", `${S}/resourceGroups/rg/providers/Microsoft.ManagedIdentity/userAssignedIdentities/id`, "UserAssignedIdentities_CreateOrUpdate"],
     ["POST", "https://login.microsoftonline.com/tenant/oauth2/v2.0/token", "Entra_Token"],
     ["GET", "https://127.0.0.1:1234/tenant/v2.0/.well-known/openid-configuration", "Entra_OpenIdConfiguration"],

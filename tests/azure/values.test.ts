@@ -2,7 +2,7 @@
  * AzureDiscovery against the fake Azure in direct mode (injected endpoint, real SDK, no mocks):
  * the values, the cache (coalescing, TTLs, negative answers), and the request metric.
  */
-import { DEFAULT_TTLS, TOKEN_EXCHANGE_AUDIENCE } from "@berth/azure";
+import { DEFAULT_TTLS } from "@berth/azure";
 import { azureNames, ValueUnavailableError } from "@berth/core";
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { BUILT_IN_ROLES } from "../fake-azure/index.js";
@@ -93,69 +93,53 @@ describe("values (injected-endpoint mode)", () => {
     expect(noOidc.message).toMatch(/OIDC issuer/);
   });
 
-  it("resourceGroupExists, federatedCredentials and checkFederatedCredentials (drift)", async () => {
-    const { discovery } = discoveryFor(world);
-    const { msi } = world;
-    expect(await discovery.resourceGroupExists("alpha", cluster())).toBe(true);
-    expect(await discovery.resourceGroupExists("nobody", cluster())).toBe(false);
-
-    const n = azureNames("beta", CLUSTER_NAME);
-    const fic = (subject: string, issuer = world.issuer) => ({ issuer, subject, audiences: [TOKEN_EXCHANGE_AUDIENCE] });
-    await msi.federatedIdentityCredentials.createOrUpdate(n.resourceGroup, n.identity, "aso-controller", fic("system:serviceaccount:azureserviceoperator-system:azureserviceoperator-default"));
-    await msi.federatedIdentityCredentials.createOrUpdate(n.resourceGroup, n.identity, "workload", fic("system:serviceaccount:beta:workload", "https://old.issuer.example/"));
-    await msi.federatedIdentityCredentials.createOrUpdate(n.resourceGroup, n.identity, "stray", fic("system:serviceaccount:beta:stray"));
-
-    const list = await discovery.federatedCredentials("beta", cluster());
-    expect(list?.map((f) => f.name).sort()).toEqual(["aso-controller", "stray", "workload"]);
-    expect(list?.find((f) => f.name === "aso-controller")).toEqual({
-      name: "aso-controller",
-      issuer: world.issuer,
-      subject: "system:serviceaccount:azureserviceoperator-system:azureserviceoperator-default",
-      audiences: [TOKEN_EXCHANGE_AUDIENCE],
-    });
-    const mismatches = await discovery.checkFederatedCredentials("beta", cluster(), {
-      issuer: world.issuer,
-      subjects: ["system:serviceaccount:azureserviceoperator-system:azureserviceoperator-default", "system:serviceaccount:beta:workload", "system:serviceaccount:beta:aso-workload"],
-    });
-    expect(mismatches).toEqual(
-      expect.arrayContaining([
-        { kind: "issuer", name: "workload", subject: "system:serviceaccount:beta:workload", expected: world.issuer, actual: "https://old.issuer.example/" },
-        { kind: "missing", subject: "system:serviceaccount:beta:aso-workload" },
-        { kind: "unexpected", name: "stray", subject: "system:serviceaccount:beta:stray", issuer: world.issuer },
-      ]),
-    );
-    expect(mismatches).toHaveLength(3);
-    // The check used the cached list: one List call for both.
-    expect(world.fake.stats.count("FederatedIdentityCredentials_List")).toBe(1);
-    expect(await discovery.federatedCredentials("nobody", cluster())).toBeUndefined();
-    expect(await discovery.checkFederatedCredentials("nobody", cluster(), { issuer: world.issuer, subjects: ["x"] })).toEqual([
-      { kind: "identity-missing", identity: "id-nobody--aks-prod" },
-    ]);
-  });
-
-  it("resolveRoleDefinition (roleName filter) and roleAssignmentsFor", async () => {
+  it("resolveRoleDefinition and roleDefinitionId (roleName filter, escaped, cached)", async () => {
     const { discovery } = discoveryFor(world);
     const sub = world.fake.subscriptionId;
+    const readerGuid = BUILT_IN_ROLES.find((r) => r.roleName === "Reader")!.id;
     const reader = await discovery.resolveRoleDefinition(sub, "Reader");
-    expect(reader).toBe(`/subscriptions/${sub}/providers/Microsoft.Authorization/roleDefinitions/${BUILT_IN_ROLES.find((r) => r.roleName === "Reader")!.id}`);
+    expect(reader).toBe(`/subscriptions/${sub}/providers/Microsoft.Authorization/roleDefinitions/${readerGuid}`);
     expect(await discovery.resolveRoleDefinition(sub, "Azure Service Bus Data Owner")).toMatch(/090c5cfd-751d-490a-894a-3ce6f1109419$/);
     expect(await discovery.resolveRoleDefinition(sub, "No Such Role")).toBeUndefined();
     expect(await discovery.resolveRoleDefinition(sub, "O'Brien's role")).toBeUndefined(); // quotes are escaped, not a 400
     const listCalls = world.fake.stats.requests.filter((r) => r.operation === "RoleDefinitions_List");
     expect(decodeURIComponent(listCalls[0]!.query)).toContain("$filter=roleName eq 'Reader'");
-    await discovery.resolveRoleDefinition(sub, "Reader");
-    expect(world.fake.stats.count("RoleDefinitions_List")).toBe(4); // the repeat came from the cache
+    // By cluster (its subscription), as the platform check asks: the GUID, from the cache.
+    expect(await discovery.roleDefinitionId(cluster(), "Reader")).toBe(readerGuid);
+    expect(await discovery.roleDefinitionId(cluster(), "No Such Role")).toBeUndefined();
+    expect(world.fake.stats.count("RoleDefinitions_List")).toBe(4);
 
-    const alpha = world.teams.get("alpha")!;
-    const scope = `/subscriptions/${sub}/resourceGroups/${azureNames("alpha", CLUSTER_NAME).resourceGroup}`;
-    expect(await discovery.roleAssignmentsFor(alpha.principalId, scope)).toEqual([]);
-    await world.authz.roleAssignments.create(scope.slice(1), "6f0c3f4e-1111-4a2b-9c3d-000000000001", { roleDefinitionId: reader!, principalId: alpha.principalId });
-    discovery.invalidate("ra");
-    const assignments = await discovery.roleAssignmentsFor(alpha.principalId, scope);
-    expect(assignments).toHaveLength(1);
-    expect(assignments[0]).toMatchObject({ name: "6f0c3f4e-1111-4a2b-9c3d-000000000001", roleDefinitionId: reader, principalId: alpha.principalId });
-    expect(assignments[0]!.scope.toLowerCase()).toBe(scope.toLowerCase());
-    await expect(discovery.roleAssignmentsFor("not-a-guid", scope)).rejects.toThrow(/GUID/);
+    // Two custom roles with one name: which id the catalog meant cannot be told, and that needs a person.
+    world.fake.arm.addRoleDefinition({ id: "7a1e0000-0000-4000-8000-000000000001", roleName: "Twin Role" });
+    world.fake.arm.addRoleDefinition({ id: "7a1e0000-0000-4000-8000-000000000002", roleName: "Twin Role" });
+    try {
+      const twin = await rejection(discovery.roleDefinitionId(cluster(), "Twin Role"));
+      expect(twin).toBeInstanceOf(ValueUnavailableError);
+      expect(twin).toMatchObject({ reason: "RoleNameAmbiguous", severity: "Error" });
+    } finally {
+      for (const n of [1, 2]) world.fake.arm.roleDefinitions.delete(`7a1e0000-0000-4000-8000-00000000000${n}`);
+    }
+  });
+
+  it("resourceProviderState: the namespace's registration state in the cluster's subscription", async () => {
+    const { discovery } = discoveryFor(world);
+    expect(await discovery.resourceProviderState(cluster(), "Microsoft.ManagedIdentity")).toBe("Registered");
+    expect(await discovery.resourceProviderState(cluster(), "Microsoft.NoSuchThing")).toBeUndefined(); // 404 InvalidResourceNamespace
+    world.fake.arm.setResourceProviderState({ namespace: "Microsoft.ManagedIdentity", state: "NotRegistered" });
+    try {
+      // Registered was cached (it rarely changes); after invalidation the new state is read.
+      expect(await discovery.resourceProviderState(cluster(), "Microsoft.ManagedIdentity")).toBe("Registered");
+      discovery.invalidate("provider");
+      expect(await discovery.resourceProviderState(cluster(), "Microsoft.ManagedIdentity")).toBe("NotRegistered");
+    } finally {
+      world.fake.arm.providerStates.clear();
+    }
+    expect(world.fake.stats.requests.filter((r) => r.operation === "Providers_Get").map((r) => `${r.path} ${r.status}`)).toEqual([
+      `/subscriptions/${world.fake.subscriptionId}/providers/Microsoft.ManagedIdentity 200`,
+      `/subscriptions/${world.fake.subscriptionId}/providers/Microsoft.NoSuchThing 404`,
+      `/subscriptions/${world.fake.subscriptionId}/providers/Microsoft.ManagedIdentity 200`,
+    ]);
+    await expect(discovery.resourceProviderState(cluster(), "not a namespace")).rejects.toThrow(/invalid namespace/);
   });
 
   it("counts every ARM and Entra request in berth_arm_requests_total{operation,code}, with a duration histogram", async () => {

@@ -12,6 +12,7 @@
  *
  * ASO's load: every ASO resource is re-read from Azure once per azureSyncPeriod (default 1 h), so per team
  * resources × 60 / syncPeriodMinutes with RG + identity + 2 federated credentials + 2 role assignments = 6.
+ * Berth does not re-read what ASO owns (docs/decisions/0012-azure-checks.md).
  */
 import { ManagedServiceIdentityClient } from "@azure/arm-msi";
 import { ClientSecretCredential } from "@azure/identity";
@@ -34,6 +35,10 @@ type Scenario = {
   /** Teams reconciled at `minute` (default: every RESYNC_MIN minutes, spread). */
 };
 
+const teamName = (i: number) => `team-${String(i).padStart(4, "0")}`;
+/** The role names of infra/local/berth.yaml's catalog. */
+const CATALOG_ROLES = ["Contributor", "Azure Service Bus Data Owner", "Reader"];
+
 const clusterObj: Cluster = { name: CLUSTER, vars: {}, environment: "prod" };
 
 const SCENARIOS: Scenario[] = [
@@ -46,19 +51,12 @@ const SCENARIOS: Scenario[] = [
     reconcile: (d, team, c) => Promise.all([d.clusterFacts(c), d.platformCredential(c), d.teamIdentity(team, c)]),
   },
   {
-    name: "+ hourly drift sweep (FICs, RG, role assignments)",
-    reconcile: async (d, team, c, minute) => {
-      await Promise.all([d.clusterFacts(c), d.platformCredential(c), d.teamIdentity(team, c)]);
-      // Once per team per hour (the first reconcile in the hour), not on every reconcile.
-      if (minute < RESYNC_MIN) {
-        const id = await d.teamIdentity(team, c);
-        const facts = await d.clusterFacts(c);
-        await Promise.all([
-          d.checkFederatedCredentials(team, c, { issuer: facts.oidcIssuerUrl, subjects: [`system:serviceaccount:${team}:workload`] }),
-          d.resourceGroupExists(team, c),
-          id ? d.roleAssignmentsFor(id.principalId, `/subscriptions/${facts.subscriptionId}/resourceGroups/${azureNames(team, c.name).resourceGroup}`) : undefined,
-        ]);
-      }
+    // The platform reconciler's checks (role catalog names, resource provider registration) run on each
+    // platform pass (every RESYNC_MIN minutes): modelled as part of one team's reconcile.
+    name: "steady state + platform checks (3 catalog roles, 1 resource provider)",
+    reconcile: async (d, team, c) => {
+      await Promise.all([d.clusterFacts(c), d.platformCredential(c)]);
+      if (team === teamName(0)) await Promise.all([...CATALOG_ROLES.map((role) => d.roleDefinitionId(c, role)), d.resourceProviderState(c, "Microsoft.ManagedIdentity")]);
     },
   },
 ];
@@ -78,7 +76,7 @@ async function main() {
     const setup = new ClientSecretCredential(fake.tenantId, APP_ID, APP_SECRET, fake.credentialOptions());
     const msi = new ManagedServiceIdentityClient(setup, fake.subscriptionId, fake.armClientOptions());
     await msi.userAssignedIdentities.createOrUpdate("rg-platform", "id-berth-aso", { location: "westeurope" });
-    const teams = Array.from({ length: teamsN }, (_, i) => `team-${String(i).padStart(4, "0")}`);
+    const teams = Array.from({ length: teamsN }, (_, i) => teamName(i));
     const seedStart = performance.now();
     await pool(teams, 16, async (t) => {
       const n = azureNames(t, CLUSTER);
@@ -142,7 +140,7 @@ async function main() {
   const header = ["teams", "scenario", "reconciles/h", "ARM calls hour 1 (cold)", "ARM calls/h steady", "per team/h", "ASO re-sync calls/h", "Berth / ASO", "reads from cache (2 h)", "steady calls by type", "wall"];
   const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i]!.length)));
   const line = (cells: string[]) => `| ${cells.map((c, i) => c.padEnd(widths[i]!)).join(" | ")} |`;
-  console.log(`\nARM calls per hour — controller resync every ${RESYNC_MIN} min; cache TTLs: cluster ${DEFAULT_TTLS.cluster / 60_000} min, identity ${DEFAULT_TTLS.identity / 60_000} min, negative ${DEFAULT_TTLS.negative / 1000} s, drift ${DEFAULT_TTLS.drift / 60_000} min`);
+  console.log(`\nARM calls per hour — controller resync every ${RESYNC_MIN} min; cache TTLs: cluster ${DEFAULT_TTLS.cluster / 60_000} min, identity ${DEFAULT_TTLS.identity / 60_000} min, role definition ${DEFAULT_TTLS.roleDefinition / 3_600_000} h, negative ${DEFAULT_TTLS.negative / 1000} s`);
   console.log(`ASO: ${ASO_RESOURCES_PER_TEAM} resources/team × 60 / azureSyncPeriod ${ASO_SYNC_PERIOD_MIN} min\n`);
   console.log(line(header));
   console.log(line(widths.map((w) => "-".repeat(w))));

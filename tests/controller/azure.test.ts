@@ -24,7 +24,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { Watch } from "@kubernetes/client-node";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { createServiceAccountIssuer, type RequestRecord } from "../fake-azure/index.js";
+import { BUILT_IN_ROLES, createServiceAccountIssuer, type RequestRecord } from "../fake-azure/index.js";
 import { CLUSTER_NAME, CLUSTER_RG, createTeamIdentity, PLATFORM_IDENTITY, startWorld, type World } from "../azure/support.js";
 import { skipWithoutKubeBinaries, REPO_ROOT, startKubeCluster, type KubeCluster } from "../support/kube-cluster.js";
 import { parseLogOutput } from "../support/logs.js";
@@ -36,11 +36,14 @@ const skip = skipWithoutKubeBinaries();
 const V1 = "v1";
 const TEAM_V = "berth.dev/v1alpha1";
 const FIC_V = "managedidentity.azure.com/v1api20230131";
+const READER_ID = BUILT_IN_ROLES.find((r) => r.roleName === "Reader")!.id;
+/** A custom role of the platform's, in the role catalog by name and id. */
+const DEPLOYER = { id: "7a1e0000-0000-4000-8000-0000000000d1", roleName: "Berth Test Deployer" };
 
 /** Test tuning (BERTH_AZURE_TUNING): short TTLs and backoffs; attempts, breaker threshold and retry budget as in production. */
 const TUNING = {
   // maxStale: last good values are served 4 s past their TTL (6 h in production), so an outage shows within a test.
-  cacheTtlMs: { cluster: 2_000, identity: 3_000, negative: 1_000, retryStaleAfter: 1_000, maxStale: 4_000 },
+  cacheTtlMs: { cluster: 2_000, identity: 3_000, roleDefinition: 3_000, negative: 1_000, retryStaleAfter: 1_000, maxStale: 4_000 },
   retry: { baseDelayMs: 100, maxDelayMs: 1_000, throttleBaseDelayMs: 250, maxWaitMs: 5_000 },
   breaker: { halfOpenAfterMs: 1_000, maxHalfOpenAfterMs: 4_000 },
   callTimeoutMs: 3_000,
@@ -175,6 +178,7 @@ describe.skipIf(skip)("controller with live Azure discovery (child process, HTTP
     });
     const tokenFile = await sa.tokenFile({ namespace: "berth-system", serviceAccount: "berth-controller" });
 
+    world.fake.arm.addRoleDefinition({ ...DEPLOYER, type: "CustomRole", assignableScopes: [`/subscriptions/${world.fake.subscriptionId}`] });
     // Teams: `fallback` has an identity in Azure but no ConfigMap from ASO; `steady` has ASO's ConfigMap (and no identity in Azure).
     await Promise.all([fallbackTeam, steadyTeam, ...moreTeams].map((t) => onboard(t)));
     await admin.create({ apiVersion: V1, kind: "ConfigMap", metadata: { name: `${steadyTeam}-identity`, namespace: ASO_NS }, data: { clientId: steadyClientId, tenantId: world.fake.tenantId } });
@@ -188,6 +192,11 @@ describe.skipIf(skip)("controller with live Azure discovery (child process, HTTP
   asoNamespace: ${ASO_NS}
   platformVars:
     SERVICEBUS_NAMESPACE: Shared Service Bus namespace
+  # Checked in Azure by name: 'mislabelled' names Contributor but grants Reader's id.
+  roleCatalog:
+    - { id: reader, roleDefinitionId: ${READER_ID}, roleName: Reader, scope: { kind: teamResourceGroup } }
+    - { id: deployer, roleDefinitionId: ${DEPLOYER.id}, roleName: ${DEPLOYER.roleName}, scope: { kind: teamResourceGroup } }
+    - { id: mislabelled, roleDefinitionId: ${READER_ID}, roleName: Contributor, scope: { kind: teamResourceGroup } }
   environments:
     - name: prod
       clusters:
@@ -491,7 +500,7 @@ describe.skipIf(skip)("controller with live Azure discovery (child process, HTTP
     // The retry budget (process-wide, 10 + 20 % of first attempts per 60 s): every ARM request since the
     // process started is a first attempt (at most one per read) or a retry within the budget.
     const allArm = armTotal;
-    const allReads = ["cluster", "subscription", "identity"].reduce((n, k) => n + loads(after, k), 0);
+    const allReads = ["cluster", "subscription", "identity", "roleDefinition", "resourceProvider"].reduce((n, k) => n + loads(after, k), 0);
     const windows = Math.ceil(elapsed / 60_000);
     // Reads that went to ARM (each at most one first attempt) + retries (≤ 10 + 20 % of first attempts per
     // window; a sliding window spanning two of ours counts both) + rounding.
@@ -572,6 +581,47 @@ describe.skipIf(skip)("controller with live Azure discovery (child process, HTTP
       world.fake.setOidcIssuer({ resourceGroup: CLUSTER_RG, name: CLUSTER_NAME, enabled: true, issuerURL: issuer });
     }
     await eventually("platform aso-credential written again once the issuer is back", () => admin.get(V1, "Secret", ASO_NS, "aso-credential"), 60_000);
+  });
+
+  it("checks the role catalog and the resource providers in Azure: each problem a Warning Event on platform-vars, counted on /metrics", async () => {
+    // An unlabelled gauge: `name value`.
+    const findings = async () => Number(/^berth_controller_platform_findings (\S+)$/m.exec(await metricsText())?.[1] ?? NaN);
+    const warnings = async (reason: string) =>
+      (await admin.list(V1, "Event", ASO_NS)).filter((e) => e.reason === reason && (e.involvedObject as { name?: string } | undefined)?.name === "platform-vars");
+    // From the start (of each process: the restart above recorded it again): the catalog entry whose id is not its role's.
+    const mismatches = await eventually("RoleCatalogMismatch Warning event", async () => {
+      const w = await warnings("RoleCatalogMismatch");
+      return w.length ? w : undefined;
+    });
+    const mismatch = mismatches.at(-1)!;
+    expect(mismatch).toMatchObject({ type: "Warning", involvedObject: { kind: "ConfigMap", namespace: ASO_NS } });
+    const contributorId = BUILT_IN_ROLES.find((r) => r.roleName === "Contributor")!.id;
+    expect(mismatch.message).toBe(
+      `role catalog entry 'mislabelled' grants roleDefinitionId ${READER_ID}, but 'Contributor' is ${contributorId} in subscription ${world.fake.subscriptionId} (cluster ${CLUSTER_NAME}): teams get another role than the catalog names`,
+    );
+    expect(await eventually("berth_controller_platform_findings 1", async () => ((await findings()) === 1 ? 1 : undefined))).toBe(1);
+    expect(await warnings("RoleNotFound")).toEqual([]);
+    expect(await warnings("ResourceProviderNotRegistered")).toEqual([]);
+
+    // The custom role is deleted and Microsoft.ManagedIdentity unregistered: both are found once the cache expires.
+    const deployer = world.fake.arm.roleDefinitions.get(DEPLOYER.id)!;
+    world.fake.arm.roleDefinitions.delete(DEPLOYER.id);
+    world.fake.arm.setResourceProviderState({ namespace: "Microsoft.ManagedIdentity", state: "NotRegistered" });
+    try {
+      const notFound = await eventually("RoleNotFound Warning event", async () => (await warnings("RoleNotFound"))[0], 30_000);
+      expect(notFound.message).toContain(`role catalog entry 'deployer': no role named '${DEPLOYER.roleName}' in subscription ${world.fake.subscriptionId}`);
+      const unregistered = await eventually("ResourceProviderNotRegistered Warning event", async () => (await warnings("ResourceProviderNotRegistered"))[0], 30_000);
+      expect(unregistered.message).toContain("Microsoft.ManagedIdentity is NotRegistered in subscription");
+      expect(await eventually("berth_controller_platform_findings 3", async () => ((await findings()) === 3 ? 3 : undefined), 30_000)).toBe(3);
+    } finally {
+      world.fake.arm.roleDefinitions.set(DEPLOYER.id, deployer);
+      world.fake.arm.providerStates.clear();
+    }
+    // Fixed in Azure: the count falls back to the one finding the catalog itself must fix.
+    expect(await eventually("berth_controller_platform_findings back to 1", async () => ((await findings()) === 1 ? 1 : undefined), 30_000)).toBe(1);
+    // One Warning when a finding appears, not one per pass: the mismatch, there all along, was not recorded again.
+    const identities = (events: Obj[]) => events.map((e) => `${e.metadata.name} ×${String(e.count)}`);
+    expect(identities(await warnings("RoleCatalogMismatch"))).toEqual(identities(mismatches));
   });
 
   it("printed every log line as JSON with each key once (a duplicate-key-refusing parser reads them all)", () => {

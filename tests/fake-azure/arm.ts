@@ -193,6 +193,14 @@ const API_VERSIONS: Record<Exclude<ApiFamily, "containerService" | "none">, stri
   ],
 };
 
+/** The resource provider namespaces the fake knows (Microsoft.Resources and Microsoft.Authorization cannot be unregistered). */
+const RESOURCE_PROVIDERS: Array<{ namespace: string; resourceTypes: string[]; apiVersions: string[]; registrationPolicy: "RegistrationRequired" | "RegistrationFree" }> = [
+  { namespace: "Microsoft.ManagedIdentity", resourceTypes: ["userAssignedIdentities", "userAssignedIdentities/federatedIdentityCredentials", "operations"], apiVersions: API_VERSIONS.managedIdentity.slice().reverse(), registrationPolicy: "RegistrationRequired" },
+  { namespace: "Microsoft.ContainerService", resourceTypes: ["managedClusters", "operations"], apiVersions: ["2025-01-01", "2024-10-01", "2024-05-01"], registrationPolicy: "RegistrationRequired" },
+  { namespace: "Microsoft.Resources", resourceTypes: ["resourceGroups", "subscriptions", "operations"], apiVersions: API_VERSIONS.resources.slice().reverse(), registrationPolicy: "RegistrationFree" },
+  { namespace: "Microsoft.Authorization", resourceTypes: ["roleAssignments", "roleDefinitions", "operations"], apiVersions: API_VERSIONS.roleAssignments.slice().reverse(), registrationPolicy: "RegistrationFree" },
+];
+
 const FIC_NAME_RE = /^[a-zA-Z0-9][a-zA-Z0-9-_]{2,119}$/;
 const IDENTITY_NAME_RE = /^[a-zA-Z0-9][a-zA-Z0-9-_]{2,127}$/;
 const RG_NAME_RE = /^[-\w._()]{1,90}$/u;
@@ -422,6 +430,7 @@ export function classifyArm(method: string, segments: string[]): ArmRoute {
   if (l.length === 1 && m === "GET") return op("Subscriptions_List", "subscriptions");
   if (l.length === 2 && m === "GET") return op("Subscriptions_Get", "subscriptions");
   if (l[2] === "operationresults" && l.length === 4 && m === "GET") return op("OperationResults_Get", "resources");
+  if (l[2] === "providers" && l.length === 4 && m === "GET") return op("Providers_Get", "resources");
   if (l[2] === "providers" && l.length === 5) {
     if (l[3] === "microsoft.managedidentity" && l[4] === "userassignedidentities" && m === "GET")
       return op("UserAssignedIdentities_ListBySubscription", "managedIdentity");
@@ -486,6 +495,8 @@ export class FakeArm {
   readonly roleDefinitions = new Map<string, Required<RoleDefinitionSeed>>();
   readonly roleAssignments = new Map<string, RoleAssignmentRecord>();
   readonly operations = new Map<string, Operation>();
+  /** Registration state per `subscription/namespace` (lowercase); a known namespace not set here is Registered. */
+  readonly providerStates = new Map<string, string>();
   private readonly rateLimits = new Map<string, { reads: number; writes: number; deletes: number }>();
 
   constructor(
@@ -520,6 +531,11 @@ export class FakeArm {
       notDataActions: r.notDataActions ?? [],
       assignableScopes: r.assignableScopes ?? ["/"],
     });
+  }
+
+  /** E.g. `NotRegistered` for Microsoft.ManagedIdentity: ASO then cannot create identities in that subscription. */
+  setResourceProviderState(o: { subscriptionId?: string; namespace: string; state: "Registered" | "NotRegistered" | "Registering" | "Unregistering" }): void {
+    this.providerStates.set(`${lc(o.subscriptionId ?? this.defaultSubscriptionId())}/${lc(o.namespace)}`, o.state);
   }
 
   seedResourceGroup(o: { subscriptionId?: string; name: string; location?: string; tags?: Record<string, string> }): void {
@@ -707,6 +723,8 @@ export class FakeArm {
         return this.deleteResourceGroup(r);
       case "OperationResults_Get":
         return this.pollOperation(r);
+      case "Providers_Get":
+        return { status: 200, body: this.providerJson(s[1]!, s[3]!) };
       case "UserAssignedIdentities_ListBySubscription":
         return this.page(
           r,
@@ -856,6 +874,25 @@ export class FakeArm {
 
   private rgsOf(sub: string): ResourceGroup[] {
     return [...this.resourceGroups.values()].filter((g) => g.subscriptionId === lc(sub));
+  }
+
+  /** GET /subscriptions/{s}/providers/{namespace}: as ARM answers it, trimmed to the resource types Berth's templates use. */
+  private providerJson(sub: string, namespace: string): unknown {
+    const known = RESOURCE_PROVIDERS.find((p) => lc(p.namespace) === lc(namespace));
+    if (!known) throw new ArmError(404, "InvalidResourceNamespace", `The resource namespace '${namespace}' is invalid.`, GATEWAY);
+    const state = this.providerStates.get(`${lc(sub)}/${lc(namespace)}`) ?? "Registered";
+    return {
+      id: `/subscriptions/${lc(sub)}/providers/${known.namespace}`,
+      namespace: known.namespace,
+      resourceTypes: known.resourceTypes.map((resourceType) => ({
+        resourceType,
+        locations: ["East US", "West US 2", "West Europe", "North Europe"],
+        apiVersions: known.apiVersions,
+        capabilities: "None",
+      })),
+      registrationState: state,
+      registrationPolicy: known.registrationPolicy,
+    };
   }
 
   private requireRg(sub: string, name: string): ResourceGroup {

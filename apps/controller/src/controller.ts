@@ -139,10 +139,16 @@ export class Controller {
       help: "1 while the platform values provider answers, 0 while the controller stands on the last known values (or none).",
       registers: [this.registry],
     });
+    const findings = new Gauge({
+      name: "berth_controller_platform_findings",
+      help: "Problems the last platform check in Azure found (role catalog ids that do not match their names, unregistered resource providers); see the Warning Events on platform-vars.",
+      registers: [this.registry],
+    });
     const common = { platform: config.platform, cluster: config.cluster, provider, caches: this.caches, writer, events };
     this.platformReconciler = new PlatformReconciler({
       ...common,
       onFreshness: (ok) => fresh.set(ok ? 1 : 0),
+      onFindings: (n) => findings.set(n),
       logger: this.log.child({ reconciler: "platform" }),
       resyncMs: Math.min(this.timings.resyncMs, this.timings.factsRefreshMs ?? Infinity),
       retryMs: this.timings.retryMs,
@@ -302,5 +308,7 @@ export function observeFacts(provider: PlatformValuesProvider, onChange: (before
     },
     platformCredential: (cluster) => provider.platformCredential(cluster),
     ...(provider.teamIdentity ? { teamIdentity: (team: string, cluster: Cluster) => provider.teamIdentity!(team, cluster) } : {}),
+    ...(provider.roleDefinitionId ? { roleDefinitionId: (cluster: Cluster, roleName: string) => provider.roleDefinitionId!(cluster, roleName) } : {}),
+    ...(provider.resourceProviderState ? { resourceProviderState: (cluster: Cluster, namespace: string) => provider.resourceProviderState!(cluster, namespace) } : {}),
   };
 }

@@ -30,9 +30,6 @@ import {
   type RetrySettings,
 } from "./resilience.js";
 
-/** Audience of every workload-identity federated credential. */
-export const TOKEN_EXCHANGE_AUDIENCE = "api://AzureADTokenExchange";
-
 /** A pipeline policy added to every client (as `additionalPolicies` of @azure/core-client). */
 export interface AdditionalPolicyConfig {
   policy: PipelinePolicy;
@@ -54,14 +51,12 @@ export interface ClusterAzureConfig {
 export interface CacheTtls {
   /** Managed cluster facts (OIDC issuer, location). Default 10 min. */
   cluster: number;
-  /** An identity that exists (clientId / principalId never change for its lifetime), a subscription's tenant, an existing resource group. Default 60 min. */
+  /** An identity that exists (clientId / principalId never change for its lifetime), a subscription's tenant, a registered resource provider. Default 60 min. */
   identity: number;
   /** Role name → role definition id. Default 24 h. */
   roleDefinition: number;
   /** "Does not exist" / "not ready" answers (404, issuer not enabled yet). Default 30 s. */
   negative: number;
-  /** Federated credentials and role assignments, read for status / drift checks. Default 5 min. */
-  drift: number;
   /** How long after expiry the last good value may still be served while Azure fails. Default 6 h. */
   maxStale: number;
   /** After a failed refresh served a stale value, wait this long before trying Azure again. Default 30 s. */
@@ -73,7 +68,6 @@ export const DEFAULT_TTLS: CacheTtls = {
   identity: 60 * 60_000,
   roleDefinition: 24 * 60 * 60_000,
   negative: 30_000,
-  drift: 5 * 60_000,
   maxStale: 6 * 60 * 60_000,
   retryStaleAfter: 30_000,
 };
@@ -104,28 +98,6 @@ export interface AzureDiscoveryConfig {
   logger?: { warn(obj: object, msg?: string): void };
 }
 
-export interface FederatedCredentialInfo {
-  name: string;
-  issuer: string;
-  subject: string;
-  audiences: string[];
-}
-
-export type FederatedCredentialMismatch =
-  | { kind: "identity-missing"; identity: string }
-  | { kind: "missing"; subject: string }
-  | { kind: "issuer"; name: string; subject: string; expected: string; actual: string }
-  | { kind: "audience"; name: string; subject: string; expected: string[]; actual: string[] }
-  | { kind: "unexpected"; name: string; subject: string; issuer: string };
-
-export interface RoleAssignmentInfo {
-  id: string;
-  name: string;
-  roleDefinitionId: string;
-  scope: string;
-  principalId: string;
-}
-
 interface ClusterRead {
   found: boolean;
   issuerURL?: string;
@@ -143,10 +115,8 @@ export const OPERATIONS = {
   managedCluster: "ManagedClusters_Get",
   subscription: "Subscriptions_Get",
   identity: "UserAssignedIdentities_Get",
-  federatedCredentials: "FederatedIdentityCredentials_List",
   roleDefinitions: "RoleDefinitions_List",
-  roleAssignments: "RoleAssignments_ListForScope",
-  resourceGroupExists: "ResourceGroups_CheckExistence",
+  resourceProvider: "Providers_Get",
 } as const;
 
 /** Runs `read`; a 404 becomes `undefined` (an answer, so it neither trips the breaker nor is retried). */
@@ -288,56 +258,33 @@ export class AzureDiscovery implements PlatformValuesProvider {
     return { clientId: id.clientId, principalId: id.principalId, tenantId };
   }
 
-  // ---------------------------------------------------------------- status / drift
+  // ---------------------------------------------------------------- platform checks (what ASO cannot see)
 
-  /** The team identity's federated credentials; undefined when the identity does not exist. */
-  async federatedCredentials(team: string, cluster: Cluster | string): Promise<FederatedCredentialInfo[] | undefined> {
-    const cfg = this.config(cluster);
-    const names = teamAzureNames(team, clusterName(cluster));
-    const what = `federated credentials of team ${team} on ${clusterName(cluster)}`;
-    const key = `fic|${cfg.subscriptionId}|${names.resourceGroup}|${names.identity}`.toLowerCase();
-    return this.read("federatedCredentials", key, what, async () => {
-      const list = await this.res.call(OPERATIONS.federatedCredentials, cfg.subscriptionId, (abortSignal) =>
-        orUndefinedOn404(async () => {
-          const out: FederatedCredentialInfo[] = [];
-          for await (const f of this.msi(cfg.subscriptionId).federatedIdentityCredentials.list(names.resourceGroup, names.identity, { abortSignal })) {
-            out.push({ name: f.name ?? "", issuer: f.issuer ?? "", subject: f.subject ?? "", audiences: [...(f.audiences ?? [])] });
-          }
-          return out;
-        }),
-      );
-      return { value: list, ttlMs: list === undefined ? this.ttl.negative : this.ttl.drift };
-    });
+  /** The GUID of the role definition named `roleName` in the cluster's subscription; undefined when there is none. */
+  async roleDefinitionId(cluster: Cluster | string, roleName: string): Promise<string | undefined> {
+    const id = await this.resolveRoleDefinition(this.config(cluster).subscriptionId, roleName);
+    return id?.split("/").pop()?.toLowerCase();
   }
 
   /**
-   * Compares the team identity's federated credentials with what Berth expects: one credential per subject,
-   * with the cluster's issuer and the token-exchange audience, and nothing else. Empty = no drift.
+   * The registration state of a resource provider namespace (e.g. "Microsoft.ManagedIdentity") in the
+   * cluster's subscription: "Registered", "NotRegistered", "Registering", ...; undefined when ARM does not
+   * know the namespace. ASO can create no resource of an unregistered namespace.
    */
-  async checkFederatedCredentials(
-    team: string,
-    cluster: Cluster | string,
-    expected: { issuer: string; subjects: string[]; audiences?: string[] },
-  ): Promise<FederatedCredentialMismatch[]> {
-    const actual = await this.federatedCredentials(team, cluster);
-    if (actual === undefined) return [{ kind: "identity-missing", identity: teamAzureNames(team, clusterName(cluster)).identity }];
-    const audiences = expected.audiences ?? [TOKEN_EXCHANGE_AUDIENCE];
-    const sameSet = (a: string[], b: string[]) => a.length === b.length && [...a].sort().every((v, i) => v === [...b].sort()[i]);
-    const out: FederatedCredentialMismatch[] = [];
-    const wanted = new Set(expected.subjects);
-    for (const subject of wanted) {
-      const matches = actual.filter((f) => f.subject === subject);
-      if (matches.length === 0) {
-        out.push({ kind: "missing", subject });
-        continue;
-      }
-      for (const f of matches) {
-        if (f.issuer !== expected.issuer) out.push({ kind: "issuer", name: f.name, subject, expected: expected.issuer, actual: f.issuer });
-        if (!sameSet(f.audiences, audiences)) out.push({ kind: "audience", name: f.name, subject, expected: audiences, actual: f.audiences });
-      }
-    }
-    for (const f of actual) if (!wanted.has(f.subject)) out.push({ kind: "unexpected", name: f.name, subject: f.subject, issuer: f.issuer });
-    return out;
+  async resourceProviderState(cluster: Cluster | string, namespace: string): Promise<string | undefined> {
+    if (!/^[A-Za-z][A-Za-z0-9]*(\.[A-Za-z0-9]+)+$/.test(namespace)) throw new Error(`resourceProviderState: invalid namespace ${JSON.stringify(namespace)}`);
+    const cfg = this.config(cluster);
+    const what = `resource provider ${namespace} in subscription ${cfg.subscriptionId}`;
+    const key = `provider|${cfg.subscriptionId}|${namespace}`.toLowerCase();
+    return this.read("resourceProvider", key, what, async () => {
+      const found = await this.res.call(OPERATIONS.resourceProvider, cfg.subscriptionId, (abortSignal) =>
+        // An unknown namespace is a 404 InvalidResourceNamespace.
+        orUndefinedOn404(() => this.rm(cfg.subscriptionId).providers.get(namespace, { abortSignal })),
+      );
+      const state = found?.registrationState;
+      // Registered stays so for the subscription's life unless someone unregisters it: the identity TTL.
+      return { value: state, ttlMs: state === "Registered" ? this.ttl.identity : this.ttl.negative };
+    });
   }
 
   /** The ARM id of the role definition named `roleName` (as Azure shows it); undefined when there is none. */
@@ -358,43 +305,8 @@ export class AzureDiscovery implements PlatformValuesProvider {
       });
       return { value: found, ttlMs: found.length === 1 ? this.ttl.roleDefinition : this.ttl.negative };
     });
-    if (ids.length > 1) throw new ValueUnavailableError(`${what}: ${ids.length} role definitions have this name`);
+    if (ids.length > 1) throw new ValueUnavailableError(`${what}: ${ids.length} role definitions have this name`, { reason: "RoleNameAmbiguous", severity: "Error" });
     return ids[0];
-  }
-
-  /** Role assignments of `principalId` that apply at `scope` (an ARM id): at, above and below it, as ARM lists them. */
-  async roleAssignmentsFor(principalId: string, scope: string): Promise<RoleAssignmentInfo[]> {
-    if (!GUID.test(principalId)) throw new Error(`roleAssignmentsFor: principalId must be a GUID`);
-    if (!/^\/subscriptions\/[0-9a-fA-F-]{36}(\/[^\s?#]*)?$/.test(scope)) throw new Error(`roleAssignmentsFor: scope must be an ARM id under /subscriptions/`);
-    const subscriptionId = scope.split("/")[2]!;
-    const what = `role assignments of ${principalId} at ${scope}`;
-    const key = `ra|${scope}|${principalId}`.toLowerCase();
-    return this.read("roleAssignments", key, what, async () => {
-      const list = await this.res.call(OPERATIONS.roleAssignments, subscriptionId, async (abortSignal) => {
-        const out: RoleAssignmentInfo[] = [];
-        const filter = `principalId eq '${principalId}'`;
-        for await (const a of this.authz(subscriptionId).roleAssignments.listForScope(scope.replace(/^\//, ""), { filter, abortSignal })) {
-          out.push({ id: a.id ?? "", name: a.name ?? "", roleDefinitionId: a.roleDefinitionId ?? "", scope: a.scope ?? "", principalId: a.principalId ?? "" });
-        }
-        return out;
-      });
-      return { value: list, ttlMs: this.ttl.drift };
-    });
-  }
-
-  /** Whether the team's resource group (`rg-<team>--<cluster>`) exists. */
-  async resourceGroupExists(team: string, cluster: Cluster | string): Promise<boolean> {
-    const cfg = this.config(cluster);
-    const names = teamAzureNames(team, clusterName(cluster));
-    const what = `resource group of team ${team} on ${clusterName(cluster)}`;
-    const key = `rg|${cfg.subscriptionId}|${names.resourceGroup}`.toLowerCase();
-    return this.read("resourceGroup", key, what, async () => {
-      const exists = await this.res.call(OPERATIONS.resourceGroupExists, cfg.subscriptionId, async (abortSignal) => {
-        const r = await this.rm(cfg.subscriptionId).resourceGroups.checkExistence(names.resourceGroup, { abortSignal });
-        return r.body;
-      });
-      return { value: exists, ttlMs: exists ? this.ttl.identity : this.ttl.negative };
-    });
   }
 
   /** Circuit state per ARM operation (for a status page). */
@@ -402,8 +314,8 @@ export class AzureDiscovery implements PlatformValuesProvider {
     return this.res.circuits();
   }
 
-  /** Forget cached reads (all, or one kind: "cluster", "subscription", "identity", "fic", "roledef", "ra", "rg"). */
-  invalidate(kind?: "cluster" | "subscription" | "identity" | "fic" | "roledef" | "ra" | "rg"): void {
+  /** Forget cached reads (all, or one kind: "cluster", "subscription", "identity", "roledef", "provider"). */
+  invalidate(kind?: "cluster" | "subscription" | "identity" | "roledef" | "provider"): void {
     this.cache.invalidate(kind === undefined ? undefined : `${kind}|`);
   }
 

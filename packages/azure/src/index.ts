@@ -2,14 +2,10 @@ export {
   AzureDiscovery,
   DEFAULT_TTLS,
   OPERATIONS,
-  TOKEN_EXCHANGE_AUDIENCE,
   type AdditionalPolicyConfig,
   type AzureDiscoveryConfig,
   type CacheTtls,
   type ClusterAzureConfig,
-  type FederatedCredentialInfo,
-  type FederatedCredentialMismatch,
-  type RoleAssignmentInfo,
 } from "./discovery.js";
 export { DEFAULT_BREAKER, DEFAULT_RETRY, RetryBudget, ThrottleGate, type BreakerSettings, type CircuitName, type RetrySettings } from "./resilience.js";
 export { TtlCache, type CacheResult, type Loaded } from "./cache.js";

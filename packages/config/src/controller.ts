@@ -45,7 +45,6 @@ export const azureTuningSchema = z
         identity: durationMs,
         roleDefinition: durationMs,
         negative: durationMs,
-        drift: durationMs,
         maxStale: durationMs,
         retryStaleAfter: durationMs,
       })

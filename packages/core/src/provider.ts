@@ -39,6 +39,16 @@ export interface PlatformValuesProvider {
    * identity does not exist (yet). Optional: the static provider cannot know it.
    */
   teamIdentity?(team: string, cluster: Cluster): Promise<TeamIdentity | undefined>;
+  /**
+   * The GUID of the role definition Azure calls `roleName` in the cluster's subscription; undefined when
+   * there is none. Optional (live discovery only): it checks the role catalog's ids against their names.
+   */
+  roleDefinitionId?(cluster: Cluster, roleName: string): Promise<string | undefined>;
+  /**
+   * The registration state ("Registered", "NotRegistered", "Registering", ...) of a resource provider
+   * namespace in the cluster's subscription; undefined when Azure does not know the namespace. Optional.
+   */
+  resourceProviderState?(cluster: Cluster, namespace: string): Promise<string | undefined>;
 }
 
 /**

@@ -5,6 +5,7 @@
  * reconcile failing in a loop leaves one Event, not thousands. Best effort: never throws, logs.
  */
 import { randomBytes } from "node:crypto";
+import { LRUCache } from "lru-cache";
 import { clientFor, CONTENT_TYPE, type KubeClient } from "./client.js";
 import { KubeApiError } from "./errors.js";
 import type { KubeConfigLike } from "./kubeconfig.js";
@@ -45,8 +46,8 @@ export class EventRecorder {
   private readonly component: string;
   private readonly instance: string;
   private readonly windowMs: number;
-  private readonly maxCached: number;
-  private readonly recorded = new Map<string, Recorded>();
+  /** Distinct events recorded lately, the least recently recorded evicted first (and any after the window). */
+  private readonly recorded: LRUCache<string, Recorded>;
   /** One write at a time per distinct event, so concurrent duplicates bump one Event. */
   private readonly chains = new Map<string, Promise<void>>();
 
@@ -57,7 +58,8 @@ export class EventRecorder {
     this.instance = opts.instance ?? opts.host ?? "";
     this.log = (opts.logger ?? silentLogger).child({ component: "events" });
     this.windowMs = opts.dedupeWindowMs ?? 600_000;
-    this.maxCached = opts.maxCached ?? 4096;
+    // The TTL only frees memory early; whether a repeat merges is decided on lastSeen (write()).
+    this.recorded = new LRUCache<string, Recorded>({ max: opts.maxCached ?? 4096, ...(this.windowMs > 0 ? { ttl: this.windowMs } : {}) });
   }
 
   warning(ref: EventRef, reason: string, message: string): Promise<void> {
@@ -95,7 +97,7 @@ export class EventRecorder {
           });
           seen.count = count;
           seen.lastSeen = now;
-          this.touch(key, seen);
+          this.recorded.set(key, seen);
           return;
         } catch (err) {
           // Gone (expired by the apiserver's event TTL, or deleted): record a fresh one below.
@@ -127,20 +129,10 @@ export class EventRecorder {
         reportingInstance: this.instance,
       };
       await this.client.request(`/api/v1/namespaces/${namespace}/events`, { method: "POST", body, timeoutMs: this.timeoutMs });
-      this.touch(key, { namespace, name, count: 1, firstSeen: now, lastSeen: now });
+      this.recorded.set(key, { namespace, name, count: 1, firstSeen: now, lastSeen: now });
     } catch (err) {
       const e = KubeApiError.from(err, `record event ${reason} for ${ref.kind} ${ref.namespace ? `${ref.namespace}/` : ""}${ref.name}`);
       this.log.warn({ err: e, kind: e.kind }, "cannot record event");
-    }
-  }
-
-  private touch(key: string, rec: Recorded): void {
-    this.recorded.delete(key);
-    this.recorded.set(key, rec);
-    while (this.recorded.size > this.maxCached) {
-      const oldest = this.recorded.keys().next().value;
-      if (oldest === undefined) break;
-      this.recorded.delete(oldest);
     }
   }
 }

@@ -231,6 +231,17 @@ describe.skipIf(skipCluster)("applyObject / deleteObject / EventRecorder (real k
       expect(events[0]?.involvedObject.namespace).toBeUndefined();
     });
 
+    it("remembers at most maxCached distinct events: one evicted is recorded afresh", async () => {
+      const recorder = new EventRecorder(admin, { component: "c", instance: "i", maxCached: 1 });
+      const ref = { apiVersion: "v1", kind: "ConfigMap", name: "bounded", namespace: NS };
+      await recorder.warning(ref, "R", "a");
+      await recorder.warning(ref, "R", "a"); // merged: a is remembered
+      await recorder.warning(ref, "R", "b"); // evicts a
+      await recorder.warning(ref, "R", "a"); // a new Event
+      const events = await eventsFor(NS, "bounded");
+      expect(events.map((e) => `${e.message}×${e.count}`).sort()).toEqual(["a×1", "a×2", "b×1"]);
+    });
+
     it("creates a fresh Event once the window has passed, and never throws", async () => {
       const recorder = new EventRecorder(admin, { component: "c", instance: "i", dedupeWindowMs: 0 });
       const ref = { apiVersion: "v1", kind: "ConfigMap", name: "windowed", namespace: NS };

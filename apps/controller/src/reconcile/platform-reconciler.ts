@@ -2,6 +2,7 @@ import { ValueUnavailableError, type PlatformCredential } from "@berth/core";
 import { clusterFactsOrLastKnown, type ReconcilerDeps } from "./team-reconciler.js";
 import { PLATFORM_CREDENTIAL_SECRET, platformCredentialSecret, platformVarsConfigMap, platformVarsData, satisfies, type Decision } from "./platform.js";
 import type { ObjectRef } from "./objects.js";
+import { platformFindings } from "./platform-checks.js";
 
 export interface ReconcileOutcome {
   requeueAfterMs: number;
@@ -10,6 +11,8 @@ export interface ReconcileOutcome {
 export interface PlatformReconcilerDeps extends ReconcilerDeps {
   /** Told after every pass whether the provider answered (a gauge on /metrics: the platform's own status). */
   onFreshness?: (fresh: boolean) => void;
+  /** Told the number of platform findings in Azure after every pass that could check (a gauge on /metrics). */
+  onFindings?: (count: number) => void;
 }
 
 /**
@@ -23,6 +26,9 @@ export interface PlatformReconcilerDeps extends ReconcilerDeps {
  */
 export class PlatformReconciler {
   private lastProblem = "";
+  /** The findings of the last check, one message each: a Warning Event is recorded when one appears. */
+  private lastFindings = new Set<string>();
+  private lastSkipped = "";
 
   constructor(private readonly deps: PlatformReconcilerDeps) {}
 
@@ -70,6 +76,8 @@ export class PlatformReconciler {
       }
     }
 
+    if (facts && values.fresh) await this.checkAzure(facts.subscriptionId, cmRef);
+
     const problem = problems.join("; ");
     if (problem && problem !== this.lastProblem) {
       // Once per distinct problem: the reason nothing (or not everything) was written.
@@ -79,6 +87,30 @@ export class PlatformReconciler {
     }
     this.lastProblem = problem;
     return { requeueAfterMs: problem ? this.deps.retryMs : this.deps.resyncMs };
+  }
+
+  /** Platform checks in Azure (role catalog, resource providers): Warning Events on platform-vars, the platform's status object. */
+  private async checkAzure(subscriptionId: string, ref: ObjectRef): Promise<void> {
+    const { provider, platform, cluster, events, logger } = this.deps;
+    const findings = await platformFindings(provider, platform, cluster, subscriptionId);
+    if (!findings) return;
+    if (!Array.isArray(findings)) {
+      // E.g. the role lacks Microsoft.Authorization/roleDefinitions/read: said once, the last findings stand.
+      if (findings.skipped !== this.lastSkipped) logger.info({ reason: findings.skipped }, "platform check in Azure skipped: Azure did not answer");
+      this.lastSkipped = findings.skipped;
+      return;
+    }
+    this.lastSkipped = "";
+    this.deps.onFindings?.(findings.length);
+    const now = new Set(findings.map((f) => f.message));
+    const appeared = findings.filter((f) => !this.lastFindings.has(f.message));
+    for (const f of appeared) events.warning(ref, f.reason, f.message);
+    if (appeared.length) logger.warn({ findings: findings.map((f) => `${f.reason}: ${f.message}`) }, "platform check in Azure: problems found");
+    else if (now.size === 0 && this.lastFindings.size > 0) {
+      logger.info("platform check in Azure: the problems found before are gone");
+      events.normal(ref, "PlatformChecksPassed", `role catalog and resource providers check out in Azure for cluster ${cluster.name}`);
+    }
+    this.lastFindings = now;
   }
 
   private async known(get: () => Promise<PlatformCredential>, problems: string[]): Promise<PlatformCredential | undefined> {
