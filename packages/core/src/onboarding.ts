@@ -175,20 +175,6 @@ export class Onboarding {
     return { team, change: { files, subject: `berth: update team ${name}`, body: this.describe(team) } };
   }
 
-  /**
-   * Re-renders an existing team from its spec in the repo, on `version` (default: its own), after a
-   * template or platform change. The spec is validated again against today's platform (a role removed
-   * from the catalog makes the team fail to render rather than render something else).
-   */
-  async planRerender(tree: RepoTree, name: string, version?: string): Promise<{ team: Team; from: string; change: RepoChange }> {
-    const current = await this.readTeam(tree, name);
-    if (current === undefined) throw new TeamNotFoundError(name);
-    const from = current.templateVersion!;
-    const team = { ...validateTeam(current, this.platform), templateVersion: version ?? from };
-    const files = await this.changeFor(tree, name, this.render(team));
-    return { team, from, change: { files, subject: `berth: re-render team ${name} (templates ${team.templateVersion})` } };
-  }
-
   async planDelete(tree: RepoTree, name: string): Promise<{ team: Team; change: RepoChange }> {
     const team = await this.readTeam(tree, name);
     if (team === undefined) throw new TeamNotFoundError(name);

@@ -5,6 +5,7 @@
 import { readdirSync, readFileSync } from "node:fs";
 import { fileURLToPath } from "node:url";
 import {
+  Fleet,
   Onboarding,
   parseTemplateSet,
   platformSchema,
@@ -299,6 +300,17 @@ export class MemoryRepoTree implements RepoTree {
 }
 
 /** The tree after onboarding each of the given examples' teams, in order, on one platform. */
+/**
+ * A one-team rollout plan, as the rollout API makes it (Fleet.plan): the team re-rendered on `version`
+ * (default: its own). Throws the render failure, if any.
+ */
+export async function rerender(onboarding: Onboarding, tree: RepoTree, name: string, version?: string): Promise<{ from: string | undefined; to: string | undefined; files: Map<string, string | null> }> {
+  const plan = await new Fleet(onboarding).plan(tree, [name], version);
+  if (plan.failed.length) throw new Error(plan.failed[0]!.error);
+  const moved = plan.changed[0];
+  return { from: moved?.from, to: moved?.to, files: plan.files };
+}
+
 export async function treeWithTeams(onboarding: Onboarding, teams: readonly TeamInput[], start = new MemoryRepoTree()): Promise<MemoryRepoTree> {
   let tree = start;
   for (const team of teams) tree = tree.apply((await onboarding.planCreate(tree, team)).change);

@@ -1,6 +1,7 @@
 /** Onboarding plans over an in-memory repo: create, update, re-render, delete, preview, reading team files. */
 import { describe, expect, it } from "vitest";
 import {
+  Fleet,
   Onboarding,
   parseTeamFile,
   RepoContentError,
@@ -11,7 +12,7 @@ import {
   validateTeam,
   type RepoChange,
 } from "@berth/core";
-import { CLUSTERS, EXAMPLES, loadTemplates, MemoryRepoTree, PLATFORM, platformWithSubjectMode, treeWithTeams } from "./fixtures.js";
+import { CLUSTERS, EXAMPLES, loadTemplates, MemoryRepoTree, PLATFORM, platformWithSubjectMode, rerender, treeWithTeams } from "./fixtures.js";
 import { parseObjects } from "./yaml-helpers.js";
 
 const onboarding = new Onboarding(PLATFORM, loadTemplates());
@@ -159,21 +160,20 @@ describe("planUpdate", () => {
   });
 });
 
-describe("planRerender", () => {
+describe("re-render (a rollout's plan, Fleet.plan)", () => {
   it("re-renders a team from its spec in the repo for a changed platform", async () => {
     const tree = await treeWithTeams(onboarding, [PAYMENTS]);
-    expect((await onboarding.planRerender(tree, "payments")).change.files.size).toBe(0);
+    expect((await rerender(onboarding, tree, "payments")).files.size).toBe(0);
     const both = new Onboarding(platformWithSubjectMode("both"), loadTemplates());
-    const { change } = await both.planRerender(tree, "payments");
-    expect(written(change)).toEqual([
+    const { files } = await rerender(both, tree, "payments");
+    expect(written({ files, subject: "" })).toEqual([
       "teams/payments/base/aso-workload-service-account.yaml",
       "teams/payments/base/kustomization.yaml",
       "teams/payments/clusters/aks-dev-weu/federated-credential.yaml",
       "teams/payments/clusters/aks-prod-neu/federated-credential.yaml",
       "teams/payments/clusters/aks-prod-weu/federated-credential.yaml",
     ]);
-    expect(change.subject).toBe("berth: re-render team payments (templates v1)");
-    await expect(onboarding.planRerender(tree, "search")).rejects.toBeInstanceOf(TeamNotFoundError);
+    expect((await new Fleet(onboarding).plan(tree, ["search"])).gone).toEqual(["search"]);
   });
 });
 
@@ -326,15 +326,21 @@ describe("reading teams from the repo", () => {
     await expect(onboarding.readTeam(renamed, "payments")).rejects.toThrow(/teams\/payments\/base\/team.yaml: metadata.name is "search", expected "payments"/);
     const tampered = tree.apply(new Map([[PATH, spec("  serviceAccountName: cluster-admin\n")]]));
     const { name: _n, ...payments } = PAYMENTS;
-    for (const plan of [() => onboarding.planUpdate(tampered, "payments", payments), () => onboarding.planDelete(tampered, "payments"), () => onboarding.planRerender(tampered, "payments"), () => onboarding.planCreate(tampered, PAYMENTS)]) {
+    for (const plan of [() => onboarding.planUpdate(tampered, "payments", payments), () => onboarding.planDelete(tampered, "payments"), () => onboarding.planCreate(tampered, PAYMENTS)]) {
       await expect(plan()).rejects.toSatisfy((e: unknown) => e instanceof RepoContentError || e instanceof TeamExistsError);
     }
+    // A rollout's plan reports the team as failed and writes nothing for it.
+    const rollout = await new Fleet(onboarding).plan(tampered, ["payments"]);
+    expect(rollout.failed).toEqual([{ team: "payments", error: expect.stringContaining(PATH) }]);
+    expect(rollout.files.size).toBe(0);
     await expect(onboarding.planUpdate(tampered, "payments", payments)).rejects.toMatchObject({ name: "RepoContentError", path: PATH });
   });
 
   it("re-validates a stored team against the platform on re-render", async () => {
     const tree = await treeWithTeams(onboarding, [PAYMENTS]);
     const shrunk = new Onboarding({ ...PLATFORM, roleCatalog: [] }, loadTemplates());
-    await expect(shrunk.planRerender(tree, "payments")).rejects.toBeInstanceOf(TeamValidationError);
+    const plan = await new Fleet(shrunk).plan(tree, ["payments"]);
+    expect(plan.failed).toEqual([{ team: "payments", error: expect.stringMatching(/rg-contributor|role/) }]);
+    expect(plan.files.size).toBe(0);
   });
 });

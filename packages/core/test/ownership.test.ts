@@ -6,6 +6,7 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import {
+  Fleet,
   Onboarding,
   PathOwnershipError,
   platformSchema,
@@ -150,7 +151,13 @@ describe("the write guard", () => {
     const tree = await corruptedTree();
     const spec = { description: "x", owners: teamInput().owners, environments: ["dev"] };
     await expect(onboarding.planUpdate(tree, "kustomization", spec)).rejects.toBeInstanceOf(TeamValidationError);
-    await expect(onboarding.planRerender(tree, "kustomization")).rejects.toBeInstanceOf(TeamValidationError);
+    // A rollout's plan reports it as a team that cannot be rendered and renders nothing for it; the one file
+    // it writes is the dev index it overwrote, rebuilt from the teams that are valid.
+    const plan = await new Fleet(onboarding).plan(tree, ["kustomization"]);
+    expect(plan.failed).toEqual([{ team: "kustomization", error: expect.stringMatching(/kustomization/) }]);
+    const index = layout.clusterTeamsIndex("aks-dev-weu");
+    expect([...plan.files.keys()]).toEqual([index]);
+    expect((parseObjects(plan.files.get(index)!, "1.1")[0] as { resources: string[] }).resources).toEqual(["orders.yaml"]);
   });
 
   it("offboarding a colliding team never deletes the index: it deletes the team's folder and rebuilds the index", async () => {

@@ -14,7 +14,7 @@ import {
   validateTeam,
   type TeamInput,
 } from "@berth/core";
-import { loadCatalog, loadTemplates, MemoryRepoTree, OWNERS, PLATFORM, teamInput, treeWithTeams } from "./fixtures.js";
+import { loadCatalog, loadTemplates, MemoryRepoTree, OWNERS, PLATFORM, rerender, teamInput, treeWithTeams } from "./fixtures.js";
 
 const SPEC = "teams/orders/base/team.yaml";
 const onV2 = new Onboarding(PLATFORM, loadCatalog("v2"));
@@ -89,7 +89,7 @@ describe("updates keep the team's version", () => {
   it("an update prepared before a rollout moved the team renders on the team's new version", async () => {
     const v1Tree = await treeWithTeams(onV1, [teamInput()]);
     const prepared = onV2.prepareUpdate("orders", { ...ORDERS_SPEC, description: "x" }, "v1");
-    const moved = v1Tree.apply((await onV2.planRerender(v1Tree, "orders", "v2")).change);
+    const moved = v1Tree.apply((await rerender(onV2, v1Tree, "orders", "v2")).files);
     const { team, change } = await onV2.planUpdate(moved, "orders", prepared);
     expect(team.templateVersion).toBe("v2");
     expect(change.files.get(SPEC)).toContain("templateVersion: v2");
@@ -105,20 +105,20 @@ describe("team files written before versions were recorded", () => {
     const { templateVersion: _v, ...legacyTeam } = validateTeam(teamInput() as TeamInput, PLATFORM);
     const legacy = tree.apply(new Map([[SPEC, serializeTeamFile(legacyTeam)]]));
     expect((await onV2.readTeam(legacy, "orders"))?.templateVersion).toBe("v1");
-    const { from, change } = await onV2.planRerender(legacy, "orders");
+    const { from, files } = await rerender(onV2, legacy, "orders");
     expect(from).toBe("v1");
-    expect([...change.files.keys()]).toEqual([SPEC]);
+    expect([...files.keys()]).toEqual([SPEC]);
   });
 
-  it("move to v2 through planRerender with a version: every generated file changes, names do not", async () => {
+  it("move to v2 through a rollout's plan: every generated file changes, names do not", async () => {
     const tree = await treeWithTeams(onV1, [teamInput({ environments: ["dev", "prod"], roleAssignments: [{ role: "rg-contributor" }], owners: [OWNERS.payments] })]);
-    const { team, from, change } = await onV2.planRerender(tree, "orders", "v2");
-    expect([from, team.templateVersion]).toEqual(["v1", "v2"]);
+    const { from, to, files } = await rerender(onV2, tree, "orders", "v2");
+    expect([from, to]).toEqual(["v1", "v2"]);
     const teamFiles = (await tree.list("teams/orders")).filter((p) => !p.endsWith("kustomization.yaml"));
-    for (const path of teamFiles) expect(change.files.has(path), path).toBe(true);
-    const after = tree.apply(change);
+    for (const path of teamFiles) expect(files.has(path), path).toBe(true);
+    const after = tree.apply(files);
     expect(await after.list("teams/orders")).toEqual(await tree.list("teams/orders"));
     // Re-rendering again on v2 changes nothing.
-    expect((await onV2.planRerender(after, "orders")).change.files.size).toBe(0);
+    expect((await rerender(onV2, after, "orders")).files.size).toBe(0);
   });
 });
