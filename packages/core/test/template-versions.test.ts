@@ -1,6 +1,6 @@
 /**
  * Template versions side by side: every team records the version it is rendered with, new teams get the
- * platform default, an update keeps the version, only a rollout (planRerender with a version) moves it.
+ * platform default, an update keeps the version, only a rollout (Fleet.plan with a version) moves it.
  */
 import { describe, expect, it } from "vitest";
 import {
