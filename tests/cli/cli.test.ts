@@ -14,7 +14,7 @@ import { parse } from "yaml";
 import { DEV_TOKEN, startBerth, type RunningBerth } from "../support/berth.js";
 import { ensureBuilt } from "../support/build.js";
 import { CliHarness } from "../support/cli.js";
-import { createBareRepo, inspectRemote, type BareRepo } from "../support/git-remotes.js";
+import { createBareRepo, inspectRemote, makeTempDir, type BareRepo } from "../support/git-remotes.js";
 
 const OWNER = "0b9a3c1e-1111-4222-8333-444455556666";
 
@@ -314,37 +314,140 @@ describe("berth CLI against the API and a git remote", () => {
   }, 240_000);
 });
 
-describe("berth CLI under the API's rate limits", () => {
-  let remote: BareRepo;
-  let berth: RunningBerth;
-  let cli: CliHarness;
-
+/**
+ * An API (with `api` settings over infra/local/berth.yaml's) on a fresh remote, and a CLI pointed at it
+ * through BERTH_SERVER/BERTH_TOKEN, for the describe block that calls it.
+ */
+function apiAndCli(api: () => Promise<Record<string, unknown>> | Record<string, unknown>) {
+  const env = {} as { remote: BareRepo; berth: RunningBerth; cli: CliHarness };
   beforeAll(async () => {
     await ensureBuilt();
-    remote = await createBareRepo();
-    // One read and two writes per 3 s window for the dev token's principal.
-    berth = await startBerth({ remoteUrl: remote.url, listen: true, api: { rateLimit: { reads: 1, writes: 2, windowSeconds: 3 } } });
-    cli = await CliHarness.create({ BERTH_SERVER: berth.url, BERTH_TOKEN: DEV_TOKEN });
+    env.remote = await createBareRepo();
+    env.berth = await startBerth({ remoteUrl: env.remote.url, listen: true, api: await api() });
+    env.cli = await CliHarness.create({ BERTH_SERVER: env.berth.url, BERTH_TOKEN: DEV_TOKEN });
   }, 600_000);
   afterAll(async () => {
-    await berth?.stop();
-    await remote?.remove();
+    await env.berth?.stop();
+    await env.remote?.remove();
   });
+  return env;
+}
+
+describe("berth CLI under the API's rate limits", () => {
+  // One read and two writes per 3 s window for the dev token's principal.
+  const env = apiAndCli(() => ({ rateLimit: { reads: 1, writes: 2, windowSeconds: 3 } }));
 
   it("waits out a 429 on reads (Retry-After), and reports a refused write with exit code 7 and nothing committed", async () => {
-    const file = join(cli.home, "teams.yaml");
+    const file = join(env.cli.home, "teams.yaml");
     await writeFile(file, `name: payments\nowners: [${OWNER}]\nenvironments: [dev]\n---\nname: orders\nowners: [${OWNER}]\nenvironments: [dev]\n`);
     // payments: PUT (404) and POST use the two writes; orders' PUT is the third, refused.
-    const applied = await cli.run(["apply", "-f", file]);
+    const applied = await env.cli.run(["apply", "-f", file]);
     expect(applied.stdout).toContain("team/payments created");
     expect(applied.code).toBe(7);
     expect(applied.stderr).toMatch(/Too Many Requests: more than 2 writes in 3 s; retry after \d+ s/);
-    expect((await inspectRemote(remote.url)).commits.map((c) => c.subject)).toEqual(["berth: onboard team payments"]);
+    expect((await inspectRemote(env.remote.url)).commits.map((c) => c.subject)).toEqual(["berth: onboard team payments"]);
 
     // A table needs two reads (the teams, then their status): the second waits for the next window.
-    const table = await cli.run(["get", "teams"]);
+    const table = await env.cli.run(["get", "teams"]);
     expect(table.stderr).toBe("");
     expect(table.code).toBe(0);
     expect(table.stdout).toMatch(/^payments\s+dev\s+0\/1\s+/m);
   }, 240_000);
+});
+
+describe("berth rollout against the API and a git remote", () => {
+  // Every cluster's status is read through a kubeconfig whose apiserver refuses connections: a staged
+  // rollout's gate waits on every team ("the cluster cannot be reached"), then halts on its 10 s timeout.
+  const env = apiAndCli(async () => {
+    const kubeconfig = join(await makeTempDir("berth-cli-rollout-"), "unreachable.kubeconfig");
+    await writeFile(
+      kubeconfig,
+      "apiVersion: v1\nkind: Config\nclusters: [{ name: gone, cluster: { server: 'https://127.0.0.1:9' } }]\nusers: [{ name: u, user: { token: t } }]\ncontexts: [{ name: gone, context: { cluster: gone, user: u } }]\ncurrent-context: gone\n",
+    );
+    const clusters = Object.fromEntries(["aks-dev-weu", "aks-prod-weu", "aks-prod-neu"].map((c) => [c, { kubeconfig }]));
+    return { clusters, rollouts: { pollIntervalMs: 300, gateTimeoutSeconds: 10 } };
+  });
+  beforeAll(async () => {
+    const teams = join(env.cli.home, "teams.yaml");
+    await writeFile(
+      teams,
+      ["alpha", "bravo", "charlie"].map((name) => `name: ${name}\nowners: [${OWNER}]\nenvironments: [${name === "charlie" ? "dev, prod" : "dev"}]\n`).join("---\n"),
+    );
+    expect((await env.cli.run(["apply", "-f", teams])).code).toBe(0);
+  }, 120_000);
+
+  const commits = async () => (await inspectRemote(env.remote.url)).commits.length;
+
+  it("previews a rollout from flags with diffs and no commit; refuses a bad request before sending it", async () => {
+    const before = await commits();
+    const preview = await env.cli.run(["rollout", "preview", "--to", "v2", "--team", "alpha"]);
+    expect(preview.stderr).toBe("");
+    expect(preview.code).toBe(0);
+    expect(preview.stdout).toMatch(/^Rollout preview at commit [0-9a-f]{7}: 1 team selected, to v2$/m);
+    expect(preview.stdout).toMatch(/^ {2}1 would change \(\d+ files: 0 added, \d+ modified, 0 deleted\), 0 unchanged, 0 cannot be rendered$/m);
+    expect(preview.stdout).toContain("--- a/teams/alpha/");
+    expect(preview.stdout).not.toContain("teams/bravo/");
+    const summary = await env.cli.run(["rollout", "preview", "--to", "v2", "--no-diffs"]);
+    expect(summary.stdout).toMatch(/3 teams selected, to v2/);
+    expect(summary.stdout).not.toContain("--- a/");
+
+    const bad = await env.cli.run(["rollout", "preview", "--to", "not a version"]);
+    expect(bad.code).toBe(3);
+    expect(bad.stderr).toContain("invalid rollout request: nothing was sent");
+    expect(bad.stderr).toContain("flags: target.templateVersion:");
+    const both = await env.cli.run(["rollout", "start", "-f", "-", "--to", "v2"], { input: "{}" });
+    expect(both.code).toBe(2);
+    expect(await commits()).toBe(before);
+  }, 120_000);
+
+  it("starts an unstaged rollout in one commit, lists it, and shows it as JSON", async () => {
+    const before = await commits();
+    const started = await env.cli.run(["rollout", "start", "--to", "v2", "--team", "alpha", "--description", "cli: alpha to v2"]);
+    expect(started.stderr).toBe("");
+    expect(started.code).toBe(0);
+    const id = /^rollout\/(ro-[0-9-]+-[0-9a-f]{6}) completed: 1 team to v2 in one commit \([0-9a-f]{7}, \d+ files\)$/m.exec(started.stdout)?.[1];
+    expect(id, started.stdout).toBeDefined();
+    expect(await commits()).toBe(before + 1);
+
+    const list = await env.cli.run(["rollout", "get"]);
+    expect(list.stdout).toMatch(new RegExp(`^${id}\\s+Completed\\s+1/1\\s+v2\\s+1\\s+\\S+\\s+cli: alpha to v2$`, "m"));
+    const json = JSON.parse((await env.cli.run(["rollout", "get", id!, "-o", "json"])).stdout) as { metadata: { name: string }; status: { phase: string } };
+    expect(json).toMatchObject({ metadata: { name: id }, status: { phase: "Completed" } });
+    // Already there: the watch ends at once with 0.
+    const watched = await env.cli.run(["rollout", "get", id!, "--watch"]);
+    expect(watched.code).toBe(0);
+    expect(watched.stdout).toContain(`rollout/${id}: Completed · wave 1/1`);
+    // Done is done: a second abort is a conflict, an unknown id is not found.
+    expect((await env.cli.run(["rollout", "abort", id!])).code).toBe(6);
+    expect((await env.cli.run(["rollout", "get", "ro-20000101-000000-abcdef"])).code).toBe(4);
+  }, 120_000);
+
+  it("pauses, resumes and aborts a staged rollout from a file, and watches one halt on its gate (exit 1, with the report)", async () => {
+    const file = join(env.cli.home, "rollout.yaml");
+    await writeFile(file, "description: bravo first, then charlie\ntarget: { templateVersion: v2 }\nselector: { names: [bravo, charlie] }\nwaves:\n  - { name: canary, selector: { names: [bravo] } }\n  - { name: rest }\ngate: { timeoutSeconds: 10 }\n");
+    const started = await env.cli.run(["rollout", "start", "-f", file]);
+    expect(started.code, started.stderr).toBe(0);
+    const id = /rollout\/(ro-\S+) started: 2 teams to v2 in waves canary \(1\) → rest \(1\), each gated on Ready/.exec(started.stdout)?.[1];
+    expect(id, started.stdout).toBeDefined();
+    expect(started.stderr).toContain(`berth rollout get ${id} --watch`);
+
+    expect((await env.cli.run(["rollout", "pause", id!])).stdout).toMatch(new RegExp(`^rollout/${id} paused \\(phase Paused, commit [0-9a-f]{7}\\)$`, "m"));
+    const shown = await env.cli.run(["rollout", "get", id!]);
+    expect(shown.stdout).toMatch(/^Rollout ro-\S+: Paused$/m);
+    expect(shown.stdout).toMatch(/^1\s+canary\s+(Pending|Committed)\s+1\s/m);
+    expect(shown.stdout).toMatch(/^2\s+rest\s+Pending\s+1\s/m);
+    expect((await env.cli.run(["rollout", "resume", id!])).stdout).toContain("resumed (phase Running");
+
+    // The gate cannot see any cluster here: the canary wave halts on its timeout, and the watch says why.
+    const watched = await env.cli.run(["rollout", "get", id!, "--watch", "--interval", "1s", "--timeout", "90s"]);
+    expect(watched.code).toBe(1);
+    expect(watched.stdout).toContain(`rollout/${id}: Running · wave 1/2 canary`);
+    expect(watched.stdout).toMatch(/Halted in wave canary \(Timeout, /);
+    expect(watched.stdout).toMatch(/^ {2}bravo on aks-dev-weu: waiting: the cluster cannot be reached$/m);
+
+    const aborted = await env.cli.run(["rollout", "abort", id!]);
+    expect(aborted.code).toBe(0);
+    expect(aborted.stdout).toMatch(new RegExp(`^rollout/${id} aborted \\(commit [0-9a-f]{7}\\); nothing was reverted, each team is on one version: v1: 1 team, v2: 1 team$`, "m"));
+    expect((await env.cli.run(["rollout", "get"])).stdout).toMatch(new RegExp(`^${id}\\s+Aborted\\s`, "m"));
+  }, 180_000);
 });

@@ -1,6 +1,6 @@
 import { readdir, readFile, stat } from "node:fs/promises";
 import { join, relative, resolve } from "node:path";
-import { TEAM_API_VERSION, TEAM_KIND, teamSchema, toFieldIssues, YAML_PARSE_OPTIONS, type Team } from "@berth/core";
+import { rolloutRequestSchema, TEAM_API_VERSION, TEAM_KIND, teamSchema, toFieldIssues, YAML_PARSE_OPTIONS, type RolloutRequest, type Team } from "@berth/core";
 import { parseAllDocuments } from "yaml";
 import { CliError, EXIT } from "./exit-codes.js";
 
@@ -129,4 +129,31 @@ export async function readTeamDocuments(paths: string[], options: { recursive: b
   const teams = toTeamDocuments(docs);
   if (teams.length === 0) throw new CliError("the files hold no team", EXIT.invalid);
   return teams;
+}
+
+/**
+ * A rollout request for `berth rollout preview|start -f`: one YAML or JSON document (a path, or - for
+ * stdin) shaped as the API takes it (description, target, selector, waves, gate), checked with the API's
+ * own schema before anything is sent.
+ */
+export async function readRolloutRequest(path: string, options: { cwd: string; stdin: NodeJS.ReadableStream }): Promise<RolloutRequest> {
+  let text: string;
+  if (path === "-") text = await readStdin(options.stdin);
+  else {
+    try {
+      text = await readFile(resolve(options.cwd, path), "utf8");
+    } catch {
+      throw new CliError(`${path}: no such file`, EXIT.usage);
+    }
+  }
+  const docs = parseDocuments(text, path);
+  if (docs.length !== 1) throw new CliError(`${path}: a rollout file holds exactly one document, not ${docs.length}`, EXIT.invalid);
+  return parseRolloutRequest(docs[0]!.value, path);
+}
+
+/** A rollout request checked with the API's schema; a CliError listing every problem otherwise. */
+export function parseRolloutRequest(value: unknown, source: string): RolloutRequest {
+  const parsed = rolloutRequestSchema.safeParse(value);
+  if (!parsed.success) throw new CliError(`invalid rollout request: nothing was sent`, EXIT.invalid, toFieldIssues(parsed.error).map((i) => `${source}: ${i.field}: ${i.rule}`));
+  return parsed.data;
 }

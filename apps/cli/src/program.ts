@@ -1,6 +1,7 @@
 import { Command, CommanderError, Option } from "commander";
 import { CLI_VERSION, DEFAULT_CHUNK_SIZE } from "./client.js";
 import { currentContext, deleteContext, getContexts, login, useContext, viewConfig } from "./commands/login.js";
+import { getRollouts, rolloutAction, rolloutPreview, rolloutStart, watchRollout, type RolloutOutput, type RolloutSource } from "./commands/rollouts.js";
 import { parseDuration, status } from "./commands/status.js";
 import { apply, deleteTeam, diff, getTeams, type OutputFormat } from "./commands/teams.js";
 import { CliError, EXIT } from "./exit-codes.js";
@@ -57,6 +58,8 @@ Examples:
   berth diff -f teams/
   berth get teams -o wide
   berth status payments --watch --timeout 15m
+  berth rollout preview --to v2 --env dev
+  berth rollout start -f rollout.yaml && berth rollout get ro-20261124-101500-a1b2c3 --watch
 
 Exit codes: 0 ok · 1 differences (diff) or the team failed (status) · 2 usage · 3 invalid team · 4 not found ·
 5 unauthorized · 6 conflict · 7 API unavailable · 8 timed out · 130 interrupted. Details: docs/cli.md`,
@@ -158,6 +161,50 @@ Exit codes: 0 ok · 1 differences (diff) or the team failed (status) · 2 usage 
         return status(runtime(cmd), team, { watch: opts.watch, timeoutMs: parseDuration(opts.timeout), intervalMs, output: opts.output });
       }),
     );
+
+  const rollout = program
+    .command("rollout")
+    .description("move teams to a template version (or re-render them), in one commit or in waves gated on Ready: docs/rollouts.md");
+  const selection = (cmd: Command) =>
+    cmd
+      .option("-f, --filename <path>", "the rollout as the API takes it (YAML or JSON: description, target, selector, waves, gate), or - for stdin")
+      .option("--to <version>", "move the teams to this template version (default: re-render each on its own)")
+      .option("--team <name>", "select this team; repeatable", collect, [])
+      .option("--env <environment>", "select teams that land on this environment; repeatable", collect, [])
+      .option("--label <key=value>", "select teams with this label; repeatable", collect, [])
+      .option("--description <text>", "why, for the rollout's record");
+  selection(rollout.command("preview").description("what the rollout would change, per team, with diffs; nothing is committed (exit 3 when it would be refused)"))
+    .option("--no-diffs", "the summary only (quick for a large fleet)")
+    .action(action(async (opts: RolloutSource & { diffs: boolean }, cmd: Command) => rolloutPreview(runtime(cmd), opts, { diffs: opts.diffs })));
+  selection(rollout.command("start").description("start it: without waves one commit for the whole selection (nothing partial); with waves, wave by wave")).action(
+    action(async (opts: RolloutSource, cmd: Command) => rolloutStart(runtime(cmd), opts)),
+  );
+  rollout
+    .command("get [id]")
+    .description("list the rollouts, or show one: waves, gate, halt report, history")
+    .addOption(new Option("-o, --output <format>", "output format").choices(["table", "json", "yaml", "name"]).default("table"))
+    .option("-w, --watch", "follow the rollout until it completes (exit 0), halts, is paused or aborted (1), or --timeout (8)", false)
+    .option("--timeout <duration>", "with --watch: give up after this long (90s, 10m, 1h)", "1h")
+    .option("--interval <duration>", "with --watch: time between polls", "5s")
+    .action(
+      action(async (id: string | undefined, opts: { output: RolloutOutput; watch: boolean; timeout: string; interval: string }, cmd: Command) => {
+        if (!opts.watch) return getRollouts(runtime(cmd), id, opts.output);
+        if (id === undefined) throw new CliError("--watch follows one rollout: berth rollout get ID --watch", EXIT.usage);
+        const intervalMs = parseDuration(opts.interval);
+        if (intervalMs < 500) throw new CliError("--interval must be at least 500ms", EXIT.usage);
+        return watchRollout(runtime(cmd), id, { timeoutMs: parseDuration(opts.timeout), intervalMs });
+      }),
+    );
+  for (const [name, description] of [
+    ["pause", "commit no further wave until resumed"],
+    ["resume", "go on with a paused or halted rollout (the wave's gate clock restarts)"],
+    ["abort", "commit no further wave; nothing is reverted: says which version each team is on"],
+  ] as const) {
+    rollout
+      .command(`${name} <id>`)
+      .description(description)
+      .action(action(async (id: string, _opts: unknown, cmd: Command) => rolloutAction(runtime(cmd), id, name)));
+  }
 
   try {
     await program.parseAsync(argv);

@@ -4,7 +4,7 @@ import { join } from "node:path";
 import { Readable } from "node:stream";
 import { describe, expect, it } from "vitest";
 import { CliError } from "../src/exit-codes.js";
-import { parseDocuments, readTeamDocuments, toTeamDocuments } from "../src/manifests.js";
+import { parseDocuments, readRolloutRequest, readTeamDocuments, toTeamDocuments } from "../src/manifests.js";
 
 const OWNER = "0b9a3c1e-1111-4222-8333-444455556666";
 const read = (paths: string[], cwd: string, stdin = "") => readTeamDocuments(paths, { recursive: false, cwd, stdin: Readable.from([stdin]) });
@@ -81,5 +81,33 @@ describe("team files", () => {
     expect((await failure(read(["empty"], dir))).message).toContain("no .yaml, .yml or .json files");
     await writeFile(join(dir, "blank.yaml"), "# nothing\n");
     expect((await failure(read(["blank.yaml"], dir))).message).toBe("the files hold no team");
+  });
+});
+
+describe("rollout files", () => {
+  const readRollout = (path: string, cwd: string, stdin = "") => readRolloutRequest(path, { cwd, stdin: Readable.from([stdin]) });
+
+  it("reads one YAML or JSON document in the API's shape, with the API's defaults", async () => {
+    const dir = await mkdtemp(join(tmpdir(), "berth-rollout-"));
+    await writeFile(join(dir, "r.yaml"), "target: { templateVersion: v2 }\nwaves:\n  - { name: dev, selector: { onlyEnvironments: [dev] } }\n  - { name: rest }\n");
+    expect(await readRollout("r.yaml", dir)).toEqual({
+      description: "",
+      target: { templateVersion: "v2" },
+      selector: {},
+      waves: [{ name: "dev", selector: { onlyEnvironments: ["dev"] } }, { name: "rest" }],
+      gate: {},
+    });
+    expect((await readRollout("-", dir, JSON.stringify({ selector: { names: ["payments"] } }))).selector).toEqual({ names: ["payments"] });
+  });
+
+  it("refuses two documents, unknown fields and a missing file, saying where, before anything is sent", async () => {
+    const dir = await mkdtemp(join(tmpdir(), "berth-rollout-"));
+    await writeFile(join(dir, "two.yaml"), "target: {}\n---\ntarget: {}\n");
+    expect((await failure(readRollout("two.yaml", dir))).message).toBe("two.yaml: a rollout file holds exactly one document, not 2");
+    await writeFile(join(dir, "typo.yaml"), "target: { templateVersion: v2 }\nwave: [{ name: dev }]\n");
+    const typo = await failure(readRollout("typo.yaml", dir));
+    expect(typo).toMatchObject({ exitCode: 3, message: "invalid rollout request: nothing was sent" });
+    expect(typo.details.join("\n")).toMatch(/^typo\.yaml: .*wave/m);
+    expect(await failure(readRollout("nope.yaml", dir))).toMatchObject({ exitCode: 2, message: "nope.yaml: no such file" });
   });
 });

@@ -1,3 +1,4 @@
 export * from "./problem.js";
 export * from "./teams.js";
 export * from "./status.js";
+export * from "./rollouts.js";

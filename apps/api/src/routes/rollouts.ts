@@ -1,64 +1,20 @@
-import { gateTeamReportSchema, rolloutIdSchema, rolloutRequestSchema, rolloutSchema } from "@berth/core";
+import {
+  rolloutAbortResponse,
+  rolloutCreatedResponse,
+  rolloutIdParams,
+  rolloutListResponse,
+  rolloutPreviewResponse,
+  rolloutResponse,
+  rolloutWriteResponse,
+} from "@berth/api-contract";
+import { rolloutRequestSchema } from "@berth/core";
 import type { FastifyPluginAsyncZod } from "fastify-type-provider-zod";
 import { z } from "zod";
 import type { RolloutService } from "../rollouts/service.js";
-import { fileChangeSchema, problemResponse } from "./schemas.js";
+import { problemResponse } from "./schemas.js";
 import { originOf } from "./teams.js";
 
-/** HTTP shapes of the rollouts API (exported for clients: the CLI and the UI reuse them). */
-
-export const rolloutIdParams = z.object({ id: rolloutIdSchema });
-
-export const gateProgressSchema = z
-  .object({
-    evaluatedAt: z.string(),
-    wave: z.string(),
-    verdict: z.enum(["pass", "wait", "halt"]),
-    message: z.string(),
-    ready: z.number().int(),
-    waiting: z.number().int(),
-    failed: z.number().int(),
-    teams: z.array(gateTeamReportSchema),
-  })
-  .describe("The last gate evaluation of the current wave, by the replica driving the rollout");
-
-const revision = z.string().nullable().describe("The Flux repo commit the answer reflects");
-
-export const rolloutResponse = z.object({ rollout: rolloutSchema, revision, progress: gateProgressSchema.nullable() });
-export const rolloutListResponse = z.object({ items: z.array(rolloutSchema), revision });
-export const rolloutCreatedResponse = z.object({
-  rollout: rolloutSchema,
-  revision: z.string().describe("The commit that created the rollout (unstaged: the commit of the whole change)"),
-  summary: z.object({ teams: z.number().int(), files: z.number().int().describe("Files written (unstaged; 0 for a staged rollout, whose waves commit later)") }),
-});
-export const rolloutWriteResponse = z.object({ rollout: rolloutSchema, revision: z.string() });
-export const rolloutAbortResponse = rolloutWriteResponse.extend({
-  versions: z.record(z.string(), z.array(z.string())).describe("Each team of the rollout by the template version it is on now (offboarded: \"gone\")"),
-});
-
-export const teamPreviewSchema = z.object({
-  team: z.string(),
-  from: z.string(),
-  to: z.string(),
-  files: z.array(fileChangeSchema),
-  diff: z.string().describe("Unified diff of the team's files against the repo (empty with diffs=false)"),
-});
-export const rolloutPreviewResponse = z.object({
-  revision,
-  target: z.object({ templateVersion: z.string().optional() }),
-  summary: z.object({
-    selected: z.number().int(),
-    changed: z.number().int(),
-    unchanged: z.number().int(),
-    failed: z.number().int(),
-    files: z.object({ added: z.number().int(), modified: z.number().int(), deleted: z.number().int() }),
-  }),
-  waves: z.array(z.object({ name: z.string(), teams: z.array(z.string()) })),
-  problems: z.array(z.object({ field: z.string(), rule: z.string() })).describe("Why creating this rollout would be refused; empty: it would be accepted"),
-  failed: z.array(z.object({ team: z.string(), error: z.string() })),
-  unchanged: z.array(z.string()),
-  teams: z.array(teamPreviewSchema),
-});
+/** The rollouts API's response shapes live in @berth/api-contract, shared with the CLI. */
 export const previewQuery = z.object({
   diffs: z
     .enum(["true", "false"])
