@@ -395,7 +395,10 @@ describe.skipIf(skip)("berth controller on a real apiserver, under its own RBAC"
     expect((held?.metadata as { deletionTimestamp?: string }).deletionTimestamp).toBeTruthy();
 
     await admin.delete(rg.apiVersion, rg.kind, "leaving", "leaving-data");
-    await eventually("credential gone", async () => (await secretOf("leaving")) === undefined);
+    await eventually("credential gone", async () => (await secretOf("leaving")) === undefined).catch((err: Error) => {
+      // Seen once in 11 CI runs: say what the controller was doing with the team.
+      throw new Error(`${err.message}\ncontroller log for team leaving:\n${replicaLogs.flat().filter((l) => l.includes("leaving")).slice(-30).join("\n")}`);
+    });
     await new Promise((r) => setTimeout(r, 1_500));
     expect(await secretOf("leaving")).toBeUndefined();
 
