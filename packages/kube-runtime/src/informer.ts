@@ -19,6 +19,7 @@
  * `indexers` keep secondary indexes (client-go's Indexers) so a reader finds "the objects labelled X"
  * without scanning the cache.
  */
+import { LRUCache } from "lru-cache";
 import { backoffDelay, Sleeper, type BackoffPolicy } from "./backoff.js";
 import { clientFor, listPath, type KubeClient } from "./client.js";
 import { KubeApiError } from "./errors.js";
@@ -97,7 +98,7 @@ export interface Informer<T> {
    * The server's answer to this process's own write (read-your-writes): cached at once, so the next
    * reconcile does not act on the state from before the write. When the watch later delivers that same
    * resourceVersion, no event is emitted: a controller's own write does not wake it again. An answer
-   * older than what the watch already cached is ignored.
+   * older than what the watch already cached, or than the object's deletion, is ignored.
    */
   observe(raw: KubernetesObject): void;
   /** Resolves after the first list has been emitted; rejects (InformerError kind "stopped") if stopped before. */
@@ -131,6 +132,11 @@ class ListWatchInformer<T extends KubernetesObject, Raw extends KubernetesObject
   private isSynced = false;
   private stopped = false;
   private readonly cache = new Map<string, T>();
+  /**
+   * Recently deleted keys and the resourceVersion they were deleted at: a write's answer arriving after the
+   * watch's DELETED (the write that removed the last finalizer, say) must not bring the object back.
+   */
+  private readonly tombstones = new LRUCache<string, string>({ max: 4096 });
   /** index → value → cache keys. */
   private readonly indexes = new Map<string, Map<string, Set<string>>>();
   private resourceVersion = "";
@@ -194,18 +200,30 @@ class ListWatchInformer<T extends KubernetesObject, Raw extends KubernetesObject
     const obj = this.transform(raw as Raw);
     const key = cacheKey(obj);
     const old = this.cache.get(key);
-    if (old?.metadata?.resourceVersion === obj.metadata?.resourceVersion) return;
+    const rv = obj.metadata?.resourceVersion;
+    if (old?.metadata?.resourceVersion === rv) return;
     // A write's answer can arrive after the watch already delivered a newer change (someone wrote right
-    // after us): caching the answer then would hide that change until the next resync. resourceVersions are
-    // etcd revisions, integers that only grow (client-go's mutation cache relies on the same).
-    if (isNewer(old?.metadata?.resourceVersion, obj.metadata?.resourceVersion)) return;
+    // after us), or the object's deletion: caching the answer then would hide that change, or resurrect the
+    // object, until the next resync. resourceVersions are etcd revisions, integers that only grow
+    // (client-go's mutation cache relies on the same).
+    if (isNewer(old?.metadata?.resourceVersion, rv)) return;
+    const deletedAt = old ? undefined : this.tombstones.get(key);
+    if (deletedAt !== undefined && !isNewer(rv, deletedAt)) return;
     this.store(key, obj, old);
   }
 
-  /** Sets the cache entry and keeps the indexes in step. */
-  private store(key: string, obj: T | undefined, old: T | undefined): void {
-    if (obj) this.cache.set(key, obj);
-    else this.cache.delete(key);
+  /**
+   * Sets the cache entry and keeps the indexes in step. A deletion leaves a tombstone at `deletedAt` (the
+   * deleted object's last resourceVersion, or the list's for a deletion found by a relist).
+   */
+  private store(key: string, obj: T | undefined, old: T | undefined, deletedAt?: string): void {
+    if (obj) {
+      this.cache.set(key, obj);
+      this.tombstones.delete(key);
+    } else {
+      this.cache.delete(key);
+      if (deletedAt) this.tombstones.set(key, deletedAt);
+    }
     if (!this.spec.indexers) return;
     for (const [name, fn] of Object.entries(this.spec.indexers)) {
       const index = this.indexes.get(name)!;
@@ -313,7 +331,7 @@ class ListWatchInformer<T extends KubernetesObject, Raw extends KubernetesObject
     }
     for (const [key, old] of this.cache) {
       if (!fresh.has(key)) {
-        this.store(key, undefined, old);
+        this.store(key, undefined, old, list.metadata?.resourceVersion);
         this.emit("DELETED", old); // synthetic: it vanished while we were not watching
       }
     }
@@ -382,7 +400,7 @@ class ListWatchInformer<T extends KubernetesObject, Raw extends KubernetesObject
           if (!old) this.emit("ADDED", o);
           else if (old.metadata?.resourceVersion !== rv) this.emit("MODIFIED", o);
         } else if (phase === "DELETED") {
-          this.store(key, undefined, old);
+          this.store(key, undefined, old, rv);
           this.emit("DELETED", o);
         }
       };

@@ -118,6 +118,23 @@ describe.skipIf(skipCluster).concurrent("startInformer (real kube-apiserver)", (
     expect(has("ADDED", "credential")).toBe(true);
   });
 
+  it("observe(): an answer that arrives after the watch saw the object deleted does not bring it back", async () => {
+    const ns = await namespace("inf-tomb");
+    await cm(ns, "leaving");
+    const { informer, has } = watchConfigMaps(admin, ns);
+    await informer.synced;
+    // Our write (e.g. the one removing the last finalizer), then the deletion, watched before our answer is handled.
+    const ours = await core.patchNamespacedConfigMap({ name: "leaving", namespace: ns, body: [{ op: "replace", path: "/data/v", value: "ours" }] });
+    await core.deleteNamespacedConfigMap({ name: "leaving", namespace: ns });
+    await vi.waitFor(() => expect(has("DELETED", "leaving"), "DELETED watched").toBe(true), { timeout: 10_000, interval: 25 });
+    informer.observe(ours);
+    expect(informer.get(ns, "leaving")).toBeUndefined();
+    // Created again (by us): its answer is newer than the deletion, and is cached at once.
+    const again = await core.createNamespacedConfigMap({ namespace: ns, body: { metadata: { name: "leaving" }, data: { v: "again" } } });
+    informer.observe(again);
+    expect(informer.get(ns, "leaving")?.data).toEqual({ v: "again" });
+  });
+
   it("honours the label selector on the list and on the watch", async () => {
     const ns = await namespace("inf-sel");
     await cm(ns, "in-before", {}, { app: "berth" });
