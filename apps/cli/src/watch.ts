@@ -10,6 +10,7 @@ import {
 } from "@berth/api-contract";
 import type { Paint } from "./io.js";
 import { visibleWidth } from "./output/table.js";
+import { plural, shortSha } from "./output/text.js";
 
 /**
  * `berth status --watch`, the pure part: what is known about each cluster over time, the frame a terminal
@@ -142,7 +143,7 @@ export function renderFrame(state: WatchState, options: { elapsedMs: number; tic
   const spinner = options.live ? SPINNER[options.tick % SPINNER.length]! : "…";
   const count = state.clusters.size;
   const lines = [
-    `Team ${paint("bold", state.team)} · commit ${state.revision ? state.revision.slice(0, 7) : "none"} · ${count} cluster${count === 1 ? "" : "s"}${options.live ? " · Ctrl-C stops watching (the rollout goes on)" : ""}`,
+    `Team ${paint("bold", state.team)} · commit ${shortSha(state.revision)} · ${plural(count, "cluster")}${options.live ? " · Ctrl-C stops watching (the rollout goes on)" : ""}`,
     "",
   ];
   for (const track of state.clusters.values()) {

@@ -5,6 +5,7 @@ import { contextNameSchema, contextSchema, saveCliConfig, upsertContext, type Co
 import { azureToken, findAz, readTokenFile } from "../credentials.js";
 import { CliError, EXIT } from "../exit-codes.js";
 import { formatTable } from "../output/table.js";
+import { plural } from "../output/text.js";
 import type { Runtime } from "../runtime.js";
 
 export interface LoginOptions {
@@ -71,7 +72,7 @@ export async function login(rt: Runtime, options: LoginOptions): Promise<number>
     visible = (await listAllTeams(new BerthClient(server, token))).length;
   }
   await saveCliConfig(rt.configFile, { ...upsertContext(config, context.data), currentContext: name });
-  rt.out(`Logged in to ${server} as context "${name}"${visible === undefined ? "" : ` (${visible} team${visible === 1 ? "" : "s"} visible)`}; saved in ${rt.configFile}`);
+  rt.out(`Logged in to ${server} as context "${name}"${visible === undefined ? "" : ` (${plural(visible, "team")} visible)`}; saved in ${rt.configFile}`);
   return EXIT.ok;
 }
 

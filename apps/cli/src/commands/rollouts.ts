@@ -16,6 +16,7 @@ import type { Style } from "../io.js";
 import { parseRolloutRequest, readRolloutRequest } from "../manifests.js";
 import { colorDiff } from "../output/diff.js";
 import { formatTable } from "../output/table.js";
+import { plural, shortSha } from "../output/text.js";
 import type { Runtime } from "../runtime.js";
 
 /** Where a rollout request comes from: a file (-f), or flags for the common case. */
@@ -28,8 +29,6 @@ export interface RolloutSource {
   description?: string;
 }
 
-const short = (sha: string | null | undefined) => (sha ? sha.slice(0, 7) : "none");
-const plural = (n: number, word: string) => `${n} ${word}${n === 1 ? "" : "s"}`;
 const rolloutPath = (id: string) => `/v1/rollouts/${encodeURIComponent(id)}`;
 const target = (version: string | undefined) => (version ? `to ${version}` : "re-rendered on their own versions");
 
@@ -72,7 +71,7 @@ export async function rolloutPreview(rt: Runtime, src: RolloutSource, options: {
   const { body } = await client.request("POST", `/v1/rollouts/preview?diffs=${options.diffs}`, { body: request, schema: rolloutPreviewResponse, timeoutMs: 300_000 });
   const p = body!;
   const { files } = p.summary;
-  rt.out(`Rollout preview at commit ${short(p.revision)}: ${plural(p.summary.selected, "team")} selected, ${target(p.target.templateVersion)}`);
+  rt.out(`Rollout preview at commit ${shortSha(p.revision)}: ${plural(p.summary.selected, "team")} selected, ${target(p.target.templateVersion)}`);
   rt.out(`  ${p.summary.changed} would change (${plural(files.added + files.modified + files.deleted, "file")}: ${files.added} added, ${files.modified} modified, ${files.deleted} deleted), ${p.summary.unchanged} unchanged, ${p.summary.failed} cannot be rendered`);
   if (p.waves.length > 1 || request.waves) rt.out(`  waves: ${p.waves.map((w) => `${w.name} (${plural(w.teams.length, "team")})`).join(", ")}`);
   for (const f of p.failed) rt.out(`  ${rt.paint("red", "cannot render")} ${f.team}: ${f.error}`);
@@ -92,11 +91,11 @@ export async function rolloutStart(rt: Runtime, src: RolloutSource): Promise<num
   const id = rollout.metadata.name;
   const version = target(rollout.spec.target.templateVersion);
   if (!rollout.spec.gate) {
-    rt.out(`rollout/${id} ${rollout.status.phase.toLowerCase()}: ${plural(summary.teams, "team")} ${version} in one commit (${short(revision)}, ${plural(summary.files, "file")})`);
+    rt.out(`rollout/${id} ${rollout.status.phase.toLowerCase()}: ${plural(summary.teams, "team")} ${version} in one commit (${shortSha(revision)}, ${plural(summary.files, "file")})`);
     return EXIT.ok;
   }
   const waves = rollout.spec.waves.map((w) => `${w.name} (${w.teams.length})`).join(" → ");
-  rt.out(`rollout/${id} started: ${plural(summary.teams, "team")} ${version} in waves ${waves}, each gated on Ready (commit ${short(revision)})`);
+  rt.out(`rollout/${id} started: ${plural(summary.teams, "team")} ${version} in waves ${waves}, each gated on Ready (commit ${shortSha(revision)})`);
   rt.err(`Follow it with: berth rollout get ${id} --watch`);
   return EXIT.ok;
 }
@@ -237,11 +236,11 @@ export async function rolloutAction(rt: Runtime, id: string, action: "pause" | "
       .sort(([a], [b]) => (a < b ? -1 : 1))
       .map(([version, teams]) => `${version}: ${plural(teams.length, "team")}`)
       .join(", ");
-    rt.out(`rollout/${rollout.metadata.name} aborted (commit ${short(revision)}); nothing was reverted, each team is on one version: ${on || "no teams"}`);
+    rt.out(`rollout/${rollout.metadata.name} aborted (commit ${shortSha(revision)}); nothing was reverted, each team is on one version: ${on || "no teams"}`);
     return EXIT.ok;
   }
   const { body } = await client.request("POST", `${rolloutPath(id)}/${action}`, { schema: rolloutWriteResponse });
   const { rollout, revision } = body!;
-  rt.out(`rollout/${rollout.metadata.name} ${action === "pause" ? "paused" : "resumed"} (phase ${rollout.status.phase}, commit ${short(revision)})`);
+  rt.out(`rollout/${rollout.metadata.name} ${action === "pause" ? "paused" : "resumed"} (phase ${rollout.status.phase}, commit ${shortSha(revision)})`);
   return EXIT.ok;
 }

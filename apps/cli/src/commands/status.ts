@@ -4,6 +4,7 @@ import { createLogUpdate } from "log-update";
 import { stringify } from "yaml";
 import { ApiError, type BerthClient } from "../client.js";
 import { CliError, EXIT } from "../exit-codes.js";
+import { plural, shortSha } from "../output/text.js";
 import type { Runtime } from "../runtime.js";
 import { formatElapsed, renderFrame, WatchState } from "../watch.js";
 
@@ -78,7 +79,7 @@ async function watch(rt: Runtime, client: BerthClient, team: string, options: St
         const response = await fetchStatus(client, team);
         const changes = state.update(response, elapsed());
         if (!tty) {
-          if (first) rt.out(`[${formatElapsed(elapsed())}] team ${response.team}: in the Flux repo at ${response.revision?.slice(0, 7) ?? "none"}; watching ${response.clusters.length} cluster${response.clusters.length === 1 ? "" : "s"}`);
+          if (first) rt.out(`[${formatElapsed(elapsed())}] team ${response.team}: in the Flux repo at ${shortSha(response.revision)}; watching ${plural(response.clusters.length, "cluster")}`);
           for (const line of changes) rt.out(line);
         }
       } catch (err) {
@@ -97,7 +98,7 @@ async function watch(rt: Runtime, client: BerthClient, team: string, options: St
       const note = unobserved.length ? [`note: the API cannot see ${unobserved.join(", ")} (api.clusters), so the team is not checked there`] : [];
       if (outcome === "ready") {
         const n = state.observable().length;
-        return finish(EXIT.ok, [`team ${team} is Ready on ${n} cluster${n === 1 ? "" : "s"} (${formatElapsed(elapsed())})`, ...note]);
+        return finish(EXIT.ok, [`team ${team} is Ready on ${plural(n, "cluster")} (${formatElapsed(elapsed())})`, ...note]);
       }
       if (outcome === "failed") {
         return finish(EXIT.no, state.failures().map((f) => `error: team ${team} failed on ${f.cluster}: ${f.reason}`));

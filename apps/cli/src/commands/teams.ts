@@ -20,13 +20,12 @@ import { readTeamDocuments, type TeamDocument } from "../manifests.js";
 import { colorDiff } from "../output/diff.js";
 import { reportError } from "../output/errors.js";
 import { formatTable } from "../output/table.js";
+import { plural, shortSha } from "../output/text.js";
 import { PHASE_STYLES } from "../watch.js";
 import type { Runtime } from "../runtime.js";
 
 export type OutputFormat = "table" | "wide" | "json" | "yaml" | "name";
 
-const short = (sha: string | null | undefined) => (sha ? sha.slice(0, 7) : "none");
-const plural = (n: number, word: string) => `${n} ${word}${n === 1 ? "" : "s"}`;
 const teamPath = (name: string) => `/v1/teams/${encodeURIComponent(name)}`;
 const specOf = ({ name: _name, ...spec }: Team) => spec;
 
@@ -114,7 +113,7 @@ export async function apply(rt: Runtime, options: FileOptions & { dryRun: boolea
     }
     const { created, result } = await createOrUpdate(client, team);
     if (!result.committed) rt.out(`${label} unchanged`);
-    else rt.out(`${label} ${created ? "created" : "configured"} (commit ${short(result.revision)}, ${plural(result.files.length, "file")} ${created ? "written" : "changed"})`);
+    else rt.out(`${label} ${created ? "created" : "configured"} (commit ${shortSha(result.revision)}, ${plural(result.files.length, "file")} ${created ? "written" : "changed"})`);
     return EXIT.ok;
   });
 }
@@ -239,7 +238,7 @@ export async function deleteTeam(rt: Runtime, name: string, options: { yes: bool
   }
   try {
     const { body } = await client.request("DELETE", teamPath(name), { schema: deleteResponse });
-    rt.out(`team/${name} deleted (commit ${short(body!.revision)}, ${plural(body!.files.length, "file")} removed)`);
+    rt.out(`team/${name} deleted (commit ${shortSha(body!.revision)}, ${plural(body!.files.length, "file")} removed)`);
     return EXIT.ok;
   } catch (err) {
     if (options.ignoreNotFound && err instanceof ApiError && err.status === 404) return EXIT.ok;
