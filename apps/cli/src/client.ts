@@ -25,6 +25,11 @@ export class ApiError extends CliError {
   }
 }
 
+/** Errors that end a watch (`status`, `rollout get`) at once; anything else (network, 5xx) is retried until its timeout. */
+export function endsWatch(err: unknown): boolean {
+  return err instanceof ApiError ? err.status < 500 : !(err instanceof CliError && err.exitCode === EXIT.unavailable);
+}
+
 function exitCodeFor(status: number): ExitCode {
   if (status === 401 || status === 403) return EXIT.unauthorized;
   if (status === 429) return EXIT.unavailable;

@@ -10,7 +10,7 @@ import {
 } from "@berth/api-contract";
 import type { GateTeamReport, Rollout, RolloutPhase, RolloutRequest } from "@berth/core";
 import { stringify } from "yaml";
-import { ApiError } from "../client.js";
+import { endsWatch } from "../client.js";
 import { CliError, EXIT } from "../exit-codes.js";
 import type { Style } from "../io.js";
 import { parseRolloutRequest, readRolloutRequest } from "../manifests.js";
@@ -195,9 +195,7 @@ export async function watchRollout(rt: Runtime, id: string, options: { timeoutMs
     try {
       answer = (await client.request("GET", rolloutPath(id), { schema: rolloutResponse, timeoutMs: 30_000 })).body!;
     } catch (err) {
-      // A 4xx will not pass by waiting; anything else (network, 5xx) is retried until the timeout.
-      if (err instanceof ApiError && err.status < 500) throw err;
-      if (err instanceof CliError && err.exitCode === EXIT.interrupted) throw err;
+      if (endsWatch(err)) throw err;
       rt.err(`warning: ${(err as Error).message}; trying again`);
     }
     if (answer) {

@@ -2,7 +2,7 @@ import { setTimeout as sleep } from "node:timers/promises";
 import { statusResponse, type StatusResponse } from "@berth/api-contract";
 import { createLogUpdate } from "log-update";
 import { stringify } from "yaml";
-import { ApiError, type BerthClient } from "../client.js";
+import { endsWatch, type BerthClient } from "../client.js";
 import { CliError, EXIT } from "../exit-codes.js";
 import { plural, shortSha } from "../output/text.js";
 import type { Runtime } from "../runtime.js";
@@ -29,11 +29,6 @@ export function parseDuration(text: string): number {
 async function fetchStatus(client: BerthClient, team: string): Promise<StatusResponse> {
   const { body } = await client.request("GET", `/v1/teams/${encodeURIComponent(team)}/status`, { schema: statusResponse, timeoutMs: 30_000 });
   return body!;
-}
-
-/** Errors that end a watch at once; anything else (network, 5xx) is retried until the timeout. */
-function isFinal(err: unknown): boolean {
-  return err instanceof ApiError ? err.status < 500 : !(err instanceof CliError && err.exitCode === EXIT.unavailable);
 }
 
 export async function status(rt: Runtime, team: string, options: StatusOptions): Promise<number> {
@@ -83,7 +78,7 @@ async function watch(rt: Runtime, client: BerthClient, team: string, options: St
           for (const line of changes) rt.out(line);
         }
       } catch (err) {
-        if (isFinal(err)) {
+        if (endsWatch(err)) {
           if (spinner) clearInterval(spinner);
           log?.done();
           throw err;
