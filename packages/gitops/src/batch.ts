@@ -16,8 +16,9 @@ export interface QueuedTxn {
   origin: ChangeOrigin;
 }
 
+export type CommitTxn = { kind: "commit"; files: Map<string, string | null>; message: string; view: TxnView };
 export type PlannedTxn =
-  | { kind: "commit"; files: Map<string, string | null>; message: string; view: TxnView }
+  | CommitTxn
   | { kind: "noop"; view: TxnView }
   | { kind: "error"; error: unknown; view: TxnView };
 
@@ -43,6 +44,9 @@ export async function effectiveChanges(view: TxnView, change: RepoChange): Promi
   // of the files written so far are kept in a set: a change of 26,000 files must not compare every pair.
   const writtenDirs = new Map<string, number>();
   const isFile = async (p: string) => (out.has(p) ? out.get(p) !== null : view.isFile(p));
+  // Folders already found not to be files: a team's 22 files share a handful. A later write of a file at
+  // one of them is refused by the folder check below, so the answer cannot go stale within the change.
+  const openDirs = new Set<string>();
   const hasFileUnder = (p: string) => (writtenDirs.get(p) ?? 0) > 0;
   const track = (p: string, delta: 1 | -1) => {
     for (const d of parents(p)) writtenDirs.set(d, (writtenDirs.get(d) ?? 0) + delta);
@@ -61,7 +65,9 @@ export async function effectiveChanges(view: TxnView, change: RepoChange): Promi
       continue;
     }
     for (const parent of parents(path)) {
+      if (openDirs.has(parent)) continue;
       if (await isFile(parent)) throw new GitOpsError("invalid-change", `cannot write ${path}: ${parent} is a file`);
+      openDirs.add(parent);
     }
     if (hasFileUnder(path) || (await view.isDir(path))) {
       throw new GitOpsError("invalid-change", `cannot write ${path}: it is a folder`);
@@ -78,32 +84,48 @@ export async function effectiveChanges(view: TxnView, change: RepoChange): Promi
   return out;
 }
 
-/** Runs every transaction's mutate on `base`; never throws for a transaction's own failure. */
-export async function planBatch(txns: readonly QueuedTxn[], base: GitTree): Promise<Plan> {
-  const overlay = new BatchOverlay();
-  const planned: PlannedTxn[] = [];
-  for (const [position, txn] of txns.entries()) {
-    const view = new TxnView(base, overlay.at(position));
-    try {
-      const change = await txn.mutate(view);
-      if (change === null || change === undefined) {
-        planned.push({ kind: "noop", view });
-        continue;
-      }
-      if (!isRepoChange(change)) throw new GitOpsError("invalid-change", "mutate must resolve with a RepoChange (files: Map, subject) or null");
-      const files = await effectiveChanges(view, change);
-      if (files.size === 0) {
-        planned.push({ kind: "noop", view });
-        continue;
-      }
-      const message = buildCommitMessage(change, txn.origin);
-      overlay.add(position, files);
-      planned.push({ kind: "commit", files, message, view });
-    } catch (error) {
-      planned.push({ kind: "error", error, view });
+/**
+ * Plans a batch one transaction at a time on `base`, so transactions that arrive while the batch is being
+ * planned can still join it: each sees the base plus the changes of every transaction planned before it.
+ */
+export class BatchPlanner {
+  private readonly overlay = new BatchOverlay();
+  private readonly planned: PlannedTxn[] = [];
+
+  /** `onCommit` sees each commit as soon as it is planned, in order (to stream it to git meanwhile). */
+  constructor(
+    private readonly base: GitTree,
+    private readonly onCommit?: (txn: CommitTxn) => void,
+  ) {}
+
+  /** Runs each transaction's mutate after those already planned; never throws for a transaction's own failure. */
+  async add(txns: readonly QueuedTxn[]): Promise<void> {
+    for (const txn of txns) {
+      const planned = await this.planOne(txn, this.planned.length);
+      this.planned.push(planned);
+      if (planned.kind === "commit") this.onCommit?.(planned);
     }
   }
-  return { base: base.revision, txns: planned };
+
+  plan(): Plan {
+    return { base: this.base.revision, txns: [...this.planned] };
+  }
+
+  private async planOne(txn: QueuedTxn, position: number): Promise<PlannedTxn> {
+    const view = new TxnView(this.base, this.overlay.at(position));
+    try {
+      const change = await txn.mutate(view);
+      if (change === null || change === undefined) return { kind: "noop", view };
+      if (!isRepoChange(change)) throw new GitOpsError("invalid-change", "mutate must resolve with a RepoChange (files: Map, subject) or null");
+      const files = await effectiveChanges(view, change);
+      if (files.size === 0) return { kind: "noop", view };
+      const message = buildCommitMessage(change, txn.origin);
+      this.overlay.add(position, files);
+      return { kind: "commit", files, message, view };
+    } catch (error) {
+      return { kind: "error", error, view };
+    }
+  }
 }
 
 /**
@@ -130,35 +152,49 @@ export function planConflicts(plan: Plan, changed: readonly string[]): boolean {
   return false;
 }
 
-function data(buf: Buffer | string): string[] {
-  const b = typeof buf === "string" ? Buffer.from(buf, "utf8") : buf;
-  return [`data ${b.length}\n`, b.toString("utf8"), "\n"];
+/**
+ * A git fast-import stream, one piece at a time: the start (the plan's base), then each commit, in order,
+ * then the end. Request data only appears inside length-prefixed `data` blocks; paths were checked by
+ * assertWritablePath (no quoting needed: no spaces, quotes or line breaks). Each text is encoded once,
+ * straight into Buffers: joining a 100-commit batch's 10 MB into one string first copied it twice more.
+ */
+export class FastImportEncoder {
+  private marks = 0;
+  private readonly ident: string;
+
+  constructor(
+    private readonly ref: string,
+    author: { name: string; email: string },
+    when: Date,
+  ) {
+    this.ident = `${author.name} <${author.email}> ${Math.floor(when.getTime() / 1000)} +0000`;
+  }
+
+  /** The first commit goes on top of `base` (none: a new branch). */
+  start(base: string | undefined): Buffer {
+    return Buffer.from(`reset ${this.ref}\n${base ? `from ${base}\n` : ""}\n`, "utf8");
+  }
+
+  /** One commit on top of the previous one, in pieces; `mark` names it in the exported marks. */
+  commit(message: string, files: ReadonlyMap<string, string | null>): { chunks: Buffer[]; mark: number } {
+    const chunks: Buffer[] = [];
+    const data = (head: string, content: string) => {
+      const bytes = Buffer.from(content, "utf8");
+      chunks.push(Buffer.from(`${head}data ${bytes.length}\n`, "utf8"), bytes, NEWLINE);
+    };
+    const mark = ++this.marks;
+    data(`commit ${this.ref}\nmark :${mark}\nauthor ${this.ident}\ncommitter ${this.ident}\n`, message);
+    for (const [path, content] of files) {
+      if (content === null) chunks.push(Buffer.from(`D ${path}\n`, "utf8"));
+      else data(`M 100644 inline ${path}\n`, content);
+    }
+    chunks.push(NEWLINE);
+    return { chunks, mark };
+  }
+
+  end(): Buffer {
+    return Buffer.from("done\n", "utf8");
+  }
 }
 
-/**
- * A git fast-import stream that writes the plan's commits, in order, on `ref`, the first one on top of the
- * plan's base. Request data only appears inside length-prefixed `data` blocks; paths were checked by
- * assertWritablePath (no quoting needed: no spaces, quotes or line breaks).
- */
-export function fastImportStream(plan: Plan, ref: string, author: { name: string; email: string }, when: Date): { stream: Buffer; marks: number[] } {
-  const parts: string[] = [];
-  const marks: number[] = [];
-  const ident = `${author.name} <${author.email}> ${Math.floor(when.getTime() / 1000)} +0000`;
-  parts.push(`reset ${ref}\n`);
-  if (plan.base) parts.push(`from ${plan.base}\n`);
-  parts.push("\n");
-  let mark = 0;
-  for (const t of plan.txns) {
-    if (t.kind !== "commit") continue;
-    mark += 1;
-    marks.push(mark);
-    parts.push(`commit ${ref}\n`, `mark :${mark}\n`, `author ${ident}\n`, `committer ${ident}\n`, ...data(t.message));
-    for (const [path, content] of t.files) {
-      if (content === null) parts.push(`D ${path}\n`);
-      else parts.push(`M 100644 inline ${path}\n`, ...data(content));
-    }
-    parts.push("\n");
-  }
-  parts.push("done\n");
-  return { stream: Buffer.from(parts.join(""), "utf8"), marks };
-}
+const NEWLINE = Buffer.from("\n");

@@ -3,10 +3,10 @@ import { join } from "node:path";
 import type { ChangeOrigin, RepoChange, RepoTree } from "@berth/core";
 import PQueue from "p-queue";
 import pRetry from "p-retry";
-import { commitCount, fastImportStream, type Plan, planBatch, planConflicts, type QueuedTxn } from "./batch.js";
+import { BatchPlanner, type CommitTxn, commitCount, FastImportEncoder, type Plan, planConflicts, type QueuedTxn } from "./batch.js";
 import { type FluxRepoConfig, type ResolvedConfig, resolveConfig } from "./config.js";
 import { GitOpsError, PushRejectedError } from "./errors.js";
-import { GitRunner } from "./git-runner.js";
+import { GitRunner, type StreamingGit } from "./git-runner.js";
 import { GitTree, IndexCache, type TreeSource } from "./git-tree.js";
 import { type CommitSummary, commitsTouching, TrailerIndex } from "./history.js";
 import { ObjectReader } from "./object-reader.js";
@@ -324,14 +324,34 @@ export class FluxRepo {
       this.batchScheduled = false;
       const batch = this.pending.splice(0, this.cfg.maxBatchSize);
       if (this.pending.length > 0) this.schedule();
-      await this.runBatch(batch);
+      // Empty when the transactions queued for this run joined the batch before it while it was planned.
+      if (batch.length > 0) await this.runBatch(batch);
     });
+  }
+
+  /**
+   * Plans `waiters`, then every transaction that arrived meanwhile (up to maxBatchSize): requests that come
+   * in while a batch is planned share its fast-import and push instead of waiting for a batch of their own.
+   * `waiters` grows with them.
+   */
+  private async planJoining(waiters: Waiter[], head: string | undefined, onCommit: (txn: CommitTxn) => void): Promise<Plan> {
+    const planner = new BatchPlanner(new GitTree(this.source(), head), onCommit);
+    await planner.add(waiters.map((w) => w.txn));
+    while (waiters.length < this.cfg.maxBatchSize) {
+      // Before the batch closes, let the event loop take in I/O that has already arrived (one turn, no
+      // timer): a request whose bytes are here reaches transact() now rather than after this batch's push.
+      if (this.pending.length === 0) await new Promise<void>((resolve) => setImmediate(resolve));
+      if (this.pending.length === 0) break;
+      const late = this.pending.splice(0, this.cfg.maxBatchSize - waiters.length);
+      waiters.push(...late);
+      await planner.add(late.map((w) => w.txn));
+    }
+    return planner.plan();
   }
 
   /** One group commit: plan, commit, push; replay or rebase on a rejected push. Settles every waiter. */
   private async runBatch(waiters: Waiter[]): Promise<void> {
     const { logger, branch, maxPushAttempts, pushBudgetMs } = this.cfg;
-    const txns = waiters.map((w) => w.txn);
     const started = Date.now();
     this.counters.batches += 1;
     let plan: Plan | undefined;
@@ -364,10 +384,25 @@ export class FluxRepo {
             mark = now;
             return ms;
           };
-          plan ??= await planBatch(txns, new GitTree(this.source(), head));
-          phases.planMs = lap();
-          if (commitCount(plan) === 0) return [];
-          const commits = await this.importCommits(plan);
+          let commits: string[];
+          if (plan) {
+            phases.planMs = lap(); // rebased: the plan holds as it is
+            if (commitCount(plan) === 0) return [];
+            commits = await this.importCommits(plan);
+          } else {
+            // Each commit goes to fast-import as soon as it is planned: git writes the batch's objects on the
+            // other core while later requests are still arriving and being planned.
+            const importer = this.startImport(head);
+            try {
+              plan = await this.planJoining(waiters, head, (txn) => importer.add(txn));
+            } catch (err) {
+              importer.abort();
+              throw err;
+            }
+            phases.planMs = lap();
+            commits = await importer.finish();
+            if (commits.length === 0) return [];
+          }
           phases.importMs = lap();
           await this.push(commits[commits.length - 1] as string, plan.base);
           phases.pushMs = lap();
@@ -469,23 +504,50 @@ export class FluxRepo {
   }
 
   /** Writes the plan's commits with one `git fast-import`; returns their shas in order. */
-  private async importCommits(plan: Plan): Promise<string[]> {
-    const git = this.git();
+  private importCommits(plan: Plan): Promise<string[]> {
+    const importer = this.startImport(plan.base);
+    for (const t of plan.txns) if (t.kind === "commit") importer.add(t);
+    return importer.finish();
+  }
+
+  /**
+   * One `git fast-import` writing commits on top of `base` as they are added, onto the scratch ref;
+   * `finish()` answers their shas in order. git starts with the first commit (none: no process at all).
+   */
+  private startImport(base: string | undefined): { add(txn: CommitTxn): void; finish(): Promise<string[]>; abort(): void } {
     const marksFile = join(this.cfg.workDir, "berth-import.marks");
     this.lastImportAt = new Date();
-    const { stream, marks } = fastImportStream(plan, SCRATCH_REF, this.cfg.author, this.lastImportAt);
-    await git.runWithInput(["fast-import", "--quiet", "--done", "--force", `--export-marks=${marksFile}`], stream, "git fast-import");
-    const table = new Map<number, string>();
-    for (const line of (await readFile(marksFile, "utf8")).split("\n")) {
-      const m = /^:(\d+) ([0-9a-f]{40,64})$/.exec(line.trim());
-      if (m) table.set(Number(m[1]), m[2] as string);
-    }
-    await rm(marksFile, { force: true });
-    return marks.map((m) => {
-      const sha = table.get(m);
-      if (!sha) throw new GitOpsError("unavailable", `git fast-import did not report commit :${m}`);
-      return sha;
-    });
+    const encoder = new FastImportEncoder(SCRATCH_REF, this.cfg.author, this.lastImportAt);
+    const marks: number[] = [];
+    let git: StreamingGit | undefined;
+    return {
+      add: (txn) => {
+        if (!git) {
+          git = this.git().startWithInput(["fast-import", "--quiet", "--done", "--force", `--export-marks=${marksFile}`], "git fast-import");
+          git.write([encoder.start(base)]);
+        }
+        const { chunks, mark } = encoder.commit(txn.message, txn.files);
+        marks.push(mark);
+        git.write(chunks);
+      },
+      abort: () => git?.abort(),
+      finish: async () => {
+        if (!git) return [];
+        git.write([encoder.end()]);
+        await git.end();
+        const table = new Map<number, string>();
+        for (const line of (await readFile(marksFile, "utf8")).split("\n")) {
+          const m = /^:(\d+) ([0-9a-f]{40,64})$/.exec(line.trim());
+          if (m) table.set(Number(m[1]), m[2] as string);
+        }
+        await rm(marksFile, { force: true });
+        return marks.map((m) => {
+          const sha = table.get(m);
+          if (!sha) throw new GitOpsError("unavailable", `git fast-import did not report commit :${m}`);
+          return sha;
+        });
+      },
+    };
   }
 
   /**

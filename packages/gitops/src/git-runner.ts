@@ -6,6 +6,14 @@ import type { GitEnvironment } from "./remote-auth.js";
 const AUTH_FAILURE =
   /authentication failed|could not read (username|password)|HTTP Basic: Access denied|The requested URL returned error: 40[13]|\b401\b|\b403 Forbidden|Permission denied \(publickey|Host key verification failed|REMOTE HOST IDENTIFICATION HAS CHANGED|No .* host key is known|invalid credentials|terminal prompts disabled/i;
 
+/** A git process being fed its stdin (GitRunner.startWithInput). */
+export interface StreamingGit {
+  write(chunks: readonly Buffer[]): void;
+  /** Closes stdin; resolves with stdout once git exits 0. Throws GitOpsError. */
+  end(): Promise<string>;
+  abort(): void;
+}
+
 /**
  * Runs git in the long-lived clone. One-shot commands go through simple-git (argument checks, `timeout.block`
  * progress timeout); the two that stream stdin/stdout (fast-import, cat-file --batch) are spawned directly
@@ -66,35 +74,55 @@ export class GitRunner {
     return r.ok && r.stdout.trim() === ancestor;
   }
 
-  /** `git <args>` with `input` on stdin; killed after timeoutMs in total. */
-  runWithInput(args: string[], input: Buffer, what: string): Promise<string> {
-    return new Promise((resolve, reject) => {
-      const child = spawn("git", args, { cwd: this.opts.cwd, env: this.gitEnv.env, stdio: ["pipe", "pipe", "pipe"] });
-      const out: Buffer[] = [];
-      const err: Buffer[] = [];
-      let timedOut = false;
-      const timer = setTimeout(() => {
-        timedOut = true;
-        child.kill("SIGKILL");
-      }, this.opts.timeoutMs);
-      child.stdout.on("data", (b: Buffer) => out.push(b));
-      child.stderr.on("data", (b: Buffer) => err.push(b));
-      child.stdin.on("error", () => {}); // EPIPE when git dies early; reported through 'close'
+  /**
+   * `git <args>` fed on stdin piece by piece while the caller produces its input (fast-import of a batch
+   * whose commits are still being planned). `end()` closes stdin and resolves with stdout; from then on
+   * git has timeoutMs to finish. `abort()` kills it (nothing it wrote is referenced).
+   */
+  startWithInput(args: string[], what: string): StreamingGit {
+    const child = spawn("git", args, { cwd: this.opts.cwd, env: this.gitEnv.env, stdio: ["pipe", "pipe", "pipe"] });
+    const out: Buffer[] = [];
+    const err: Buffer[] = [];
+    let spawnError: Error | undefined;
+    child.stdout.on("data", (b: Buffer) => out.push(b));
+    child.stderr.on("data", (b: Buffer) => err.push(b));
+    child.stdin.on("error", () => {}); // EPIPE when git dies early; reported through 'close'
+    const closed = new Promise<number | null>((resolve) => {
       child.on("error", (e) => {
-        clearTimeout(timer);
-        reject(new GitOpsError("unavailable", `${what}: cannot run git: ${this.redact(e.message)}`, { cause: e }));
+        spawnError = e;
+        resolve(null);
       });
-      child.on("close", (code) => {
+      child.on("close", (code) => resolve(code));
+    });
+    return {
+      write: (chunks) => {
+        if (child.stdin.destroyed) return;
+        // One writev for the pieces, without copying them into one buffer first.
+        child.stdin.cork();
+        for (const chunk of chunks) child.stdin.write(chunk);
+        process.nextTick(() => child.stdin.uncork());
+      },
+      abort: () => {
+        child.kill("SIGKILL");
+      },
+      end: async () => {
+        let timedOut = false;
+        const timer = setTimeout(() => {
+          timedOut = true;
+          child.kill("SIGKILL");
+        }, this.opts.timeoutMs);
+        child.stdin.end();
+        const code = await closed;
         clearTimeout(timer);
-        if (timedOut) return reject(new GitOpsError("timeout", `${what}: no result after ${this.opts.timeoutMs} ms`));
+        if (spawnError) throw new GitOpsError("unavailable", `${what}: cannot run git: ${this.redact(spawnError.message)}`, { cause: spawnError });
+        if (timedOut) throw new GitOpsError("timeout", `${what}: no result after ${this.opts.timeoutMs} ms`);
         if (code !== 0) {
           const text = this.redact(Buffer.concat(err).toString("utf8").trim()).slice(0, 2000);
-          return reject(new GitOpsError("unavailable", `${what} failed (exit ${code}): ${text}`));
+          throw new GitOpsError("unavailable", `${what} failed (exit ${code}): ${text}`);
         }
-        resolve(Buffer.concat(out).toString("utf8"));
-      });
-      child.stdin.end(input);
-    });
+        return Buffer.concat(out).toString("utf8");
+      },
+    };
   }
 
   /** A long-running `git <args>` with piped stdio (cat-file --batch). */

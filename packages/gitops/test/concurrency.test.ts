@@ -3,7 +3,7 @@ import { TeamExistsError } from "@berth/core";
 import { afterEach, describe, expect, it } from "vitest";
 import { pushForeignCommit, startForeignPusher } from "../../../tests/support/foreign-pusher.js";
 import { createBareRepo, inspectRemote } from "../../../tests/support/git-remotes.js";
-import { change, openRepo } from "./helpers.js";
+import { change, openRepo, origin } from "./helpers.js";
 
 const cleanups: (() => Promise<void>)[] = [];
 afterEach(async () => {
@@ -100,6 +100,50 @@ describe("FluxRepo under concurrency", () => {
     expect(foreign.commits).toBeGreaterThanOrEqual(3);
     // Group commit: far fewer pushes than transactions.
     expect(stats.batches).toBeLessThan(50);
+  });
+
+  it("transactions that arrive while a batch is planned join it, each after the ones before it", async () => {
+    const remote = await createBareRepo();
+    cleanups.push(remote.remove);
+    const { repo, cleanup } = await openRepo(remote.url);
+    cleanups.push(cleanup);
+    await repo.transact(async () => change("seed", { "d/b.txt": "b", "d/d.txt": "d" }), origin);
+    const before = repo.stats();
+    let release!: () => void;
+    const gate = new Promise<void>((r) => (release = r));
+    let entered!: () => void;
+    const planning = new Promise<void>((r) => (entered = r));
+    const first = repo.transact(async () => {
+      entered();
+      await gate; // the batch is being planned while the next two arrive
+      return change("first", { "d/a.txt": "a", "d/c.txt": "c", "d/d.txt": null });
+    }, origin);
+    await planning;
+    const seen: string[][] = [];
+    const later = ["second", "third"].map((name) =>
+      repo.transact(async (tree) => {
+        seen.push(await tree.list("d"));
+        return change(name, { [`d/${name}.txt`]: name });
+      }, origin),
+    );
+    await new Promise((r) => setTimeout(r, 20));
+    release();
+    const results = await Promise.all([first, ...later]);
+    const after = repo.stats();
+
+    // One batch, one push: without joining, the two late ones would have waited for a batch of their own.
+    expect(after.batches - before.batches).toBe(1);
+    expect(after.pushAttempts - before.pushAttempts).toBe(1);
+    expect(results.every((r) => r.committed)).toBe(true);
+    // Each saw the changes of the transactions before it (the folder listed as git would, sorted).
+    expect(seen).toEqual([
+      ["d/a.txt", "d/b.txt", "d/c.txt"],
+      ["d/a.txt", "d/b.txt", "d/c.txt", "d/second.txt"],
+    ]);
+    const state = await inspectRemote(remote.url);
+    expect(state.commits.map((c) => c.subject)).toEqual(["third", "second", "first", "seed"]);
+    expect(state.commits.slice(0, 3).map((c) => c.sha)).toEqual(results.map((r) => r.revision).reverse());
+    expect([...state.files.keys()].sort()).toEqual(["d/a.txt", "d/b.txt", "d/c.txt", "d/second.txt", "d/third.txt"]);
   });
 
   it("a throwing transaction in a batch is skipped; the others commit", async () => {

@@ -128,6 +128,7 @@ describe("FluxRepo over file://", () => {
     await expect(repo.transact(write("clash", { a: "x" }), origin)).rejects.toThrow(/is a folder/);
     await expect(repo.transact(write("clash", { a: null }), origin)).rejects.toThrow(/is a folder/);
     await expect(repo.transact(write("clash", { "n/x": "1", "n/x/y": "2" }), origin)).rejects.toThrow(/is a file/);
+    await expect(repo.transact(write("clash", { "n/x/y": "2", "n/x": "1" }), origin)).rejects.toThrow(/is a folder/);
     const state = await inspectRemote(remote.url);
     expect(state.head).toBe(seed.revision);
     expect([...state.files.keys()]).toEqual(["a/file.yaml"]);
