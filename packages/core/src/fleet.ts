@@ -92,7 +92,11 @@ export class Fleet {
    * the caller decides (an unstaged rollout commits nothing if any failed).
    */
   async plan(tree: RepoTree, names: readonly string[], version?: string): Promise<FleetPlan> {
-    const results = await Promise.all(names.map((name) => this.planTeam(tree, name, version)));
+    // Each team folder's content id from one listing, for the parse cache (asking git for 1,000 folders
+    // one by one made it walk the 1,000-entry teams folder each time).
+    const folders = tree.entries ? await tree.entries(this.layout.teamsDir) : [];
+    const folderIds = new Map(folders.filter((e) => e.kind === "folder").map((e) => [e.name, e.id]));
+    const results = await Promise.all(names.map((name) => this.planTeam(tree, name, version, folderIds.get(name))));
     const plan: FleetPlan = { changed: [], unchanged: [], failed: [], gone: [], files: new Map() };
     const memberships: Array<{ team: string; clusters: ReadonlySet<string> }> = [];
     for (const r of results) {
@@ -169,6 +173,7 @@ export class Fleet {
     tree: RepoTree,
     name: string,
     version: string | undefined,
+    folderId: string | undefined,
   ): Promise<
     | { kind: "gone"; team: string }
     | { kind: "failed"; team: string; error: string }
@@ -178,7 +183,9 @@ export class Fleet {
     const text = await tree.read(path);
     if (text === undefined) return { kind: "gone", team: name };
     try {
-      const stored = parseTeamFile(text, path);
+      // Parsed once per team folder content, shared with the selection's listing (a 1,000-team preview
+      // parsed every team file twice).
+      const stored = (await this.onboarding.readTeam(tree, name, folderId)) ?? parseTeamFile(text, path);
       const from = stored.templateVersion!;
       const to = version ?? from;
       this.onboarding.catalog.get(to);

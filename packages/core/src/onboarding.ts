@@ -62,10 +62,14 @@ export class Onboarding {
     this.catalog = templates instanceof TemplateCatalog ? templates : TemplateCatalog.of(templates);
   }
 
-  async readTeam(tree: RepoTree, name: string): Promise<Team | undefined> {
-    const folderId = tree.contentId ? await tree.contentId(this.layout.teamDir(name)) : undefined;
-    if (tree.contentId && folderId === undefined) return undefined;
-    return this.parsedTeam(tree, name, folderId);
+  /**
+   * The team in the tree, undefined when it has no folder. `folderId` is its folder's content id when the
+   * caller has it already (from one listing of the teams folder): git then need not find each folder again.
+   */
+  async readTeam(tree: RepoTree, name: string, folderId?: string): Promise<Team | undefined> {
+    const id = folderId ?? (tree.contentId ? await tree.contentId(this.layout.teamDir(name)) : undefined);
+    if (tree.contentId && id === undefined) return undefined;
+    return this.parsedTeam(tree, name, id);
   }
 
   /**
@@ -270,11 +274,11 @@ export class Onboarding {
   async indexChanges(tree: RepoTree, updates: ReadonlyArray<{ team: string; clusters: ReadonlySet<string> }>): Promise<Map<string, string | null>> {
     const changes = new Map<string, string | null>();
     for (const cluster of allClusters(this.platform).map((c) => c.name)) {
-      const members = new Set(
-        (await tree.list(this.layout.clusterTeamsDir(cluster)))
-          .map((p) => this.layout.ownerOf(p))
-          .flatMap((owner) => (owner.kind === "team" ? [owner.team] : [])),
-      );
+      const members = new Set<string>();
+      for (const path of await tree.list(this.layout.clusterTeamsDir(cluster))) {
+        const owner = this.layout.ownerOf(path);
+        if (owner.kind === "team") members.add(owner.team);
+      }
       for (const { team, clusters } of updates) {
         if (clusters.has(cluster)) members.add(team);
         else members.delete(team);

@@ -143,7 +143,8 @@ export class GitTree implements RepoTree {
 
   async list(dir: string): Promise<string[]> {
     const d = normalizeDir(dir);
-    return (await this.index())?.list(d) ?? [];
+    const index = await this.index();
+    return index ? [...index.list(d)] : [];
   }
 
   async hasContent(path: string, content: string): Promise<boolean> {
@@ -251,12 +252,27 @@ export class TxnView implements RepoTree {
   async list(dir: string): Promise<string[]> {
     const d = normalizeDir(dir);
     this.lists.add(d);
-    const files = new Set(await this.base.list(d));
-    for (const [p, content] of this.overlay.below(d)) {
-      if (content === null) files.delete(p);
-      else files.add(p);
+    const base = await this.base.list(d);
+    const overlaid = [...this.overlay.below(d)];
+    // Most views list a folder the batch has not touched yet: the base's listing is already sorted.
+    if (overlaid.length === 0) return base;
+    // Otherwise merge the (few) overlaid paths into it rather than sorting the whole folder again.
+    const removed = new Set<string>();
+    const added: string[] = [];
+    for (const [p, content] of overlaid) {
+      if (content === null) removed.add(p);
+      else added.push(p);
     }
-    return [...files].sort();
+    added.sort();
+    const files: string[] = [];
+    let a = 0;
+    for (const p of base) {
+      while (a < added.length && added[a]! < p) files.push(added[a++]!);
+      if (a < added.length && added[a] === p) a++; // rewritten: listed once
+      if (!removed.has(p)) files.push(p);
+    }
+    while (a < added.length) files.push(added[a++]!);
+    return files;
   }
 
   /**

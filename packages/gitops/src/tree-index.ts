@@ -9,14 +9,21 @@ import { hash } from "node:crypto";
  */
 export class TreeIndex {
   /** Paths in code-point order, for prefix ranges. */
-  private readonly sorted: string[];
+  private readonly sorted: readonly string[];
+  /**
+   * Folder listings already answered. The index never changes, and a batch of onboardings lists the same
+   * cluster folders once per transaction: 100 transactions into a 1,000-team fleet listed 300,000 paths.
+   */
+  private readonly listings = new Map<string, readonly string[]>();
 
   constructor(
     private readonly blobs: ReadonlyMap<string, string>,
     /** "sha1" or "sha256": how blob ids are computed (the repository's object format). */
     readonly format: "sha1" | "sha256",
+    /** `blobs`' paths already in code-point order (a derived index merges instead of sorting again). */
+    sorted?: readonly string[],
   ) {
-    this.sorted = [...blobs.keys()].sort(compare);
+    this.sorted = sorted ?? [...blobs.keys()].sort(compare);
   }
 
   /** Parses `git ls-tree -r -z --full-tree` output (`<mode> <type> <oid>\t<path>\0`...): blobs only. */
@@ -58,11 +65,18 @@ export class TreeIndex {
   }
 
   /** Every file below `dir` ("" = all), sorted. */
-  list(dir: string): string[] {
-    if (dir === "") return [...this.sorted];
-    const prefix = `${dir}/`;
-    const out: string[] = [];
-    for (let i = lowerBound(this.sorted, prefix); i < this.sorted.length && this.sorted[i]!.startsWith(prefix); i++) out.push(this.sorted[i]!);
+  list(dir: string): readonly string[] {
+    if (dir === "") return this.sorted;
+    let out = this.listings.get(dir);
+    if (out === undefined) {
+      const prefix = `${dir}/`;
+      const start = lowerBound(this.sorted, prefix);
+      let end = start;
+      while (end < this.sorted.length && this.sorted[end]!.startsWith(prefix)) end++;
+      out = this.sorted.slice(start, end);
+      if (this.listings.size >= MAX_LISTINGS) this.listings.clear();
+      this.listings.set(dir, out);
+    }
     return out;
   }
 
@@ -79,7 +93,7 @@ export class TreeIndex {
       if (content === null) next.delete(path);
       else next.set(path, blobId(content, this.format));
     }
-    return new TreeIndex(next, this.format);
+    return this.derived(next);
   }
 
   /** The index after `git diff-tree -r -z --no-renames` output (`:<m> <m> <old> <new> <status>\0<path>\0`...). */
@@ -94,7 +108,24 @@ export class TreeIndex {
       if (status === "D" || newMode === "000000") next.delete(path);
       else if (newMode !== "160000" && newOid) next.set(path, newOid); // not a submodule: a blob
     }
-    return new TreeIndex(next, this.format);
+    return this.derived(next);
+  }
+
+  /**
+   * An index of `next`, a copy of this one's map with some paths added or removed: its sorted paths are
+   * this index's without the removed ones, merged with the (few) added ones, not a sort of every path.
+   */
+  private derived(next: ReadonlyMap<string, string>): TreeIndex {
+    const added = [...next.keys()].filter((p) => !this.blobs.has(p)).sort(compare);
+    const sorted: string[] = [];
+    let a = 0;
+    for (const path of this.sorted) {
+      if (!next.has(path)) continue;
+      while (a < added.length && added[a]! < path) sorted.push(added[a++]!);
+      sorted.push(path);
+    }
+    while (a < added.length) sorted.push(added[a++]!);
+    return new TreeIndex(next, this.format, sorted);
   }
 }
 
@@ -105,6 +136,9 @@ export class TreeIndex {
 export function blobId(content: string, format: "sha1" | "sha256" = "sha1"): string {
   return hash(format, `blob ${Buffer.byteLength(content, "utf8")}\0${content}`, "hex");
 }
+
+/** Folder listings one index remembers; past that it starts over (a fleet-wide read lists every team folder). */
+const MAX_LISTINGS = 50_000;
 
 function compare(a: string, b: string): number {
   return a < b ? -1 : a > b ? 1 : 0;

@@ -63,4 +63,23 @@ describe("TreeIndex", () => {
       for (const p of expected.list("")) expect(ix.oid(p), p).toBe(expected.oid(p));
     }
   });
+
+  it("keeps every folder listing in git's order when a derived index adds paths between existing ones", async () => {
+    const repo = await newRepo();
+    const first = await commit(repo, { "a/b.yaml": "1\n", "a/d.yaml": "2\n", "a-z/x.yaml": "3\n", "b/z.yaml": "4\n" });
+    // Added before, between and after existing paths, in a folder of its own, and one removed.
+    const change = { "a/a.yaml": "5\n", "a/c.yaml": "6\n", "a/e.yaml": "7\n", "a.yaml": "8\n", "a0/y.yaml": "9\n", "b/z.yaml": null, "c/n.yaml": "10\n" };
+    const second = await commit(repo, change);
+    const base = index(repo, first);
+    base.list("a"); // a listing the base remembers must not leak into the derived index
+    const derived = base.withChanges(Object.entries(change));
+    const expected = index(repo, second);
+    const gitList = (dir: string) => git(repo, "ls-tree", "-r", "--name-only", second, "--", `${dir}/`).trim().split("\n").filter(Boolean);
+    expect(derived.list("")).toEqual(expected.list(""));
+    for (const dir of ["a", "a-z", "a0", "b", "c"]) {
+      expect(derived.list(dir), dir).toEqual(gitList(dir));
+      expect(derived.list(dir), `${dir}, listed again`).toEqual(gitList(dir));
+    }
+    expect(base.list("a")).toEqual(["a/b.yaml", "a/d.yaml"]);
+  });
 });
