@@ -2,7 +2,7 @@ import type { CommitInfo, RepoTree, Trailer, TreeEntry } from "@berth/core";
 import type { GitRunner } from "./git-runner.js";
 import { commitChanges, type TrailerIndex } from "./history.js";
 import type { ObjectKind, ObjectReader } from "./object-reader.js";
-import { TreeIndex } from "./tree-index.js";
+import { mergeSorted, TreeIndex } from "./tree-index.js";
 import { assertReadablePath, normalizeDir, parents } from "./paths.js";
 
 /** What a GitTree reads through; shared by every tree of one FluxRepo. */
@@ -263,16 +263,7 @@ export class TxnView implements RepoTree {
       if (content === null) removed.add(p);
       else added.push(p);
     }
-    added.sort();
-    const files: string[] = [];
-    let a = 0;
-    for (const p of base) {
-      while (a < added.length && added[a]! < p) files.push(added[a++]!);
-      if (a < added.length && added[a] === p) a++; // rewritten: listed once
-      if (!removed.has(p)) files.push(p);
-    }
-    while (a < added.length) files.push(added[a++]!);
-    return files;
+    return mergeSorted(base, added, (p) => removed.has(p));
   }
 
   /**

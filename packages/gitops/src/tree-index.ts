@@ -116,16 +116,8 @@ export class TreeIndex {
    * this index's without the removed ones, merged with the (few) added ones, not a sort of every path.
    */
   private derived(next: ReadonlyMap<string, string>): TreeIndex {
-    const added = [...next.keys()].filter((p) => !this.blobs.has(p)).sort(compare);
-    const sorted: string[] = [];
-    let a = 0;
-    for (const path of this.sorted) {
-      if (!next.has(path)) continue;
-      while (a < added.length && added[a]! < path) sorted.push(added[a++]!);
-      sorted.push(path);
-    }
-    while (a < added.length) sorted.push(added[a++]!);
-    return new TreeIndex(next, this.format, sorted);
+    const added = [...next.keys()].filter((p) => !this.blobs.has(p));
+    return new TreeIndex(next, this.format, mergeSorted(this.sorted, added, (p) => !next.has(p)));
   }
 }
 
@@ -135,6 +127,23 @@ export class TreeIndex {
  */
 export function blobId(content: string, format: "sha1" | "sha256" = "sha1"): string {
   return hash(format, `blob ${Buffer.byteLength(content, "utf8")}\0${content}`, "hex");
+}
+
+/**
+ * `sorted` (paths in code-point order) without the `removed` ones, with `added` merged in at their places;
+ * a path in both is listed once. Linear in `sorted`: the few paths a change adds are sorted, not all.
+ */
+export function mergeSorted(sorted: readonly string[], added: readonly string[], removed: (path: string) => boolean): string[] {
+  const extra = [...added].sort(compare);
+  const out: string[] = [];
+  let a = 0;
+  for (const path of sorted) {
+    while (a < extra.length && extra[a]! < path) out.push(extra[a++]!);
+    if (a < extra.length && extra[a] === path) a++;
+    if (!removed(path)) out.push(path);
+  }
+  while (a < extra.length) out.push(extra[a++]!);
+  return out;
 }
 
 /** Folder listings one index remembers; past that it starts over (a fleet-wide read lists every team folder). */

@@ -3,7 +3,7 @@ import { mkdir, mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
-import { blobId, TreeIndex } from "../src/tree-index.js";
+import { blobId, mergeSorted, TreeIndex } from "../src/tree-index.js";
 
 /** The tree index against a real git repository: what git says is what the index answers. */
 const dirs: string[] = [];
@@ -81,5 +81,13 @@ describe("TreeIndex", () => {
       expect(derived.list(dir), `${dir}, listed again`).toEqual(gitList(dir));
     }
     expect(base.list("a")).toEqual(["a/b.yaml", "a/d.yaml"]);
+  });
+
+  it("merges added paths into a sorted listing: removed ones dropped, a rewritten one listed once", () => {
+    const base = ["d/a-b.yaml", "d/b.yaml", "d/d.yaml", "d/f.yaml"];
+    const merged = mergeSorted(base, ["d/z.yaml", "d/a.yaml", "d/d.yaml", "d/c.yaml"], (p) => p === "d/f.yaml");
+    expect(merged).toEqual(["d/a-b.yaml", "d/a.yaml", "d/b.yaml", "d/c.yaml", "d/d.yaml", "d/z.yaml"]);
+    expect(merged).toEqual([...new Set([...base.filter((p) => p !== "d/f.yaml"), "d/z.yaml", "d/a.yaml", "d/c.yaml"])].sort());
+    expect(base).toEqual(["d/a-b.yaml", "d/b.yaml", "d/d.yaml", "d/f.yaml"]);
   });
 });
