@@ -65,6 +65,23 @@ export function repoLayout(platform: Platform) {
     return { kind: "unowned" };
   };
 
+  /**
+   * The teams whose Flux file is among `paths` (a listing of the cluster's teams folder), in listing order:
+   * exactly the paths ownerOf gives to a team there, without asking it per path. Each write rebuilds every
+   * cluster's index from its folder, a thousand paths each: ownerOf's lookups were most of that time.
+   */
+  const teamsInClusterListing = (cluster: string, paths: readonly string[]): string[] => {
+    const prefix = `${clusterTeamsDir(cluster)}/`;
+    const index = clusterTeamsIndex(cluster);
+    const teams: string[] = [];
+    for (const path of paths) {
+      if (path === index || !path.startsWith(prefix) || !path.endsWith(".yaml")) continue;
+      const team = path.slice(prefix.length, -".yaml".length);
+      if (team !== "" && !team.includes("/")) teams.push(team);
+    }
+    return teams;
+  };
+
   return {
     teamsDir,
     clustersDir,
@@ -82,6 +99,7 @@ export function repoLayout(platform: Platform) {
     clusterTeamsDir,
     fluxKustomization,
     clusterTeamsIndex,
+    teamsInClusterListing,
     ownerOf,
     /**
      * The write guard: refuses (PathOwnershipError) when any of `paths` is not the team's own, e.g. a

@@ -274,11 +274,7 @@ export class Onboarding {
   async indexChanges(tree: RepoTree, updates: ReadonlyArray<{ team: string; clusters: ReadonlySet<string> }>): Promise<Map<string, string | null>> {
     const changes = new Map<string, string | null>();
     for (const cluster of allClusters(this.platform).map((c) => c.name)) {
-      const members = new Set<string>();
-      for (const path of await tree.list(this.layout.clusterTeamsDir(cluster))) {
-        const owner = this.layout.ownerOf(path);
-        if (owner.kind === "team") members.add(owner.team);
-      }
+      const members = new Set(this.layout.teamsInClusterListing(cluster, await tree.list(this.layout.clusterTeamsDir(cluster))));
       for (const { team, clusters } of updates) {
         if (clusters.has(cluster)) members.add(team);
         else members.delete(team);

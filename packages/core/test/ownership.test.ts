@@ -188,6 +188,25 @@ describe("the write guard", () => {
       expect(layout.ownerOf(path), path).toEqual({ kind: "unowned" });
     }
   });
+
+  it("finds a cluster listing's teams exactly where ownerOf finds them", () => {
+    const dir = layout.clusterTeamsDir("aks-dev-weu");
+    // Entries of the folder as a hand edit might leave them: Flux files, the index, nested and odd names.
+    const entry = fc.oneof(
+      fc.constantFrom("kustomization.yaml", ".yaml", "..yaml", "a.yml", "sub/x.yaml", "sub/kustomization.yaml", "README.md", "x.yaml.bak"),
+      fc.stringMatching(/^[a-z.][a-z0-9.-]{0,12}(\/[a-z]{1,4})?\.yaml$/),
+    );
+    fc.assert(
+      fc.property(fc.uniqueArray(entry, { maxLength: 30 }), (entries) => {
+        const paths = entries.map((e) => `${dir}/${e}`).sort();
+        const byOwner = paths.flatMap((p) => {
+          const owner = layout.ownerOf(p);
+          return owner.kind === "team" ? [owner.team] : [];
+        });
+        expect(layout.teamsInClusterListing("aks-dev-weu", paths)).toEqual(byOwner);
+      }),
+    );
+  });
 });
 
 describe("layout config", () => {
