@@ -123,7 +123,7 @@ describe("FluxRepo under concurrency", () => {
     const later = ["second", "third"].map((name) =>
       repo.transact(async (tree) => {
         seen.push(await tree.list("d"));
-        return change(name, { [`d/${name}.txt`]: name });
+        return change(name, { [`d/${name}.txt`]: name, "d/b.txt": `b by ${name}` });
       }, origin),
     );
     await new Promise((r) => setTimeout(r, 20));
@@ -144,6 +144,13 @@ describe("FluxRepo under concurrency", () => {
     expect(state.commits.map((c) => c.subject)).toEqual(["third", "second", "first", "seed"]);
     expect(state.commits.slice(0, 3).map((c) => c.sha)).toEqual(results.map((r) => r.revision).reverse());
     expect([...state.files.keys()].sort()).toEqual(["d/a.txt", "d/b.txt", "d/c.txt", "d/second.txt", "d/third.txt"]);
+    // The pushed head's tree (derived from the batch's changes, not listed by git) holds each path's last content.
+    const head = await repo.snapshot();
+    expect(head.revision).toBe(state.head);
+    expect(await head.list("")).toEqual([...state.files.keys()].sort());
+    for (const [path, content] of state.files) expect(await head.hasContent!(path, content), path).toBe(true);
+    expect(state.files.get("d/b.txt")).toBe("b by third");
+    expect(await head.hasContent!("d/b.txt", "b by second")).toBe(false);
   });
 
   it("a throwing transaction in a batch is skipped; the others commit", async () => {
