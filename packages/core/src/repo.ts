@@ -33,8 +33,11 @@ export interface RepoTree {
   readonly revision: string | undefined;
   /** The file's text, or undefined when it does not exist. */
   read(path: string): Promise<string | undefined>;
-  /** Every file path below `dir` (recursive), sorted. Empty when the folder does not exist. */
-  list(dir: string): Promise<string[]>;
+  /**
+   * Every file path below `dir` (recursive), sorted. Empty when the folder does not exist. Read-only: an
+   * adapter may answer the same listing to every caller.
+   */
+  list(dir: string): Promise<readonly string[]>;
   /**
    * Whether the file exists with exactly this content. Optional: an adapter that can answer without
    * reading the file (git compares blob ids) provides it; otherwise callers compare `read`.

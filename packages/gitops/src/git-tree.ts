@@ -141,10 +141,10 @@ export class GitTree implements RepoTree {
     };
   }
 
-  async list(dir: string): Promise<string[]> {
+  async list(dir: string): Promise<readonly string[]> {
     const d = normalizeDir(dir);
-    const index = await this.index();
-    return index ? [...index.list(d)] : [];
+    // The index's own listing, not a copy: a batch lists each cluster's teams folder once per transaction.
+    return (await this.index())?.list(d) ?? [];
   }
 
   async hasContent(path: string, content: string): Promise<boolean> {
@@ -249,7 +249,7 @@ export class TxnView implements RepoTree {
     return this.base.hasContent(path, content);
   }
 
-  async list(dir: string): Promise<string[]> {
+  async list(dir: string): Promise<readonly string[]> {
     const d = normalizeDir(dir);
     this.lists.add(d);
     const base = await this.base.list(d);

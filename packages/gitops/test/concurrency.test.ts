@@ -119,7 +119,7 @@ describe("FluxRepo under concurrency", () => {
       return change("first", { "d/a.txt": "a", "d/c.txt": "c", "d/d.txt": null });
     }, origin);
     await planning;
-    const seen: string[][] = [];
+    const seen: (readonly string[])[] = [];
     const later = ["second", "third"].map((name) =>
       repo.transact(async (tree) => {
         seen.push(await tree.list("d"));

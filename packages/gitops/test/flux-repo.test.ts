@@ -58,7 +58,7 @@ describe("FluxRepo over file://", () => {
   it("mutate sees the tree it commits on; body lines land between subject and trailers", async () => {
     const { remote, repo } = await setup();
     await repo.transact(write("seed", { "teams/index.txt": "a\n", "teams/a/team.yaml": "a" }), origin);
-    const seen: string[][] = [];
+    const seen: (readonly string[])[] = [];
     await repo.transact(async (tree) => {
       seen.push(await tree.list("teams"), await tree.list(""), await tree.list("nope"), await tree.list("teams/index.txt"));
       const index = (await tree.read("teams/index.txt")) ?? "";
