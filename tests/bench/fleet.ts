@@ -17,7 +17,7 @@
  * with the machine's load average before and after each size (it is shared; quote both with a figure).
  */
 import { loadConfig, loadTemplateCatalog } from "@berth/config";
-import { Onboarding, renderClusterTeamsIndex, allClusters, validateTeam } from "@berth/core";
+import { Onboarding, renderClusterIndexes, allClusters, validateTeam } from "@berth/core";
 import { FluxRepo } from "@berth/gitops";
 import { loadavg } from "node:os";
 import { join } from "node:path";
@@ -61,7 +61,7 @@ async function seed(url: string, n: number): Promise<number> {
     const team = { ...validateTeam({ name, description: `Team ${i}`, owners: [OWNER], environments: ["dev", "prod"], roleAssignments: [{ role: "rg-contributor" }], labels: { "cost-center": `cc-${i % 97}` } }, config.platform), templateVersion: "v1" };
     for (const [p, c] of onboarding.render(team)) files.set(p, c);
   }
-  for (const c of allClusters(config.platform)) files.set(`clusters/${c.name}/teams/kustomization.yaml`, renderClusterTeamsIndex(names));
+  for (const c of allClusters(config.platform)) for (const [p, content] of renderClusterIndexes(config.platform, c.name, names)) files.set(p, content);
   const work = await makeTempDir("berth-bench-seed-");
   const repo = FluxRepo.fromConfig({ url, branch: "main", workDir: join(work, "clone"), author: { name: "seed", email: "seed@bench" }, auth: { kind: "none" }, timeoutMs: 600_000 });
   await repo.transact(async () => ({ files, subject: `seed ${n} teams` }), { actor: "bench", requestId: "seed" });

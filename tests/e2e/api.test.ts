@@ -3,6 +3,7 @@ import { mkdtempSync, readFileSync, existsSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { pathToFileURL } from "node:url";
+import { teamShard } from "@berth/core";
 import { parse } from "yaml";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { DEV_TOKEN, startBerth, type RunningBerth } from "../support/berth.js";
@@ -121,7 +122,8 @@ describe("onboarding API against a file:// Flux repo", () => {
       const spec = parse(readFileSync(join(clone, "teams/payments/base/team.yaml"), "utf8"));
       expect(spec).toMatchObject({ kind: "Team", metadata: { name: "payments" }, spec: { owners: [OWNER], environments: ["dev"] } });
       for (const f of body.files) expect(existsSync(join(clone, f.path)), f.path).toBe(true);
-      expect(readFileSync(join(clone, "clusters/aks-dev-weu/teams/kustomization.yaml"), "utf8")).toContain("- payments.yaml");
+      expect(parse(readFileSync(join(clone, "clusters/aks-dev-weu/teams/kustomization.yaml"), "utf8")).resources).toEqual([teamShard("payments")]);
+      expect(readFileSync(join(clone, `clusters/aks-dev-weu/teams/${teamShard("payments")}/kustomization.yaml`), "utf8")).toContain("- payments.yaml");
       const message = git(clone, "log", "-1", "--format=%B");
       expect(message).toContain("berth: onboard team payments");
       expect(message).toContain("Berth-Requested-By: developer");
@@ -172,7 +174,7 @@ describe("onboarding API against a file:// Flux repo", () => {
     expect(res.statusCode).toBe(200);
     const body = res.json();
     expect(body.committed).toBe(true);
-    expect(body.files).toEqual(expect.arrayContaining([{ path: "clusters/aks-prod-weu/teams/payments.yaml", status: "added" }, { path: "teams/payments/base/team.yaml", status: "modified" }]));
+    expect(body.files).toEqual(expect.arrayContaining([{ path: `clusters/aks-prod-weu/teams/${teamShard("payments")}/payments.yaml`, status: "added" }, { path: "teams/payments/base/team.yaml", status: "modified" }]));
     expect(body.files.find((f: { path: string }) => f.path === "teams/payments/base/limit-range.yaml")).toBeUndefined();
     const head = remoteHead();
     expect(body.revision).toBe(head);
@@ -219,7 +221,7 @@ describe("onboarding API against a file:// Flux repo", () => {
       expect(res.statusCode).toBe(422);
       expect(res.headers["content-type"]).toContain("application/problem+json");
       const problem = res.json();
-      expect(problem.errors).toEqual([{ field: "name", rule: expect.stringContaining("clusters/aks-dev-weu/teams/kustomization.yaml") }]);
+      expect(problem.errors).toEqual([{ field: "name", rule: expect.stringContaining(`clusters/aks-dev-weu/teams/${teamShard("kustomization")}/kustomization.yaml`) }]);
       const preview = await berth.server.inject({ method: "POST", url: "/v1/teams/preview", headers: auth, payload: team("kustomization", { environments }) });
       expect(preview.statusCode).toBe(422);
     }
@@ -254,11 +256,12 @@ describe("onboarding API against a file:// Flux repo", () => {
     const clone = cloneOf(remote);
     try {
       expect(existsSync(join(clone, "teams/payments"))).toBe(false);
-      expect(existsSync(join(clone, "clusters/aks-prod-weu/teams/payments.yaml"))).toBe(false);
+      expect(existsSync(join(clone, `clusters/aks-prod-weu/teams/${teamShard("payments")}`))).toBe(false);
       expect(existsSync(join(clone, "teams/search/base/team.yaml"))).toBe(true);
-      const index = readFileSync(join(clone, "clusters/aks-dev-weu/teams/kustomization.yaml"), "utf8");
-      expect(index).toContain("- search.yaml");
-      expect(index).not.toContain("payments");
+      expect(readFileSync(join(clone, `clusters/aks-dev-weu/teams/${teamShard("search")}/kustomization.yaml`), "utf8")).toContain("- search.yaml");
+      // payments was alone in its shard: the shard folder went, and the top index lists search's only.
+      expect(existsSync(join(clone, `clusters/aks-dev-weu/teams/${teamShard("payments")}`))).toBe(false);
+      expect(parse(readFileSync(join(clone, "clusters/aks-dev-weu/teams/kustomization.yaml"), "utf8")).resources).toEqual([teamShard("search")]);
       expect(git(clone, "log", "-1", "--format=%s")).toBe("berth: offboard team payments");
     } finally {
       rmSync(clone, { recursive: true, force: true });

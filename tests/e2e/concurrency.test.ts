@@ -1,3 +1,5 @@
+import { teamShard } from "@berth/core";
+import { parse } from "yaml";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { DEV_TOKEN, startBerth, type RunningBerth } from "../support/berth.js";
 import { pushForeignCommit, startForeignPusher } from "../support/foreign-pusher.js";
@@ -45,8 +47,9 @@ describe(`${TEAMS} concurrent onboardings while another writer keeps pushing to 
 
     const state = await inspectRemote(url);
     for (const name of names) expect(state.files.has(`teams/${name}/base/team.yaml`), name).toBe(true);
-    const index = state.files.get("clusters/aks-prod-neu/teams/kustomization.yaml")!;
-    for (const name of names) expect(index).toContain(`- ${name}.yaml`);
+    for (const name of names) expect(state.files.get(`clusters/aks-prod-neu/teams/${teamShard(name)}/kustomization.yaml`), name).toContain(`- ${name}.yaml`);
+    const shards = [...new Set(names.map(teamShard))].sort();
+    expect(parse(state.files.get("clusters/aks-prod-neu/teams/kustomization.yaml")!).resources).toEqual(shards);
     for (const file of foreign.files) expect(state.files.has(file), file).toBe(true);
 
     const onboardings = state.commits.filter((c) => c.subject.startsWith("berth: onboard team "));

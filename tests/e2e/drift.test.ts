@@ -5,12 +5,15 @@
 import { mkdtemp, mkdir, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
+import { teamShard } from "@berth/core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { DEV_TOKEN, startBerth, type RunningBerth } from "../support/berth.js";
 import { createBareRepo, git, inspectRemote } from "../support/git-remotes.js";
 
 const OWNER = "0b9a3c1e-1111-4222-8333-444455556666";
 const auth = { authorization: `Bearer ${DEV_TOKEN}` };
+const TOP_INDEX = "clusters/aks-dev-weu/teams/kustomization.yaml";
+const BRAVO_SHARD_INDEX = `clusters/aks-dev-weu/teams/${teamShard("bravo")}/kustomization.yaml`;
 
 /** A hand edit: writes (string) or deletes (null) files in a clone, commits as a person, pushes. */
 async function handEdit(url: string, files: Record<string, string | null | ((old: string) => string)>): Promise<void> {
@@ -66,10 +69,12 @@ describe("repo drift", () => {
       "teams/alpha/base/debug-pod.yaml": "apiVersion: v1\nkind: Pod\nmetadata:\n  name: debug\n  namespace: alpha\n",
       "teams/bravo/clusters/aks-dev-weu/identity.yaml": null,
       "teams/charlie/base/team.yaml": (t) => t.replace("environments:\n    - dev", "environments:\n    - qa"),
-      "clusters/aks-dev-weu/teams/kustomization.yaml": (t) => t.replace("  - bravo.yaml\n", ""),
+      [BRAVO_SHARD_INDEX]: (t) => t.replace("  - bravo.yaml\n", "  []\n").replace("resources:\n  []", "resources: []"),
+      // alpha's shard taken off the top index: the whole shard would go from the cluster.
+      [TOP_INDEX]: (t) => t.replace(new RegExp(`  - "?${teamShard("alpha")}"?\n`), ""),
     });
     const report = await drift();
-    expect(report.summary).toEqual({ checked: 3, drifted: 2, files: 4, failed: 1 });
+    expect(report.summary).toEqual({ checked: 3, drifted: 2, files: 5, failed: 1 });
     expect(report.teams.map((t: any) => [t.team, t.templateVersion, t.files.map((f: any) => [f.path, f.drift])])).toEqual([
       ["alpha", "v1", [["teams/alpha/base/debug-pod.yaml", "unexpected"], ["teams/alpha/base/namespace.yaml", "modified"]]],
       ["bravo", "v1", [["teams/bravo/clusters/aks-dev-weu/identity.yaml", "missing"]]],
@@ -77,7 +82,10 @@ describe("repo drift", () => {
     const ns = report.teams[0].files[1].diff as string;
     expect(ns).toContain("-    pod-security.kubernetes.io/enforce: privileged");
     expect(ns).toContain("+    pod-security.kubernetes.io/enforce: baseline");
-    expect(report.layout).toEqual([{ path: "clusters/aks-dev-weu/teams/kustomization.yaml", drift: "modified", diff: expect.stringContaining("+  - bravo.yaml") }]);
+    expect(report.layout).toEqual([
+      { path: BRAVO_SHARD_INDEX, drift: "modified", diff: expect.stringContaining("+  - bravo.yaml") },
+      { path: TOP_INDEX, drift: "modified", diff: expect.stringMatching(new RegExp(`\\+  - "?${teamShard("alpha")}"?\\n`)) },
+    ]);
     expect(report.failed).toEqual([{ team: "charlie", error: expect.stringContaining("environments.0 must be one of the platform's environments") }]);
     expect(report.fix).toEqual({ selector: { names: ["alpha", "bravo"] } });
     expect((await drift("?diffs=false")).teams[0].files[1].diff).toBe("");
@@ -93,6 +101,7 @@ describe("repo drift", () => {
     const remote = await inspectRemote(url);
     expect(remote.files.has("teams/alpha/base/debug-pod.yaml")).toBe(false);
     expect(remote.files.get("teams/alpha/base/namespace.yaml")).toContain("enforce: baseline");
-    expect(remote.files.get("clusters/aks-dev-weu/teams/kustomization.yaml")).toContain("- bravo.yaml");
+    expect(remote.files.get(BRAVO_SHARD_INDEX)).toContain("- bravo.yaml");
+    expect(remote.files.get(TOP_INDEX)).toMatch(new RegExp(`  - "?${teamShard("alpha")}"?\n`));
   });
 });

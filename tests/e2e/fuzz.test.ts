@@ -6,6 +6,7 @@
  */
 import { rm } from "node:fs/promises";
 import fc from "fast-check";
+import { teamShard } from "@berth/core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { DEV_TOKEN, startBerth, type RunningBerth } from "../support/berth.js";
 import { createBareRepo, git, makeTempDir, type BareRepo } from "../support/git-remotes.js";
@@ -251,9 +252,12 @@ describe(`fuzzed request bodies (${RUNS} runs, seed ${SEED})`, () => {
       const touched = (await git(["log", "--name-only", "--format="], { cwd: `${clone}/repo` })).split("\n").filter(Boolean);
       const teamsOf = new Set<string>();
       for (const path of touched) {
-        const team = /^teams\/([^/]+)\//.exec(path)?.[1] ?? /^clusters\/[^/]+\/teams\/([^/]+)\.yaml$/.exec(path)?.[1];
-        if (team && team !== "kustomization") teamsOf.add(team);
-        else expect(path, path).toMatch(/^clusters\/[^/]+\/teams\/kustomization\.yaml$/);
+        // A team's folder or its Flux file in its shard; otherwise a cluster's top index or a shard's.
+        const flux = /^clusters\/[^/]+\/teams\/([0-9a-f]{2})\/([^/]+)\.yaml$/.exec(path);
+        const team = /^teams\/([^/]+)\//.exec(path)?.[1] ?? (flux && flux[2] !== "kustomization" ? flux[2] : undefined);
+        if (flux && team) expect(teamShard(team), path).toBe(flux[1]);
+        if (team) teamsOf.add(team);
+        else expect(path, path).toMatch(/^clusters\/[^/]+\/teams\/([0-9a-f]{2}\/)?kustomization\.yaml$/);
       }
       expect([...teamsOf].sort()).toEqual([...created].sort());
       const subjects = (await git(["log", "--format=%s"], { cwd: `${clone}/repo` })).split("\n").filter(Boolean);

@@ -1,3 +1,4 @@
+import { teamShard } from "@berth/core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { DEV_TOKEN, startBerth, type RunningBerth } from "../support/berth.js";
 import { startGitHttpServer, type GitHttpServer } from "../support/git-http-server.js";
@@ -36,7 +37,7 @@ describe("create, update, preview and offboard over smart HTTP with Basic auth",
     let state = await remote();
     expect(state.head).toBe(created.json().revision);
     expect(state.files.get("teams/ledger/base/team.yaml")).toContain("name: ledger");
-    expect(state.files.has("clusters/aks-dev-weu/teams/ledger.yaml")).toBe(true);
+    expect(state.files.has(`clusters/aks-dev-weu/teams/${teamShard("ledger")}/ledger.yaml`)).toBe(true);
 
     const spec = { description: "Ledger", owners: [OWNER], environments: ["dev", "prod"], roleAssignments: [{ role: "servicebus-data-owner" }] };
     const preview = await berth.server.inject({ method: "POST", url: "/v1/teams/ledger/preview", headers: auth, payload: spec });

@@ -16,6 +16,7 @@ import { chmodSync, chownSync, cpSync, existsSync, lstatSync, mkdirSync, mkdtemp
 import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join, posix, relative } from "node:path";
+import { teamShard } from "@berth/core";
 import { parse, stringify } from "yaml";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { startGitHttpServer, type GitHttpServer } from "../support/git-http-server.js";
@@ -451,7 +452,7 @@ describe.skipIf(skipCluster)("a team onboarded by the API in the image gets its 
     expect(res.status, JSON.stringify(body)).toBe(201);
     const remote = await inspectRemote(bare.url);
     expect(remote.head).toBe(body.revision);
-    expect([...remote.files.keys()]).toEqual(expect.arrayContaining([`teams/${team}/base/team.yaml`, `clusters/${CLUSTER}/teams/${team}.yaml`]));
+    expect([...remote.files.keys()]).toEqual(expect.arrayContaining([`teams/${team}/base/team.yaml`, `clusters/${CLUSTER}/teams/${teamShard(team)}/${team}.yaml`]));
     timings.onboardedMs = Date.now() - t0;
   }, 180_000);
 
@@ -460,7 +461,7 @@ describe.skipIf(skipCluster)("a team onboarded by the API in the image gets its 
     // the platform-vars the controller wrote (strict, as Flux 2.9).
     const clone = join(scratch, "flux-clone");
     await git(["clone", "--quiet", bare.url, clone]);
-    const [fluxKustomization] = parseManifests(readFileSync(join(clone, "clusters", CLUSTER, "teams", `${team}.yaml`), "utf8"), "flux kustomization");
+    const [fluxKustomization] = parseManifests(readFileSync(join(clone, "clusters", CLUSTER, "teams", teamShard(team), `${team}.yaml`), "utf8"), "flux kustomization");
     const vars = (await get(`/api/v1/namespaces/${ASO_NS}/configmaps/platform-vars`))!.data as Record<string, string>;
     const objects = parseManifests(fluxSubstitute(await kustomizeText(join(clone, fluxKustomization!.spec.path)), vars, fluxKustomization!.spec.path), team);
     for (const o of [...objects.filter((o) => o.kind === "Namespace"), ...objects.filter((o) => o.kind !== "Namespace")]) await applyObject(admin(), o, "kustomize-controller");

@@ -189,14 +189,15 @@ function manifestsOf(ex: Example, files: ReadonlyMap<string, string>): { manifes
       manifests.push({ file, cluster: cluster.name, object });
     }
   };
-  // The cluster's root applies its teams index (a kustomize file); planCreate rewrites every cluster's.
+  // The cluster's root applies its teams index (a kustomize file), which reaches each team's Flux file
+  // through the team's shard index; planCreate rewrites every cluster's top index.
   for (const c of allClusters(ex.platform)) covered.add(layout.clusterTeamsIndex(c.name));
   for (const cluster of clustersOf(team, ex.platform)) {
     const vars = platformVarsFor(ex.platform, cluster);
-    const index = layout.clusterTeamsIndex(cluster.name);
-    const members = (parseObjects(files.get(index)!, "1.1")[0] as { resources: string[] }).resources;
-    expect(members, index).toContain(`${team.name}.yaml`);
+    const indexes = new Set<string>();
     const fluxFile = layout.fluxKustomization(cluster.name, team.name);
+    expect(kustomizeFiles(files, layout.clusterTeamsDir(cluster.name), indexes), cluster.name).toContain(fluxFile);
+    for (const k of indexes) covered.add(k);
     add(fluxFile, cluster, vars);
     const flux = parseObjects(files.get(fluxFile)!, "1.1")[0] as KubeObject;
     const kustomizations = new Set<string>();

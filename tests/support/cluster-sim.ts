@@ -101,9 +101,9 @@ export class ClusterSim {
       const sha = await this.head();
       if (sha) {
         const files = await this.tree(sha);
-        const index = files.get(`clusters/${this.opts.cluster}/teams/kustomization.yaml`);
-        for (const res of index ? (parseYamlObjects(index)[0]!.resources as string[]) : []) {
-          const file = `clusters/${this.opts.cluster}/teams/${res}`;
+        // The cluster's teams folder as its berth-teams Kustomization builds it: the top index, each shard's.
+        const teamsDir = `clusters/${this.opts.cluster}/teams`;
+        for (const file of files.has(`${teamsDir}/kustomization.yaml`) ? kustomizeFiles(files, teamsDir) : []) {
           const ks = parseYamlObjects(files.get(file)!)[0]!;
           const team = ks.metadata.labels[TEAM_LABEL] as string;
           if (this.applied.get(team) === sha || this.failedApply.get(team)?.revision === sha) continue;

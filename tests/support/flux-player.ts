@@ -1,7 +1,7 @@
 /**
  * Plays Flux and Azure Service Operator on a test cluster for one team, from what Berth committed:
  *
- * - `applyTeam` does what Flux's kustomize-controller does for `clusters/<cluster>/teams/<team>.yaml`:
+ * - `applyTeam` does what Flux's kustomize-controller does for `clusters/<cluster>/teams/<shard>/<team>.yaml`:
  *   it creates that Kustomization, builds `teams/<team>/clusters/<cluster>` (the team's base plus the
  *   cluster's ASO objects), substitutes `${VARS}` from the `platform-vars` ConfigMap the controller
  *   wrote (strictly, as Flux 2.9 does), applies every object, and marks the Kustomization Ready.
@@ -10,6 +10,7 @@
  *
  * The controller under test sees exactly the objects and statuses it sees in production.
  */
+import { teamShard } from "@berth/core";
 import { parseAllDocuments } from "yaml";
 import { Admin, type Obj } from "../controller/helpers.js";
 import { eventually } from "./wait.js";
@@ -55,7 +56,7 @@ export class FluxPlayer {
     const state = await inspectRemote(this.remoteUrl);
     const vars = await this.platformVars();
     const revision = `main@sha1:${state.head}`;
-    const kustomizationFile = state.files.get(`clusters/${this.cluster}/teams/${team}.yaml`);
+    const kustomizationFile = state.files.get(`clusters/${this.cluster}/teams/${teamShard(team)}/${team}.yaml`);
     if (!kustomizationFile) throw new Error(`team ${team} has no Flux Kustomization for ${this.cluster} in the repo`);
     const objects: Obj[] = [];
     const files = [...state.files.entries()].filter(

@@ -111,8 +111,9 @@ export class Fleet {
         }
       }
     }
-    // A re-render keeps each team on its clusters; the indexes change only if they were out of date.
-    for (const [path, content] of await this.onboarding.indexChanges(tree, memberships)) plan.files.set(path, content);
+    // A re-render keeps each team on its clusters; the indexes change only if they were out of date (or the
+    // teams move out of the pre-shard layout). Every index is checked: a hand edit of one is drift too.
+    for (const [path, content] of await this.onboarding.indexChanges(tree, memberships, { every: true })) plan.files.set(path, content);
     return plan;
   }
 
@@ -153,7 +154,8 @@ export class Fleet {
       })),
     );
     const teamPaths = new Set(plan.changed.flatMap((t) => [...t.files.keys()]));
-    const layout = await Promise.all([...plan.files].filter(([path]) => !teamPaths.has(path)).map(([path, content]) => describe(path, content)));
+    const layoutFiles = [...plan.files].filter(([path]) => !teamPaths.has(path)).sort(([a], [b]) => (a < b ? -1 : 1));
+    const layout = await Promise.all(layoutFiles.map(([path, content]) => describe(path, content)));
     return { teams, layout, failed: plan.failed, checked: names.length };
   }
 

@@ -1,3 +1,4 @@
+import { createHash } from "node:crypto";
 import { PathOwnershipError } from "./errors.js";
 import type { Platform } from "./platform.js";
 
@@ -11,21 +12,55 @@ export const TEAM_SPEC_FILE = "team.yaml";
  */
 export type PathOwner =
   | { kind: "team"; team: string }
-  | { kind: "cluster-teams-index"; cluster: string }
+  | { kind: "cluster-teams-index"; cluster: string; shard?: string }
   | { kind: "rollout"; id: string }
   | { kind: "unowned" };
+
+/**
+ * The shard of a team's Flux file on every cluster: the first two hex digits of the SHA-256 of its name.
+ * A pure function of the name, so every replica and tool agrees; changing it would be a migration.
+ * docs/decisions/0013-sharded-cluster-indexes.md.
+ */
+export function teamShard(team: string): string {
+  let shard = shards.get(team);
+  if (shard === undefined) {
+    if (shards.size >= MAX_REMEMBERED_OWNERS) shards.clear();
+    shard = createHash("sha256").update(team).digest("hex").slice(0, 2);
+    shards.set(team, shard);
+  }
+  return shard;
+}
+/** Shards already computed: a whole-folder rebuild asks for every team of a cluster. */
+const shards = new Map<string, string>();
+const SHARD = /^[0-9a-f]{2}$/;
+
+/**
+ * A cluster's teams folder, read from a listing of it: the teams in each shard folder and the teams whose
+ * Flux file is still at the folder's top (the layout before shards). Only paths ownerOf gives to a team.
+ */
+export interface ClusterTeamsListing {
+  shards: Map<string, string[]>;
+  flat: string[];
+  /** Every shard folder holding a file (its index or a team's), whether or not it holds a team. */
+  folders: Set<string>;
+}
 
 /** Where Berth writes each file in the Flux repo. docs/repo-layout.md describes the same tree. */
 export function repoLayout(platform: Platform) {
   const { teamsDir, clustersDir, rolloutsDir } = platform.layout;
   const teamDir = (team: string) => `${teamsDir}/${team}`;
   const clusterTeamsDir = (cluster: string) => `${clustersDir}/${cluster}/teams`;
+  /** The cluster's top index: its shard folders that hold a team (and any Flux file not moved into one yet). */
   const clusterTeamsIndex = (cluster: string) => `${clusterTeamsDir(cluster)}/kustomization.yaml`;
-  const fluxKustomization = (cluster: string, team: string) => `${clusterTeamsDir(cluster)}/${team}.yaml`;
+  const shardDir = (cluster: string, shard: string) => `${clusterTeamsDir(cluster)}/${shard}`;
+  /** A shard's index: the Flux files of the shard's teams. */
+  const shardIndex = (cluster: string, shard: string) => `${shardDir(cluster, shard)}/kustomization.yaml`;
+  const fluxKustomization = (cluster: string, team: string) => `${shardDir(cluster, teamShard(team))}/${team}.yaml`;
+  /** Where the team's Flux file was before shards: still the team's, deleted by its next write. */
+  const flatFluxKustomization = (cluster: string, team: string) => `${clusterTeamsDir(cluster)}/${team}.yaml`;
   const teamSpec = (team: string) => `${teamDir(team)}/base/${TEAM_SPEC_FILE}`;
 
-  // ownerOf is pure and asked for every file of each cluster's teams folder on every write (the indexes are
-  // rebuilt from them): remembered per path, the answers shared and frozen.
+  // ownerOf is pure and asked for many paths on every write: remembered per path, the answers shared and frozen.
   const owners = new Map<string, PathOwner>();
   /**
    * The owner of `path`. Layout files are matched first, by the same functions that build them, so a team
@@ -40,22 +75,31 @@ export function repoLayout(platform: Platform) {
     }
     return owner;
   };
+  const yamlStem = (file: string) => (file.endsWith(".yaml") && file.length > ".yaml".length ? file.slice(0, -".yaml".length) : undefined);
   const computeOwner = (path: string): PathOwner => {
     // Only a canonical path can be owned: "teams/a/../../x", "teams/a//x" or "./x" name another file than
     // their prefix says, so a guard that trusted the prefix would let them through.
     if (path.split("/").some((segment) => segment === "" || segment === "." || segment === "..")) return { kind: "unowned" };
     const clusterPrefix = `${clustersDir}/`;
     if (path.startsWith(clusterPrefix)) {
-      const [cluster, teams, file, ...rest] = path.slice(clusterPrefix.length).split("/");
-      if (cluster && teams === "teams" && file && rest.length === 0) {
+      const [cluster, teams, first, second, ...rest] = path.slice(clusterPrefix.length).split("/");
+      if (cluster && teams === "teams" && first && second === undefined) {
         if (path === clusterTeamsIndex(cluster)) return { kind: "cluster-teams-index", cluster };
-        if (file.endsWith(".yaml") && file.length > ".yaml".length) return { kind: "team", team: file.slice(0, -".yaml".length) };
+        const team = yamlStem(first);
+        if (team) return { kind: "team", team };
+      }
+      if (cluster && teams === "teams" && first && second && rest.length === 0 && SHARD.test(first)) {
+        if (path === shardIndex(cluster, first)) return { kind: "cluster-teams-index", cluster, shard: first };
+        // A team's file in another shard than its own is nobody's: no write may touch it.
+        const team = yamlStem(second);
+        if (team && teamShard(team) === first) return { kind: "team", team };
       }
     }
     const rolloutsPrefix = `${rolloutsDir}/`;
     if (path.startsWith(rolloutsPrefix)) {
       const file = path.slice(rolloutsPrefix.length);
-      if (!file.includes("/") && file.endsWith(".yaml") && file.length > ".yaml".length) return { kind: "rollout", id: file.slice(0, -".yaml".length) };
+      const id = file.includes("/") ? undefined : yamlStem(file);
+      if (id) return { kind: "rollout", id };
     }
     const teamsPrefix = `${teamsDir}/`;
     if (path.startsWith(teamsPrefix)) {
@@ -66,20 +110,30 @@ export function repoLayout(platform: Platform) {
   };
 
   /**
-   * The teams whose Flux file is among `paths` (a listing of the cluster's teams folder), in listing order:
-   * exactly the paths ownerOf gives to a team there, without asking it per path. Each write rebuilds every
-   * cluster's index from its folder, a thousand paths each: ownerOf's lookups were most of that time.
+   * The teams of a listing of the cluster's teams folder (or of one shard folder), by shard: exactly the
+   * paths ownerOf gives to a team there, in one pass without asking it per path (each write reads the
+   * shards it touches, and the whole folder when the top index changes).
    */
-  const teamsInClusterListing = (cluster: string, paths: readonly string[]): string[] => {
+  const clusterTeamsListing = (cluster: string, paths: readonly string[]): ClusterTeamsListing => {
     const prefix = `${clusterTeamsDir(cluster)}/`;
-    const index = clusterTeamsIndex(cluster);
-    const teams: string[] = [];
+    const out: ClusterTeamsListing = { shards: new Map(), flat: [], folders: new Set() };
     for (const path of paths) {
-      if (path === index || !path.startsWith(prefix) || !path.endsWith(".yaml")) continue;
-      const team = path.slice(prefix.length, -".yaml".length);
-      if (team !== "" && !team.includes("/")) teams.push(team);
+      if (!path.startsWith(prefix) || !path.endsWith(".yaml")) continue;
+      const rest = path.slice(prefix.length);
+      const slash = rest.indexOf("/");
+      if (slash === -1) {
+        if (rest !== "kustomization.yaml" && rest.length > ".yaml".length) out.flat.push(rest.slice(0, -".yaml".length));
+        continue;
+      }
+      const shard = rest.slice(0, slash);
+      if (SHARD.test(shard)) out.folders.add(shard);
+      const team = rest.slice(slash + 1, -".yaml".length);
+      if (team === "" || team === "kustomization" || team.includes("/") || !SHARD.test(shard) || teamShard(team) !== shard) continue;
+      let members = out.shards.get(shard);
+      if (!members) out.shards.set(shard, (members = []));
+      members.push(team);
     }
-    return teams;
+    return out;
   };
 
   return {
@@ -97,9 +151,13 @@ export function repoLayout(platform: Platform) {
     baseDir: (team: string) => `${teamDir(team)}/base`,
     clusterDir: (team: string, cluster: string) => `${teamDir(team)}/clusters/${cluster}`,
     clusterTeamsDir,
+    /** The team's Flux Kustomization on `cluster`, in the team's shard folder. */
     fluxKustomization,
+    flatFluxKustomization,
     clusterTeamsIndex,
-    teamsInClusterListing,
+    shardDir,
+    shardIndex,
+    clusterTeamsListing,
     ownerOf,
     /**
      * The write guard: refuses (PathOwnershipError) when any of `paths` is not the team's own, e.g. a
@@ -117,7 +175,7 @@ export function repoLayout(platform: Platform) {
      * for every name that is safe to use. Derived from ownerOf, so any file the layout adds is covered.
      */
     teamPathCollisions(team: string, clusters: readonly string[]): Array<{ path: string; owner: PathOwner }> {
-      const paths = [teamSpec(team), ...clusters.map((c) => fluxKustomization(c, team))];
+      const paths = [teamSpec(team), ...clusters.flatMap((c) => [fluxKustomization(c, team), flatFluxKustomization(c, team)])];
       return paths
         .map((path) => ({ path, owner: ownerOf(path) }))
         .filter(({ owner }) => owner.kind !== "team" || owner.team !== team);
@@ -133,7 +191,7 @@ const MAX_REMEMBERED_OWNERS = 200_000;
 export function describeOwner(owner: PathOwner): string {
   switch (owner.kind) {
     case "cluster-teams-index":
-      return `cluster ${owner.cluster}'s teams index, which Berth's layout owns`;
+      return `cluster ${owner.cluster}'s teams index${owner.shard ? ` of shard ${owner.shard}` : ""}, which Berth's layout owns`;
     case "team":
       return `a file of team ${owner.team}`;
     case "rollout":

@@ -1,8 +1,8 @@
 import { createTwoFilesPatch, formatPatch, structuredPatch } from "diff";
 import { RepoContentError, TeamExistsError, TeamNotFoundError, TeamValidationError, type FieldIssue } from "./errors.js";
-import { repoLayout, TEAM_SPEC_FILE, type RepoLayout } from "./layout.js";
+import { repoLayout, TEAM_SPEC_FILE, teamShard, type RepoLayout } from "./layout.js";
 import { allClusters, type Platform } from "./platform.js";
-import { renderClusterTeamsIndex, renderTeam } from "./render.js";
+import { renderClusterTeamsIndex, renderShardIndex, renderTeam } from "./render.js";
 import { hasContent, type FileChange, type FileStatus, type RepoChange, type RepoTree } from "./repo.js";
 import { parseTeamFile } from "./team-file.js";
 import type { Team } from "./team.js";
@@ -253,8 +253,9 @@ export class Onboarding {
       return owner.kind === "team" && owner.team === team;
     };
     const existing = new Set((await tree.list(this.layout.teamDir(team))).filter(owned));
+    // Its Flux file on every cluster, where Berth writes it and where it was written before shards.
     const fluxFiles = allClusters(this.platform)
-      .map((c) => this.layout.fluxKustomization(c.name, team))
+      .flatMap((c) => [this.layout.fluxKustomization(c.name, team), this.layout.flatFluxKustomization(c.name, team)])
       .filter((flux) => owned(flux) && !desired.has(flux));
     const present = await Promise.all(fluxFiles.map(async (flux) => ((await tree.read(flux)) !== undefined ? flux : undefined)));
     for (const flux of present) if (flux) existing.add(flux);
@@ -268,19 +269,62 @@ export class Onboarding {
   }
 
   /**
-   * Every cluster's teams index, rebuilt from the Flux files present in the tree with each update applied
-   * (a team joins the indexes of `clusters`, and leaves the others); only indexes whose content changes.
+   * The cluster indexes after `updates` (each team joins its shard's index on `clusters` and leaves it on
+   * the others; its Flux file at a cluster folder's top, from before shards, is gone), only those whose
+   * content changes: each shard index a team of `updates` is in, rebuilt from its folder; each cluster's top
+   * index when a shard gains its first team or loses its last, or a top-level Flux file goes. `every`
+   * rebuilds every index from the folders (a fleet plan, drift): hand edits of the indexes show and are mended.
    */
-  async indexChanges(tree: RepoTree, updates: ReadonlyArray<{ team: string; clusters: ReadonlySet<string> }>): Promise<Map<string, string | null>> {
+  async indexChanges(
+    tree: RepoTree,
+    updates: ReadonlyArray<{ team: string; clusters: ReadonlySet<string> }>,
+    options: { every?: boolean } = {},
+  ): Promise<Map<string, string | null>> {
     const changes = new Map<string, string | null>();
+    const byShard = new Map<string, Array<{ team: string; clusters: ReadonlySet<string> }>>();
+    for (const update of updates) {
+      const shard = teamShard(update.team);
+      const list = byShard.get(shard);
+      if (list) list.push(update);
+      else byShard.set(shard, [update]);
+    }
     for (const cluster of allClusters(this.platform).map((c) => c.name)) {
-      const members = new Set(this.layout.teamsInClusterListing(cluster, await tree.list(this.layout.clusterTeamsDir(cluster))));
-      for (const { team, clusters } of updates) {
-        if (clusters.has(cluster)) members.add(team);
-        else members.delete(team);
+      const whole = options.every ? this.layout.clusterTeamsListing(cluster, await tree.list(this.layout.clusterTeamsDir(cluster))) : undefined;
+      let topChanges = options.every === true;
+      const shardsAfter = new Map<string, boolean>();
+      const shards = new Set([...byShard.keys(), ...(whole?.folders ?? [])]);
+      for (const shard of shards) {
+        const before = whole
+          ? (whole.shards.get(shard) ?? [])
+          : (this.layout.clusterTeamsListing(cluster, await tree.list(this.layout.shardDir(cluster, shard))).shards.get(shard) ?? []);
+        const members = new Set(before);
+        for (const { team, clusters } of byShard.get(shard) ?? []) {
+          if (clusters.has(cluster)) members.add(team);
+          else members.delete(team);
+        }
+        shardsAfter.set(shard, members.size > 0);
+        if ((before.length > 0) !== (members.size > 0)) topChanges = true;
+        const index = this.layout.shardIndex(cluster, shard);
+        if (members.size === 0) {
+          if ((await tree.read(index)) !== undefined) changes.set(index, null);
+          continue;
+        }
+        const content = renderShardIndex(members);
+        if (!(await hasContent(tree, index, content))) changes.set(index, content);
       }
+      if (!topChanges) {
+        const flat = await Promise.all(updates.map(({ team }) => tree.read(this.layout.flatFluxKustomization(cluster, team))));
+        if (flat.some((text) => text !== undefined)) topChanges = true;
+      }
+      // Berth keeps a top index on every cluster, even one without teams (Flux applies the folder).
+      if (!topChanges && (await tree.read(this.layout.clusterTeamsIndex(cluster))) !== undefined) continue;
+      // The top index changes: rebuilt from the whole folder (rare once most shards hold a team).
+      const listing = whole ?? this.layout.clusterTeamsListing(cluster, await tree.list(this.layout.clusterTeamsDir(cluster)));
+      const updated = new Set(updates.map((u) => u.team));
+      const nonEmpty = new Set([...listing.shards.keys()].filter((shard) => shardsAfter.get(shard) ?? true));
+      for (const [shard, holds] of shardsAfter) if (holds) nonEmpty.add(shard);
+      const content = renderClusterTeamsIndex(nonEmpty, listing.flat.filter((team) => !updated.has(team)));
       const index = this.layout.clusterTeamsIndex(cluster);
-      const content = renderClusterTeamsIndex(members);
       if (!(await hasContent(tree, index, content))) changes.set(index, content);
     }
     return changes;

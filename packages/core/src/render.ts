@@ -1,6 +1,6 @@
 import { clusterContext, clustersOf, teamContext } from "./context.js";
 import { RenderError } from "./errors.js";
-import { repoLayout, TEAM_SPEC_FILE } from "./layout.js";
+import { repoLayout, TEAM_SPEC_FILE, teamShard } from "./layout.js";
 import { CORE_PLATFORM_VARS, type Platform } from "./platform.js";
 import { fluxVariables, resolvePlaceholders, type Context } from "./placeholders.js";
 import { GENERATED_HEADER, toYamlFile } from "./serialize.js";
@@ -87,7 +87,30 @@ export function renderTeam(team: Team, platform: Platform, templates: TemplateSe
   return files;
 }
 
-/** `clusters/<cluster>/teams/kustomization.yaml`: the teams that land on a cluster, sorted. */
-export function renderClusterTeamsIndex(teams: Iterable<string>): string {
+/** `clusters/<cluster>/teams/<shard>/kustomization.yaml`: the Flux files of the shard's teams, sorted. */
+export function renderShardIndex(teams: Iterable<string>): string {
   return kustomizeFile([...new Set(teams)].sort().map((t) => `${t}.yaml`));
+}
+
+/**
+ * `clusters/<cluster>/teams/kustomization.yaml`: the shard folders that hold a team, and the Flux files
+ * still at the folder's top (written before shards; each team's next write moves its own), sorted.
+ */
+export function renderClusterTeamsIndex(shards: Iterable<string>, flatTeams: Iterable<string> = []): string {
+  return kustomizeFile([...new Set([...shards, ...[...flatTeams].map((t) => `${t}.yaml`)])].sort());
+}
+
+/** Every index file of one cluster holding `teams` (the top one always, as Berth writes it): e.g. a seed's. */
+export function renderClusterIndexes(platform: Platform, cluster: string, teams: Iterable<string>): Map<string, string> {
+  const layout = repoLayout(platform);
+  const shards = new Map<string, string[]>();
+  for (const team of teams) {
+    const shard = teamShard(team);
+    const members = shards.get(shard);
+    if (members) members.push(team);
+    else shards.set(shard, [team]);
+  }
+  const files = new Map<string, string>([[layout.clusterTeamsIndex(cluster), renderClusterTeamsIndex(shards.keys())]]);
+  for (const [shard, members] of shards) files.set(layout.shardIndex(cluster, shard), renderShardIndex(members));
+  return files;
 }

@@ -9,6 +9,7 @@ import {
   Onboarding,
   parseTeamFile,
   TeamValidationError,
+  teamShard,
   validateTeam,
   validateTeamSpec,
   type FieldIssue,
@@ -325,7 +326,7 @@ describe("allowed values that YAML would read as something else stay strings", (
       expect(rg.spec.tags).toEqual({ "berth-team": name, "berth-cluster": "null" });
       const roles = parsed.get(`teams/${name}/clusters/true/role-assignment.yaml`)!.map((ra) => ra.metadata.labels["berth.dev/role"]);
       expect(roles).toEqual(words);
-      expect(parsed.get(`clusters/yes/teams/${name}.yaml`)![0].spec.path).toBe(`./teams/${name}/clusters/yes`);
+      expect(parsed.get(`clusters/yes/teams/${teamShard(name)}/${name}.yaml`)![0].spec.path).toBe(`./teams/${name}/clusters/yes`);
     }
   });
 });

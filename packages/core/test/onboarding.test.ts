@@ -4,11 +4,14 @@ import {
   Fleet,
   Onboarding,
   parseTeamFile,
+  renderShardIndex,
   RepoContentError,
+  repoLayout,
   serializeTeamFile,
   TeamExistsError,
   TeamNotFoundError,
   TeamValidationError,
+  teamShard,
   validateTeam,
   type RepoChange,
 } from "@berth/core";
@@ -18,11 +21,23 @@ import { parseObjects } from "./yaml-helpers.js";
 const onboarding = new Onboarding(PLATFORM, loadTemplates());
 const PAYMENTS = EXAMPLES.find((e) => e.name === "payments")!.team; // dev + prod, labels, one role
 const SEARCH = EXAMPLES.find((e) => e.name === "minimal")!.team; // dev only
-const indexPath = (cluster: string) => `clusters/${cluster}/teams/kustomization.yaml`;
+const layout = repoLayout(PLATFORM);
+const indexPath = (cluster: string) => layout.clusterTeamsIndex(cluster);
+const shardIndexOf = (cluster: string, team: string) => layout.shardIndex(cluster, teamShard(team));
+const flux = (cluster: string, team: string) => layout.fluxKustomization(cluster, team);
+const resourcesOf = (tree: MemoryRepoTree, path: string) => (parseObjects(tree.get(path)!, "1.1")[0] as { resources: string[] }).resources;
 
+/** The Flux files a cluster's indexes reach, from the top index through each shard's, as `<team>.yaml`. */
 function indexOf(tree: MemoryRepoTree, cluster: string): string[] {
-  return (parseObjects(tree.get(indexPath(cluster))!, "1.1")[0] as { resources: string[] }).resources;
+  const dir = layout.clusterTeamsDir(cluster);
+  return resourcesOf(tree, indexPath(cluster))
+    .flatMap((r) => (r.endsWith(".yaml") ? [r] : resourcesOf(tree, `${dir}/${r}/kustomization.yaml`)))
+    .sort();
 }
+const ownedBy = (team: string) => (path: string) => {
+  const owner = layout.ownerOf(path);
+  return owner.kind === "team" && owner.team === team;
+};
 const paths = (change: RepoChange) => [...change.files.keys()].sort();
 const deleted = (change: RepoChange) => [...change.files].filter(([, c]) => c === null).map(([p]) => p).sort();
 const written = (change: RepoChange) => [...change.files].filter(([, c]) => c !== null).map(([p]) => p).sort();
@@ -55,7 +70,8 @@ describe("planCreate", () => {
   it("writes every rendered file and every cluster's teams index on an empty repo", async () => {
     const { team, change } = await onboarding.planCreate(new MemoryRepoTree(), PAYMENTS);
     const rendered = onboarding.render(team);
-    expect(written(change)).toEqual([...rendered.keys(), ...CLUSTERS.map(indexPath)].sort());
+    const teamClusters = ["aks-dev-weu", "aks-prod-neu", "aks-prod-weu"];
+    expect(written(change)).toEqual([...rendered.keys(), ...CLUSTERS.map(indexPath), ...teamClusters.map((c) => shardIndexOf(c, "payments"))].sort());
     expect(deleted(change)).toEqual([]);
     for (const [path, content] of rendered) expect(change.files.get(path)).toBe(content);
     expect(change.subject).toBe("berth: onboard team payments");
@@ -66,12 +82,9 @@ describe("planCreate", () => {
     expect(indexOf(tree, "aks-prod-weu")).toEqual(["payments.yaml"]);
     expect(indexOf(tree, "aks-prod-neu")).toEqual(["payments.yaml"]);
     expect(indexOf(tree, "aks-stg-weu")).toEqual([]);
-    // Exactly the clusters of the team's environments get a Flux Kustomization and a cluster folder.
-    expect(tree.paths().filter((p) => /^clusters\/[^/]+\/teams\/payments\.yaml$/.test(p))).toEqual([
-      "clusters/aks-dev-weu/teams/payments.yaml",
-      "clusters/aks-prod-neu/teams/payments.yaml",
-      "clusters/aks-prod-weu/teams/payments.yaml",
-    ]);
+    expect(resourcesOf(tree, indexPath("aks-dev-weu"))).toEqual([teamShard("payments")]);
+    // Exactly the clusters of the team's environments get a Flux Kustomization (in the team's shard) and a cluster folder.
+    expect(tree.paths().filter((p) => p.startsWith("clusters/") && ownedBy("payments")(p))).toEqual(teamClusters.map((c) => flux(c, "payments")));
     expect(new Set(tree.paths().filter((p) => p.startsWith("teams/payments/clusters/")).map((p) => p.split("/")[3]))).toEqual(
       new Set(["aks-dev-weu", "aks-prod-weu", "aks-prod-neu"]),
     );
@@ -81,8 +94,9 @@ describe("planCreate", () => {
     const one = await treeWithTeams(onboarding, [PAYMENTS]);
     const { change } = await onboarding.planCreate(one, SEARCH);
     expect(paths(change).filter((p) => p.startsWith("teams/payments/") || p.includes("/payments.yaml"))).toEqual([]);
-    // Only the dev cluster's index changes: the others do not list search and already exist.
-    expect(paths(change).filter((p) => p.endsWith("teams/kustomization.yaml"))).toEqual([indexPath("aks-dev-weu")]);
+    // Only the dev cluster's indexes change: search's shard, and the top one when that shard was empty.
+    expect(teamShard("search")).not.toBe(teamShard("payments"));
+    expect(paths(change).filter((p) => p.startsWith("clusters/") && p.endsWith("/kustomization.yaml"))).toEqual([indexPath("aks-dev-weu"), shardIndexOf("aks-dev-weu", "search")].sort());
     const two = one.apply(change);
     expect(indexOf(two, "aks-dev-weu")).toEqual(["payments.yaml", "search.yaml"]);
     expect(indexOf(two, "aks-prod-weu")).toEqual(["payments.yaml"]);
@@ -121,7 +135,8 @@ describe("planUpdate", () => {
     const { change } = await onboarding.planUpdate(tree, "payments", { ...paymentsSpec, environments: ["prod"] });
     const devFiles = tree.paths().filter((p) => p.startsWith("teams/payments/clusters/aks-dev-weu/"));
     expect(devFiles.length).toBeGreaterThanOrEqual(5);
-    expect(deleted(change)).toEqual([...devFiles, "clusters/aks-dev-weu/teams/payments.yaml"].sort());
+    // payments was alone in its shard on dev: the shard's index goes with its file, and the top index changes.
+    expect(deleted(change)).toEqual([...devFiles, flux("aks-dev-weu", "payments"), shardIndexOf("aks-dev-weu", "payments")].sort());
     expect(written(change)).toEqual([indexPath("aks-dev-weu"), "teams/payments/base/team.yaml"]);
     const next = tree.apply(change);
     expect(indexOf(next, "aks-dev-weu")).toEqual(["search.yaml"]);
@@ -133,7 +148,7 @@ describe("planUpdate", () => {
     const tree = await treeWithTeams(onboarding, [PAYMENTS]);
     const { change } = await onboarding.planUpdate(tree, "payments", { ...paymentsSpec, environments: ["prod", "dev", "staging"] });
     expect(deleted(change)).toEqual([]);
-    expect(written(change)).toContain("clusters/aks-stg-weu/teams/payments.yaml");
+    expect(written(change)).toContain(flux("aks-stg-weu", "payments"));
     expect(written(change)).toContain("teams/payments/clusters/aks-stg-weu/identity.yaml");
     expect(indexOf(tree.apply(change), "aks-stg-weu")).toEqual(["payments.yaml"]);
   });
@@ -177,14 +192,80 @@ describe("re-render (a rollout's plan, Fleet.plan)", () => {
   });
 });
 
+describe("a repo written before shards (each Flux file at its cluster folder's top)", () => {
+  /** `teams` as an earlier Berth wrote them: Flux files at `clusters/<c>/teams/<team>.yaml`, one flat index. */
+  async function flatTree(teams: typeof PAYMENTS[]): Promise<MemoryRepoTree> {
+    const sharded = await treeWithTeams(onboarding, teams);
+    const files = new Map<string, string | null>();
+    const flat = new Map<string, string[]>();
+    for (const path of sharded.paths().filter((p) => p.startsWith("clusters/"))) {
+      const owner = layout.ownerOf(path);
+      files.set(path, null);
+      if (owner.kind !== "team") continue;
+      const cluster = path.split("/")[1]!;
+      files.set(layout.flatFluxKustomization(cluster, owner.team), sharded.get(path)!);
+      flat.set(cluster, [...(flat.get(cluster) ?? []), owner.team]);
+    }
+    for (const cluster of CLUSTERS) files.set(indexPath(cluster), renderShardIndex(flat.get(cluster) ?? []));
+    return sharded.apply(files);
+  }
+
+  it("adds a new team to its shard; the top index keeps listing the others' files", async () => {
+    const tree = await flatTree([PAYMENTS, SEARCH]);
+    expect(resourcesOf(tree, indexPath("aks-dev-weu"))).toEqual(["payments.yaml", "search.yaml"]);
+    const { change } = await onboarding.planCreate(tree, { ...SEARCH, name: "orders" });
+    expect(deleted(change)).toEqual([]);
+    const next = tree.apply(change);
+    expect(resourcesOf(next, indexPath("aks-dev-weu"))).toEqual(["payments.yaml", "search.yaml", teamShard("orders")].sort());
+    expect(indexOf(next, "aks-dev-weu")).toEqual(["orders.yaml", "payments.yaml", "search.yaml"]);
+    expect(next.get(layout.flatFluxKustomization("aks-dev-weu", "payments"))).toBe(tree.get(layout.flatFluxKustomization("aks-dev-weu", "payments")));
+  });
+
+  it("moves a team's Flux files into its shard on the team's next write, in the same commit", async () => {
+    const tree = await flatTree([PAYMENTS, SEARCH]);
+    const { name: _n, ...spec } = PAYMENTS;
+    const { change } = await onboarding.planUpdate(tree, "payments", { ...spec, quota: { cpu: "20", memory: "32Gi", pods: 200 } });
+    const teamClusters = ["aks-dev-weu", "aks-prod-neu", "aks-prod-weu"];
+    expect(deleted(change)).toEqual(teamClusters.map((c) => layout.flatFluxKustomization(c, "payments")));
+    for (const c of teamClusters) expect(change.files.get(flux(c, "payments"))).toBe(tree.get(layout.flatFluxKustomization(c, "payments")));
+    const next = tree.apply(change);
+    expect(resourcesOf(next, indexPath("aks-dev-weu"))).toEqual([teamShard("payments"), "search.yaml"].sort());
+    expect(resourcesOf(next, indexPath("aks-prod-weu"))).toEqual([teamShard("payments")]);
+    expect(indexOf(next, "aks-dev-weu")).toEqual(["payments.yaml", "search.yaml"]);
+  });
+
+  it("offboards a team from its flat files", async () => {
+    const tree = await flatTree([PAYMENTS, SEARCH]);
+    const next = tree.apply((await onboarding.planDelete(tree, "payments")).change);
+    expect(next.paths().filter((p) => p.includes("payments"))).toEqual([]);
+    expect(resourcesOf(next, indexPath("aks-dev-weu"))).toEqual(["search.yaml"]);
+    expect(resourcesOf(next, indexPath("aks-prod-weu"))).toEqual([]);
+  });
+
+  it("is moved whole by a same-version re-render of every team: exactly the repo Berth writes today", async () => {
+    const tree = await flatTree([PAYMENTS, SEARCH]);
+    const fleet = new Fleet(onboarding);
+    const plan = await fleet.plan(tree, ["payments", "search"]);
+    expect(plan.changed.map((t) => t.team)).toEqual(["payments", "search"]);
+    const moved = tree.apply(plan.files);
+    expect(moved.toRecord()).toEqual((await treeWithTeams(onboarding, [PAYMENTS, SEARCH])).toRecord());
+    // Drift reports the flat layout as files to move, and nothing once moved.
+    const drift = await fleet.drift(tree, { diffs: false });
+    expect(drift.teams.map((t) => t.team)).toEqual(["payments", "search"]);
+    expect((await fleet.drift(moved, { diffs: false })).teams).toEqual([]);
+    expect((await fleet.drift(moved, { diffs: false })).layout).toEqual([]);
+  });
+});
+
 describe("planDelete", () => {
   it("removes every file of the team and updates the indexes, leaving other teams intact", async () => {
     const tree = (await treeWithTeams(onboarding, [PAYMENTS, SEARCH])).apply(new Map([["teams/payments/NOTES.md", "x"]]));
     const { team, change } = await onboarding.planDelete(tree, "payments");
     expect(team.name).toBe("payments");
     expect(change.subject).toBe("berth: offboard team payments");
-    const teamFiles = tree.paths().filter((p) => p.startsWith("teams/payments/") || /^clusters\/[^/]+\/teams\/payments\.yaml$/.test(p));
-    expect(deleted(change)).toEqual(teamFiles);
+    const teamFiles = tree.paths().filter(ownedBy("payments"));
+    const shardIndexes = ["aks-dev-weu", "aks-prod-neu", "aks-prod-weu"].map((c) => shardIndexOf(c, "payments"));
+    expect(deleted(change)).toEqual([...teamFiles, ...shardIndexes].sort());
     expect(written(change)).toEqual(["aks-dev-weu", "aks-prod-neu", "aks-prod-weu"].map(indexPath));
     const next = tree.apply(change);
     expect(next.paths().filter((p) => p.includes("payments"))).toEqual([]);

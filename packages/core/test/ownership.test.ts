@@ -14,6 +14,7 @@ import {
   serializeTeamFile,
   teamNameSchema,
   TeamValidationError,
+  teamShard,
   validateTeam,
   type Platform,
 } from "@berth/core";
@@ -53,11 +54,13 @@ describe.each(PLATFORMS)("team names against the layout (%s)", (_, platform) => 
   const layout = repoLayout(platform);
   const onboarding = new Onboarding(platform, loadTemplates());
 
-  it("refuses a team named kustomization: its Flux file would be every cluster's teams index", () => {
+  it("refuses a team named kustomization: its Flux file would be a shard's teams index on every cluster", () => {
     const issues = nameIssues("kustomization", platform);
     expect(issues).toHaveLength(1);
-    expect(issues[0]).toContain(`${layout.clustersDir}/aks-dev-weu/teams/kustomization.yaml`);
-    expect(issues[0]).toContain("teams index");
+    expect(issues[0]).toContain(`${layout.clustersDir}/aks-dev-weu/teams/${teamShard("kustomization")}/kustomization.yaml`);
+    expect(issues[0]).toContain(`teams index of shard ${teamShard("kustomization")}`);
+    // Its Flux file from before shards would have been the top index: that path is refused too.
+    expect(layout.teamPathCollisions("kustomization", ["aks-dev-weu"]).map((c) => c.path)).toContain(layout.clusterTeamsIndex("aks-dev-weu"));
   });
 
   it("for any name: either refused, or every file its create writes is its own or an index listing teams only", async () => {
@@ -78,7 +81,11 @@ describe.each(PLATFORMS)("team names against the layout (%s)", (_, platform) => 
           if (owner.kind === "cluster-teams-index") {
             expect(content, path).not.toBeNull();
             const resources = (parseObjects(content!, "1.1")[0] as { resources: string[] }).resources;
-            expect(resources.sort(), path).toEqual(["neighbour.yaml", `${name}.yaml`].sort());
+            // A shard's index lists the Flux files of its teams; the top index, the shards holding one.
+            const expected = owner.shard
+              ? ["neighbour", name].filter((t) => teamShard(t) === owner.shard).map((t) => `${t}.yaml`)
+              : [...new Set([teamShard("neighbour"), teamShard(name)])];
+            expect(resources.sort(), path).toEqual(expected.sort());
           } else {
             expect(owner, path).toEqual({ kind: "team", team: name });
           }
@@ -96,7 +103,7 @@ describe.each(PLATFORMS)("team names against the layout (%s)", (_, platform) => 
     fc.assert(
       fc.property(candidateNames(platform), candidateNames(platform), (a, b) => {
         if (a === b || nameIssues(a, platform).length || nameIssues(b, platform).length) return;
-        const pathsOf = (t: string) => [layout.teamSpec(t), ...CLUSTERS.map((c) => layout.fluxKustomization(c, t))];
+        const pathsOf = (t: string) => [layout.teamSpec(t), ...CLUSTERS.flatMap((c) => [layout.fluxKustomization(c, t), layout.flatFluxKustomization(c, t)])];
         const mine = new Set(pathsOf(a));
         for (const p of pathsOf(b)) expect(mine.has(p), p).toBe(false);
         for (const p of pathsOf(a)) expect(layout.ownerOf(p)).toEqual({ kind: "team", team: a });
@@ -111,8 +118,8 @@ describe("the write guard", () => {
   const layout = repoLayout(PLATFORM);
 
   /**
-   * What an earlier Berth wrote for a team named kustomization next to team orders on dev: its Flux file
-   * replaced the index, which then listed only itself.
+   * What an earlier Berth (before names were checked, and before shards) wrote for a team named
+   * kustomization next to team orders on dev: its Flux file replaced the index, which then listed only itself.
    */
   async function corruptedTree(): Promise<MemoryRepoTree> {
     const orders = await onboarding.planCreate(new MemoryRepoTree(), teamInput({ name: "orders" }));
@@ -157,7 +164,7 @@ describe("the write guard", () => {
     expect(plan.failed).toEqual([{ team: "kustomization", error: expect.stringMatching(/kustomization/) }]);
     const index = layout.clusterTeamsIndex("aks-dev-weu");
     expect([...plan.files.keys()]).toEqual([index]);
-    expect((parseObjects(plan.files.get(index)!, "1.1")[0] as { resources: string[] }).resources).toEqual(["orders.yaml"]);
+    expect((parseObjects(plan.files.get(index)!, "1.1")[0] as { resources: string[] }).resources).toEqual([teamShard("orders")]);
   });
 
   it("offboarding a colliding team never deletes the index: it deletes the team's folder and rebuilds the index", async () => {
@@ -165,7 +172,7 @@ describe("the write guard", () => {
     const { change } = await onboarding.planDelete(tree, "kustomization");
     const index = layout.clusterTeamsIndex("aks-dev-weu");
     expect(change.files.get(index)).not.toBeNull();
-    expect((parseObjects(change.files.get(index)!, "1.1")[0] as { resources: string[] }).resources).toEqual(["orders.yaml"]);
+    expect((parseObjects(change.files.get(index)!, "1.1")[0] as { resources: string[] }).resources).toEqual([teamShard("orders")]);
     for (const [path, content] of change.files) {
       if (path !== index) expect({ path, content }).toEqual({ path: expect.stringMatching(/^teams\/kustomization\//), content: null });
     }
@@ -191,21 +198,45 @@ describe("the write guard", () => {
 
   it("finds a cluster listing's teams exactly where ownerOf finds them", () => {
     const dir = layout.clusterTeamsDir("aks-dev-weu");
-    // Entries of the folder as a hand edit might leave them: Flux files, the index, nested and odd names.
+    const name = fc.stringMatching(/^[a-z.][a-z0-9.-]{0,12}$/);
+    // Entries of the folder as a hand edit might leave them: Flux files in their shard, in another shard and
+    // at the top (before shards), indexes, nested and odd names.
     const entry = fc.oneof(
-      fc.constantFrom("kustomization.yaml", ".yaml", "..yaml", "a.yml", "sub/x.yaml", "sub/kustomization.yaml", "README.md", "x.yaml.bak"),
-      fc.stringMatching(/^[a-z.][a-z0-9.-]{0,12}(\/[a-z]{1,4})?\.yaml$/),
+      fc.constantFrom("kustomization.yaml", ".yaml", "..yaml", "a.yml", "sub/x.yaml", "sub/kustomization.yaml", "README.md", "x.yaml.bak", "0a/kustomization.yaml", "0a/sub/x.yaml", "ff/.yaml"),
+      name.map((n) => `${n}.yaml`),
+      name.map((n) => `${teamShard(n)}/${n}.yaml`),
+      name.map((n) => `${teamShard(`${n}x`)}/${n}.yaml`),
+      fc.stringMatching(/^[0-9a-f]{2}\/[a-z.][a-z0-9.-]{0,6}(\/[a-z]{1,4})?\.yaml$/),
     );
     fc.assert(
       fc.property(fc.uniqueArray(entry, { maxLength: 30 }), (entries) => {
         const paths = entries.map((e) => `${dir}/${e}`).sort();
-        const byOwner = paths.flatMap((p) => {
+        const flat: string[] = [];
+        const sharded = new Map<string, string[]>();
+        for (const p of paths) {
           const owner = layout.ownerOf(p);
-          return owner.kind === "team" ? [owner.team] : [];
-        });
-        expect(layout.teamsInClusterListing("aks-dev-weu", paths)).toEqual(byOwner);
+          if (owner.kind !== "team") continue;
+          const rest = p.slice(dir.length + 1);
+          if (!rest.includes("/")) flat.push(owner.team);
+          else sharded.set(rest.split("/")[0]!, [...(sharded.get(rest.split("/")[0]!) ?? []), owner.team]);
+        }
+        const listing = layout.clusterTeamsListing("aks-dev-weu", paths);
+        expect(listing.flat).toEqual(flat);
+        expect(listing.shards).toEqual(sharded);
+        for (const [shard, teams] of listing.shards) for (const team of teams) expect(teamShard(team)).toBe(shard);
       }),
     );
+  });
+
+  it("puts each team's Flux file in its shard, and owns the file from before shards as the team's", () => {
+    expect(teamShard("payments")).toMatch(/^[0-9a-f]{2}$/);
+    expect(layout.fluxKustomization("c1", "payments")).toBe(`clusters/c1/teams/${teamShard("payments")}/payments.yaml`);
+    expect(layout.ownerOf(layout.fluxKustomization("c1", "payments"))).toEqual({ kind: "team", team: "payments" });
+    expect(layout.ownerOf("clusters/c1/teams/payments.yaml")).toEqual({ kind: "team", team: "payments" });
+    expect(layout.ownerOf(layout.shardIndex("c1", "3f"))).toEqual({ kind: "cluster-teams-index", cluster: "c1", shard: "3f" });
+    // In another team's shard, a file named after the team is nobody's: no write may touch it.
+    const other = teamShard("payments") === "00" ? "01" : "00";
+    expect(layout.ownerOf(`clusters/c1/teams/${other}/payments.yaml`)).toEqual({ kind: "unowned" });
   });
 });
 

@@ -1,6 +1,6 @@
 /** Properties of every rendered file of every example: valid, stable, self-consistent YAML. */
 import { beforeAll, describe, expect, it } from "vitest";
-import { GENERATED_HEADER, knownPlatformVars, Onboarding, repoLayout, toYamlFile, validateTeam } from "@berth/core";
+import { allClusters, GENERATED_HEADER, knownPlatformVars, Onboarding, repoLayout, toYamlFile, validateTeam } from "@berth/core";
 import { EXAMPLES, loadTemplates, renderExample, type Example } from "./fixtures.js";
 import { goDisagreements, hasAnchorsOrAliases, parseDocs, parseObjects } from "./yaml-helpers.js";
 
@@ -135,7 +135,7 @@ describe("every rendered file", () => {
 });
 
 describe("the rendered file set", () => {
-  it("lists every manifest in its folder's kustomization.yaml, and only those", () => {
+  it("lists every manifest in its folder's kustomization.yaml (and each sub-folder with one), and only those", () => {
     for (const ex of EXAMPLES) {
       const files = rendered.get(ex.name)!;
       const layout = repoLayout(ex.platform);
@@ -145,7 +145,9 @@ describe("the rendered file set", () => {
         const dir = k.slice(0, -"/kustomization.yaml".length);
         const resources = (objectsOf(files.get(k)!)[0] as { resources: string[] }).resources;
         const siblings = [...files.keys()].filter((p) => p !== k && p.startsWith(`${dir}/`) && !p.slice(dir.length + 1).includes("/"));
-        const expected = siblings.map((p) => p.slice(dir.length + 1));
+        // A cluster's top index lists shard folders, each with its own kustomization.yaml.
+        const subFolders = [...files.keys()].filter((p) => p !== k && p.startsWith(`${dir}/`) && /^[^/]+\/kustomization\.yaml$/.test(p.slice(dir.length + 1)));
+        const expected = [...siblings.map((p) => p.slice(dir.length + 1)), ...subFolders.map((p) => p.slice(dir.length + 1, -"/kustomization.yaml".length))];
         if (dir.startsWith(`${layout.teamDir(team)}/clusters/`)) {
           expect(resources[0], k).toBe("../../base");
           expect(files.has(`${layout.baseDir(team)}/kustomization.yaml`)).toBe(true);
@@ -169,7 +171,8 @@ describe("the rendered file set", () => {
         expect(k.kind).toBe("Kustomization");
         expect(k.spec.path.startsWith("./")).toBe(true);
         expect(files.has(`${k.spec.path.slice(2)}/kustomization.yaml`), p).toBe(true);
-        const cluster = p.split("/").at(-3);
+        const cluster = allClusters(ex.platform).find((c) => layout.fluxKustomization(c.name, ex.team.name) === p)?.name;
+        expect(cluster, p).toBeDefined();
         expect(k.spec.path, p).toBe(`./${layout.clusterDir(ex.team.name, cluster!)}`);
       }
     }
