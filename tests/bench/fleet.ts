@@ -15,6 +15,10 @@
  *     against the median of single onboardings just before it (the fleet grows by 100 per burst), the
  *     median burst reported; all POSTed from a worker thread like the readers;
  * with the machine's load average before and after each size (it is shared; quote both with a figure).
+ *
+ * Before the first size, a scratch Berth on a scratch remote takes the same requests unmeasured, so every
+ * size is measured with a warm JIT, as a server that has been up a while (before, only the first size ran
+ * cold, and its first burst was the slowest of all).
  */
 import { loadConfig, loadTemplateCatalog } from "@berth/config";
 import { Onboarding, renderClusterIndexes, allClusters, validateTeam } from "@berth/core";
@@ -180,8 +184,32 @@ function onboardInRounds(url: string, rounds: unknown[][]): Promise<number[]> {
   return inWorker(code, { url, token: DEV_TOKEN, rounds });
 }
 
+const onboardingBody = (name: string) => ({ name, owners: [OWNER], environments: ["dev", "prod"], roleAssignments: [{ role: "rg-contributor" }] });
+
+/** The requests every size measures, sent unmeasured to a scratch Berth (see the header). */
+async function warmUp(): Promise<void> {
+  const remote = await createBareRepo();
+  await seed(remote.url, 100);
+  const berth = await startBerth({ remoteUrl: remote.url, listen: true, env: { BERTH_LOG_LEVEL: "info" } });
+  try {
+    const request = { description: "warm-up", target: { templateVersion: "v2" } };
+    await requestInWorker("POST", `${berth.url}/v1/rollouts/preview`, request);
+    await requestInWorker("POST", `${berth.url}/v1/rollouts/preview?diffs=false`, request);
+    await requestInWorker("POST", `${berth.url}/v1/rollouts`, request);
+    await readConcurrently(`${berth.url}/v1/teams`, READERS, READS);
+    const rounds = [...Array.from({ length: 5 }, (_, i) => [onboardingBody(`warm-single-${i}`)]), ...Array.from({ length: 2 }, (_, r) => Array.from({ length: CONCURRENT }, (_, i) => onboardingBody(`warm-${r}-${i}`)))];
+    await onboardInRounds(`${berth.url}/v1/teams`, rounds);
+  } finally {
+    await berth.stop();
+    await remote.remove();
+  }
+}
+
 async function main() {
   const rows: Array<Record<string, string>> = [];
+  const warmStart = performance.now();
+  await warmUp();
+  process.stdout.write(`warm-up on a scratch repo (100 teams): ${ms(performance.now() - warmStart)}\n`);
   for (const n of SIZES) {
     const loadBefore = load();
     const remote = await createBareRepo();
@@ -217,7 +245,7 @@ async function main() {
     const getTimes: number[] = [];
     for (let i = 0; i < READS; i++) getTimes.push((await timed(() => call("GET", `/v1/teams/${teamName((i * 7919) % n)}`)))[0]);
 
-    const team = (name: string) => ({ name, owners: [OWNER], environments: ["dev", "prod"], roleAssignments: [{ role: "rg-contributor" }] });
+    const team = onboardingBody;
     const singles = await onboardInRounds(`${berth.url}/v1/teams`, Array.from({ length: 5 }, (_, i) => [team(`single-${i}`)]));
     const single = percentile(singles, 50);
     // Three bursts of 100 (new names each time), reported by the median burst: one burst's wall time on a
