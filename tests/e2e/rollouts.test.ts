@@ -208,6 +208,14 @@ describe.skipIf(skip)("rollouts end to end: real remote, two kube-apiservers wit
       expect.objectContaining({ team: "delta", cluster: "aks-dev-weu", result: "failed", condition: "IdentityReady", reason: "AuthorizationFailed", severity: "Error" }),
     ]);
     expect(halted.status.halt.teams[0].message).toContain("userAssignedIdentities/write");
+    // The status page shows the same halt: which team, cluster, condition and ASO's reason.
+    const signIn = await berth.server.inject({ method: "POST", url: "/ui/sign-in", headers: { "content-type": "application/x-www-form-urlencoded" }, payload: new URLSearchParams({ token: DEV_TOKEN, next: "/ui" }).toString() });
+    const page = await berth.server.inject({ url: `/ui/rollouts/${id}`, headers: { cookie: String(signIn.headers["set-cookie"]).split(";")[0]! } });
+    expect(page.statusCode).toBe(200);
+    expect(page.body).toContain('data-rollout-phase="Halted"');
+    expect(page.body).toContain('data-halt-reason="Failed"');
+    expect(page.body).toMatch(/<tr data-team="delta" data-result="failed">[\s\S]*?<td>aks-dev-weu<\/td>[\s\S]*?<td>IdentityReady<\/td>\s*<td>AuthorizationFailed \(severity Error\)<\/td>/);
+    expect(page.body).toContain('<tr data-wave="rest" data-wave-phase="Pending">');
     // Wave 2 was not touched: in the repo and on the clusters, bravo and charlie are still on v2.
     for (const team of ["bravo", "charlie"]) expect(await repoVersion(team)).toBe("v2");
     expect(await appliedVersion("aks-prod-weu", "bravo")).toBe("v2");

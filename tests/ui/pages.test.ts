@@ -139,6 +139,41 @@ describe("the status page over HTTP", () => {
     expect(changed.body).toContain('data-team="search"');
   });
 
+  it("lists rollouts and shows one, escaped, under the same CSP; unknown or malformed ids are 404", async () => {
+    expect((await get("/ui/rollouts")).body).toContain("No rollouts yet.");
+    const created = await berth.server.inject({ method: "POST", url: "/v1/rollouts", headers: bearer, payload: { description: `Labels & "tags" for v2`, target: { templateVersion: "v2" } } });
+    expect(created.statusCode, created.body).toBe(201);
+    const id = (created.json() as { rollout: { metadata: { name: string } } }).rollout.metadata.name;
+    await berth.repo.snapshot(0);
+
+    const list = await get("/ui/rollouts");
+    expect(list.statusCode).toBe(200);
+    expect(list.body).toContain(`<tr data-rollout="${id}">`);
+    expect(list.body).toContain("Labels &amp; &quot;tags&quot; for v2");
+    expect(list.body).toContain('data-rollout-phase="Completed"');
+    expect(list.body).toContain('<a href="/ui/rollouts">Rollouts</a>');
+
+    const detail = await get(`/ui/rollouts/${id}`);
+    expect(detail.statusCode).toBe(200);
+    expect(detail.body).toContain("Labels &amp; &quot;tags&quot; for v2");
+    expect(detail.body).toContain("to v2");
+    expect(detail.body).toMatch(/<tr data-wave="all" data-wave-phase="[A-Za-z]+">/);
+    expect(detail.body).toContain("none (one commit)");
+    expect(detail.body).not.toContain("Halted in wave");
+
+    for (const res of [list, detail]) {
+      expect(res.headers["content-security-policy"]).toBe(UI_CONTENT_SECURITY_POLICY);
+      expect(res.body).not.toMatch(/<script(?![^>]*\bsrc=)[^>]*>/);
+      expect(res.body).not.toMatch(/<style|\sstyle=|\son[a-z]+=/i);
+    }
+    const unknown = await get("/ui/rollouts/ro-20990101-000000-abcdef");
+    expect(unknown.statusCode).toBe(404);
+    expect(unknown.body).toContain("Rollout not found");
+    expect((await get("/ui/rollouts/not-an-id%3Cb%3E")).statusCode).toBe(404);
+    expect((await get("/ui/rollouts/not-an-id%3Cb%3E")).body).not.toContain("<b>");
+    expect((await berth.server.inject({ url: `/ui/rollouts/${id}` })).statusCode).toBe(303);
+  });
+
   it("serves the fleet at GET /v1/status with an ETag, and keeps the pages out of the OpenAPI document", async () => {
     const fleet = await berth.server.inject({ url: "/v1/status", headers: bearer });
     expect(fleet.statusCode).toBe(200);

@@ -93,6 +93,6 @@ export async function app(instance: FastifyInstance, deps: AppDeps): Promise<voi
     await v1.register(adoptionRoutes, { adoption: deps.adoption });
   }, { prefix: "/v1" });
   if (deps.board && deps.ui?.config.enabled) {
-    await instance.register(uiPlugin, { prefix: "/ui", board: deps.board, auth: deps.ui.auth, ui: deps.ui.config, authenticator: deps.authenticator });
+    await instance.register(uiPlugin, { prefix: "/ui", board: deps.board, rollouts: deps.rollouts, auth: deps.ui.auth, ui: deps.ui.config, authenticator: deps.authenticator });
   }
 }

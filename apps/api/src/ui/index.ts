@@ -2,12 +2,13 @@ import { readFile } from "node:fs/promises";
 import cookie from "@fastify/cookie";
 import { PHASES } from "@berth/api-contract";
 import type { ApiAuth, UiConfig } from "@berth/config";
-import { teamNameSchema } from "@berth/core";
+import { RolloutNotFoundError, rolloutIdSchema, teamNameSchema } from "@berth/core";
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 import { decodeJwt } from "jose";
 import { z } from "zod";
 import { AuthenticationError, IssuerUnavailableError, type Authenticator, type Principal } from "../plugins/auth.js";
 import { SessionCookies, type UiSession } from "../plugins/session.js";
+import type { RolloutService } from "../rollouts/service.js";
 import type { StatusBoard } from "../status-board.js";
 import { etagOf, matchesEtag } from "../etag.js";
 import { type Html } from "./html.js";
@@ -15,6 +16,7 @@ import { OidcSignIn, OidcSignInError } from "./oidc.js";
 import { STYLES } from "./styles.js";
 import { fleetFilterForm, fleetMain, fleetView } from "./views/fleet.js";
 import { page } from "./views/layout.js";
+import { rolloutMain, rolloutsMain } from "./views/rollouts.js";
 import { errorMain, signInMain, type SignInMode } from "./views/sign-in.js";
 import { teamMain } from "./views/team.js";
 
@@ -26,6 +28,8 @@ import { teamMain } from "./views/team.js";
 
 export interface UiOptions {
   board: StatusBoard;
+  /** Rollouts, read from the Flux repo (and the gate's last evaluation on the replica driving one). */
+  rollouts: RolloutService;
   auth: ApiAuth;
   ui: UiConfig;
   authenticator: Authenticator;
@@ -106,7 +110,7 @@ async function loadClientScript(): Promise<string | undefined> {
 }
 
 export async function uiPlugin(app: FastifyInstance, opts: UiOptions): Promise<void> {
-  const { board, auth, ui, authenticator } = opts;
+  const { board, rollouts, auth, ui, authenticator } = opts;
 
   app.addHook("onRoute", (route) => {
     if (!route.config?.uiAccess) throw new Error(`route ${String(route.method)} ${route.url} declares no uiAccess: every /ui route must`);
@@ -211,6 +215,25 @@ export async function uiPlugin(app: FastifyInstance, opts: UiOptions): Promise<v
     const detail = name.success ? await board.team(name.data) : undefined;
     if (!detail) return errorPage(request, reply, 404, "Team not found", `There is no team "${String((request.params as { name?: unknown }).name)}" in the Flux repo.`);
     return sendPage(request, reply, detail.team.name, teamMain(detail));
+  });
+
+  app.get("/rollouts", { config: { uiAccess: "read" } }, async (request, reply) => {
+    const { revision, items } = await rollouts.list();
+    return sendPage(request, reply, "Rollouts", rolloutsMain(items, revision));
+  });
+
+  app.get("/rollouts/:id", { config: { uiAccess: "read" } }, async (request, reply) => {
+    const raw = (request.params as { id?: unknown }).id;
+    const id = rolloutIdSchema.safeParse(raw);
+    const notFound = () => errorPage(request, reply, 404, "Rollout not found", `There is no rollout "${String(raw)}" in the Flux repo.`, { href: "/ui/rollouts", text: "All rollouts" });
+    if (!id.success) return notFound();
+    try {
+      const { revision, rollout, progress } = await rollouts.get(id.data);
+      return sendPage(request, reply, rollout.metadata.name, rolloutMain(rollout, progress, revision));
+    } catch (err) {
+      if (err instanceof RolloutNotFoundError) return notFound();
+      throw err;
+    }
   });
 
   // ---- sign-in -----------------------------------------------------------------------------------

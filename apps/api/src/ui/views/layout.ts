@@ -31,7 +31,7 @@ export function page(options: PageOptions): Html {
 <body>
 <header class="top">
   <a class="brand" href="/ui">Berth</a>
-  <nav aria-label="Main"><a href="/ui">Fleet</a></nav>
+  <nav aria-label="Main"><a href="/ui">Fleet</a> <a href="/ui/rollouts">Rollouts</a></nav>
   ${options.session
     ? html`<span class="who">Signed in as <strong>${options.session.actor}</strong></span>
   <form method="post" action="/ui/sign-out"><button type="submit">Sign out</button></form>`
