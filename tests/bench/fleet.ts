@@ -21,13 +21,14 @@
  * cold, and its first burst was the slowest of all).
  */
 import { loadConfig, loadTemplateCatalog } from "@berth/config";
-import { Onboarding, renderClusterIndexes, allClusters, validateTeam } from "@berth/core";
+import { Onboarding, validateTeam } from "@berth/core";
 import { FluxRepo } from "@berth/gitops";
 import { loadavg } from "node:os";
 import { join } from "node:path";
 import { performance } from "node:perf_hooks";
 import { Worker } from "node:worker_threads";
 import { DEV_TOKEN, REPO_ROOT, startBerth } from "../support/berth.js";
+import { MemoryRepoTree } from "../../packages/core/test/fixtures.js";
 import { createBareRepo, makeTempDir } from "../support/git-remotes.js";
 
 const SIZES = (process.env.BENCH_FLEET_SIZES ?? "100,1000,5000").split(",").map(Number);
@@ -58,14 +59,13 @@ async function seed(url: string, n: number): Promise<number> {
   const config = loadConfig({ BERTH_CONFIG_FILE: join(REPO_ROOT, "infra", "local", "berth.yaml"), BERTH_GIT_URL: url, BERTH_GIT_WORKDIR: "/tmp/unused", BERTH_AUTH_MODE: "dev", BERTH_DEV_TOKEN: DEV_TOKEN }, REPO_ROOT);
   const onboarding = new Onboarding(config.platform, await loadTemplateCatalog(config.templatesDir, "v1"));
   const files = new Map<string, string>();
-  const names: string[] = [];
   for (let i = 0; i < n; i++) {
     const name = teamName(i);
-    names.push(name);
     const team = { ...validateTeam({ name, description: `Team ${i}`, owners: [OWNER], environments: ["dev", "prod"], roleAssignments: [{ role: "rg-contributor" }], labels: { "cost-center": `cc-${i % 97}` } }, config.platform), templateVersion: "v1" };
     for (const [p, c] of onboarding.render(team)) files.set(p, c);
   }
-  for (const c of allClusters(config.platform)) for (const [p, content] of renderClusterIndexes(config.platform, c.name, names)) files.set(p, content);
+  // Every cluster's indexes as Berth's own rebuild writes them (the same code a rollout's plan runs).
+  for (const [p, content] of await onboarding.indexChanges(new MemoryRepoTree(files), [], { every: true })) if (content !== null) files.set(p, content);
   const work = await makeTempDir("berth-bench-seed-");
   const repo = FluxRepo.fromConfig({ url, branch: "main", workDir: join(work, "clone"), author: { name: "seed", email: "seed@bench" }, auth: { kind: "none" }, timeoutMs: 600_000 });
   await repo.transact(async () => ({ files, subject: `seed ${n} teams` }), { actor: "bench", requestId: "seed" });

@@ -75,11 +75,11 @@ export class StatusBoard {
     if (!team) return undefined;
     const targets = clustersOf(team, this.onboarding.platform);
     // Its Flux files: where Berth writes them, or still where they were before shards (absent ones drop out).
-    const kustomizations = targets.flatMap((c) => [this.layout.fluxKustomization(c.name, name), this.layout.flatFluxKustomization(c.name, name)]);
+    const kustomizations = targets.flatMap((c) => this.layout.fluxKustomizationPaths(c.name, name));
     const [clusters, commits, teamPaths] = await Promise.all([
       this.statusReader.read(name, targets),
       // Every cluster's Flux file, not only today's targets: the history shows moves between environments.
-      this.repo.history([this.layout.teamDir(name), ...this.clusters().flatMap((c) => [this.layout.fluxKustomization(c.name, name), this.layout.flatFluxKustomization(c.name, name)])], {
+      this.repo.history([this.layout.teamDir(name), ...this.clusters().flatMap((c) => this.layout.fluxKustomizationPaths(c.name, name))], {
         revision: tree.revision,
         limit: options.commits ?? 10,
       }),

@@ -339,7 +339,7 @@ export class Adoption {
     const files = await this.onboarding.changeFor(tree, name, rendered);
     const kustomizations: AdoptionPlan["report"]["kustomizations"] = [];
     // Berth's own Flux file paths, and the ones from before shards (Berth's write deletes what is there).
-    const berthFlux = new Set(clustersOf(team, platform).flatMap((c) => [this.layout.fluxKustomization(c.name, name), this.layout.flatFluxKustomization(c.name, name)]));
+    const berthFlux = new Set(clustersOf(team, platform).flatMap((c) => this.layout.fluxKustomizationPaths(c.name, name)));
     const renderedObjects = [...rendered.values()].flatMap((text) => parseAllDocuments(text, YAML_PARSE_OPTIONS).map((d) => d.toJS() as Obj));
     const identityOf = (o: Obj) => `${String(o.apiVersion).split("/")[0]}|${o.kind}|${o.metadata?.namespace ?? ""}|${o.metadata?.name}`;
     const berthIds = new Set(renderedObjects.map(identityOf));

@@ -58,6 +58,8 @@ export function repoLayout(platform: Platform) {
   const fluxKustomization = (cluster: string, team: string) => `${shardDir(cluster, teamShard(team))}/${team}.yaml`;
   /** Where the team's Flux file was before shards: still the team's, deleted by its next write. */
   const flatFluxKustomization = (cluster: string, team: string) => `${clusterTeamsDir(cluster)}/${team}.yaml`;
+  /** Every path the team's Flux file on `cluster` may have: in its shard, and where it was before shards. */
+  const fluxKustomizationPaths = (cluster: string, team: string) => [fluxKustomization(cluster, team), flatFluxKustomization(cluster, team)];
   const teamSpec = (team: string) => `${teamDir(team)}/base/${TEAM_SPEC_FILE}`;
 
   // ownerOf is pure and asked for many paths on every write: remembered per path, the answers shared and frozen.
@@ -154,6 +156,7 @@ export function repoLayout(platform: Platform) {
     /** The team's Flux Kustomization on `cluster`, in the team's shard folder. */
     fluxKustomization,
     flatFluxKustomization,
+    fluxKustomizationPaths,
     clusterTeamsIndex,
     shardDir,
     shardIndex,
@@ -175,7 +178,7 @@ export function repoLayout(platform: Platform) {
      * for every name that is safe to use. Derived from ownerOf, so any file the layout adds is covered.
      */
     teamPathCollisions(team: string, clusters: readonly string[]): Array<{ path: string; owner: PathOwner }> {
-      const paths = [teamSpec(team), ...clusters.flatMap((c) => [fluxKustomization(c, team), flatFluxKustomization(c, team)])];
+      const paths = [teamSpec(team), ...clusters.flatMap((c) => fluxKustomizationPaths(c, team))];
       return paths
         .map((path) => ({ path, owner: ownerOf(path) }))
         .filter(({ owner }) => owner.kind !== "team" || owner.team !== team);

@@ -255,7 +255,7 @@ export class Onboarding {
     const existing = new Set((await tree.list(this.layout.teamDir(team))).filter(owned));
     // Its Flux file on every cluster, where Berth writes it and where it was written before shards.
     const fluxFiles = allClusters(this.platform)
-      .flatMap((c) => [this.layout.fluxKustomization(c.name, team), this.layout.flatFluxKustomization(c.name, team)])
+      .flatMap((c) => this.layout.fluxKustomizationPaths(c.name, team))
       .filter((flux) => owned(flux) && !desired.has(flux));
     const present = await Promise.all(fluxFiles.map(async (flux) => ((await tree.read(flux)) !== undefined ? flux : undefined)));
     for (const flux of present) if (flux) existing.add(flux);

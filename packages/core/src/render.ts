@@ -1,6 +1,6 @@
 import { clusterContext, clustersOf, teamContext } from "./context.js";
 import { RenderError } from "./errors.js";
-import { repoLayout, TEAM_SPEC_FILE, teamShard } from "./layout.js";
+import { repoLayout, TEAM_SPEC_FILE } from "./layout.js";
 import { CORE_PLATFORM_VARS, type Platform } from "./platform.js";
 import { fluxVariables, resolvePlaceholders, type Context } from "./placeholders.js";
 import { GENERATED_HEADER, toYamlFile } from "./serialize.js";
@@ -98,19 +98,4 @@ export function renderShardIndex(teams: Iterable<string>): string {
  */
 export function renderClusterTeamsIndex(shards: Iterable<string>, flatTeams: Iterable<string> = []): string {
   return kustomizeFile([...new Set([...shards, ...[...flatTeams].map((t) => `${t}.yaml`)])].sort());
-}
-
-/** Every index file of one cluster holding `teams` (the top one always, as Berth writes it): e.g. a seed's. */
-export function renderClusterIndexes(platform: Platform, cluster: string, teams: Iterable<string>): Map<string, string> {
-  const layout = repoLayout(platform);
-  const shards = new Map<string, string[]>();
-  for (const team of teams) {
-    const shard = teamShard(team);
-    const members = shards.get(shard);
-    if (members) members.push(team);
-    else shards.set(shard, [team]);
-  }
-  const files = new Map<string, string>([[layout.clusterTeamsIndex(cluster), renderClusterTeamsIndex(shards.keys())]]);
-  for (const [shard, members] of shards) files.set(layout.shardIndex(cluster, shard), renderShardIndex(members));
-  return files;
 }

@@ -103,7 +103,7 @@ describe.each(PLATFORMS)("team names against the layout (%s)", (_, platform) => 
     fc.assert(
       fc.property(candidateNames(platform), candidateNames(platform), (a, b) => {
         if (a === b || nameIssues(a, platform).length || nameIssues(b, platform).length) return;
-        const pathsOf = (t: string) => [layout.teamSpec(t), ...CLUSTERS.flatMap((c) => [layout.fluxKustomization(c, t), layout.flatFluxKustomization(c, t)])];
+        const pathsOf = (t: string) => [layout.teamSpec(t), ...CLUSTERS.flatMap((c) => layout.fluxKustomizationPaths(c, t))];
         const mine = new Set(pathsOf(a));
         for (const p of pathsOf(b)) expect(mine.has(p), p).toBe(false);
         for (const p of pathsOf(a)) expect(layout.ownerOf(p)).toEqual({ kind: "team", team: a });

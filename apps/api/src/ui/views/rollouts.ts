@@ -12,7 +12,7 @@ const PHASE_BADGE: Record<RolloutPhase, string> = {
   Aborted: "unobserved",
 };
 
-function phaseBadge(phase: RolloutPhase): Html {
+function rolloutPhaseBadge(phase: RolloutPhase): Html {
   return html`<span class="badge ${PHASE_BADGE[phase]}" data-rollout-phase="${phase}">${phase}</span>`;
 }
 
@@ -43,7 +43,7 @@ export function rolloutsMain(items: readonly Rollout[], revision: string | undef
       return html`<tr data-rollout="${r.metadata.name}">
   <th scope="row"><a href="/ui/rollouts/${r.metadata.name}">${r.metadata.name}</a></th>
   <td>${r.spec.description}</td>
-  <td>${phaseBadge(r.status.phase)}</td>
+  <td>${rolloutPhaseBadge(r.status.phase)}</td>
   <td>${progressOf(r)}</td>
   <td>${teamCount(teams)}, ${targetOf(r)}</td>
   <td>${r.spec.requestedBy}</td>
@@ -93,7 +93,7 @@ export function rolloutMain(rollout: Rollout, progress: GateProgress | undefined
   });
   const halt = status.halt;
   return html`<p><a href="/ui/rollouts">← Rollouts</a></p>
-<h1>${rollout.metadata.name} ${phaseBadge(status.phase)}</h1>
+<h1>${rollout.metadata.name} ${rolloutPhaseBadge(status.phase)}</h1>
 <dl class="spec">
   <dt>Description</dt><dd>${spec.description}</dd>
   <dt>Target</dt><dd>${targetOf(rollout)}</dd>
