@@ -341,7 +341,7 @@ async function buildApps(stage) {
   await Promise.all(
     APPS.map(async (app) => {
       const target = join(appRoot, APP_DIR, "apps", app);
-      const deploy = spawn("pnpm", ["--filter", `@berth/${app}`, "deploy", "--prod", "--legacy", "--offline", target], { cwd: ROOT, stdio: ["ignore", "pipe", "inherit"] });
+      const deploy = spawn("pnpm", ["--filter", `@berth/${app}`, "deploy", "--prod", "--legacy", "--prefer-offline", target], { cwd: ROOT, stdio: ["ignore", "pipe", "inherit"] });
       let output = "";
       deploy.stdout.on("data", (c) => (output += c));
       const code = await new Promise((res) => deploy.on("close", res));
