@@ -1,5 +1,5 @@
 /**
- * Benchmark harness for the controller (apps/controller) on a REAL kube-apiserver 1.20 + etcd
+ * Benchmark harness for the controller (apps/controller) on a REAL kube-apiserver + etcd (tests/support/kube-cluster.ts)
  * (tests/support/kube-cluster.ts), running as a child process under its own RBAC (infra/controller/).
  * Prints figures; asserts nothing. Run: `npm run bench -- controller` or `pnpm exec tsx tests/bench/controller.ts`.
  *

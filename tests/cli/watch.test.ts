@@ -1,40 +1,29 @@
 /**
- * `berth status --watch` as a person sees it: in a real terminal (tmux), against a real kube-apiserver
- * with the controller running from its dist entry, for teams onboarded through the CLI. The test plays
- * Flux and ASO (tests/support/flux-player.ts) from what Berth committed, one step at a time, and checks
- * after each step that the screen walked the chain: Waiting → Flux applied → resource group → identity →
- * federated credential → credential → Ready (exit 0); and a team whose identity ASO reports an Error
+ * `berth status --watch` as a person sees it: in a real terminal (tmux), against a platform running real Flux
+ * (tests/support/flux-platform.ts: Berth's controller from its dist entry, the fleet repo over smart HTTP), for
+ * teams onboarded through the CLI. Flux fetches only when the test asks (`flux reconcile source git`, the
+ * GitRepository's interval is an hour), and ASO answers one kind at a time (AsoStandIn hold/release), so the
+ * test checks after each step that the screen walked the chain: Waiting → Flux applied → resource group →
+ * identity → federated credential → credential → Ready (exit 0); and a team whose identity ASO reports an Error
  * ends with exit 1 and ASO's reason and severity on screen. Screens are saved in test-results/cli/.
  */
-import { mkdir, mkdtemp, writeFile } from "node:fs/promises";
-import { tmpdir } from "node:os";
+import { mkdir, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { Admin, CONTROLLER_GROUPS, CONTROLLER_USER, INFRA, readManifests } from "../controller/helpers.js";
 import { eventually } from "../support/wait.js";
-import { DEV_TOKEN, REPO_ROOT, startBerth, type RunningBerth } from "../support/berth.js";
-import { CLI_ENTRY, ensureBuilt } from "../support/build.js";
+import { DEV_TOKEN, REPO_ROOT } from "../support/berth.js";
+import { CLI_ENTRY } from "../support/build.js";
 import { CliHarness } from "../support/cli.js";
-import { FluxPlayer } from "../support/flux-player.js";
-import { createBareRepo, type BareRepo } from "../support/git-remotes.js";
-import { skipWithoutKubeBinaries, startKubeCluster, type KubeCluster } from "../support/kube-cluster.js";
-import { startControllerProcess, type AppProcess } from "../support/processes.js";
-import { prepareCluster, writeTestPlatformConfig } from "../support/test-platform.js";
+import { startFluxPlatform, type FluxPlatform } from "../support/flux-platform.js";
 import { TmuxTerminal } from "../support/tmux.js";
 
 const OWNER = "0b9a3c1e-1111-4222-8333-444455556666";
 const ARTIFACTS = join(REPO_ROOT, "test-results", "cli");
-const skip = skipWithoutKubeBinaries();
 
-describe.skipIf(skip)("berth status --watch on a terminal, with the controller on a real cluster", () => {
-  let cluster: KubeCluster;
-  let admin: Admin;
-  let remote: BareRepo;
-  let berth: RunningBerth;
-  let controller: AppProcess;
+describe("berth status --watch on a terminal, with real Flux and the controller on a real cluster", () => {
+  let platform: FluxPlatform;
   let cli: CliHarness;
   let term: TmuxTerminal;
-  let flux: FluxPlayer;
   let work: string;
 
   const save = async (name: string, screen: string) => {
@@ -43,37 +32,13 @@ describe.skipIf(skip)("berth status --watch on a terminal, with the controller o
   };
 
   beforeAll(async () => {
-    const built = ensureBuilt();
-    cluster = await startKubeCluster({ crds: readManifests(join(INFRA, "crds")), startTimeoutMs: 240_000 });
-    admin = new Admin(cluster.kubeConfig());
-    await prepareCluster(admin);
-    const dir = await mkdtemp(join(tmpdir(), "berth-watch-"));
-    const configFile = await writeTestPlatformConfig(dir);
-    remote = await createBareRepo();
-    berth = await startBerth({
-      remoteUrl: remote.url,
-      listen: true,
-      env: {
-        BERTH_CONFIG_FILE: configFile,
-        BERTH_STATUS_KUBECONFIGS: `aks-dev-weu=${await cluster.writeKubeconfigFile("berth-api")}`,
-        BERTH_STATUS_CACHE_SECONDS: "1",
-      },
-    });
-    await built;
-    controller = startControllerProcess({
-      BERTH_CONFIG_FILE: configFile,
-      BERTH_CLUSTER_NAME: "aks-dev-weu",
-      BERTH_POD_NAME: "watch-test",
-      KUBECONFIG: await cluster.writeKubeconfigFile(CONTROLLER_USER, CONTROLLER_GROUPS),
-    });
-    flux = new FluxPlayer(admin, remote.url, "aks-dev-weu");
-
+    platform = await startFluxPlatform({ pollInterval: "1h", berthConfig: (raw) => (raw.api.statusCacheSeconds = 1) });
     cli = await CliHarness.create();
     work = join(cli.home, "work");
     await mkdir(work, { recursive: true });
     const tokenFile = join(cli.home, "token");
     await writeFile(tokenFile, DEV_TOKEN, { mode: 0o600 });
-    expect((await cli.run(["login", "--server", berth.url, "--token-file", tokenFile])).code).toBe(0);
+    expect((await cli.run(["login", "--server", platform.berth.url, "--token-file", tokenFile])).code).toBe(0);
     // `berth` on PATH in the terminal, exactly as a person would have it.
     const bin = join(cli.home, "bin");
     await mkdir(bin);
@@ -83,13 +48,11 @@ describe.skipIf(skip)("berth status --watch on a terminal, with the controller o
 
   afterAll(async () => {
     await term?.stop();
-    await controller?.stop();
-    await berth?.stop();
-    await cluster?.stop();
-    await remote?.remove();
+    await platform?.stop();
   });
 
   const onboard = async (name: string) => {
+    platform.aso!.hold(name);
     await writeFile(join(work, `${name}.yaml`), `name: ${name}\ndescription: Team ${name}\nowners: [${OWNER}]\nenvironments: [dev]\n`);
     const applied = await cli.run(["apply", "-f", `${name}.yaml`], { cwd: work });
     expect(applied.stdout).toMatch(new RegExp(`^team/${name} created`, "m"));
@@ -105,23 +68,23 @@ describe.skipIf(skip)("berth status --watch on a terminal, with the controller o
     expect(screen).toMatch(/✔ committed › \S+ Flux applied › · resource group/);
     await save("1-waiting", screen);
 
-    // Flux applies the team: the controller reports the chain; ASO has not answered yet.
-    await flux.applyTeam("payments");
+    // Flux fetches and applies the team: the controller reports the chain; ASO has not answered yet.
+    await platform.reconcileSource();
     screen = await term.waitFor(/✔ Flux applied › \S+ resource group/, 120_000);
     expect(screen).toMatch(/aks-dev-weu \(dev\)\s+Progressing\s+\d+:\d\d/);
     expect(screen).toContain("ResourceGroupReady");
     await save("2-flux-applied", screen);
 
-    await flux.asoStatus("payments", "ResourceGroup", "True");
+    platform.aso!.release("payments", "ResourceGroup");
     screen = await term.waitFor(/✔ resource group › \S+ identity/, 60_000);
     await save("3-resource-group", screen);
 
-    await flux.asoStatus("payments", "UserAssignedIdentity", "True");
-    await flux.writeIdentity("payments", "44444444-4444-4444-8444-444444444444");
+    platform.aso!.release("payments", "UserAssignedIdentity");
     screen = await term.waitFor(/✔ identity › \S+ federated credential/, 60_000);
     await save("4-identity", screen);
 
-    await flux.asoStatus("payments", "FederatedIdentityCredential", "True");
+    platform.aso!.release("payments", "FederatedIdentityCredential");
+    platform.aso!.release("payments", "RoleAssignment");
     screen = await term.waitFor(/EXIT:\d+/, 120_000);
     await save("5-ready", screen);
     expect(screen).toMatch(/✔ aks-dev-weu \(dev\)\s+Ready\s+\d+:\d\d/);
@@ -153,14 +116,15 @@ describe.skipIf(skip)("berth status --watch on a terminal, with the controller o
     await onboard("ledger");
     await term.run("berth status ledger --watch --timeout 10m --interval 1s; echo EXIT:$?");
     await term.waitFor(/aks-dev-weu \(dev\)\s+Waiting/);
-    await flux.applyTeam("ledger");
-    await flux.asoStatus("ledger", "ResourceGroup", "True");
+    await platform.reconcileSource();
+    platform.aso!.release("ledger", "ResourceGroup");
     await term.waitFor(/✔ resource group/, 120_000);
-    await flux.asoStatus("ledger", "UserAssignedIdentity", "False", {
+    platform.aso!.fail("ledger", "UserAssignedIdentity", {
       reason: "AuthorizationFailed",
       severity: "Error",
       message: "The client does not have authorization to perform action Microsoft.ManagedIdentity/userAssignedIdentities/write",
     });
+    platform.aso!.release("ledger", "UserAssignedIdentity");
     const screen = await term.waitFor(/EXIT:\d+/, 120_000);
     await save("6-failed", screen);
     expect(screen).toMatch(/✖ aks-dev-weu \(dev\)\s+Failed/);

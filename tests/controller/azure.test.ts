@@ -1,7 +1,7 @@
 /**
  * The controller with live Azure discovery (BERTH_PROVIDER=azure), end to end, all parts real: the
  * controller as a process (apps/controller/src/main.ts) under the RBAC of infra/controller/ on a REAL
- * kube-apiserver 1.20, and the real Azure SDK (`new DefaultAzureCredential()`, default endpoints) reaching
+ * kube-apiserver (tests/support/kube-cluster.ts), and the real Azure SDK (`new DefaultAzureCredential()`, default endpoints) reaching
  * the HTTPS fake Azure (tests/fake-azure) only through HTTPS_PROXY + NODE_EXTRA_CA_CERTS, authenticated
  * with a federated service-account token (AZURE_FEDERATED_TOKEN_FILE), as the workload-identity webhook
  * sets it up in the pod.
@@ -26,12 +26,11 @@ import { Watch } from "@kubernetes/client-node";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { BUILT_IN_ROLES, createServiceAccountIssuer, type RequestRecord } from "../fake-azure/index.js";
 import { CLUSTER_NAME, CLUSTER_RG, createTeamIdentity, PLATFORM_IDENTITY, startWorld, type World } from "../azure/support.js";
-import { skipWithoutKubeBinaries, REPO_ROOT, startKubeCluster, type KubeCluster } from "../support/kube-cluster.js";
+import { REPO_ROOT, startKubeCluster, type KubeCluster } from "../support/kube-cluster.js";
 import { parseLogOutput } from "../support/logs.js";
 import { eventually } from "../support/wait.js";
 import { Admin, ASO_NS, CONTROLLER_GROUPS, CONTROLLER_USER, decode, INFRA, onboardTeam, readManifests, type Obj } from "./helpers.js";
 
-const skip = skipWithoutKubeBinaries();
 
 const V1 = "v1";
 const TEAM_V = "berth.dev/v1alpha1";
@@ -71,7 +70,7 @@ function outageBudget(windowMs: number): number {
   return MAX_ATTEMPTS * (CONSECUTIVE_FAILURES - 1 + CONCURRENT_READS + probes);
 }
 
-describe.skipIf(skip)("controller with live Azure discovery (child process, HTTPS_PROXY, DefaultAzureCredential)", () => {
+describe("controller with live Azure discovery (child process, HTTPS_PROXY, DefaultAzureCredential)", () => {
   let cluster: KubeCluster;
   let admin: Admin;
   let world: World;

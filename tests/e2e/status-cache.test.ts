@@ -13,9 +13,8 @@ import { KubeTeamStatusReader } from "../../apps/api/src/team-status.js";
 import { Admin, INFRA, readManifests } from "../controller/helpers.js";
 import { DEV_TOKEN, startBerth } from "../support/berth.js";
 import { createBareRepo } from "../support/git-remotes.js";
-import { skipWithoutKubeBinaries, startKubeCluster, type KubeCluster } from "../support/kube-cluster.js";
+import { startKubeCluster, type KubeCluster } from "../support/kube-cluster.js";
 
-const skip = skipWithoutKubeBinaries();
 const OWNER = "0b9a3c1e-1111-4222-8333-444455556666";
 const DEV: Cluster = { name: "aks-dev-weu", environment: "dev", vars: {} } as Cluster;
 
@@ -34,7 +33,7 @@ function countingClient(kc: KubeConfig) {
   return { client, calls };
 }
 
-describe.skipIf(skip)("the per-cluster status cache", () => {
+describe("the per-cluster status cache", () => {
   let cluster: KubeCluster;
   let admin: Admin;
 

@@ -4,14 +4,13 @@ import { parse } from "yaml";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { DEV_TOKEN, REPO_ROOT, startBerth, type RunningBerth } from "../support/berth.js";
 import { createBareRepo } from "../support/git-remotes.js";
-import { skipWithoutKubeBinaries, startKubeCluster, type KubeCluster } from "../support/kube-cluster.js";
+import { startKubeCluster, type KubeCluster } from "../support/kube-cluster.js";
 import { kubeRequest } from "../support/kube-http.js";
 
 const OWNER = "0b9a3c1e-1111-4222-8333-444455556666";
 const auth = { authorization: `Bearer ${DEV_TOKEN}` };
-const skip = skipWithoutKubeBinaries();
 
-describe.skipIf(skip)("GET /v1/teams/{name}/status reads what the controller wrote on each cluster", () => {
+describe("GET /v1/teams/{name}/status reads what the controller wrote on each cluster", () => {
   let cluster: KubeCluster;
   let berth: RunningBerth;
 

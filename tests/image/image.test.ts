@@ -35,13 +35,12 @@ import {
   type OpenImage,
   type RunningContainer,
 } from "../support/image.js";
-import { REPO_ROOT, skipWithoutKubeBinaries, startKubeCluster, type KubeCluster } from "../support/kube-cluster.js";
+import { REPO_ROOT, startKubeCluster, type KubeCluster } from "../support/kube-cluster.js";
 import { applyObject, kubeRequest, requestServiceAccountToken } from "../support/kube-http.js";
 import { fluxSubstitute, kustomizeBuild, kustomizeText, parseManifests, type KubeObject } from "../support/kustomize.js";
 import { startTestIssuer, type TestIssuer } from "../support/oidc-issuer.js";
 
 const skipImage = skipWithoutImage();
-const skipCluster = skipImage || skipWithoutKubeBinaries();
 
 const APPS = ["api", "controller"] as const;
 const USER = "65532:65532";
@@ -320,7 +319,7 @@ function kubeconfigFor(server: string, caData: string, token: string): string {
   });
 }
 
-describe.skipIf(skipCluster)("a team onboarded by the API in the image gets its credential from the controller in the image", () => {
+describe.skipIf(skipImage)("a team onboarded by the API in the image gets its credential from the controller in the image", () => {
   let cluster: KubeCluster;
   let bare: BareRepo;
   let gitServer: GitHttpServer;

@@ -19,12 +19,11 @@ import { join } from "node:path";
 import { promisify } from "node:util";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createBareRepo, git, type BareRepo } from "../support/git-remotes.js";
-import { REPO_ROOT, skipWithoutKubeBinaries, startKubeCluster, type KubeCluster } from "../support/kube-cluster.js";
+import { REPO_ROOT, startKubeCluster, type KubeCluster } from "../support/kube-cluster.js";
 import { applyObject, kubeRequest, requestServiceAccountToken } from "../support/kube-http.js";
 import { kustomizeBuild } from "../support/kustomize.js";
 
 const run = promisify(execFile);
-const skip = skipWithoutKubeBinaries();
 const DOC = join(REPO_ROOT, "docs", "install.md");
 const CLUSTERS = ["management", "aks-dev-weu"];
 
@@ -63,7 +62,7 @@ describe("docs/install.md", () => {
   });
 });
 
-describe.skipIf(skip)("docs/install.md, the `sh test` blocks run in order", () => {
+describe("docs/install.md, the `sh test` blocks run in order", () => {
   let cluster: KubeCluster;
   let fleetRemote: BareRepo;
   const work = mkdtempSync(join(tmpdir(), "berth-install-doc-"));

@@ -6,8 +6,8 @@
  *   - every Flux Kustomization under clusters/ points at a folder that builds, depends only on Kustomizations
  *     of its cluster, prunes, and health-checks objects its build really holds,
  *   - every object of every build, and the cluster entry files, pass a server-side dry-run apply on the test
- *     kube-apiserver (1.20 + etcd) with the Flux, ASO and Team CRDs, compared field by field with what the
- *     server would store (tests/support/kube-dry-run.ts: 1.20 prunes unknown fields silently),
+ *     kube-apiserver (the version infra/test-cluster/go builds) with the Flux, ASO and Team CRDs, compared field by
+ *     field with what the server would store (tests/support/kube-dry-run.ts),
  *   - the Deployments are hardened, run the image's user, and take their image from the one release component,
  *   - the platform config file loads as the API and as the controller would load it,
  *
@@ -20,12 +20,12 @@ import { dirname, join, relative } from "node:path";
 import { loadConfig, loadControllerConfig } from "@berth/config";
 import { parse } from "yaml";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { REPO_ROOT, skipWithoutKubeBinaries, startKubeCluster, type KubeCluster } from "../support/kube-cluster.js";
+import { REPO_ROOT, startKubeCluster, type KubeCluster } from "../support/kube-cluster.js";
 import { formatDryRunProblems, serverSideDryRunApply, type DryRunResult } from "../support/kube-dry-run.js";
 import { applyObject, installCrd } from "../support/kube-http.js";
 import { kustomizeBuild, parseManifests, type KubeObject } from "../support/kustomize.js";
+import { componentVersion } from "../support/test-cluster-binaries.js";
 
-const skip = skipWithoutKubeBinaries();
 const FIELD_MANAGER = "berth-install-dry-run";
 /** The image's user (infra/image/build.mjs). */
 const IMAGE_USER = 65532;
@@ -73,15 +73,6 @@ async function buildAll(fleet: string): Promise<Built[]> {
   return Promise.all(kustomizations(fleet).map(async (dir) => ({ dir: relative(fleet, dir), objects: await kustomizeBuild(dir) })));
 }
 
-/**
- * kube-apiserver 1.20 serves PodDisruptionBudget only as policy/v1beta1 (policy/v1 is 1.21+, and the only one
- * AKS still serves): check it there. The fields Berth uses (minAvailable, selector) are the same in both.
- */
-function asServedBy120(obj: KubeObject): KubeObject {
-  if (obj.kind === "PodDisruptionBudget" && obj.apiVersion === "policy/v1") return { ...obj, apiVersion: "policy/v1beta1" };
-  return obj;
-}
-
 type Checked = DryRunResult & { source: string };
 
 /**
@@ -91,7 +82,7 @@ type Checked = DryRunResult & { source: string };
 async function dryRun(cluster: KubeCluster, sets: Array<{ source: string; objects: KubeObject[] }>): Promise<Checked[]> {
   const kc = cluster.kubeConfig();
   const results: Checked[] = [];
-  const all = sets.flatMap((s) => s.objects.map((o) => ({ source: s.source, object: asServedBy120(o) })));
+  const all = sets.flatMap((s) => s.objects.map((o) => ({ source: s.source, object: o })));
   for (const { source, object } of all.filter((x) => x.object.kind === "CustomResourceDefinition")) {
     const refused = await installCrd(kc, object);
     const ok = refused === undefined || refused.startsWith("HTTP 409");
@@ -281,7 +272,7 @@ describe("install manifests: kustomize builds, Flux wiring, hardening", () => {
   });
 });
 
-describe.skipIf(skip)(`install manifests: server-side dry-run on kube-apiserver 1.20${skip ? " (SKIPPED: binaries missing)" : ""}`, () => {
+describe(`install manifests: server-side dry-run on kube-apiserver ${componentVersion("kubernetes")}`, () => {
   let cluster: KubeCluster;
 
   beforeAll(async () => {

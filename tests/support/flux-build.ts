@@ -1,8 +1,9 @@
 /**
- * What Flux's kustomize-controller builds from the Flux repo, for tests: follow a folder's
- * `kustomization.yaml` resources (nested folders such as `../../base` included), then substitute `${VAR}`
- * from platform-vars strictly, as Flux 2.9 does. Enough for the layout Berth writes (plain resource
- * lists); used by the server-side dry-run test and by the Flux stand-in of the end-to-end rollout tests.
+ * What Flux's kustomize-controller builds from the Flux repo, for the fast render dry-run test
+ * (tests/kube/render-dry-run.test.ts): follow a folder's `kustomization.yaml` resources (nested folders such as
+ * `../../base` included), then substitute `${VAR}` from platform-vars strictly, as Flux 2.9 does. Enough for the
+ * layout Berth writes (plain resource lists). A stand-in: tests/flux/chain.test.ts holds it to real Flux (the same
+ * files give exactly the objects kustomize-controller applied).
  */
 import { parseAllDocuments } from "yaml";
 

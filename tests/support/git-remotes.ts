@@ -129,9 +129,10 @@ export function basicAuthEnv(username: string, password: string): Record<string,
 
 /**
  * Commits every file of local folder `dir` (its relative paths become repo paths) on top of the branch, as
- * someone other than Berth would (e.g. a hand-written tree), and pushes it. Resolves with the new head.
+ * someone other than Berth would (e.g. a hand-written tree), and pushes it; `remove` lists repo paths the
+ * commit deletes. Resolves with the new head.
  */
-export async function pushTree(opts: { url: string; dir: string; branch?: string; subject?: string; env?: Record<string, string> }): Promise<string> {
+export async function pushTree(opts: { url: string; dir: string; branch?: string; subject?: string; env?: Record<string, string>; remove?: string[] }): Promise<string> {
   const branch = opts.branch ?? "main";
   const env = opts.env ?? {};
   const tmp = await makeTempDir("berth-push-tree-");
@@ -141,6 +142,8 @@ export async function pushTree(opts: { url: string; dir: string; branch?: string
     const exists = (await git(["ls-remote", "--heads", opts.url, `refs/heads/${branch}`], { env })).trim() !== "";
     if (exists) await git(["checkout", "--quiet", branch], { cwd: work });
     else await git(["checkout", "--quiet", "--orphan", branch], { cwd: work });
+    // Paths the commit deletes (the folder only adds and changes files).
+    if (opts.remove?.length) await git(["rm", "--quiet", "-r", "--ignore-unmatch", "--", ...opts.remove], { cwd: work });
     await cp(opts.dir, work, { recursive: true });
     await git(["add", "-A"], { cwd: work });
     await git(["-c", "user.name=Platform Team", "-c", "user.email=platform@example.test", "commit", "--quiet", "--no-verify", "-m", opts.subject ?? "hand-written manifests"], { cwd: work });

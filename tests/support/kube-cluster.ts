@@ -1,128 +1,40 @@
 /**
- * A real kube-apiserver (v1.20, built from Debian bookworm's `kubernetes` source package) backed by
- * a real etcd, both on 127.0.0.1 with free ports — the same idea as controller-runtime's envtest.
- * No controller-manager or scheduler runs: namespaces never finish deleting and nothing is
- * garbage-collected, so give every test its own namespace or object names.
+ * A real kube-apiserver and etcd on 127.0.0.1 with free ports (the same idea as controller-runtime's envtest),
+ * optionally with kube-controller-manager's namespace and garbage-collector controllers, so that deleted
+ * namespaces empty and finish and owned objects go with their owners. The versions are the ones
+ * infra/test-cluster/go names (Kubernetes 1.35, etcd 3.6); `bash infra/test-cluster/ensure-binaries.sh` builds
+ * them from their Go modules (`npm test` runs it first). Override with ETCD_BIN / KUBE_APISERVER_BIN.
  *
- * Binaries: `bash infra/test-cluster/ensure-binaries.sh` installs etcd and builds/caches
- * kube-apiserver. Override the lookup with ETCD_BIN / KUBE_APISERVER_BIN.
- *
- *   const cluster = await startKubeCluster();          // ~5 s, CRDs from ../shared/crds loaded
+ *   const cluster = await startKubeCluster();          // ~5 s; Flux's and ASO's CRDs of the built versions loaded
  *   const kc = cluster.kubeConfig();                    // admin (system:masters)
  *   const tester = cluster.kubeConfigFor("tester");    // token user, no RBAC bindings
- *   await cluster.stop();                               // ~0.1 s; kills both processes, removes temp dirs
+ *   await cluster.stop();                               // kills the processes, removes temp dirs
+ *
+ * A missing binary is an error (TestClusterBinariesMissingError naming the script), never a skipped test.
  */
 import { spawn, type ChildProcess } from "node:child_process";
 import { generateKeyPair, randomBytes, randomUUID } from "node:crypto";
-import { accessSync, constants as fsConstants, existsSync, mkdtempSync, openSync, closeSync, readlinkSync, rmSync, statfsSync } from "node:fs";
+import { accessSync, constants as fsConstants, existsSync, mkdtempSync, openSync, closeSync, rmSync, statfsSync } from "node:fs";
 import { readdir, readFile, writeFile } from "node:fs/promises";
-import { createServer } from "node:net";
-import { homedir, tmpdir } from "node:os";
-import { join, resolve } from "node:path";
-import { fileURLToPath } from "node:url";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
 import { KubeConfig } from "@kubernetes/client-node";
 import { parseAllDocuments } from "yaml";
 import { createCertificateAuthority, type CertificateAuthority } from "./kube-pki.js";
+import { freePorts } from "./ports.js";
 import { kubeRequest } from "./kube-http.js";
+import { componentCrdDir, programPath } from "./test-cluster-binaries.js";
 
-export const REPO_ROOT = fileURLToPath(new URL("../../", import.meta.url));
-export const ENSURE_SCRIPT = "infra/test-cluster/ensure-binaries.sh";
-/**
- * PATCH_LEVEL of ensure-binaries.sh (keep in sync): the cached link must point at
- * `<source version>-<this>/kube-apiserver`. An older build (e.g. one that refuses "" in custom
- * resources as null) counts as missing, so the tests say to run the script instead of failing oddly.
- */
-export const KUBE_APISERVER_PATCH_LEVEL = "berth2";
-/** CRDs shipped beside the repository (CI clones it with shared/ next to it). */
-export const DEFAULT_CRD_DIR = resolve(REPO_ROOT, "../shared/crds");
-
-export interface KubeBinaries {
-  etcd: string | null;
-  kubeApiserver: string | null;
-}
-
-export class KubeBinariesMissingError extends Error {
-  constructor(readonly missing: string[]) {
-    super(
-      `test cluster binaries missing: ${missing.join("; ")}. ` +
-        `Run \`bash ${ENSURE_SCRIPT}\` from the repository root (installs etcd, builds kube-apiserver 1.20 ` +
-        `into \${BERTH_CACHE_DIR:-$HOME/.cache/berth}; 5-11 min the first time), or set ETCD_BIN / KUBE_APISERVER_BIN.`,
-    );
-    this.name = "KubeBinariesMissingError";
-  }
-}
-
-function cacheDir(): string {
-  return process.env.BERTH_CACHE_DIR || join(process.env.HOME || homedir(), ".cache", "berth");
-}
-
-function executable(path: string): boolean {
-  try {
-    accessSync(path, fsConstants.X_OK);
-    return true;
-  } catch {
-    return false;
-  }
-}
-
-function onPath(cmd: string): string | null {
-  for (const dir of (process.env.PATH ?? "").split(":")) {
-    if (dir && executable(join(dir, cmd))) return join(dir, cmd);
-  }
-  return null;
-}
-
-/** Where the binaries are, or null for each that is missing. Never throws. */
-export function findKubeBinaries(): KubeBinaries {
-  const etcdEnv = process.env.ETCD_BIN;
-  const apiEnv = process.env.KUBE_APISERVER_BIN;
-  const cached = join(cacheDir(), "kube-apiserver-1.20", "kube-apiserver");
-  return {
-    etcd: etcdEnv ? (executable(etcdEnv) ? etcdEnv : null) : executable("/usr/bin/etcd") ? "/usr/bin/etcd" : onPath("etcd"),
-    kubeApiserver: apiEnv ? (executable(apiEnv) ? apiEnv : null) : executable(cached) && cachedBuildIsCurrent(cached) ? cached : null,
-  };
-}
-
-function linkTarget(path: string): string | null {
-  try {
-    return readlinkSync(path);
-  } catch {
-    return null;
-  }
-}
-
-function cachedBuildIsCurrent(link: string): boolean {
-  return linkTarget(link)?.endsWith(`-${KUBE_APISERVER_PATCH_LEVEL}/kube-apiserver`) ?? false;
-}
-
-/** Why the cluster cannot start, or null when both binaries are there. */
-export function missingKubeBinaries(): string[] {
-  const b = findKubeBinaries();
-  const cached = join(cacheDir(), "kube-apiserver-1.20", "kube-apiserver");
-  const missing: string[] = [];
-  if (!b.etcd) missing.push(process.env.ETCD_BIN ? `ETCD_BIN=${process.env.ETCD_BIN} is not executable` : "etcd (Debian package etcd-server) not found");
-  if (!b.kubeApiserver)
-    missing.push(
-      process.env.KUBE_APISERVER_BIN
-        ? `KUBE_APISERVER_BIN=${process.env.KUBE_APISERVER_BIN} is not executable`
-        : executable(cached)
-          ? `kube-apiserver at ${cached} is an outdated build (-> ${linkTarget(cached)}; want patch level ${KUBE_APISERVER_PATCH_LEVEL})`
-          : `kube-apiserver not found at ${cached}`,
-    );
-  return missing;
-}
+export { REPO_ROOT } from "./test-cluster-binaries.js";
+export { ENSURE_SCRIPT, TestClusterBinariesMissingError } from "./test-cluster-binaries.js";
 
 /**
- * Whether suites needing the real cluster skip: only on a developer machine without the binaries. In CI
- * (env CI set) a missing binary is a failure, never a skip — CI must have built it.
+ * The CRDs a test cluster starts with: Flux's source and kustomize APIs and ASO's resources, managedidentity
+ * and authorization groups, each from the module version the tests run (infra/test-cluster/go).
  */
-export function skipWithoutKubeBinaries(): boolean {
-  const missing = missingKubeBinaries();
-  const inCI = Boolean(process.env.CI) && process.env.CI !== "false" && process.env.CI !== "0";
-  if (missing.length === 0 || inCI) return false;
-  console.warn(`[kube tests] SKIPPED: ${missing.join("; ")}. Run \`bash ${ENSURE_SCRIPT}\` to enable these tests.`);
-  return true;
+export function defaultCrdDirs(): string[] {
+  return [componentCrdDir("source-controller"), componentCrdDir("kustomize-controller"), componentCrdDir("aso")];
 }
 
 export interface TokenUser {
@@ -131,7 +43,7 @@ export interface TokenUser {
 }
 
 export interface KubeClusterOptions {
-  /** Folders whose *.yaml / *.yml CRDs are created at start (recursively). Default: `../shared/crds`. `false` loads none. */
+  /** Folders whose *.yaml / *.yml CRDs are created at start (recursively). Default: `defaultCrdDirs()`. `false` loads none. */
   crdDirs?: string[] | false;
   /** Extra CRD objects to create. */
   crds?: Record<string, unknown>[];
@@ -141,6 +53,26 @@ export interface KubeClusterOptions {
   startTimeoutMs?: number;
   /** Appended to the kube-apiserver command line. */
   extraApiserverArgs?: string[];
+  /**
+   * Also run kube-controller-manager's namespace, garbage-collector and service-account-token controllers: a
+   * deleted namespace is emptied and goes (after its objects' finalizers), objects go with their owners, and a
+   * `kubernetes.io/service-account-token` Secret gets its token. Off by default: a test without them keeps every
+   * object it deletes in view (namespaces stay Terminating).
+   */
+  controllers?: boolean;
+  /** Keep the apiserver's audit log of every delete and deletecollection request (read with `deletes()`). */
+  auditDeletes?: boolean;
+}
+
+/** A delete the apiserver was asked for, from its audit log. */
+export interface AuditedDelete {
+  user: string;
+  verb: "delete" | "deletecollection";
+  resource: string;
+  namespace?: string;
+  name?: string;
+  code: number;
+  time: string;
 }
 
 export interface KubeCluster {
@@ -159,7 +91,13 @@ export interface KubeCluster {
   /** Where the startup time went: until /readyz answered ok, then until all CRDs were Established (their creation starts before readyz). */
   timings: { readyzMs: number; crdsMs: number };
   /** Process ids, for diagnostics. */
-  pids: { etcd: number; kubeApiserver: number };
+  pids: { etcd: number; kubeApiserver: number; controllerManager?: number };
+  /** The cluster's CA: it signs the apiserver's certificate and client certificates; tests issue serving certificates from it. */
+  ca: CertificateAuthority;
+  /** The service-account token issuer (`iss` of projected tokens). */
+  serviceAccountIssuer: string;
+  /** Every delete request the apiserver has answered so far (needs `auditDeletes`). */
+  deletes(): Promise<AuditedDelete[]>;
   /** Admin (group system:masters) client config. */
   kubeConfig(): KubeConfig;
   /**
@@ -174,6 +112,8 @@ export interface KubeCluster {
   stop(): Promise<void>;
 }
 
+const SERVICE_ACCOUNT_ISSUER = "https://kubernetes.default.svc.cluster.local";
+
 const DEFAULT_USERS: TokenUser[] = [
   { name: "controller", groups: [] },
   { name: "tester", groups: [] },
@@ -181,39 +121,7 @@ const DEFAULT_USERS: TokenUser[] = [
 
 // ---- helpers ------------------------------------------------------------------------------------
 
-async function freePort(): Promise<number> {
-  return new Promise((res, rej) => {
-    const srv = createServer();
-    srv.unref();
-    srv.on("error", rej);
-    srv.listen(0, "127.0.0.1", () => {
-      const addr = srv.address();
-      const port = typeof addr === "object" && addr ? addr.port : 0;
-      srv.close(() => res(port));
-    });
-  });
-}
-
-async function freePorts(n: number): Promise<number[]> {
-  // Hold all listeners open together so the ports are distinct.
-  const servers = await Promise.all(
-    Array.from({ length: n }, () => {
-      return new Promise<import("node:net").Server>((res, rej) => {
-        const srv = createServer();
-        srv.on("error", rej);
-        srv.listen(0, "127.0.0.1", () => res(srv));
-      });
-    }),
-  );
-  const ports = servers.map((s) => {
-    const a = s.address();
-    return typeof a === "object" && a ? a.port : 0;
-  });
-  await Promise.all(servers.map((s) => new Promise((r) => s.close(r))));
-  return ports.every((p) => p > 0) ? ports : Promise.all(Array.from({ length: n }, freePort));
-}
-
-/** A temp base on tmpfs when there is room (etcd fsyncs a lot; 3.4 has no --unsafe-no-fsync). */
+/** A temp base on tmpfs when there is room (etcd fsyncs a lot). */
 function tempBase(): string {
   try {
     const st = statfsSync("/dev/shm");
@@ -266,13 +174,6 @@ export async function readCrds(dirs: string[]): Promise<Crd[]> {
     }
   }
   return crds;
-}
-
-/** A bare apiserver has no conversion webhook to call: switch to strategy None. */
-export function withoutConversionWebhook<T extends Crd>(crd: T): T {
-  const copy = structuredClone(crd);
-  if (copy.spec?.conversion && copy.spec.conversion.strategy !== "None") copy.spec.conversion = { strategy: "None" };
-  return copy;
 }
 
 function makeKubeConfig(server: string, caData: string, userName: string, cred: { token: string } | { certData: string; keyData: string }): KubeConfig {
@@ -328,18 +229,20 @@ export async function startKubeCluster(opts: KubeClusterOptions = {}): Promise<K
 }
 
 async function startOnce(opts: KubeClusterOptions): Promise<KubeCluster> {
-  const missing = missingKubeBinaries();
-  if (missing.length) throw new KubeBinariesMissingError(missing);
-  const bins = findKubeBinaries() as { etcd: string; kubeApiserver: string };
+  const bins = {
+    etcd: programPath("etcd", "etcd", "ETCD_BIN"),
+    kubeApiserver: programPath("kubernetes", "kube-apiserver", "KUBE_APISERVER_BIN"),
+    controllerManager: opts.controllers ? programPath("kubernetes", "kube-controller-manager", "KUBE_CONTROLLER_MANAGER_BIN") : undefined,
+  };
   const t0 = performance.now();
   const deadline = Date.now() + (opts.startTimeoutMs ?? 60_000);
-  const crdDirs = opts.crdDirs === false ? [] : (opts.crdDirs ?? [process.env.BERTH_CRDS_DIR || DEFAULT_CRD_DIR]);
-  // Read CRDs first: a missing shared/ folder fails before any process starts.
-  const crds = [...(await readCrds(crdDirs)), ...((opts.crds ?? []) as Crd[])].map(withoutConversionWebhook);
+  const crdDirs = opts.crdDirs === false ? [] : (opts.crdDirs ?? defaultCrdDirs());
+  // Read CRDs first: a missing folder fails before any process starts.
+  const crds = [...(await readCrds(crdDirs)), ...((opts.crds ?? []) as Crd[])];
 
   const dir = mkdtempSync(join(tempBase(), "berth-kube-"));
   const children: ChildProcess[] = [];
-  let watchdog: ChildProcess | undefined;
+  const watchdogs: ChildProcess[] = [];
   let stopped = false;
   const onExit = () => {
     for (const c of children) if (c.exitCode === null && c.signalCode === null) c.kill("SIGKILL");
@@ -350,13 +253,14 @@ async function startOnce(opts: KubeClusterOptions): Promise<KubeCluster> {
   const stop = async () => {
     if (stopped) return;
     stopped = true;
-    // apiserver first (it holds etcd connections), then etcd. Everything is thrown away, so the
-    // apiserver's graceful shutdown (~1.2 s) buys nothing: SIGKILL it.
+    // Controllers, then the apiserver (it holds etcd connections), then etcd. Everything is thrown away, so
+    // the apiserver's graceful shutdown (~1.2 s) buys nothing: SIGKILL it.
+    await killChild(children[2], "SIGKILL");
     await killChild(children[1], "SIGKILL");
     await killChild(children[0]);
-    if (watchdog?.pid) {
+    for (const w of watchdogs) {
       try {
-        process.kill(-watchdog.pid, "SIGKILL");
+        if (w.pid) process.kill(-w.pid, "SIGKILL");
       } catch {
         /* already gone */
       }
@@ -399,6 +303,11 @@ async function startOnce(opts: KubeClusterOptions): Promise<KubeCluster> {
       writeFile(join(dir, "serving.key"), serving.keyPem, { mode: 0o600 }),
       writeFile(join(dir, "sa.key"), saKey, { mode: 0o600 }),
       writeFile(join(dir, "tokens.csv"), tokenFile, { mode: 0o600 }),
+      // Deletes only, once each (when answered), with who asked and the answer's code.
+      writeFile(
+        join(dir, "audit-policy.yaml"),
+        "apiVersion: audit.k8s.io/v1\nkind: Policy\nomitStages: [RequestReceived]\nrules:\n  - level: Metadata\n    verbs: [delete, deletecollection]\n  - level: None\n",
+      ),
     ]);
 
     const etcdLog = join(dir, "etcd.log");
@@ -440,13 +349,12 @@ async function startOnce(opts: KubeClusterOptions): Promise<KubeCluster> {
           "--bind-address=127.0.0.1",
           "--advertise-address=127.0.0.1",
           `--secure-port=${apiPort}`,
-          "--insecure-port=0",
           `--cert-dir=${join(dir, "certs")}`,
           `--tls-cert-file=${join(dir, "serving.crt")}`,
           `--tls-private-key-file=${join(dir, "serving.key")}`,
           `--client-ca-file=${join(dir, "ca.crt")}`,
           `--token-auth-file=${join(dir, "tokens.csv")}`,
-          "--service-account-issuer=https://kubernetes.default.svc.cluster.local",
+          `--service-account-issuer=${SERVICE_ACCOUNT_ISSUER}`,
           `--service-account-key-file=${join(dir, "sa.key")}`,
           `--service-account-signing-key-file=${join(dir, "sa.key")}`,
           "--authorization-mode=RBAC",
@@ -457,17 +365,19 @@ async function startOnce(opts: KubeClusterOptions): Promise<KubeCluster> {
           "--allow-privileged=true",
           "--profiling=false",
           "--v=1",
+          ...(opts.auditDeletes ? [`--audit-policy-file=${join(dir, "audit-policy.yaml")}`, `--audit-log-path=${join(dir, "audit.log")}`, "--audit-log-mode=blocking"] : []),
           ...(opts.extraApiserverArgs ?? []),
         ],
         apiLog,
       ),
     );
     const [etcdProc, apiProc] = children as [ChildProcess, ChildProcess];
-    watchdog = spawn("bash", ["-c", WATCHDOG, "berth-kube-watchdog", String(process.pid), dir, String(etcdProc.pid), String(apiProc.pid)], {
-      detached: true,
-      stdio: "ignore",
-    });
-    watchdog.unref();
+    const watch = (...pids: Array<number | undefined>) => {
+      const w = spawn("bash", ["-c", WATCHDOG, "berth-kube-watchdog", String(process.pid), dir, ...pids.map(String)], { detached: true, stdio: "ignore" });
+      w.unref();
+      watchdogs.push(w);
+    };
+    watch(etcdProc.pid, apiProc.pid);
 
     const fail = async (why: string): Promise<never> => {
       throw new Error(
@@ -477,8 +387,6 @@ async function startOnce(opts: KubeClusterOptions): Promise<KubeCluster> {
 
     const adminKc = makeKubeConfig(server, caData, "admin", { token: adminToken });
 
-    // Plain create (not server-side apply): a 1.20 server does not know e.g. x-kubernetes-validations
-    // and a create drops it, where an apply would fail on the unknown field.
     const crdNames: string[] = [];
     const loadCrds = async (): Promise<void> => {
       await Promise.all(
@@ -497,6 +405,18 @@ async function startOnce(opts: KubeClusterOptions): Promise<KubeCluster> {
           if (conds.some((c) => c.type === "Established" && c.status === "True")) break;
           if (Date.now() > deadline) await fail(`CRD ${name} not Established before the deadline: ${JSON.stringify(conds)}`);
           await sleep(50);
+        }
+      }
+      // Established is not yet served: until a version's storage is initialised its lists answer 429.
+      for (const crd of crds) {
+        const spec = crd.spec as { group: string; names: { plural: string }; versions: Array<{ name: string; served: boolean }> };
+        for (const v of spec.versions.filter((x) => x.served)) {
+          for (;;) {
+            const r = await kubeRequest(adminKc, { method: "GET", path: `/apis/${spec.group}/${v.name}/${spec.names.plural}?limit=1` });
+            if (r.status === 200) break;
+            if (Date.now() > deadline) await fail(`CRD ${crd.metadata?.name} ${v.name} not served before the deadline: HTTP ${r.status}`);
+            await sleep(50);
+          }
         }
       }
     };
@@ -530,6 +450,30 @@ async function startOnce(opts: KubeClusterOptions): Promise<KubeCluster> {
     await crdsLoading;
     crdNames.sort();
 
+    if (bins.controllerManager) {
+      const kubeconfig = join(dir, "kubeconfig-controller-manager.json");
+      await writeFile(kubeconfig, adminKc.exportConfig(), { mode: 0o600 });
+      const kcm = spawnLogged(
+        bins.controllerManager,
+        [
+          `--kubeconfig=${kubeconfig}`,
+          // Only what a test cluster without nodes needs: namespaces that finish deleting, owners' dependents
+          // deleted, and tokens in service-account-token Secrets (a kubeconfig from such a token, as docs/install.md builds).
+          "--controllers=namespace-controller,garbage-collector-controller,serviceaccount-token-controller",
+          `--service-account-private-key-file=${join(dir, "sa.key")}`,
+          `--root-ca-file=${join(dir, "ca.crt")}`,
+          "--leader-elect=false",
+          "--secure-port=0",
+          "--v=1",
+        ],
+        join(dir, "kube-controller-manager.log"),
+      );
+      children.push(kcm);
+      watch(kcm.pid);
+      await sleep(200);
+      if (kcm.exitCode !== null) await fail(`kube-controller-manager exited early (${kcm.exitCode}): ${await tail(join(dir, "kube-controller-manager.log"))}`);
+    }
+
     const kubeConfigFor = (user: string, groups?: string[]): KubeConfig => {
       const tu = tokenUsers.get(user);
       const same = (a: string[], b: string[]) => a.length === b.length && [...a].sort().every((g, i) => g === [...b].sort()[i]);
@@ -550,7 +494,27 @@ async function startOnce(opts: KubeClusterOptions): Promise<KubeCluster> {
       crdNames,
       startupMs: Math.round(performance.now() - t0),
       timings: { readyzMs, crdsMs: Math.round(performance.now() - t0) - readyzMs },
-      pids: { etcd: etcdProc.pid ?? -1, kubeApiserver: apiProc.pid ?? -1 },
+      pids: { etcd: etcdProc.pid ?? -1, kubeApiserver: apiProc.pid ?? -1, ...(children[2]?.pid ? { controllerManager: children[2].pid } : {}) },
+      ca,
+      serviceAccountIssuer: SERVICE_ACCOUNT_ISSUER,
+      async deletes(): Promise<AuditedDelete[]> {
+        if (!opts.auditDeletes) throw new Error("startKubeCluster({ auditDeletes: true }) keeps the audit log of deletes");
+        const text = await readFile(join(dir, "audit.log"), "utf8").catch(() => "");
+        return text
+          .split("\n")
+          .filter((line) => line.trim())
+          .map((line) => JSON.parse(line) as { verb: AuditedDelete["verb"]; stage: string; user: { username: string }; objectRef?: { resource?: string; namespace?: string; name?: string; apiGroup?: string }; responseStatus?: { code?: number }; stageTimestamp: string })
+          .filter((e) => e.stage === "ResponseComplete")
+          .map((e) => ({
+            user: e.user.username,
+            verb: e.verb,
+            resource: [e.objectRef?.resource, e.objectRef?.apiGroup].filter(Boolean).join("."),
+            ...(e.objectRef?.namespace ? { namespace: e.objectRef.namespace } : {}),
+            ...(e.objectRef?.name ? { name: e.objectRef.name } : {}),
+            code: e.responseStatus?.code ?? 0,
+            time: e.stageTimestamp,
+          }));
+      },
       kubeConfig: () => makeKubeConfig(server, caData, "admin", { token: adminToken }),
       kubeConfigFor,
       async writeKubeconfigFile(user: string, groups?: string[]): Promise<string> {

@@ -1,13 +1,13 @@
 /**
  * Server-side apply with dryRun=All, object by object, reporting what the server would not keep.
  *
- * A 1.20 apiserver does not reject unknown fields on create/update: structural-schema pruning
- * silently drops them (strict field validation only came in 1.25), so a manifest with a typo'd
- * field "passes" `kubectl apply --dry-run=server` (client-side apply) and what Flux stores differs
- * from git. Server-side apply on 1.20 instead refuses the whole object with HTTP 500 "failed to
- * create typed patch object: .spec.x: field not declared in schema".
+ * A field the schema does not declare is handled two ways by the apiserver (checked on 1.35): a create or
+ * update keeps the object and drops the field with only a Warning header (field validation defaults to Warn),
+ * so `kubectl apply --dry-run=server` "passes" and what is stored differs from git; server-side apply, which
+ * Flux's kustomize-controller uses, refuses the whole object with HTTP 500 "failed to create typed patch object:
+ * .spec.x: field not declared in schema", so Flux would fail the team's Kustomization.
  *
- * This helper reports both the same way, as `pruned` problems, one per field:
+ * This helper reports such fields as `pruned` problems, one per field:
  *  - SSA's "field not declared in schema" paths are parsed, removed from the object, and the apply
  *    is retried, so the rest of the object is still validated;
  *  - the object the server returns is compared with the one sent: every field dropped or changed
@@ -178,7 +178,7 @@ export async function serverSideDryRunApply(
         problems.push({
           kind: "pruned",
           path: p,
-          message: `${p} is not declared in the schema: create/update drop it silently, server-side apply refuses the object`,
+          message: `${p} is not declared in the schema: create/update drop it with a warning, server-side apply (Flux's) refuses the object`,
           sent: valueAt(obj, p),
         });
       }

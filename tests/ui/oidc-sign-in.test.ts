@@ -8,7 +8,6 @@
  * credential, and no token reaches the page.
  */
 import { mkdtemp } from "node:fs/promises";
-import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { Browser, BrowserContext, Page } from "playwright-core";
@@ -19,21 +18,12 @@ import { ensureBuilt } from "../support/build.js";
 import { createBareRepo, type BareRepo } from "../support/git-remotes.js";
 import { startTestIssuer, type TestIssuer } from "../support/oidc-issuer.js";
 import { startApiProcess, type AppProcess } from "../support/processes.js";
+import { freePort } from "../support/ports.js";
 
 const OWNER = "0b9a3c1e-1111-4222-8333-444455556666";
 const CLIENT_ID = "berth-status-page";
 const CLIENT_SECRET = "status-page-client-secret-0123456789";
 
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.on("error", reject);
-    server.listen(0, "127.0.0.1", () => {
-      const address = server.address();
-      server.close(() => resolve(typeof address === "object" && address ? address.port : 0));
-    });
-  });
-}
 
 describe("status page sign-in with OIDC authorization code + PKCE", () => {
   let issuer: TestIssuer;

@@ -18,15 +18,14 @@ import { DEV_TOKEN } from "../support/berth.js";
 import { accessibilityViolations, launchChromium, screenshot, UI_ARTIFACTS, watchPage, type PageProblems } from "../support/browser.js";
 import { ensureBuilt } from "../support/build.js";
 import { createBareRepo, type BareRepo } from "../support/git-remotes.js";
-import { skipWithoutKubeBinaries, startKubeCluster, type KubeCluster } from "../support/kube-cluster.js";
+import { startKubeCluster, type KubeCluster } from "../support/kube-cluster.js";
 import { startApiProcess, type AppProcess } from "../support/processes.js";
 import { prepareCluster, writeTestPlatformConfig } from "../support/test-platform.js";
 
 const OWNER = "0b9a3c1e-1111-4222-8333-444455556666";
-const skip = skipWithoutKubeBinaries();
 
 /** The controller's condition types, in chain order (apps/controller/src/reconcile/status.ts). */
-const CHAIN = ["Rendered", "KustomizationReady", "ResourceGroupReady", "IdentityReady", "FederatedCredentialsReady", "FederationMatchesIssuer", "RoleAssignmentsReady", "CredentialWritten"];
+const CHAIN = ["Rendered", "ResourceGroupReady", "IdentityReady", "FederatedCredentialsReady", "FederationMatchesIssuer", "RoleAssignmentsReady", "KustomizationReady", "CredentialWritten"];
 
 /**
  * A Team status as the controller writes it: conditions before `blockedAt` True, the one at `blockedAt`
@@ -47,7 +46,7 @@ function teamStatus(blockedAt: string | undefined, failure?: { reason: string; s
   return { conditions: [...conditions, ready], revision: "main@sha1:0123abcd", observedGeneration: 1, ...(blocked ? {} : { identity: { clientId: "44444444-4444-4444-8444-444444444444" } }) };
 }
 
-describe.skipIf(skip)("the status page in Chromium", () => {
+describe("the status page in Chromium", () => {
   let cluster: KubeCluster;
   let admin: Admin;
   let remote: BareRepo;

@@ -7,7 +7,7 @@ import { formatElapsed, renderFrame, WatchState } from "../src/watch.js";
 
 const cluster = (name: string, over: Partial<ClusterStatus>): ClusterStatus => ({ cluster: name, environment: "dev", state: "absent", ready: false, stale: false, conditions: [], ...over });
 const response = (...clusters: ClusterStatus[]): StatusResponse => ({ team: "payments", revision: "0123456789abcdef0123456789abcdef01234567", ready: clusters.every((c) => c.ready), clusters });
-const CHAIN = ["Rendered", "KustomizationReady", "ResourceGroupReady", "IdentityReady", "FederatedCredentialsReady", "FederationMatchesIssuer", "RoleAssignmentsReady", "CredentialWritten", "Ready"];
+const CHAIN = ["Rendered", "ResourceGroupReady", "IdentityReady", "FederatedCredentialsReady", "FederationMatchesIssuer", "RoleAssignmentsReady", "KustomizationReady", "CredentialWritten", "Ready"];
 const readyStatus = cluster("aks-dev-weu", { state: "reported", ready: true, conditions: CHAIN.map((type) => ({ type, status: "True" as const, reason: "Succeeded" })) });
 const failedStatus = cluster("aks-dev-weu", {
   state: "reported",

@@ -143,8 +143,9 @@ function keepRoleBinding(raw: KubeObject): KubeObject {
 function keepKustomization(raw: KubeObject): KustomizationLike {
   const o = raw as KustomizationLike;
   const s = o.status;
-  const conditions = readyOnly(s);
-  const status = s ? { ...(conditions ? { conditions } : {}), ...pick(s as Record<string, unknown>, ["lastAppliedRevision", "lastAttemptedRevision"]) } : undefined;
+  // Ready, and Healthy: Flux sets it once its apply succeeded (the team's objects are on the cluster).
+  const conditions = s?.conditions?.filter((c) => c?.type === "Ready" || c?.type === "Healthy");
+  const status = s ? { ...(conditions?.length ? { conditions } : {}), ...pick(s as Record<string, unknown>, ["lastAppliedRevision", "lastAttemptedRevision"]) } : undefined;
   return { metadata: baseMeta(o.metadata, { labels: teamLabel(o.metadata) }), ...(status ? { status } : {}) };
 }
 

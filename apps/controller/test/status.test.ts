@@ -36,12 +36,12 @@ describe("teamStatusView", () => {
     const v = teamStatusView(allGood());
     expect(v.conditions.map((c) => c.type)).toEqual([
       "Rendered",
-      "KustomizationReady",
       "ResourceGroupReady",
       "IdentityReady",
       "FederatedCredentialsReady",
       "FederationMatchesIssuer",
       "RoleAssignmentsReady",
+      "KustomizationReady",
       "PlatformValuesFresh",
       "CredentialWritten",
       "Ready",
@@ -70,12 +70,62 @@ describe("teamStatusView", () => {
     expect(cond(broken, "Ready").message).toMatch(/^CredentialWritten: ProviderUnavailable/);
   });
 
-  it("uses lastAttemptedRevision before anything was applied", () => {
+  it("a revision Flux failed to build before anything was applied: that revision, failed (severity Error)", () => {
     const i = allGood();
     i.kustomization = { status: { lastAttemptedRevision: "main@sha1:def", conditions: [{ type: "Ready", status: "False", reason: "BuildFailed", message: "boom" }] } };
     const v = teamStatusView(i);
     expect(v.revision).toBe("main@sha1:def");
-    expect(cond(v, "KustomizationReady")).toMatchObject({ status: "False", reason: "BuildFailed", message: "boom" });
+    expect(cond(v, "KustomizationReady")).toMatchObject({ status: "False", reason: "BuildFailed", message: "boom", severity: "Error" });
+    expect(cond(v, "Ready")).toMatchObject({ status: "False", reason: "Failed" });
+  });
+
+  it("a newer revision Flux failed to apply: the status describes that revision, failed, not the older one still running", () => {
+    const i = allGood();
+    i.kustomization = {
+      status: {
+        lastAppliedRevision: "main@sha1:abc",
+        lastAttemptedRevision: "main@sha1:def",
+        conditions: [{ type: "Ready", status: "False", reason: "ReconciliationFailed", message: 'LimitRange/payments/container-defaults dry-run failed: Unsupported value: "Containers"' }],
+      },
+    };
+    const v = teamStatusView(i);
+    expect(v.revision).toBe("main@sha1:def");
+    expect(cond(v, "KustomizationReady")).toMatchObject({ status: "False", reason: "ReconciliationFailed", severity: "Error" });
+    expect(cond(v, "Rendered")).toMatchObject({ status: "False", reason: "ReconciliationFailed", severity: "Error" });
+    expect(cond(v, "Rendered").message).toContain("Flux could not apply revision main@sha1:def: LimitRange/payments/container-defaults dry-run failed");
+    expect(cond(v, "Ready")).toMatchObject({ status: "False", reason: "Failed" });
+    expect(cond(v, "Ready").message).toContain("Rendered: ReconciliationFailed");
+  });
+
+  it("applied while Flux's health checks run: Rendered is True, KustomizationReady waits for the ASO objects", () => {
+    const i = allGood();
+    i.asoObjects.ResourceGroup = [obj("payments", ready("False", { reason: "Reconciling", severity: "Info", message: "creating" }))];
+    const running = "Running health checks for revision main@sha1:def with a timeout of 15m0s";
+    i.kustomization = {
+      status: {
+        lastAttemptedRevision: "main@sha1:def",
+        conditions: [
+          { type: "Reconciling", status: "True", reason: "Progressing", message: running },
+          { type: "Ready", status: "Unknown", reason: "Progressing", message: "Reconciliation in progress" },
+          { type: "Healthy", status: "Unknown", reason: "Progressing", message: running },
+        ],
+      },
+    };
+    const v = teamStatusView(i);
+    expect(cond(v, "Rendered")).toMatchObject({ status: "True", reason: "Applied", message: "Flux applied revision main@sha1:def" });
+    expect(cond(v, "KustomizationReady")).toMatchObject({ status: "Unknown", reason: "Progressing" });
+    expect(cond(v, "Ready").message).toMatch(/^ResourceGroupReady: Reconciling/);
+  });
+
+  it("a newer revision that waits (a dependency, the source) is a wait at the revision Flux runs", () => {
+    const i = allGood();
+    i.kustomization = {
+      status: { lastAppliedRevision: "main@sha1:abc", lastAttemptedRevision: "main@sha1:def", conditions: [{ type: "Ready", status: "False", reason: "DependencyNotReady", message: "dependency not ready" }] },
+    };
+    const v = teamStatusView(i);
+    expect(v.revision).toBe("main@sha1:abc");
+    expect(cond(v, "KustomizationReady")).toMatchObject({ status: "False", reason: "DependencyNotReady" });
+    expect(cond(v, "KustomizationReady").severity).toBeUndefined();
     expect(cond(v, "Ready")).toMatchObject({ status: "False", reason: "Waiting" });
   });
 

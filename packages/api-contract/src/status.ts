@@ -40,13 +40,14 @@ export type StatusResponse = z.infer<typeof statusResponse>;
  */
 export const STATUS_CHAIN = [
   { step: "committed", label: "committed", short: "commit", conditions: [] },
-  { step: "flux", label: "Flux applied", short: "flux", conditions: ["Rendered", "KustomizationReady"] },
+  { step: "flux", label: "Flux applied", short: "flux", conditions: ["Rendered"] },
   { step: "resource-group", label: "resource group", short: "rg", conditions: ["ResourceGroupReady"] },
   { step: "identity", label: "identity", short: "identity", conditions: ["IdentityReady"] },
   { step: "federation", label: "federated credential", short: "fic", conditions: ["FederatedCredentialsReady", "FederationMatchesIssuer"] },
   { step: "role-assignments", label: "role assignments", short: "roles", conditions: ["RoleAssignmentsReady"] },
   { step: "credential", label: "credential written", short: "cred", conditions: ["CredentialWritten"] },
-  { step: "ready", label: "Ready", short: "ready", conditions: ["Ready"] },
+  // Flux's own Ready: its health checks pass once the ASO objects are Ready, so it completes last.
+  { step: "ready", label: "Ready", short: "ready", conditions: ["KustomizationReady", "Ready"] },
 ] as const satisfies ReadonlyArray<{ step: string; label: string; short: string; conditions: readonly string[] }>;
 
 export type ChainStepName = (typeof STATUS_CHAIN)[number]["step"];

@@ -37,8 +37,8 @@ interface Lease {
 }
 
 /**
- * A MicroTime as the apiserver wants it: RFC 3339 with exactly 6 fractional digits (a 1.20 apiserver
- * refuses the 3 that Date#toISOString writes).
+ * A MicroTime as the apiserver wants it: RFC 3339 with exactly 6 fractional digits (the apiserver refuses
+ * the 3 that Date#toISOString writes).
  */
 export function microTime(ms: number = Date.now()): string {
   return new Date(ms).toISOString().replace(/\.(\d{3})Z$/, ".$1000Z");

@@ -7,7 +7,7 @@ import { CoreV1Api, type KubeConfig, type KubernetesObject, type V1ConfigMap, ty
 import { applyObject, applyStatus, deleteObject, getObject } from "../src/apply.js";
 import { KubeApiError } from "../src/errors.js";
 import { EventRecorder } from "../src/events.js";
-import { recordingLogger, skipCluster, startKubeCluster, viaServer, type KubeCluster } from "./support.js";
+import { recordingLogger, startKubeCluster, viaServer, type KubeCluster } from "./support.js";
 
 const FM = "berth-controller";
 
@@ -47,7 +47,7 @@ interface Widget extends KubernetesObject {
 
 const b64 = (s: string) => Buffer.from(s).toString("base64");
 
-describe.skipIf(skipCluster)("applyObject / deleteObject / EventRecorder (real kube-apiserver)", () => {
+describe("applyObject / deleteObject / EventRecorder (real kube-apiserver)", () => {
   let cluster: KubeCluster;
   let admin: KubeConfig;
   let core: CoreV1Api;

@@ -10,12 +10,12 @@ import { listPath } from "../src/client.js";
 import { KubeApiError } from "../src/errors.js";
 import { InformerError, startInformer, type Informer, type InformerEvent } from "../src/informer.js";
 import { createControllerMetrics, type ControllerMetrics } from "../src/metrics.js";
-import { proxyFor, recordingLogger, skipCluster, sleep, startKubeCluster, viaServer, type KubeCluster } from "./support.js";
+import { proxyFor, recordingLogger, sleep, startKubeCluster, viaServer, type KubeCluster } from "./support.js";
 
 type CM = V1ConfigMap;
 
 // Concurrent: every test has its own namespace, and most of their time is spent waiting.
-describe.skipIf(skipCluster).concurrent("startInformer (real kube-apiserver)", () => {
+describe.concurrent("startInformer (real kube-apiserver)", () => {
   let cluster: KubeCluster;
   let admin: KubeConfig;
   let core: CoreV1Api;

@@ -9,13 +9,13 @@ import { Registry } from "prom-client";
 import { kubeRequest } from "../../../tests/support/kube-http.js";
 import { LeaderElector } from "../src/leader.js";
 import { createControllerMetrics } from "../src/metrics.js";
-import { recordingLogger, skipCluster, sleep, startKubeCluster, type KubeCluster } from "./support.js";
+import { recordingLogger, sleep, startKubeCluster, type KubeCluster } from "./support.js";
 
 // Short but valid timings: leaseDuration > renewDeadline > 1.2 × retryPeriod.
 const FAST = { leaseDurationSec: 2, renewDeadlineSec: 1.5, retryPeriodSec: 0.25 };
 
 // Concurrent: every test has its own Lease, and most of their time is spent waiting.
-describe.skipIf(skipCluster).concurrent("LeaderElector (real kube-apiserver)", () => {
+describe.concurrent("LeaderElector (real kube-apiserver)", () => {
   let cluster: KubeCluster;
   let admin: KubeConfig;
   let leases: CoordinationV1Api;

@@ -5,14 +5,10 @@
  */
 import { createServer, connect, type Server, type Socket } from "node:net";
 import { KubeConfig } from "@kubernetes/client-node";
-import { skipWithoutKubeBinaries } from "../../../tests/support/kube-cluster.js";
 import type { Logger } from "../src/logger.js";
 import { captureLogs, parseLogLine } from "../../../tests/support/logs.js";
 
 export { startKubeCluster, type KubeCluster } from "../../../tests/support/kube-cluster.js";
-
-/** Skip cluster tests only when the binaries are missing outside CI (CI must fail instead). */
-export const skipCluster = skipWithoutKubeBinaries();
 
 export const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 

@@ -7,9 +7,10 @@ import { clientIdOf } from "./credential.js";
  * A team's status as one view, computed from what Flux, ASO and the controller report (pure). The
  * controller writes it to `Team.status`; the API serves the same view at GET /v1/teams/{name}/status.
  *
- * Conditions chain in the order a team comes up:
- *   Rendered → KustomizationReady → ResourceGroupReady → IdentityReady → FederatedCredentialsReady →
- *   FederationMatchesIssuer → RoleAssignmentsReady → PlatformValuesFresh → CredentialWritten → Ready
+ * Conditions chain in the order a team comes up (checked against real Flux: its `wait: true` health checks pass only
+ * once the ASO objects are Ready, so Flux's Ready follows them):
+ *   Rendered → ResourceGroupReady → IdentityReady → FederatedCredentialsReady → FederationMatchesIssuer →
+ *   RoleAssignmentsReady → KustomizationReady → PlatformValuesFresh → CredentialWritten → Ready
  * Each condition states its own fact; Ready is True only when every other one is, and otherwise names
  * the first that is not — except PlatformValuesFresh: it says whether the platform values provider
  * (Azure) answers right now, not what the team can do. In an outage the team keeps a credential that
@@ -84,22 +85,20 @@ export function teamStatusView(inputs: TeamStatusInputs): TeamStatusView {
   const { team, kustomization } = inputs;
   const name = team.metadata?.name ?? "";
   const generation = team.metadata?.generation ?? 0;
-  const revision = kustomization?.status?.lastAppliedRevision || kustomization?.status?.lastAttemptedRevision || undefined;
+  const failedAttempt = fluxFailedAttempt(kustomization);
+  // The revision this status describes: the one Flux applied, or the newer one it failed to apply (a rollout's gate
+  // must see that the wave's commit failed, not the older revision still running).
+  const revision = failedAttempt ?? (kustomization?.status?.lastAppliedRevision || kustomization?.status?.lastAttemptedRevision || undefined);
 
-  const drafts: Draft[] = [];
-  drafts.push(
-    !kustomization
-      ? { type: "Rendered", status: "False", reason: "KustomizationNotFound", message: `Flux Kustomization team-${name} does not exist (yet)` }
-      : revision
-        ? { type: "Rendered", status: "True", reason: "Rendered", message: `revision ${revision}` }
-        : { type: "Rendered", status: "Unknown", reason: "Pending", message: "Flux has not built the team's manifests yet" },
-  );
-  drafts.push(fromReady("KustomizationReady", kustomization, `Flux Kustomization team-${name}`));
+  const drafts: Draft[] = [renderedCondition(kustomization, revision, failedAttempt !== undefined, name)];
   for (const kind of ASO_KINDS) {
     const objects = inputs.asoObjects[kind.kind] ?? [];
     drafts.push(asoCondition(kind, objects, expectedCount(kind, team), name));
     if (kind.kind === "FederatedIdentityCredential") drafts.push(federationCondition(objects, inputs.clusterIssuer, name));
   }
+  // Flux's Ready comes after the ASO objects: with `wait: true` its health checks pass only once they are Ready.
+  const fluxReady = fromReady("KustomizationReady", kustomization, `Flux Kustomization team-${name}`);
+  drafts.push(failedAttempt ? { ...fluxReady, severity: "Error" } : fluxReady);
   drafts.push(valuesCondition(inputs.values ?? { fresh: true }));
   drafts.push({
     type: "CredentialWritten",
@@ -124,7 +123,7 @@ export function teamStatusView(inputs: TeamStatusInputs): TeamStatusView {
   const conditions = drafts.map((d): TeamCondition => {
     const before = inputs.previous?.find((p) => p.type === d.type);
     const since = before && before.status === d.status && before.lastTransitionTime ? toIso(before.lastTransitionTime) : inputs.now.toISOString();
-    // Never an empty message: a 1.20 apiserver's apply turns "" into null, which the schema refuses.
+    // Never an empty message: a condition always says why.
     return { ...d, message: (d.message || d.reason).slice(0, 1024), lastTransitionTime: since, observedGeneration: generation };
   });
   const clientId = clientIdOf(inputs.identity);
@@ -169,6 +168,41 @@ function fromReady(type: string, o: WithConditions | undefined, what: string): D
     message: ready.message ?? "",
     ...(isSeverity(ready.severity) ? { severity: ready.severity } : {}),
   };
+}
+
+/**
+ * Whether Flux has applied the team's manifests (at the revision the status describes): its apply succeeded, so the
+ * objects are on the cluster, whether or not its health checks have passed yet (`Healthy` appears after the apply).
+ * A build or apply Flux gave up on is False with severity Error.
+ */
+function renderedCondition(kustomization: KustomizationLike | undefined, revision: string | undefined, failed: boolean, team: string): Draft {
+  const type = "Rendered";
+  if (!kustomization) return { type, status: "False", reason: "KustomizationNotFound", message: `Flux Kustomization team-${team} does not exist (yet)` };
+  const ready = readyOf(kustomization);
+  if (failed && NOT_APPLIED.has(ready?.reason ?? "")) {
+    return { type, status: "False", reason: ready!.reason!, severity: "Error", message: `Flux could not apply revision ${revision}: ${ready?.message ?? ""}` };
+  }
+  const healthy = kustomization.status?.conditions?.some((c) => c.type === "Healthy");
+  if (revision && (ready?.status === "True" || healthy)) return { type, status: "True", reason: "Applied", message: `Flux applied revision ${revision}` };
+  return { type, status: "Unknown", reason: "Pending", message: ready?.message ? `Flux has not applied the team's manifests yet: ${ready.message}` : "Flux has not applied the team's manifests yet" };
+}
+
+/** Flux's reasons for a revision it could not put on the cluster (build or apply); the others come after the apply. */
+const NOT_APPLIED = new Set(["BuildFailed", "ReconciliationFailed", "ArtifactFailed"]);
+
+/**
+ * Flux's reasons for giving up on a revision: the build, the apply, the prune or the health checks failed. Flux
+ * retries at retryInterval, but the same revision fails the same way; other reasons (a dependency or the source not
+ * ready yet) are waits.
+ */
+const FLUX_FAILURES = new Set(["BuildFailed", "ReconciliationFailed", "PruneFailed", "HealthCheckFailed"]);
+
+/** The revision Flux tried and failed to apply (newer than the one it runs), or undefined. */
+function fluxFailedAttempt(kustomization: KustomizationLike | undefined): string | undefined {
+  const ready = kustomization ? readyOf(kustomization) : undefined;
+  const { lastAppliedRevision, lastAttemptedRevision } = kustomization?.status ?? {};
+  if (ready?.status !== "False" || !FLUX_FAILURES.has(ready.reason ?? "") || !lastAttemptedRevision) return undefined;
+  return lastAttemptedRevision !== lastAppliedRevision ? lastAttemptedRevision : undefined;
 }
 
 const RANK: Record<string, number> = { "False/Error": 0, "False/Warning": 1, "False/": 2, "False/Info": 2, "Unknown/": 3 };

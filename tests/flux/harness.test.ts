@@ -1,0 +1,112 @@
+/**
+ * Proves the real-Flux harness (tests/support/flux.ts) on its own, before Berth is in the picture: the
+ * source-controller and kustomize-controller built from their Go modules pull a repository served over smart
+ * HTTP with Basic auth, apply what its root Kustomization builds, substitute strictly from a ConfigMap, prune
+ * what a later commit removes, and report their status as Flux does.
+ */
+import { mkdtemp, mkdir, rm, writeFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { dirname, join } from "node:path";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { stringify } from "yaml";
+import { bootstrapFlux, startFlux, type RunningFlux } from "../support/flux.js";
+import { startGitHttpServer, type GitHttpServer } from "../support/git-http-server.js";
+import { basicAuthEnv, createBareRepo, git, pushTree } from "../support/git-remotes.js";
+import { startKubeCluster, type KubeCluster } from "../support/kube-cluster.js";
+import { kubeRequest } from "../support/kube-http.js";
+import { componentVersion } from "../support/test-cluster-binaries.js";
+import { eventually } from "../support/wait.js";
+
+const AUTH = { username: "flux", password: "s3cret-flux" };
+
+async function writeTree(dir: string, files: Record<string, unknown>): Promise<void> {
+  await rm(dir, { recursive: true, force: true });
+  for (const [path, content] of Object.entries(files)) {
+    await mkdir(dirname(join(dir, path)), { recursive: true });
+    await writeFile(join(dir, path), typeof content === "string" ? content : stringify(content, { version: "1.1" }));
+  }
+}
+
+const configMap = (name: string, data: Record<string, string>) => ({ apiVersion: "v1", kind: "ConfigMap", metadata: { name, namespace: "demo" }, data });
+
+describe(`real Flux (source-controller ${componentVersion("source-controller")}, kustomize-controller ${componentVersion("kustomize-controller")})`, () => {
+  let cluster: KubeCluster;
+  let flux: RunningFlux;
+  let server: GitHttpServer;
+  let url: string;
+  let work: string;
+
+  beforeAll(async () => {
+    cluster = await startKubeCluster({ controllers: true });
+    const bare = await createBareRepo();
+    server = await startGitHttpServer({ root: dirname(bare.dir), ...AUTH });
+    url = server.repoUrl(bare.dir.split("/").pop()!);
+    work = await mkdtemp(join(tmpdir(), "berth-flux-harness-"));
+    await writeTree(work, {
+      "clusters/demo/kustomization.yaml": { apiVersion: "kustomize.config.k8s.io/v1beta1", kind: "Kustomization", resources: ["apps.yaml", "vars.yaml"] },
+      "clusters/demo/vars.yaml": { apiVersion: "v1", kind: "ConfigMap", metadata: { name: "vars", namespace: "flux-system" }, data: { GREETING: "hello" } },
+      "clusters/demo/apps.yaml": {
+        apiVersion: "kustomize.toolkit.fluxcd.io/v1",
+        kind: "Kustomization",
+        metadata: { name: "apps", namespace: "flux-system" },
+        spec: { interval: "10m", path: "./apps", prune: true, wait: true, sourceRef: { kind: "GitRepository", name: "flux-system" }, postBuild: { substituteFrom: [{ kind: "ConfigMap", name: "vars" }] } },
+      },
+      "apps/kustomization.yaml": { apiVersion: "kustomize.config.k8s.io/v1beta1", kind: "Kustomization", resources: ["namespace.yaml", "one.yaml", "two.yaml"] },
+      "apps/namespace.yaml": { apiVersion: "v1", kind: "Namespace", metadata: { name: "demo" } },
+      "apps/one.yaml": configMap("one", { greeting: "${GREETING}", literal: "$${GREETING}" }),
+      "apps/two.yaml": configMap("two", { n: "2" }),
+    });
+    await pushTree({ url, dir: work, subject: "demo", env: basicAuthEnv(AUTH.username, AUTH.password) });
+    flux = await startFlux(cluster);
+    await bootstrapFlux(cluster, flux, { url, path: "./clusters/demo", auth: AUTH, interval: "2s" });
+  }, 120_000);
+
+  afterAll(async () => {
+    await flux?.stop();
+    await server?.stop();
+    await cluster?.stop();
+    if (work) await rm(work, { recursive: true, force: true });
+  });
+
+  const get = (path: string) => kubeRequest(cluster.kubeConfig(), { method: "GET", path });
+  const kustomization = async (name: string) => (await get(`/apis/kustomize.toolkit.fluxcd.io/v1/namespaces/flux-system/kustomizations/${name}`)).json as {
+    status?: { lastAppliedRevision?: string; conditions?: Array<{ type: string; status: string; reason: string; message: string }> };
+  };
+
+  it("pulls over smart HTTP, applies, substitutes strictly and reports Ready at the pushed revision", async () => {
+    const head = (await git(["ls-remote", url, "refs/heads/main"], { env: basicAuthEnv(AUTH.username, AUTH.password) })).split("\t")[0]!;
+    const one = await eventually("ConfigMap demo/one applied by Flux", async () => {
+      const r = await get("/api/v1/namespaces/demo/configmaps/one");
+      return r.status === 200 ? (r.json as { data: Record<string, string>; metadata: { labels: Record<string, string> } }) : undefined;
+    }, 60_000);
+    expect(one.data).toEqual({ greeting: "hello", literal: "${GREETING}" });
+    expect(one.metadata.labels["kustomize.toolkit.fluxcd.io/name"]).toBe("apps");
+    const ready = await eventually("Kustomization apps Ready", async () => {
+      const k = await kustomization("apps");
+      return k.status?.conditions?.find((c) => c.type === "Ready" && c.status === "True") ? k : undefined;
+    }, 60_000);
+    expect(ready.status?.lastAppliedRevision).toBe(`main@sha1:${head}`);
+  });
+
+  it("fails the build on an undefined variable and keeps what it applied", async () => {
+    await writeFile(join(work, "apps/two.yaml"), stringify(configMap("two", { n: "${UNDEFINED_VAR}" })));
+    await pushTree({ url, dir: work, subject: "undefined var", env: basicAuthEnv(AUTH.username, AUTH.password) });
+    const failed = await eventually("apps fails on the undefined variable", async () => {
+      const c = (await kustomization("apps")).status?.conditions?.find((x) => x.type === "Ready");
+      return c?.status === "False" ? c : undefined;
+    }, 60_000);
+    expect(failed.message).toMatch(/UNDEFINED_VAR/);
+    expect((await get("/api/v1/namespaces/demo/configmaps/two")).status).toBe(200);
+  });
+
+  it("prunes what a commit removes", async () => {
+    await writeTree(join(work, "apps"), {
+      "kustomization.yaml": { apiVersion: "kustomize.config.k8s.io/v1beta1", kind: "Kustomization", resources: ["namespace.yaml", "one.yaml"] },
+      "namespace.yaml": { apiVersion: "v1", kind: "Namespace", metadata: { name: "demo" } },
+      "one.yaml": configMap("one", { greeting: "${GREETING}", literal: "$${GREETING}" }),
+    });
+    await pushTree({ url, dir: work, subject: "drop two", remove: ["apps/two.yaml"], env: basicAuthEnv(AUTH.username, AUTH.password) });
+    await eventually("ConfigMap demo/two pruned", async () => (await get("/api/v1/namespaces/demo/configmaps/two")).status === 404, 60_000);
+    expect((await get("/api/v1/namespaces/demo/configmaps/one")).status).toBe(200);
+  });
+});

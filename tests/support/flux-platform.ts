@@ -1,0 +1,491 @@
+/**
+ * A platform on one test cluster, for real, as docs/install.md builds it:
+ *
+ *   - the fleet repository is a bare git repository served over smart HTTP (`git http-backend`, Basic auth),
+ *     seeded from Berth's flux/ folder the way docs/install.md copies it (`cp -rL flux/. <fleet>`), with this
+ *     test's platform config as berth/platform/berth.yaml and the `flux-system` folder `flux bootstrap` writes;
+ *   - real Flux (tests/support/flux.ts) is bootstrapped on clusters/<cluster>: it applies berth-crds, then
+ *     berth-controller, then berth-teams, which applies every team Kustomization Berth commits;
+ *   - kube-controller-manager runs the namespace, garbage-collector and token controllers;
+ *   - Berth's API commits to the repository over smart HTTP and reads Team status through the
+ *     berth-status-reader token Flux applied (the kubeconfig docs/install.md step 6 builds);
+ *   - Berth's controller runs as its own process from its built entry (apps/controller/dist/main.js, what the
+ *     image runs), as the berth-controller ServiceAccount, once Flux has applied its Deployment. No kubelet runs here, so this harness stands in for one: it writes the Deployment's status
+ *     (all replicas available) once the controller has written platform-vars, the moment its readiness probe
+ *     would pass. That status is the one object state here not written by the component that owns it.
+ *   - Azure Service Operator is played by `AsoStandIn` (below) until the real controller runs in these tests.
+ */
+import { createHash } from "node:crypto";
+import { readFileSync } from "node:fs";
+import { cp, mkdir, mkdtemp, readdir, readFile, rm, writeFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { dirname, join } from "node:path";
+import { parse, stringify } from "yaml";
+import { Admin, CONTROLLER_GROUPS, CONTROLLER_USER, type Obj } from "../controller/helpers.js";
+import { ensureBuilt } from "./build.js";
+import { startControllerProcess, type AppProcess } from "./processes.js";
+import { DEV_TOKEN, REPO_ROOT, startBerth, type RunningBerth } from "./berth.js";
+import { bootstrapFlux, bootstrapObjects, startFlux, type BootstrapOptions, type FluxOptions, type RunningFlux } from "./flux.js";
+import { startGitHttpServer, type GitHttpServer } from "./git-http-server.js";
+import { basicAuthEnv, createBareRepo, git, pushTree } from "./git-remotes.js";
+import { startKubeCluster, type KubeCluster } from "./kube-cluster.js";
+import { eventually } from "./wait.js";
+
+export const PLATFORM_CLUSTER = "aks-dev-weu";
+export const ASO_NAMESPACE = "flux-config";
+export const TENANT_ID = "11111111-1111-4111-8111-111111111111";
+const GIT_AUTH = { username: "berth", password: "fleet-token-for-tests" };
+
+/** A cluster of the test platform: its name and its environment. */
+export interface ClusterSpec {
+  name: string;
+  environment: string;
+}
+
+/** The platform section of Berth's config for the test clusters (static values: no Azure discovery). */
+export function testPlatform(clusters: ClusterSpec[] = [{ name: PLATFORM_CLUSTER, environment: "dev" }]): Record<string, any> {
+  const environments = [...new Set(clusters.map((c) => c.environment))];
+  return {
+    asoNamespace: ASO_NAMESPACE,
+    templateVersion: "v1",
+    federatedCredential: { subjectMode: "aso-controller" },
+    environments: environments.map((environment) => ({
+      name: environment,
+      clusters: clusters
+        .filter((c) => c.environment === environment)
+        .map((c, i) => ({
+          name: c.name,
+          vars: {
+            TENANT_ID,
+            SUBSCRIPTION_ID: `22222222-2222-4222-8222-22222222222${i}`,
+            CLUSTER_OIDC_ISSUER_URL: `https://westeurope.oic.prod-aks.azure.com/${TENANT_ID}/${c.name}/`,
+            AZURE_LOCATION: "westeurope",
+            PLATFORM_CLIENT_ID: "33333333-3333-4333-8333-333333333333",
+            SERVICEBUS_NAMESPACE: `sb-${environment}`,
+            POSTGRES_SERVER: `pg-${environment}`,
+          },
+        })),
+    })),
+    platformVars: { SERVICEBUS_NAMESPACE: "Shared Service Bus namespace", POSTGRES_SERVER: "Shared PostgreSQL server" },
+    // The embedded default's catalog (infra/local/berth.yaml).
+    roleCatalog: (parse(readFileSync(join(REPO_ROOT, "infra", "local", "berth.yaml"), "utf8")) as { platform: { roleCatalog: unknown[] } }).platform.roleCatalog,
+  };
+}
+
+export interface FluxPlatformOptions {
+  /** The workload clusters (default: aks-dev-weu in dev). Each gets its own apiserver, Flux, controller and ASO. */
+  clusters?: ClusterSpec[];
+  /** The flux-system GitRepository's interval (what `flux bootstrap --interval` sets). Default 5s. */
+  pollInterval?: string;
+  /** Changes to the platform section before anything starts. */
+  platform?: (platform: Record<string, any>) => void;
+  flux?: FluxOptions;
+  /** Play ASO (default true). */
+  aso?: boolean;
+  /** Changes to the API's config file (e.g. templatesDir). */
+  berthConfig?: (raw: Record<string, any>) => void;
+  /** Files committed with the install, before Flux starts (e.g. teams an earlier Berth wrote: fleet-seed.ts). */
+  seed?: (platform: Record<string, unknown>) => Promise<Map<string, string>>;
+}
+
+/** One workload cluster of the platform, with what runs for it. */
+export interface PlatformCluster {
+  name: string;
+  cluster: KubeCluster;
+  admin: Admin;
+  flux: RunningFlux;
+  /** Berth's controller process for this cluster; its output in `controller.logs`. */
+  controller: AppProcess;
+  aso: AsoStandIn | undefined;
+  /** `flux reconcile source git flux-system`: fetch now, not at the next interval; resolves with the revision fetched. */
+  reconcileSource(): Promise<string>;
+  /** `flux suspend|resume source git flux-system`: Flux stops (or starts again) fetching new commits. */
+  suspendSource(suspend: boolean): Promise<void>;
+  /** A Flux Kustomization's status (flux-config/team-<team> for a team). */
+  kustomization(namespace: string, name: string): Promise<Obj | undefined>;
+  /** Until the Kustomization reports Ready=True at `revision` (a commit sha). */
+  waitKustomizationReady(namespace: string, name: string, revision: string, ms?: number): Promise<Obj>;
+}
+
+/** The platform; the members of PlatformCluster are those of the first cluster, for one-cluster tests. */
+export interface FluxPlatform extends PlatformCluster {
+  clusters: Map<string, PlatformCluster>;
+  berth: RunningBerth;
+  /** The fleet repository's URL and an env with its credentials for `git`. */
+  repoUrl: string;
+  gitEnv: Record<string, string>;
+  /** The platform config file (what ConfigMap berth-config holds). */
+  configFile: string;
+  /** The branch head now. */
+  head(): Promise<string>;
+  /** The API's request, as a platform engineer sends it. */
+  request(method: "GET" | "POST" | "PUT" | "DELETE", url: string, payload?: unknown): Promise<{ statusCode: number; json: any; body: string }>;
+  /** A second API process on the same repository and clusters (e.g. after a restart), stopped with the platform. */
+  startApi(): Promise<RunningBerth>;
+  stop(): Promise<void>;
+}
+
+export async function startFluxPlatform(opts: FluxPlatformOptions = {}): Promise<FluxPlatform> {
+  const cleanups: Array<() => Promise<unknown>> = [];
+  const stop = async () => {
+    for (const c of cleanups.reverse()) await c().catch(() => undefined);
+    cleanups.length = 0;
+  };
+  try {
+    const specs = opts.clusters ?? [{ name: PLATFORM_CLUSTER, environment: "dev" }];
+    const platform = testPlatform(specs);
+    opts.platform?.(platform);
+
+    // The fleet repository, served over smart HTTP.
+    const bare = await createBareRepo();
+    cleanups.push(() => bare.remove());
+    const server: GitHttpServer = await startGitHttpServer({ root: dirname(bare.dir), ...GIT_AUTH });
+    cleanups.push(() => server.stop());
+    const repoUrl = server.repoUrl(bare.dir.split("/").pop()!);
+    const gitEnv = basicAuthEnv(GIT_AUTH.username, GIT_AUTH.password);
+
+    // Seeded as docs/install.md does it: flux/ copied with links followed, each further cluster copied from
+    // aks-dev-weu with its name replaced, this platform's config, and the folder `flux bootstrap` writes.
+    const work = await mkdtemp(join(tmpdir(), "berth-fleet-"));
+    cleanups.push(() => rm(work, { recursive: true, force: true }));
+    const fleet = join(work, "fleet");
+    await cp(join(REPO_ROOT, "flux"), fleet, { recursive: true, dereference: true });
+    await rm(join(fleet, "README.md"));
+    for (const spec of specs.filter((c) => c.name !== PLATFORM_CLUSTER)) {
+      for (const dir of ["berth/overlays", "clusters"]) await copyReplacing(join(fleet, dir, PLATFORM_CLUSTER), join(fleet, dir, spec.name), PLATFORM_CLUSTER, spec.name);
+    }
+    if (!specs.some((c) => c.name === PLATFORM_CLUSTER)) {
+      await rm(join(fleet, "berth", "overlays", PLATFORM_CLUSTER), { recursive: true });
+      await rm(join(fleet, "clusters", PLATFORM_CLUSTER), { recursive: true });
+    }
+    const platformConfig = join(fleet, "berth", "platform", "berth.yaml");
+    const config = parse(await readFile(platformConfig, "utf8")) as Record<string, any>;
+    config.platform = platform;
+    await writeFile(platformConfig, stringify(config));
+    const bootstrap = (name: string) => ({ url: repoUrl, path: `./clusters/${name}`, auth: GIT_AUTH, interval: opts.pollInterval ?? "5s" });
+    for (const spec of specs) {
+      const systemDir = join(fleet, "clusters", spec.name, "flux-system");
+      await mkdir(systemDir, { recursive: true });
+      await writeFile(join(systemDir, "gotk-sync.yaml"), bootstrapObjects("flux-system", bootstrap(spec.name)).map((o) => stringify(o, { version: "1.1" })).join("---\n"));
+      await writeFile(join(systemDir, "kustomization.yaml"), stringify({ apiVersion: "kustomize.config.k8s.io/v1beta1", kind: "Kustomization", resources: ["gotk-sync.yaml"] }));
+    }
+    for (const [path, content] of (await opts.seed?.(platform)) ?? []) {
+      await mkdir(dirname(join(fleet, path)), { recursive: true });
+      await writeFile(join(fleet, path), content);
+    }
+    await pushTree({ url: repoUrl, dir: fleet, subject: "Install Berth (docs/install.md)", env: gitEnv });
+
+    const controllerConfigFile = join(work, "controller.yaml");
+    await writeFile(controllerConfigFile, stringify({ platform }));
+    const built = ensureBuilt();
+    const clusters = new Map<string, PlatformCluster>();
+    const statusKubeconfigs: Record<string, string> = {};
+    await Promise.all(
+      specs.map(async (spec) => {
+        const up = await startPlatformCluster(spec.name, bootstrap(spec.name), controllerConfigFile, built, opts, cleanups);
+        clusters.set(spec.name, up.cluster);
+        statusKubeconfigs[spec.name] = await writeStatusKubeconfig(up.cluster, join(work, `${spec.name}.kubeconfig`));
+      }),
+    );
+
+    const startApi = async () => {
+      const api = await startBerth({
+        remoteUrl: repoUrl,
+        listen: true,
+        env: { BERTH_GIT_USERNAME: GIT_AUTH.username, BERTH_GIT_TOKEN: GIT_AUTH.password },
+        config: (raw) => {
+          raw.platform = platform;
+          raw.api.clusters = Object.fromEntries(Object.entries(statusKubeconfigs).map(([c, kubeconfig]) => [c, { kubeconfig }]));
+          opts.berthConfig?.(raw);
+        },
+      });
+      cleanups.push(() => api.stop());
+      return api;
+    };
+    const first = clusters.get(specs[0]!.name)!;
+    const result: FluxPlatform = {
+      ...first,
+      clusters,
+      berth: await startApi(),
+      repoUrl,
+      gitEnv,
+      configFile: controllerConfigFile,
+      head: async () => (await git(["ls-remote", repoUrl, "refs/heads/main"], { env: gitEnv })).split("\t")[0]!,
+      request: async (method, url, payload) => {
+        const res = await result.berth.server.inject({ method, url, headers: { authorization: `Bearer ${DEV_TOKEN}` }, ...(payload === undefined ? {} : { payload: payload as object }) });
+        return { statusCode: res.statusCode, json: res.body ? (JSON.parse(res.body) as unknown) : undefined, body: res.body };
+      },
+      startApi,
+      stop,
+    };
+    return result;
+  } catch (err) {
+    await stop();
+    throw err;
+  }
+}
+
+/** A copy of a folder with every occurrence of `from` in file contents replaced by `to` (docs/install.md, step 3). */
+async function copyReplacing(source: string, target: string, from: string, to: string): Promise<void> {
+  await cp(source, target, { recursive: true });
+  const walk = async (dir: string): Promise<void> => {
+    for (const e of await readdir(dir, { withFileTypes: true })) {
+      const p = join(dir, e.name);
+      if (e.isDirectory()) await walk(p);
+      else await writeFile(p, (await readFile(p, "utf8")).replaceAll(from, to));
+    }
+  };
+  await walk(target);
+}
+
+/** One cluster: apiserver with its controllers, Flux bootstrapped, Berth's controller once Flux applied it, ASO. */
+async function startPlatformCluster(
+  name: string,
+  bootstrap: BootstrapOptions,
+  controllerConfigFile: string,
+  built: Promise<void>,
+  opts: FluxPlatformOptions,
+  cleanups: Array<() => Promise<unknown>>,
+): Promise<{ cluster: PlatformCluster }> {
+  const cluster = await startKubeCluster({ controllers: true, auditDeletes: true });
+  cleanups.push(() => cluster.stop());
+  const admin = new Admin(cluster.kubeConfig());
+  const flux = await startFlux(cluster, opts.flux);
+  cleanups.push(() => flux.stop());
+  await bootstrapFlux(cluster, flux, bootstrap);
+
+  // Berth's controller, once Flux has applied what it runs under (namespace, RBAC, its Deployment).
+  await eventually(`Flux applied Deployment berth-system/berth-controller on ${name}`, () => admin.get("apps/v1", "Deployment", "berth-system", "berth-controller"), 120_000);
+  await built;
+  const controller = startControllerProcess({
+    BERTH_CONFIG_FILE: controllerConfigFile,
+    BERTH_CLUSTER_NAME: name,
+    BERTH_POD_NAME: `berth-controller-${name}`,
+    BERTH_LEADER_ELECTION: "false",
+    KUBECONFIG: await cluster.writeKubeconfigFile(CONTROLLER_USER, CONTROLLER_GROUPS),
+  });
+  cleanups.push(() => controller.stop());
+  await eventually(`the controller wrote platform-vars on ${name}`, async () => {
+    if (controller.child.exitCode !== null) throw new Error(`the controller exited (${controller.child.exitCode}):\n${controller.logs.join("").slice(-3000)}`);
+    return admin.get("v1", "ConfigMap", ASO_NAMESPACE, "platform-vars");
+  }, 60_000);
+  await markDeploymentAvailable(admin, "berth-system", "berth-controller");
+  // Installed: Flux reports Berth's controller healthy (berth-teams waits for that before it applies any team).
+  await eventually(`Kustomization berth-controller Ready on ${name}`, async () => {
+    const k = await admin.get("kustomize.toolkit.fluxcd.io/v1", "Kustomization", "flux-system", "berth-controller");
+    return (k?.status as { conditions?: Array<{ type: string; status: string }> } | undefined)?.conditions?.some((c) => c.type === "Ready" && c.status === "True");
+  }, 120_000);
+
+  const aso = opts.aso === false ? undefined : new AsoStandIn(admin);
+  if (aso) {
+    aso.start();
+    cleanups.push(() => aso.stop());
+  }
+  const kustomization = (namespace: string, ksName: string) => admin.get("kustomize.toolkit.fluxcd.io/v1", "Kustomization", namespace, ksName);
+  return {
+    cluster: {
+      name,
+      cluster,
+      admin,
+      flux,
+      controller,
+      aso,
+      reconcileSource: () => requestReconcile(admin, "source.toolkit.fluxcd.io/v1", "GitRepository", flux.namespace, "flux-system"),
+      suspendSource: async (suspend) => {
+        await admin.mergePatch("source.toolkit.fluxcd.io/v1", "GitRepository", flux.namespace, "flux-system", { spec: { suspend } }, "flux");
+      },
+      kustomization,
+      waitKustomizationReady: (namespace, ksName, revision, ms = 120_000) =>
+        eventually(`Kustomization ${namespace}/${ksName} Ready at ${revision.slice(0, 7)} on ${name}`, async () => {
+          const k = await kustomization(namespace, ksName);
+          const status = k?.status as { lastAppliedRevision?: string; conditions?: Array<{ type: string; status: string }> } | undefined;
+          const ready = status?.conditions?.some((c) => c.type === "Ready" && c.status === "True");
+          return ready && status?.lastAppliedRevision === `main@sha1:${revision}` ? k : undefined;
+        }, ms),
+    },
+  };
+}
+
+/** The API's kubeconfig for a cluster, from the berth-status-reader token Flux applied (docs/install.md, step 6). */
+async function writeStatusKubeconfig(pc: PlatformCluster, file: string): Promise<string> {
+  const token = await eventually(`the token controller filled berth-status-reader-token on ${pc.name}`, async () => {
+    const secret = await pc.admin.get("v1", "Secret", "berth-system", "berth-status-reader-token");
+    const data = secret?.data as Record<string, string> | undefined;
+    return data?.token ? Buffer.from(data.token, "base64").toString("utf8") : undefined;
+  }, 60_000);
+  await writeFile(
+    file,
+    stringify({
+      apiVersion: "v1",
+      kind: "Config",
+      clusters: [{ name: pc.name, cluster: { server: pc.cluster.server, "certificate-authority-data": pc.cluster.caData } }],
+      users: [{ name: "berth-status-reader", user: { token } }],
+      contexts: [{ name: pc.name, context: { cluster: pc.name, user: "berth-status-reader" } }],
+      "current-context": pc.name,
+    }),
+  );
+  return file;
+}
+
+/**
+ * What `flux reconcile` does: annotate the object with reconcile.fluxcd.io/requestedAt and wait until the
+ * controller has handled that request (status.lastHandledReconcileAt). Resolves with the artifact revision.
+ */
+export async function requestReconcile(admin: Admin, apiVersion: string, kind: string, namespace: string, name: string): Promise<string> {
+  const at = new Date().toISOString();
+  await admin.mergePatch(apiVersion, kind, namespace, name, { metadata: { annotations: { "reconcile.fluxcd.io/requestedAt": at } } }, "flux");
+  const done = await eventually(`${kind} ${namespace}/${name} handled the reconcile request`, async () => {
+    const o = await admin.get(apiVersion, kind, namespace, name);
+    const status = o?.status as { lastHandledReconcileAt?: string; artifact?: { revision?: string } } | undefined;
+    return status?.lastHandledReconcileAt === at ? status : undefined;
+  }, 60_000);
+  return done.artifact?.revision ?? "";
+}
+
+/** What the kubelets and the deployment controller would report once every replica passes its readiness probe. */
+async function markDeploymentAvailable(admin: Admin, namespace: string, name: string): Promise<void> {
+  const deployment = (await admin.get("apps/v1", "Deployment", namespace, name))!;
+  const replicas = ((deployment.spec as { replicas?: number }).replicas ?? 1) as number;
+  const now = new Date().toISOString();
+  await admin.setStatus(deployment, {
+    observedGeneration: deployment.metadata.generation,
+    replicas,
+    updatedReplicas: replicas,
+    readyReplicas: replicas,
+    availableReplicas: replicas,
+    conditions: [
+      { type: "Available", status: "True", reason: "MinimumReplicasAvailable", message: "Deployment has minimum availability.", lastUpdateTime: now, lastTransitionTime: now },
+      { type: "Progressing", status: "True", reason: "NewReplicaSetAvailable", message: `ReplicaSet "${name}" has successfully progressed.`, lastUpdateTime: now, lastTransitionTime: now },
+    ],
+  });
+}
+
+export const ASO_KINDS = {
+  ResourceGroup: "resources.azure.com/v1api20200601",
+  UserAssignedIdentity: "managedidentity.azure.com/v1api20230131",
+  FederatedIdentityCredential: "managedidentity.azure.com/v1api20230131",
+  RoleAssignment: "authorization.azure.com/v1api20220401",
+} as const;
+export type AsoKind = keyof typeof ASO_KINDS;
+const ASO_FINALIZER = "serviceoperator.azure.com/finalizer";
+
+/**
+ * Plays Azure Service Operator until the real controller runs in these tests: for every ASO object of the four
+ * kinds Berth renders, in the ASO namespace and in team namespaces, it adds ASO's finalizer, reports Ready for
+ * the object's generation (or the failure a test scripts with `fail`), exports the `<team>-identity` ConfigMap a
+ * Ready identity's operatorSpec asks for (owned by the identity, as ASO writes it), and, when the object is
+ * deleted, releases the finalizer after `deleteDelayMs` (ASO deleting in Azure).
+ */
+export class AsoStandIn {
+  /** team/kind → the Ready condition to report instead of success. */
+  readonly failures = new Map<string, { reason: string; severity: "Error" | "Warning"; message: string }>();
+  /** Teams whose objects get no status until `release` names their kind (a test walking the chain step by step). */
+  private readonly held = new Map<string, Set<AsoKind>>();
+  deleteDelayMs = 1_000;
+  private timer: NodeJS.Timeout | undefined;
+  private running: Promise<void> | undefined;
+  private readonly deletingSince = new Map<string, number>();
+
+  constructor(private readonly admin: Admin) {}
+
+  /** ASO reports this failure on the team's objects of `kind` (e.g. AuthorizationFailed, severity Error). */
+  fail(team: string, kind: AsoKind, failure: { reason: string; severity: "Error" | "Warning"; message: string }): void {
+    this.failures.set(`${team}/${kind}`, failure);
+  }
+
+  /** Report nothing for the team's objects (ASO has not answered yet) until their kind is released. */
+  hold(team: string): void {
+    this.held.set(team, new Set());
+  }
+
+  /** ASO answers for the team's objects of `kind` from now on. */
+  release(team: string, kind: AsoKind): void {
+    this.held.get(team)?.add(kind);
+  }
+
+  start(intervalMs = 300): void {
+    const tick = async () => {
+      this.running = this.settle().catch(() => undefined);
+      await this.running;
+      this.timer = setTimeout(tick, intervalMs);
+    };
+    this.timer = setTimeout(tick, 0);
+  }
+
+  async stop(): Promise<void> {
+    clearTimeout(this.timer);
+    this.timer = undefined;
+    await this.running;
+  }
+
+  private async settle(): Promise<void> {
+    for (const [kind, apiVersion] of Object.entries(ASO_KINDS) as Array<[AsoKind, string]>) {
+      const r = await this.admin.req("GET", `/apis/${apiVersion}/${plural(kind)}`);
+      if (r.status !== 200) continue;
+      for (const o of (r.json as { items: Obj[] }).items) await this.settleOne(kind, apiVersion, o);
+    }
+  }
+
+  private async settleOne(kind: AsoKind, apiVersion: string, o: Obj): Promise<void> {
+    const key = `${o.metadata.namespace}/${kind}/${o.metadata.name}`;
+    const path = await this.admin.path(apiVersion, kind, o.metadata.namespace, o.metadata.name);
+    const finalizers = (o.metadata.finalizers as string[] | undefined) ?? [];
+    if (o.metadata.deletionTimestamp) {
+      const since = this.deletingSince.get(key) ?? Date.now();
+      this.deletingSince.set(key, since);
+      if (finalizers.includes(ASO_FINALIZER) && Date.now() - since >= this.deleteDelayMs) {
+        await this.admin.req("PATCH", path, { metadata: { finalizers: finalizers.filter((f) => f !== ASO_FINALIZER), resourceVersion: o.metadata.resourceVersion } }, "application/merge-patch+json");
+      }
+      return;
+    }
+    if (!finalizers.includes(ASO_FINALIZER)) {
+      await this.admin.req("PATCH", path, { metadata: { finalizers: [...finalizers, ASO_FINALIZER], resourceVersion: o.metadata.resourceVersion } }, "application/merge-patch+json");
+    }
+    const team = (o.metadata.labels as Record<string, string> | undefined)?.["berth.dev/team"];
+    const released = team === undefined ? undefined : this.held.get(team);
+    if (released && !released.has(kind)) return;
+    const failure = team === undefined ? undefined : this.failures.get(`${team}/${kind}`);
+    const generation = o.metadata.generation as number;
+    const want = failure
+      ? { type: "Ready", status: "False", ...failure }
+      : { type: "Ready", status: "True", reason: "Succeeded", message: "Resource successfully provisioned" };
+    const current = ((o.status as { conditions?: Array<Record<string, unknown>> } | undefined)?.conditions ?? []).find((c) => c.type === "Ready");
+    if (!current || current.status !== want.status || current.reason !== want.reason || current.observedGeneration !== generation) {
+      await this.admin.req("PATCH", `${path}/status`, { status: { conditions: [{ ...want, observedGeneration: generation, lastTransitionTime: new Date().toISOString() }] } }, "application/merge-patch+json");
+    }
+    if (kind === "UserAssignedIdentity" && !failure) await this.exportIdentity(o);
+  }
+
+  /** The ConfigMap an identity's `operatorSpec.configMaps` asks for, as ASO writes it (owned by the identity). */
+  private async exportIdentity(identity: Obj): Promise<void> {
+    const maps = ((identity.spec as { operatorSpec?: { configMaps?: Record<string, { name: string; key: string }> } }).operatorSpec?.configMaps ?? {}) as Record<string, { name: string; key: string }>;
+    const team = (identity.metadata.labels as Record<string, string> | undefined)?.["berth.dev/team"] ?? identity.metadata.name;
+    const values: Record<string, string> = { clientId: uuidFor(`${team}/client`), principalId: uuidFor(`${team}/principal`), tenantId: TENANT_ID };
+    const byMap = new Map<string, Record<string, string>>();
+    for (const [field, ref] of Object.entries(maps)) {
+      if (values[field] === undefined) continue;
+      byMap.set(ref.name, { ...(byMap.get(ref.name) ?? {}), [ref.key]: values[field]! });
+    }
+    for (const [name, data] of byMap) {
+      const existing = await this.admin.get("v1", "ConfigMap", identity.metadata.namespace!, name);
+      if (existing && JSON.stringify(existing.data) === JSON.stringify(data)) continue;
+      const body = {
+        apiVersion: "v1",
+        kind: "ConfigMap",
+        metadata: { name, namespace: identity.metadata.namespace, ownerReferences: [{ apiVersion: identity.apiVersion, kind: identity.kind, name: identity.metadata.name, uid: identity.metadata.uid, controller: true, blockOwnerDeletion: true }] },
+        data,
+      };
+      await this.admin.req("PATCH", `/api/v1/namespaces/${identity.metadata.namespace}/configmaps/${name}?fieldManager=azureserviceoperator&force=true`, body, "application/apply-patch+yaml");
+    }
+  }
+}
+
+function plural(kind: AsoKind): string {
+  return { ResourceGroup: "resourcegroups", UserAssignedIdentity: "userassignedidentities", FederatedIdentityCredential: "federatedidentitycredentials", RoleAssignment: "roleassignments" }[kind];
+}
+
+/** A stable UUID-shaped value per input (what Azure would have assigned). */
+function uuidFor(seed: string): string {
+  const s = createHash("sha256").update(seed).digest("hex");
+  return `${s.slice(0, 8)}-${s.slice(8, 12)}-4${s.slice(13, 16)}-8${s.slice(17, 20)}-${s.slice(20, 32)}`;
+}

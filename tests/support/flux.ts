@@ -1,0 +1,253 @@
+/**
+ * Real Flux on a test cluster: source-controller and kustomize-controller (and, when asked for,
+ * notification-controller and source-watcher) of the Flux release infra/test-cluster/go names, built from their
+ * Go modules, run as processes against the test kube-apiserver the way `flux install` runs them in a cluster:
+ * all namespaces watched, JSON logs, RUNTIME_NAMESPACE flux-system, Flux's default feature gates (strict
+ * post-build substitution is on by default in kustomize-controller 1.9). Outside a cluster they differ only
+ * where they must: leader election off (one replica), metrics, health and artifact storage on free ports of
+ * 127.0.0.1, credentials from a kubeconfig (cluster-admin, as Flux's own service accounts have).
+ *
+ *   const flux = await startFlux(cluster);                       // ~2 s; the CRDs are the cluster's defaults
+ *   await bootstrapFlux(cluster, flux, { url, path: "./clusters/aks-dev-weu", auth });  // what `flux bootstrap` leaves
+ *   await flux.stop();
+ *
+ * A missing binary is an error naming infra/test-cluster/ensure-binaries.sh: a test that needs Flux never skips.
+ */
+import { spawn, type ChildProcess } from "node:child_process";
+import { closeSync, mkdirSync, openSync, readFileSync } from "node:fs";
+import { readFile } from "node:fs/promises";
+import { join } from "node:path";
+import { setTimeout as sleep } from "node:timers/promises";
+import type { KubeCluster } from "./kube-cluster.js";
+import { kubeRequest } from "./kube-http.js";
+import { freePort } from "./ports.js";
+import { programPath, type Component } from "./test-cluster-binaries.js";
+
+export type FluxController = "source-controller" | "kustomize-controller" | "notification-controller" | "source-watcher";
+
+export interface FluxOptions {
+  /** Default: source-controller and kustomize-controller. */
+  controllers?: FluxController[];
+  /** RUNTIME_NAMESPACE, where Flux's own objects live. Default flux-system. */
+  namespace?: string;
+  /** kustomize-controller's --concurrent (Flux's default is 4). */
+  kustomizeConcurrent?: number;
+  /** --feature-gates per controller, e.g. { "kustomize-controller": ["ExternalArtifact=true"] }. */
+  featureGates?: Partial<Record<FluxController, string[]>>;
+  /** More flags per controller. */
+  extraArgs?: Partial<Record<FluxController, string[]>>;
+}
+
+export interface FluxProcess {
+  controller: FluxController;
+  pid: number;
+  metricsUrl: string;
+  healthUrl: string;
+  log: string;
+}
+
+export interface RunningFlux {
+  namespace: string;
+  processes: Map<FluxController, FluxProcess>;
+  /** source-controller's artifact server (http://127.0.0.1:<port>), when it runs. */
+  storageUrl: string | undefined;
+  /** notification-controller's receiver server (http://127.0.0.1:<port>), when it runs. */
+  receiverUrl: string | undefined;
+  /** A controller's Prometheus text. */
+  metrics(controller: FluxController): Promise<string>;
+  /** User + system CPU seconds a controller has used so far (/proc). */
+  cpuSeconds(controller: FluxController): number;
+  /** A controller's peak resident memory so far, in bytes (VmHWM). */
+  peakRssBytes(controller: FluxController): number;
+  /** The last lines of a controller's log, for failure messages. */
+  logTail(controller: FluxController, lines?: number): Promise<string>;
+  stop(): Promise<void>;
+}
+
+const COMPONENT: Record<FluxController, Component> = {
+  "source-controller": "source-controller",
+  "kustomize-controller": "kustomize-controller",
+  "notification-controller": "notification-controller",
+  "source-watcher": "source-watcher",
+};
+
+// A detached watchdog: if this Node process dies without stop(), the controllers go within about a second.
+const WATCHDOG = `parent=$1; shift; while kill -0 "$parent" 2>/dev/null; do sleep 1; done; kill -KILL "$@" 2>/dev/null`;
+
+export async function startFlux(cluster: KubeCluster, opts: FluxOptions = {}): Promise<RunningFlux> {
+  const namespace = opts.namespace ?? "flux-system";
+  const controllers = opts.controllers ?? ["source-controller", "kustomize-controller"];
+  const binaries = new Map(controllers.map((c) => [c, programPath(COMPONENT[c], c)] as const));
+  const dir = join(cluster.dir, "flux");
+  mkdirSync(dir, { recursive: true });
+  const kubeconfig = await cluster.writeKubeconfigFile("admin");
+  const ns = await kubeRequest(cluster.kubeConfig(), { method: "POST", path: "/api/v1/namespaces", body: { apiVersion: "v1", kind: "Namespace", metadata: { name: namespace } } });
+  if (ns.status !== 201 && ns.status !== 409) throw new Error(`creating namespace ${namespace}: HTTP ${ns.status} ${ns.body}`);
+
+  const children = new Map<FluxController, ChildProcess>();
+  const processes = new Map<FluxController, FluxProcess>();
+  let storageUrl: string | undefined;
+  let receiverUrl: string | undefined;
+  const stop = async () => {
+    await Promise.all(
+      [...children.values()].map(
+        (child) =>
+          new Promise<void>((resolve) => {
+            if (child.exitCode !== null || child.signalCode !== null) return resolve();
+            child.once("exit", () => resolve());
+            child.kill("SIGKILL");
+          }),
+      ),
+    );
+  };
+
+  try {
+    for (const controller of controllers) {
+      const [metricsPort, healthPort] = [await freePort(), await freePort()];
+      const args = [
+        "--watch-all-namespaces=true",
+        "--log-level=info",
+        "--log-encoding=json",
+        "--enable-leader-election=false",
+        `--metrics-addr=127.0.0.1:${metricsPort}`,
+        `--health-addr=127.0.0.1:${healthPort}`,
+      ];
+      if (controller === "source-controller") {
+        const storagePort = await freePort();
+        storageUrl = `http://127.0.0.1:${storagePort}`;
+        mkdirSync(join(dir, "artifacts"), { recursive: true });
+        args.push(`--storage-path=${join(dir, "artifacts")}`, `--storage-addr=127.0.0.1:${storagePort}`, `--storage-adv-addr=127.0.0.1:${storagePort}`);
+      }
+      if (controller === "kustomize-controller" && opts.kustomizeConcurrent) args.push(`--concurrent=${opts.kustomizeConcurrent}`);
+      if (controller === "notification-controller") {
+        const receiverPort = await freePort();
+        receiverUrl = `http://127.0.0.1:${receiverPort}`;
+        args.push(`--receiverAddr=127.0.0.1:${receiverPort}`, `--events-addr=127.0.0.1:${await freePort()}`);
+      }
+      if (controller === "source-watcher") {
+        const storagePort = await freePort();
+        mkdirSync(join(dir, "watcher-artifacts"), { recursive: true });
+        args.push(`--storage-path=${join(dir, "watcher-artifacts")}`, `--storage-addr=127.0.0.1:${storagePort}`, `--storage-adv-addr=127.0.0.1:${storagePort}`);
+      }
+      const gates = opts.featureGates?.[controller];
+      if (gates?.length) args.push(`--feature-gates=${gates.join(",")}`);
+      args.push(...(opts.extraArgs?.[controller] ?? []));
+
+      const log = join(dir, `${controller}.log`);
+      const fd = openSync(log, "a");
+      const child = spawn(binaries.get(controller)!, args, {
+        env: { PATH: process.env.PATH ?? "/usr/bin:/bin", HOME: dir, TMPDIR: dir, KUBECONFIG: kubeconfig, RUNTIME_NAMESPACE: namespace },
+        stdio: ["ignore", fd, fd],
+      });
+      closeSync(fd);
+      children.set(controller, child);
+      spawn("bash", ["-c", WATCHDOG, "berth-flux-watchdog", String(process.pid), String(child.pid)], { detached: true, stdio: "ignore" }).unref();
+      processes.set(controller, { controller, pid: child.pid!, metricsUrl: `http://127.0.0.1:${metricsPort}/metrics`, healthUrl: `http://127.0.0.1:${healthPort}`, log });
+    }
+    // Ready when every controller's readiness probe answers (its caches synced, its controllers started).
+    const deadline = Date.now() + 60_000;
+    for (const [controller, p] of processes) {
+      for (;;) {
+        const child = children.get(controller)!;
+        if (child.exitCode !== null || child.signalCode !== null) throw new Error(`${controller} exited (${child.exitCode ?? child.signalCode}):\n${tail(p.log)}`);
+        const ok = await fetch(`${p.healthUrl}/readyz`).then(
+          (r) => r.ok,
+          () => false,
+        );
+        if (ok) break;
+        if (Date.now() > deadline) throw new Error(`${controller} not ready within 60 s:\n${tail(p.log)}`);
+        await sleep(100);
+      }
+    }
+  } catch (err) {
+    await stop();
+    throw err;
+  }
+
+  const proc = (controller: FluxController): FluxProcess => {
+    const p = processes.get(controller);
+    if (!p) throw new Error(`${controller} is not running in this test`);
+    return p;
+  };
+  return {
+    namespace,
+    processes,
+    storageUrl,
+    receiverUrl,
+    metrics: async (controller) => (await fetch(proc(controller).metricsUrl)).text(),
+    cpuSeconds: (controller) => {
+      // /proc/<pid>/stat fields 14 and 15: utime and stime in clock ticks (100 per second on Linux).
+      const fields = readFileSync(`/proc/${proc(controller).pid}/stat`, "utf8").split(") ")[1]!.split(" ");
+      return (Number(fields[11]) + Number(fields[12])) / 100;
+    },
+    peakRssBytes: (controller) => {
+      const kb = /VmHWM:\s+(\d+) kB/.exec(readFileSync(`/proc/${proc(controller).pid}/status`, "utf8"))?.[1];
+      return Number(kb ?? 0) * 1024;
+    },
+    logTail: async (controller, lines = 30) => (await readFile(proc(controller).log, "utf8")).trimEnd().split("\n").slice(-lines).join("\n"),
+    stop,
+  };
+}
+
+function tail(file: string, lines = 30): string {
+  try {
+    return readFileSync(file, "utf8").trimEnd().split("\n").slice(-lines).join("\n");
+  } catch {
+    return "(no log)";
+  }
+}
+
+export interface BootstrapOptions {
+  /** The Flux repo's URL (smart HTTP on 127.0.0.1). */
+  url: string;
+  branch?: string;
+  /** The cluster's folder in the repo, e.g. ./clusters/aks-dev-weu. */
+  path: string;
+  /** HTTP Basic credentials for the repo, kept in Secret flux-system. */
+  auth?: { username: string; password: string };
+  /** The GitRepository's poll interval. Default 1m (what `flux bootstrap` writes). */
+  interval?: string;
+}
+
+/**
+ * The objects `flux bootstrap git --path <path>` commits to clusters/<cluster>/flux-system/gotk-sync.yaml and applies:
+ * GitRepository and Kustomization `flux-system`, the root of everything Flux applies on the cluster.
+ */
+export function bootstrapObjects(namespace: string, opts: BootstrapOptions): Array<Record<string, unknown>> {
+  return [
+    {
+      apiVersion: "source.toolkit.fluxcd.io/v1",
+      kind: "GitRepository",
+      metadata: { name: "flux-system", namespace },
+      spec: { interval: opts.interval ?? "1m0s", ref: { branch: opts.branch ?? "main" }, url: opts.url, ...(opts.auth ? { secretRef: { name: "flux-system" } } : {}) },
+    },
+    {
+      apiVersion: "kustomize.toolkit.fluxcd.io/v1",
+      kind: "Kustomization",
+      metadata: { name: "flux-system", namespace },
+      spec: { interval: "10m0s", path: opts.path, prune: true, sourceRef: { kind: "GitRepository", name: "flux-system" } },
+    },
+  ];
+}
+
+/**
+ * What `flux bootstrap` leaves on a cluster, minus the controllers' own manifests (they run as processes here):
+ * the repository's credentials in Secret flux-system, and the objects of `bootstrapObjects`.
+ */
+export async function bootstrapFlux(cluster: KubeCluster, flux: RunningFlux, opts: BootstrapOptions): Promise<void> {
+  const kc = cluster.kubeConfig();
+  const ns = flux.namespace;
+  const objects: Array<Record<string, unknown>> = [];
+  if (opts.auth) objects.push({ apiVersion: "v1", kind: "Secret", metadata: { name: "flux-system", namespace: ns }, stringData: opts.auth });
+  objects.push(...bootstrapObjects(ns, opts));
+  const paths: Record<string, string> = {
+    Secret: `/api/v1/namespaces/${ns}/secrets`,
+    GitRepository: `/apis/source.toolkit.fluxcd.io/v1/namespaces/${ns}/gitrepositories`,
+    Kustomization: `/apis/kustomize.toolkit.fluxcd.io/v1/namespaces/${ns}/kustomizations`,
+  };
+  for (const o of objects) {
+    const path = paths[o.kind as string]!;
+    const r = await kubeRequest(kc, { method: "POST", path, body: o });
+    if (r.status !== 201) throw new Error(`bootstrap: POST ${path}: HTTP ${r.status} ${r.body.slice(0, 300)}`);
+  }
+}
