@@ -48,10 +48,13 @@ done
 if [[ " ${COMPONENTS[*]} " == *" aso "* && " ${COMPONENTS[*]} " != *" controller-gen "* ]]; then COMPONENTS=(controller-gen "${COMPONENTS[@]}"); fi
 
 # The same key tests/support/test-cluster-binaries.ts computes: sha256 over "<file name>\0<content>\0" of the
-# wrapper's files in name order, first 12 hex digits.
+# wrapper's files in name order, first 12 hex digits. Comment lines (`//`, `#`) do not count: rewording one must not
+# rebuild ASO.
 wrapper_hash() { # $1: component
   local f
-  (cd "$GO_DIR/$1" && for f in $(ls -1 | LC_ALL=C sort); do [[ -f "$f" ]] && printf '%s\0' "$f" && cat "$f" && printf '\0'; done) | sha256sum | cut -c1-12
+  (cd "$GO_DIR/$1" && for f in $(ls -1 | LC_ALL=C sort); do
+    [[ -f "$f" ]] && printf '%s\0' "$f" && { grep -vE '^[[:space:]]*(//|#)' "$f" || true; } && printf '\0'
+  done) | sha256sum | cut -c1-12
 }
 module_version() { # $1: component, $2: module; read from go.mod, no network
   awk -v m="$2" '($1 == m || ($1 == "require" && $2 == m)) { print ($1 == "require" ? $3 : $2); exit }' "$GO_DIR/$1/go.mod"

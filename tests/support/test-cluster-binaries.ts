@@ -42,14 +42,17 @@ export function cacheRoot(): string {
   return join(process.env.BERTH_CACHE_DIR || join(process.env.HOME || homedir(), ".cache", "berth"), "test-cluster");
 }
 
-/** sha256 over "<name>\0<content>\0" of the wrapper's files in name order: ensure-binaries.sh's `wrapper_hash`. */
+/**
+ * sha256 over "<name>\0<content>\0" of the wrapper's files in name order, comment lines (`//`, `#`) left out:
+ * ensure-binaries.sh's `wrapper_hash` (grep -v keeps the remaining lines, each with its newline).
+ */
 export function wrapperHash(component: Component): string {
   const dir = join(WRAPPERS, component);
   const hash = createHash("sha256");
-  for (const name of readdirSync(dir).sort()) {
-    hash.update(`${name}\0`);
-    hash.update(readFileSync(join(dir, name)));
-    hash.update("\0");
+  for (const name of readdirSync(dir).sort((a, b) => (a < b ? -1 : a > b ? 1 : 0))) {
+    const lines = readFileSync(join(dir, name), "utf8").split("\n");
+    const kept = (lines.at(-1) === "" ? lines.slice(0, -1) : lines).filter((line) => !/^\s*(\/\/|#)/.test(line));
+    hash.update(`${name}\0${kept.map((line) => `${line}\n`).join("")}\0`);
   }
   return hash.digest("hex").slice(0, 12);
 }
