@@ -1,4 +1,4 @@
-import { compareVersions, type DriftReport, type Fleet, type Onboarding } from "@berth/core";
+import { compareVersions, type DriftReport, type Fleet, type Onboarding, type TeamFailure } from "@berth/core";
 import type { TeamStore } from "./team-service.js";
 
 export interface TemplateVersionInfo {
@@ -26,9 +26,9 @@ export class FleetService {
   }
 
   /** Every template version (on disk, or still used by a team) with how many teams use it. */
-  async templates(): Promise<{ revision: string | undefined; default: string; items: TemplateVersionInfo[] }> {
+  async templates(): Promise<{ revision: string | undefined; default: string; items: TemplateVersionInfo[]; broken: TeamFailure[] }> {
     const tree = await this.store.snapshot();
-    const teams = await this.onboarding.listTeams(tree);
+    const { teams, broken } = await this.onboarding.listTeams(tree);
     const counts = new Map<string, number>(this.onboarding.catalog.versions().map((v) => [v, 0]));
     for (const team of teams) {
       const v = team.templateVersion ?? this.onboarding.catalog.defaultVersion;
@@ -37,6 +37,6 @@ export class FleetService {
     const items = [...counts]
       .sort(([a], [b]) => compareVersions(a, b))
       .map(([version, n]) => ({ version, default: version === this.onboarding.catalog.defaultVersion, available: this.onboarding.catalog.has(version), teams: n }));
-    return { revision: tree.revision, default: this.onboarding.catalog.defaultVersion, items };
+    return { revision: tree.revision, default: this.onboarding.catalog.defaultVersion, items, broken };
   }
 }

@@ -10,6 +10,7 @@ import {
   type RepoChange,
   type RepoTree,
   type Team,
+  type TeamFailure,
   type Trailer,
   validateTeam,
   validateTeamSpec,
@@ -57,6 +58,8 @@ export interface DeleteResult extends Outcome {
 export interface TeamPage {
   revision: string | undefined;
   teams: Team[];
+  /** Every team whose file cannot be read (on every page): reported, not served. */
+  broken: TeamFailure[];
   /** The last name of this page when more follow (the next page starts after it). */
   lastOfPage?: string;
 }
@@ -89,11 +92,11 @@ export class TeamService {
   /** Teams in name order after `after`, at most `limit` of them (all when no limit). */
   async list(page: { limit?: number; after?: string } = {}): Promise<TeamPage> {
     const tree = await this.store.snapshot();
-    const all = await this.onboarding.listTeams(tree);
+    const { teams: all, broken } = await this.onboarding.listTeams(tree);
     const start = page.after === undefined ? 0 : all.findIndex((t) => t.name > page.after!);
     const rest = start === -1 ? [] : all.slice(start);
     const teams = page.limit === undefined ? rest : rest.slice(0, page.limit);
-    return { revision: tree.revision, teams, ...(teams.length < rest.length ? { lastOfPage: teams[teams.length - 1]!.name } : {}) };
+    return { revision: tree.revision, teams, broken, ...(teams.length < rest.length ? { lastOfPage: teams[teams.length - 1]!.name } : {}) };
   }
 
   /** The current revision, without reading any team (for conditional requests). */

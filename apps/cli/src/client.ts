@@ -1,6 +1,6 @@
 import { randomUUID } from "node:crypto";
 import { setTimeout as sleep } from "node:timers/promises";
-import { problemName, problemSchema, teamListResponse, type ProblemDocument } from "@berth/api-contract";
+import { problemName, problemSchema, teamListResponse, type BrokenTeam, type ProblemDocument } from "@berth/api-contract";
 import type { Team } from "@berth/core";
 import type { z } from "zod";
 import { CliError, EXIT, type ExitCode } from "./exit-codes.js";
@@ -163,8 +163,9 @@ export const DEFAULT_CHUNK_SIZE = 500;
  * Every team, in name order: pages of `chunkSize` (GET /v1/teams?limit=&continue=), following `continue`
  * until the API sends none, so a large fleet never arrives as one huge answer.
  */
-export async function listAllTeams(client: BerthClient, chunkSize = DEFAULT_CHUNK_SIZE): Promise<Team[]> {
+export async function listAllTeams(client: BerthClient, chunkSize = DEFAULT_CHUNK_SIZE): Promise<{ teams: Team[]; broken: BrokenTeam[] }> {
   const teams: Team[] = [];
+  let broken: BrokenTeam[] = [];
   let next: string | undefined;
   do {
     const query = new URLSearchParams();
@@ -173,9 +174,10 @@ export async function listAllTeams(client: BerthClient, chunkSize = DEFAULT_CHUN
     const search = query.size > 0 ? `?${query.toString()}` : "";
     const { body } = await client.request("GET", `/v1/teams${search}`, { schema: teamListResponse });
     teams.push(...body!.items);
+    broken = body!.broken; // every page reports all of them
     // A continue token that does not move (a broken server) would loop forever: stop instead.
     if (body!.continue !== undefined && body!.continue === next) throw new CliError("the API sent the same continue token twice while listing teams", EXIT.unavailable);
     next = body!.continue;
   } while (next !== undefined);
-  return teams;
+  return { teams, broken };
 }

@@ -28,6 +28,7 @@ import {
   type Rollout,
   type RolloutRequest,
   type Team,
+  type TeamFailure,
   type TeamPreview,
 } from "@berth/core";
 import type { TeamStore } from "../team-service.js";
@@ -70,6 +71,8 @@ export interface RolloutPreview {
   /** Why creating this rollout would be refused (empty: it would be accepted). */
   problems: FieldIssue[];
   failed: Array<{ team: string; error: string }>;
+  /** Teams whose file cannot be read, that the selector might match: left out of the rollout, each with why. */
+  broken: Array<{ team: string; error: string }>;
   unchanged: string[];
   teams: TeamPreview[];
 }
@@ -127,6 +130,7 @@ export class RolloutService {
       waves: prepared.waves,
       problems: prepared.problems,
       failed: prepared.plan.failed,
+      broken: prepared.broken,
       unchanged: prepared.plan.unchanged,
       teams,
     };
@@ -237,18 +241,20 @@ export class RolloutService {
   }
 
   /** Selection, fleet plan, wave assignment and every reason the rollout would be refused. */
-  private async prepare(tree: RepoTree, request: RolloutRequest): Promise<{ selected: Team[]; plan: FleetPlan; waves: Array<{ name: string; teams: string[] }>; problems: FieldIssue[] }> {
+  private async prepare(
+    tree: RepoTree,
+    request: RolloutRequest,
+  ): Promise<{ selected: Team[]; plan: FleetPlan; waves: Array<{ name: string; teams: string[] }>; problems: FieldIssue[]; broken: TeamFailure[] }> {
     const { onboarding, fleet } = this.opts;
     const target = request.target.templateVersion;
     if (target !== undefined && !onboarding.catalog.has(target)) {
       throw new RolloutValidationError([{ field: "target.templateVersion", rule: `must be one of the template versions: ${onboarding.catalog.versions().join(", ")}` }]);
     }
-    const selected = await fleet.select(tree, request.selector);
-    const plan = await fleet.plan(
-      tree,
-      selected.map((t) => t.name),
-      target,
-    );
+    const { teams: selected, broken } = await fleet.select(tree, request.selector);
+    // A broken team the request names is planned, so it fails like any team that cannot be rendered (and an
+    // unstaged rollout commits nothing); one it might only match is reported and left out.
+    const named = request.selector.names ? broken.map((b) => b.team) : [];
+    const plan = await fleet.plan(tree, [...selected.map((t) => t.name), ...named], target);
     const problems: FieldIssue[] = [];
     const changedNames = new Set(plan.changed.map((t) => t.team));
     const changed = selected.filter((t) => changedNames.has(t.name));
@@ -273,7 +279,7 @@ export class RolloutService {
         });
       }
     }
-    return { selected, plan, waves, problems };
+    return { selected, plan, waves, problems, broken: request.selector.names ? [] : broken };
   }
 
   /** Two active rollouts may not move the same team. */

@@ -69,7 +69,7 @@ export async function login(rt: Runtime, options: LoginOptions): Promise<number>
 
   let visible: number | undefined;
   if (options.verify) {
-    visible = (await listAllTeams(new BerthClient(server, token))).length;
+    visible = (await listAllTeams(new BerthClient(server, token))).teams.length;
   }
   await saveCliConfig(rt.configFile, { ...upsertContext(config, context.data), currentContext: name });
   rt.out(`Logged in to ${server} as context "${name}"${visible === undefined ? "" : ` (${plural(visible, "team")} visible)`}; saved in ${rt.configFile}`);
