@@ -48,6 +48,7 @@ describe("repo drift", () => {
       // alpha's shard taken off the top index: the whole shard would go from the cluster.
       [TOP_INDEX]: (t) => t.replace(new RegExp(`  - "?${teamShard("alpha")}"?\n`), ""),
     });
+    await berth.repo.snapshot(0); // reads may be up to 2 s behind the remote: look now
     const report = await drift();
     expect(report.summary).toEqual({ checked: 3, drifted: 2, files: 5, failed: 1 });
     expect(report.teams.map((t: any) => [t.team, t.templateVersion, t.files.map((f: any) => [f.path, f.drift])])).toEqual([
@@ -78,5 +79,24 @@ describe("repo drift", () => {
     expect(remote.files.get("teams/alpha/base/namespace.yaml")).toContain("enforce: baseline");
     expect(remote.files.get(BRAVO_SHARD_INDEX)).toContain("- bravo.yaml");
     expect(remote.files.get(TOP_INDEX)).toMatch(new RegExp(`  - "?${teamShard("alpha")}"?\n`));
+  });
+
+  it("renders the fleet once per revision: concurrent and later callers share one report", async () => {
+    const { fleet } = berth.services.deps;
+    const concurrent = await Promise.all([fleet.drift({ diffs: true }), fleet.drift({ diffs: true }), fleet.drift({ diffs: true })]);
+    expect(concurrent[1]).toBe(concurrent[0]);
+    expect(concurrent[2]).toBe(concurrent[0]);
+    expect(await fleet.drift({ diffs: true })).toBe(concurrent[0]);
+    const withoutDiffs = await fleet.drift({ diffs: false });
+    expect(withoutDiffs).not.toBe(concurrent[0]);
+    expect(await fleet.drift({ diffs: false })).toBe(withoutDiffs);
+
+    // A new revision gets a new report.
+    const res = await berth.server.inject({ method: "POST", url: "/v1/teams", headers: auth, payload: { name: "delta", owners: [OWNER], environments: ["dev"] } });
+    expect(res.statusCode, res.body).toBe(201);
+    const next = await fleet.drift({ diffs: true });
+    expect(next).not.toBe(concurrent[0]);
+    expect(next.revision).toBe(res.json().revision);
+    expect(next.checked).toBe(4);
   });
 });
