@@ -18,6 +18,7 @@ import { colorDiff } from "../output/diff.js";
 import { formatTable } from "../output/table.js";
 import { plural, shortSha } from "../output/text.js";
 import type { Runtime } from "../runtime.js";
+import { pollTimeoutMs } from "./status.js";
 
 /** Where a rollout request comes from: a file (-f), or flags for the common case. */
 export interface RolloutSource {
@@ -193,7 +194,7 @@ export async function watchRollout(rt: Runtime, id: string, options: { timeoutMs
   for (;;) {
     let answer: { rollout: Rollout; progress: GateProgress | null } | undefined;
     try {
-      answer = (await client.request("GET", rolloutPath(id), { schema: rolloutResponse, timeoutMs: 30_000 })).body!;
+      answer = (await client.request("GET", rolloutPath(id), { schema: rolloutResponse, timeoutMs: pollTimeoutMs(deadline - Date.now()) })).body!;
     } catch (err) {
       if (endsWatch(err)) throw err;
       rt.err(`warning: ${(err as Error).message}; trying again`);
