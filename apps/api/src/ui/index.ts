@@ -126,6 +126,24 @@ export async function uiPlugin(app: FastifyInstance, opts: UiOptions): Promise<v
   const secure = (request: FastifyRequest) => (publicUrl ? publicUrl.protocol === "https:" : request.protocol === "https");
   const origin = (request: FastifyRequest) => (publicUrl ? publicUrl.origin : `${request.protocol}://${request.host}`);
   const sessions = new SessionCookies({ secret: ui.sessionSecret, secure });
+
+  /**
+   * Forms that change who is signed in (sign-in, sign-out) only from this page's own origin: a browser sends
+   * Origin (and Sec-Fetch-Site) with every POST, so another site's form is refused. A request with neither
+   * is no browser's, so no cross-site forgery (curl, tests).
+   */
+  const sameOrigin = (request: FastifyRequest): boolean => {
+    const sent = request.headers.origin;
+    if (sent !== undefined) {
+      try {
+        return new URL(sent).origin === new URL(origin(request)).origin;
+      } catch {
+        return false; // "null" (a sandboxed or privacy-stripped origin) or garbage
+      }
+    }
+    const site = request.headers["sec-fetch-site"];
+    return site === undefined || site === "same-origin" || site === "none";
+  };
   if (!ui.sessionSecret) app.log.warn("api.ui.sessionSecret is not set: status page sessions end when this process stops and work on this replica only");
 
   const oidc =
@@ -244,7 +262,13 @@ export async function uiPlugin(app: FastifyInstance, opts: UiOptions): Promise<v
     return signInPage(request, reply, next);
   });
 
+  const crossSite = (request: FastifyRequest, reply: FastifyReply) => {
+    request.log.warn({ origin: request.headers.origin, secFetchSite: request.headers["sec-fetch-site"] }, "status page: cross-site form refused");
+    return errorPage(request, reply, 403, "Cross-site request refused", "This form can only be sent from Berth's own pages. Open the status page and try again.", { href: "/ui", text: "Open the status page" });
+  };
+
   app.post("/sign-in", { config: { uiAccess: "public" } }, async (request, reply) => {
+    if (!sameOrigin(request)) return crossSite(request, reply);
     const form = signInForm.safeParse(request.body ?? {});
     const next = safeNext(form.success ? form.data.next : undefined);
     if (auth.mode !== "dev") return signInPage(request, reply, next, "Sign in with your organisation account.", 400);
@@ -306,6 +330,7 @@ export async function uiPlugin(app: FastifyInstance, opts: UiOptions): Promise<v
   });
 
   app.post("/sign-out", { config: { uiAccess: "public" } }, async (request, reply) => {
+    if (!sameOrigin(request)) return crossSite(request, reply);
     sessions.end(request, reply);
     return reply.redirect("/ui/sign-in", 303);
   });
