@@ -38,7 +38,7 @@ export function originOf(request: FastifyRequest): ChangeOrigin {
 }
 
 /** What the commit records about who asked, and the request's Idempotency-Key with its fingerprint. */
-function writeRequest(request: FastifyRequest, body: unknown): WriteRequest {
+export function writeRequest(request: FastifyRequest, body: unknown): WriteRequest {
   const origin = originOf(request);
   const key = idempotencyKeyOf(request);
   if (key === undefined) return { origin };
