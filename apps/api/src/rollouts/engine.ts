@@ -228,8 +228,15 @@ export class RolloutEngine implements EngineHandle {
       return p;
     };
     const names = wave.teams.filter((t) => !skipped.has(t));
+    // Every team from one listing (parsed once per team folder content, shared with every other reader),
+    // not one look-up of its folder per team: a 1,000-team wave is one pass.
+    const { teams, broken } = await onboarding.listTeams(tree);
+    // A wave team whose file cannot be read is not judged as gone: the gate waits (the step fails and is retried).
+    const unreadable = broken.find((b) => names.includes(b.team));
+    if (unreadable) throw new Error(unreadable.error);
+    const byName = new Map(teams.map((t) => [t.name, t]));
     const perTeam = await mapLimit(names, this.opts.statusConcurrency ?? 16, async (name) => {
-      const team = await onboarding.readTeam(tree, name);
+      const team = byName.get(name);
       if (!team) return [];
       const statuses = await statusReader.read(name, clustersOf(team, onboarding.platform));
       return Promise.all(
