@@ -13,6 +13,7 @@ import { KubeTeamStatusReader } from "../../apps/api/src/team-status.js";
 import { Admin, INFRA, readManifests } from "../controller/helpers.js";
 import { DEV_TOKEN, startBerth } from "../support/berth.js";
 import { createBareRepo } from "../support/git-remotes.js";
+import { sample } from "../support/prometheus.js";
 import { skipWithoutKubeBinaries, startKubeCluster, type KubeCluster } from "../support/kube-cluster.js";
 
 const skip = skipWithoutKubeBinaries();
@@ -172,7 +173,10 @@ describe.skipIf(skip)("the per-cluster status cache", () => {
       if (!(reader instanceof KubeTeamStatusReader)) throw new Error("startBerth without a statusReader option uses the configured KubeTeamStatusReader");
       expect(reader.stats()).toMatchObject({ lists: 1, gets: 0 });
       expect((await berth.server.inject({ url: "/v1/teams/bravo/status", headers })).statusCode).toBe(200); // from the listing
-      expect(reader.stats().hits).toBeGreaterThan(0);
+      const metrics = await berth.services.metrics.registry.metrics();
+      expect(sample(metrics, "berth_api_status_cache_requests_total", { verb: "list" })).toBe(1);
+      expect(sample(metrics, "berth_api_status_cache_reads_total", { result: "miss" })! + sample(metrics, "berth_api_status_cache_reads_total", { result: "hit" })!).toBe(reader.stats().misses + reader.stats().hits);
+      expect(sample(metrics, "berth_api_status_cache_reads_total", { result: "hit" })).toBeGreaterThan(0);
     } finally {
       await berth.stop();
       await remote.remove();

@@ -161,6 +161,8 @@ export const apiSchema = z
   .object({
     host: z.string().default("127.0.0.1"),
     port: z.number().int().min(0).max(65535).default(8080),
+    /** Prometheus metrics at GET /metrics on this port, apart from the API's (never through the ingress). */
+    metricsPort: z.number().int().min(0).max(65535).default(9464),
     auth: apiAuthSchema,
     bodyLimitBytes: z.number().int().min(1024).max(1_048_576).default(65_536),
     timeouts: timeoutsSchema.default(timeoutsSchema.parse({})),
