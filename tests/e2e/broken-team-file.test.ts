@@ -5,6 +5,8 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { DEV_TOKEN, startBerth, type RunningBerth } from "../support/berth.js";
+import { ensureBuilt } from "../support/build.js";
+import { CliHarness } from "../support/cli.js";
 import { createBareRepo, handEdit, inspectRemote, type BareRepo } from "../support/git-remotes.js";
 
 const OWNER = "0b9a3c1e-1111-4222-8333-444455556666";
@@ -26,7 +28,8 @@ describe("a team file that cannot be read", () => {
 
   beforeAll(async () => {
     remote = await createBareRepo();
-    berth = await startBerth({ remoteUrl: remote.url, env: { BERTH_LOG_LEVEL: "warn" } });
+    const built = ensureBuilt();
+    berth = await startBerth({ remoteUrl: remote.url, listen: true, env: { BERTH_LOG_LEVEL: "warn" } });
     for (const name of ["alpha", "bravo", "charlie", "delta"]) {
       const res = await berth.server.inject({ method: "POST", url: "/v1/teams", headers: auth, payload: { name, owners: [OWNER], environments: ["dev"] } });
       expect(res.statusCode, res.body).toBe(201);
@@ -44,7 +47,8 @@ describe("a team file that cannot be read", () => {
       payload: new URLSearchParams({ token: DEV_TOKEN }).toString(),
     });
     cookie = String(signIn.headers["set-cookie"]).split(";")[0]!;
-  }, 120_000);
+    await built;
+  }, 600_000);
   afterAll(async () => {
     await berth?.stop();
     await remote?.remove();
@@ -105,4 +109,15 @@ describe("a team file that cannot be read", () => {
     for (const team of ["bravo", "charlie", "delta"]) expect(res.body).toContain(`data-broken-team="${team}"`);
     expect(res.body).toContain("Excessive alias count");
   });
+
+  it("the CLI lists the other teams and says which were left out, on stderr", async () => {
+    const cli = await CliHarness.create({ BERTH_SERVER: berth.url, BERTH_TOKEN: DEV_TOKEN });
+    const list = await cli.run(["get", "teams", "-o", "name"]);
+    expect(list.code).toBe(0);
+    expect(list.stdout).toBe("team/alpha\n");
+    for (const team of ["bravo", "charlie", "delta"]) expect(list.stderr).toContain(`warning: team ${team} is left out: its team file cannot be read: teams/${team}/base/team.yaml`);
+    const preview = await cli.run(["rollout", "preview", "--to", "v2", "--no-diffs"]);
+    expect(preview.code, preview.stderr).toBe(0);
+    expect(preview.stdout).toContain("left out bravo: its team file cannot be read: teams/bravo/base/team.yaml: not valid YAML: Excessive alias count");
+  }, 120_000);
 });
