@@ -128,9 +128,17 @@ describe("the status page over HTTP", () => {
     const payload = new URLSearchParams({ token: DEV_TOKEN, next: "/ui" }).toString();
     const post = (url: string, headers: Record<string, string>) => berth.server.inject({ method: "POST", url, headers: { ...form, ...headers }, payload });
     // inject's requests reach http://localhost:80: that is this page's origin here.
-    const own = await post("/ui/sign-in", { origin: "http://localhost", "sec-fetch-site": "same-origin" });
-    expect(own.statusCode).toBe(303);
-    const forgeries: Array<Record<string, string>> = [{ origin: "https://evil.example" }, { origin: "null" }, { origin: "http://localhost:8080" }, { "sec-fetch-site": "cross-site" }, { "sec-fetch-site": "same-site" }];
+    // What a browser sends for the page's own form (Origin is null under the page's Referrer-Policy: no-referrer),
+    // and what an older browser without Sec-Fetch-Site sends.
+    expect((await post("/ui/sign-in", { origin: "null", "sec-fetch-site": "same-origin" })).statusCode).toBe(303);
+    expect((await post("/ui/sign-in", { origin: "http://localhost" })).statusCode).toBe(303);
+    const forgeries: Array<Record<string, string>> = [
+      { origin: "https://evil.example" },
+      { origin: "http://localhost:8080" },
+      { origin: "null", "sec-fetch-site": "cross-site" },
+      { origin: "http://localhost", "sec-fetch-site": "same-site" },
+      { "sec-fetch-site": "cross-site" },
+    ];
     for (const headers of forgeries) {
       const forged = await post("/ui/sign-in", headers);
       expect(forged.statusCode, JSON.stringify(headers)).toBe(403);

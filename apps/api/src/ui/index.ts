@@ -128,23 +128,22 @@ export async function uiPlugin(app: FastifyInstance, opts: UiOptions): Promise<v
   const sessions = new SessionCookies({ secret: ui.sessionSecret, secure });
 
   /**
-   * Forms that change who is signed in (sign-in, sign-out) only from this page's own origin: a browser sends
-   * Origin (and Sec-Fetch-Site) with every POST, so another site's form is refused. A request with neither
-   * is no browser's, so no cross-site forgery (curl, tests).
+   * Forms that change who is signed in (sign-in, sign-out) only from this page's own origin. Browsers say where
+   * a request comes from in Sec-Fetch-Site, which page script cannot set; the page's `Referrer-Policy:
+   * no-referrer` makes them send `Origin: null` even for its own forms, so Origin decides only without it
+   * (older browsers). A request with neither is no browser's, so no cross-site forgery (curl, tests).
    */
   const sameOrigin = (request: FastifyRequest): boolean => {
-    const sent = request.headers.origin;
-    if (sent !== undefined) {
-      try {
-        return new URL(sent).origin === new URL(origin(request)).origin;
-      } catch {
-        return false; // "null" (a sandboxed or privacy-stripped origin) or garbage
-      }
-    }
     const site = request.headers["sec-fetch-site"];
-    return site === undefined || site === "same-origin" || site === "none";
+    if (site !== undefined) return site === "same-origin" || site === "none";
+    const sent = request.headers.origin;
+    if (sent === undefined || sent === "null") return true;
+    try {
+      return new URL(sent).origin === new URL(origin(request)).origin;
+    } catch {
+      return false;
+    }
   };
-  if (!ui.sessionSecret) app.log.warn("api.ui.sessionSecret is not set: status page sessions end when this process stops and work on this replica only");
 
   const oidc =
     auth.mode === "oidc" && ui.oidc
