@@ -38,7 +38,7 @@ describe("npm start prints commands that work as printed", () => {
     start = spawn(process.execPath, [join(REPO_ROOT, "scripts", "run.mjs"), "start"], {
       cwd: REPO_ROOT,
       // As on a fresh shell: none of the caller's BERTH_* settings, local state in a temp folder.
-      env: { ...Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith("BERTH_"))), BERTH_STATE_DIR: join(home, "state"), BERTH_PORT: String(port) },
+      env: { ...Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith("BERTH_"))), BERTH_STATE_DIR: join(home, "state"), BERTH_PORT: String(port), BERTH_METRICS_PORT: "0" },
       stdio: ["ignore", "pipe", "pipe"],
     });
     start.stdout!.on("data", (d) => (output += String(d)));

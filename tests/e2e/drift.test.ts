@@ -2,40 +2,15 @@
  * GET /v1/fleet/drift against a real remote that someone edited by hand: every generated file that differs
  * from Berth's render of its team file, with the diff; a same-version rollout of the drifted teams fixes it.
  */
-import { mkdtemp, mkdir, rm, writeFile } from "node:fs/promises";
-import { tmpdir } from "node:os";
-import { dirname, join } from "node:path";
 import { teamShard } from "@berth/core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { DEV_TOKEN, startBerth, type RunningBerth } from "../support/berth.js";
-import { createBareRepo, git, inspectRemote } from "../support/git-remotes.js";
+import { createBareRepo, handEdit, inspectRemote } from "../support/git-remotes.js";
 
 const OWNER = "0b9a3c1e-1111-4222-8333-444455556666";
 const auth = { authorization: `Bearer ${DEV_TOKEN}` };
 const TOP_INDEX = "clusters/aks-dev-weu/teams/kustomization.yaml";
 const BRAVO_SHARD_INDEX = `clusters/aks-dev-weu/teams/${teamShard("bravo")}/kustomization.yaml`;
-
-/** A hand edit: writes (string) or deletes (null) files in a clone, commits as a person, pushes. */
-async function handEdit(url: string, files: Record<string, string | null | ((old: string) => string)>): Promise<void> {
-  const dir = await mkdtemp(join(tmpdir(), "berth-hand-edit-"));
-  try {
-    await git(["clone", "--quiet", url, dir]);
-    for (const [path, content] of Object.entries(files)) {
-      const full = join(dir, path);
-      if (content === null) await rm(full);
-      else {
-        await mkdir(dirname(full), { recursive: true });
-        const { readFile } = await import("node:fs/promises");
-        await writeFile(full, typeof content === "function" ? content(await readFile(full, "utf8")) : content);
-      }
-    }
-    await git(["add", "-A"], { cwd: dir });
-    await git(["-c", "user.name=Someone", "-c", "user.email=someone@example.test", "commit", "--quiet", "-m", "quick fix"], { cwd: dir });
-    await git(["push", "--quiet", "origin", "HEAD:main"], { cwd: dir });
-  } finally {
-    await rm(dir, { recursive: true, force: true });
-  }
-}
 
 describe("repo drift", () => {
   let berth: RunningBerth;
@@ -73,6 +48,7 @@ describe("repo drift", () => {
       // alpha's shard taken off the top index: the whole shard would go from the cluster.
       [TOP_INDEX]: (t) => t.replace(new RegExp(`  - "?${teamShard("alpha")}"?\n`), ""),
     });
+    await berth.repo.snapshot(0); // reads may be up to 2 s behind the remote: look now
     const report = await drift();
     expect(report.summary).toEqual({ checked: 3, drifted: 2, files: 5, failed: 1 });
     expect(report.teams.map((t: any) => [t.team, t.templateVersion, t.files.map((f: any) => [f.path, f.drift])])).toEqual([
@@ -103,5 +79,24 @@ describe("repo drift", () => {
     expect(remote.files.get("teams/alpha/base/namespace.yaml")).toContain("enforce: baseline");
     expect(remote.files.get(BRAVO_SHARD_INDEX)).toContain("- bravo.yaml");
     expect(remote.files.get(TOP_INDEX)).toMatch(new RegExp(`  - "?${teamShard("alpha")}"?\n`));
+  });
+
+  it("renders the fleet once per revision: concurrent and later callers share one report", async () => {
+    const { fleet } = berth.services.deps;
+    const concurrent = await Promise.all([fleet.drift({ diffs: true }), fleet.drift({ diffs: true }), fleet.drift({ diffs: true })]);
+    expect(concurrent[1]).toBe(concurrent[0]);
+    expect(concurrent[2]).toBe(concurrent[0]);
+    expect(await fleet.drift({ diffs: true })).toBe(concurrent[0]);
+    const withoutDiffs = await fleet.drift({ diffs: false });
+    expect(withoutDiffs).not.toBe(concurrent[0]);
+    expect(await fleet.drift({ diffs: false })).toBe(withoutDiffs);
+
+    // A new revision gets a new report.
+    const res = await berth.server.inject({ method: "POST", url: "/v1/teams", headers: auth, payload: { name: "delta", owners: [OWNER], environments: ["dev"] } });
+    expect(res.statusCode, res.body).toBe(201);
+    const next = await fleet.drift({ diffs: true });
+    expect(next).not.toBe(concurrent[0]);
+    expect(next.revision).toBe(res.json().revision);
+    expect(next.checked).toBe(4);
   });
 });

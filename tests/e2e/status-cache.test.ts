@@ -14,6 +14,7 @@ import { Admin, INFRA, readManifests } from "../controller/helpers.js";
 import { DEV_TOKEN, startBerth } from "../support/berth.js";
 import { createBareRepo } from "../support/git-remotes.js";
 import { startKubeCluster, type KubeCluster } from "../support/kube-cluster.js";
+import { sample } from "../support/prometheus.js";
 
 const OWNER = "0b9a3c1e-1111-4222-8333-444455556666";
 const DEV: Cluster = { name: "aks-dev-weu", environment: "dev", vars: {} } as Cluster;
@@ -77,9 +78,44 @@ describe("the per-cluster status cache", () => {
     await reader.read("alpha", [DEV]);
     expect(calls.list).toBe(1);
     now += 1;
+    // Expired: the next listing starts, and meanwhile the last one answers at once (stale by at most TTL + timeout).
     await Promise.all([reader.read("alpha", [DEV]), reader.read("bravo", [DEV])]);
     expect(calls.list).toBe(2);
-    expect(reader.stats()).toEqual({ lists: 2, gets: 0 });
+    expect(reader.stats()).toEqual({ lists: 2, gets: 0, hits: 1, stale: 2, misses: 40 });
+  });
+
+  it("answers from the last listing while the next one is read, so a slow cluster never holds a reader", async () => {
+    const { client } = countingClient(cluster.kubeConfigFor("lister"));
+    let hang = false;
+    const slow = new Proxy(client, {
+      get(target, prop, receiver) {
+        const value = Reflect.get(target, prop, receiver);
+        if (prop === "listClusterCustomObject" && hang) return () => new Promise(() => {}); // a cluster that stopped answering
+        return typeof value === "function" ? value.bind(target) : value;
+      },
+    });
+    let now = 1_000_000;
+    const reader = new KubeTeamStatusReader(new Map([["aks-dev-weu", slow]]), { ttlMs: 5_000, timeoutMs: 2_000, now: () => now });
+    expect((await reader.read("alpha", [DEV]))[0]!.state).toBe("reported");
+    hang = true;
+    now += 5_000;
+    // The listing expired and the next one hangs: the last one answers at once, not after the timeout.
+    const [stale] = await reader.read("alpha", [DEV]);
+    expect(stale).toMatchObject({ state: "reported", ready: true });
+    expect(reader.stats()).toMatchObject({ lists: 2, stale: 1 });
+    // Past TTL + timeout the last listing is too old to stand in: the reader waits for the cluster (unreachable).
+    now += 2_000;
+    expect((await reader.read("alpha", [DEV]))[0]!.state).toBe("unreachable");
+  });
+
+  it("reads a large cluster in pages, every Team object once", async () => {
+    const { client, calls } = countingClient(cluster.kubeConfigFor("lister"));
+    const reader = new KubeTeamStatusReader(new Map([["aks-dev-weu", client]]), { ttlMs: 60_000, pageSize: 2 });
+    const states = await Promise.all(["alpha", "bravo", "charlie", "delta"].map(async (team) => (await reader.read(team, [DEV]))[0]!.state));
+    expect(states).toEqual(["reported", "reported", "pending", "absent"]);
+    // Three Team objects, two per page: one listing of two LIST requests.
+    expect(calls.list).toBe(2);
+    expect(reader.stats().lists).toBe(1);
   });
 
   it("reads with one cached GET per team where it may not list", async () => {
@@ -134,7 +170,12 @@ describe("the per-cluster status cache", () => {
       expect(replies[0]!.json()).toMatchObject({ team: "alpha", ready: true, clusters: [{ cluster: "aks-dev-weu", state: "reported" }] });
       const reader = berth.statusReader;
       if (!(reader instanceof KubeTeamStatusReader)) throw new Error("startBerth without a statusReader option uses the configured KubeTeamStatusReader");
-      expect(reader.stats()).toEqual({ lists: 1, gets: 0 });
+      expect(reader.stats()).toMatchObject({ lists: 1, gets: 0 });
+      expect((await berth.server.inject({ url: "/v1/teams/bravo/status", headers })).statusCode).toBe(200); // from the listing
+      const metrics = await berth.services.metrics.registry.metrics();
+      expect(sample(metrics, "berth_api_status_cache_requests_total", { verb: "list" })).toBe(1);
+      expect(sample(metrics, "berth_api_status_cache_reads_total", { result: "miss" })! + sample(metrics, "berth_api_status_cache_reads_total", { result: "hit" })!).toBe(reader.stats().misses + reader.stats().hits);
+      expect(sample(metrics, "berth_api_status_cache_reads_total", { result: "hit" })).toBeGreaterThan(0);
     } finally {
       await berth.stop();
       await remote.remove();

@@ -37,6 +37,7 @@ describe("template versions side by side", () => {
         { version: "v1", default: true, available: true, teams: 0 },
         { version: "v2", default: false, available: true, teams: 0 },
       ],
+      broken: [],
     });
   });
 

@@ -415,6 +415,7 @@ describe.skipIf(skipImage)("a team onboarded by the API in the image gets its cr
         BERTH_OIDC_JWKS_URI: issuer.jwksUri,
         BERTH_HOST: "127.0.0.1",
         BERTH_PORT: String(apiPort),
+        BERTH_METRICS_PORT: "0",
       },
     );
     api = runContainer(image, apiRun);
@@ -535,7 +536,7 @@ describe.skipIf(skipImage)("the API in the image pushes over SSH with a mounted 
       objects.find((o) => o.kind === "Deployment")!,
       { namespace: "berth-api", name: "berth-api-ssh" },
       { config: volumeDir("ssh-config", { "berth.yaml": config }, 0o444), "git-credential": gitCredential, "status-kubeconfigs": status, work: emptyDir("ssh-work"), tmp: emptyDir("ssh-tmp") },
-      { BERTH_GIT_URL: ssh.repoUrl(bare.dir), BERTH_OIDC_ISSUER: issuer.issuer, BERTH_OIDC_JWKS_URI: issuer.jwksUri, BERTH_HOST: "127.0.0.1", BERTH_PORT: String(port) },
+      { BERTH_GIT_URL: ssh.repoUrl(bare.dir), BERTH_OIDC_ISSUER: issuer.issuer, BERTH_OIDC_JWKS_URI: issuer.jwksUri, BERTH_HOST: "127.0.0.1", BERTH_PORT: String(port), BERTH_METRICS_PORT: "0" },
     );
     expect(run.env.BERTH_GIT_SSH_KEY_FILE).toBe("/var/run/secrets/berth/git/ssh-privatekey");
     api = runContainer(image, run);

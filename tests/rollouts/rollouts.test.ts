@@ -427,3 +427,71 @@ describe("rollout in waves, refused up front", () => {
     expect((await api(s.berth, "POST", "/v1/rollouts", { target: { templateVersion: "v2" } })).statusCode).toBe(201);
   });
 });
+
+describe("starting a rollout safely twice", () => {
+  const withKey = (berth: RunningBerth, key: string, payload: object) =>
+    berth.server.inject({ method: "POST", url: "/v1/rollouts", headers: { ...auth, "idempotency-key": key }, payload });
+
+  it("answers a retry with the same Idempotency-Key from the original commit, and refuses the key for another request", async () => {
+    const s = await setup();
+    const body = { description: "lost answer", target: { templateVersion: "v2" }, selector: { names: ["d1", "d2"] } };
+    const first = await withKey(s.berth, "rollout-key-1", body);
+    expect(first.statusCode, first.body).toBe(201);
+    expect(first.headers["idempotent-replayed"]).toBeUndefined();
+    const after = await head(s.remote);
+
+    // The answer was lost; the CLI sends the same request with the same key.
+    const retry = await withKey(s.berth, "rollout-key-1", body);
+    expect(retry.statusCode, retry.body).toBe(201);
+    expect(retry.headers["idempotent-replayed"]).toBe("true");
+    expect(retry.json()).toEqual(first.json());
+    expect(retry.headers.location).toBe(first.headers.location);
+    expect(await head(s.remote)).toBe(after);
+
+    // A restarted API answers the same, from the commit's trailers.
+    await s.berth.stop();
+    const again = await berthOn(s.remote, s.clock, s.status);
+    const replayed = await withKey(again, "rollout-key-1", body);
+    expect(replayed.headers["idempotent-replayed"]).toBe("true");
+    expect(replayed.json()).toEqual(first.json());
+
+    const reused = await withKey(again, "rollout-key-1", { ...body, selector: { names: ["p1"] } });
+    expect(reused.statusCode, reused.body).toBe(422);
+    expect(reused.json().type).toBe("https://berth.dev/problems/idempotency-key-reused");
+    expect(await head(s.remote)).toBe(after);
+    expect(await versions(s.remote)).toEqual({ d1: "v2", d2: "v2", p1: "v1", p2: "v1", p3: "v1" });
+
+    // A staged rollout's retry is the rollout file's commit, with no team files.
+    const staged = { ...TWO_WAVES, selector: { names: ["p1", "p2"] }, waves: [{ name: "all" }] };
+    const created = await withKey(again, "rollout-key-2", staged);
+    expect(created.statusCode, created.body).toBe(201);
+    const retried = await withKey(again, "rollout-key-2", staged);
+    expect(retried.headers["idempotent-replayed"]).toBe("true");
+    expect(retried.json()).toEqual(created.json());
+    expect(retried.json().summary).toEqual({ teams: 2, files: 0 });
+  });
+
+  it("two unstaged rollouts over overlapping teams at once: each file lists only the teams its commit moved", async () => {
+    const s = await setup();
+    const [a, b] = await Promise.all([
+      api(s.berth, "POST", "/v1/rollouts", { description: "a", target: { templateVersion: "v2" }, selector: { names: ["d1", "d2", "p1"] } }),
+      api(s.berth, "POST", "/v1/rollouts", { description: "b", target: { templateVersion: "v2" }, selector: { names: ["d2", "p1", "p2"] } }),
+    ]);
+    expect([a.statusCode, b.statusCode], `${a.body}\n${b.body}`).toEqual([201, 201]);
+    for (const res of [a, b]) {
+      const { rollout, revision } = res.json() as { rollout: { metadata: { name: string }; spec: { waves: Array<{ teams: string[] }> } }; revision: string };
+      // The teams whose team file this rollout's commit changed: exactly the ones its file lists.
+      const { stdout } = await run("git", ["--git-dir", s.remote.dir, "diff-tree", "--no-commit-id", "--name-only", "-r", revision]);
+      const moved = stdout.split("\n").flatMap((path) => /^teams\/([^/]+)\/base\/team\.yaml$/.exec(path)?.[1] ?? []).sort();
+      expect(rollout.spec.waves[0]!.teams.slice().sort(), rollout.metadata.name).toEqual(moved);
+      expect(yamlTeams(await show(s.remote, `rollouts/${rollout.metadata.name}.yaml`))).toEqual(moved);
+    }
+    expect(await versions(s.remote)).toEqual({ d1: "v2", d2: "v2", p1: "v2", p2: "v2", p3: "v1" });
+  });
+});
+
+/** The teams a rollout file's single wave lists. */
+function yamlTeams(text: string | undefined): string[] {
+  const wave = /waves:\n\s+- name: all\n\s+teams:\n((?:\s+- .+\n)+)/.exec(text ?? "");
+  return (wave?.[1] ?? "").split("\n").flatMap((l) => /^\s+- (.+)$/.exec(l)?.[1] ?? []).sort();
+}

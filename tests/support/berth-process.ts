@@ -29,6 +29,7 @@ export async function startBerthProcess(options: { remoteUrl: string; workDir: s
       BERTH_DEV_TOKEN: DEV_TOKEN,
       BERTH_HOST: "127.0.0.1",
       BERTH_PORT: "0",
+      BERTH_METRICS_PORT: "0",
       BERTH_LOG_LEVEL: "info",
     },
     stdio: ["ignore", "pipe", "pipe"],

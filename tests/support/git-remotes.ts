@@ -3,9 +3,9 @@
  * environment, and `inspectRemote`, which answers "what does a fresh clone of this remote hold?".
  */
 import { execFile } from "node:child_process";
-import { cp, mkdtemp, readdir, readFile, rm } from "node:fs/promises";
+import { cp, mkdir, mkdtemp, readdir, readFile, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
-import { join, relative } from "node:path";
+import { dirname, join, relative } from "node:path";
 import { pathToFileURL } from "node:url";
 
 export interface BareRepo {
@@ -151,5 +151,29 @@ export async function pushTree(opts: { url: string; dir: string; branch?: string
     return (await git(["rev-parse", "HEAD"], { cwd: work })).trim();
   } finally {
     await rm(tmp, { recursive: true, force: true });
+  }
+}
+
+/**
+ * A hand edit of the remote, as a person makes one: writes (string or a function of the old content) or
+ * deletes (null) files in a fresh clone, commits without Berth's trailers, pushes to `branch`.
+ */
+export async function handEdit(url: string, files: Record<string, string | null | ((old: string) => string)>, branch = "main"): Promise<void> {
+  const dir = await makeTempDir("berth-hand-edit-");
+  try {
+    await git(["clone", "--quiet", url, dir]);
+    for (const [path, content] of Object.entries(files)) {
+      const full = join(dir, path);
+      if (content === null) await rm(full);
+      else {
+        await mkdir(dirname(full), { recursive: true });
+        await writeFile(full, typeof content === "function" ? content(await readFile(full, "utf8")) : content);
+      }
+    }
+    await git(["add", "-A"], { cwd: dir });
+    await git(["-c", "user.name=Someone", "-c", "user.email=someone@example.test", "commit", "--quiet", "-m", "quick fix"], { cwd: dir });
+    await git(["push", "--quiet", "origin", `HEAD:${branch}`], { cwd: dir });
+  } finally {
+    await rm(dir, { recursive: true, force: true });
   }
 }

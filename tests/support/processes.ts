@@ -34,7 +34,7 @@ function startProcess(entry: string, env: Record<string, string>): AppProcess {
 
 /** The API (`apps/api/dist/main.js`) on a free port; resolves with its URL once it listens. */
 export async function startApiProcess(env: Record<string, string>): Promise<AppProcess & { url: string }> {
-  const app = startProcess(API_ENTRY, { BERTH_HOST: "127.0.0.1", BERTH_PORT: "0", ...env });
+  const app = startProcess(API_ENTRY, { BERTH_HOST: "127.0.0.1", BERTH_PORT: "0", BERTH_METRICS_PORT: "0", ...env });
   const url = await new Promise<string>((resolve, reject) => {
     const timer = setTimeout(() => reject(new Error(`the API did not start within 60 s:\n${app.logs.join("")}`)), 60_000);
     const check = () => {

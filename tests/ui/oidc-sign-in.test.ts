@@ -57,6 +57,7 @@ describe("status page sign-in with OIDC authorization code + PKCE", () => {
       BERTH_OIDC_AUDIENCE: "api://berth",
       BERTH_UI_CLIENT_ID: CLIENT_ID,
       BERTH_UI_CLIENT_SECRET: CLIENT_SECRET,
+      BERTH_UI_PUBLIC_URL: `http://127.0.0.1:${port}`,
       BERTH_UI_SESSION_SECRET: "a-session-secret-of-at-least-32-characters",
     });
     const writer = await issuer.sign({ sub: "ci", preferred_username: "ci@example.test", roles: ["Berth.Write"] });

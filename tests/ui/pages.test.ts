@@ -123,6 +123,35 @@ describe("the status page over HTTP", () => {
     }
   });
 
+  it("takes sign-in and sign-out forms only from its own origin (no cross-site forgery)", async () => {
+    const form = { "content-type": "application/x-www-form-urlencoded" };
+    const payload = new URLSearchParams({ token: DEV_TOKEN, next: "/ui" }).toString();
+    const post = (url: string, headers: Record<string, string>) => berth.server.inject({ method: "POST", url, headers: { ...form, ...headers }, payload });
+    // inject's requests reach http://localhost:80: that is this page's origin here.
+    // What a browser sends for the page's own form (Origin is null under the page's Referrer-Policy: no-referrer),
+    // and what an older browser without Sec-Fetch-Site sends.
+    expect((await post("/ui/sign-in", { origin: "null", "sec-fetch-site": "same-origin" })).statusCode).toBe(303);
+    expect((await post("/ui/sign-in", { origin: "http://localhost" })).statusCode).toBe(303);
+    const forgeries: Array<Record<string, string>> = [
+      { origin: "https://evil.example" },
+      { origin: "http://localhost:8080" },
+      { origin: "null", "sec-fetch-site": "cross-site" },
+      { origin: "http://localhost", "sec-fetch-site": "same-site" },
+      { "sec-fetch-site": "cross-site" },
+    ];
+    for (const headers of forgeries) {
+      const forged = await post("/ui/sign-in", headers);
+      expect(forged.statusCode, JSON.stringify(headers)).toBe(403);
+      expect(forged.headers["set-cookie"]).toBeUndefined();
+      expect(forged.body).toContain("Cross-site request refused");
+      const signOut = await post("/ui/sign-out", { ...headers, cookie });
+      expect(signOut.statusCode, JSON.stringify(headers)).toBe(403);
+      expect(signOut.headers["set-cookie"]).toBeUndefined();
+    }
+    // The session survived every forged sign-out.
+    expect((await get("/ui")).statusCode).toBe(200);
+  });
+
   it("answers a live refresh with 304 while nothing changed, and with the new content after a change", async () => {
     const first = await get("/ui?fragment=main");
     expect(first.statusCode).toBe(200);

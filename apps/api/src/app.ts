@@ -6,10 +6,12 @@ import type { ZodType } from "zod";
 import { auditPlugin } from "./plugins/audit.js";
 import { authenticatePlugin, authorizePlugin, type Authenticator } from "./plugins/auth.js";
 import { jsonBodyPlugin } from "./plugins/json-body.js";
+import { metricsPlugin } from "./plugins/metrics.js";
 import { openapiPlugin } from "./plugins/openapi.js";
 import { problemPlugin, RequestValidationError } from "./plugins/problem.js";
 import type { AdoptionService } from "./adoption-service.js";
 import type { FleetService } from "./fleet-service.js";
+import type { ApiMetrics } from "./metrics.js";
 import type { RolloutService } from "./rollouts/service.js";
 import { adoptionRoutes } from "./routes/adoption.js";
 import { fleetRoutes } from "./routes/fleet.js";
@@ -37,6 +39,8 @@ export interface AppDeps {
   ui?: { auth: ApiAuth; config: UiConfig };
   /** Rate limits (config `api.rateLimit`); the defaults when absent. */
   limits?: RateLimitConfig;
+  /** Prometheus metrics (served on their own port by main.ts); none when absent. */
+  metrics?: ApiMetrics;
 }
 
 /**
@@ -69,6 +73,8 @@ export async function app(instance: FastifyInstance, deps: AppDeps): Promise<voi
       throw new Error(`route ${String(route.method)} ${route.url} declares no required role: every non-public route must`);
     }
   });
+  // First, so every route registered after it is measured.
+  if (deps.metrics) await instance.register(metricsPlugin, { metrics: deps.metrics });
   await instance.register(problemPlugin);
   await instance.register(securityHeadersPlugin);
   await instance.register(jsonBodyPlugin);

@@ -1,4 +1,6 @@
 import { createHash } from "node:crypto";
+import type { ChangeOrigin, CommitInfo, RepoChange, RepoTree, Trailer } from "@berth/core";
+import { TRAILER_ACTOR, trailerValue } from "@berth/gitops";
 import type { FastifyRequest } from "fastify";
 import { HttpProblem } from "./plugins/problem.js";
 
@@ -70,5 +72,88 @@ export class KeysInFlight {
     }
     this.held.add(scope);
     return () => this.held.delete(scope);
+  }
+}
+
+/** Who asked for a write (its commit's trailers), and its Idempotency-Key when it came with one. */
+export interface WriteRequest {
+  origin: ChangeOrigin;
+  idempotency?: Idempotency;
+}
+
+/** The writer's side of a transaction: what IdempotentWrites needs of the Flux repo. */
+export interface TransactionStore {
+  transact(
+    mutate: (tree: RepoTree) => Promise<RepoChange | null>,
+    origin: ChangeOrigin,
+  ): Promise<{ revision: string; committed: boolean; files: string[] }>;
+  snapshot(maxAgeMs?: number): Promise<RepoTree>;
+}
+
+export type IdempotentOutcome =
+  | { replayed: false; revision: string; committed: boolean }
+  /** An earlier request with this key and this fingerprint committed: its commit, to answer from. */
+  | { replayed: true; original: CommitInfo };
+
+function trailerOf(commit: CommitInfo, key: string): string | undefined {
+  return commit.trailers.find((t) => t.key.toLowerCase() === key.toLowerCase())?.value;
+}
+
+/**
+ * Writes that honour Idempotency-Key, for every write route (teams, rollouts). With a key, the transaction
+ * first looks for an earlier commit of this principal with this key in the branch's recent history: found,
+ * the caller answers with the original outcome (or 422 when the key came with another request) and nothing
+ * is written. That look-up runs inside the transaction, on the tree the commit would build on, so two
+ * replicas racing with one key still produce one commit: the loser's push is rejected, and its re-run finds
+ * the winner's commit.
+ */
+export class IdempotentWrites {
+  private readonly keysInFlight = new KeysInFlight();
+
+  constructor(private readonly store: TransactionStore) {}
+
+  /**
+   * The commit of an earlier request with this request's key, in `tree`'s recent history: a retry to answer
+   * from it. 422 when the key came with another request. Undefined without a key.
+   */
+  async original({ origin, idempotency }: WriteRequest, tree: RepoTree): Promise<CommitInfo | undefined> {
+    if (!idempotency) return undefined;
+    const found = await tree.findCommit?.([
+      { key: TRAILER_IDEMPOTENCY_KEY, value: idempotency.key },
+      { key: TRAILER_ACTOR, value: trailerValue(origin.actor) },
+    ]);
+    if (found && trailerOf(found, TRAILER_REQUEST_FINGERPRINT) !== idempotency.fingerprint) {
+      throw new HttpProblem(422, "idempotency-key-reused", "Idempotency-Key reused", `this Idempotency-Key was used for a different request (commit ${found.revision}); use a new key for a new request`);
+    }
+    return found;
+  }
+
+  async write(request: WriteRequest, trailers: readonly Trailer[], mutate: (tree: RepoTree) => Promise<RepoChange | null>): Promise<IdempotentOutcome> {
+    const { origin, idempotency } = request;
+    const release = idempotency ? this.keysInFlight.acquire(`${origin.actor}\0${idempotency.key}`) : () => {};
+    try {
+      // A retry whose commit is already in the last fetched head is answered from there, without waiting
+      // in the writer's queue (a retry storm after an outage stays cheap). Otherwise the transaction decides.
+      let original = idempotency ? await this.original(request, await this.store.snapshot()) : undefined;
+      if (original) return { replayed: true, original };
+      const keyTrailers: Trailer[] = idempotency
+        ? [
+            { key: TRAILER_IDEMPOTENCY_KEY, value: idempotency.key },
+            { key: TRAILER_REQUEST_FINGERPRINT, value: idempotency.fingerprint },
+          ]
+        : [];
+      const result = await this.store.transact(
+        async (tree) => {
+          original = await this.original(request, tree);
+          if (original) return null;
+          return mutate(tree);
+        },
+        { ...origin, trailers: [...(origin.trailers ?? []), ...trailers, ...keyTrailers] },
+      );
+      if (original) return { replayed: true, original };
+      return { replayed: false, revision: result.revision, committed: result.committed };
+    } finally {
+      release();
+    }
   }
 }

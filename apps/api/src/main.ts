@@ -1,4 +1,5 @@
 import { loadConfig, ConfigError, type BerthConfig } from "@berth/config";
+import { startHealthServer } from "@berth/kube-runtime";
 import pino from "pino";
 import { buildServer, loggerOptions } from "./server.js";
 import { createServices } from "./wiring.js";
@@ -41,6 +42,8 @@ async function main(): Promise<void> {
   // Parse every team once now, in the background, so the first GET /v1/teams after a start is not the slow one.
   void services.deps.teams.list().catch((err: unknown) => logger.warn({ err }, "could not read the teams at start; the first list will"));
   const address = await server.listen({ host: config.api.host, port: config.api.port });
+  // Prometheus scrapes its own port: the API's port is what the ingress exposes.
+  const metricsServer = await startHealthServer({ port: config.api.metricsPort, host: config.api.host, registry: services.metrics.registry, ready: () => true, logger });
   const { catalog } = services.onboarding;
   logger.info({ address, remote: config.fluxRepo.url, branch: config.fluxRepo.branch, templates: catalog.versions(), defaultTemplates: catalog.defaultVersion }, "berth api listening");
   await services.start();
@@ -55,6 +58,7 @@ async function main(): Promise<void> {
     const force = setTimeout(() => process.exit(1), 30_000).unref();
     await server.close();
     await services.close();
+    await metricsServer.close();
     clearTimeout(force);
     process.exit(0);
   };

@@ -1,5 +1,5 @@
 import type { ClusterStatus, FleetResponse } from "@berth/api-contract";
-import { allClusters, clustersOf, repoLayout, type Cluster, type Onboarding, type RepoTree, type Team } from "@berth/core";
+import { allClusters, clustersOf, repoLayout, type Cluster, type Onboarding, type RepoTree, type Team, type TeamListing } from "@berth/core";
 import type { CommitSummary } from "@berth/gitops";
 import type { TeamStatusReader } from "./team-status.js";
 
@@ -34,7 +34,7 @@ const everyReady = (clusters: ClusterStatus[]) => clusters.length > 0 && cluster
 export class StatusBoard {
   private readonly layout;
   /** The teams of the last revision read: pages poll every few seconds, the repo changes far less often. */
-  private teamsAt: { revision: string | undefined; teams: Promise<Team[]> } | undefined;
+  private teamsAt: { revision: string | undefined; listing: Promise<TeamListing> } | undefined;
 
   constructor(
     private readonly onboarding: Onboarding,
@@ -52,20 +52,20 @@ export class StatusBoard {
   async fleet(): Promise<FleetResponse> {
     const tree = await this.repo.snapshot();
     if (!this.teamsAt || this.teamsAt.revision !== tree.revision) {
-      const teams = this.onboarding.listTeams(tree);
-      this.teamsAt = { revision: tree.revision, teams };
-      teams.catch(() => {
-        if (this.teamsAt?.teams === teams) this.teamsAt = undefined; // a failed read is not kept
+      const listing = this.onboarding.listTeams(tree);
+      this.teamsAt = { revision: tree.revision, listing };
+      listing.catch(() => {
+        if (this.teamsAt?.listing === listing) this.teamsAt = undefined; // a failed read is not kept
       });
     }
-    const teams = await this.teamsAt.teams;
+    const { teams, broken } = await this.teamsAt.listing;
     const rows = await Promise.all(
       teams.map(async (team) => {
         const clusters = await this.statusReader.read(team.name, clustersOf(team, this.onboarding.platform));
         return { team: team.name, ready: everyReady(clusters), clusters };
       }),
     );
-    return { revision: tree.revision ?? null, teams: rows };
+    return { revision: tree.revision ?? null, teams: rows, broken };
   }
 
   /** One team with its status, history and rendered files; undefined when the repo has no such team. */

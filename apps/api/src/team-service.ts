@@ -2,7 +2,6 @@ import {
   clustersOf,
   describeChange,
   TeamNotFoundError,
-  type ChangeOrigin,
   type CommitInfo,
   type FileChange,
   type Onboarding,
@@ -10,22 +9,16 @@ import {
   type RepoChange,
   type RepoTree,
   type Team,
+  type TeamFailure,
   type Trailer,
   validateTeam,
   validateTeamSpec,
 } from "@berth/core";
-import { TRAILER_ACTOR, trailerValue } from "@berth/gitops";
-import { KeysInFlight, TRAILER_IDEMPOTENCY_KEY, TRAILER_REQUEST_FINGERPRINT, type Idempotency } from "./idempotency.js";
-import { HttpProblem } from "./plugins/problem.js";
+import { IdempotentWrites, type TransactionStore, type WriteRequest } from "./idempotency.js";
 import type { ClusterStatus, TeamStatusReader } from "./team-status.js";
 
 /** What the API needs from the Flux repo; @berth/gitops' FluxRepo provides it. */
-export interface TeamStore {
-  transact(
-    mutate: (tree: RepoTree) => Promise<RepoChange | null>,
-    origin: ChangeOrigin,
-  ): Promise<{ revision: string; committed: boolean; files: string[] }>;
-  snapshot(maxAgeMs?: number): Promise<RepoTree>;
+export interface TeamStore extends TransactionStore {
   ping(): Promise<void>;
 }
 
@@ -35,10 +28,7 @@ export type WriteAction = "create" | "update" | "delete";
 export const TRAILER_ACTION = "Berth-Action";
 export const TRAILER_TEAM = "Berth-Team";
 
-export interface WriteRequest {
-  origin: ChangeOrigin;
-  idempotency?: Idempotency;
-}
+export type { WriteRequest };
 
 interface Outcome {
   revision: string;
@@ -57,12 +47,10 @@ export interface DeleteResult extends Outcome {
 export interface TeamPage {
   revision: string | undefined;
   teams: Team[];
+  /** Every team whose file cannot be read (on every page): reported, not served. */
+  broken: TeamFailure[];
   /** The last name of this page when more follow (the next page starts after it). */
   lastOfPage?: string;
-}
-
-function trailerOf(commit: CommitInfo, key: string): string | undefined {
-  return commit.trailers.find((t) => t.key.toLowerCase() === key.toLowerCase())?.value;
 }
 
 /**
@@ -70,13 +58,15 @@ function trailerOf(commit: CommitInfo, key: string): string | undefined {
  * inside a repo transaction, which may re-run them on a fresher tree when the push races.
  */
 export class TeamService {
-  private readonly keysInFlight = new KeysInFlight();
+  private readonly writes: IdempotentWrites;
 
   constructor(
     private readonly onboarding: Onboarding,
     private readonly store: TeamStore,
     private readonly statusReader: TeamStatusReader,
-  ) {}
+  ) {
+    this.writes = new IdempotentWrites(store);
+  }
 
   /** The team's status on every cluster it lands on, as each cluster's controller reports it. */
   async status(name: string): Promise<{ team: string; revision: string | undefined; ready: boolean; clusters: ClusterStatus[] }> {
@@ -89,11 +79,11 @@ export class TeamService {
   /** Teams in name order after `after`, at most `limit` of them (all when no limit). */
   async list(page: { limit?: number; after?: string } = {}): Promise<TeamPage> {
     const tree = await this.store.snapshot();
-    const all = await this.onboarding.listTeams(tree);
+    const { teams: all, broken } = await this.onboarding.listTeams(tree);
     const start = page.after === undefined ? 0 : all.findIndex((t) => t.name > page.after!);
     const rest = start === -1 ? [] : all.slice(start);
     const teams = page.limit === undefined ? rest : rest.slice(0, page.limit);
-    return { revision: tree.revision, teams, ...(teams.length < rest.length ? { lastOfPage: teams[teams.length - 1]!.name } : {}) };
+    return { revision: tree.revision, teams, broken, ...(teams.length < rest.length ? { lastOfPage: teams[teams.length - 1]!.name } : {}) };
   }
 
   /** The current revision, without reading any team (for conditional requests). */
@@ -148,64 +138,26 @@ export class TeamService {
     return { ...rest, team: found };
   }
 
-  /**
-   * One write as one commit. With an Idempotency-Key, the transaction first looks for an earlier commit of
-   * this principal with this key in the branch's recent history: found, the original outcome is answered
-   * (or 422 when the key came with another request) and nothing is written. That look-up runs inside the
-   * transaction, on the tree the commit would build on, so two replicas racing with one key still produce
-   * one commit: the loser's push is rejected, and its re-run finds the winner's commit.
-   */
+  /** One write as one commit, answered from the original commit when it is a retry (IdempotentWrites). */
   private async write(
     action: WriteAction,
     team: string,
     plan: (tree: RepoTree) => Promise<{ team: Team; change: RepoChange }>,
-    { origin, idempotency }: WriteRequest,
+    request: WriteRequest,
   ): Promise<Outcome & { team?: Team; tree?: RepoTree }> {
-    const release = idempotency ? this.keysInFlight.acquire(`${origin.actor}\0${idempotency.key}`) : () => {};
-    try {
-      const trailers: Trailer[] = [
-        ...(origin.trailers ?? []),
-        { key: TRAILER_ACTION, value: action },
-        { key: TRAILER_TEAM, value: team },
-        ...(idempotency
-          ? [
-              { key: TRAILER_IDEMPOTENCY_KEY, value: idempotency.key },
-              { key: TRAILER_REQUEST_FINGERPRINT, value: idempotency.fingerprint },
-            ]
-          : []),
-      ];
-      const findOriginal = async (tree: RepoTree): Promise<CommitInfo | undefined> => {
-        if (!idempotency) return undefined;
-        const found = await tree.findCommit?.([
-          { key: TRAILER_IDEMPOTENCY_KEY, value: idempotency.key },
-          { key: TRAILER_ACTOR, value: trailerValue(origin.actor) },
-        ]);
-        if (found && trailerOf(found, TRAILER_REQUEST_FINGERPRINT) !== idempotency.fingerprint) {
-          throw new HttpProblem(422, "idempotency-key-reused", "Idempotency-Key reused", `this Idempotency-Key was used for a different request (commit ${found.revision}); use a new key for a new request`);
-        }
-        return found;
-      };
-      // A retry whose commit is already in the last fetched head is answered from there, without waiting
-      // in the writer's queue (a retry storm after an outage stays cheap). Otherwise the transaction decides.
-      let original = idempotency ? await findOriginal(await this.store.snapshot()) : undefined;
-      if (original) return this.replayed(original);
-      let planned: { team: Team; files: FileChange[] } | undefined;
-      const result = await this.store.transact(
-        async (tree) => {
-          planned = undefined;
-          original = await findOriginal(tree);
-          if (original) return null;
-          const { team: planTeam, change } = await plan(tree);
-          planned = { team: planTeam, files: await describeChange(tree, change.files) };
-          return change.files.size ? change : null;
-        },
-        { ...origin, trailers },
-      );
-      if (original) return this.replayed(original);
-      if (!planned) throw new Error("transaction finished without planning a change");
-      return { team: planned.team, revision: result.revision, committed: result.committed, files: result.committed ? planned.files : [], replayed: false };
-    } finally {
-      release();
-    }
+    let planned: { team: Team; files: FileChange[] } | undefined;
+    const trailers: Trailer[] = [
+      { key: TRAILER_ACTION, value: action },
+      { key: TRAILER_TEAM, value: team },
+    ];
+    const outcome = await this.writes.write(request, trailers, async (tree) => {
+      planned = undefined;
+      const { team: planTeam, change } = await plan(tree);
+      planned = { team: planTeam, files: await describeChange(tree, change.files) };
+      return change.files.size ? change : null;
+    });
+    if (outcome.replayed) return this.replayed(outcome.original);
+    if (!planned) throw new Error("transaction finished without planning a change");
+    return { team: planned.team, revision: outcome.revision, committed: outcome.committed, files: outcome.committed ? planned.files : [], replayed: false };
   }
 }

@@ -5,6 +5,7 @@ import type pino from "pino";
 import { AdoptionService } from "./adoption-service.js";
 import type { AppDeps } from "./app.js";
 import { FleetService } from "./fleet-service.js";
+import { ApiMetrics } from "./metrics.js";
 import { authenticatorFor } from "./plugins/auth.js";
 import { systemClock, type Clock } from "./rollouts/clock.js";
 import { RolloutEngine } from "./rollouts/engine.js";
@@ -21,6 +22,8 @@ export interface ApiServices {
   engine: RolloutEngine;
   /** The one status reader every status consumer shares (its per-cluster cache). */
   statusReader: TeamStatusReader;
+  /** Prometheus metrics; main.ts serves them on api.metricsPort. */
+  metrics: ApiMetrics;
   /** Starts background work (the rollout engine); call after the server listens. */
   start(): Promise<void>;
   /** Stops background work and closes the repo; call after the server closed. */
@@ -30,11 +33,13 @@ export interface ApiServices {
 export async function createServices(config: BerthConfig, logger: pino.Logger, options: { clock?: Clock; statusReader?: TeamStatusReader } = {}): Promise<ApiServices> {
   const catalog = await loadTemplateCatalog(config.templatesDir, config.platform.templateVersion);
   const onboarding = new Onboarding(config.platform, catalog);
-  const repo = FluxRepo.fromConfig({ ...config.fluxRepo, history: config.api.idempotency, logger: logger.child({ component: "flux-repo" }) });
+  const metrics = new ApiMetrics();
+  const repo = FluxRepo.fromConfig({ ...config.fluxRepo, history: config.api.idempotency, logger: logger.child({ component: "flux-repo" }), onBatch: metrics.observeBatch });
   await repo.init();
   // One status reader, so the status API, CLI watchers, every open status page and the rollout gates share its
   // per-cluster cache.
   const statusReader = options.statusReader ?? KubeTeamStatusReader.fromConfig(config.api.clusters, { ttlMs: config.api.statusCacheSeconds * 1000 });
+  if (statusReader instanceof KubeTeamStatusReader) metrics.watchStatusCache(() => statusReader.stats());
   const clock = options.clock ?? systemClock;
   const fleet = new Fleet(onboarding);
   const rollouts = new RolloutService({
@@ -54,6 +59,7 @@ export async function createServices(config: BerthConfig, logger: pino.Logger, o
     clock,
     pollIntervalMs: config.api.rollouts.pollIntervalMs,
     logger: logger.child({ component: "rollout-engine" }),
+    metrics,
   });
   const deps: AppDeps = {
     teams: new TeamService(onboarding, repo, statusReader),
@@ -63,6 +69,7 @@ export async function createServices(config: BerthConfig, logger: pino.Logger, o
     store: repo,
     authenticator: authenticatorFor(config.api.auth),
     limits: config.api.rateLimit,
+    metrics,
     board: new StatusBoard(onboarding, repo, statusReader),
     ui: { auth: config.api.auth, config: config.api.ui },
   };
@@ -72,6 +79,7 @@ export async function createServices(config: BerthConfig, logger: pino.Logger, o
     onboarding,
     engine,
     statusReader,
+    metrics,
     async start() {
       engine.start();
     },

@@ -1,9 +1,10 @@
 import { randomUUID } from "node:crypto";
 import { setTimeout as sleep } from "node:timers/promises";
-import { problemName, problemSchema, teamListResponse, type ProblemDocument } from "@berth/api-contract";
+import { problemName, problemSchema, teamListResponse, type BrokenTeam, type ProblemDocument } from "@berth/api-contract";
 import type { Team } from "@berth/core";
 import type { z } from "zod";
 import { CliError, EXIT, type ExitCode } from "./exit-codes.js";
+import { visibleText, withVisibleText } from "./output/text.js";
 
 export const CLI_VERSION = "0.1.0";
 
@@ -67,7 +68,49 @@ export interface RequestOptions<T> {
   headers?: Record<string, string>;
   /** Statuses answered without error and without a body (e.g. 304). */
   empty?: number[];
+  /** The whole request, answer included, must be done within this (default: the client's). */
   timeoutMs?: number;
+}
+
+export interface ClientLimits {
+  /** Default bound on one request's total time, from sending to the last byte of the answer. */
+  requestTimeoutMs: number;
+  /** A bound that wins over every command's own (--request-timeout), when the user gave one. */
+  maxRequestTimeoutMs?: number | undefined;
+  /** An answer larger than this is refused while it streams in, not buffered. */
+  maxAnswerBytes: number;
+}
+
+export const DEFAULT_LIMITS: ClientLimits = { requestTimeoutMs: 120_000, maxAnswerBytes: 128 * 1024 * 1024 };
+/** Same-origin redirects followed per request; one to another origin is never followed. */
+const MAX_REDIRECTS = 5;
+
+function seconds(ms: number): string {
+  return ms % 1000 === 0 ? `${ms / 1000}s` : `${(ms / 1000).toFixed(1)}s`;
+}
+
+/** An answer's body, refused as soon as it grows past `max` bytes (a 1 GB answer is never held). */
+async function readBounded(response: Response, max: number, describe: () => string): Promise<string> {
+  const declared = Number(response.headers.get("content-length"));
+  if (Number.isFinite(declared) && declared > max) {
+    await response.body?.cancel().catch(() => {});
+    throw new CliError(`${describe()} is ${declared} bytes, more than the ${max} this CLI reads`, EXIT.unavailable);
+  }
+  if (!response.body) return "";
+  const chunks: Uint8Array[] = [];
+  let size = 0;
+  const reader = response.body.getReader();
+  for (;;) {
+    const { done, value } = await reader.read();
+    if (done) break;
+    size += value.byteLength;
+    if (size > max) {
+      await reader.cancel().catch(() => {});
+      throw new CliError(`${describe()} is more than the ${max} bytes this CLI reads`, EXIT.unavailable);
+    }
+    chunks.push(value);
+  }
+  return Buffer.concat(chunks).toString("utf8");
 }
 
 /** The Berth API over HTTP: JSON in, JSON out (validated with the API's own schemas), problems as ApiError. */
@@ -78,6 +121,7 @@ export class BerthClient {
     private readonly fetchImpl: typeof fetch = fetch,
     /** Ctrl-C: requests in flight stop at once. */
     private readonly interrupt?: AbortSignal,
+    private readonly limits: ClientLimits = DEFAULT_LIMITS,
   ) {}
 
   /**
@@ -104,39 +148,87 @@ export class BerthClient {
     }
   }
 
+  /**
+   * One attempt, bounded in total time by a plain timer: on Node 20 an AbortSignal.timeout composed with
+   * AbortSignal.any can be garbage-collected and never fire, and undici's own timeouts restart with every
+   * byte, so a server that answers one byte every few seconds would hold the request forever.
+   */
   private async requestOnce<T>(method: string, path: string, options: RequestOptions<T>): Promise<{ status: number; body: T | undefined; headers: Headers }> {
-    const url = new URL(path, this.server.endsWith("/") ? this.server : `${this.server}/`);
-    let response: Response;
-    try {
-      response = await this.fetchImpl(url, {
-        method,
-        headers: {
-          authorization: `Bearer ${this.token}`,
-          accept: "application/json, application/problem+json",
-          "user-agent": `berth-cli/${CLI_VERSION}`,
-          ...(options.body === undefined ? {} : { "content-type": "application/json" }),
-          ...options.headers,
-        },
-        ...(options.body === undefined ? {} : { body: JSON.stringify(options.body) }),
-        signal: this.interrupt ? AbortSignal.any([AbortSignal.timeout(options.timeoutMs ?? 120_000), this.interrupt]) : AbortSignal.timeout(options.timeoutMs ?? 120_000),
-      });
-    } catch (err) {
-      if (this.interrupt?.aborted) throw new CliError("interrupted", EXIT.interrupted);
+    const first = new URL(path, this.server.endsWith("/") ? this.server : `${this.server}/`);
+    const timeoutMs = Math.min(options.timeoutMs ?? this.limits.requestTimeoutMs, this.limits.maxRequestTimeoutMs ?? Number.POSITIVE_INFINITY);
+    const controller = new AbortController();
+    let timedOut = false;
+    const timer = setTimeout(() => {
+      timedOut = true;
+      controller.abort();
+    }, timeoutMs);
+    const onInterrupt = () => controller.abort();
+    this.interrupt?.addEventListener("abort", onInterrupt, { once: true });
+    const failed = (err: unknown, during: string): CliError => {
+      if (this.interrupt?.aborted) return new CliError("interrupted", EXIT.interrupted);
+      if (timedOut) return new UnreachableError(`the Berth API at ${this.server} gave no complete answer within ${seconds(timeoutMs)}`, EXIT.unavailable);
+      if (err instanceof CliError) return err;
       const cause = (err as { cause?: { code?: string; message?: string } }).cause;
-      const why = (err as Error).name === "TimeoutError" ? "no answer in time" : (cause?.code ?? cause?.message ?? (err as Error).message);
-      throw new UnreachableError(`cannot reach the Berth API at ${this.server}: ${why}`, EXIT.unavailable);
-    }
-    if (options.empty?.includes(response.status)) return { status: response.status, body: undefined, headers: response.headers };
-    let text: string;
+      return new UnreachableError(`${during}: ${cause?.code ?? cause?.message ?? (err as Error).message}`, EXIT.unavailable);
+    };
     try {
-      text = await response.text();
-    } catch {
-      if (this.interrupt?.aborted) throw new CliError("interrupted", EXIT.interrupted);
-      throw new UnreachableError(`the Berth API at ${this.server} stopped answering mid-answer`, EXIT.unavailable);
+      let url = first;
+      let response: Response;
+      for (let hops = 0; ; hops++) {
+        try {
+          response = await this.fetchImpl(url, {
+            method,
+            headers: {
+              authorization: `Bearer ${this.token}`,
+              accept: "application/json, application/problem+json",
+              "user-agent": `berth-cli/${CLI_VERSION}`,
+              ...(options.body === undefined ? {} : { "content-type": "application/json" }),
+              ...options.headers,
+            },
+            ...(options.body === undefined ? {} : { body: JSON.stringify(options.body) }),
+            redirect: "manual",
+            signal: controller.signal,
+          });
+        } catch (err) {
+          throw failed(err, `cannot reach the Berth API at ${this.server}`);
+        }
+        const location = response.status >= 300 && response.status < 400 ? response.headers.get("location") : null;
+        if (location === null) break;
+        await response.body?.cancel().catch(() => {});
+        const next = new URL(location, url);
+        // The token goes only where the user pointed the CLI: another origin (another host, port or scheme,
+        // http to https included) is named, not followed.
+        if (next.origin !== first.origin) {
+          throw new CliError(`the Berth API at ${this.server} redirected ${method} ${url.pathname} to another origin, ${next.origin}: not followed, so the token was not sent there`, EXIT.unavailable, [
+            `if ${next.origin} is your Berth API, use --server ${next.origin} (or berth login --server ${next.origin})`,
+          ]);
+        }
+        if (hops >= MAX_REDIRECTS) throw new CliError(`the Berth API at ${this.server} redirected more than ${MAX_REDIRECTS} times`, EXIT.unavailable);
+        url = next;
+      }
+      if (options.empty?.includes(response.status)) {
+        await response.body?.cancel().catch(() => {});
+        return { status: response.status, body: undefined, headers: response.headers };
+      }
+      let text: string;
+      try {
+        text = await readBounded(response, this.limits.maxAnswerBytes, () => `the answer to ${method} ${url.pathname}`);
+      } catch (err) {
+        throw failed(err, `the Berth API at ${this.server} stopped answering mid-answer`);
+      }
+      return this.decode(method, url, response, text, options.schema);
+    } finally {
+      clearTimeout(timer);
+      this.interrupt?.removeEventListener("abort", onInterrupt);
     }
+  }
+
+  private decode<T>(method: string, url: URL, response: Response, text: string, schema: z.ZodType<T>): { status: number; body: T | undefined; headers: Headers } {
+    // Whatever the server says is shown as text, never acted on by the terminal (escape sequences in a
+    // condition message, a problem's detail or an HTML error page).
     let json: unknown;
     try {
-      json = text ? JSON.parse(text) : undefined;
+      json = text ? withVisibleText(JSON.parse(text)) : undefined;
     } catch {
       json = undefined;
     }
@@ -144,9 +236,10 @@ export class BerthClient {
       const problem = problemSchema.safeParse(json);
       const retryAfter = retryAfterSeconds(response.headers.get("retry-after"));
       if (problem.success) throw new ApiError(response.status, problem.data, retryAfter);
-      throw new ApiError(response.status, { type: "about:blank", title: `HTTP ${response.status} ${response.statusText}`.trim(), status: response.status, detail: text.slice(0, 200) || undefined }, retryAfter);
+      const title = visibleText(`HTTP ${response.status} ${response.statusText}`.trim());
+      throw new ApiError(response.status, { type: "about:blank", title, status: response.status, detail: visibleText(text.slice(0, 200)) || undefined }, retryAfter);
     }
-    const parsed = options.schema.safeParse(json);
+    const parsed = schema.safeParse(json);
     if (!parsed.success) {
       throw new CliError(`the API's answer to ${method} ${url.pathname} is not what this CLI understands (is the API a different version?)`, EXIT.unavailable, [
         ...parsed.error.issues.slice(0, 5).map((i) => `${i.path.join(".") || "(body)"}: ${i.message}`),
@@ -163,8 +256,9 @@ export const DEFAULT_CHUNK_SIZE = 500;
  * Every team, in name order: pages of `chunkSize` (GET /v1/teams?limit=&continue=), following `continue`
  * until the API sends none, so a large fleet never arrives as one huge answer.
  */
-export async function listAllTeams(client: BerthClient, chunkSize = DEFAULT_CHUNK_SIZE): Promise<Team[]> {
+export async function listAllTeams(client: BerthClient, chunkSize = DEFAULT_CHUNK_SIZE): Promise<{ teams: Team[]; broken: BrokenTeam[] }> {
   const teams: Team[] = [];
+  let broken: BrokenTeam[] = [];
   let next: string | undefined;
   do {
     const query = new URLSearchParams();
@@ -173,9 +267,10 @@ export async function listAllTeams(client: BerthClient, chunkSize = DEFAULT_CHUN
     const search = query.size > 0 ? `?${query.toString()}` : "";
     const { body } = await client.request("GET", `/v1/teams${search}`, { schema: teamListResponse });
     teams.push(...body!.items);
+    broken = body!.broken; // every page reports all of them
     // A continue token that does not move (a broken server) would loop forever: stop instead.
     if (body!.continue !== undefined && body!.continue === next) throw new CliError("the API sent the same continue token twice while listing teams", EXIT.unavailable);
     next = body!.continue;
   } while (next !== undefined);
-  return teams;
+  return { teams, broken };
 }

@@ -1,4 +1,4 @@
-import { chmod, mkdir, readFile, rename, writeFile } from "node:fs/promises";
+import { chmod, mkdir, readFile, rename, stat, writeFile } from "node:fs/promises";
 import { homedir } from "node:os";
 import { dirname, join } from "node:path";
 import { parse, stringify } from "yaml";
@@ -25,10 +25,28 @@ export const contextAuthSchema = z.union([
 ]);
 export type ContextAuth = z.infer<typeof contextAuthSchema>;
 
+/** The API URL: http(s), and no `user:password@`, which would be printed wherever the server is named. */
+export const serverUrlSchema = z
+  .url({ protocol: /^https?$/, error: "must be an http(s) URL" })
+  .refine((url) => {
+    const parsed = new URL(url);
+    return parsed.username === "" && parsed.password === "";
+  }, "must not hold a user name or password (user:password@): Berth takes a bearer token (--token-file)");
+
+/**
+ * The server from a flag, the environment or the config, checked before anything uses it. The refusal never
+ * repeats the URL: it may hold a password.
+ */
+export function checkServerUrl(server: string, from: string): string {
+  const parsed = serverUrlSchema.safeParse(server);
+  if (!parsed.success) throw new CliError(`${from}: the server URL ${parsed.error.issues[0]!.message}`, EXIT.usage);
+  return parsed.data;
+}
+
 export const contextSchema = z
   .object({
     name: contextName,
-    server: z.url({ protocol: /^https?$/, error: "must be an http(s) URL" }),
+    server: serverUrlSchema,
     auth: contextAuthSchema.optional(),
   })
   .strict();
@@ -74,6 +92,12 @@ export async function loadCliConfig(path: string): Promise<CliConfig> {
       EXIT.usage,
       parsed.error.issues.map((i) => `${i.path.join(".") || "(root)"}: ${i.message}`),
     );
+  }
+  // A stored token in a file others can read is refused, as a token file is (credentials.ts).
+  const holdsToken = parsed.data.contexts.some((c) => c.auth !== undefined && "token" in c.auth);
+  const mode = (await stat(path)).mode & 0o777;
+  if (holdsToken && process.platform !== "win32" && (mode & 0o077) !== 0) {
+    throw new CliError(`the CLI config ${path} holds a token and is readable by others (mode ${mode.toString(8)}): run chmod 600 ${path}`, EXIT.unauthorized);
   }
   return parsed.data;
 }

@@ -43,6 +43,7 @@ export async function run(argv: string[], io: Io, fetchImpl: typeof fetch = fetc
     .option("--token <token>", "a bearer token, overriding the context's (env BERTH_TOKEN)")
     .option("--token-file <path>", "read the bearer token from a file private to you (mode 0600)")
     .option("--no-color", "no colours (also NO_COLOR=1)")
+    .option("--request-timeout <duration>", "give up on any one request after this long, answer included (default: 2m; 5m for rollout start and preview)")
     .showHelpAfterError("(run berth --help for usage)")
     .exitOverride()
     .configureOutput({

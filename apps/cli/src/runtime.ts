@@ -1,5 +1,6 @@
-import { BerthClient } from "./client.js";
-import { configPath, findContext, loadCliConfig, type CliConfig, type Context } from "./config.js";
+import { BerthClient, DEFAULT_LIMITS } from "./client.js";
+import { parseDuration } from "./commands/status.js";
+import { checkServerUrl, configPath, findContext, loadCliConfig, type CliConfig, type Context } from "./config.js";
 import { resolveToken } from "./credentials.js";
 import { CliError, EXIT } from "./exit-codes.js";
 import { colorEnabled, painter, type Io, type Paint } from "./io.js";
@@ -11,6 +12,8 @@ export interface GlobalOptions {
   token?: string;
   tokenFile?: string;
   color?: boolean;
+  /** --request-timeout: a bound on every request's total time, over each command's own. */
+  requestTimeout?: string;
 }
 
 /**
@@ -55,8 +58,17 @@ export class Runtime {
     if (!server) {
       throw new CliError("no Berth API to talk to: run berth login --server URL first, or pass --server / set BERTH_SERVER", EXIT.usage);
     }
+    const from = this.options.server !== undefined ? "--server" : this.io.env.BERTH_SERVER !== undefined ? "BERTH_SERVER" : `context ${context?.name}`;
+    checkServerUrl(server, from);
     const token = await resolveToken({ flagToken: this.options.token, flagTokenFile: this.options.tokenFile, env: this.io.env, cwd: this.io.cwd, context: context?.auth });
-    return new BerthClient(server, token, this.fetchImpl, this.io.signal);
+    return this.clientFor(server, token);
+  }
+
+  /** An API client for `server` with this run's Ctrl-C and limits (--request-timeout). */
+  clientFor(server: string, token: string): BerthClient {
+    const bound = this.options.requestTimeout === undefined ? undefined : parseDuration(this.options.requestTimeout);
+    if (bound !== undefined && bound <= 0) throw new CliError("--request-timeout must be more than 0", EXIT.usage);
+    return new BerthClient(server, token, this.fetchImpl, this.io.signal, { ...DEFAULT_LIMITS, maxRequestTimeoutMs: bound });
   }
 
   out(line = ""): void {

@@ -2,7 +2,7 @@ import { chmod, mkdtemp, readFile, stat, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
-import { configPath, loadCliConfig, saveCliConfig, upsertContext } from "../src/config.js";
+import { checkServerUrl, configPath, loadCliConfig, saveCliConfig, upsertContext } from "../src/config.js";
 import { readTokenFile, resolveToken } from "../src/credentials.js";
 
 describe("CLI config and tokens", () => {
@@ -21,6 +21,29 @@ describe("CLI config and tokens", () => {
     expect(await loadCliConfig(file)).toMatchObject({ currentContext: "local", contexts: [{ name: "local", auth: { token: "t" } }] });
     await writeFile(file, "contexts:\n  - name: x\n    server: ftp://nope\n");
     await expect(loadCliConfig(file)).rejects.toMatchObject({ details: ["contexts.0.server: must be an http(s) URL"] });
+  });
+
+  it("refuses a config that holds a token when others can read it; a config without one may be shared", async () => {
+    const dir = await mkdtemp(join(tmpdir(), "berth-cli-config-"));
+    const file = join(dir, "config.yaml");
+    await saveCliConfig(file, upsertContext(await loadCliConfig(file), { name: "local", server: "http://127.0.0.1:8080", auth: { token: "stored-secret" } }));
+    await chmod(file, 0o644);
+    await expect(loadCliConfig(file)).rejects.toMatchObject({ exitCode: 5, message: `the CLI config ${file} holds a token and is readable by others (mode 644): run chmod 600 ${file}` });
+    await saveCliConfig(file, { contexts: [{ name: "shared", server: "https://berth.example.com", auth: { tokenFile: "/home/me/token" } }] } as never);
+    await chmod(file, 0o644);
+    expect((await loadCliConfig(file)).contexts[0]!.name).toBe("shared");
+  });
+
+  it("refuses a server URL with a user name or password, without repeating it", async () => {
+    const dir = await mkdtemp(join(tmpdir(), "berth-cli-config-"));
+    const file = join(dir, "config.yaml");
+    await writeFile(file, "contexts:\n  - name: x\n    server: https://me:hunter2@berth.example.com\n", { mode: 0o600 });
+    const refused = (await loadCliConfig(file).catch((err: unknown) => err)) as { details: string[]; message: string };
+    expect(refused.details).toEqual(["contexts.0.server: must not hold a user name or password (user:password@): Berth takes a bearer token (--token-file)"]);
+    expect(JSON.stringify(refused)).not.toContain("hunter2");
+    expect(() => checkServerUrl("https://me:hunter2@berth.example.com", "--server")).toThrow(
+      "--server: the server URL must not hold a user name or password (user:password@): Berth takes a bearer token (--token-file)",
+    );
   });
 
   it("takes the token from the flag, then BERTH_TOKEN, then a private file, then the context", async () => {

@@ -1,6 +1,6 @@
 import { gateTeamReportSchema, rolloutIdSchema, rolloutSchema } from "@berth/core";
 import { z } from "zod";
-import { fileChangeSchema, revisionSchema } from "./teams.js";
+import { brokenTeamsSchema, fileChangeSchema, revisionSchema } from "./teams.js";
 
 /** HTTP shapes of the rollouts API: the API serves them, the CLI reads them. */
 
@@ -51,6 +51,7 @@ export const rolloutPreviewResponse = z.object({
   waves: z.array(z.object({ name: z.string(), teams: z.array(z.string()) })),
   problems: z.array(z.object({ field: z.string(), rule: z.string() })).describe("Why creating this rollout would be refused; empty: it would be accepted"),
   failed: z.array(z.object({ team: z.string(), error: z.string() })),
+  broken: brokenTeamsSchema.describe("Teams whose team file cannot be read that the selector might match: left out of the rollout, each with why"),
   unchanged: z.array(z.string()),
   teams: z.array(teamPreviewSchema),
 });

@@ -1,6 +1,6 @@
 import { z } from "zod";
 import { teamConditionSchema } from "@berth/core";
-import { revisionSchema } from "./teams.js";
+import { brokenTeamsSchema, revisionSchema } from "./teams.js";
 
 /**
  * A team's status per cluster, as the controller on that cluster wrote it to the Team object
@@ -179,6 +179,7 @@ export const fleetTeamSchema = z.object({
 export const fleetResponse = z.object({
   revision: revisionSchema,
   teams: z.array(fleetTeamSchema),
+  broken: brokenTeamsSchema,
 });
 export type FleetTeam = z.infer<typeof fleetTeamSchema>;
 export type FleetResponse = z.infer<typeof fleetResponse>;

@@ -13,8 +13,20 @@ export const fileChangeSchema = z.object({
 export const revisionSchema = z.string().nullable().describe("The Flux repo commit the answer reflects");
 
 export const teamResponse = z.object({ team: teamSchema, revision: revisionSchema });
+
+/** A team folder whose team file cannot be read (a hand edit, corruption): reported beside the teams that can. */
+export const brokenTeamSchema = z.object({
+  team: z.string().describe("The team folder's name"),
+  error: z.string().describe("Why its team file cannot be read"),
+});
+export const brokenTeamsSchema = z
+  .array(brokenTeamSchema)
+  .default([])
+  .describe("Teams whose team file cannot be read (every one, on every page): left out of the answer, each with why");
+
 export const teamListResponse = z.object({
   items: z.array(teamSchema),
+  broken: brokenTeamsSchema,
   revision: revisionSchema,
   continue: z.string().optional().describe("Present when more teams follow: pass it as `continue` to get the next page"),
 });
@@ -36,6 +48,7 @@ export const previewResponse = z.object({
   diff: z.string().describe("Unified diff against the repo"),
 });
 
+export type BrokenTeam = z.infer<typeof brokenTeamSchema>;
 export type TeamListResponse = z.infer<typeof teamListResponse>;
 export type TeamResponse = z.infer<typeof teamResponse>;
 export type WriteResponse = z.infer<typeof writeResponse>;

@@ -75,6 +75,11 @@ export function loadConfig(env: Env = process.env, cwd = process.cwd()): BerthCo
     if (port.success) put(raw, ["api", "port"], port.data);
     else problems.push(`BERTH_PORT: must be a port number, got "${env.BERTH_PORT}"`);
   }
+  if (env.BERTH_METRICS_PORT !== undefined) {
+    const port = portFromEnv.safeParse(env.BERTH_METRICS_PORT);
+    if (port.success) put(raw, ["api", "metricsPort"], port.data);
+    else problems.push(`BERTH_METRICS_PORT: must be a port number, got "${env.BERTH_METRICS_PORT}"`);
+  }
 
   const token = env.BERTH_GIT_TOKEN ?? readSecretFile(env.BERTH_GIT_TOKEN_FILE, "BERTH_GIT_TOKEN_FILE", problems);
   if (token !== undefined) {

@@ -81,7 +81,8 @@ export const uiSchema = z
     enabled: z.boolean().default(true),
     /**
      * The URL browsers reach the API at, e.g. https://berth.example.com (the OIDC redirect URI is
-     * `<publicUrl>/ui/auth/callback`; https makes the session cookie Secure). Derived from the request when absent.
+     * `<publicUrl>/ui/auth/callback`; https makes the session cookie Secure). Required in oidc mode with `oidc` set;
+     * in dev mode, derived from the request when absent.
      */
     publicUrl: z.url().optional(),
     /** The browser sign-in in oidc mode: authorization code + PKCE against api.auth.issuer. */
@@ -160,6 +161,8 @@ export const apiSchema = z
   .object({
     host: z.string().default("127.0.0.1"),
     port: z.number().int().min(0).max(65535).default(8080),
+    /** Prometheus metrics at GET /metrics on this port, apart from the API's (never through the ingress). */
+    metricsPort: z.number().int().min(0).max(65535).default(9464),
     auth: apiAuthSchema,
     bodyLimitBytes: z.number().int().min(1024).max(1_048_576).default(65_536),
     timeouts: timeoutsSchema.default(timeoutsSchema.parse({})),
@@ -186,7 +189,12 @@ export const apiSchema = z
       .strict()
       .default({ pollIntervalMs: 10_000, gateTimeoutSeconds: 1_800 }),
   })
-  .strict();
+  .strict()
+  // The OIDC redirect URI must not come from the request's Host header, which any caller chooses.
+  .refine((api) => !(api.auth.mode === "oidc" && api.ui.enabled && api.ui.oidc && !api.ui.publicUrl), {
+    message: "is required in oidc mode with the status page's sign-in (api.ui.oidc): the URL browsers use, e.g. https://berth.example.com (BERTH_UI_PUBLIC_URL)",
+    path: ["ui", "publicUrl"],
+  });
 
 export const berthConfigSchema = z
   .object({

@@ -1,6 +1,6 @@
 import { RenderError, RepoContentError, TeamValidationError } from "./errors.js";
 import { repoLayout, type RepoLayout } from "./layout.js";
-import { fileStatus, unifiedDiff, type Onboarding } from "./onboarding.js";
+import { fileStatus, unifiedDiff, type Onboarding, type TeamFailure } from "./onboarding.js";
 import type { FileChange } from "./repo.js";
 import type { RepoTree } from "./repo.js";
 import { matchesSelector, type TeamSelector } from "./rollout.js";
@@ -22,11 +22,6 @@ export interface TeamPlan {
   to: string;
   /** The team's own files that change (null: deleted). */
   files: Map<string, string | null>;
-}
-
-export interface TeamFailure {
-  team: string;
-  error: string;
 }
 
 export interface FleetPlan {
@@ -80,10 +75,18 @@ export class Fleet {
     this.layout = repoLayout(onboarding.platform);
   }
 
-  /** Every team in the tree that the selector matches, sorted by name. */
-  async select(tree: RepoTree, selector: TeamSelector): Promise<Team[]> {
-    const teams = await this.onboarding.listTeams(tree);
-    return teams.filter((t) => matchesSelector(t, selector));
+  /**
+   * Every team in the tree that the selector matches, sorted by name; and the teams whose file cannot be
+   * read that it might match: those it names, or all of them when it names none (their labels and
+   * environments cannot be read, so whether they match cannot be told).
+   */
+  async select(tree: RepoTree, selector: TeamSelector): Promise<{ teams: Team[]; broken: TeamFailure[] }> {
+    const { teams, broken } = await this.onboarding.listTeams(tree);
+    const names = selector.names ? new Set(selector.names) : undefined;
+    return {
+      teams: teams.filter((t) => matchesSelector(t, selector)),
+      broken: broken.filter((b) => !names || names.has(b.team)),
+    };
   }
 
   /**

@@ -10,6 +10,8 @@ import { TemplateCatalog } from "./template-catalog.js";
 import type { TemplateSet } from "./template-set.js";
 import { validateTeam, validateTeamSpec } from "./validate.js";
 
+const codePointOrder = (a: string, b: string) => (a < b ? -1 : a > b ? 1 : 0);
+
 /** What writing `after` (null: deleting) does to a file that holds `before` (undefined: absent). */
 export function fileStatus(before: string | undefined, after: string | null): FileStatus {
   return after === null ? "deleted" : before === undefined ? "added" : "modified";
@@ -47,12 +49,27 @@ export interface Preview {
 /** Parsed teams kept by folder content id; beyond this many the cache starts over. */
 const MAX_PARSED_TEAMS = 50_000;
 
+/** A team that cannot be read or rendered, and why (a hand-edited or corrupt team file, a render error). */
+export interface TeamFailure {
+  team: string;
+  error: string;
+}
+
+/** Every readable team, and the team folders whose team file cannot be read: one broken file spoils no listing. */
+export interface TeamListing {
+  teams: Team[];
+  broken: TeamFailure[];
+}
+
+/** What the parse cache holds per team folder: the team, no team file, or why the file cannot be read. */
+type ParsedFolder = Team | null | { unreadable: RepoContentError };
+
 export class Onboarding {
   private readonly layout: RepoLayout;
   /** Every template version Berth can render with; the default is what new teams get. */
   readonly catalog: TemplateCatalog;
-  private readonly parsed = new Map<string, Team | null>();
-  private lastList: { id: string; teams: Promise<Team[]> } | undefined;
+  private readonly parsed = new Map<string, ParsedFolder>();
+  private lastList: { id: string; listing: Promise<TeamListing> } | undefined;
 
   constructor(
     readonly platform: Platform,
@@ -79,20 +96,31 @@ export class Onboarding {
   private async parsedTeam(tree: RepoTree, name: string, folderId: string | undefined): Promise<Team | undefined> {
     const key = folderId === undefined ? undefined : `${name}\0${folderId}`;
     const hit = key === undefined ? undefined : this.parsed.get(key);
-    if (hit !== undefined) return hit ?? undefined;
+    if (hit !== undefined) {
+      // A broken file is remembered too: a listing at every poll must not parse an alias bomb again.
+      if (hit !== null && "unreadable" in hit) throw hit.unreadable;
+      return hit ?? undefined;
+    }
     const path = this.layout.teamSpec(name);
     const text = await tree.read(path);
-    let team: Team | undefined;
+    let result: ParsedFolder = null;
     if (text !== undefined) {
-      team = parseTeamFile(text, path);
-      if (team.name !== name) throw new RepoContentError(path, `metadata.name is "${team.name}", expected "${name}"`);
+      try {
+        const team = parseTeamFile(text, path);
+        if (team.name !== name) throw new RepoContentError(path, `metadata.name is "${team.name}", expected "${name}"`);
+        result = team;
+      } catch (err) {
+        if (!(err instanceof RepoContentError)) throw err;
+        result = { unreadable: err };
+      }
     }
     if (key !== undefined) {
       // Bounded: old folder ids pile up as teams change; starting over costs one parse per team.
       if (this.parsed.size >= MAX_PARSED_TEAMS) this.parsed.clear();
-      this.parsed.set(key, team ?? null);
+      this.parsed.set(key, result);
     }
-    return team;
+    if (result !== null && "unreadable" in result) throw result.unreadable;
+    return result ?? undefined;
   }
 
   /** Every team with a spec in the tree (`teams/<team>/base/team.yaml`), sorted. */
@@ -107,32 +135,48 @@ export class Onboarding {
   }
 
   /**
-   * Every team, sorted by name. With content ids (the git adapter), the answer is reused while the teams
-   * folder is unchanged (concurrent readers share one build), and only changed team folders are parsed again.
+   * Every team, sorted by name, and every team folder whose team file cannot be read (reported, not thrown:
+   * one broken file must not take down every listing). With content ids (the git adapter), the answer is
+   * reused while the teams folder is unchanged (concurrent readers share one build), and only changed team
+   * folders are parsed again.
    */
-  async listTeams(tree: RepoTree): Promise<Team[]> {
+  async listTeams(tree: RepoTree): Promise<TeamListing> {
     if (!tree.entries || !tree.contentId) {
       const names = await this.listTeamNames(tree);
-      const teams = await Promise.all(names.map((n) => this.readTeam(tree, n)));
-      return teams.filter((t): t is Team => t !== undefined);
+      return this.collect(names.map((name) => ({ name, read: this.readTeam(tree, name) })));
     }
     const id = await tree.contentId(this.layout.teamsDir);
-    if (id === undefined) return [];
+    if (id === undefined) return { teams: [], broken: [] };
     if (this.lastList?.id !== id) {
-      const teams = this.listByFolder(tree);
-      const entry = { id, teams };
+      const listing = this.listByFolder(tree);
+      const entry = { id, listing };
       this.lastList = entry;
-      teams.catch(() => {
+      listing.catch(() => {
         if (this.lastList === entry) this.lastList = undefined;
       });
     }
-    return [...(await this.lastList!.teams)];
+    const { teams, broken } = await this.lastList!.listing;
+    return { teams: [...teams], broken: [...broken] };
   }
 
-  private async listByFolder(tree: RepoTree): Promise<Team[]> {
+  private async listByFolder(tree: RepoTree): Promise<TeamListing> {
     const folders = (await tree.entries!(this.layout.teamsDir)).filter((e) => e.kind === "folder");
-    const teams = await Promise.all(folders.map((f) => this.parsedTeam(tree, f.name, f.id)));
-    return teams.filter((t): t is Team => t !== undefined).sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
+    return this.collect(folders.map((f) => ({ name: f.name, read: this.parsedTeam(tree, f.name, f.id) })));
+  }
+
+  /** Teams read concurrently, sorted by name; a file that cannot be read goes to `broken`, with why. */
+  private async collect(reads: Array<{ name: string; read: Promise<Team | undefined> }>): Promise<TeamListing> {
+    const settled = await Promise.allSettled(reads.map((r) => r.read));
+    const listing: TeamListing = { teams: [], broken: [] };
+    settled.forEach((outcome, i) => {
+      if (outcome.status === "fulfilled") {
+        if (outcome.value) listing.teams.push(outcome.value);
+      } else if (outcome.reason instanceof RepoContentError) listing.broken.push({ team: reads[i]!.name, error: outcome.reason.message });
+      else throw outcome.reason;
+    });
+    listing.teams.sort((a, b) => codePointOrder(a.name, b.name));
+    listing.broken.sort((a, b) => codePointOrder(a.team, b.team));
+    return listing;
   }
 
   /** Every file of the team, rendered with its template version (the default when it names none). */

@@ -354,7 +354,7 @@ describe("reading teams from the repo", () => {
       ]),
     );
     expect(await onboarding.listTeamNames(tree)).toEqual(["payments", "search"]);
-    expect((await onboarding.listTeams(tree)).map((t) => t.name)).toEqual(["payments", "search"]);
+    expect((await onboarding.listTeams(tree)).teams.map((t) => t.name)).toEqual(["payments", "search"]);
   });
 
   it("keeps the spec in the base, listed first, so Flux applies it as the Team object", async () => {

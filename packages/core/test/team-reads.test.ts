@@ -39,20 +39,20 @@ describe("listing teams by content id", () => {
     const base = await treeWithTeams(onboarding, names.map((name) => teamInput({ name })));
     const tree = ContentIdTree.of(base);
 
-    const first = await onboarding.listTeams(tree);
+    const { teams: first } = await onboarding.listTeams(tree);
     expect(first.map((t) => t.name)).toEqual(names);
     expect(tree.reads).toBe(names.length);
 
     // Same teams folder (another commit touched only clusters/ or nothing): no read, no parse.
     const again = ContentIdTree.of(base.apply(new Map([["README.md", "x"]]), "r2"));
-    expect((await onboarding.listTeams(again)).map((t) => t.name)).toEqual(names);
+    expect((await onboarding.listTeams(again)).teams.map((t) => t.name)).toEqual(names);
     expect(again.reads).toBe(0);
 
     // One team changed: only its folder is read again.
     const { name: _name, ...spec } = teamInput({ name: "bravo" });
     const { change } = await onboarding.planUpdate(base, "bravo", { ...spec, description: "Changed" });
     const changed = ContentIdTree.of(base.apply(change, "r3"));
-    const listed = await onboarding.listTeams(changed);
+    const { teams: listed } = await onboarding.listTeams(changed);
     expect(changed.reads).toBe(1);
     expect(listed.find((t) => t.name === "bravo")?.description).toBe("Changed");
 
@@ -65,8 +65,33 @@ describe("listing teams by content id", () => {
   it("gives every caller its own array (a caller's edits never reach the next one)", async () => {
     const onboarding = new Onboarding(PLATFORM, loadTemplates());
     const tree = ContentIdTree.of(await treeWithTeams(onboarding, [teamInput({ name: "alpha" })]));
-    const a = await onboarding.listTeams(tree);
+    const { teams: a } = await onboarding.listTeams(tree);
     a.pop();
-    expect((await onboarding.listTeams(tree)).map((t) => t.name)).toEqual(["alpha"]);
+    expect((await onboarding.listTeams(tree)).teams.map((t) => t.name)).toEqual(["alpha"]);
+  });
+
+  it("reports a team whose file cannot be read beside the others, and parses that file once", async () => {
+    const onboarding = new Onboarding(PLATFORM, loadTemplates());
+    const base = await treeWithTeams(onboarding, [teamInput({ name: "alpha" }), teamInput({ name: "charlie" })]);
+    const aliasBomb = ["a: &a [x, x, x, x, x, x, x, x, x]", "b: &b [*a, *a, *a, *a, *a, *a, *a, *a, *a]", "c: &c [*b, *b, *b, *b, *b, *b, *b, *b, *b]", "d: [*c, *c, *c, *c, *c, *c, *c, *c, *c]"].join("\n");
+    const broken = new Map([
+      ["teams/bravo/base/team.yaml", aliasBomb],
+      ["teams/delta/base/team.yaml", "apiVersion: berth.dev/v1alpha1\nkind: Team\nmetadata: { name: delta\n"],
+      ["teams/echo/base/team.yaml", `a: ${"[".repeat(30_000)}`],
+    ]);
+    const tree = ContentIdTree.of(base.apply(broken, "r2"));
+    const listing = await onboarding.listTeams(tree);
+    expect(listing.teams.map((t) => t.name)).toEqual(["alpha", "charlie"]);
+    expect(listing.broken.map((b) => b.team)).toEqual(["bravo", "delta", "echo"]);
+    expect(listing.broken[0]!.error).toMatch(/^teams\/bravo\/base\/team\.yaml: not valid YAML: Excessive alias count/);
+    expect(listing.broken[1]!.error).toMatch(/^teams\/delta\/base\/team\.yaml: not valid YAML/);
+    const reads = tree.reads;
+
+    // Another commit with the same broken folders: nothing is read or parsed again, and a single read still refuses.
+    const again = ContentIdTree.of(base.apply(new Map([...broken, ["teams/charlie/README.md", "x"]]), "r3"));
+    expect((await onboarding.listTeams(again)).broken.map((b) => b.team)).toEqual(["bravo", "delta", "echo"]);
+    expect(again.reads).toBe(1);
+    expect(reads).toBe(5);
+    await expect(onboarding.readTeam(again, "bravo")).rejects.toThrow(/Excessive alias count/);
   });
 });

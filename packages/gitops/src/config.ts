@@ -40,6 +40,24 @@ export interface FluxRepoConfig {
   /** How far back findCommit looks: this many hours (default 24) and at most this many commits (default 20 000). */
   history?: { windowHours?: number; maxCommits?: number };
   logger?: GitOpsLogger;
+  /** Told the outcome of every group commit (the API turns it into metrics). Must not throw. */
+  onBatch?: (batch: FluxRepoBatch) => void;
+}
+
+/** What one group commit did: how many transactions, how it ended, how long it took and where. */
+export interface FluxRepoBatch {
+  /** pushed: commits reached the remote; unchanged: nothing to commit; failed: nothing was written. */
+  result: "pushed" | "unchanged" | "failed";
+  transactions: number;
+  commits: number;
+  /** Pushes the remote rejected because it had moved (each retried on the new head). */
+  rejectedPushes: number;
+  /** From the batch's start to its end, retries included. */
+  ms: number;
+  /** The last attempt's phases. */
+  planMs: number;
+  importMs: number;
+  pushMs: number;
 }
 
 export interface ResolvedConfig {
@@ -55,6 +73,7 @@ export interface ResolvedConfig {
   maxBatchSize: number;
   history: { windowMs: number; maxCommits: number };
   logger: GitOpsLogger;
+  onBatch: (batch: FluxRepoBatch) => void;
 }
 
 const noop = () => {};
@@ -168,5 +187,6 @@ export function resolveConfig(cfg: FluxRepoConfig): ResolvedConfig {
       maxCommits: positiveInt("history.maxCommits", cfg.history?.maxCommits, 20_000, 1_000_000),
     },
     logger: cfg.logger ?? silentLogger,
+    onBatch: cfg.onBatch ?? noop,
   };
 }

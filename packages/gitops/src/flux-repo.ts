@@ -356,8 +356,16 @@ export class FluxRepo {
     this.counters.batches += 1;
     let plan: Plan | undefined;
     let attempts = 0;
+    let rejectedPushes = 0;
     // Where the batch's time went (the last attempt's), for the "pushed" log line.
     const phases = { planMs: 0, importMs: 0, pushMs: 0 };
+    const report = (result: "pushed" | "unchanged" | "failed", commits: number) => {
+      try {
+        this.cfg.onBatch({ result, transactions: waiters.length, commits, rejectedPushes, ms: Date.now() - started, ...phases });
+      } catch {
+        // an observer's failure is not the batch's
+      }
+    };
     try {
       const shas = await pRetry(
         async (attemptNumber) => {
@@ -422,6 +430,7 @@ export class FluxRepo {
           onFailedAttempt: ({ error, attemptNumber }) => {
             if (!(error instanceof PushRejectedError)) return;
             this.counters.pushRejections += 1;
+            rejectedPushes += 1;
             this.lastRejectionAt = Date.now();
             logger.warn({ branch, attempt: attemptNumber, reason: error.message }, "flux repo: push rejected, remote moved");
           },
@@ -456,6 +465,7 @@ export class FluxRepo {
         }
       });
       this.counters.commits += shas.length;
+      report(shas.length > 0 ? "pushed" : "unchanged", shas.length);
       if (shas.length > 0) {
         logger.info(
           { branch, transactions: waiters.length, commits: shas.length, attempts, revision: shas[shas.length - 1], ms: Date.now() - started, ...phases },
@@ -471,6 +481,7 @@ export class FluxRepo {
             ? err
             : new GitOpsError("unavailable", `flux repo batch failed: ${this.git().redact(String((err as Error)?.message ?? err))}`);
       logger.warn({ branch, transactions: waiters.length, attempts, kind: error.kind, error: error.message }, "flux repo: batch failed");
+      report("failed", 0);
       const final = plan as Plan | undefined;
       waiters.forEach((w, idx) => {
         const t = final?.txns[idx];

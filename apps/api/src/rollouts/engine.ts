@@ -6,6 +6,7 @@ import {
   haltRollout,
   judge,
   passWave,
+  ROLLOUT_PHASES,
   serializeRollout,
   type Fleet,
   type GateObservation,
@@ -14,6 +15,7 @@ import {
   type RepoTree,
   type Rollout,
 } from "@berth/core";
+import type { ApiMetrics } from "../metrics.js";
 import type { TeamStatusReader } from "../team-status.js";
 import type { Clock } from "./clock.js";
 import { describeTarget, rolloutBody, withRolloutTrailer, type EngineHandle, type GateProgress, type RolloutService, type RolloutStore } from "./service.js";
@@ -35,6 +37,8 @@ export interface RolloutEngineOptions {
   logger: EngineLogger;
   /** Status reads in flight at once (each is one GET per team and cluster). Default 16. */
   statusConcurrency?: number;
+  /** Rollouts by phase, gate evaluations and their duration. */
+  metrics?: Pick<ApiMetrics, "rollouts" | "gateEvaluations" | "gateDuration">;
 }
 
 const ENGINE_ORIGIN = { actor: "berth-rollout-engine", requestId: "rollout-engine" };
@@ -82,6 +86,11 @@ export class RolloutEngine implements EngineHandle {
   async tick(): Promise<void> {
     const tree = await this.opts.store.snapshot(Math.min(1_000, this.opts.pollIntervalMs / 2));
     const rollouts = await this.opts.service.reader.list(tree);
+    if (this.opts.metrics) {
+      const gauge = this.opts.metrics.rollouts;
+      gauge.reset();
+      for (const phase of ROLLOUT_PHASES) gauge.set({ phase }, rollouts.filter((r) => r.status.phase === phase).length);
+    }
     for (const r of rollouts) {
       if (r.status.phase !== "Running") {
         this.evaluations.delete(r.metadata.name);
@@ -165,7 +174,9 @@ export class RolloutEngine implements EngineHandle {
     const { clock, logger } = this.opts;
     const id = r.metadata.name;
     const wave = currentWave(r)!;
+    const stopTimer = this.opts.metrics?.gateDuration.startTimer();
     const observations = await this.observe(tree, r, wave.index);
+    stopTimer?.();
     const now = clock.now();
     const decision = gateDecision({
       observations,
@@ -185,6 +196,7 @@ export class RolloutEngine implements EngineHandle {
       failed: count("failed"),
       teams: judged.slice(0, 500),
     });
+    this.opts.metrics?.gateEvaluations.inc({ verdict: decision.verdict });
     if (decision.verdict === "wait") return "wait";
     const gateSince = wave.status.gateSince;
     await this.opts.store.transact(async (head): Promise<RepoChange | null> => {
@@ -228,8 +240,15 @@ export class RolloutEngine implements EngineHandle {
       return p;
     };
     const names = wave.teams.filter((t) => !skipped.has(t));
+    // Every team from one listing (parsed once per team folder content, shared with every other reader),
+    // not one look-up of its folder per team: a 1,000-team wave is one pass.
+    const { teams, broken } = await onboarding.listTeams(tree);
+    // A wave team whose file cannot be read is not judged as gone: the gate waits (the step fails and is retried).
+    const unreadable = broken.find((b) => names.includes(b.team));
+    if (unreadable) throw new Error(unreadable.error);
+    const byName = new Map(teams.map((t) => [t.name, t]));
     const perTeam = await mapLimit(names, this.opts.statusConcurrency ?? 16, async (name) => {
-      const team = await onboarding.readTeam(tree, name);
+      const team = byName.get(name);
       if (!team) return [];
       const statuses = await statusReader.read(name, clustersOf(team, onboarding.platform));
       return Promise.all(

@@ -18,6 +18,7 @@ import {
   serializeRollout,
   ACTIVE_PHASES,
   type ChangeOrigin,
+  type CommitInfo,
   type FieldIssue,
   type Fleet,
   type FleetPlan,
@@ -28,8 +29,10 @@ import {
   type Rollout,
   type RolloutRequest,
   type Team,
+  type TeamFailure,
   type TeamPreview,
 } from "@berth/core";
+import { IdempotentWrites, type WriteRequest } from "../idempotency.js";
 import type { TeamStore } from "../team-service.js";
 import type { Clock } from "./clock.js";
 
@@ -70,6 +73,8 @@ export interface RolloutPreview {
   /** Why creating this rollout would be refused (empty: it would be accepted). */
   problems: FieldIssue[];
   failed: Array<{ team: string; error: string }>;
+  /** Teams whose file cannot be read, that the selector might match: left out of the rollout, each with why. */
+  broken: Array<{ team: string; error: string }>;
   unchanged: string[];
   teams: TeamPreview[];
 }
@@ -97,10 +102,12 @@ export class RolloutService {
   readonly reader: RolloutReader;
   private engine: EngineHandle | undefined;
   private readonly random: (n: number) => Buffer;
+  private readonly writes: IdempotentWrites;
 
   constructor(private readonly opts: RolloutServiceOptions) {
     this.reader = new RolloutReader(opts.onboarding.platform);
     this.random = opts.random ?? randomBytes;
+    this.writes = new IdempotentWrites(opts.store);
   }
 
   attach(engine: EngineHandle): void {
@@ -127,6 +134,7 @@ export class RolloutService {
       waves: prepared.waves,
       problems: prepared.problems,
       failed: prepared.plan.failed,
+      broken: prepared.broken,
       unchanged: prepared.plan.unchanged,
       teams,
     };
@@ -135,9 +143,13 @@ export class RolloutService {
   /**
    * Starts a rollout. Unstaged: the whole selection and the rollout file (Completed) in one commit, or
    * nothing if any team fails to render. Staged: the rollout file (Running); the engine takes it from there.
+   * With an Idempotency-Key, a retry is answered from the commit of the original (nothing more is written).
    */
-  async create(request: RolloutRequest, origin: ChangeOrigin): Promise<{ rollout: Rollout; revision: string; summary: { teams: number; files: number } }> {
+  async create(request: RolloutRequest, write: WriteRequest): Promise<{ rollout: Rollout; revision: string; summary: { teams: number; files: number }; replayed: boolean }> {
     const snapshot = await this.opts.store.snapshot(0);
+    // A retry is answered before planning: once the original committed, its teams would change no more.
+    const original = await this.writes.original(write, snapshot);
+    if (original) return { ...(await this.createdBy(original)), replayed: true };
     const prepared = await this.prepare(snapshot, request);
     if (prepared.plan.failed.length) throw new FleetRenderError(prepared.plan.failed);
     if (prepared.problems.length) throw new RolloutValidationError(prepared.problems);
@@ -148,21 +160,25 @@ export class RolloutService {
       id,
       request,
       waves: staged ? prepared.waves : [{ name: UNSTAGED_WAVE, teams: prepared.plan.changed.map((t) => t.team) }],
-      requestedBy: origin.actor,
+      requestedBy: write.origin.actor,
       now: clock.now(),
       gateTimeoutSeconds: staged ? this.opts.gateTimeoutSeconds : null,
     });
     const target = request.target.templateVersion;
     let result: Rollout = draft;
     let fileCount = 0;
-    const committed = await this.opts.store.transact(async (tree): Promise<RepoChange> => {
+    const outcome = await this.writes.write({ ...write, origin: withRolloutTrailer(write.origin, id) }, [], async (tree): Promise<RepoChange> => {
       await this.assertNoConflict(tree, draft);
       const path = this.reader.path(id);
       if (!staged) {
-        // Planned again on the tree the commit builds on: what the preview showed, unless the repo moved.
+        // Planned again on the tree the commit builds on: what the preview showed, unless the repo moved. The
+        // file lists the teams this commit moves: a team another rollout moved meanwhile is unchanged here.
         const plan = await this.opts.fleet.plan(tree, draft.spec.waves[0]!.teams, target);
         if (plan.failed.length) throw new FleetRenderError(plan.failed);
-        result = commitWave(draft, clock.now(), plan.gone);
+        if (plan.changed.length === 0) throw new RolloutValidationError([{ field: "selector", rule: "no selected team's files would change any more: the repo moved since the rollout was planned" }]);
+        const kept = new Set([...plan.changed.map((t) => t.team), ...plan.gone]);
+        const moved = { ...draft, spec: { ...draft.spec, waves: [{ name: UNSTAGED_WAVE, teams: draft.spec.waves[0]!.teams.filter((t) => kept.has(t)) }] } };
+        result = commitWave(moved, clock.now(), plan.gone);
         const files = new Map(plan.files);
         fileCount = files.size;
         files.set(path, serializeRollout(result));
@@ -174,9 +190,20 @@ export class RolloutService {
         subject: `berth: rollout ${id} created: ${draft.spec.waves.length} wave(s), ${rolloutTeams(draft).length} team(s) ${describeTarget(target)}`,
         body: rolloutBody(draft),
       };
-    }, withRolloutTrailer(origin, id));
+    });
+    if (outcome.replayed) return { ...(await this.createdBy(outcome.original)), replayed: true };
     this.engine?.kick();
-    return { rollout: result, revision: committed.revision, summary: { teams: rolloutTeams(result).length, files: fileCount } };
+    return { rollout: result, revision: outcome.revision, summary: { teams: rolloutTeams(result).length, files: fileCount }, replayed: false };
+  }
+
+  /** The answer of the create that made `commit`: the rollout as that commit wrote it, and what it changed. */
+  private async createdBy(commit: CommitInfo): Promise<{ rollout: Rollout; revision: string; summary: { teams: number; files: number } }> {
+    const id = commit.trailers.find((t) => t.key === ROLLOUT_TRAILER)?.value;
+    const rollout = id === undefined ? undefined : await this.reader.read(commit.tree, id);
+    if (!rollout) throw new Error(`the commit ${commit.revision} holds no rollout created with this Idempotency-Key`);
+    // Its teams' files and indexes, besides the rollout file itself (a staged rollout's first commit holds only that).
+    const files = rollout.spec.gate === null ? (await commit.changes()).length - 1 : 0;
+    return { rollout, revision: commit.revision, summary: { teams: rolloutTeams(rollout).length, files } };
   }
 
   async list(): Promise<{ revision: string | undefined; items: Rollout[] }> {
@@ -237,18 +264,20 @@ export class RolloutService {
   }
 
   /** Selection, fleet plan, wave assignment and every reason the rollout would be refused. */
-  private async prepare(tree: RepoTree, request: RolloutRequest): Promise<{ selected: Team[]; plan: FleetPlan; waves: Array<{ name: string; teams: string[] }>; problems: FieldIssue[] }> {
+  private async prepare(
+    tree: RepoTree,
+    request: RolloutRequest,
+  ): Promise<{ selected: Team[]; plan: FleetPlan; waves: Array<{ name: string; teams: string[] }>; problems: FieldIssue[]; broken: TeamFailure[] }> {
     const { onboarding, fleet } = this.opts;
     const target = request.target.templateVersion;
     if (target !== undefined && !onboarding.catalog.has(target)) {
       throw new RolloutValidationError([{ field: "target.templateVersion", rule: `must be one of the template versions: ${onboarding.catalog.versions().join(", ")}` }]);
     }
-    const selected = await fleet.select(tree, request.selector);
-    const plan = await fleet.plan(
-      tree,
-      selected.map((t) => t.name),
-      target,
-    );
+    const { teams: selected, broken } = await fleet.select(tree, request.selector);
+    // A broken team the request names is planned, so it fails like any team that cannot be rendered (and an
+    // unstaged rollout commits nothing); one it might only match is reported and left out.
+    const named = request.selector.names ? broken.map((b) => b.team) : [];
+    const plan = await fleet.plan(tree, [...selected.map((t) => t.name), ...named], target);
     const problems: FieldIssue[] = [];
     const changedNames = new Set(plan.changed.map((t) => t.team));
     const changed = selected.filter((t) => changedNames.has(t.name));
@@ -273,7 +302,7 @@ export class RolloutService {
         });
       }
     }
-    return { selected, plan, waves, problems };
+    return { selected, plan, waves, problems, broken: request.selector.names ? [] : broken };
   }
 
   /** Two active rollouts may not move the same team. */

@@ -11,8 +11,8 @@ import { rolloutRequestSchema } from "@berth/core";
 import type { FastifyPluginAsyncZod } from "fastify-type-provider-zod";
 import { z } from "zod";
 import type { RolloutService } from "../rollouts/service.js";
-import { problemResponse } from "./schemas.js";
-import { originOf } from "./teams.js";
+import { problemResponse, writeHeaders } from "./schemas.js";
+import { originOf, writeRequest } from "./teams.js";
 
 /** The rollouts API's response shapes live in @berth/api-contract, shared with the CLI. */
 export const previewQuery = z.object({
@@ -51,12 +51,14 @@ export const rolloutRoutes: FastifyPluginAsyncZod<{ rollouts: RolloutService }> 
         tags,
         summary: "Start a rollout: without waves one commit for the whole selection; with waves, gated wave by wave",
         security,
+        headers: writeHeaders,
         body: rolloutRequestSchema,
         response: { 201: rolloutCreatedResponse, 409: problemResponse, ...errors },
       },
     },
     async (request, reply) => {
-      const result = await rollouts.create(request.body, originOf(request));
+      const { replayed, ...result } = await rollouts.create(request.body, writeRequest(request, request.body));
+      if (replayed) reply.header("idempotent-replayed", "true");
       return reply.code(201).header("location", `/v1/rollouts/${result.rollout.metadata.name}`).send(result);
     },
   );

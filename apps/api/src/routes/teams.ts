@@ -38,7 +38,7 @@ export function originOf(request: FastifyRequest): ChangeOrigin {
 }
 
 /** What the commit records about who asked, and the request's Idempotency-Key with its fingerprint. */
-function writeRequest(request: FastifyRequest, body: unknown): WriteRequest {
+export function writeRequest(request: FastifyRequest, body: unknown): WriteRequest {
   const origin = originOf(request);
   const key = idempotencyKeyOf(request);
   if (key === undefined) return { origin };
@@ -92,7 +92,7 @@ export const teamRoutes: FastifyPluginAsyncZod<{ teams: TeamService }> = async (
       const key = `${page.revision ?? ""}\n${variant}`;
       let body = listBodies.get(key);
       if (body === undefined) {
-        const value = { items: page.teams, revision: page.revision ?? null, ...(page.lastOfPage ? { continue: encodeContinue(page.lastOfPage) } : {}) };
+        const value = { items: page.teams, broken: page.broken, revision: page.revision ?? null, ...(page.lastOfPage ? { continue: encodeContinue(page.lastOfPage) } : {}) };
         body = Buffer.from(JSON.stringify(teamListResponse.parse(value)), "utf8");
         listBodies.set(key, body, { size: body.length });
       }

@@ -1,4 +1,5 @@
 import type { FastifyPluginAsyncZod } from "fastify-type-provider-zod";
+import { brokenTeamsSchema } from "@berth/api-contract";
 import { z } from "zod";
 import type { FleetService } from "../fleet-service.js";
 import { problemResponse } from "./schemas.js";
@@ -13,6 +14,7 @@ export const templateListResponse = z.object({
   revision: z.string().nullable().describe("The Flux repo commit the counts were read from"),
   default: z.string(),
   items: z.array(templateVersionInfoSchema),
+  broken: brokenTeamsSchema.describe("Teams whose team file cannot be read (not counted), each with why"),
 });
 
 const security = [{ bearerAuth: [] }];

@@ -126,7 +126,24 @@ export async function uiPlugin(app: FastifyInstance, opts: UiOptions): Promise<v
   const secure = (request: FastifyRequest) => (publicUrl ? publicUrl.protocol === "https:" : request.protocol === "https");
   const origin = (request: FastifyRequest) => (publicUrl ? publicUrl.origin : `${request.protocol}://${request.host}`);
   const sessions = new SessionCookies({ secret: ui.sessionSecret, secure });
-  if (!ui.sessionSecret) app.log.warn("api.ui.sessionSecret is not set: status page sessions end when this process stops and work on this replica only");
+
+  /**
+   * Forms that change who is signed in (sign-in, sign-out) only from this page's own origin. Browsers say where
+   * a request comes from in Sec-Fetch-Site, which page script cannot set; the page's `Referrer-Policy:
+   * no-referrer` makes them send `Origin: null` even for its own forms, so Origin decides only without it
+   * (older browsers). A request with neither is no browser's, so no cross-site forgery (curl, tests).
+   */
+  const sameOrigin = (request: FastifyRequest): boolean => {
+    const site = request.headers["sec-fetch-site"];
+    if (site !== undefined) return site === "same-origin" || site === "none";
+    const sent = request.headers.origin;
+    if (sent === undefined || sent === "null") return true;
+    try {
+      return new URL(sent).origin === new URL(origin(request)).origin;
+    } catch {
+      return false;
+    }
+  };
 
   const oidc =
     auth.mode === "oidc" && ui.oidc
@@ -244,7 +261,13 @@ export async function uiPlugin(app: FastifyInstance, opts: UiOptions): Promise<v
     return signInPage(request, reply, next);
   });
 
+  const crossSite = (request: FastifyRequest, reply: FastifyReply) => {
+    request.log.warn({ origin: request.headers.origin, secFetchSite: request.headers["sec-fetch-site"] }, "status page: cross-site form refused");
+    return errorPage(request, reply, 403, "Cross-site request refused", "This form can only be sent from Berth's own pages. Open the status page and try again.", { href: "/ui", text: "Open the status page" });
+  };
+
   app.post("/sign-in", { config: { uiAccess: "public" } }, async (request, reply) => {
+    if (!sameOrigin(request)) return crossSite(request, reply);
     const form = signInForm.safeParse(request.body ?? {});
     const next = safeNext(form.success ? form.data.next : undefined);
     if (auth.mode !== "dev") return signInPage(request, reply, next, "Sign in with your organisation account.", 400);
@@ -306,6 +329,7 @@ export async function uiPlugin(app: FastifyInstance, opts: UiOptions): Promise<v
   });
 
   app.post("/sign-out", { config: { uiAccess: "public" } }, async (request, reply) => {
+    if (!sameOrigin(request)) return crossSite(request, reply);
     sessions.end(request, reply);
     return reply.redirect("/ui/sign-in", 303);
   });

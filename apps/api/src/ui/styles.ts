@@ -48,6 +48,9 @@ thead th { background: var(--panel); font-size: .9rem; }
 th small, td small { display: block; color: var(--muted); font-weight: 400; }
 .none { color: var(--muted); }
 .empty { padding: 2rem; background: var(--panel); border-radius: 8px; }
+.broken { padding: .5rem 1rem; margin-bottom: 1rem; border-left: 4px solid var(--failed-fg); background: var(--failed-bg); border-radius: 4px; }
+.broken h2 { font-size: 1rem; margin: .3rem 0; }
+.broken code { white-space: pre-wrap; word-break: break-word; }
 dl.spec { display: grid; grid-template-columns: max-content 1fr; gap: .2rem 1rem; margin: 0 0 1rem; }
 dl.spec dt { font-weight: 600; }
 dl.spec dd { margin: 0; }

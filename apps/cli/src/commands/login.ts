@@ -1,7 +1,7 @@
 import { resolve } from "node:path";
 import { stringify } from "yaml";
-import { BerthClient, listAllTeams } from "../client.js";
-import { contextNameSchema, contextSchema, saveCliConfig, upsertContext, type Context, type ContextAuth } from "../config.js";
+import { listAllTeams } from "../client.js";
+import { checkServerUrl, contextNameSchema, contextSchema, saveCliConfig, upsertContext, type Context, type ContextAuth } from "../config.js";
 import { azureToken, findAz, readTokenFile } from "../credentials.js";
 import { CliError, EXIT } from "../exit-codes.js";
 import { formatTable } from "../output/table.js";
@@ -36,6 +36,7 @@ export async function login(rt: Runtime, options: LoginOptions): Promise<number>
   const existing = config.contexts.find((c) => c.name === name);
   const server = options.server ?? rt.options.server ?? existing?.server;
   if (!server) throw new CliError("berth login needs --server URL (the Berth API, e.g. http://127.0.0.1:8080)", EXIT.usage);
+  checkServerUrl(server, "--server");
 
   const given = [options.token, options.tokenFile ?? rt.options.tokenFile, options.tokenStdin, options.azureResource].filter(Boolean).length;
   if (given > 1) throw new CliError("give one of --token, --token-file, --token-stdin or --azure-resource", EXIT.usage);
@@ -69,7 +70,7 @@ export async function login(rt: Runtime, options: LoginOptions): Promise<number>
 
   let visible: number | undefined;
   if (options.verify) {
-    visible = (await listAllTeams(new BerthClient(server, token))).length;
+    visible = (await listAllTeams(rt.clientFor(server, token))).teams.length;
   }
   await saveCliConfig(rt.configFile, { ...upsertContext(config, context.data), currentContext: name });
   rt.out(`Logged in to ${server} as context "${name}"${visible === undefined ? "" : ` (${plural(visible, "team")} visible)`}; saved in ${rt.configFile}`);

@@ -18,6 +18,7 @@ import { colorDiff } from "../output/diff.js";
 import { formatTable } from "../output/table.js";
 import { plural, shortSha } from "../output/text.js";
 import type { Runtime } from "../runtime.js";
+import { pollTimeoutMs } from "./status.js";
 
 /** Where a rollout request comes from: a file (-f), or flags for the common case. */
 export interface RolloutSource {
@@ -75,6 +76,7 @@ export async function rolloutPreview(rt: Runtime, src: RolloutSource, options: {
   rt.out(`  ${p.summary.changed} would change (${plural(files.added + files.modified + files.deleted, "file")}: ${files.added} added, ${files.modified} modified, ${files.deleted} deleted), ${p.summary.unchanged} unchanged, ${p.summary.failed} cannot be rendered`);
   if (p.waves.length > 1 || request.waves) rt.out(`  waves: ${p.waves.map((w) => `${w.name} (${plural(w.teams.length, "team")})`).join(", ")}`);
   for (const f of p.failed) rt.out(`  ${rt.paint("red", "cannot render")} ${f.team}: ${f.error}`);
+  for (const b of p.broken) rt.out(`  ${rt.paint("yellow", "left out")} ${b.team}: its team file cannot be read: ${b.error}`);
   for (const problem of p.problems) rt.out(`  ${rt.paint("red", "would be refused")}: ${problem.field}: ${problem.rule}`);
   if (options.diffs) {
     for (const t of p.teams) if (t.diff) rt.io.stdout.write(colorDiff(t.diff.endsWith("\n") ? t.diff : `${t.diff}\n`, rt.paint));
@@ -193,7 +195,7 @@ export async function watchRollout(rt: Runtime, id: string, options: { timeoutMs
   for (;;) {
     let answer: { rollout: Rollout; progress: GateProgress | null } | undefined;
     try {
-      answer = (await client.request("GET", rolloutPath(id), { schema: rolloutResponse, timeoutMs: 30_000 })).body!;
+      answer = (await client.request("GET", rolloutPath(id), { schema: rolloutResponse, timeoutMs: pollTimeoutMs(deadline - Date.now()) })).body!;
     } catch (err) {
       if (endsWatch(err)) throw err;
       rt.err(`warning: ${(err as Error).message}; trying again`);

@@ -26,8 +26,13 @@ export function parseDuration(text: string): number {
   return parts.reduce((ms, p) => ms + Number(p[1]) * unit[p[2] as keyof typeof unit], 0);
 }
 
-async function fetchStatus(client: BerthClient, team: string): Promise<StatusResponse> {
-  const { body } = await client.request("GET", `/v1/teams/${encodeURIComponent(team)}/status`, { schema: statusResponse, timeoutMs: 30_000 });
+/** One poll of a watch: at most 30 s, and never past what is left of the watch's --timeout. */
+export function pollTimeoutMs(leftMs: number): number {
+  return Math.max(1, Math.min(30_000, leftMs));
+}
+
+async function fetchStatus(client: BerthClient, team: string, timeoutMs = 30_000): Promise<StatusResponse> {
+  const { body } = await client.request("GET", `/v1/teams/${encodeURIComponent(team)}/status`, { schema: statusResponse, timeoutMs });
   return body!;
 }
 
@@ -71,7 +76,7 @@ async function watch(rt: Runtime, client: BerthClient, team: string, options: St
   try {
     for (let first = true; ; first = false) {
       try {
-        const response = await fetchStatus(client, team);
+        const response = await fetchStatus(client, team, pollTimeoutMs(options.timeoutMs - elapsed()));
         const changes = state.update(response, elapsed());
         if (!tty) {
           if (first) rt.out(`[${formatElapsed(elapsed())}] team ${response.team}: in the Flux repo at ${shortSha(response.revision)}; watching ${plural(response.clusters.length, "cluster")}`);

@@ -184,7 +184,10 @@ export async function getTeams(rt: Runtime, name: string | undefined, output: Ou
     const { body } = await client.request("GET", teamPath(name), { schema: teamResponse });
     teams = [body!.team];
   } else {
-    teams = await listAllTeams(client, chunkSize);
+    const listed = await listAllTeams(client, chunkSize);
+    teams = listed.teams;
+    // On stderr: the listing on stdout stays what `apply -f -` takes back.
+    for (const b of listed.broken) rt.err(`warning: team ${b.team} is left out: its team file cannot be read: ${b.error}`);
   }
   if (output === "json" || output === "yaml") {
     printObjects(rt, output, teams, name !== undefined);

@@ -17,6 +17,8 @@ export interface FleetView {
   counts: Record<Phase, number>;
   teams: number;
   revision: string | null;
+  /** Teams whose team file cannot be read: listed with why, above the grid. */
+  broken: FleetResponse["broken"];
 }
 
 /** The fleet as a grid: one row per team, one column per cluster; filtering happens here, on the server. */
@@ -28,7 +30,7 @@ export function fleetView(fleet: FleetResponse, columns: Cluster[], filter: Flee
     .filter((t) => !q || t.team.toLowerCase().includes(q))
     .filter((t) => !filter.phase || t.clusters.some((c) => phaseOf(c) === filter.phase))
     .map((t) => ({ team: t.team, cells: columns.map((col) => t.clusters.find((c) => c.cluster === col.name)) }));
-  return { columns, rows, counts, teams: fleet.teams.length, revision: fleet.revision };
+  return { columns, rows, counts, teams: fleet.teams.length, revision: fleet.revision, broken: fleet.broken };
 }
 
 function filterQuery(filter: FleetFilter, phase: Phase | undefined): string {
@@ -58,8 +60,13 @@ export function fleetMain(view: FleetView, filter: FleetFilter): Html {
       ><span class="badge ${p}${filter.phase === p ? " selected" : ""}">${PHASE_LABELS[p]} <span class="count">${view.counts[p]}</span></span></a></li>`,
   )}
 </ul>`;
+  const broken = view.broken.length
+    ? html`<section class="broken" aria-labelledby="broken-title"><h2 id="broken-title">Team files that cannot be read</h2>
+<p>These teams are left out until their <code>teams/&lt;team&gt;/base/team.yaml</code> is fixed in the Flux repo.</p>
+<ul>${view.broken.map((b) => html`<li data-broken-team="${b.team}"><strong>${b.team}</strong>: <code>${b.error}</code></li>`)}</ul></section>`
+    : "";
   if (view.teams === 0) {
-    return html`<h1>Fleet</h1>${counts}<div class="empty"><p>No teams yet.</p><p>Onboard one with <code>berth apply -f team.yaml</code> (see docs/cli.md).</p></div>`;
+    return html`<h1>Fleet</h1>${counts}${broken}<div class="empty"><p>No teams yet.</p><p>Onboard one with <code>berth apply -f team.yaml</code> (see docs/cli.md).</p></div>`;
   }
   const header = html`<tr><th scope="col">Team</th>${view.columns.map((c) => html`<th scope="col">${c.name}<small>${c.environment}</small></th>`)}</tr>`;
   const body = view.rows.map(
@@ -76,6 +83,7 @@ export function fleetMain(view: FleetView, filter: FleetFilter): Html {
   const shown = view.rows.length === view.teams ? teams(view.teams) : `${view.rows.length} of ${teams(view.teams)}`;
   return html`<h1>Fleet</h1>
 ${counts}
+${broken}
 <table>
 <caption>${shown} · Flux repo at ${shortSha(view.revision)}</caption>
 <thead>${header}</thead>
