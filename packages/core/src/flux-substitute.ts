@@ -24,6 +24,9 @@ export class PlainVar {
   toJSON(): string {
     return this.text;
   }
+  toString(): string {
+    return this.text;
+  }
 }
 
 /** How a variable resolves: its value, kept as `${NAME}` (another stage substitutes it), or unknown. */

@@ -1,5 +1,5 @@
 import { applyPatch, type Operation } from "fast-json-patch";
-import { isMap, isSeq, parseAllDocuments, visit } from "yaml";
+import { isMap, isSeq, parseAllDocuments, stringify, visit } from "yaml";
 import { PlainVar } from "./flux-substitute.js";
 import type { RepoTree } from "./repo.js";
 import { YAML_PARSE_OPTIONS } from "./serialize.js";
@@ -168,7 +168,9 @@ export function parseManifestFile(text: string, path: string, budget: BuildBudge
         throw new KustomizeBuildError(path, `${at}uses a YAML alias; adoption reads no anchors or aliases (one can expand without bound): write the values out`);
       },
       Scalar(key, node) {
-        if (key !== "key" && node.type === "PLAIN" && typeof node.value === "string" && node.value.includes("${")) node.value = new PlainVar(node.value);
+        // kustomize writes every string plain that YAML allows plain, whatever the source's quotes: Flux
+        // then substitutes that text, so `"${CPU}"` reads as a number once substituted, as on the cluster.
+        if (key !== "key" && typeof node.value === "string" && node.value.includes("${") && writtenPlain(node.value)) node.value = new PlainVar(node.value);
       },
     });
     const obj = doc.toJS({ maxAliasCount: 0 }) as unknown;
@@ -178,12 +180,19 @@ export function parseManifestFile(text: string, path: string, budget: BuildBudge
       throw new KustomizeBuildError(path, `${at}holds ${what}, not a Kubernetes object${typeof obj === "string" ? " (a symbolic link? Berth reads no links)" : ""}`);
     }
     const o = obj as KubeObject;
+    const text = (v: unknown) => (typeof v === "string" || v instanceof PlainVar) && String(v) !== "";
     const missing = ["apiVersion", "kind"].filter((k) => typeof o[k] !== "string" || o[k] === "");
-    if (typeof o.metadata?.name !== "string" || o.metadata.name === "") missing.push("metadata.name");
+    if (!text(o.metadata?.name)) missing.push("metadata.name");
     if (missing.length) throw new KustomizeBuildError(path, `${at}is not a Kubernetes object: no ${missing.join(", ")}`);
     out.push(o);
   }
   return out;
+}
+
+/** Whether YAML writes this string without quotes (kustomize's output, as the yaml package's). */
+function writtenPlain(value: string): boolean {
+  const text = stringify(value, { version: "1.1", lineWidth: 0 }).trimEnd();
+  return !text.startsWith('"') && !text.startsWith("'") && !text.startsWith("|") && !text.startsWith(">");
 }
 
 const KUSTOMIZATION_FILES = ["kustomization.yaml", "kustomization.yml", "Kustomization"];
@@ -347,7 +356,7 @@ async function generatedBuild(tree: RepoTree, dir: string, budget: BuildBudget, 
 }
 
 function resourceOf(obj: KubeObject, file: string): Resource {
-  return { obj, file, origName: String(obj.metadata.name), origNamespace: typeof obj.metadata.namespace === "string" ? obj.metadata.namespace : undefined };
+  return { obj, file, origName: String(obj.metadata.name), origNamespace: obj.metadata.namespace === undefined || obj.metadata.namespace === null ? undefined : String(obj.metadata.namespace) };
 }
 
 function stringList(body: KubeObject, field: string, file: string): string[] {
@@ -437,7 +446,7 @@ async function transform(tree: RepoTree, dir: string, body: KubeObject, resource
     const renamed = new Map<string, Resource>();
     for (const r of resources) {
       if (r.obj.kind === "Namespace" || r.obj.kind === "CustomResourceDefinition") continue;
-      renamed.set(r.obj.metadata.name, r);
+      renamed.set(String(r.obj.metadata.name), r);
       r.obj.metadata.name = `${prefix}${r.obj.metadata.name}${suffix}`;
     }
     assertNoNameReferences(resources, renamed, kfile);
@@ -565,9 +574,10 @@ function fixServiceAccountSubjects(resources: Resource[]): void {
     if (r.obj.kind !== "RoleBinding" && r.obj.kind !== "ClusterRoleBinding") continue;
     for (const s of asArray(r.obj.subjects)) {
       if (s?.kind !== "ServiceAccount") continue;
-      const sa = accounts.find((a) => a.origName === s.name && (s.namespace === undefined || s.namespace === a.origNamespace || s.namespace === a.obj.metadata.namespace));
+      const ns = s.namespace === undefined ? undefined : String(s.namespace);
+      const sa = accounts.find((a) => a.origName === String(s.name) && (ns === undefined || ns === a.origNamespace || ns === String(a.obj.metadata.namespace)));
       if (!sa) continue;
-      const moved = sa.obj.metadata.name !== sa.origName || sa.obj.metadata.namespace !== sa.origNamespace;
+      const moved = String(sa.obj.metadata.name) !== sa.origName || (sa.obj.metadata.namespace === undefined ? undefined : String(sa.obj.metadata.namespace)) !== sa.origNamespace;
       if (!moved) continue;
       s.name = sa.obj.metadata.name;
       if (sa.obj.metadata.namespace !== undefined) s.namespace = sa.obj.metadata.namespace;
@@ -620,8 +630,8 @@ function selectTargets(resources: Resource[], target: KubeObject, file: string):
       (target.group === undefined || target.group === g) &&
       (target.version === undefined || target.version === v) &&
       (target.kind === undefined || target.kind === r.obj.kind) &&
-      (!name || name.test(r.obj.metadata.name)) &&
-      (!namespace || namespace.test(r.obj.metadata.namespace ?? "")) &&
+      (!name || name.test(String(r.obj.metadata.name))) &&
+      (!namespace || namespace.test(String(r.obj.metadata.namespace ?? ""))) &&
       (!labels || labels.every(([k, val]) => r.obj.metadata.labels?.[k] === val)) &&
       (!annotations || annotations.every(([k, val]) => r.obj.metadata.annotations?.[k] === val))
     );
@@ -639,7 +649,7 @@ function strategicMerge(resources: Resource[], patch: KubeObject, target: KubeOb
   else {
     if (typeof patch.kind !== "string" || typeof patch.metadata?.name !== "string") throw new KustomizeBuildError(file, "a strategic-merge patch without a target needs kind and metadata.name");
     matches = resources.filter(
-      (r) => r.obj.kind === patch.kind && (r.obj.metadata.name === patch.metadata.name || r.origName === patch.metadata.name) && (patch.metadata.namespace === undefined || r.obj.metadata.namespace === patch.metadata.namespace),
+      (r) => r.obj.kind === patch.kind && (String(r.obj.metadata.name) === patch.metadata.name || r.origName === patch.metadata.name) && (patch.metadata.namespace === undefined || String(r.obj.metadata.namespace) === patch.metadata.namespace),
     );
     if (matches.length !== 1) throw new KustomizeBuildError(file, `found ${matches.length} resources for the patch of ${patch.kind} ${patch.metadata.name}; kustomize needs exactly one`);
   }

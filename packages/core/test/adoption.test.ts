@@ -2,8 +2,8 @@
  * Adoption of hand-written tenants (tests/fixtures/adoption/repo, written as a platform team would have,
  * not by Berth) against the platform of infra/local/berth.yaml.
  */
-import { readdirSync, readFileSync, statSync } from "node:fs";
-import { join, relative } from "node:path";
+import { readFileSync } from "node:fs";
+import { join } from "node:path";
 import { parse } from "yaml";
 import { describe, expect, it } from "vitest";
 import {
@@ -17,25 +17,14 @@ import {
   validateTeam,
   type AdoptionRequest,
 } from "@berth/core";
-import { loadCatalog, MemoryRepoTree, REPO_ROOT, rerender } from "./fixtures.js";
+import { loadCatalog, MemoryRepoTree, REPO_ROOT, rerender, treeFromFolder } from "./fixtures.js";
 
 const FIXTURE = join(REPO_ROOT, "tests/fixtures/adoption/repo");
 const PLATFORM = platformSchema.parse((parse(readFileSync(join(REPO_ROOT, "infra/local/berth.yaml"), "utf8")) as { platform: unknown }).platform);
 const onboarding = new Onboarding(PLATFORM, loadCatalog("v2"));
 const adoption = new Adoption(onboarding);
 
-function handWritten(): MemoryRepoTree {
-  const files = new Map<string, string>();
-  const walk = (dir: string) => {
-    for (const name of readdirSync(dir)) {
-      const full = join(dir, name);
-      if (statSync(full).isDirectory()) walk(full);
-      else files.set(relative(FIXTURE, full), readFileSync(full, "utf8"));
-    }
-  };
-  walk(FIXTURE);
-  return new MemoryRepoTree(files, "hand-written");
-}
+const handWritten = (): MemoryRepoTree => treeFromFolder(FIXTURE);
 const request = (r: Partial<AdoptionRequest> = {}) => adoptionRequestSchema.parse(r);
 
 async function failure<T extends Error>(p: Promise<unknown>, type: new (...a: never[]) => T): Promise<T> {
