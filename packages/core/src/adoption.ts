@@ -627,7 +627,7 @@ export class Adoption {
       const cluster = path.slice(prefix.length).split("/")[0]!;
       let docs: Obj[];
       try {
-        docs = parseManifestFile((await budget.read(tree, path)) ?? "", path, budget);
+        docs = await parseManifestFile((await budget.read(tree, path)) ?? "", path, budget);
       } catch (err) {
         if (err instanceof BuildLimitError && err.limit !== "maxFileBytes") throw err;
         unreadable.push({ path, reason: (err as Error).message.replace(`${path}: `, "") });

@@ -1,5 +1,5 @@
 import { applyPatch, type Operation } from "fast-json-patch";
-import { isMap, isSeq, parseAllDocuments, stringify, visit } from "yaml";
+import { Composer, isMap, isSeq, Parser, parseAllDocuments, stringify, visit, type Document } from "yaml";
 import { PlainVar } from "./flux-substitute.js";
 import type { RepoTree } from "./repo.js";
 import { YAML_PARSE_OPTIONS } from "./serialize.js";
@@ -155,13 +155,13 @@ function utf8Length(text: string): number {
  * metadata.name). Plain scalars holding `${` become PlainVar, for Flux's substitution. Anchors and aliases
  * are refused: an alias can expand without bound, and a hand-written team has no need of them.
  */
-export function parseManifestFile(text: string, path: string, budget: BuildBudget): KubeObject[] {
+export async function parseManifestFile(text: string, path: string, budget: BuildBudget): Promise<KubeObject[]> {
   const out: KubeObject[] = [];
-  const docs = parseAllDocuments(text, YAML_PARSE_OPTIONS);
-  if (!Array.isArray(docs)) throw new KustomizeBuildError(path, "is not a YAML stream");
-  for (const [i, doc] of docs.entries()) {
+  let i = 0;
+  const take = (doc: Document.Parsed) => {
     budget.countDocument(path);
-    const at = docs.length > 1 ? `document ${i + 1}: ` : "";
+    // Documents after the first are numbered; a single-document file's errors need no number.
+    const at = ++i > 1 ? `document ${i}: ` : "";
     if (doc.errors.length) throw new KustomizeBuildError(path, `${at}not valid YAML: ${doc.errors[0]!.message.split("\n")[0]}`);
     visit(doc, {
       Alias() {
@@ -174,7 +174,7 @@ export function parseManifestFile(text: string, path: string, budget: BuildBudge
       },
     });
     const obj = doc.toJS({ maxAliasCount: 0 }) as unknown;
-    if (obj === null || obj === undefined) continue;
+    if (obj === null || obj === undefined) return;
     if (typeof obj !== "object" || Array.isArray(obj)) {
       const what = typeof obj === "string" ? `the text ${JSON.stringify(obj.length > 60 ? `${obj.slice(0, 60)}...` : obj)}` : Array.isArray(obj) ? "a list" : `a ${typeof obj}`;
       throw new KustomizeBuildError(path, `${at}holds ${what}, not a Kubernetes object${typeof obj === "string" ? " (a symbolic link? Berth reads no links)" : ""}`);
@@ -185,7 +185,17 @@ export function parseManifestFile(text: string, path: string, budget: BuildBudge
     if (!text(o.metadata?.name)) missing.push("metadata.name");
     if (missing.length) throw new KustomizeBuildError(path, `${at}is not a Kubernetes object: no ${missing.join(", ")}`);
     out.push(o);
+  };
+  // One document at a time (yaml's streaming parser), with a checkpoint between documents: a large file
+  // never holds the caller's event loop for long.
+  const composer = new Composer(YAML_PARSE_OPTIONS);
+  for (const token of new Parser().parse(text)) {
+    for (const doc of composer.next(token)) {
+      take(doc as Document.Parsed);
+      await budget.checkpoint();
+    }
   }
+  for (const doc of composer.end()) take(doc as Document.Parsed);
   return out;
 }
 
@@ -312,7 +322,7 @@ async function buildDir(tree: RepoTree, dir: string, budget: BuildBudget, files:
     const text = await budget.read(tree, path);
     if (text !== undefined) {
       files.push(path);
-      for (const obj of parseManifestFile(text, path, budget)) resources.push(resourceOf(obj, path));
+      for (const obj of await parseManifestFile(text, path, budget)) resources.push(resourceOf(obj, path));
     } else if ((await tree.list(path)).length > 0) {
       resources.push(...(await buildDir(tree, path, budget, files, depth + 1, false)));
     } else {
@@ -346,7 +356,7 @@ async function generatedBuild(tree: RepoTree, dir: string, budget: BuildBudget, 
     if (!path.startsWith(prefix)) continue;
     const text = (await budget.read(tree, path)) ?? "";
     files.push(path);
-    for (const obj of parseManifestFile(text, path, budget)) resources.push(resourceOf(obj, path));
+    for (const obj of await parseManifestFile(text, path, budget)) resources.push(resourceOf(obj, path));
   }
   for (const sub of [...kustomized].sort()) {
     if (!under(sub)) resources.push(...(await buildDir(tree, sub, budget, files, depth + 1, false)));
