@@ -91,7 +91,7 @@ function extraManifestIssues(name: string, value: unknown, teamClusters: Readonl
   if (!Array.isArray(value)) return [];
   const issues: FieldIssue[] = [];
   const known = knownPlatformVars(platform);
-  const ids = new Map<string, number>();
+  const ids = new Map<string, Array<{ cluster: string; index: number }>>();
   value.forEach((entry: unknown, i) => {
     const at = `extraManifests.${i}`;
     const e = (entry !== null && typeof entry === "object" ? entry : {}) as { cluster?: unknown; object?: unknown };
@@ -117,11 +117,13 @@ function extraManifestIssues(name: string, value: unknown, teamClusters: Readonl
     for (const ref of fluxReferences(o)) {
       if (!known.has(ref)) issues.push({ field: `${at}.object`, rule: `uses \${${ref}}: Flux substitutes only platform-vars keys here (${[...known].sort().join(", ")}); write $\${ for a literal \${` });
     }
-    const id = `${typeof e.cluster === "string" ? e.cluster : "*"}|${group}|${o.kind}|${ns}|${o.metadata.name}`;
-    const all = `*|${group}|${o.kind}|${ns}|${o.metadata.name}`;
-    const twice = ids.get(id) ?? (id !== all ? ids.get(all) : undefined);
-    if (twice !== undefined) issues.push({ field: at, rule: `is ${o.kind} ${ns}/${o.metadata.name} again (extraManifests.${twice})` });
-    ids.set(id, i);
+    // The same object twice on one cluster (an entry for every cluster counts on each) is refused.
+    const object = `${group}|${o.kind}|${ns}|${o.metadata.name}`;
+    const cluster = typeof e.cluster === "string" ? e.cluster : "*";
+    const before = ids.get(object) ?? [];
+    const twice = before.find((b) => b.cluster === cluster || b.cluster === "*" || cluster === "*");
+    if (twice !== undefined) issues.push({ field: at, rule: `is ${o.kind} ${ns}/${o.metadata.name} again (extraManifests.${twice.index})` });
+    ids.set(object, [...before, { cluster, index: i }]);
   });
   return issues;
 }

@@ -241,7 +241,6 @@ export function teamInput(overrides: Partial<TeamInput> & Record<string, unknown
 // ---------------------------------------------------------------------------------------------------
 // In-memory RepoTree
 
-/** A Map-backed RepoTree. `list(dir)` is recursive and sorted, like the git adapter's. */
 /** Every file below `dir` (a folder of this repository), as a repo tree rooted there. */
 export function treeFromFolder(dir: string, revision = "hand-written"): MemoryRepoTree {
   const files = new Map<string, string>();
@@ -256,6 +255,7 @@ export function treeFromFolder(dir: string, revision = "hand-written"): MemoryRe
   return new MemoryRepoTree(files, revision);
 }
 
+/** A Map-backed RepoTree. `list(dir)` is recursive and sorted, like the git adapter's. */
 export class MemoryRepoTree implements RepoTree {
   private readonly files: Map<string, string>;
 
