@@ -51,6 +51,20 @@ describe("adoption's work is bounded, and a limit is a 422 that names it", () =>
     expect(await adoption.plan(loop, "gamma", request).catch((e: unknown) => e)).toMatchObject({ limit: "maxDepth" });
   });
 
+  it("lets the caller's event loop run between documents of a large file, and stops at the time limit", async () => {
+    // A clock that advances 1 ms per look: the budget pauses every 10 ms of work, so at least once per ten
+    // documents whatever the file's size; with the same clock, a 100 ms limit stops the build.
+    let now = 0;
+    let pauses = 0;
+    const clock = { now: () => ++now, pause: async () => void pauses++ };
+    const tree = fanOut(["big.yaml"], { "fanout/big.yaml": configMaps(2_000) });
+    await new Adoption(onboarding, { clock }).plan(tree, "gamma", request).catch(() => undefined);
+    expect(pauses).toBeGreaterThanOrEqual(2_000 / 10);
+    now = 0;
+    const slow = new Adoption(onboarding, { clock, limits: { ...DEFAULT_BUILD_LIMITS, maxMillis: 100 } });
+    expect(await slow.plan(tree, "gamma", request).catch((e: unknown) => e)).toMatchObject({ limit: "maxMillis", message: "building the hand-written tree took longer than 100 ms, adoption's limit" });
+  });
+
   it("builds only the Kustomizations that name the team: a huge tree elsewhere is never read", async () => {
     const reads: string[] = [];
     const tree = fanOut(Array(500).fill("big.yaml"), { "fanout/big.yaml": configMaps(500), "data/huge.yaml": "x".repeat(30 * 1024 * 1024) });
