@@ -1,4 +1,5 @@
-import { applyPatch, type Operation } from "fast-json-patch";
+// Default import: fast-json-patch is CommonJS for Node, whose named exports Node's ESM loader cannot see.
+import fastJsonPatch, { type Operation } from "fast-json-patch";
 import { Composer, isMap, isSeq, Parser, parseAllDocuments, stringify, visit, type Document } from "yaml";
 import { PlainVar } from "./flux-substitute.js";
 import type { RepoTree } from "./repo.js";
@@ -685,7 +686,7 @@ function mergeInto(into: KubeObject, patch: KubeObject, file: string, at: string
 function jsonPatch(resources: Resource[], ops: KubeObject[], target: KubeObject, file: string, what: string): void {
   for (const r of selectTargets(resources, target, file)) {
     try {
-      applyPatch(r.obj, ops as Operation[], true, true);
+      fastJsonPatch.applyPatch(r.obj, ops as Operation[], true, true);
     } catch (err) {
       throw new KustomizeBuildError(file, `${what} cannot be applied to ${describe(r.obj)}: ${(err as Error).message.split("\n")[0]}`);
     }
