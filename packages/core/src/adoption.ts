@@ -615,6 +615,7 @@ export class Adoption {
     const found: FoundKustomization[] = [];
     const unreadable: Array<{ path: string; reason: string }> = [];
     const token = new RegExp(`(^|[^a-z0-9])${team}($|[^a-z0-9])`);
+    const berthTeams = new Set(await this.onboarding.listTeamNames(tree));
     const mentions = (ks: Obj) =>
       [ks.metadata?.name, ks.spec?.path, ks.spec?.targetNamespace, ...Object.values((ks.spec?.postBuild?.substitute ?? {}) as Record<string, unknown>)]
         .map((v) => (v instanceof PlainVar ? v.text : v))
@@ -623,7 +624,7 @@ export class Adoption {
       if (!/\.ya?ml$/.test(path)) continue;
       // Berth's own files of other teams and the indexes are not hand-written: never read as such.
       const owner = this.layout.ownerOf(path);
-      if (owner.kind === "cluster-teams-index" || (owner.kind === "team" && owner.team !== team)) continue;
+      if (owner.kind === "cluster-teams-index" || (owner.kind === "team" && owner.team !== team && berthTeams.has(owner.team))) continue;
       const cluster = path.slice(prefix.length).split("/")[0]!;
       let docs: Obj[];
       try {
