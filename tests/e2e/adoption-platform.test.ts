@@ -115,6 +115,13 @@ describe("adopting a team behind Flux substitution, through the API", () => {
       const res = await post(`/v1/teams/${team}/adopt/preview`, { keepAzureNames: true });
       return { ms: performance.now() - t, status: res.status, problem: (await res.json()) as any };
     };
+    // Refusals are answered before the writer's lane: no transaction is queued for them.
+    let transactions = 0;
+    const transact = berth.repo.transact.bind(berth.repo);
+    berth.repo.transact = ((...args: Parameters<typeof transact>) => (transactions++, transact(...args))) as typeof transact;
+    const committed = await post("/v1/teams/wide/adopt", { keepAzureNames: true });
+    expect(committed.status).toBe(422);
+    expect(transactions).toBe(0);
     const first = await timed("fanout");
     const fanout = await timed("fanout");
     console.log(`first call (fetches the pushed commit) ${first.ms.toFixed(0)} ms`);
