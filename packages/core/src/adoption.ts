@@ -3,7 +3,7 @@ import { z } from "zod";
 import { clustersOf } from "./context.js";
 import { TeamExistsError, TeamValidationError, type FieldIssue } from "./errors.js";
 import { PlainVar, substituteValue, substitutionDisabled, withoutPlainVars, type SubstitutionProblem, type VarResolution } from "./flux-substitute.js";
-import { BuildBudget, BuildLimitError, CLUSTER_SCOPED_KINDS, DEFAULT_BUILD_LIMITS, kustomizeBuild, KustomizeBuildError, parseManifestFile, repoPath, type Build, type BuildLimits } from "./kustomize.js";
+import { BuildBudget, BuildLimitError, CLUSTER_SCOPED_KINDS, DEFAULT_BUILD_LIMITS, KUSTOMIZATION_FILES, kustomizeBuild, KustomizeBuildError, parseManifestFile, repoPath, type Build, type BuildLimits } from "./kustomize.js";
 import { describeOwner, repoLayout, type RepoLayout } from "./layout.js";
 import { azureNames as berthAzureNames, teamNames } from "./naming.js";
 import { describeWithDiff, type Onboarding } from "./onboarding.js";
@@ -621,7 +621,8 @@ export class Adoption {
         .map((v) => (v instanceof PlainVar ? v.text : v))
         .some((v) => typeof v === "string" && (v === team || v.split("/").includes(team) || token.test(v)));
     for (const path of await tree.list(this.layout.clustersDir)) {
-      if (!/\.ya?ml$/.test(path)) continue;
+      // kustomize's own files hold no objects (the cluster's root kustomization.yaml, Berth's indexes).
+      if (!/\.ya?ml$/.test(path) || KUSTOMIZATION_FILES.includes(path.slice(path.lastIndexOf("/") + 1))) continue;
       // Berth's own files of other teams and the indexes are not hand-written: never read as such.
       const owner = this.layout.ownerOf(path);
       if (owner.kind === "cluster-teams-index" || (owner.kind === "team" && owner.team !== team && berthTeams.has(owner.team))) continue;

@@ -206,7 +206,8 @@ function writtenPlain(value: string): boolean {
   return !text.startsWith('"') && !text.startsWith("'") && !text.startsWith("|") && !text.startsWith(">");
 }
 
-const KUSTOMIZATION_FILES = ["kustomization.yaml", "kustomization.yml", "Kustomization"];
+/** The names kustomize reads a folder's kustomization from. */
+export const KUSTOMIZATION_FILES = ["kustomization.yaml", "kustomization.yml", "Kustomization"];
 /** The kustomization fields built here; any other is refused by name. */
 const SUPPORTED_FIELDS = new Set([
   "apiVersion",
