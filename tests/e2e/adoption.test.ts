@@ -83,9 +83,7 @@ describe("adopting hand-written teams through the API", () => {
     expect(problem.errors.map((e: { field: string }) => e.field)).toEqual([
       "tenants/search/base/quota.yaml#ResourceQuota/search/search-quota spec.hard.persistentvolumeclaims",
       "tenants/search/base/quota.yaml#ResourceQuota/search/search-quota spec.hard",
-      "tenants/search/base/rbac.yaml#RoleBinding/search/search-readers roleRef",
       "tenants/search/dev-weu/azure.yaml#RoleAssignment/flux-config/search-owner spec.roleDefinitionReference",
-      "tenants/search/base/network-policy.yaml#NetworkPolicy/search/default-deny-ingress",
     ]);
     expect((await inspectRemote(url)).head).toBe(before);
     expect((await post("/v1/teams/search/adopt", { keepAzureNames: "yes" })).statusCode).toBe(422);

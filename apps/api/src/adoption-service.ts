@@ -17,6 +17,10 @@ export class AdoptionService {
 
   /** One commit: the team file, Berth's layout, the hand-written Flux Kustomizations suspended. */
   async adopt(name: string, request: AdoptionRequest, origin: ChangeOrigin): Promise<{ team: AdoptionPlan["team"]; report: AdoptionPlan["report"]; revision: string; files: FileChange[] }> {
+    // Planned once on a snapshot first: a refusal (or a limit) answers without queueing in the writer's
+    // lane, so a hostile tree never holds other teams' writes. The commit plans again on the lane's tree,
+    // which records what it reads (the writer re-plans when the remote moves under those paths).
+    await this.adoption.plan(await this.store.snapshot(0), name, request);
     let planned: { plan: AdoptionPlan; files: FileChange[] } | undefined;
     const result = await this.store.transact(async (tree) => {
       const plan = await this.adoption.plan(tree, name, request);

@@ -65,7 +65,9 @@ export async function createServices(config: BerthConfig, logger: pino.Logger, o
     teams: new TeamService(onboarding, repo, statusReader),
     fleet: new FleetService(onboarding, repo, fleet),
     rollouts,
-    adoption: new AdoptionService(new Adoption(onboarding), repo),
+    // Adoption reads hand-written trees: bounded (DEFAULT_BUILD_LIMITS) and yielding to the event loop
+    // between files, so /healthz and other requests keep answering while it builds (ADR 0014).
+    adoption: new AdoptionService(new Adoption(onboarding, { clock: { now: () => performance.now(), pause: () => new Promise<void>((resolve) => setImmediate(resolve)) } }), repo),
     store: repo,
     authenticator: authenticatorFor(config.api.auth),
     limits: config.api.rateLimit,

@@ -26,8 +26,11 @@ function structural(node: unknown): unknown {
   if (Array.isArray(node)) return node.map(structural);
   if (!node || typeof node !== "object") return node;
   const out: Record<string, unknown> = {};
+  // An object kept as it is (a team's extra manifest): no schema of its fields.
+  const preserved = (node as Record<string, unknown>)["x-kubernetes-preserve-unknown-fields"] === true;
   for (const [key, value] of Object.entries(node as Record<string, unknown>)) {
     if (key === "propertyNames") continue;
+    if (preserved && key === "additionalProperties") continue;
     if (key === "additionalProperties" && value === false) continue;
     // No defaults: Berth writes every field (teamObject), so the CRD need not fill any in.
     if (key === "default") continue;

@@ -19,3 +19,5 @@ export * from "./adoption.js";
 export * from "./provider.js";
 export * from "./patterns.js";
 export * from "./team-object.js";
+export * from "./kustomize.js";
+export * from "./flux-substitute.js";

@@ -1,5 +1,5 @@
 import { clusterContext, clustersOf, teamContext } from "./context.js";
-import { RenderError } from "./errors.js";
+import { RenderError, TeamValidationError } from "./errors.js";
 import { repoLayout, TEAM_SPEC_FILE } from "./layout.js";
 import { CORE_PLATFORM_VARS, type Platform } from "./platform.js";
 import { fluxVariables, resolvePlaceholders, type Context } from "./placeholders.js";
@@ -7,6 +7,7 @@ import { GENERATED_HEADER, toYamlFile } from "./serialize.js";
 import { serializeTeamFile } from "./team-file.js";
 import type { Team } from "./team.js";
 import type { TemplateEntry, TemplateSet } from "./template-set.js";
+import { parseAllDocuments } from "yaml";
 
 /** Every file of one team, by repo path. Aggregate files shared by teams are built in onboarding.ts. */
 export type RenderedFiles = Map<string, string>;
@@ -73,18 +74,46 @@ export function renderTeam(team: Team, platform: Platform, templates: TemplateSe
   const template = { version: templates.version };
   const baseDir = layout.baseDir(team.name);
   const baseFiles = renderGroup(templates.team, { ...teamContext(team, platform, layout), template }, baseDir);
-  files.set(`${baseDir}/kustomization.yaml`, kustomizeFile([TEAM_SPEC_FILE, ...baseFiles]));
+  const extras = team.extraManifests ?? [];
+  const extraFile = (dir: string, cluster: string | undefined): string[] => {
+    const objects = extras.filter((e) => e.cluster === cluster).map((e) => e.object);
+    if (objects.length === 0) return [];
+    files.set(`${dir}/${EXTRA_MANIFESTS_FILE}`, toYamlFile(objects, [GENERATED_HEADER, `Source: ${teamSpec} spec.extraManifests (the team's own manifests)`]));
+    return [EXTRA_MANIFESTS_FILE];
+  };
+  files.set(`${baseDir}/kustomization.yaml`, kustomizeFile([TEAM_SPEC_FILE, ...baseFiles, ...extraFile(baseDir, undefined)]));
 
   for (const cluster of clustersOf(team, platform)) {
     const context = { ...clusterContext(team, cluster, platform, layout), template };
     const clusterDir = layout.clusterDir(team.name, cluster.name);
     const clusterFiles = renderGroup(templates.cluster, context, clusterDir);
-    files.set(`${clusterDir}/kustomization.yaml`, kustomizeFile(["../../base", ...clusterFiles]));
+    files.set(`${clusterDir}/kustomization.yaml`, kustomizeFile(["../../base", ...clusterFiles, ...extraFile(clusterDir, cluster.name)]));
 
     const fluxEntry = templates.flux[0]!;
     files.set(layout.fluxKustomization(cluster.name, team.name), toYamlFile(renderEntry(fluxEntry, templates, context, known), header(fluxEntry)));
   }
+  if (extras.length) assertExtrasAreTheTeams(files, extras);
   return files;
+}
+
+/** The file of a team's extra manifests, in its base and in each cluster folder; no template may render into it. */
+export const EXTRA_MANIFESTS_FILE = "extra.yaml";
+
+/** An extra manifest may not be an object Berth renders itself: Flux would apply two versions of it. */
+function assertExtrasAreTheTeams(files: RenderedFiles, extras: NonNullable<Team["extraManifests"]>): void {
+  const id = (o: Record<string, any>) => `${String(o.apiVersion).split("/")[0]}|${o.kind}|${o.metadata?.namespace ?? ""}|${o.metadata?.name}`;
+  const rendered = new Set<string>();
+  for (const [path, text] of files) {
+    if (path.endsWith(`/${EXTRA_MANIFESTS_FILE}`)) continue;
+    for (const doc of parseAllDocuments(text)) {
+      const o = doc.toJS() as Record<string, any> | null;
+      if (o && typeof o === "object") rendered.add(id(o));
+    }
+  }
+  const issues = extras.flatMap((e: { object: Record<string, any> }, i) =>
+    rendered.has(id(e.object)) ? [{ field: `extraManifests.${i}.object`, rule: `is ${e.object.kind} ${e.object.metadata?.namespace}/${e.object.metadata?.name}, which Berth renders itself: change it through the team's fields` }] : [],
+  );
+  if (issues.length) throw new TeamValidationError(issues);
 }
 
 /** `clusters/<cluster>/teams/<shard>/kustomization.yaml`: the Flux files of the shard's teams, sorted. */

@@ -37,6 +37,7 @@ export function teamObject(team: Team) {
     if (team.azureNames.identities) names.identities = sortedByKey(team.azureNames.identities);
     spec.azureNames = names;
   }
+  if (team.extraManifests?.length) spec.extraManifests = team.extraManifests.map((e) => ({ ...(e.cluster !== undefined ? { cluster: e.cluster } : {}), object: structuredClone(e.object) }));
   if (team.templateVersion !== undefined) spec.templateVersion = team.templateVersion;
   return { apiVersion: TEAM_API_VERSION, kind: TEAM_KIND, metadata: { name: team.name }, spec };
 }

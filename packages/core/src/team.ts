@@ -163,6 +163,29 @@ export const azureNamesSchema = z
   .strict();
 export type AzureNames = z.infer<typeof azureNamesSchema>;
 
+/**
+ * One of the team's own manifests that Berth does not render (a NetworkPolicy, a second ServiceAccount, a
+ * HelmRepository...), carried by adoption or given through the API, and applied by the team's Flux
+ * Kustomization with Berth's own (docs/decisions/0016-extra-manifests.md). The object is checked against
+ * the platform in validate.ts (namespace, kind, variables); here only its shape and size.
+ */
+export const extraManifestSchema = z
+  .object({
+    cluster: z
+      .string()
+      .regex(DNS_LABEL)
+      .max(40)
+      .optional()
+      .describe("The cluster it is applied on; every cluster of the team when absent"),
+    object: z
+      .record(z.string(), z.unknown())
+      .refine((o) => JSON.stringify(o).length <= 64 * 1024, "must be at most 64 KiB as JSON")
+      .meta({ "x-kubernetes-preserve-unknown-fields": true })
+      .describe("The Kubernetes object, as applied (apiVersion, kind, metadata.name and metadata.namespace required)"),
+  })
+  .strict();
+export type ExtraManifest = z.infer<typeof extraManifestSchema>;
+
 /** The fields of a team, as stored in the Flux repo and accepted by the API. */
 export const teamSpecSchema = z
   .object({
@@ -188,6 +211,11 @@ export const teamSpecSchema = z
     azureNames: azureNamesSchema
       .optional()
       .describe("Azure names kept from before Berth (set by adoption, POST /v1/teams/{name}/adopt); Berth's own names otherwise"),
+    extraManifests: z
+      .array(extraManifestSchema)
+      .max(100)
+      .optional()
+      .describe("The team's own manifests Berth does not render, applied with the team's (adoption carries them; docs/adoption.md)"),
     templateVersion: templateVersionSchema
       .optional()
       .describe(

@@ -88,6 +88,10 @@ export function parseTemplateSet(version: string, files: ReadonlyMap<string, str
       throw new RenderError("output names must be unique and must not be kustomization.yaml", `templates/${version}/${TEMPLATE_INDEX}`);
     }
   }
+  // The base and cluster folders also hold the team's extra manifests (render.ts EXTRA_MANIFESTS_FILE).
+  if ([...outputs(index.data.spec.team), ...outputs(index.data.spec.cluster)].includes("extra.yaml")) {
+    throw new RenderError("output extra.yaml is the file of a team's extra manifests, no template may render into it", `templates/${version}/${TEMPLATE_INDEX}`);
+  }
   // The base folder also holds the team spec (layout.teamSpec).
   if (outputs(index.data.spec.team).includes(TEAM_SPEC_FILE)) {
     throw new RenderError(`spec.team: output ${TEAM_SPEC_FILE} is the team spec's file, no template may render into it`, `templates/${version}/${TEMPLATE_INDEX}`);

@@ -1,6 +1,9 @@
 import type { z } from "zod";
 import { TeamValidationError, type FieldIssue } from "./errors.js";
+import { CLUSTER_SCOPED_KINDS } from "./kustomize.js";
 import { describeOwner, repoLayout } from "./layout.js";
+import { teamNames } from "./naming.js";
+import { knownPlatformVars } from "./render.js";
 import { allClusters, type Platform } from "./platform.js";
 import { teamSchema, teamSpecSchema, type Team } from "./team.js";
 
@@ -49,6 +52,7 @@ function platformIssues(input: unknown, platform: Platform): FieldIssue[] {
       if (!teamClusters.has(cluster)) issues.push({ field: `azureNames.${kind}.${cluster}`, rule: `must name a cluster the team lands on: ${[...teamClusters].join(", ") || "(none)"}` });
     }
   }
+  if (typeof team.name === "string") issues.push(...extraManifestIssues(team.name, team.extraManifests, teamClusters, platform));
   if (typeof team.name === "string") {
     const reserved = new Set([
       ...platform.reservedNames,
@@ -67,6 +71,75 @@ function platformIssues(input: unknown, platform: Platform): FieldIssue[] {
     if (collision) issues.push({ field: "name", rule: `cannot be used: the team's file ${collision.path} would be ${describeOwner(collision.owner)}` });
   }
   return issues;
+}
+
+const ASO_GROUP = /\.azure\.com$/;
+/** Kinds a team's extra manifests may not hold: they would act beyond the team (or hold secrets in git). */
+const REFUSED_EXTRA = new Map<string, string>([
+  ["Secret", "a Secret does not belong in the team spec (the Team object is readable cluster-wide): keep secrets out of git"],
+  ["kustomize.toolkit.fluxcd.io/Kustomization", "a Flux Kustomization applies with Flux's own rights, beyond the team's namespace"],
+  ["helm.toolkit.fluxcd.io/HelmRelease", "a HelmRelease installs with Flux's own rights, beyond the team's namespace"],
+]);
+
+/**
+ * The rules a team's extra manifests follow (docs/adoption.md, "What is carried"): namespaced objects in
+ * the team's namespace — or, for a FederatedIdentityCredential of the team's own identity, the ASO
+ * namespace —, no kind that reaches beyond the team, and `${VAR}` only for platform-vars keys (which Flux
+ * always defines; `$${` writes a literal `${`).
+ */
+function extraManifestIssues(name: string, value: unknown, teamClusters: ReadonlySet<string>, platform: Platform): FieldIssue[] {
+  if (!Array.isArray(value)) return [];
+  const issues: FieldIssue[] = [];
+  const known = knownPlatformVars(platform);
+  const ids = new Map<string, Array<{ cluster: string; index: number }>>();
+  value.forEach((entry: unknown, i) => {
+    const at = `extraManifests.${i}`;
+    const e = (entry !== null && typeof entry === "object" ? entry : {}) as { cluster?: unknown; object?: unknown };
+    if (typeof e.cluster === "string" && !teamClusters.has(e.cluster)) issues.push({ field: `${at}.cluster`, rule: `must name a cluster the team lands on: ${[...teamClusters].join(", ") || "(none)"}` });
+    const o = (e.object !== null && typeof e.object === "object" ? e.object : {}) as Record<string, any>;
+    const str = (v: unknown) => typeof v === "string" && v !== "";
+    if (!str(o.apiVersion) || !str(o.kind) || !str(o.metadata?.name) || !str(o.metadata?.namespace)) {
+      issues.push({ field: `${at}.object`, rule: "must be a Kubernetes object with apiVersion, kind, metadata.name and metadata.namespace" });
+      return;
+    }
+    const group = String(o.apiVersion).includes("/") ? String(o.apiVersion).split("/")[0]! : "";
+    const refused = REFUSED_EXTRA.get(o.kind) ?? REFUSED_EXTRA.get(`${group}/${o.kind}`);
+    if (refused) issues.push({ field: `${at}.object.kind`, rule: `is ${o.kind}: ${refused}` });
+    if (CLUSTER_SCOPED_KINDS.has(o.kind) || o.kind === "Team") issues.push({ field: `${at}.object.kind`, rule: `is ${o.kind}, a cluster-scoped kind: a team's manifests stay in its namespace` });
+    const ns = o.metadata.namespace;
+    const ownFic = group === "managedidentity.azure.com" && o.kind === "FederatedIdentityCredential" && o.spec?.owner?.name === teamNames(name).identity;
+    if (ns !== name && !(ns === platform.asoNamespace && ownFic)) {
+      issues.push({
+        field: `${at}.object.metadata.namespace`,
+        rule: `is ${ns}: a team's manifests live in its namespace ${name}${ASO_GROUP.test(group) ? ` (in ${platform.asoNamespace} only a FederatedIdentityCredential of the team's identity ${teamNames(name).identity})` : ""}`,
+      });
+    }
+    for (const ref of fluxReferences(o)) {
+      if (!known.has(ref)) issues.push({ field: `${at}.object`, rule: `uses \${${ref}}: Flux substitutes only platform-vars keys here (${[...known].sort().join(", ")}); write $\${ for a literal \${` });
+    }
+    // The same object twice on one cluster (an entry for every cluster counts on each) is refused.
+    const object = `${group}|${o.kind}|${ns}|${o.metadata.name}`;
+    const cluster = typeof e.cluster === "string" ? e.cluster : "*";
+    const before = ids.get(object) ?? [];
+    const twice = before.find((b) => b.cluster === cluster || b.cluster === "*" || cluster === "*");
+    if (twice !== undefined) issues.push({ field: at, rule: `is ${o.kind} ${ns}/${o.metadata.name} again (extraManifests.${twice.index})` });
+    ids.set(object, [...before, { cluster, index: i }]);
+  });
+  return issues;
+}
+
+/** The variables Flux would substitute in a value: every `${...}` not escaped as `$${`, by its body. */
+export function fluxReferences(value: unknown, out = new Set<string>()): Set<string> {
+  if (typeof value === "string") {
+    for (const m of value.matchAll(/\$(\$?)\{([^}]*)\}/g)) if (!m[1]) out.add(m[2]!);
+  } else if (Array.isArray(value)) for (const v of value) fluxReferences(v, out);
+  else if (value !== null && typeof value === "object") {
+    for (const [k, v] of Object.entries(value)) {
+      fluxReferences(k, out);
+      fluxReferences(v, out);
+    }
+  }
+  return out;
 }
 
 /** Schema issues and platform issues together, each field/rule pair once. */

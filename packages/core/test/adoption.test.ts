@@ -2,8 +2,8 @@
  * Adoption of hand-written tenants (tests/fixtures/adoption/repo, written as a platform team would have,
  * not by Berth) against the platform of infra/local/berth.yaml.
  */
-import { readdirSync, readFileSync, statSync } from "node:fs";
-import { join, relative } from "node:path";
+import { readFileSync } from "node:fs";
+import { join } from "node:path";
 import { parse } from "yaml";
 import { describe, expect, it } from "vitest";
 import {
@@ -17,25 +17,14 @@ import {
   validateTeam,
   type AdoptionRequest,
 } from "@berth/core";
-import { loadCatalog, MemoryRepoTree, REPO_ROOT, rerender } from "./fixtures.js";
+import { loadCatalog, MemoryRepoTree, REPO_ROOT, rerender, treeFromFolder } from "./fixtures.js";
 
 const FIXTURE = join(REPO_ROOT, "tests/fixtures/adoption/repo");
 const PLATFORM = platformSchema.parse((parse(readFileSync(join(REPO_ROOT, "infra/local/berth.yaml"), "utf8")) as { platform: unknown }).platform);
 const onboarding = new Onboarding(PLATFORM, loadCatalog("v2"));
 const adoption = new Adoption(onboarding);
 
-function handWritten(): MemoryRepoTree {
-  const files = new Map<string, string>();
-  const walk = (dir: string) => {
-    for (const name of readdirSync(dir)) {
-      const full = join(dir, name);
-      if (statSync(full).isDirectory()) walk(full);
-      else files.set(relative(FIXTURE, full), readFileSync(full, "utf8"));
-    }
-  };
-  walk(FIXTURE);
-  return new MemoryRepoTree(files, "hand-written");
-}
+const handWritten = (): MemoryRepoTree => treeFromFolder(FIXTURE);
 const request = (r: Partial<AdoptionRequest> = {}) => adoptionRequestSchema.parse(r);
 
 async function failure<T extends Error>(p: Promise<unknown>, type: new (...a: never[]) => T): Promise<T> {
@@ -113,6 +102,7 @@ describe("adopting the hand-written payments tenant", () => {
     expect(fate("UserAssignedIdentity flux-config/payments-identity")).toMatchObject({ fate: "left-behind", note: expect.stringContaining("or ASO deletes") });
     expect(fate("ResourceQuota payments/payments-quota")).toMatchObject({ fate: "left-behind", note: expect.stringContaining("delete it") });
     expect(report.warnings).toEqual([
+      "values only the live cluster knows (platform-vars written by Berth's controller): ${CLUSTER_OIDC_ISSUER_URL}, ${SUBSCRIPTION_ID}; kept as variables",
       "9 hand-written ASO object(s) would delete their Azure resource if deleted as they are (UserAssignedIdentity flux-config/payments-identity, FederatedIdentityCredential flux-config/payments-workload, RoleAssignment flux-config/payments-rg-contributor): see objects[].note",
     ]);
     expect(report.cleanup).toContain("tenants/payments/base/quota.yaml");
@@ -153,17 +143,15 @@ describe("kept Azure names in the team spec", () => {
 });
 
 describe("what adoption cannot map is a report, never a guess", () => {
-  it("search: a quota with different requests and limits, a PVC limit, a view binding, a NetworkPolicy, a role outside the catalog", async () => {
+  it("search: a quota with different requests and limits, a PVC limit, a role outside the catalog (its view binding and NetworkPolicy are carried)", async () => {
     const err = await failure(adoption.plan(handWritten(), "search", request({ keepAzureNames: true })), AdoptionUnmappableError);
     expect(err.issues).toEqual([
       { field: "tenants/search/base/quota.yaml#ResourceQuota/search/search-quota spec.hard.persistentvolumeclaims", rule: "Berth's quota has cpu, memory and pods only" },
       { field: "tenants/search/base/quota.yaml#ResourceQuota/search/search-quota spec.hard", rule: "requests.cpu and limits.cpu differ (2 vs 4); Berth sets them equal" },
-      { field: "tenants/search/base/rbac.yaml#RoleBinding/search/search-readers roleRef", rule: "binds ClusterRole view: Berth grants a team's owners ClusterRole admin and nothing else" },
       {
         field: "tenants/search/dev-weu/azure.yaml#RoleAssignment/flux-config/search-owner spec.roleDefinitionReference",
         rule: "role definition 8e3af657-a8ff-443c-a75c-2fe8c4bcb635 on the team's resource group is not in the platform's role catalog",
       },
-      { field: "tenants/search/base/network-policy.yaml#NetworkPolicy/search/default-deny-ingress", rule: "networking.k8s.io/v1 NetworkPolicy is not part of a Berth team" },
     ]);
   });
 
@@ -171,12 +159,12 @@ describe("what adoption cannot map is a report, never a guess", () => {
     const none = await failure(adoption.plan(handWritten(), "orders", request()), AdoptionUnmappableError);
     expect(none.issues[0]!.rule).toContain("builds a Namespace named orders: nothing to adopt");
     const patched = handWritten().apply(
-      new Map([["tenants/payments/base/kustomization.yaml", "resources:\n  - namespace.yaml\ncommonLabels:\n  team: payments\n"]]),
+      new Map([["tenants/payments/base/kustomization.yaml", "resources:\n  - namespace.yaml\nconfigMapGenerator:\n  - name: settings\n    literals: [a=b]\n"]]),
     );
     const err = await failure(adoption.plan(patched, "payments", request({ keepAzureNames: true })), AdoptionUnmappableError);
     expect(err.issues).toContainEqual({
       field: "clusters/aks-dev-weu/tenants/payments.yaml",
-      rule: "cannot build tenants/payments/dev-weu: tenants/payments/base/kustomization.yaml uses commonLabels: adoption supports kustomizations that list resources only",
+      rule: "cannot build tenants/payments/dev-weu: tenants/payments/base/kustomization.yaml: uses configMapGenerator, which adoption does not build (it builds resources, namespace, namePrefix, nameSuffix, commonLabels, labels, commonAnnotations, patches, patchesStrategicMerge, patchesJson6902)",
     });
   });
 

@@ -2,6 +2,7 @@ import { STATUS_CODES } from "node:http";
 import {
   AdoptionRecreatesError,
   AdoptionUnmappableError,
+  BuildLimitError,
   FleetRenderError,
   PathOwnershipError,
   RenderError,
@@ -178,6 +179,9 @@ export const problemPlugin = fp(async (app: FastifyInstance) => {
       // Each team that cannot be rendered, and why: the team file or the platform config must change first.
       const errors = error.failures.map((f) => ({ field: `teams.${f.team}`, rule: f.error }));
       return sendProblem(request, reply, { type: `${PROBLEM_BASE}rollout-render-failed`, title: "Teams cannot be rendered", status: 422, detail: `${error.message}; nothing was committed`, errors });
+    }
+    if (error instanceof BuildLimitError) {
+      return sendProblem(request, reply, { type: `${PROBLEM_BASE}adoption-limit`, title: "The hand-written tree is beyond adoption's limits", status: 422, detail: `${error.message}; nothing was committed`, errors: [{ field: error.limit, rule: `limit ${error.value}` }] });
     }
     if (error instanceof AdoptionUnmappableError) {
       return sendProblem(request, reply, { type: `${PROBLEM_BASE}adoption-unmappable`, title: "Cannot be mapped onto a Berth team", status: 422, detail: `${error.message}; nothing was committed`, errors: error.issues });
