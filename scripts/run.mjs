@@ -197,6 +197,18 @@ function buildImage(args = [], { tools = true } = {}) {
   return run(process.execPath, [join(root, "infra", "image", "build.mjs"), ...args]);
 }
 
+/**
+ * The fast lane: the packages' and apps' own tests, or the files given, with nothing built first (no image, no
+ * cluster components, no dist). `npm run test:unit -- packages/core/test/onboarding.test.ts` runs one file in seconds.
+ * The excluded files need a kube-apiserver or sshd: `npm test` sets those up.
+ */
+const NEEDS_SETUP = ["packages/kube-runtime/test/apply-events.test.ts", "packages/kube-runtime/test/informer.test.ts", "packages/kube-runtime/test/leader.test.ts", "packages/gitops/test/ssh.test.ts"];
+function unitTests(pnpm) {
+  const files = process.argv.slice(3);
+  const selection = files.length ? files : ["packages/", "apps/", ...NEEDS_SETUP.flatMap((f) => ["--exclude", f])];
+  process.exit(run(pnpm[0], [...pnpm.slice(1), "exec", "vitest", "run", ...selection]));
+}
+
 /** `npm run bench [-- <name> [args]]`: tests/bench/<name>.ts (onboarding, controller, arm-calls). */
 function bench(pnpm) {
   const [name = "onboarding", ...args] = process.argv.slice(3).filter((a) => !a.startsWith("-"));
@@ -213,6 +225,7 @@ const pnpm = pnpmCommand();
 ensureDependencies(pnpm);
 if (command === "start") start(pnpm);
 else if (command === "test") await test(pnpm, clusterBuild);
+else if (command === "unit") unitTests(pnpm);
 else if (command === "bench") bench(pnpm);
 else if (command === "image") process.exit(buildImage(process.argv.slice(3)));
-else fail(`unknown command "${command}": use start, test, bench or image`);
+else fail(`unknown command "${command}": use start, test, unit, bench or image`);

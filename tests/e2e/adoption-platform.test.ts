@@ -10,6 +10,7 @@ import { performance } from "node:perf_hooks";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { DEV_TOKEN, REPO_ROOT, startBerth, type RunningBerth } from "../support/berth.js";
 import { createBareRepo, inspectRemote, pushTree } from "../support/git-remotes.js";
+import { eventually } from "../support/wait.js";
 
 const auth = { authorization: `Bearer ${DEV_TOKEN}`, "content-type": "application/json" };
 /** What the platform keeps in its cluster-vars ConfigMaps, given to Berth as each cluster's vars. */
@@ -71,8 +72,12 @@ describe("adopting a team behind Flux substitution, through the API", () => {
     } finally {
       await rm(dir, { recursive: true, force: true });
     }
-    const drift = (await (await fetch(`${berth.url}/v1/fleet/drift?diffs=false`, { headers: auth })).json()) as any;
-    const files = drift.teams.find((t: { team: string }) => t.team === "ledger")?.files ?? [];
+    // Drift reads the repo as other reads do, up to a couple of seconds behind a push by someone else.
+    const files = await eventually("drift sees the hand edit", async () => {
+      const drift = (await (await fetch(`${berth.url}/v1/fleet/drift?diffs=false`, { headers: auth })).json()) as any;
+      const found = drift.teams.find((t: { team: string }) => t.team === "ledger")?.files ?? [];
+      return found.length ? found : undefined;
+    }, 15_000);
     expect(files.map((f: { path: string; drift: string }) => [f.path, f.drift])).toEqual([["teams/ledger/base/extra.yaml", "modified"]]);
   });
 

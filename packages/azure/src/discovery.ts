@@ -12,6 +12,7 @@ import {
   ValueUnavailableError,
   type Cluster,
   type ClusterFacts,
+  type Logger,
   type PlatformCredential,
   type PlatformValuesProvider,
   type TeamIdentity,
@@ -95,7 +96,7 @@ export interface AzureDiscoveryConfig {
   /** Most cache entries kept. Default 20,000. */
   maxCacheEntries?: number;
   /** pino-compatible logger for stale-value warnings. */
-  logger?: { warn(obj: object, msg?: string): void };
+  logger?: Logger;
 }
 
 interface ClusterRead {

@@ -1,4 +1,4 @@
-import { platformSchema } from "@berth/core";
+import { LOWERCASE_GUID, platformSchema } from "@berth/core";
 import { z } from "zod";
 
 /**
@@ -52,7 +52,7 @@ export const apiAuthSchema = z.discriminatedUnion("mode", [
        * Entra ID tenant whose tokens are accepted (the `tid` claim). The issuer check already pins a tenant
        * for a single-tenant issuer URL; this also holds when keys are shared across tenants.
        */
-      tenantId: z.string().regex(/^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/, "must be a lowercase GUID").optional(),
+      tenantId: z.string().regex(LOWERCASE_GUID, "must be a lowercase GUID").optional(),
       /** After a JWKS fetch, a token with an unknown key id waits this long before the JWKS is fetched again. */
       jwksCooldownSeconds: z.number().int().min(0).max(3600).default(30),
     })

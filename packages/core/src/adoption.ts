@@ -1,7 +1,8 @@
 import { isMap, parseAllDocuments } from "yaml";
 import { z } from "zod";
 import { clustersOf } from "./context.js";
-import { TeamExistsError, TeamValidationError, type FieldIssue } from "./errors.js";
+import { DomainError, TeamExistsError, TeamValidationError, type FieldIssue } from "./errors.js";
+import { LOWERCASE_GUID } from "./patterns.js";
 import { PlainVar, substituteValue, substitutionDisabled, withoutPlainVars, type SubstitutionProblem, type VarResolution } from "./flux-substitute.js";
 import { BuildBudget, BuildLimitError, CLUSTER_SCOPED_KINDS, DEFAULT_BUILD_LIMITS, KUSTOMIZATION_FILES, kustomizeBuild, KustomizeBuildError, parseManifestFile, repoPath, type Build, type BuildLimits } from "./kustomize.js";
 import { describeOwner, repoLayout, type RepoLayout } from "./layout.js";
@@ -103,19 +104,30 @@ export interface AdoptionPlan {
 }
 
 /** Input that cannot be mapped onto a team: each problem, never a guess. */
-export class AdoptionUnmappableError extends Error {
+export class AdoptionUnmappableError extends DomainError {
   override readonly name = "AdoptionUnmappableError";
+  readonly code = "adoption-unmappable";
   constructor(
     readonly team: string,
-    readonly issues: FieldIssue[],
+    private readonly fieldIssues: FieldIssue[],
   ) {
-    super(`cannot adopt team "${team}": ${issues.length} thing(s) cannot be mapped onto a Berth team: ${issues.slice(0, 3).map((i) => `${i.field}: ${i.rule}`).join("; ")}${issues.length > 3 ? "; ..." : ""}`);
+    super(
+      `cannot adopt team "${team}": ${fieldIssues.length} thing(s) cannot be mapped onto a Berth team: ${fieldIssues
+        .slice(0, 3)
+        .map((i) => `${i.field}: ${i.rule}`)
+        .join("; ")}${fieldIssues.length > 3 ? "; ..." : ""}`,
+    );
+  }
+
+  override get issues(): FieldIssue[] {
+    return this.fieldIssues;
   }
 }
 
 /** Berth's render would rename resources in Azure (a new resource group or identity): refused. */
-export class AdoptionRecreatesError extends Error {
+export class AdoptionRecreatesError extends DomainError {
   override readonly name = "AdoptionRecreatesError";
+  readonly code = "adoption-recreates-azure-resources";
   constructor(
     readonly team: string,
     readonly changes: AzureNameChange[],
@@ -125,6 +137,13 @@ export class AdoptionRecreatesError extends Error {
         changes.map((c) => `${c.kind} ${c.from} → ${c.to} on ${c.cluster}`).join("; ") +
         "; adopt with keepAzureNames: true to keep the names",
     );
+  }
+
+  override get issues(): FieldIssue[] {
+    return this.changes.map((c) => ({
+      field: `${c.cluster} ${c.kind} ${c.object} spec.azureName`,
+      rule: `is ${c.from} in Azure; Berth would name it ${c.to}, and Azure would create a new ${c.kind === "ResourceGroup" ? "(empty) resource group" : "identity (new client and principal id)"}: adopt with keepAzureNames: true`,
+    }));
   }
 }
 
@@ -308,7 +327,7 @@ export class Adoption {
       for (const rb of unhandled("RoleBinding")) {
         const role = rb.obj.roleRef;
         const subjects = (rb.obj.subjects ?? []) as Obj[];
-        const ownersBinding = role?.kind === "ClusterRole" && role.name === "admin" && subjects.length > 0 && subjects.every((s) => s.kind === "Group" && GUID.test(String(s.name)));
+        const ownersBinding = role?.kind === "ClusterRole" && role.name === "admin" && subjects.length > 0 && subjects.every((s) => s.kind === "Group" && LOWERCASE_GUID.test(String(s.name)));
         if (!ownersBinding) {
           carry(cluster, rb); // another role, or other subjects: the team's own binding
           continue;
@@ -872,7 +891,6 @@ function escapeRegex(text: string): string {
   return text.replace(/[.*+?^${}()|[\]\\]/g, "\\$&");
 }
 
-const GUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 const groupOf = (o: Obj) => (String(o.apiVersion).includes("/") ? String(o.apiVersion).split("/")[0]! : "");
 const identityOf = (o: Obj) => `${String(o.apiVersion).split("/")[0]}|${o.kind}|${o.metadata?.namespace ?? ""}|${o.metadata?.name}`;
 

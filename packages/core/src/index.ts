@@ -1,4 +1,5 @@
 export * from "./errors.js";
+export * from "./logger.js";
 export * from "./repo.js";
 export * from "./team.js";
 export * from "./platform.js";

@@ -1,6 +1,7 @@
 // Default import: fast-json-patch is CommonJS for Node, whose named exports Node's ESM loader cannot see.
 import fastJsonPatch, { type Operation } from "fast-json-patch";
 import { Composer, isMap, isSeq, Parser, parseAllDocuments, stringify, visit, type Document } from "yaml";
+import { DomainError, type FieldIssue } from "./errors.js";
 import { PlainVar } from "./flux-substitute.js";
 import type { RepoTree } from "./repo.js";
 import { YAML_PARSE_OPTIONS } from "./serialize.js";
@@ -60,14 +61,19 @@ export const DEFAULT_BUILD_LIMITS: Readonly<BuildLimits> = Object.freeze({
 });
 
 /** A limit of the BuildBudget was reached: the work stops there. */
-export class BuildLimitError extends Error {
+export class BuildLimitError extends DomainError {
   override readonly name = "BuildLimitError";
+  readonly code = "adoption-limit";
   constructor(
     readonly limit: keyof BuildLimits,
     readonly value: number,
     message: string,
   ) {
     super(message);
+  }
+
+  override get issues(): FieldIssue[] {
+    return [{ field: this.limit, rule: `limit ${this.value}` }];
   }
 }
 

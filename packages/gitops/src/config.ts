@@ -1,11 +1,7 @@
 import { isAbsolute, resolve } from "node:path";
+import { silentLogger, type Logger } from "@berth/core";
 import { GitOpsError } from "./errors.js";
 
-export interface GitOpsLogger {
-  info(obj: object, msg?: string): void;
-  warn(obj: object, msg?: string): void;
-  debug?(obj: object, msg?: string): void;
-}
 
 export type FluxRepoAuth =
   | { kind: "none" }
@@ -39,7 +35,7 @@ export interface FluxRepoConfig {
   maxBatchSize?: number;
   /** How far back findCommit looks: this many hours (default 24) and at most this many commits (default 20 000). */
   history?: { windowHours?: number; maxCommits?: number };
-  logger?: GitOpsLogger;
+  logger?: Logger;
   /** Told the outcome of every group commit (the API turns it into metrics). Must not throw. */
   onBatch?: (batch: FluxRepoBatch) => void;
 }
@@ -72,12 +68,10 @@ export interface ResolvedConfig {
   pushBudgetMs: number;
   maxBatchSize: number;
   history: { windowMs: number; maxCommits: number };
-  logger: GitOpsLogger;
+  logger: Logger;
   onBatch: (batch: FluxRepoBatch) => void;
 }
 
-const noop = () => {};
-export const silentLogger: GitOpsLogger = { info: noop, warn: noop, debug: noop };
 
 function fail(message: string): never {
   throw new GitOpsError("config", message);
@@ -187,6 +181,6 @@ export function resolveConfig(cfg: FluxRepoConfig): ResolvedConfig {
       maxCommits: positiveInt("history.maxCommits", cfg.history?.maxCommits, 20_000, 1_000_000),
     },
     logger: cfg.logger ?? silentLogger,
-    onBatch: cfg.onBatch ?? noop,
+    onBatch: cfg.onBatch ?? (() => {}),
   };
 }

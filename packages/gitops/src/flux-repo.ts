@@ -313,7 +313,7 @@ export class FluxRepo {
     // A moved head is read by diffing it against the head before (when that one's index is loaded).
     if (sha !== undefined) this.source().indexes.hintDiffBase(sha, this.head?.sha);
     this.head = { sha, at: Date.now() };
-    this.cfg.logger.debug?.({ branch, revision: sha ?? null }, "flux repo: fetched");
+    this.cfg.logger.debug({ branch, revision: sha ?? null }, "flux repo: fetched");
     return sha;
   }
 
@@ -378,7 +378,7 @@ export class FluxRepo {
             const changed = await this.changedPaths(plan.base, head);
             if (planConflicts(plan, changed)) {
               this.counters.replays += 1;
-              logger.debug?.({ branch, changed: changed.length }, "flux repo: remote changed what the batch read; replaying");
+              logger.debug({ branch, changed: changed.length }, "flux repo: remote changed what the batch read; replaying");
               plan = undefined;
             } else {
               this.counters.rebases += 1;

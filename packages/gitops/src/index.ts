@@ -1,5 +1,5 @@
 export { FluxRepo, type FluxRepoStats, type TransactResult } from "./flux-repo.js";
-export type { FluxRepoAuth, FluxRepoBatch, FluxRepoConfig, GitOpsLogger } from "./config.js";
+export type { FluxRepoAuth, FluxRepoBatch, FluxRepoConfig } from "./config.js";
 export { GitOpsError, type GitOpsErrorKind } from "./errors.js";
 export { GitTree } from "./git-tree.js";
 export { assertWritablePath } from "./paths.js";

@@ -14,7 +14,7 @@
  * Reconcilers are level-triggered: the queue carries keys only, never events or objects.
  */
 import { backoffDelay, type BackoffPolicy } from "./backoff.js";
-import { silentLogger, type Logger } from "./logger.js";
+import { silentLogger, type Logger } from "@berth/core";
 import { errorReason, type ControllerMetrics } from "./metrics.js";
 
 export type ReconcileResult = { requeueAfterMs?: number } | void;

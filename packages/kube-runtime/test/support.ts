@@ -5,7 +5,7 @@
  */
 import { createServer, connect, type Server, type Socket } from "node:net";
 import { KubeConfig } from "@kubernetes/client-node";
-import type { Logger } from "../src/logger.js";
+import type { Logger } from "@berth/core";
 import { captureLogs, parseLogLine } from "../../../tests/support/logs.js";
 
 export { startKubeCluster, type KubeCluster } from "../../../tests/support/kube-cluster.js";

@@ -1,21 +1,5 @@
 import { STATUS_CODES } from "node:http";
-import {
-  AdoptionRecreatesError,
-  AdoptionUnmappableError,
-  BuildLimitError,
-  FleetRenderError,
-  PathOwnershipError,
-  RenderError,
-  RepoContentError,
-  RolloutConflictError,
-  RolloutNotFoundError,
-  RolloutStateError,
-  RolloutValidationError,
-  TeamExistsError,
-  TeamNotFoundError,
-  TeamValidationError,
-  type FieldIssue,
-} from "@berth/core";
+import { DomainError, type DomainErrorCode, type FieldIssue } from "@berth/core";
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 import { GitOpsError } from "@berth/gitops";
 import fp from "fastify-plugin";
@@ -149,6 +133,27 @@ export function rawProblemResponse(status: number, requestId: string, detail: st
     .join("\r\n")}\r\n\r\n${body}`;
 }
 
+/**
+ * Each domain error code as the API answers it. `logged`: the error means Berth or its repo is wrong, not the request,
+ * so it is logged whole; `opaque`: its message may name internals, so the client gets the request id instead;
+ * `uncommitted`: the detail says that nothing was committed.
+ */
+const DOMAIN_PROBLEMS: Record<DomainErrorCode, { status: number; title: string; logged?: string; opaque?: true; uncommitted?: true }> = {
+  "invalid-team": { status: 422, title: "Invalid team" },
+  "team-exists": { status: 409, title: "Team already exists" },
+  "team-not-found": { status: 404, title: "Team not found" },
+  "render-failed": { status: 500, title: "Cannot render the team", logged: "cannot render from the Flux repo or templates", opaque: true },
+  "path-ownership": { status: 409, title: "Change outside the team's files", logged: "refused a change outside the team's own files", uncommitted: true },
+  "invalid-rollout": { status: 422, title: "Invalid rollout" },
+  "rollout-not-found": { status: 404, title: "Rollout not found" },
+  "rollout-state": { status: 409, title: "Not possible in the rollout's phase" },
+  "rollout-conflict": { status: 409, title: "Teams are in another rollout" },
+  "rollout-render-failed": { status: 422, title: "Teams cannot be rendered", uncommitted: true },
+  "adoption-limit": { status: 422, title: "The hand-written tree is beyond adoption's limits", uncommitted: true },
+  "adoption-unmappable": { status: 422, title: "Cannot be mapped onto a Berth team", uncommitted: true },
+  "adoption-recreates-azure-resources": { status: 422, title: "Adoption would recreate Azure resources", uncommitted: true },
+};
+
 /** The one error handler: maps domain and HTTP errors to problems; details only below 500. */
 export const problemPlugin = fp(async (app: FastifyInstance) => {
   app.setNotFoundHandler((request, reply) =>
@@ -163,52 +168,17 @@ export const problemPlugin = fp(async (app: FastifyInstance) => {
     if (error instanceof RequestValidationError) {
       return sendProblem(request, reply, { type: `${PROBLEM_BASE}invalid-request`, title: "Invalid request", status: 422, detail: error.message, errors: error.issues });
     }
-    if (error instanceof TeamValidationError) {
-      return sendProblem(request, reply, { type: `${PROBLEM_BASE}invalid-team`, title: "Invalid team", status: 422, detail: error.message, errors: error.issues });
-    }
-    if (error instanceof TeamExistsError) {
-      return sendProblem(request, reply, { type: `${PROBLEM_BASE}team-exists`, title: "Team already exists", status: 409, detail: error.message });
-    }
-    if (error instanceof TeamNotFoundError) {
-      return sendProblem(request, reply, { type: `${PROBLEM_BASE}team-not-found`, title: "Team not found", status: 404, detail: error.message });
-    }
-    if (error instanceof RolloutValidationError) {
-      return sendProblem(request, reply, { type: `${PROBLEM_BASE}invalid-rollout`, title: "Invalid rollout", status: 422, detail: error.message, errors: error.issues });
-    }
-    if (error instanceof FleetRenderError) {
-      // Each team that cannot be rendered, and why: the team file or the platform config must change first.
-      const errors = error.failures.map((f) => ({ field: `teams.${f.team}`, rule: f.error }));
-      return sendProblem(request, reply, { type: `${PROBLEM_BASE}rollout-render-failed`, title: "Teams cannot be rendered", status: 422, detail: `${error.message}; nothing was committed`, errors });
-    }
-    if (error instanceof BuildLimitError) {
-      return sendProblem(request, reply, { type: `${PROBLEM_BASE}adoption-limit`, title: "The hand-written tree is beyond adoption's limits", status: 422, detail: `${error.message}; nothing was committed`, errors: [{ field: error.limit, rule: `limit ${error.value}` }] });
-    }
-    if (error instanceof AdoptionUnmappableError) {
-      return sendProblem(request, reply, { type: `${PROBLEM_BASE}adoption-unmappable`, title: "Cannot be mapped onto a Berth team", status: 422, detail: `${error.message}; nothing was committed`, errors: error.issues });
-    }
-    if (error instanceof AdoptionRecreatesError) {
-      const errors = error.changes.map((c) => ({
-        field: `${c.cluster} ${c.kind} ${c.object} spec.azureName`,
-        rule: `is ${c.from} in Azure; Berth would name it ${c.to}, and Azure would create a new ${c.kind === "ResourceGroup" ? "(empty) resource group" : "identity (new client and principal id)"}: adopt with keepAzureNames: true`,
-      }));
-      return sendProblem(request, reply, { type: `${PROBLEM_BASE}adoption-recreates-azure-resources`, title: "Adoption would recreate Azure resources", status: 422, detail: `${error.message}; nothing was committed`, errors });
-    }
-    if (error instanceof RolloutNotFoundError) {
-      return sendProblem(request, reply, { type: `${PROBLEM_BASE}rollout-not-found`, title: "Rollout not found", status: 404, detail: error.message });
-    }
-    if (error instanceof RolloutStateError) {
-      return sendProblem(request, reply, { type: `${PROBLEM_BASE}rollout-state`, title: "Not possible in the rollout's phase", status: 409, detail: error.message });
-    }
-    if (error instanceof RolloutConflictError) {
-      return sendProblem(request, reply, { type: `${PROBLEM_BASE}rollout-conflict`, title: "Teams are in another rollout", status: 409, detail: error.message });
-    }
-    if (error instanceof PathOwnershipError) {
-      request.log.error({ err: error }, "refused a change outside the team's own files");
-      return sendProblem(request, reply, { type: `${PROBLEM_BASE}path-ownership`, title: "Change outside the team's files", status: 409, detail: `${error.message}; nothing was committed` });
-    }
-    if (error instanceof RenderError || error instanceof RepoContentError) {
-      request.log.error({ err: error }, "cannot render from the Flux repo or templates");
-      return sendProblem(request, reply, { type: `${PROBLEM_BASE}render-failed`, title: "Cannot render the team", status: 500, detail: "see the server log for this request id" });
+    if (error instanceof DomainError) {
+      const problem = DOMAIN_PROBLEMS[error.code];
+      if (problem.logged) request.log.error({ err: error }, problem.logged);
+      const issues = error.issues;
+      return sendProblem(request, reply, {
+        type: `${PROBLEM_BASE}${error.code}`,
+        title: problem.title,
+        status: problem.status,
+        detail: problem.opaque ? "see the server log for this request id" : problem.uncommitted ? `${error.message}; nothing was committed` : error.message,
+        ...(issues.length ? { errors: issues } : {}),
+      });
     }
     if (error instanceof GitOpsError && error.kind !== "invalid-change" && error.kind !== "config") {
       request.log.error({ err: error }, "Flux repo write failed");

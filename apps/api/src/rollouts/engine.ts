@@ -10,6 +10,7 @@ import {
   serializeRollout,
   type Fleet,
   type GateObservation,
+  type Logger,
   type Onboarding,
   type RepoChange,
   type RepoTree,
@@ -20,11 +21,6 @@ import type { TeamStatusReader } from "../team-status.js";
 import type { Clock } from "./clock.js";
 import { describeTarget, rolloutBody, withRolloutTrailer, type EngineHandle, type GateProgress, type RolloutService, type RolloutStore } from "./service.js";
 
-export interface EngineLogger {
-  info(obj: object, msg?: string): void;
-  warn(obj: object, msg?: string): void;
-  error(obj: object, msg?: string): void;
-}
 
 export interface RolloutEngineOptions {
   service: RolloutService;
@@ -34,7 +30,7 @@ export interface RolloutEngineOptions {
   statusReader: TeamStatusReader;
   clock: Clock;
   pollIntervalMs: number;
-  logger: EngineLogger;
+  logger: Logger;
   /** Status reads in flight at once (each is one GET per team and cluster). Default 16. */
   statusConcurrency?: number;
   /** Rollouts by phase, gate evaluations and their duration. */

@@ -2,7 +2,7 @@ import { adoptionRequestSchema, teamSchema } from "@berth/core";
 import type { FastifyPluginAsyncZod } from "fastify-type-provider-zod";
 import { z } from "zod";
 import type { AdoptionService } from "../adoption-service.js";
-import { fileChangeSchema, problemResponse, teamNameParams } from "./schemas.js";
+import { fileChangeSchema, problemResponses, teamNameParams } from "./schemas.js";
 import { originOf } from "./teams.js";
 
 /** HTTP shapes of adoption (exported for clients). */
@@ -34,7 +34,7 @@ export const adoptionPreviewResponse = z.object({
 export const adoptionResponse = z.object({ team: teamSchema, revision: z.string(), report: adoptionReportSchema, files: z.array(fileChangeSchema) });
 
 const security = [{ bearerAuth: [] }];
-const errors = { 401: problemResponse, 403: problemResponse, 409: problemResponse, 422: problemResponse, 500: problemResponse, 503: problemResponse };
+const errors = problemResponses(409, 422);
 
 export const adoptionRoutes: FastifyPluginAsyncZod<{ adoption: AdoptionService }> = async (app, { adoption }) => {
   const write = { requiredRole: "write" as const };

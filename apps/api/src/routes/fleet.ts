@@ -1,7 +1,7 @@
 import type { FastifyPluginAsyncZod } from "fastify-type-provider-zod";
 import { z } from "zod";
 import type { FleetService } from "../fleet-service.js";
-import { problemResponse } from "./schemas.js";
+import { problemResponses } from "./schemas.js";
 
 /** HTTP shapes of the fleet routes (exported for clients). */
 
@@ -38,7 +38,7 @@ export const fleetRoutes: FastifyPluginAsyncZod<{ fleet: FleetService }> = async
         summary: "Generated files that differ from Berth's render of their team file (hand edits in the Flux repo)",
         security: [{ bearerAuth: [] }],
         querystring: driftQuery,
-        response: { 200: driftResponse, 401: problemResponse, 403: problemResponse, 422: problemResponse, 500: problemResponse, 503: problemResponse },
+        response: { 200: driftResponse, ...problemResponses(422) },
       },
     },
     async (request) => {

@@ -11,7 +11,7 @@ import { rolloutRequestSchema } from "@berth/core";
 import type { FastifyPluginAsyncZod } from "fastify-type-provider-zod";
 import { z } from "zod";
 import type { RolloutService } from "../rollouts/service.js";
-import { problemResponse, writeHeaders } from "./schemas.js";
+import { problemResponse, problemResponses, writeHeaders } from "./schemas.js";
 import { originOf, writeRequest } from "./teams.js";
 
 /** The rollouts API's response shapes live in @berth/api-contract, shared with the CLI. */
@@ -24,7 +24,7 @@ export const previewQuery = z.object({
 });
 
 const security = [{ bearerAuth: [] }];
-const errors = { 401: problemResponse, 403: problemResponse, 422: problemResponse, 500: problemResponse, 503: problemResponse };
+const errors = problemResponses(422);
 
 export const rolloutRoutes: FastifyPluginAsyncZod<{ rollouts: RolloutService }> = async (app, { rollouts }) => {
   const read = { requiredRole: "read" as const };

@@ -1,3 +1,4 @@
+import { problemSchema } from "@berth/api-contract";
 import { teamNameSchema, teamSchema, teamSpecSchema } from "@berth/core";
 import { z } from "zod";
 
@@ -51,3 +52,13 @@ export const conditionalHeaders = z.looseObject({
 });
 
 export { teamSchema as createTeamBody, teamSpecSchema as updateTeamBody };
+
+/**
+ * The problems a /v1 route answers, declared once: every route authenticates (401, 403), is rate-limited (429:
+ * plugins/rate-limit.ts limits every route but the probes) and can fail inside (500) or find the Flux repo
+ * unavailable (503); `also` adds the route's own (404, 409, 422, ...). tests/e2e/openapi.test.ts holds each
+ * route's real answers to what it declares.
+ */
+export function problemResponses(...also: number[]): Record<number, typeof problemSchema> {
+  return Object.fromEntries([401, 403, 429, 500, 503, ...also].map((status) => [status, problemSchema]));
+}

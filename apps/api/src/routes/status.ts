@@ -2,7 +2,7 @@ import type { FastifyPluginAsyncZod } from "fastify-type-provider-zod";
 import { z } from "zod";
 import type { StatusBoard } from "../status-board.js";
 import { etagOf, matchesEtag } from "../etag.js";
-import { fleetResponse, problemResponse } from "./schemas.js";
+import { fleetResponse, problemResponses } from "./schemas.js";
 import type { FleetResponse } from "@berth/api-contract";
 
 const security = [{ bearerAuth: [] }];
@@ -17,7 +17,7 @@ export const statusRoutes: FastifyPluginAsyncZod<{ board: StatusBoard }> = async
         tags: ["teams"],
         summary: "Every team's status on every cluster it lands on (ETag: send If-None-Match to get 304 while nothing changed)",
         security,
-        response: { 200: fleetResponse, 304: z.void().describe("Not Modified: the If-None-Match tag is current"), 401: problemResponse, 403: problemResponse, 500: problemResponse, 503: problemResponse },
+        response: { 200: fleetResponse, 304: z.void().describe("Not Modified: the If-None-Match tag is current"), ...problemResponses() },
       },
     },
     async (request, reply) => {

@@ -15,6 +15,7 @@ import {
   encodeContinue,
   previewResponse,
   problemResponse,
+  problemResponses,
   statusResponse,
   teamListQuery,
   teamListResponse,
@@ -26,7 +27,7 @@ import {
 } from "./schemas.js";
 
 const security = [{ bearerAuth: [] }];
-const errors = { 400: problemResponse, 401: problemResponse, 403: problemResponse, 422: problemResponse, 429: problemResponse, 500: problemResponse, 503: problemResponse };
+const errors = problemResponses(400, 422);
 /** Every write can conflict (team-exists, path-ownership, idempotency-key-in-use); a body can be too large or not UTF-8 JSON. */
 const conflict = { 409: problemResponse };
 const bodyErrors = { 413: problemResponse, 415: problemResponse };

@@ -2,7 +2,7 @@ import type { FastifyPluginAsyncZod } from "fastify-type-provider-zod";
 import { brokenTeamsSchema } from "@berth/api-contract";
 import { z } from "zod";
 import type { FleetService } from "../fleet-service.js";
-import { problemResponse } from "./schemas.js";
+import { problemResponses } from "./schemas.js";
 
 export const templateVersionInfoSchema = z.object({
   version: z.string(),
@@ -28,7 +28,7 @@ export const templateRoutes: FastifyPluginAsyncZod<{ fleet: FleetService }> = as
         tags: ["fleet"],
         summary: "Template versions and how many teams use each",
         security,
-        response: { 200: templateListResponse, 401: problemResponse, 403: problemResponse, 500: problemResponse, 503: problemResponse },
+        response: { 200: templateListResponse, ...problemResponses() },
       },
     },
     async () => {

@@ -12,7 +12,7 @@ import {
   type PreviewResponse,
   type WriteResponse,
 } from "@berth/api-contract";
-import { teamObject, type Team } from "@berth/core";
+import { TEAM_API_VERSION, TEAM_KIND, teamObject, type Team } from "@berth/core";
 import { stringify } from "yaml";
 import { ApiError, DEFAULT_CHUNK_SIZE, listAllTeams, type BerthClient } from "../client.js";
 import { CliError, EXIT } from "../exit-codes.js";
@@ -34,7 +34,7 @@ const manifest = (team: Team) => teamObject(team);
 
 function printObjects(rt: Runtime, format: "json" | "yaml", teams: Team[], single: boolean): void {
   if (format === "json") {
-    const value = single ? manifest(teams[0]!) : { apiVersion: "berth.dev/v1alpha1", kind: "TeamList", items: teams.map(manifest) };
+    const value = single ? manifest(teams[0]!) : { apiVersion: TEAM_API_VERSION, kind: `${TEAM_KIND}List`, items: teams.map(manifest) };
     rt.out(JSON.stringify(value, null, 2));
     return;
   }

@@ -1,6 +1,6 @@
 /**
- * The logging surface the runtime needs. A pino logger satisfies it (the controller passes one); the
- * runtime never creates a logger of its own, so log level and destination stay the app's choice.
+ * The one logging surface every package takes. A pino logger satisfies it (the apps pass theirs); no package
+ * creates a logger of its own, so log level and destination stay the app's choice.
  */
 export interface LogFn {
   (obj: object, msg?: string): void;
