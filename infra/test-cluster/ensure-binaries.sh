@@ -109,6 +109,34 @@ generate_aso_manifests() { # $1: module dir, $2: out dir, $3...: api folders
     output:crd:dir="$out/crds" output:webhook:dir="$out/webhooks") >&2 || die "controller-gen failed on $module_dir"
 }
 
+# Resident memory (KiB) of a process and all its descendants (go build runs the compiler and the linker as children).
+tree_rss_kb() { # $1: root pid
+  local pids=("$1") total=0 i=0 p rss kids
+  while ((i < ${#pids[@]})); do
+    p=${pids[i]}; i=$((i + 1))
+    rss=$(awk '/^VmRSS:/ { print $2 }' "/proc/$p/status" 2>/dev/null) || rss=0
+    total=$((total + ${rss:-0}))
+    kids=$(cat /proc/"$p"/task/*/children 2>/dev/null) || kids=""
+    # shellcheck disable=SC2206
+    pids+=($kids)
+  done
+  echo "$total"
+}
+
+# Runs a command in a folder, sampling its process tree's memory each second; PEAK_KB keeps the highest sum seen.
+PEAK_KB=0
+sampled_in() { # $1: folder, $2...: command
+  local in=$1; shift
+  (cd "$in" && exec "$@") >&2 &
+  local pid=$! now
+  while kill -0 "$pid" 2>/dev/null; do
+    now=$(tree_rss_kb "$pid")
+    ((now > PEAK_KB)) && PEAK_KB=$now
+    sleep 1
+  done
+  wait "$pid"
+}
+
 build() { # $1: component
   local c=$1 MAIN_MODULE="" PROGRAMS="" CRDS="" GENERATE_FROM=""
   unset -f version_ldflags
@@ -119,6 +147,7 @@ build() { # $1: component
   [[ -n "$version" ]] || die "$c: go.mod does not require $MAIN_MODULE"
   dir=$(build_dir "$c")
   ts=$(date +%s)
+  PEAK_KB=0
   WORK=$(mktemp -d "$CACHE_ROOT/.build-$c.XXXXXX")
   local ldflags="-s -w"
   if declare -F version_ldflags >/dev/null; then ldflags+=" $(version_ldflags "$version")"; fi
@@ -126,7 +155,7 @@ build() { # $1: component
   for prog in $PROGRAMS; do
     name=${prog%%=*}; pkg=${prog#*=}
     log "$c: go build $pkg@$version -> $name"
-    (cd "$GO_DIR/$c" && go build -trimpath -ldflags "$ldflags" -o "$WORK/$name" "$pkg") >&2 || die "$c: go build $pkg failed"
+    sampled_in "$GO_DIR/$c" go build -trimpath -ldflags "$ldflags" -o "$WORK/$name" "$pkg" || die "$c: go build $pkg failed"
   done
   local module_dir
   module_dir=$(cd "$GO_DIR/$c" && go list -m -f '{{.Dir}}' "$MAIN_MODULE")
@@ -142,13 +171,14 @@ build() { # $1: component
     echo "wrapper: infra/test-cluster/go/$c ($(basename "$dir"))"
     echo "go: $(go version)"
     echo "built: $(date -u +%Y-%m-%dT%H:%M:%SZ) in $(($(date +%s) - ts)) s on $(nproc) cores (load average $(cut -d' ' -f1-3 /proc/loadavg))"
+    echo "peak memory: $((PEAK_KB / 1024)) MiB (go build with its compiler and linker processes, sampled each second)"
   } >"$WORK/BUILD-INFO"
   rm -rf "$dir"
   mkdir -p "$(dirname "$dir")"
   chmod 755 "$WORK"
   mv "$WORK" "$dir"
   WORK=""
-  log "$c: built in $(($(date +%s) - ts)) s -> $dir"
+  log "$c: built in $(($(date +%s) - ts)) s, peak memory $((PEAK_KB / 1024)) MiB -> $dir"
 }
 
 for c in "${COMPONENTS[@]}"; do

@@ -22,6 +22,7 @@ describe("berth against servers that misbehave", () => {
   let cli: CliHarness;
   let silent: string;
   let hostile: string;
+  let waiting: string;
   const servers = new LoopbackServers();
   const listen = (server: Parameters<LoopbackServers["listen"]>[0]) => servers.listen(server);
 
@@ -67,6 +68,17 @@ describe("berth against servers that misbehave", () => {
         res.writeHead(404, { "content-type": "application/problem+json" }).end(JSON.stringify({ type: "about:blank", title: `Not found${ESC}[1A`, status: 404 }));
       }),
     );
+    // Not a misbehaving server: one whose team and rollout are never done.
+    const running = { ...halted, status: { ...halted.status, phase: "Running", halt: undefined } };
+    const waitingCluster = { ...failedCluster, conditions: [{ type: "IdentityReady", status: "False", reason: "AuthorizationFailed", severity: "Warning", message: "retrying" }, { type: "Ready", status: "False", reason: "Waiting" }] };
+    waiting = await listen(
+      createHttpServer((req, res) => {
+        const json = (body: unknown) => res.writeHead(200, { "content-type": "application/json" }).end(JSON.stringify(body));
+        if (req.url === "/v1/teams/payments/status") return json({ team: "payments", revision: null, ready: false, clusters: [waitingCluster] });
+        if (req.url === `/v1/rollouts/${ROLLOUT_ID}`) return json({ rollout: running, revision: null, progress: null });
+        res.writeHead(404).end();
+      }),
+    );
   }, 600_000);
   afterAll(async () => {
     await servers.close();
@@ -84,6 +96,16 @@ describe("berth against servers that misbehave", () => {
     const result = await berth(silent, ["status", "payments", "--watch", "--timeout", "3s", "--interval", "1s"]);
     expect(result.code).toBe(8);
     expect(result.stderr).toContain("error: timed out after 0:03 waiting for team payments to be Ready");
+  });
+
+  it("the watches end at --timeout without a last poll that has no time left (no spurious error line)", async () => {
+    const status = await berth(waiting, ["status", "payments", "--watch", "--timeout", "3s", "--interval", "1s"]);
+    expect(status.code).toBe(8);
+    expect(status.stderr).toContain("error: timed out after 0:03 waiting for team payments to be Ready");
+    expect(status.stderr).not.toContain("cannot read status");
+    const rollout = await berth(waiting, ["rollout", "get", ROLLOUT_ID, "--watch", "--timeout", "3s", "--interval", "1s"]);
+    expect(rollout.code).toBe(8);
+    expect(rollout.stderr).not.toContain("warning:");
   });
 
   it("rollout get --watch ends at its --timeout too", async () => {

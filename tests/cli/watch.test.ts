@@ -6,6 +6,10 @@
  * test checks after each step that the screen walked the chain: Waiting → Flux applied → resource group →
  * identity → federated credential → credential → Ready (exit 0); and a team whose identity ASO reports an Error
  * ends with exit 1 and ASO's reason and severity on screen. Screens are saved in test-results/cli/.
+ *
+ * ASO is scripted here (AsoStandIn), on purpose: the real one (tests/flux/aso.test.ts) answers at its own pace,
+ * not one kind at a time when the test says, and reaches an Error only on a subscription mismatch or a request ARM
+ * refuses as malformed, which these tests' Azure never gives it. The scripted Error is one real ASO reports.
  */
 import { mkdir, writeFile } from "node:fs/promises";
 import { join } from "node:path";
@@ -119,17 +123,18 @@ describe("berth status --watch on a terminal, with real Flux and the controller 
     await platform.reconcileSource();
     platform.aso!.release("ledger", "ResourceGroup");
     await term.waitFor(/✔ resource group/, 120_000);
+    // ASO's words when a namespace's credential moved to another subscription than the resource's (checkSubscription).
     platform.aso!.fail("ledger", "UserAssignedIdentity", {
-      reason: "AuthorizationFailed",
+      reason: "SubscriptionMismatch",
       severity: "Error",
-      message: "The client does not have authorization to perform action Microsoft.ManagedIdentity/userAssignedIdentities/write",
+      message: 'SubscriptionID "22222222-2222-4222-8222-222222222220" for "/subscriptions/22222222-2222-4222-8222-222222222220/resourceGroups/rg-ledger--aks-dev-weu/providers/Microsoft.ManagedIdentity/userAssignedIdentities/id-ledger--aks-dev-weu" resource does not match with Client Credential: "22222222-2222-4222-8222-222222222229"',
     });
     platform.aso!.release("ledger", "UserAssignedIdentity");
     const screen = await term.waitFor(/EXIT:\d+/, 120_000);
     await save("6-failed", screen);
     expect(screen).toMatch(/✖ aks-dev-weu \(dev\)\s+Failed/);
     expect(screen).toMatch(/✔ resource group › ✖ identity/);
-    expect(screen).toContain("error: team ledger failed on aks-dev-weu: IdentityReady: AuthorizationFailed (severity Error)");
+    expect(screen).toContain("error: team ledger failed on aks-dev-weu: IdentityReady: SubscriptionMismatch (severity Error)");
     expect(screen).toContain("EXIT:1");
   }, 300_000);
 

@@ -3,7 +3,9 @@
  * over smart HTTP to a fleet repository that two clusters (aks-dev-weu and aks-prod-weu, each a real kube-apiserver
  * with real Flux and Berth's controller, tests/support/flux-platform.ts) pull from. The gate reads the Team status
  * each controller writes from what Flux applied, as its own least-privileged user, exactly as
- * GET /v1/teams/{name}/status does. ASO is played (AsoStandIn). In order:
+ * GET /v1/teams/{name}/status does. ASO is scripted (AsoStandIn): scenario 2 needs an identity that turns Failed
+ * (severity Error) on a later revision, which real ASO reports only on a subscription mismatch or a request ARM
+ * refuses as malformed; tests/flux/aso.test.ts runs real ASO, and a gate on what it reports. In order:
  *
  *   1. v1 → v2 in two waves (dev-only teams, then the rest) completes;
  *   2. v2 → v1 halts because a wave-1 team's identity turns Failed (Ready=False, severity Error) and does
@@ -105,25 +107,26 @@ describe("rollouts end to end: two clusters with real Flux and the controller, A
   }, 300_000);
 
   it("2. a wave-1 team turning Failed halts the rollout before wave 2; resume after the fix completes it", async () => {
+    // ASO's words when a namespace's credential moved to another subscription than the resource's (checkSubscription).
     cluster("aks-dev-weu").aso!.fail("delta", "UserAssignedIdentity", {
-      reason: "AuthorizationFailed",
+      reason: "SubscriptionMismatch",
       severity: "Error",
-      message: "The client does not have authorization to perform action 'Microsoft.ManagedIdentity/userAssignedIdentities/write' (identity of team delta)",
+      message: 'SubscriptionID "22222222-2222-4222-8222-222222222220" for "/subscriptions/22222222-2222-4222-8222-222222222220/resourceGroups/rg-delta--aks-dev-weu/providers/Microsoft.ManagedIdentity/userAssignedIdentities/id-delta--aks-dev-weu" resource does not match with Client Credential: "22222222-2222-4222-8222-222222222229"',
     });
     const id = await start(waves("v1"));
     const halted = await until(id, "Halted", (r) => r.status.phase === "Halted");
     expect(halted.status.halt).toMatchObject({ wave: "dev", reason: "Failed" });
     expect(halted.status.halt.teams).toEqual([
-      expect.objectContaining({ team: "delta", cluster: "aks-dev-weu", result: "failed", condition: "IdentityReady", reason: "AuthorizationFailed", severity: "Error" }),
+      expect.objectContaining({ team: "delta", cluster: "aks-dev-weu", result: "failed", condition: "IdentityReady", reason: "SubscriptionMismatch", severity: "Error" }),
     ]);
-    expect(halted.status.halt.teams[0].message).toContain("userAssignedIdentities/write");
+    expect(halted.status.halt.teams[0].message).toContain("does not match with Client Credential");
     // The status page shows the same halt: which team, cluster, condition and ASO's reason.
     const signIn = await berth.server.inject({ method: "POST", url: "/ui/sign-in", headers: { "content-type": "application/x-www-form-urlencoded" }, payload: new URLSearchParams({ token: DEV_TOKEN, next: "/ui" }).toString() });
     const page = await berth.server.inject({ url: `/ui/rollouts/${id}`, headers: { cookie: String(signIn.headers["set-cookie"]).split(";")[0]! } });
     expect(page.statusCode).toBe(200);
     expect(page.body).toContain('data-rollout-phase="Halted"');
     expect(page.body).toContain('data-halt-reason="Failed"');
-    expect(page.body).toMatch(/<tr data-team="delta" data-result="failed">[\s\S]*?<td>aks-dev-weu<\/td>[\s\S]*?<td>IdentityReady<\/td>\s*<td>AuthorizationFailed \(severity Error\)<\/td>/);
+    expect(page.body).toMatch(/<tr data-team="delta" data-result="failed">[\s\S]*?<td>aks-dev-weu<\/td>[\s\S]*?<td>IdentityReady<\/td>\s*<td>SubscriptionMismatch \(severity Error\)<\/td>/);
     expect(page.body).toContain('<tr data-wave="rest" data-wave-phase="Pending">');
     // Wave 2 was not touched: in the repo and on the clusters, bravo and charlie are still on v2.
     for (const team of ["bravo", "charlie"]) expect(await repoVersion(team)).toBe("v2");
@@ -131,7 +134,7 @@ describe("rollouts end to end: two clusters with real Flux and the controller, A
     expect(await appliedVersion("aks-dev-weu", "alpha")).toBe("v1");
     expect((await rollout(id)).status.waves[1].phase).toBe("Pending");
 
-    // The fix (the identity's role assignment, in real life): ASO reports Ready again. Then resume.
+    // The fix (the cluster's credential back on the identity's subscription, in real life): ASO reports Ready again. Then resume.
     cluster("aks-dev-weu").aso!.failures.clear();
     await eventually("delta Ready again", () => ready("delta"), 120_000);
     const resumed = await post(`/v1/rollouts/${id}/resume`);

@@ -49,6 +49,11 @@ export interface ArmOptions {
   lro: LroTiming;
   /** How long a federated identity credential write holds the identity's write lock. */
   ficWriteLatencyMs: number;
+  /**
+   * How long a new identity's service principal stays unknown to role-assignment writes (Entra ID's replication
+   * delay: ARM answers PrincipalNotFound meanwhile). Default 0.
+   */
+  principalReplicationMs: number;
   maxFederatedCredentialsPerIdentity: number;
   roleDefinitions: RoleDefinitionSeed[];
   /** Reject api-versions the real service does not know (default true). */
@@ -94,6 +99,8 @@ export interface IdentityRecord {
   isolationScope?: string;
   fics: Map<string, FicRecord>;
   ficWritesInFlight: number;
+  /** When Azure created it (ms): its principal replicates from then on. */
+  createdAt: number;
 }
 
 export interface FicRecord {
@@ -200,6 +207,20 @@ const RESOURCE_PROVIDERS: Array<{ namespace: string; resourceTypes: string[]; ap
   { namespace: "Microsoft.Resources", resourceTypes: ["resourceGroups", "subscriptions", "operations"], apiVersions: API_VERSIONS.resources.slice().reverse(), registrationPolicy: "RegistrationFree" },
   { namespace: "Microsoft.Authorization", resourceTypes: ["roleAssignments", "roleDefinitions", "operations"], apiVersions: API_VERSIONS.roleAssignments.slice().reverse(), registrationPolicy: "RegistrationFree" },
 ];
+
+/** The RBAC action ARM checks for each write or delete the fake serves (Azure's resource provider operations). */
+const ARM_ACTIONS: Record<string, string> = {
+  ResourceGroups_CreateOrUpdate: "Microsoft.Resources/subscriptions/resourceGroups/write",
+  ResourceGroups_Update: "Microsoft.Resources/subscriptions/resourceGroups/write",
+  ResourceGroups_Delete: "Microsoft.Resources/subscriptions/resourceGroups/delete",
+  UserAssignedIdentities_CreateOrUpdate: "Microsoft.ManagedIdentity/userAssignedIdentities/write",
+  UserAssignedIdentities_Update: "Microsoft.ManagedIdentity/userAssignedIdentities/write",
+  UserAssignedIdentities_Delete: "Microsoft.ManagedIdentity/userAssignedIdentities/delete",
+  FederatedIdentityCredentials_CreateOrUpdate: "Microsoft.ManagedIdentity/userAssignedIdentities/federatedIdentityCredentials/write",
+  FederatedIdentityCredentials_Delete: "Microsoft.ManagedIdentity/userAssignedIdentities/federatedIdentityCredentials/delete",
+  RoleAssignments_Create: "Microsoft.Authorization/roleAssignments/write",
+  RoleAssignments_Delete: "Microsoft.Authorization/roleAssignments/delete",
+};
 
 const FIC_NAME_RE = /^[a-zA-Z0-9][a-zA-Z0-9-_]{2,119}$/;
 const IDENTITY_NAME_RE = /^[a-zA-Z0-9][a-zA-Z0-9-_]{2,127}$/;
@@ -325,6 +346,19 @@ export class ArmError extends Error {
   ) {
     super(message);
   }
+}
+
+/** A request the fake has no answer for: recorded as such (`Stats.unknown()`), so a test fails instead of passing on a 404. */
+export class NotImplementedByFake extends ArmError {}
+
+/** A permission the fake withholds from a principal: that action answers 403 AuthorizationFailed, as ARM does. */
+export interface WithheldPermission {
+  /** The caller's object id (`oid`) or application id (`appid`, a client id). */
+  principal: string;
+  /** An ARM action (e.g. `Microsoft.Authorization/roleAssignments/write`); `*` for every one. */
+  action: string;
+  /** Only at or below this scope (case-insensitive resource id); default everywhere. */
+  scope?: string;
 }
 
 const GATEWAY = { "X-Ms-Failure-Cause": "gateway" };
@@ -497,6 +531,8 @@ export class FakeArm {
   readonly operations = new Map<string, Operation>();
   /** Registration state per `subscription/namespace` (lowercase); a known namespace not set here is Registered. */
   readonly providerStates = new Map<string, string>();
+  /** Permissions withheld (`withhold`): everything else is allowed, as for an Owner of every subscription. */
+  readonly withheld = new Set<WithheldPermission>();
   private readonly rateLimits = new Map<string, { reads: number; writes: number; deletes: number }>();
 
   constructor(
@@ -605,13 +641,42 @@ export class FakeArm {
 
   private principalType(principalId: string): string | undefined {
     const id = lc(principalId);
-    for (const i of this.identities.values()) if (i.principalId === id) return "ServicePrincipal";
+    for (const i of this.identities.values()) {
+      if (i.principalId === id) return Date.now() - i.createdAt >= this.opts.principalReplicationMs ? "ServicePrincipal" : undefined;
+    }
     for (const c of this.clusters.values()) if (c.principalId === id) return "ServicePrincipal";
     return this.entra.principals.get(id)?.type;
   }
 
   close(): void {
     for (const op of this.operations.values()) if (op.timer) clearTimeout(op.timer);
+  }
+
+  /** Withhold a permission from a principal until the returned function restores it. */
+  withhold(permission: WithheldPermission): () => void {
+    this.withheld.add(permission);
+    return () => this.withheld.delete(permission);
+  }
+
+  /**
+   * ARM's authorization check for a request: 403 AuthorizationFailed with ARM's message when the caller's
+   * permission to the operation's action at the request's scope is withheld.
+   */
+  authorize(r: ArmRequest): void {
+    const action = ARM_ACTIONS[r.route.operation];
+    if (!action || this.withheld.size === 0) return;
+    const scope = scopeString(r.segments);
+    const caller = [lc(r.claims.oid), lc(String(r.claims.appid ?? ""))];
+    for (const w of this.withheld) {
+      if (!caller.includes(lc(w.principal))) continue;
+      if (w.action !== "*" && lc(w.action) !== lc(action)) continue;
+      if (w.scope !== undefined && !isAncestorOrSelf(w.scope, scope)) continue;
+      throw new ArmError(
+        403,
+        "AuthorizationFailed",
+        `The client '${r.claims.appid ?? r.claims.oid}' with object id '${r.claims.oid}' does not have authorization to perform action '${action}' over scope '${scope}' or the scope is invalid. If access was recently granted, please refresh your credentials.`,
+      );
+    }
   }
 
   // ----- request entry point -----------------------------------------------------------------
@@ -816,9 +881,9 @@ export class FakeArm {
       case "RoleDefinitions_CreateOrUpdate":
       case "RoleDefinitions_Delete":
       case "RoleDefinitions_Unsupported":
-        throw new ArmError(405, "MethodNotAllowedByFake", `The fake does not implement '${r.route.operation}'. Seed this state through the FakeAzure test API.`);
+        throw new NotImplementedByFake(405, "MethodNotAllowedByFake", `The fake does not implement '${r.route.operation}'. Seed this state through the FakeAzure test API.`);
       default:
-        throw new ArmError(
+        throw new NotImplementedByFake(
           404,
           "InvalidResourceType",
           `The resource type '${s.slice(0, 8).join("/")}' could not be found (not implemented by the fake) for api version '${r.query.get("api-version")}'.`,
@@ -1121,6 +1186,7 @@ export class FakeArm {
       ...(typeof props.isolationScope === "string" ? { isolationScope: props.isolationScope } : {}),
       fics: new Map(),
       ficWritesInFlight: 0,
+      createdAt: Date.now(),
     };
     this.identities.set(key, rec);
     return { status: 201, headers: { Location: this.identityId(rec) }, body: this.identityJson(rec) };

@@ -62,6 +62,16 @@ export interface IssueTokenOptions {
   extraClaims?: Record<string, unknown>;
 }
 
+/** An access token the token endpoint issued, and how the client proved who it is. */
+export interface IssuedToken {
+  at: number;
+  tenantId: string;
+  clientId: string;
+  audience: string;
+  /** The federated assertion's issuer, subject and audiences (workload identity); absent for a client secret. */
+  assertion?: { issuer: string; subject: string; audiences: string[] };
+}
+
 export type TokenCheck =
   | { ok: true; claims: Record<string, unknown> & { tid: string; oid: string } }
   | { ok: false; code: string; message: string; description: string };
@@ -100,6 +110,8 @@ export class FakeEntra {
   private readonly publicKey: KeyObject;
   readonly kid = randomUUID().replace(/-/g, "");
   private readonly issuerKeys = new Map<string, ReturnType<typeof createLocalJWKSet>>();
+  /** Every access token the token endpoint issued, in order. */
+  readonly issued: IssuedToken[] = [];
   private publicJwk?: JWK;
 
   constructor(private readonly opts: EntraOptions) {
@@ -265,19 +277,28 @@ export class FakeEntra {
     };
   }
 
-  instanceDiscovery(base: string, query: URLSearchParams): ResponseSpec {
+  /**
+   * `GET /common/discovery/instance` as Entra answers it: the tenant discovery endpoint on the host of the
+   * `authorization_endpoint` asked about (MSAL validates an authority it does not know this way, e.g. Go's MSAL for
+   * a custom AZURE_AUTHORITY_HOST), when that host is one the fake answers for; otherwise 400 invalid_instance.
+   */
+  instanceDiscovery(base: string, query: URLSearchParams, ownHosts: readonly string[]): ResponseSpec {
     const authEndpoint = query.get("authorization_endpoint") ?? `${base}/common/oauth2/v2.0/authorize`;
-    let tenant = "common";
+    let authority: URL;
     try {
-      tenant = new URL(authEndpoint).pathname.split("/").filter(Boolean)[0] ?? "common";
+      authority = new URL(authEndpoint);
     } catch {
-      /* keep common */
+      return aadError(400, "invalid_instance", 50049, "Unknown or invalid instance.");
     }
-    const host = new URL(base).host;
+    const host = authority.host.toLowerCase();
+    if (![new URL(base).host.toLowerCase(), ...ownHosts.map((h) => h.toLowerCase())].includes(host)) {
+      return aadError(400, "invalid_instance", 50049, "Unknown or invalid instance.");
+    }
+    const tenant = authority.pathname.split("/").filter(Boolean)[0] ?? "common";
     return {
       status: 200,
       body: {
-        tenant_discovery_endpoint: `${base}/${tenant}/v2.0/.well-known/openid-configuration`,
+        tenant_discovery_endpoint: `https://${host}/${tenant}/v2.0/.well-known/openid-configuration`,
         "api-version": "1.1",
         metadata: [
           { preferred_network: host, preferred_cache: host, aliases: [host] },
@@ -352,6 +373,7 @@ export class FakeEntra {
     const assertionType = form.get("client_assertion_type");
     const assertion = form.get("client_assertion");
     let appidacr = "1";
+    let proof: IssuedToken["assertion"];
     if (secret !== null) {
       if (!app || app.clientSecret === undefined || app.clientSecret !== secret) {
         return aadError(
@@ -369,6 +391,8 @@ export class FakeEntra {
       const fics = app?.federatedCredentials ?? identity?.federatedCredentials ?? [];
       const failure = await this.checkAssertion(assertion, fics, correlationId);
       if (failure) return failure;
+      const claims = decodeJwt(assertion);
+      proof = { issuer: String(claims.iss), subject: String(claims.sub), audiences: (Array.isArray(claims.aud) ? claims.aud : [claims.aud]).map(String) };
       appidacr = "2";
     } else {
       return aadError(
@@ -380,6 +404,7 @@ export class FakeEntra {
       );
     }
     const lifetime = this.opts.tokenLifetimeSeconds;
+    this.issued.push({ at: Date.now(), tenantId: t, clientId: clientId.toLowerCase(), audience, ...(proof ? { assertion: proof } : {}) });
     const accessToken = await this.issueToken({
       tenantId: t,
       oid: app?.objectId ?? identity!.principalId,

@@ -201,6 +201,8 @@ export interface RequestRecord {
   status: number | "reset" | "aborted";
   /** Which kind of injected fault answered, if any. */
   fault?: FaultAction["type"];
+  /** The fake has no answer for this request (unknown route or operation it does not implement). */
+  unknown?: true;
   durationMs: number;
 }
 
@@ -229,6 +231,17 @@ export class Stats {
       byStatus[String(r.status)] = (byStatus[String(r.status)] ?? 0) + 1;
     }
     return out;
+  }
+
+  /** Requests the fake had no answer for: a test that makes one must fail (see `assertAllAnswered`). */
+  unknown(): RequestRecord[] {
+    return this.requests.filter((r) => r.unknown);
+  }
+
+  /** Throws naming every request the fake had no answer for. */
+  assertAllAnswered(): void {
+    const unknown = this.unknown();
+    if (unknown.length) throw new Error(`the fake Azure had no answer for ${unknown.length} request(s):\n${unknown.map((r) => `  ${r.method} ${r.host}${r.path}${r.query} (${r.operation})`).join("\n")}`);
   }
 
   /** Sequence of statuses for an operation, e.g. [429, 200]. */

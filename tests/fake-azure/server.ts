@@ -8,7 +8,7 @@ import { Agent as HttpsAgent, createServer as createHttpsServer, type Server } f
 import type { IncomingMessage, ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
 import type { TokenCredentialOptions } from "@azure/identity";
-import { FakeArm, ArmError, classifyArm, type ArmRoute, type ClusterSeed, type LroTiming, type PageSizes, type RoleDefinitionSeed } from "./arm.js";
+import { FakeArm, ArmError, NotImplementedByFake, classifyArm, type ArmRoute, type ClusterSeed, type LroTiming, type PageSizes, type RoleDefinitionSeed } from "./arm.js";
 import { DEFAULT_SERVER_NAMES, sharedCa, type LocalCa } from "./ca.js";
 import { FakeEntra, type AppRegistration, type IssueTokenOptions } from "./entra.js";
 import { FaultController, ruleFromJson, Stats, type FaultAction, type Service } from "./faults.js";
@@ -34,6 +34,8 @@ export interface FakeAzureOptions {
   lro?: LroTiming;
   /** How long a federated identity credential write holds the per-identity lock (default 25 ms). */
   ficWriteLatencyMs?: number;
+  /** How long a new identity's principal is unknown to role-assignment writes (PrincipalNotFound; default 0). */
+  principalReplicationMs?: number;
   maxFederatedCredentialsPerIdentity?: number;
   /** Access token lifetime in seconds (default 3599). */
   tokenLifetimeSeconds?: number;
@@ -173,6 +175,7 @@ export async function startFakeAzure(opts: FakeAzureOptions = {}): Promise<FakeA
       pageSize: pageSizes(opts.pageSize),
       lro: opts.lro ?? {},
       ficWriteLatencyMs: opts.ficWriteLatencyMs ?? 25,
+      principalReplicationMs: opts.principalReplicationMs ?? 0,
       maxFederatedCredentialsPerIdentity: opts.maxFederatedCredentialsPerIdentity ?? 20,
       roleDefinitions: opts.roleDefinitions ?? [],
       strictApiVersions: opts.strictApiVersions ?? true,
@@ -223,6 +226,8 @@ export async function startFakeAzure(opts: FakeAzureOptions = {}): Promise<FakeA
     else operation = "Control";
 
     let faultType: FaultAction["type"] | undefined;
+    // A request the fake has no answer for: recorded as such, so the test that caused it fails (Stats.unknown()).
+    let unknown = operation === "Unknown" || operation === "Entra_Unknown";
     let recorded = false;
     // Recorded synchronously when the answer is written (not on "finish"), so a test that
     // awaits an SDK call and then reads the stats never races the server's bookkeeping.
@@ -239,8 +244,10 @@ export async function startFakeAzure(opts: FakeAzureOptions = {}): Promise<FakeA
         query: url.search,
         status,
         ...(faultType ? { fault: faultType } : {}),
+        ...(unknown ? { unknown: true as const } : {}),
         durationMs: Date.now() - started,
       });
+      if (unknown) process.stderr.write(`[fake-azure] no answer for ${method} ${hostHeader}${url.pathname}${url.search} (${operation}): the test fails\n`);
       if (opts.verbose) process.stderr.write(`[fake-azure] ${method} ${hostHeader}${url.pathname}${url.search} -> ${status} (${operation})\n`);
     };
     const reply = (spec: ResponseSpec) => {
@@ -294,7 +301,7 @@ export async function startFakeAzure(opts: FakeAzureOptions = {}): Promise<FakeA
           spec = await entra.openIdConfiguration(tenant, base);
           break;
         case "Entra_InstanceDiscovery":
-          spec = entra.instanceDiscovery(base, url.searchParams);
+          spec = entra.instanceDiscovery(base, url.searchParams, [`127.0.0.1:${port}`, LOGIN_HOST]);
           break;
         case "Entra_Keys":
           spec = { status: 200, body: await entra.jwks() };
@@ -329,9 +336,12 @@ export async function startFakeAzure(opts: FakeAzureOptions = {}): Promise<FakeA
     }
     let spec: ResponseSpec;
     try {
+      const request = { method, segments, query: url.searchParams, body, base, claims: check.claims, route };
       armRef.precheck(route, url.searchParams, segments, check.claims);
-      spec = await armRef.handle({ method, segments, query: url.searchParams, body, base, claims: check.claims, route });
+      armRef.authorize(request);
+      spec = await armRef.handle(request);
     } catch (err) {
+      if (err instanceof NotImplementedByFake) unknown = true;
       if (err instanceof ArmError) {
         spec = { status: err.status, headers: err.headers, body: { error: { code: err.code, message: err.message } } };
       } else {

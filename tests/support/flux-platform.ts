@@ -13,7 +13,8 @@
  *     image runs), as the berth-controller ServiceAccount, once Flux has applied its Deployment. No kubelet runs here, so this harness stands in for one: it writes the Deployment's status
  *     (all replicas available) once the controller has written platform-vars, the moment its readiness probe
  *     would pass. That status is the one object state here not written by the component that owns it.
- *   - Azure Service Operator is played by `AsoStandIn` (below) until the real controller runs in these tests.
+ *   - Azure Service Operator is played by `AsoStandIn` (below) by default; with `aso: "real"` it is ASO itself
+ *     (tests/support/aso.ts) against one fake Azure for the platform (tests/support/platform-azure.ts).
  */
 import { createHash } from "node:crypto";
 import { readFileSync } from "node:fs";
@@ -29,6 +30,9 @@ import { bootstrapFlux, bootstrapObjects, startFlux, type BootstrapOptions, type
 import { startGitHttpServer, type GitHttpServer } from "./git-http-server.js";
 import { basicAuthEnv, createBareRepo, git, pushTree } from "./git-remotes.js";
 import { startKubeCluster, type KubeCluster } from "./kube-cluster.js";
+import { startAso, type AsoOptions, type RunningAso } from "./aso.js";
+import { clusterIssuer, startPlatformAzure } from "./platform-azure.js";
+import type { FakeAzure, FakeAzureOptions } from "../fake-azure/index.js";
 import { eventually } from "./wait.js";
 
 export const PLATFORM_CLUSTER = "aks-dev-weu";
@@ -80,8 +84,10 @@ export interface FluxPlatformOptions {
   /** Changes to the platform section before anything starts. */
   platform?: (platform: Record<string, any>) => void;
   flux?: FluxOptions;
-  /** Play ASO (default true). */
-  aso?: boolean;
+  /** Play ASO (default true: AsoStandIn); "real": run Azure Service Operator against a fake Azure; false: neither. */
+  aso?: boolean | "real";
+  /** With `aso: "real"`: ASO's settings (aso-controller-settings) and the fake Azure's options. */
+  realAso?: AsoOptions & { azure?: FakeAzureOptions };
   /** Changes to the API's config file (e.g. templatesDir). */
   berthConfig?: (raw: Record<string, any>) => void;
   /** Files committed with the install, before Flux starts (e.g. teams an earlier Berth wrote: fleet-seed.ts). */
@@ -97,6 +103,8 @@ export interface PlatformCluster {
   /** Berth's controller process for this cluster; its output in `controller.logs`. */
   controller: AppProcess;
   aso: AsoStandIn | undefined;
+  /** Azure Service Operator itself (`aso: "real"`). */
+  realAso?: RunningAso;
   /** `flux reconcile source git flux-system`: fetch now, not at the next interval; resolves with the revision fetched. */
   reconcileSource(): Promise<string>;
   /** `flux suspend|resume source git flux-system`: Flux stops (or starts again) fetching new commits. */
@@ -111,6 +119,8 @@ export interface PlatformCluster {
 export interface FluxPlatform extends PlatformCluster {
   clusters: Map<string, PlatformCluster>;
   berth: RunningBerth;
+  /** The fake Azure ASO talks to (`aso: "real"`). */
+  azure?: FakeAzure;
   /** The fleet repository's URL and an env with its credentials for `git`. */
   repoUrl: string;
   gitEnv: Record<string, string>;
@@ -175,6 +185,8 @@ export async function startFluxPlatform(opts: FluxPlatformOptions = {}): Promise
     }
     await pushTree({ url: repoUrl, dir: fleet, subject: "Install Berth (docs/install.md)", env: gitEnv });
 
+    const azure = opts.aso === "real" ? await startPlatformAzure(platform, opts.realAso?.azure) : undefined;
+    if (azure) cleanups.push(() => azure.close());
     const controllerConfigFile = join(work, "controller.yaml");
     await writeFile(controllerConfigFile, stringify({ platform }));
     const built = ensureBuilt();
@@ -182,7 +194,7 @@ export async function startFluxPlatform(opts: FluxPlatformOptions = {}): Promise
     const statusKubeconfigs: Record<string, string> = {};
     await Promise.all(
       specs.map(async (spec) => {
-        const up = await startPlatformCluster(spec.name, bootstrap(spec.name), controllerConfigFile, built, opts, cleanups);
+        const up = await startPlatformCluster(spec.name, clusterIssuer(platform, spec.name), bootstrap(spec.name), controllerConfigFile, built, opts, cleanups, azure);
         clusters.set(spec.name, up.cluster);
         statusKubeconfigs[spec.name] = await writeStatusKubeconfig(up.cluster, join(work, `${spec.name}.kubeconfig`));
       }),
@@ -206,6 +218,7 @@ export async function startFluxPlatform(opts: FluxPlatformOptions = {}): Promise
     const result: FluxPlatform = {
       ...first,
       clusters,
+      ...(azure ? { azure } : {}),
       berth: await startApi(),
       repoUrl,
       gitEnv,
@@ -241,13 +254,16 @@ async function copyReplacing(source: string, target: string, from: string, to: s
 /** One cluster: apiserver with its controllers, Flux bootstrapped, Berth's controller once Flux applied it, ASO. */
 async function startPlatformCluster(
   name: string,
+  serviceAccountIssuer: string,
   bootstrap: BootstrapOptions,
   controllerConfigFile: string,
   built: Promise<void>,
   opts: FluxPlatformOptions,
   cleanups: Array<() => Promise<unknown>>,
+  azure: FakeAzure | undefined,
 ): Promise<{ cluster: PlatformCluster }> {
-  const cluster = await startKubeCluster({ controllers: true, auditDeletes: true });
+  // The cluster signs service-account tokens as its OIDC issuer (CLUSTER_OIDC_ISSUER_URL), as AKS does.
+  const cluster = await startKubeCluster({ controllers: true, auditDeletes: true, serviceAccountIssuer });
   cleanups.push(() => cluster.stop());
   const admin = new Admin(cluster.kubeConfig());
   const flux = await startFlux(cluster, opts.flux);
@@ -276,11 +292,13 @@ async function startPlatformCluster(
     return (k?.status as { conditions?: Array<{ type: string; status: string }> } | undefined)?.conditions?.some((c) => c.type === "Ready" && c.status === "True");
   }, 120_000);
 
-  const aso = opts.aso === false ? undefined : new AsoStandIn(admin);
+  const aso = opts.aso === false || opts.aso === "real" ? undefined : new AsoStandIn(admin);
   if (aso) {
     aso.start();
     cleanups.push(() => aso.stop());
   }
+  const realAso = azure ? await startAso(cluster, azure, opts.realAso) : undefined;
+  if (realAso) cleanups.push(() => realAso.stop());
   const kustomization = (namespace: string, ksName: string) => admin.get("kustomize.toolkit.fluxcd.io/v1", "Kustomization", namespace, ksName);
   return {
     cluster: {
@@ -290,6 +308,7 @@ async function startPlatformCluster(
       flux,
       controller,
       aso,
+      ...(realAso ? { realAso } : {}),
       reconcileSource: () => requestReconcile(admin, "source.toolkit.fluxcd.io/v1", "GitRepository", flux.namespace, "flux-system"),
       suspendSource: async (suspend) => {
         await admin.mergePatch("source.toolkit.fluxcd.io/v1", "GitRepository", flux.namespace, "flux-system", { spec: { suspend } }, "flux");

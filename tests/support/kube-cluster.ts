@@ -62,6 +62,12 @@ export interface KubeClusterOptions {
   controllers?: boolean;
   /** Keep the apiserver's audit log of every delete and deletecollection request (read with `deletes()`). */
   auditDeletes?: boolean;
+  /**
+   * The service-account token issuer (`--service-account-issuer`, the `iss` of every token it issues). Default
+   * `https://kubernetes.default.svc.cluster.local`; an AKS-shaped URL makes the cluster's tokens what Entra's
+   * federated credentials trust (CLUSTER_OIDC_ISSUER_URL).
+   */
+  serviceAccountIssuer?: string;
 }
 
 /** A delete the apiserver was asked for, from its audit log. */
@@ -237,6 +243,7 @@ async function startOnce(opts: KubeClusterOptions): Promise<KubeCluster> {
   const t0 = performance.now();
   const deadline = Date.now() + (opts.startTimeoutMs ?? 60_000);
   const crdDirs = opts.crdDirs === false ? [] : (opts.crdDirs ?? defaultCrdDirs());
+  const serviceAccountIssuer = opts.serviceAccountIssuer ?? SERVICE_ACCOUNT_ISSUER;
   // Read CRDs first: a missing folder fails before any process starts.
   const crds = [...(await readCrds(crdDirs)), ...((opts.crds ?? []) as Crd[])];
 
@@ -354,7 +361,7 @@ async function startOnce(opts: KubeClusterOptions): Promise<KubeCluster> {
           `--tls-private-key-file=${join(dir, "serving.key")}`,
           `--client-ca-file=${join(dir, "ca.crt")}`,
           `--token-auth-file=${join(dir, "tokens.csv")}`,
-          `--service-account-issuer=${SERVICE_ACCOUNT_ISSUER}`,
+          `--service-account-issuer=${serviceAccountIssuer}`,
           `--service-account-key-file=${join(dir, "sa.key")}`,
           `--service-account-signing-key-file=${join(dir, "sa.key")}`,
           "--authorization-mode=RBAC",
@@ -496,7 +503,7 @@ async function startOnce(opts: KubeClusterOptions): Promise<KubeCluster> {
       timings: { readyzMs, crdsMs: Math.round(performance.now() - t0) - readyzMs },
       pids: { etcd: etcdProc.pid ?? -1, kubeApiserver: apiProc.pid ?? -1, ...(children[2]?.pid ? { controllerManager: children[2].pid } : {}) },
       ca,
-      serviceAccountIssuer: SERVICE_ACCOUNT_ISSUER,
+      serviceAccountIssuer,
       async deletes(): Promise<AuditedDelete[]> {
         if (!opts.auditDeletes) throw new Error("startKubeCluster({ auditDeletes: true }) keeps the audit log of deletes");
         const text = await readFile(join(dir, "audit.log"), "utf8").catch(() => "");

@@ -371,7 +371,13 @@ export function judge(o: GateObservation): GateTeamReport {
   const base = { team: o.team, cluster: o.cluster, state: o.state };
   if (o.state !== "reported") return { ...base, result: "waiting", message: stateMessage(o.state) };
   if (o.includesWave !== true) {
-    return { ...base, result: "waiting", message: `Flux has not applied the wave's commit on this cluster yet${o.revision ? ` (applied: ${o.revision})` : ""}` };
+    const notApplied = `Flux has not applied the wave's commit on this cluster yet${o.revision ? ` (applied: ${o.revision})` : ""}`;
+    // Flux applies a new revision only once the health checks of the one it is applying end (by default at the
+    // Kustomization's timeout): what holds that revision (e.g. ASO retrying AuthorizationFailed) is what to fix.
+    const holding = o.conditions.find((c) => c.type !== "Ready" && c.status !== "True");
+    if (!holding) return { ...base, result: "waiting", message: notApplied };
+    const fields = conditionFields(holding);
+    return { ...base, result: "waiting", ...fields, message: `${notApplied}; it is held by ${holding.type}${fields.message ? `: ${fields.message}` : ""}`.slice(0, 1000) };
   }
   if (o.stale) return { ...base, result: "waiting", message: "the controller has not observed the applied Team yet" };
   const failed = o.conditions.find((c) => c.status === "False" && c.severity === "Error");

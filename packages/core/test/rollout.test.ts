@@ -172,6 +172,27 @@ describe("the gate", () => {
     expect(w.teams[0]).toMatchObject({ result: "waiting", condition: "IdentityReady", reason: "Reconciling" });
   });
 
+  it("while Flux has not applied the wave's commit, reports what holds the revision it applied (ASO's reason and severity), and only waits", () => {
+    const held = [
+      { type: "Rendered", status: "True" },
+      { type: "RoleAssignmentsReady", status: "False", reason: "AuthorizationFailed", severity: "Warning", message: "payments--rg-contributor: does not have authorization" },
+      { type: "Ready", status: "False", reason: "Waiting" },
+    ];
+    const d = decide([obs("a", { includesWave: false, ready: false, revision: "main@sha1:0123456", conditions: held })]);
+    expect(d.verdict).toBe("wait");
+    expect(d.teams[0]).toEqual({
+      team: "a",
+      cluster: "aks-dev-weu",
+      state: "reported",
+      result: "waiting",
+      condition: "RoleAssignmentsReady",
+      reason: "AuthorizationFailed",
+      severity: "Warning",
+      message: "Flux has not applied the wave's commit on this cluster yet (applied: main@sha1:0123456); it is held by RoleAssignmentsReady: payments--rg-contributor: does not have authorization",
+    });
+    expect(decide([obs("a", { includesWave: false, ready: true })]).teams[0]).toEqual({ team: "a", cluster: "aks-dev-weu", state: "reported", result: "waiting", message: "Flux has not applied the wave's commit on this cluster yet" });
+  });
+
   it("halts on timeout, reporting what is still waiting", () => {
     const d = decide([obs("a"), obs("b", { ready: false, state: "pending" })], 61);
     expect(d).toMatchObject({ verdict: "halt", reason: "Timeout" });

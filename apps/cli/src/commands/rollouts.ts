@@ -212,16 +212,19 @@ export async function watchRollout(rt: Runtime, id: string, options: { timeoutMs
         return phase === "Completed" ? EXIT.ok : EXIT.no;
       }
     }
-    const left = deadline - Date.now();
-    if (left <= 0) {
+    const timedOut = () => {
       rt.err(`timed out after ${Math.round(options.timeoutMs / 1000)}s; the rollout goes on (berth rollout get ${id})`);
       return EXIT.timeout;
-    }
+    };
+    const left = deadline - Date.now();
+    if (left <= 0) return timedOut();
     try {
       await sleep(Math.min(options.intervalMs, left), undefined, { signal: rt.io.signal });
     } catch {
       throw new CliError("interrupted: the rollout goes on", EXIT.interrupted);
     }
+    // A poll with no time left could only fail: the last answer stands.
+    if (deadline - Date.now() <= 0) return timedOut();
   }
 }
 

@@ -106,13 +106,15 @@ async function watch(rt: Runtime, client: BerthClient, team: string, options: St
       if (outcome === "unobservable") {
         return finish(EXIT.unavailable, [`error: the API cannot see any cluster of team ${team} (${unobserved.join(", ")}): configure api.clusters, or watch with kubectl`]);
       }
-      if (elapsed() >= options.timeoutMs) {
-        return finish(EXIT.timeout, [
+      const timedOut = () =>
+        finish(EXIT.timeout, [
           `error: timed out after ${formatElapsed(options.timeoutMs)} waiting for team ${team} to be Ready`,
           ...state.notReady().map((c) => `  ${c.cluster}: ${c.reason}`),
         ]);
-      }
+      if (elapsed() >= options.timeoutMs) return timedOut();
       await sleep(Math.min(options.intervalMs, Math.max(0, options.timeoutMs - elapsed())), undefined, { signal });
+      // A poll with no time left could only fail: the last answer stands.
+      if (elapsed() >= options.timeoutMs) return timedOut();
     }
   } catch (err) {
     if ((err as Error).name === "AbortError" || signal.aborted) return finish(EXIT.interrupted, ["stopped watching (the rollout goes on)"]);
