@@ -16,7 +16,7 @@ export * from "./render.js";
 export * from "./onboarding.js";
 export * from "./rollout.js";
 export * from "./fleet.js";
-export * from "./adoption.js";
+export * from "./adoption/index.js";
 export * from "./provider.js";
 export * from "./patterns.js";
 export * from "./team-object.js";

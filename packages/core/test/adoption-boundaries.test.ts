@@ -133,4 +133,18 @@ describe("adoption's errors say what is wrong with a file", () => {
       { field: "clusters/aks-dev-weu/zeta.yaml", rule: "cannot be read, so adoption could not look for zeta in it: uses a YAML alias; adoption reads no anchors or aliases (one can expand without bound): write the values out" },
     ]);
   });
+
+  it("a file the repository fails to read stops the adoption with that error, not a file skipped as unreadable", async () => {
+    const tree = gamma({}, ["ns.yaml"]);
+    const failing = new Error("git cat-file: object 1234 is missing");
+    const broken = {
+      revision: tree.revision,
+      list: (dir: string) => tree.list(dir),
+      read: async (path: string) => {
+        if (path === "clusters/aks-dev-weu/gamma.yaml") throw failing;
+        return tree.read(path);
+      },
+    };
+    expect(await adoption.plan(broken, "gamma", request).catch((e: unknown) => e)).toBe(failing);
+  });
 });
