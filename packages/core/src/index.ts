@@ -14,7 +14,7 @@ export * from "./team-file.js";
 export * from "./context.js";
 export * from "./render.js";
 export * from "./onboarding.js";
-export * from "./rollout.js";
+export * from "./rollout/index.js";
 export * from "./fleet.js";
 export * from "./adoption/index.js";
 export * from "./provider.js";
