@@ -135,16 +135,14 @@ describe("adoption's errors say what is wrong with a file", () => {
   });
 
   it("a file the repository fails to read stops the adoption with that error, not a file skipped as unreadable", async () => {
-    const tree = gamma({}, ["ns.yaml"]);
     const failing = new Error("git cat-file: object 1234 is missing");
-    const broken = {
-      revision: tree.revision,
-      list: (dir: string) => tree.list(dir),
-      read: async (path: string) => {
+    class BrokenTree extends MemoryRepoTree {
+      override async read(path: string): Promise<string | undefined> {
         if (path === "clusters/aks-dev-weu/gamma.yaml") throw failing;
-        return tree.read(path);
-      },
-    };
+        return super.read(path);
+      }
+    }
+    const broken = new BrokenTree(gamma({}, ["ns.yaml"]).toRecord());
     expect(await adoption.plan(broken, "gamma", request).catch((e: unknown) => e)).toBe(failing);
   });
 });
