@@ -198,14 +198,14 @@ function buildImage(args = [], { tools = true } = {}) {
 }
 
 /**
- * The fast lane: the packages' and apps' own tests, or the files given, with nothing built first (no image, no
- * cluster components, no dist). `npm run test:unit -- packages/core/test/onboarding.test.ts` runs one file in seconds.
+ * The fast lane: the packages' and apps' own tests and the docs check (tests/docs), or the files given, with
+ * nothing built first (no image, no cluster components, no dist). `npm run test:unit -- packages/core/test/onboarding.test.ts` runs one file in seconds.
  * The excluded files need a kube-apiserver or sshd: `npm test` sets those up.
  */
 const NEEDS_SETUP = ["packages/kube-runtime/test/apply-events.test.ts", "packages/kube-runtime/test/informer.test.ts", "packages/kube-runtime/test/leader.test.ts", "packages/gitops/test/ssh.test.ts"];
 function unitTests(pnpm) {
   const files = process.argv.slice(3);
-  const selection = files.length ? files : ["packages/", "apps/", ...NEEDS_SETUP.flatMap((f) => ["--exclude", f])];
+  const selection = files.length ? files : ["packages/", "apps/", "tests/docs/", ...NEEDS_SETUP.flatMap((f) => ["--exclude", f])];
   process.exit(run(pnpm[0], [...pnpm.slice(1), "exec", "vitest", "run", ...selection]));
 }
 

@@ -35,6 +35,13 @@ class FleetTree implements RepoTree {
   async list(dir: string) {
     return [...this.files.keys()].filter((p) => p.startsWith(`${dir}/`)).sort();
   }
+  async hasContent(path: string, content: string) {
+    return this.files.get(path) === content;
+  }
+  /** No history in memory: no commit holds any trailer. */
+  async findCommit() {
+    return undefined;
+  }
 }
 
 async function fleet(teams: number): Promise<Map<string, string>> {

@@ -6,8 +6,9 @@
  */
 import { createServer, type Server, type Socket } from "node:net";
 import { join } from "node:path";
-import { CustomObjectsApi, KubeConfig } from "@kubernetes/client-node";
+import { KubeConfig } from "@kubernetes/client-node";
 import type { Cluster } from "@berth/core";
+import { KubeClient, type RequestInit } from "@berth/kube-runtime";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { KubeTeamStatusReader } from "../../apps/api/src/team-status.js";
 import { Admin, INFRA, readManifests } from "../controller/helpers.js";
@@ -19,19 +20,26 @@ import { sample } from "../support/prometheus.js";
 const OWNER = "0b9a3c1e-1111-4222-8333-444455556666";
 const DEV: Cluster = { name: "aks-dev-weu", environment: "dev", vars: {} } as Cluster;
 
-/** A client whose list/get calls are counted before they go to the cluster. */
+/** The Team objects' collection: a request to it lists, a request below it gets one. */
+const TEAMS = "/apis/berth.dev/v1alpha1/teams";
+
+/** A client whose list/get requests are counted before they go to the cluster. */
+class CountingClient extends KubeClient {
+  readonly calls = { list: 0, get: 0 };
+  /** Set: LIST requests never answer (a cluster that stopped answering). */
+  hang = false;
+  override request<T = unknown>(path: string, init?: RequestInit): Promise<T> {
+    const list = path === TEAMS;
+    if (list) this.calls.list += 1;
+    else if (path.startsWith(`${TEAMS}/`)) this.calls.get += 1;
+    if (list && this.hang) return new Promise(() => {});
+    return super.request<T>(path, init);
+  }
+}
+
 function countingClient(kc: KubeConfig) {
-  const calls = { list: 0, get: 0 };
-  const real = kc.makeApiClient(CustomObjectsApi);
-  const client = new Proxy(real, {
-    get(target, prop, receiver) {
-      if (prop === "listClusterCustomObject") calls.list += 1;
-      if (prop === "getClusterCustomObject") calls.get += 1;
-      const value = Reflect.get(target, prop, receiver);
-      return typeof value === "function" ? value.bind(target) : value;
-    },
-  });
-  return { client, calls };
+  const client = new CountingClient(kc);
+  return { client, calls: client.calls };
 }
 
 describe("the per-cluster status cache", () => {
@@ -85,19 +93,11 @@ describe("the per-cluster status cache", () => {
   });
 
   it("answers from the last listing while the next one is read, so a slow cluster never holds a reader", async () => {
-    const { client } = countingClient(cluster.kubeConfigFor("lister"));
-    let hang = false;
-    const slow = new Proxy(client, {
-      get(target, prop, receiver) {
-        const value = Reflect.get(target, prop, receiver);
-        if (prop === "listClusterCustomObject" && hang) return () => new Promise(() => {}); // a cluster that stopped answering
-        return typeof value === "function" ? value.bind(target) : value;
-      },
-    });
+    const { client: slow } = countingClient(cluster.kubeConfigFor("lister"));
     let now = 1_000_000;
     const reader = new KubeTeamStatusReader(new Map([["aks-dev-weu", slow]]), { ttlMs: 5_000, timeoutMs: 2_000, now: () => now });
     expect((await reader.read("alpha", [DEV]))[0]!.state).toBe("reported");
-    hang = true;
+    slow.hang = true; // a cluster that stopped answering
     now += 5_000;
     // The listing expired and the next one hangs: the last one answers at once, not after the timeout.
     const [stale] = await reader.read("alpha", [DEV]);

@@ -118,7 +118,7 @@ export class IdempotentWrites {
    */
   async original({ origin, idempotency }: WriteRequest, tree: RepoTree): Promise<CommitInfo | undefined> {
     if (!idempotency) return undefined;
-    const found = await tree.findCommit?.([
+    const found = await tree.findCommit([
       { key: TRAILER_IDEMPOTENCY_KEY, value: idempotency.key },
       { key: TRAILER_ACTOR, value: trailerValue(origin.actor) },
     ]);

@@ -1,7 +1,8 @@
-import { KubeConfig, CustomObjectsApi, ApiException } from "@kubernetes/client-node";
+import { KubeConfig } from "@kubernetes/client-node";
 import { clusterStatusSchema, type ClusterStatus } from "@berth/api-contract";
 import type { ClusterAccess } from "@berth/config";
 import { TEAM_GROUP, TEAM_PLURAL, TEAM_VERSION, teamStatusSchema, type Cluster } from "@berth/core";
+import { isKubeApiError, KubeClient } from "@berth/kube-runtime";
 import { z } from "zod";
 
 /**
@@ -11,6 +12,9 @@ import { z } from "zod";
  * Reads go through one cache per cluster, shared by every caller (the status API, the CLI's
  * `status --watch`, every open status page): a cluster is listed at most once per TTL however many
  * viewers poll, and concurrent callers share one request in flight.
+ *
+ * Requests go through kube-runtime's client (`KubeClient`), whose failures are `KubeApiError`s: a 403 on
+ * the listing means "may only get", a 404 on a GET means "no such Team", anything else "unreachable".
  */
 
 export { clusterStatusSchema, type ClusterStatus };
@@ -65,6 +69,9 @@ function withTimeout<T>(promise: Promise<T>, ms: number): Promise<T> {
   return Promise.race([promise, timeout]).finally(() => clearTimeout(timer));
 }
 
+/** The Team objects' collection on a cluster. */
+const TEAMS_PATH = `/apis/${TEAM_GROUP}/${TEAM_VERSION}/${TEAM_PLURAL}`;
+
 const metadataSchema = z.object({ name: z.string(), resourceVersion: z.string().optional() });
 const pageSchema = z.object({ items: z.array(z.unknown()), metadata: z.object({ continue: z.string().optional() }).optional() });
 
@@ -103,7 +110,7 @@ class ClusterTeamsCache {
   private listForbidden = false;
 
   constructor(
-    private readonly client: CustomObjectsApi,
+    private readonly client: KubeClient,
     private readonly options: Required<StatusCacheOptions>,
     private readonly stats: StatusCacheStats,
   ) {}
@@ -156,7 +163,8 @@ class ClusterTeamsCache {
       },
       (err: unknown): Listing => {
         entry.settled = true;
-        return { ok: false, forbidden: err instanceof ApiException && err.code === 403 };
+        // 403 only: a 401 (bad credentials) is a cluster the API cannot read, not one where it may only get.
+        return { ok: false, forbidden: isKubeApiError(err) && err.status === 403 };
       },
     );
     this.listing = entry;
@@ -169,8 +177,8 @@ class ClusterTeamsCache {
     let next: string | undefined;
     do {
       // Each page must come within the timeout: a cluster that stops answering is unreachable, a large one is not.
-      const request = { group: TEAM_GROUP, version: TEAM_VERSION, plural: TEAM_PLURAL, limit: this.options.pageSize, ...(next ? { _continue: next } : {}) };
-      const raw: unknown = await withTimeout(this.client.listClusterCustomObject(request), this.options.timeoutMs);
+      const request = this.client.request(TEAMS_PATH, { query: { limit: this.options.pageSize, continue: next }, timeoutMs: this.options.timeoutMs });
+      const raw: unknown = await withTimeout(request, this.options.timeoutMs);
       const page = pageSchema.safeParse(raw);
       if (!page.success) throw new Error("not a list of Team objects");
       for (const item of page.data.items) {
@@ -196,9 +204,10 @@ class ClusterTeamsCache {
     }
     this.stats.gets += 1;
     this.stats.misses += 1;
-    const value = withTimeout(this.client.getClusterCustomObject({ group: TEAM_GROUP, version: TEAM_VERSION, plural: TEAM_PLURAL, name: team }), this.options.timeoutMs).then(
+    const request = this.client.request(`${TEAMS_PATH}/${encodeURIComponent(team)}`, { timeoutMs: this.options.timeoutMs });
+    const value = withTimeout(request, this.options.timeoutMs).then(
       (object): Lookup => ({ kind: "found", view: viewOf(object) }),
-      (err: unknown): Lookup => (err instanceof ApiException && err.code === 404 ? { kind: "absent" } : { kind: "unreachable" }),
+      (err: unknown): Lookup => (isKubeApiError(err, "not-found") ? { kind: "absent" } : { kind: "unreachable" }),
     );
     this.single.set(team, { at: this.options.now(), value });
     // Forget expired entries now and then, so teams nobody looks at any more do not pile up.
@@ -213,17 +222,18 @@ export class KubeTeamStatusReader implements TeamStatusReader {
   private readonly counters: StatusCacheStats = { lists: 0, gets: 0, hits: 0, stale: 0, misses: 0 };
 
   static fromConfig(access: Record<string, ClusterAccess>, options: StatusCacheOptions = {}): KubeTeamStatusReader {
-    const clients = new Map<string, CustomObjectsApi>();
+    const clients = new Map<string, KubeClient>();
     for (const [cluster, { kubeconfig, context }] of Object.entries(access)) {
+      // client-node loads the kubeconfig file (contexts, exec plugins); kube-runtime's client sends the requests.
       const kc = new KubeConfig();
       kc.loadFromFile(kubeconfig);
       if (context) kc.setCurrentContext(context);
-      clients.set(cluster, kc.makeApiClient(CustomObjectsApi));
+      clients.set(cluster, new KubeClient(kc));
     }
     return new KubeTeamStatusReader(clients, options);
   }
 
-  constructor(clients: Map<string, CustomObjectsApi>, options: StatusCacheOptions = {}) {
+  constructor(clients: Map<string, KubeClient>, options: StatusCacheOptions = {}) {
     const resolved: Required<StatusCacheOptions> = { ttlMs: options.ttlMs ?? 5_000, timeoutMs: options.timeoutMs ?? 5_000, pageSize: options.pageSize ?? 500, now: options.now ?? Date.now };
     for (const [cluster, client] of clients) this.caches.set(cluster, new ClusterTeamsCache(client, resolved, this.counters));
   }

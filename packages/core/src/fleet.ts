@@ -3,7 +3,7 @@ import { repoLayout, type RepoLayout } from "./layout.js";
 import { fileStatus, unifiedDiff, type Onboarding, type TeamFailure } from "./onboarding.js";
 import type { FileChange } from "./repo.js";
 import type { RepoTree } from "./repo.js";
-import { matchesSelector, type TeamSelector } from "./rollout.js";
+import { matchesSelector, type TeamSelector } from "./rollout/index.js";
 import { parseTeamFile } from "./team-file.js";
 import type { Team } from "./team.js";
 import { validateTeam } from "./validate.js";

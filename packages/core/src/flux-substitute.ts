@@ -1,4 +1,5 @@
 import { parse } from "yaml";
+import type { KubeObject } from "./kustomize.js";
 
 /**
  * Flux's postBuild substitution (kustomize-controller, fluxcd/pkg/envsubst in strict mode), for adoption:
@@ -59,7 +60,8 @@ export function substituteString(text: string, resolve: (name: string) => VarRes
     }
     const withDefault = WITH_DEFAULT.exec(body);
     if (withDefault && !withDefault[3]!.includes("$")) {
-      const [, name, op, fallback] = withDefault as unknown as [string, string, string, string];
+      // Every group of WITH_DEFAULT takes part in a match: the defaults are never used.
+      const [, name = "", op = "", fallback = ""] = withDefault;
       const r = resolve(name);
       if (r !== undefined && "keep" in r) return `\${${name}}`;
       const unsetOrEmpty = r === undefined || (op.startsWith(":") && r.value === "");
@@ -71,7 +73,7 @@ export function substituteString(text: string, resolve: (name: string) => VarRes
 }
 
 /** Whether Flux skips the object (label or annotation `kustomize.toolkit.fluxcd.io/substitute: disabled`). */
-export function substitutionDisabled(obj: Record<string, any>): boolean {
+export function substitutionDisabled(obj: KubeObject): boolean {
   return obj.metadata?.labels?.[SUBSTITUTE_DISABLED_KEY] === "disabled" || obj.metadata?.annotations?.[SUBSTITUTE_DISABLED_KEY] === "disabled";
 }
 

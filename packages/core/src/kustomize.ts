@@ -21,6 +21,13 @@ import { YAML_PARSE_OPTIONS } from "./serialize.js";
  * bounded, and the budget's checkpoint lets the caller yield to its event loop between files.
  */
 
+/**
+ * A Kubernetes object as kustomize handles it: whatever its author wrote, walked field by field as kustomize
+ * walks it. `any` on purpose, in this one place: the build reads and writes fields of every kind of object
+ * (patches, name references, labels), and each value whose shape matters is checked where it is read
+ * (parseManifestFile checks apiVersion, kind and metadata.name; the builder checks lists and maps it edits).
+ * Code that maps objects onto something typed reads them as `unknown` instead (adoption/manifests.ts).
+ */
 export type KubeObject = Record<string, any>;
 export interface BuiltObject {
   obj: KubeObject;
@@ -535,13 +542,14 @@ function labelSets(body: KubeObject, file: string): Array<{ pairs: Record<string
   return out;
 }
 
-function asArray(value: unknown): any[] {
+/** A list field of a hand-written object, or none: its entries are objects as KubeObject is (fields of any shape). */
+function asArray(value: unknown): KubeObject[] {
   return Array.isArray(value) ? value : [];
 }
 
 /** Sets every pair at `path` under `obj`; the maps on the way are created only when `create`. */
 function setAll(obj: KubeObject, path: string[], pairs: Record<string, string>, create: boolean): void {
-  let at: any = obj;
+  let at: KubeObject = obj;
   for (const key of path) {
     if (at[key] === undefined || at[key] === null) {
       if (!create) return;

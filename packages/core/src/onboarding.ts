@@ -3,7 +3,7 @@ import { RepoContentError, TeamExistsError, TeamNotFoundError, TeamValidationErr
 import { repoLayout, TEAM_SPEC_FILE, teamShard, type RepoLayout } from "./layout.js";
 import { allClusters, type Platform } from "./platform.js";
 import { renderClusterTeamsIndex, renderShardIndex, renderTeam } from "./render.js";
-import { hasContent, type FileChange, type FileStatus, type RepoChange, type RepoTree } from "./repo.js";
+import { type FileChange, type FileStatus, type RepoChange, type RepoTree } from "./repo.js";
 import { parseTeamFile } from "./team-file.js";
 import type { Team } from "./team.js";
 import { TemplateCatalog } from "./template-catalog.js";
@@ -305,7 +305,7 @@ export class Onboarding {
     for (const flux of present) if (flux) existing.add(flux);
     const changes = new Map<string, string | null>();
     // Compared concurrently: a git tree answers from its index, or pipelines the reads.
-    const same = await Promise.all([...desired].map(([path, content]) => hasContent(tree, path, content)));
+    const same = await Promise.all([...desired].map(([path, content]) => tree.hasContent(path, content)));
     let i = 0;
     for (const [path, content] of desired) if (!same[i++]) changes.set(path, content);
     for (const path of existing) if (!desired.has(path)) changes.set(path, null);
@@ -354,7 +354,7 @@ export class Onboarding {
           continue;
         }
         const content = renderShardIndex(members);
-        if (!(await hasContent(tree, index, content))) changes.set(index, content);
+        if (!(await tree.hasContent(index, content))) changes.set(index, content);
       }
       if (!topChanges) {
         const flat = await Promise.all(updates.map(({ team }) => tree.read(this.layout.flatFluxKustomization(cluster, team))));
@@ -369,7 +369,7 @@ export class Onboarding {
       for (const [shard, holds] of shardsAfter) if (holds) nonEmpty.add(shard);
       const content = renderClusterTeamsIndex(nonEmpty, listing.flat.filter((team) => !updated.has(team)));
       const index = this.layout.clusterTeamsIndex(cluster);
-      if (!(await hasContent(tree, index, content))) changes.set(index, content);
+      if (!(await tree.hasContent(index, content))) changes.set(index, content);
     }
     return changes;
   }

@@ -1,5 +1,6 @@
 import { clusterContext, clustersOf, teamContext } from "./context.js";
 import { RenderError, TeamValidationError } from "./errors.js";
+import type { KubeObject } from "./kustomize.js";
 import { repoLayout, TEAM_SPEC_FILE } from "./layout.js";
 import { CORE_PLATFORM_VARS, type Platform } from "./platform.js";
 import { fluxVariables, resolvePlaceholders, type Context } from "./placeholders.js";
@@ -101,16 +102,16 @@ export const EXTRA_MANIFESTS_FILE = "extra.yaml";
 
 /** An extra manifest may not be an object Berth renders itself: Flux would apply two versions of it. */
 function assertExtrasAreTheTeams(files: RenderedFiles, extras: NonNullable<Team["extraManifests"]>): void {
-  const id = (o: Record<string, any>) => `${String(o.apiVersion).split("/")[0]}|${o.kind}|${o.metadata?.namespace ?? ""}|${o.metadata?.name}`;
+  const id = (o: KubeObject) => `${String(o.apiVersion).split("/")[0]}|${o.kind}|${o.metadata?.namespace ?? ""}|${o.metadata?.name}`;
   const rendered = new Set<string>();
   for (const [path, text] of files) {
     if (path.endsWith(`/${EXTRA_MANIFESTS_FILE}`)) continue;
     for (const doc of parseAllDocuments(text)) {
-      const o = doc.toJS() as Record<string, any> | null;
+      const o = doc.toJS() as KubeObject | null;
       if (o && typeof o === "object") rendered.add(id(o));
     }
   }
-  const issues = extras.flatMap((e: { object: Record<string, any> }, i) =>
+  const issues = extras.flatMap((e: { object: KubeObject }, i) =>
     rendered.has(id(e.object)) ? [{ field: `extraManifests.${i}.object`, rule: `is ${e.object.kind} ${e.object.metadata?.namespace}/${e.object.metadata?.name}, which Berth renders itself: change it through the team's fields` }] : [],
   );
   if (issues.length) throw new TeamValidationError(issues);

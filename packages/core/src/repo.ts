@@ -39,28 +39,26 @@ export interface RepoTree {
    */
   list(dir: string): Promise<readonly string[]>;
   /**
-   * Whether the file exists with exactly this content. Optional: an adapter that can answer without
-   * reading the file (git compares blob ids) provides it; otherwise callers compare `read`.
+   * Whether the file exists with exactly this content. The git adapter compares blob ids without reading
+   * the file; an adapter without ids compares what `read` returns.
    */
-  hasContent?(path: string, content: string): Promise<boolean>;
+  hasContent(path: string, content: string): Promise<boolean>;
   /**
    * The immediate entries of folder `dir` with content ids, sorted by name (empty when it does not exist).
-   * Optional: readers that derive something from a folder can cache it by id (parse each team once).
+   * Optional, because it is only a cache key: readers that derive something from a folder cache it by id
+   * (parse each team once). A tree without ids gets the same answers, each folder read again every time.
    */
   entries?(dir: string): Promise<TreeEntry[]>;
-  /** The content id of a file or folder, or undefined when absent. Optional, as `entries`. */
+  /** The content id of a file or folder, or undefined when absent. Optional, as `entries`: only a cache key. */
   contentId?(path: string): Promise<string | undefined>;
   /**
    * The earliest commit in this tree's recent history (the tree's own commit included) whose trailers hold
    * every one of `trailers` (keys compared case-insensitively, values exactly), among the commits the
-   * adapter itself wrote within its look-back window. Optional: only a repo with history answers.
+   * adapter itself wrote within its look-back window. Required: idempotent writes find an earlier request's
+   * commit here, and an adapter that could leave it out would turn idempotency off without a word. A tree
+   * with no history (in memory) answers undefined: no commit of it holds the trailers.
    */
-  findCommit?(trailers: readonly Trailer[]): Promise<CommitInfo | undefined>;
-}
-
-/** `tree.hasContent` when the tree has it, else a comparison of what `read` returns. */
-export async function hasContent(tree: RepoTree, path: string, content: string): Promise<boolean> {
-  return tree.hasContent ? tree.hasContent(path, content) : (await tree.read(path)) === content;
+  findCommit(trailers: readonly Trailer[]): Promise<CommitInfo | undefined>;
 }
 
 /** One commit's worth of change. A `null` content deletes the file. */

@@ -1,6 +1,6 @@
 import type { z } from "zod";
 import { TeamValidationError, type FieldIssue } from "./errors.js";
-import { CLUSTER_SCOPED_KINDS } from "./kustomize.js";
+import { CLUSTER_SCOPED_KINDS, type KubeObject } from "./kustomize.js";
 import { describeOwner, repoLayout } from "./layout.js";
 import { teamNames } from "./naming.js";
 import { knownPlatformVars } from "./render.js";
@@ -96,7 +96,7 @@ function extraManifestIssues(name: string, value: unknown, teamClusters: Readonl
     const at = `extraManifests.${i}`;
     const e = (entry !== null && typeof entry === "object" ? entry : {}) as { cluster?: unknown; object?: unknown };
     if (typeof e.cluster === "string" && !teamClusters.has(e.cluster)) issues.push({ field: `${at}.cluster`, rule: `must name a cluster the team lands on: ${[...teamClusters].join(", ") || "(none)"}` });
-    const o = (e.object !== null && typeof e.object === "object" ? e.object : {}) as Record<string, any>;
+    const o = (e.object !== null && typeof e.object === "object" ? e.object : {}) as KubeObject; // checked field by field below
     const str = (v: unknown) => typeof v === "string" && v !== "";
     if (!str(o.apiVersion) || !str(o.kind) || !str(o.metadata?.name) || !str(o.metadata?.namespace)) {
       issues.push({ field: `${at}.object`, rule: "must be a Kubernetes object with apiVersion, kind, metadata.name and metadata.namespace" });

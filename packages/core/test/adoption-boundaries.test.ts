@@ -133,4 +133,16 @@ describe("adoption's errors say what is wrong with a file", () => {
       { field: "clusters/aks-dev-weu/zeta.yaml", rule: "cannot be read, so adoption could not look for zeta in it: uses a YAML alias; adoption reads no anchors or aliases (one can expand without bound): write the values out" },
     ]);
   });
+
+  it("a file the repository fails to read stops the adoption with that error, not a file skipped as unreadable", async () => {
+    const failing = new Error("git cat-file: object 1234 is missing");
+    class BrokenTree extends MemoryRepoTree {
+      override async read(path: string): Promise<string | undefined> {
+        if (path === "clusters/aks-dev-weu/gamma.yaml") throw failing;
+        return super.read(path);
+      }
+    }
+    const broken = new BrokenTree(gamma({}, ["ns.yaml"]).toRecord());
+    expect(await adoption.plan(broken, "gamma", request).catch((e: unknown) => e)).toBe(failing);
+  });
 });

@@ -12,6 +12,7 @@ import {
   platformSchema,
   type Platform,
   type PlatformInput,
+  type CommitInfo,
   type RepoChange,
   type RepoTree,
   type TeamInput,
@@ -282,6 +283,15 @@ export class MemoryRepoTree implements RepoTree {
     const trimmed = dir.replace(/\/+$/, "");
     const prefix = trimmed === "" || trimmed === "." ? "" : `${trimmed}/`;
     return [...this.files.keys()].filter((p) => p.startsWith(prefix)).sort();
+  }
+
+  async hasContent(path: string, content: string): Promise<boolean> {
+    return this.files.get(path) === content;
+  }
+
+  /** A tree in memory has no history: no commit of it holds any trailer. */
+  async findCommit(): Promise<CommitInfo | undefined> {
+    return undefined;
   }
 
   /** Every file, sorted by path. */

@@ -33,30 +33,30 @@ describe("findCommit: Berth's own commits found by their trailers in the branch'
     await commitWith(repo, "b.txt", [{ key: "Berth-Idempotency-Key", value: "k-2" }]);
     await pushForeignCommit({ url: remote.url, path: "image-automation/1.txt", content: "x" });
     const tree = await repo.snapshot(0);
-    const found = await tree.findCommit!([KEY]);
+    const found = await tree.findCommit([KEY]);
     expect(found?.revision).toBe(first);
     expect(found?.trailers).toEqual(expect.arrayContaining([{ key: "Berth-Requested-By", value: origin.actor }, { key: "Berth-Team", value: "a" }]));
     expect(await found!.changes()).toEqual([{ path: "a.txt", status: "added" }]);
     expect(await found!.tree.read("a.txt")).toBe("a.txt\n");
     expect(await found!.tree.read("b.txt")).toBeUndefined();
     // Every wanted trailer must match; keys compare case-insensitively.
-    expect(await tree.findCommit!([KEY, { key: "berth-team", value: "a" }])).toMatchObject({ revision: first });
-    expect(await tree.findCommit!([KEY, { key: "Berth-Team", value: "b" }])).toBeUndefined();
-    expect(await tree.findCommit!([{ key: "Berth-Idempotency-Key", value: "k-3" }])).toBeUndefined();
+    expect(await tree.findCommit([KEY, { key: "berth-team", value: "a" }])).toMatchObject({ revision: first });
+    expect(await tree.findCommit([KEY, { key: "Berth-Team", value: "b" }])).toBeUndefined();
+    expect(await tree.findCommit([{ key: "Berth-Idempotency-Key", value: "k-3" }])).toBeUndefined();
 
     // Another process (a restart, a replica) answers the same from the same history.
     const other = await open();
-    expect((await (await other.snapshot(0)).findCommit!([KEY]))?.revision).toBe(first);
+    expect((await (await other.snapshot(0)).findCommit([KEY]))?.revision).toBe(first);
   });
 
   it("ignores trailers in anyone else's commits, and sees only the tree's own history", async () => {
     const repo = await open();
     await pushForeignCommit({ url: remote.url, path: "forged.txt", content: "x", subject: "forged\n\nBerth-Requested-By: alice@example.com\nBerth-Idempotency-Key: forged" });
     const tree = await repo.snapshot(0);
-    expect(await tree.findCommit!([{ key: "Berth-Idempotency-Key", value: "forged" }])).toBeUndefined();
+    expect(await tree.findCommit([{ key: "Berth-Idempotency-Key", value: "forged" }])).toBeUndefined();
     const later = await commitWith(repo, "c.txt", [{ key: "Berth-Idempotency-Key", value: "k-later" }]);
-    expect(await tree.findCommit!([{ key: "Berth-Idempotency-Key", value: "k-later" }])).toBeUndefined(); // the older tree
-    expect((await (await repo.snapshot(0)).findCommit!([{ key: "Berth-Idempotency-Key", value: "k-later" }]))?.revision).toBe(later);
+    expect(await tree.findCommit([{ key: "Berth-Idempotency-Key", value: "k-later" }])).toBeUndefined(); // the older tree
+    expect((await (await repo.snapshot(0)).findCommit([{ key: "Berth-Idempotency-Key", value: "k-later" }]))?.revision).toBe(later);
   });
 
   it("a transaction that asks the history is re-run when the remote moves under its batch", async () => {
@@ -64,7 +64,7 @@ describe("findCommit: Berth's own commits found by their trailers in the branch'
     const seen: Array<string | undefined> = [];
     let foreign: Promise<string> | undefined;
     const result = await repo.transact(async (tree: RepoTree) => {
-      seen.push((await tree.findCommit!([KEY]))?.revision);
+      seen.push((await tree.findCommit([KEY]))?.revision);
       // The first run: someone else pushes before our push (nothing this transaction touched).
       foreign ??= pushForeignCommit({ url: remote.url, path: `image-automation/${Date.now()}.txt`, content: "y" });
       await foreign;

@@ -162,6 +162,7 @@ class ListWatchInformer<T extends KubernetesObject, Raw extends KubernetesObject
     this.client = clientFor(kc);
     const selectors = { ...(spec.labelSelector ? { labelSelector: spec.labelSelector } : {}), ...(spec.fieldSelector ? { fieldSelector: spec.fieldSelector } : {}) };
     this.listCollection = spec.list ?? (() => listPath<Raw>(kc, spec.path, selectors));
+    // Without a transform the informer caches the objects as listed: the caller's T is then Raw (the default).
     this.transform = spec.transform ?? ((raw: Raw) => raw as unknown as T);
     for (const name of Object.keys(spec.indexers ?? {})) this.indexes.set(name, new Map());
     this.log = (opts.logger ?? silentLogger).child({ informer: spec.name });

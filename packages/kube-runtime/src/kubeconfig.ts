@@ -104,5 +104,5 @@ async function clientNodeKubeConfig(env: NodeJS.ProcessEnv): Promise<KubeConfigL
   const kc = new KubeConfig();
   if (env.KUBECONFIG || !env.KUBERNETES_SERVICE_HOST) kc.loadFromDefault();
   else kc.loadFromCluster();
-  return kc as unknown as KubeConfigLike;
+  return kc;
 }

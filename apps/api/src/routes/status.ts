@@ -29,6 +29,7 @@ export const statusRoutes: FastifyPluginAsyncZod<{ board: StatusBoard }> = async
       const etag = etagOf(body);
       reply.header("etag", etag).header("cache-control", "private, no-cache");
       if (matchesEtag(request.headers["if-none-match"], etag)) return reply.code(304).send();
+      // The cast: the type provider types send() with the schema's type; the text already is that value, serialized.
       return reply.type("application/json; charset=utf-8").send(body as unknown as FleetResponse);
     },
   );

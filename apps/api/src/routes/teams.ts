@@ -97,7 +97,8 @@ export const teamRoutes: FastifyPluginAsyncZod<{ teams: TeamService }> = async (
         body = Buffer.from(JSON.stringify(teamListResponse.parse(value)), "utf8");
         listBodies.set(key, body, { size: body.length });
       }
-      // A Buffer payload skips fastify's serializer; the value was checked against the schema above.
+      // A Buffer payload skips fastify's serializer; the value was checked against the schema above (hence the
+      // cast: the type provider types send() with the schema's type).
       return reply.type("application/json; charset=utf-8").send(body as unknown as z.infer<typeof teamListResponse>);
     },
   );

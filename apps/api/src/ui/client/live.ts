@@ -19,6 +19,7 @@ interface TrustedTypesLike {
   createPolicy(name: string, rules: { createHTML(input: string): string }): TrustedTypePolicyLike;
 }
 
+// TypeScript's DOM library does not declare Trusted Types yet: the two casts below reach them by their shape.
 const trustedTypes = (window as unknown as { trustedTypes?: TrustedTypesLike }).trustedTypes;
 const policy = trustedTypes?.createPolicy("berth", { createHTML: (input) => input });
 

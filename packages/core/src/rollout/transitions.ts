@@ -1,0 +1,134 @@
+import { RolloutStateError, RolloutValidationError } from "../errors.js";
+import { ACTIVE_PHASES, type Halt, type HistoryEntry, type Rollout, type RolloutPhase, type RolloutRequest, type WaveStatus, ROLLOUT_API_VERSION, ROLLOUT_KIND } from "./model.js";
+
+/**
+ * The rollout's state machine: Running → (Paused | Halted ⇄ Running) → Completed | Aborted, and each
+ * wave Pending → Committed → Ready. Each transition returns a new state and appends to its history; a
+ * transition the phase does not allow is a RolloutStateError.
+ */
+
+/** The history keeps the last entries only: the state file stays small however long the rollout runs. */
+const MAX_HISTORY = 50;
+
+export interface NewRolloutInput {
+  id: string;
+  request: RolloutRequest;
+  /** The teams of each wave (assignWaves), or one wave named "all" for an unstaged rollout. */
+  waves: Array<{ name: string; teams: string[] }>;
+  requestedBy: string;
+  now: Date;
+  /** The gate timeout when the request gives none; null for an unstaged rollout. */
+  gateTimeoutSeconds: number | null;
+}
+
+export function newRollout(input: NewRolloutInput): Rollout {
+  const at = input.now.toISOString();
+  if (input.waves.length === 0) throw new RolloutValidationError([{ field: "waves", rule: "a rollout needs at least one wave" }]);
+  return {
+    apiVersion: ROLLOUT_API_VERSION,
+    kind: ROLLOUT_KIND,
+    metadata: { name: input.id },
+    spec: {
+      description: input.request.description,
+      requestedBy: input.requestedBy,
+      createdAt: at,
+      target: input.request.target,
+      selector: input.request.selector,
+      gate: input.gateTimeoutSeconds === null ? null : { timeoutSeconds: input.request.gate.timeoutSeconds ?? input.gateTimeoutSeconds },
+      waves: input.waves.map((w) => ({ name: w.name, teams: [...w.teams] })),
+    },
+    status: {
+      phase: "Running",
+      wave: 0,
+      waves: input.waves.map((w) => ({ name: w.name, phase: "Pending" as const })),
+      history: [{ at, event: "Created", by: input.requestedBy }],
+    },
+  };
+}
+
+function withHistory(r: Rollout, entry: HistoryEntry): Rollout["status"]["history"] {
+  return [...r.status.history, entry].slice(-MAX_HISTORY);
+}
+
+function mustBe(r: Rollout, phases: readonly RolloutPhase[], action: string): void {
+  if (!phases.includes(r.status.phase)) throw new RolloutStateError(r.metadata.name, r.status.phase, action);
+}
+
+/** The current wave (undefined once every wave is done). */
+export function currentWave(r: Rollout): { index: number; spec: Rollout["spec"]["waves"][number]; status: WaveStatus } | undefined {
+  const index = r.status.wave;
+  const spec = r.spec.waves[index];
+  const status = r.status.waves[index];
+  return spec && status ? { index, spec, status } : undefined;
+}
+
+/** The current wave is committed (its teams' changes are in the same commit as this state). */
+export function commitWave(r: Rollout, now: Date, skipped: string[]): Rollout {
+  mustBe(r, ["Running"], "committed");
+  const wave = currentWave(r);
+  if (!wave || wave.status.phase !== "Pending") throw new RolloutStateError(r.metadata.name, r.status.phase, "committed again");
+  const at = now.toISOString();
+  const waves = r.status.waves.map((w, i) =>
+    i === wave.index ? { ...w, phase: "Committed" as const, committedAt: at, gateSince: at, ...(skipped.length ? { skipped: [...skipped].sort() } : {}) } : w,
+  );
+  const status = { ...r.status, waves, history: withHistory(r, { at, event: "WaveCommitted", message: `wave ${wave.spec.name}: ${wave.spec.teams.length - skipped.length} team(s)` }) };
+  // No gate (unstaged): the wave is done as soon as it is committed.
+  return r.spec.gate === null ? passWave({ ...r, status }, now) : { ...r, status };
+}
+
+/** The current wave passed its gate: it is Ready, and the next one becomes current (or the rollout completes). */
+export function passWave(r: Rollout, now: Date): Rollout {
+  mustBe(r, ["Running"], "advanced");
+  const wave = currentWave(r);
+  if (!wave || wave.status.phase !== "Committed") throw new RolloutStateError(r.metadata.name, r.status.phase, "advanced before its wave is committed");
+  const at = now.toISOString();
+  const waves = r.status.waves.map((w, i) => (i === wave.index ? { ...w, phase: "Ready" as const, readyAt: at } : w));
+  const next = wave.index + 1;
+  const done = next >= r.spec.waves.length;
+  let history = withHistory(r, { at, event: "WaveReady", message: `wave ${wave.spec.name}` });
+  if (done) history = [...history, { at, event: "Completed" }].slice(-MAX_HISTORY);
+  return { ...r, status: { ...r.status, phase: done ? "Completed" : "Running", wave: next, waves, history } };
+}
+
+export function haltRollout(r: Rollout, now: Date, halt: Omit<Halt, "at" | "wave">): Rollout {
+  mustBe(r, ["Running"], "halted");
+  const at = now.toISOString();
+  const wave = currentWave(r)?.spec.name ?? "";
+  return {
+    ...r,
+    status: {
+      ...r.status,
+      phase: "Halted",
+      halt: { ...halt, at, wave, teams: halt.teams.slice(0, 200) },
+      history: withHistory(r, { at, event: "Halted", message: `${halt.reason}: ${halt.message}` }),
+    },
+  };
+}
+
+export function pauseRollout(r: Rollout, now: Date, by: string): Rollout {
+  mustBe(r, ["Running"], "paused");
+  return { ...r, status: { ...r.status, phase: "Paused", history: withHistory(r, { at: now.toISOString(), event: "Paused", by }) } };
+}
+
+/** Back to Running; the current wave's gate clock starts again (a halt's cause was fixed meanwhile). */
+export function resumeRollout(r: Rollout, now: Date, by: string): Rollout {
+  mustBe(r, ["Paused", "Halted"], "resumed");
+  const at = now.toISOString();
+  const waves = r.status.waves.map((w, i) => (i === r.status.wave && w.phase === "Committed" ? { ...w, gateSince: at } : w));
+  const { halt: _halt, ...status } = r.status;
+  return { ...r, status: { ...status, phase: "Running", waves, history: withHistory(r, { at, event: "Resumed", by }) } };
+}
+
+export function abortRollout(r: Rollout, now: Date, by: string): Rollout {
+  mustBe(r, ACTIVE_PHASES, "aborted");
+  return { ...r, status: { ...r.status, phase: "Aborted", history: withHistory(r, { at: now.toISOString(), event: "Aborted", by }) } };
+}
+
+/** Teams of waves already committed (they are on the target), in wave order. */
+export function committedTeams(r: Rollout): string[] {
+  return r.spec.waves.flatMap((w, i) => (r.status.waves[i]?.phase !== "Pending" ? w.teams.filter((t) => !r.status.waves[i]?.skipped?.includes(t)) : []));
+}
+
+export function rolloutTeams(r: Rollout): string[] {
+  return r.spec.waves.flatMap((w) => w.teams);
+}
