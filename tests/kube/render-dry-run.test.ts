@@ -40,7 +40,7 @@ import { REPO_ROOT, startKubeCluster, type KubeCluster } from "../support/kube-c
 import { installCrd, kubeRequest } from "../support/kube-http.js";
 import { fluxSubstitute } from "../support/kustomize.js";
 import { serverSideDryRunApply, type DryRunResult } from "../support/kube-dry-run.js";
-import { kustomizeFiles, normalizeRepoPath, substituteFluxVars } from "../support/flux-build.js";
+import { kustomizeFiles, normalizeRepoPath } from "../support/flux-build.js";
 import type { KubeConfig } from "@kubernetes/client-node";
 
 
@@ -145,8 +145,6 @@ function platformVarsFor(platform: Platform, cluster: Cluster): Record<string, s
   for (const key of knownPlatformVars(platform)) expect(vars[key], `platform-vars of ${cluster.name} lacks ${key}`).toBeDefined();
   return vars;
 }
-
-const substitute = substituteFluxVars;
 
 // ---- what Flux builds -------------------------------------------------------------------------------
 

@@ -21,7 +21,7 @@ export async function kustomizeText(dir: string): Promise<string> {
   try {
     return (await run("kubectl", ["kustomize", dir], { maxBuffer: 64 * 1024 * 1024 })).stdout;
   } catch (err) {
-    throw new Error(`kubectl kustomize ${dir} failed: ${(err as { stderr?: string }).stderr || (err as Error).message}`);
+    throw new Error(`kubectl kustomize ${dir} failed: ${(err as { stderr?: string }).stderr || (err as Error).message}`, { cause: err });
   }
 }
 

@@ -11,8 +11,6 @@ import {
   type Team,
   type TeamFailure,
   type Trailer,
-  validateTeam,
-  validateTeamSpec,
 } from "@berth/core";
 import { IdempotentWrites, type TransactionStore, type WriteRequest } from "./idempotency.js";
 import type { ClusterStatus, TeamStatusReader } from "./team-status.js";

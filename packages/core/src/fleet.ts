@@ -1,8 +1,7 @@
 import { RenderError, RepoContentError, TeamValidationError } from "./errors.js";
 import { repoLayout, type RepoLayout } from "./layout.js";
 import { fileStatus, unifiedDiff, type Onboarding, type TeamFailure } from "./onboarding.js";
-import type { FileChange } from "./repo.js";
-import type { RepoTree } from "./repo.js";
+import type { FileChange, RepoTree } from "./repo.js";
 import { matchesSelector, type TeamSelector } from "./rollout.js";
 import { parseTeamFile } from "./team-file.js";
 import type { Team } from "./team.js";

@@ -49,7 +49,7 @@ interface Pending {
  * An LRU keyed by immutable object names (`<sha>:<path>`), bounded by entries and bytes; an entry over a
  * quarter of the budget is not kept. `false` records "names nothing" (lru-cache holds no undefined/null).
  */
-export function objectCache<V extends {}>(maxEntries: number, maxBytes: number): LRUCache<string, V> {
+export function objectCache<V extends NonNullable<unknown>>(maxEntries: number, maxBytes: number): LRUCache<string, V> {
   return new LRUCache<string, V>({ max: maxEntries, maxSize: maxBytes, maxEntrySize: maxBytes / 4 });
 }
 
