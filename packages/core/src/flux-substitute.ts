@@ -57,9 +57,8 @@ export function substituteString(text: string, resolve: (name: string) => VarRes
       }
       return "keep" in r ? whole : r.value;
     }
-    const withDefault = WITH_DEFAULT.exec(body);
-    if (withDefault && !withDefault[3]!.includes("$")) {
-      const [, name, op, fallback] = withDefault as unknown as [string, string, string, string];
+    const [, name, op, fallback] = WITH_DEFAULT.exec(body) ?? [];
+    if (name !== undefined && op !== undefined && fallback !== undefined && !fallback.includes("$")) {
       const r = resolve(name);
       if (r !== undefined && "keep" in r) return `\${${name}}`;
       const unsetOrEmpty = r === undefined || (op.startsWith(":") && r.value === "");
@@ -71,7 +70,7 @@ export function substituteString(text: string, resolve: (name: string) => VarRes
 }
 
 /** Whether Flux skips the object (label or annotation `kustomize.toolkit.fluxcd.io/substitute: disabled`). */
-export function substitutionDisabled(obj: Record<string, any>): boolean {
+export function substitutionDisabled(obj: { metadata?: { labels?: Record<string, unknown>; annotations?: Record<string, unknown> } }): boolean {
   return obj.metadata?.labels?.[SUBSTITUTE_DISABLED_KEY] === "disabled" || obj.metadata?.annotations?.[SUBSTITUTE_DISABLED_KEY] === "disabled";
 }
 
