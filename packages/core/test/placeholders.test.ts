@@ -11,7 +11,7 @@ import {
   type TemplateSet,
 } from "@berth/core";
 import { makePlatform, PLATFORM, teamInput, templateFiles } from "./fixtures.js";
-import { parseObjects } from "./yaml-helpers.js";
+import { parseManifests, parseObjects } from "./yaml-helpers.js";
 
 const SRC = "templates/test/x.yaml";
 const ctx = {
@@ -160,8 +160,8 @@ describe("rendering", () => {
 
   it("renders one document per element of a forEach list, bound to `as`", () => {
     const files = render(templateSetWith({}), PLATFORM, teamInput({ roleAssignments: [{ role: "rg-contributor" }, { role: "postgres-reader" }] }));
-    const docs = parseObjects(files.get("teams/orders/clusters/aks-dev-weu/role-assignment.yaml")!, "1.1") as any[];
-    expect(docs.map((d) => d.metadata.labels["berth.dev/role"])).toEqual(["rg-contributor", "postgres-reader"]);
+    const docs = parseManifests(files.get("teams/orders/clusters/aks-dev-weu/role-assignment.yaml")!, "1.1");
+    expect(docs.map((d) => d.metadata.labels?.["berth.dev/role"])).toEqual(["rg-contributor", "postgres-reader"]);
   });
 
   it("refuses a forEach over something that is not a list", () => {
@@ -204,7 +204,7 @@ describe("rendering", () => {
   it("does not re-read a value inserted inline as template syntax", () => {
     const templates = templateSetWith({ "limit-range.yaml": "apiVersion: v1\nkind: LimitRange\nmetadata:\n  name: x\n  annotations:\n    a: \"Team {{ team.name }}: {{ team.description }}\"\n" });
     const files = render(templates, PLATFORM, teamInput({ description: "{{ names.namespace }} }}" }));
-    expect((parseObjects(files.get("teams/orders/base/limit-range.yaml")!, "1.1")[0] as any).metadata.annotations.a).toBe("Team orders: {{ names.namespace }} }}");
+    expect(parseManifests(files.get("teams/orders/base/limit-range.yaml")!, "1.1")[0]?.metadata.annotations?.a).toBe("Team orders: {{ names.namespace }} }}");
   });
 });
 
@@ -279,6 +279,6 @@ describe("templateset.yaml", () => {
     const files = render(t);
     expect(files.has("teams/orders/base/limits.yaml")).toBe(true);
     expect(files.has("teams/orders/base/limit-range.yaml")).toBe(false);
-    expect((parseObjects(files.get("teams/orders/base/kustomization.yaml")!, "1.1")[0] as any).resources).toContain("limits.yaml");
+    expect(parseManifests(files.get("teams/orders/base/kustomization.yaml")!, "1.1")[0]?.resources).toContain("limits.yaml");
   });
 });
