@@ -32,7 +32,6 @@ import {
   createWriteStream,
   existsSync,
   linkSync,
-  lstatSync,
   mkdirSync,
   mkdtempSync,
   readdirSync,

@@ -25,6 +25,18 @@ afterAll(async () => {
   await world?.close();
 });
 
+
+/** What azure/proxy-child.ts prints: discovery's answers through the proxy, or the error it threw. */
+type ChildOutput = {
+  ok: boolean;
+  error?: { name: string; message: string };
+  clusterFacts?: { tenantId: string; subscriptionId: string; oidcIssuerUrl: string; location: string };
+  platformCredential?: unknown;
+  teamIdentity?: { clientId: string; [field: string]: unknown };
+  missingTeam?: unknown;
+  requests: Record<string, number>;
+};
+
 async function runChild(env: Record<string, string>) {
   const task = {
     cluster: CLUSTER_NAME,
@@ -39,7 +51,7 @@ async function runChild(env: Record<string, string>) {
     env: { PATH: process.env.PATH ?? "", HOME: process.env.HOME ?? "/tmp", ...world.fake.proxyEnv(), ...env, BERTH_DISCOVERY_TASK: JSON.stringify(task) },
     timeout: 45_000,
   });
-  return JSON.parse(stdout.trim().split("\n").pop()!) as Record<string, any>;
+  return JSON.parse(stdout.trim().split("\n").pop()!) as ChildOutput;
 }
 
 describe("proxy mode (production configuration, HTTPS_PROXY + NODE_EXTRA_CA_CERTS)", () => {
@@ -50,7 +62,7 @@ describe("proxy mode (production configuration, HTTPS_PROXY + NODE_EXTRA_CA_CERT
     expect(out.clusterFacts).toEqual({ tenantId: world.fake.tenantId, subscriptionId: world.fake.subscriptionId, oidcIssuerUrl: world.issuer, location: "westeurope" });
     expect(out.platformCredential).toEqual({ tenantId: world.fake.tenantId, subscriptionId: world.fake.subscriptionId, clientId: world.platformIdentity.clientId });
     expect(out.teamIdentity).toEqual(world.teams.get("alpha"));
-    expect(out.teamIdentity.clientId).toMatch(GUID);
+    expect(out.teamIdentity?.clientId).toMatch(GUID);
     expect(out.missingTeam).toBeNull();
     // Through the proxy, under the real host names; token requests counted by the default credential's policy.
     const after = world.fake.proxy!.countByTarget();
@@ -72,7 +84,7 @@ describe("proxy mode (production configuration, HTTPS_PROXY + NODE_EXTRA_CA_CERT
     world.fake.stats.reset();
     const out = await runChild({ AZURE_TENANT_ID: world.fake.tenantId, AZURE_CLIENT_ID: controller.clientId!, AZURE_FEDERATED_TOKEN_FILE: tokenFile });
     expect(out.error).toBeUndefined();
-    expect(out.clusterFacts.oidcIssuerUrl).toBe(world.issuer);
+    expect(out.clusterFacts?.oidcIssuerUrl).toBe(world.issuer);
     expect(out.teamIdentity).toEqual(world.teams.get("alpha"));
     expect(world.fake.stats.requests.every((r) => r.host === "management.azure.com" || r.host === "login.microsoftonline.com")).toBe(true);
     expect(azureNames("alpha", CLUSTER_NAME).identity).toBe("id-alpha--aks-prod");

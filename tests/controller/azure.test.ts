@@ -25,7 +25,7 @@ import { join } from "node:path";
 import { Watch } from "@kubernetes/client-node";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { BUILT_IN_ROLES, createServiceAccountIssuer, type RequestRecord } from "../fake-azure/index.js";
-import { CLUSTER_NAME, CLUSTER_RG, createTeamIdentity, PLATFORM_IDENTITY, startWorld, type World } from "../azure/support.js";
+import { CLUSTER_NAME, CLUSTER_RG, PLATFORM_IDENTITY, startWorld, type World } from "../azure/support.js";
 import { REPO_ROOT, startKubeCluster, type KubeCluster } from "../support/kube-cluster.js";
 import { parseLogOutput } from "../support/logs.js";
 import { eventually } from "../support/wait.js";

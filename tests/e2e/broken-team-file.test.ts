@@ -3,7 +3,9 @@
  * listing still answers 200 with the other teams, and reports the broken ones with why (GET /v1/teams,
  * /v1/templates, /v1/status, POST /v1/rollouts/preview, the status page), as /v1/fleet/drift already did.
  */
+import { fleetResponse, problemSchema, rolloutPreviewResponse, teamListResponse } from "@berth/api-contract";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { templateListResponse } from "../../apps/api/src/routes/templates.js";
 import { DEV_TOKEN, startBerth, type RunningBerth } from "../support/berth.js";
 import { ensureBuilt } from "../support/build.js";
 import { CliHarness } from "../support/cli.js";
@@ -54,51 +56,54 @@ describe("a team file that cannot be read", () => {
     await remote?.remove();
   });
 
-  const get = async (url: string) => {
+  /** A 200 answer, parsed with the schema the route declares (so the contract is checked too). */
+  const get = async <T>(url: string, schema: { parse(data: unknown): T }): Promise<T> => {
     const res = await berth.server.inject({ url, headers: auth });
     expect(res.statusCode, res.body).toBe(200);
-    return res.json() as any;
+    return schema.parse(res.json());
   };
   const brokenNames = (broken: Array<{ team: string; error: string }>) => broken.map((b) => b.team);
 
   it("GET /v1/teams serves the other teams and reports each broken one with why, on every page", async () => {
-    const list = await get("/v1/teams");
-    expect(list.items.map((t: any) => t.name)).toEqual(["alpha"]);
+    const list = await get("/v1/teams", teamListResponse);
+    expect(list.items.map((t) => t.name)).toEqual(["alpha"]);
     expect(brokenNames(list.broken)).toEqual(["bravo", "charlie", "delta"]);
-    expect(list.broken[0].error).toContain("teams/bravo/base/team.yaml: not valid YAML: Excessive alias count");
-    expect(list.broken[1].error).toContain("teams/charlie/base/team.yaml: not valid YAML");
-    const page = await get("/v1/teams?limit=1");
+    expect(list.broken[0]?.error).toContain("teams/bravo/base/team.yaml: not valid YAML: Excessive alias count");
+    expect(list.broken[1]?.error).toContain("teams/charlie/base/team.yaml: not valid YAML");
+    const page = await get("/v1/teams?limit=1", teamListResponse);
     expect(brokenNames(page.broken)).toEqual(["bravo", "charlie", "delta"]);
   });
 
   it("GET /v1/templates counts the readable teams and reports the others", async () => {
-    const templates = await get("/v1/templates");
-    expect(templates.items.reduce((n: number, v: any) => n + v.teams, 0)).toBe(1);
+    const templates = await get("/v1/templates", templateListResponse);
+    expect(templates.items.reduce((n, v) => n + v.teams, 0)).toBe(1);
     expect(brokenNames(templates.broken)).toEqual(["bravo", "charlie", "delta"]);
   });
 
   it("GET /v1/status answers for the readable teams and reports the others", async () => {
-    const status = await get("/v1/status");
-    expect(status.teams.map((t: any) => t.team)).toEqual(["alpha"]);
+    const status = await get("/v1/status", fleetResponse);
+    expect(status.teams.map((t) => t.team)).toEqual(["alpha"]);
     expect(brokenNames(status.broken)).toEqual(["bravo", "charlie", "delta"]);
   });
 
   it("a rollout can still be planned: broken teams are left out and reported, or fail when the request names them", async () => {
     const everyone = await berth.server.inject({ method: "POST", url: "/v1/rollouts/preview?diffs=false", headers: auth, payload: { target: { templateVersion: "v2" }, selector: {} } });
     expect(everyone.statusCode, everyone.body).toBe(200);
-    expect(everyone.json()).toMatchObject({ summary: { selected: 1, changed: 1, failed: 0 }, problems: [] });
-    expect(brokenNames(everyone.json().broken)).toEqual(["bravo", "charlie", "delta"]);
+    const all = rolloutPreviewResponse.parse(everyone.json());
+    expect(all).toMatchObject({ summary: { selected: 1, changed: 1, failed: 0 }, problems: [] });
+    expect(brokenNames(all.broken)).toEqual(["bravo", "charlie", "delta"]);
 
     const named = await berth.server.inject({ method: "POST", url: "/v1/rollouts/preview?diffs=false", headers: auth, payload: { target: { templateVersion: "v2" }, selector: { names: ["alpha", "bravo"] } } });
     expect(named.statusCode, named.body).toBe(200);
-    expect(named.json()).toMatchObject({ summary: { selected: 1, changed: 1, failed: 1 }, broken: [] });
-    expect(named.json().failed[0]).toMatchObject({ team: "bravo", error: expect.stringContaining("Excessive alias count") });
+    const some = rolloutPreviewResponse.parse(named.json());
+    expect(some).toMatchObject({ summary: { selected: 1, changed: 1, failed: 1 }, broken: [] });
+    expect(some.failed[0]).toMatchObject({ team: "bravo", error: expect.stringContaining("Excessive alias count") });
 
     // Creating it commits nothing while a team it names cannot be read.
     const before = (await inspectRemote(remote.url)).head;
     const refused = await berth.server.inject({ method: "POST", url: "/v1/rollouts", headers: auth, payload: { target: { templateVersion: "v2" }, selector: { names: ["alpha", "bravo"] } } });
     expect(refused.statusCode, refused.body).toBe(422);
-    expect(refused.json().type).toBe("https://berth.dev/problems/rollout-render-failed");
+    expect(problemSchema.parse(refused.json()).type).toBe("https://berth.dev/problems/rollout-render-failed");
     expect((await inspectRemote(remote.url)).head).toBe(before);
   });
 

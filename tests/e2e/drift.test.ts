@@ -4,6 +4,7 @@
  */
 import { teamShard } from "@berth/core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { driftResponse } from "../../apps/api/src/routes/fleet.js";
 import { DEV_TOKEN, startBerth, type RunningBerth } from "../support/berth.js";
 import { createBareRepo, handEdit, inspectRemote } from "../support/git-remotes.js";
 
@@ -31,7 +32,7 @@ describe("repo drift", () => {
   const drift = async (query = "") => {
     const res = await berth.server.inject({ url: `/v1/fleet/drift${query}`, headers: auth });
     expect(res.statusCode, res.body).toBe(200);
-    return res.json() as any;
+    return driftResponse.parse(res.json()); // the route's declared shape (not in @berth/api-contract)
   };
 
   it("reports nothing for a repo only Berth wrote", async () => {
@@ -51,11 +52,11 @@ describe("repo drift", () => {
     await berth.repo.snapshot(0); // reads may be up to 2 s behind the remote: look now
     const report = await drift();
     expect(report.summary).toEqual({ checked: 3, drifted: 2, files: 5, failed: 1 });
-    expect(report.teams.map((t: any) => [t.team, t.templateVersion, t.files.map((f: any) => [f.path, f.drift])])).toEqual([
+    expect(report.teams.map((t) => [t.team, t.templateVersion, t.files.map((f) => [f.path, f.drift])])).toEqual([
       ["alpha", "v1", [["teams/alpha/base/debug-pod.yaml", "unexpected"], ["teams/alpha/base/namespace.yaml", "modified"]]],
       ["bravo", "v1", [["teams/bravo/clusters/aks-dev-weu/identity.yaml", "missing"]]],
     ]);
-    const ns = report.teams[0].files[1].diff as string;
+    const ns = report.teams[0]!.files[1]!.diff;
     expect(ns).toContain("-    pod-security.kubernetes.io/enforce: privileged");
     expect(ns).toContain("+    pod-security.kubernetes.io/enforce: baseline");
     expect(report.layout).toEqual([
@@ -64,7 +65,7 @@ describe("repo drift", () => {
     ]);
     expect(report.failed).toEqual([{ team: "charlie", error: expect.stringContaining("environments.0 must be one of the platform's environments") }]);
     expect(report.fix).toEqual({ selector: { names: ["alpha", "bravo"] } });
-    expect((await drift("?diffs=false")).teams[0].files[1].diff).toBe("");
+    expect((await drift("?diffs=false")).teams[0]?.files[1]?.diff).toBe("");
   });
 
   it("a same-version rollout of the drifted teams puts every file back", async () => {

@@ -131,7 +131,7 @@ describe("docs/install.md, the `sh test` blocks run in order", () => {
         outputs.push(stdout + stderr);
       } catch (err) {
         const e = err as { stdout?: string; stderr?: string; message: string };
-        throw new Error(`docs/install.md line ${block.line} failed:\n${block.code}\n--- output ---\n${(e.stdout ?? "").slice(-3000)}${(e.stderr ?? e.message).slice(-3000)}`);
+        throw new Error(`docs/install.md line ${block.line} failed:\n${block.code}\n--- output ---\n${(e.stdout ?? "").slice(-3000)}${(e.stderr ?? e.message).slice(-3000)}`, { cause: err });
       }
       console.log(`[tests/install] docs/install.md line ${block.line}: ${Date.now() - t0} ms`);
     }

@@ -40,7 +40,7 @@ import { REPO_ROOT, startKubeCluster, type KubeCluster } from "../support/kube-c
 import { installCrd, kubeRequest } from "../support/kube-http.js";
 import { fluxSubstitute } from "../support/kustomize.js";
 import { serverSideDryRunApply, type DryRunResult } from "../support/kube-dry-run.js";
-import { kustomizeFiles, normalizeRepoPath, substituteFluxVars } from "../support/flux-build.js";
+import { kustomizeFiles, normalizeRepoPath } from "../support/flux-build.js";
 import type { KubeConfig } from "@kubernetes/client-node";
 
 
@@ -102,7 +102,7 @@ const MINIMAL_TEAM_CRD = {
 function controllerTeamCrd(): Record<string, unknown> | undefined {
   if (!existsSync(TEAM_CRD_FILE)) return undefined;
   const crd = parseAllDocuments(readFileSync(TEAM_CRD_FILE, "utf8"))
-    .map((d) => d.toJS() as Record<string, any> | null)
+    .map((d) => d.toJS() as KubeObject | null)
     .find((o) => o?.kind === "CustomResourceDefinition" && o.metadata?.name === TEAM_CRD_NAME);
   if (!crd) throw new Error(`${TEAM_CRD_FILE} holds no CustomResourceDefinition ${TEAM_CRD_NAME}`);
   return crd;
@@ -146,11 +146,10 @@ function platformVarsFor(platform: Platform, cluster: Cluster): Record<string, s
   return vars;
 }
 
-const substitute = substituteFluxVars;
-
 // ---- what Flux builds -------------------------------------------------------------------------------
 
-type KubeObject = Record<string, any>;
+/** A rendered object as these tests read and apply it: identity fields typed, the rest passed through unread. */
+type KubeObject = { apiVersion: string; kind: string; metadata: { name: string; namespace?: string; [field: string]: unknown }; spec?: Record<string, unknown>; [field: string]: unknown };
 
 interface Manifest {
   /** Repo path of the file the object came from. */
@@ -200,7 +199,7 @@ function manifestsOf(ex: Example, files: ReadonlyMap<string, string>): { manifes
     add(fluxFile, cluster, vars);
     const flux = parseObjects(files.get(fluxFile)!, "1.1")[0] as KubeObject;
     const kustomizations = new Set<string>();
-    for (const file of kustomizeFiles(files, normalize(String(flux.spec.path)), kustomizations)) add(file, cluster, vars);
+    for (const file of kustomizeFiles(files, normalize(String(flux.spec?.path)), kustomizations)) add(file, cluster, vars);
     for (const k of kustomizations) covered.add(k);
   }
   return { manifests, covered };

@@ -40,10 +40,17 @@ export interface RunningBerth {
 const TEST_RATE_LIMITS = { reads: 1_000_000, writes: 1_000_000, unauthenticated: 1_000_000 };
 
 /**
+ * infra/local/berth.yaml as parsed, for a test to change before Berth reads it: loadConfig then validates it
+ * like any deployment's file.
+ */
+// eslint-disable-next-line @typescript-eslint/no-explicit-any -- edits reach any section at any depth, and the callers in tests/support/flux-platform.ts and tests/rollouts, tests/e2e/adoption-platform (being changed now) rely on it; a typed config input is follow-up work
+export type RawConfig = Record<string, any>;
+
+/**
  * infra/local/berth.yaml with `api` settings merged over its own, written beside the work dir: the overrides
  * go through the same file parsing and validation as a deployment's config.
  */
-export async function writeConfigFile(dir: string, api: Record<string, unknown>, edit?: (raw: Record<string, any>) => void): Promise<string> {
+export async function writeConfigFile(dir: string, api: Record<string, unknown>, edit?: (raw: RawConfig) => void): Promise<string> {
   const base = parse(await readFile(join(REPO_ROOT, "infra", "local", "berth.yaml"), "utf8")) as Record<string, unknown>;
   const file = join(dir, "berth.yaml");
   const merged = {
@@ -68,7 +75,7 @@ export async function startBerth(options: {
   /** Merged over the file's `api` section (timeouts, rateLimit, ...). */
   api?: Record<string, unknown>;
   /** Changes to infra/local/berth.yaml for this instance (e.g. platform.templateVersion, api.rollouts). */
-  config?: (raw: Record<string, any>) => void;
+  config?: (raw: RawConfig) => void;
   /** Replace the rollout engine's clock and the cluster status reader (default: real time, the kubeconfigs). */
   clock?: Clock;
   statusReader?: TeamStatusReader;

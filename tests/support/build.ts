@@ -36,7 +36,7 @@ async function acquire(): Promise<void> {
     } catch (err) {
       if ((err as NodeJS.ErrnoException).code !== "EEXIST") throw err;
       if (await stale()) await rm(LOCK, { recursive: true, force: true });
-      if (i > 3600) throw new Error(`waited too long for ${LOCK}`);
+      if (i > 3600) throw new Error(`waited too long for ${LOCK}`, { cause: err });
       await sleep(500);
     }
   }

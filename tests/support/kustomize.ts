@@ -13,6 +13,7 @@ export type KubeObject = {
   apiVersion: string;
   kind: string;
   metadata: { name: string; namespace?: string; labels?: Record<string, string>; annotations?: Record<string, string>; [k: string]: unknown };
+  // eslint-disable-next-line @typescript-eslint/no-explicit-any -- install and image tests read built manifests at any depth; a precise type per kind is follow-up work
   [k: string]: any;
 };
 
@@ -21,7 +22,7 @@ export async function kustomizeText(dir: string): Promise<string> {
   try {
     return (await run("kubectl", ["kustomize", dir], { maxBuffer: 64 * 1024 * 1024 })).stdout;
   } catch (err) {
-    throw new Error(`kubectl kustomize ${dir} failed: ${(err as { stderr?: string }).stderr || (err as Error).message}`);
+    throw new Error(`kubectl kustomize ${dir} failed: ${(err as { stderr?: string }).stderr || (err as Error).message}`, { cause: err });
   }
 }
 

@@ -59,9 +59,8 @@ export class TmuxTerminal {
   async waitFor(pattern: RegExp | ((screen: string) => boolean), timeoutMs = 60_000): Promise<string> {
     const test = typeof pattern === "function" ? pattern : (s: string) => pattern.test(s);
     const deadline = Date.now() + timeoutMs;
-    let last = "";
     for (;;) {
-      last = await this.screen();
+      const last = await this.screen();
       if (test(last)) return last;
       if (Date.now() > deadline) throw new Error(`the terminal never showed ${String(pattern)}; it shows:\n${last}`);
       await sleep(200);

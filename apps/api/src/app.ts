@@ -1,6 +1,5 @@
-import type { FastifyInstance } from "fastify";
+import type { FastifyInstance, FastifySchemaCompiler } from "fastify";
 import { toFieldIssues } from "@berth/core";
-import type { FastifySchemaCompiler } from "fastify";
 import { serializerCompiler } from "fastify-type-provider-zod";
 import type { ZodType } from "zod";
 import { auditPlugin } from "./plugins/audit.js";

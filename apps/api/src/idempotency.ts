@@ -33,12 +33,11 @@ function badKey(detail: string): HttpProblem {
  * send it, the bare value. Undefined when absent; 400 when repeated or malformed.
  */
 export function idempotencyKeyOf(request: FastifyRequest): string | undefined {
-  const raw = request.raw.rawHeaders;
-  const values: string[] = [];
-  for (let i = 0; i < raw.length; i += 2) if (raw[i]!.toLowerCase() === IDEMPOTENCY_HEADER) values.push(raw[i + 1]!);
-  if (values.length === 0) return undefined;
-  if (values.length > 1) throw badKey("more than one Idempotency-Key header");
-  const value = values[0]!.trim();
+  const raw = request.raw.rawHeaders; // name, value, name, value, …
+  const [first, ...more] = raw.filter((_, i) => i % 2 === 1 && raw[i - 1]?.toLowerCase() === IDEMPOTENCY_HEADER);
+  if (first === undefined) return undefined;
+  if (more.length > 0) throw badKey("more than one Idempotency-Key header");
+  const value = first.trim();
   const key = value.startsWith('"') && value.endsWith('"') && value.length >= 2 ? value.slice(1, -1) : value;
   if (!KEY.test(key)) throw badKey("Idempotency-Key must be 1-128 visible ASCII characters (a UUID is ideal), optionally in double quotes");
   return key;

@@ -8,7 +8,9 @@ import { createServices } from "./wiring.js";
 
 function devBanner(config: BerthConfig, url: string): string {
   if (config.api.auth.mode !== "dev") return "";
-  const env = config.platform.environments[0]!.name;
+  // The platform schema requires at least one environment; the example names the first.
+  const env = config.platform.environments[0]?.name;
+  if (env === undefined) throw new Error("the platform configuration lists no environment");
   const body = JSON.stringify({ name: "payments", description: "Payments team", owners: ["0b9a3c1e-1111-4222-8333-444455556666"], environments: [env] });
   return [
     "",

@@ -37,8 +37,9 @@ function clientErrorStatus(code: string | undefined): number {
   return 400;
 }
 
+const NOT_HTTP_DETAIL = "the request is not valid HTTP/1.1";
 const CLIENT_ERROR_DETAIL: Record<number, string> = {
-  400: "the request is not valid HTTP/1.1",
+  400: NOT_HTTP_DETAIL,
   408: "the request did not arrive in time",
   414: "the request target is too long",
   431: "the request headers are too large",
@@ -97,7 +98,7 @@ export async function buildServer(deps: AppDeps, options: ServerOptions = {}): P
       this.log.info({ requestId, status, code: err.code, remoteAddress: socket.remoteAddress }, "refused a malformed request before routing");
       // Never write into a response already on the wire (a pipelined request failing mid-answer).
       const inFlight = (socket as Socket & { _httpMessage?: { headersSent?: boolean } })._httpMessage;
-      if (socket.writable && !inFlight?.headersSent) socket.end(rawProblemResponse(status, requestId, CLIENT_ERROR_DETAIL[status] ?? CLIENT_ERROR_DETAIL[400]!));
+      if (socket.writable && !inFlight?.headersSent) socket.end(rawProblemResponse(status, requestId, CLIENT_ERROR_DETAIL[status] ?? NOT_HTTP_DETAIL));
       else socket.destroy();
     },
   }).withTypeProvider<ZodTypeProvider>();

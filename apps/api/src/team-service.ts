@@ -11,8 +11,6 @@ import {
   type Team,
   type TeamFailure,
   type Trailer,
-  validateTeam,
-  validateTeamSpec,
 } from "@berth/core";
 import { IdempotentWrites, type TransactionStore, type WriteRequest } from "./idempotency.js";
 import type { ClusterStatus, TeamStatusReader } from "./team-status.js";
@@ -80,10 +78,17 @@ export class TeamService {
   async list(page: { limit?: number; after?: string } = {}): Promise<TeamPage> {
     const tree = await this.store.snapshot();
     const { teams: all, broken } = await this.onboarding.listTeams(tree);
-    const start = page.after === undefined ? 0 : all.findIndex((t) => t.name > page.after!);
+    const { after, limit } = page;
+    const start = after === undefined ? 0 : all.findIndex((t) => t.name > after);
     const rest = start === -1 ? [] : all.slice(start);
-    const teams = page.limit === undefined ? rest : rest.slice(0, page.limit);
-    return { revision: tree.revision, teams, broken, ...(teams.length < rest.length ? { lastOfPage: teams[teams.length - 1]!.name } : {}) };
+    const teams = limit === undefined ? rest : rest.slice(0, limit);
+    if (teams.length < rest.length) {
+      const last = teams.at(-1);
+      // The route allows limits of 1-1000: a page of none would have no place to continue from.
+      if (last === undefined) throw new RangeError(`a page of ${limit} teams cannot continue`);
+      return { revision: tree.revision, teams, broken, lastOfPage: last.name };
+    }
+    return { revision: tree.revision, teams, broken };
   }
 
   /** The current revision, without reading any team (for conditional requests). */

@@ -258,7 +258,7 @@ export const DEFAULT_CHUNK_SIZE = 500;
  */
 export async function listAllTeams(client: BerthClient, chunkSize = DEFAULT_CHUNK_SIZE): Promise<{ teams: Team[]; broken: BrokenTeam[] }> {
   const teams: Team[] = [];
-  let broken: BrokenTeam[] = [];
+  let broken: BrokenTeam[];
   let next: string | undefined;
   do {
     const query = new URLSearchParams();
@@ -266,11 +266,13 @@ export async function listAllTeams(client: BerthClient, chunkSize = DEFAULT_CHUN
     if (next !== undefined) query.set("continue", next);
     const search = query.size > 0 ? `?${query.toString()}` : "";
     const { body } = await client.request("GET", `/v1/teams${search}`, { schema: teamListResponse });
-    teams.push(...body!.items);
-    broken = body!.broken; // every page reports all of them
+    // `body` is undefined only for a status the caller lists in `empty`, and this request lists none.
+    if (body === undefined) throw new CliError("the API answered the list of teams with no body", EXIT.unavailable);
+    teams.push(...body.items);
+    broken = body.broken; // every page reports all of them
     // A continue token that does not move (a broken server) would loop forever: stop instead.
-    if (body!.continue !== undefined && body!.continue === next) throw new CliError("the API sent the same continue token twice while listing teams", EXIT.unavailable);
-    next = body!.continue;
+    if (body.continue !== undefined && body.continue === next) throw new CliError("the API sent the same continue token twice while listing teams", EXIT.unavailable);
+    next = body.continue;
   } while (next !== undefined);
   return { teams, broken };
 }

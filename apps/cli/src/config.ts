@@ -39,7 +39,7 @@ export const serverUrlSchema = z
  */
 export function checkServerUrl(server: string, from: string): string {
   const parsed = serverUrlSchema.safeParse(server);
-  if (!parsed.success) throw new CliError(`${from}: the server URL ${parsed.error.issues[0]!.message}`, EXIT.usage);
+  if (!parsed.success) throw new CliError(`${from}: the server URL ${parsed.error.issues[0]?.message ?? parsed.error.message}`, EXIT.usage);
   return parsed.data;
 }
 

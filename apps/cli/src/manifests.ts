@@ -57,8 +57,8 @@ export function parseDocuments(text: string, source: string): Array<{ source: st
   const out: Array<{ source: string; value: unknown }> = [];
   list.forEach((doc, i) => {
     const where = list.length > 1 ? `${source}#${i + 1}` : source;
-    if (doc.errors.length) {
-      const err = doc.errors[0]!;
+    const [err] = doc.errors;
+    if (err) {
       const line = err.linePos?.[0] ? ` (line ${err.linePos[0].line})` : "";
       throw new CliError(`${where}: not valid YAML${line}: ${err.message.split("\n")[0]}`, EXIT.invalid);
     }
@@ -147,8 +147,9 @@ export async function readRolloutRequest(path: string, options: { cwd: string; s
     }
   }
   const docs = parseDocuments(text, path);
-  if (docs.length !== 1) throw new CliError(`${path}: a rollout file holds exactly one document, not ${docs.length}`, EXIT.invalid);
-  return parseRolloutRequest(docs[0]!.value, path);
+  const [doc] = docs;
+  if (doc === undefined || docs.length !== 1) throw new CliError(`${path}: a rollout file holds exactly one document, not ${docs.length}`, EXIT.invalid);
+  return parseRolloutRequest(doc.value, path);
 }
 
 /** A rollout request checked with the API's schema; a CliError listing every problem otherwise. */

@@ -140,7 +140,7 @@ function truncate(text: string, width: number): string {
 /** The terminal frame: a header, then per cluster its state and clock, its chain, and why it is not Ready. */
 export function renderFrame(state: WatchState, options: { elapsedMs: number; tick: number; width: number; paint: Paint; live: boolean }): string {
   const { paint, width } = options;
-  const spinner = options.live ? SPINNER[options.tick % SPINNER.length]! : "…";
+  const spinner = options.live ? (SPINNER[options.tick % SPINNER.length] ?? "…") : "…"; // (a tick is a count: always an index)
   const count = state.clusters.size;
   const lines = [
     `Team ${paint("bold", state.team)} · commit ${shortSha(state.revision)} · ${plural(count, "cluster")}${options.live ? " · Ctrl-C stops watching (the rollout goes on)" : ""}`,

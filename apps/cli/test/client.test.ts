@@ -144,6 +144,7 @@ describe("the CLI's HTTP client", () => {
         res.writeHead(200, { "content-type": "application/json" }).end(JSON.stringify({ team: "payments", revision: null, ready: false, clusters: [cluster] }));
       }),
     );
+    // eslint-disable-next-line no-control-regex -- the test looks for control characters that got through
     const raw = /[\u0000-\u0008\u000b-\u001f\u007f-\u009f]/;
     const refused = (await client(url).request("POST", "/problem", { schema: teamListResponse }).catch((err: unknown) => err)) as Error & { details: string[] };
     expect(refused.message).toBe("Invalid\\x1b]0;pwned\\x07 team"); // with field errors, the detail only repeats them

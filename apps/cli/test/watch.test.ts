@@ -60,6 +60,7 @@ describe("the watch state", () => {
 describe("formatting", () => {
   it("aligns columns by what is visible, colour codes aside", () => {
     const paint = painter(true);
+    // eslint-disable-next-line no-control-regex -- strips the ESC-led colour codes the painter wrote
     expect(formatTable(["name", "status"], [[paint("bold", "a"), "Ready"], ["longer-name", paint("red", "Failed")]]).replace(/\u001b\[\d+m/g, "")).toBe(
       "NAME          STATUS\na             Ready\nlonger-name   Failed",
     );

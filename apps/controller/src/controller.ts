@@ -287,6 +287,7 @@ export function observeFacts(provider: PlatformValuesProvider, onChange: (before
   let answering: boolean | undefined;
   const same = (a: ClusterFacts, b: ClusterFacts) =>
     a.tenantId === b.tenantId && a.subscriptionId === b.subscriptionId && a.oidcIssuerUrl === b.oidcIssuerUrl && a.location === b.location;
+  const { teamIdentity, roleDefinitionId, resourceProviderState } = provider; // the optional ones, called on provider
   return {
     clusterFacts: async (cluster) => {
       let facts: ClusterFacts;
@@ -307,8 +308,8 @@ export function observeFacts(provider: PlatformValuesProvider, onChange: (before
       return facts;
     },
     platformCredential: (cluster) => provider.platformCredential(cluster),
-    ...(provider.teamIdentity ? { teamIdentity: (team: string, cluster: Cluster) => provider.teamIdentity!(team, cluster) } : {}),
-    ...(provider.roleDefinitionId ? { roleDefinitionId: (cluster: Cluster, roleName: string) => provider.roleDefinitionId!(cluster, roleName) } : {}),
-    ...(provider.resourceProviderState ? { resourceProviderState: (cluster: Cluster, namespace: string) => provider.resourceProviderState!(cluster, namespace) } : {}),
+    ...(teamIdentity ? { teamIdentity: (team: string, cluster: Cluster) => teamIdentity.call(provider, team, cluster) } : {}),
+    ...(roleDefinitionId ? { roleDefinitionId: (cluster: Cluster, roleName: string) => roleDefinitionId.call(provider, cluster, roleName) } : {}),
+    ...(resourceProviderState ? { resourceProviderState: (cluster: Cluster, namespace: string) => resourceProviderState.call(provider, cluster, namespace) } : {}),
   };
 }

@@ -8,6 +8,14 @@ import { teamCrd } from "../src/crd.js";
 const FILE = fileURLToPath(new URL("../../../infra/controller/crds/berth.dev_teams.yaml", import.meta.url));
 const HEADER = "# Generated from packages/core's teamSpecSchema by apps/controller/src/crd.ts — do not edit.\n# Regenerate: UPDATE_CRD=1 pnpm exec vitest run apps/controller/test/crd.test.ts\n";
 
+/** The parts of an OpenAPI v3 schema node these tests read. */
+type SchemaNode = { type?: string; required?: string[]; properties?: Record<string, SchemaNode>; items?: SchemaNode; additionalProperties?: boolean | SchemaNode };
+type Crd = {
+  metadata: { name: string };
+  spec: { scope: string; versions: Array<{ name: string; subresources?: unknown; additionalPrinterColumns: Array<{ name: string }>; schema: { openAPIV3Schema: SchemaNode } }> };
+};
+const crd = () => teamCrd() as Crd;
+
 describe("Team CRD (infra/controller/crds/berth.dev_teams.yaml)", () => {
   if (process.env.UPDATE_CRD) writeFileSync(FILE, HEADER + stringify(teamCrd(), { version: "1.1", lineWidth: 0 }));
 
@@ -16,10 +24,10 @@ describe("Team CRD (infra/controller/crds/berth.dev_teams.yaml)", () => {
   });
 
   it("is cluster-scoped berth.dev/v1alpha1 Team with a status subresource and the printer columns", () => {
-    const crd = teamCrd() as any;
-    expect(crd.metadata.name).toBe("teams.berth.dev");
-    expect(crd.spec.scope).toBe("Cluster");
-    const v = crd.spec.versions[0];
+    const { metadata, spec } = crd();
+    expect(metadata.name).toBe("teams.berth.dev");
+    expect(spec.scope).toBe("Cluster");
+    const v = spec.versions[0]!;
     expect(v.name).toBe("v1alpha1");
     expect(v.subresources).toEqual({ status: {} });
     expect(v.additionalPrinterColumns.map((c: { name: string }) => c.name)).toEqual(["Ready", "Credential", "Revision", "Templates", "Age"]);
@@ -34,21 +42,21 @@ describe("Team CRD (infra/controller/crds/berth.dev_teams.yaml)", () => {
   });
 
   it("declares every field it requires, fields named like schema keywords included", () => {
-    const check = (node: any, path: string) => {
+    const check = (node: SchemaNode | undefined, path: string) => {
       if (!node || typeof node !== "object") return;
       for (const field of node.required ?? []) expect(node.properties?.[field], `${path}.${field}`).toBeDefined();
       for (const [name, child] of Object.entries(node.properties ?? {})) check(child, `${path}.${name}`);
       if (node.items) check(node.items, `${path}[]`);
       if (node.additionalProperties && typeof node.additionalProperties === "object") check(node.additionalProperties, `${path}{}`);
     };
-    const root = (teamCrd() as any).spec.versions[0].schema.openAPIV3Schema;
+    const root = crd().spec.versions[0]?.schema.openAPIV3Schema;
     check(root, "");
-    expect(root.properties.spec.properties.containerLimits.properties.default.properties.cpu.type).toBe("string");
+    expect(root?.properties?.spec?.properties?.containerLimits?.properties?.default?.properties?.cpu?.type).toBe("string");
   });
 
   it("covers every field of the team spec", () => {
-    const spec = (teamCrd() as any).spec.versions[0].schema.openAPIV3Schema.properties.spec;
-    expect(Object.keys(spec.properties).sort()).toEqual(Object.keys(teamSpecSchema.shape).sort());
-    expect(spec.required.sort()).toEqual(["environments", "owners"]);
+    const spec = crd().spec.versions[0]?.schema.openAPIV3Schema.properties?.spec;
+    expect(Object.keys(spec?.properties ?? {}).sort()).toEqual(Object.keys(teamSpecSchema.shape).sort());
+    expect(spec?.required?.sort()).toEqual(["environments", "owners"]);
   });
 });

@@ -10,7 +10,24 @@ import { platform } from "./fixtures.js";
 
 const DIR = fileURLToPath(new URL("../../../infra/controller/", import.meta.url));
 type Rule = { apiGroups: string[]; resources: string[]; verbs: string[]; resourceNames?: string[] };
-type Doc = { kind: string; metadata: { name: string; namespace?: string }; rules?: Rule[]; spec?: any; roleRef?: any; subjects?: any[] };
+/** The fields of the manifests these tests read (a Deployment's pod spec, a binding's role and subjects). */
+type Container = {
+  securityContext?: unknown;
+  resources: { requests?: unknown; limits: { memory?: string } };
+  livenessProbe: { httpGet: { path: string } };
+  readinessProbe: { httpGet: { path: string } };
+  env: Array<{ name: string; value?: string; valueFrom?: unknown }>;
+  ports: Array<{ containerPort: number }>;
+};
+type PodTemplate = { metadata: { labels: Record<string, string> }; spec: { serviceAccountName: string; securityContext: { runAsNonRoot?: boolean }; containers: Container[] } };
+type Doc = {
+  kind: string;
+  metadata: { name: string; namespace?: string };
+  rules?: Rule[];
+  spec?: { replicas?: number; template: PodTemplate };
+  roleRef?: { apiGroup: string; kind: string; name: string };
+  subjects?: unknown[];
+};
 const docs: Doc[] = readdirSync(DIR)
   .filter((f) => f.endsWith(".yaml"))
   .flatMap((f) => parseAllDocuments(readFileSync(DIR + f, "utf8"), { version: "1.1" }).map((d) => d.toJS() as Doc));
@@ -109,10 +126,10 @@ describe("infra/controller RBAC", () => {
 
 describe("infra/controller Deployment", () => {
   const d = find("Deployment", "berth-controller", "berth-system");
-  const pod = d.spec.template.spec;
-  const c = pod.containers[0];
+  const pod = d.spec!.template.spec;
+  const c = pod.containers[0]!;
   it("runs 2 replicas as the controller's ServiceAccount, non-root with a read-only root filesystem", () => {
-    expect(d.spec.replicas).toBe(2);
+    expect(d.spec?.replicas).toBe(2);
     expect(pod.serviceAccountName).toBe("berth-controller");
     expect(pod.securityContext.runAsNonRoot).toBe(true);
     expect(c.securityContext).toMatchObject({ readOnlyRootFilesystem: true, allowPrivilegeEscalation: false, capabilities: { drop: ["ALL"] } });
@@ -125,7 +142,7 @@ describe("infra/controller Deployment", () => {
     expect(c.readinessProbe.httpGet.path).toBe("/readyz");
     const env = Object.fromEntries(c.env.map((e: { name: string; value?: string; valueFrom?: unknown }) => [e.name, e.value ?? e.valueFrom]));
     expect(env.BERTH_POD_NAME).toEqual({ fieldRef: { fieldPath: "metadata.name" } });
-    expect(Number(env.BERTH_METRICS_PORT)).toBe(c.ports[0].containerPort);
+    expect(Number(env.BERTH_METRICS_PORT)).toBe(c.ports[0]?.containerPort);
   });
 
   it("discovers platform values in Azure with workload identity (pod label, ServiceAccount client-id annotation)", () => {
@@ -133,7 +150,7 @@ describe("infra/controller Deployment", () => {
     expect(env.BERTH_PROVIDER).toBe("azure");
     // No credential or endpoint in the manifest: the workload-identity webhook injects AZURE_* for DefaultAzureCredential.
     expect(Object.keys(env).filter((k) => k.startsWith("AZURE_"))).toEqual([]);
-    expect(d.spec.template.metadata.labels["azure.workload.identity/use"]).toBe("true");
+    expect(d.spec?.template.metadata.labels["azure.workload.identity/use"]).toBe("true");
     const sa = find("ServiceAccount", pod.serviceAccountName, "berth-system") as Doc & { metadata: { annotations?: Record<string, string> } };
     expect(sa.metadata.annotations?.["azure.workload.identity/client-id"]).toMatch(/^[0-9a-f-]{36}$/);
   });

@@ -84,5 +84,5 @@ export function describe(err: unknown): string {
   const c = classify(err);
   const status = c.statusCode ? ` ${c.statusCode}` : "";
   const code = c.code ? ` ${c.code}` : "";
-  return `${err.name}${status}${code}: ${err.message.split("\n")[0]!.slice(0, 300)}`;
+  return `${err.name}${status}${code}: ${(err.message.split("\n")[0] ?? "").slice(0, 300)}`;
 }

@@ -86,7 +86,7 @@ export function discoveryMetrics(registry: Registry = defaultRegistry): Discover
   };
 }
 
-const upperFirst = (s: string) => (s ? s[0]!.toUpperCase() + s.slice(1) : s);
+const upperFirst = (s: string) => s.charAt(0).toUpperCase() + s.slice(1);
 
 const VERB: Record<string, string> = { HEAD: "CheckExistence", PUT: "CreateOrUpdate", PATCH: "Update", DELETE: "Delete" };
 /** Names as in the Azure REST specs where the generic rule differs. */
@@ -115,13 +115,13 @@ export function operationOf(method: string, url: string): string {
   if (path.endsWith("discovery/v2.0/keys") || path.endsWith("discovery/keys")) return "Entra_Keys";
   if (lower[0] !== "subscriptions" && lower[0] !== "providers") return u.hostname.startsWith("login.") ? "Entra_Other" : "Unknown";
 
-  let type: string;
+  let type: string | undefined;
   let collection: boolean;
   const p = lower.lastIndexOf("providers");
   if (p >= 0 && segs.length > p + 2) {
     const typeSegs = segs.slice(p + 2); // type, name, type, name, ...
     collection = typeSegs.length % 2 === 1;
-    type = typeSegs[collection ? typeSegs.length - 1 : typeSegs.length - 2]!;
+    type = typeSegs[collection ? typeSegs.length - 1 : typeSegs.length - 2];
   } else if (lower[0] === "subscriptions") {
     // /subscriptions[/{id}[/resourcegroups[/{name}]]]
     const rest = segs.slice(2);
@@ -129,13 +129,14 @@ export function operationOf(method: string, url: string): string {
       type = "subscriptions";
       collection = segs.length === 1;
     } else {
-      type = rest.length >= 2 ? rest[rest.length - 2]! : rest[0]!;
+      type = rest.length >= 2 ? rest[rest.length - 2] : rest[0];
       collection = rest.length % 2 === 1;
-      if (type.toLowerCase() === "resourcegroups") type = "resourceGroups";
+      if (type?.toLowerCase() === "resourcegroups") type = "resourceGroups";
     }
   } else {
     return "Unknown";
   }
+  if (type === undefined) return "Unknown"; // (each branch indexes a segment it checked is there)
   const verb = m === "GET" ? (collection ? "List" : "Get") : m === "POST" ? "Action" : (VERB[m] ?? m);
   const id = `${upperFirst(type)}_${verb}`;
   return RENAMES[id] ?? id;

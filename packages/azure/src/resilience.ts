@@ -74,8 +74,8 @@ export class RetryBudget {
 
   private prune(now: number): void {
     const from = now - this.s.budgetWindowMs;
-    while (this.requests.length && this.requests[0]! < from) this.requests.shift();
-    while (this.retries.length && this.retries[0]! < from) this.retries.shift();
+    while ((this.requests[0] ?? from) < from) this.requests.shift();
+    while ((this.retries[0] ?? from) < from) this.retries.shift();
   }
 
   recordRequest(now = Date.now()): void {

@@ -115,7 +115,7 @@ export function loadControllerConfig(env: Env = process.env, cwd = process.cwd()
     for (const issue of vars.error.issues) problems.push(`${issue.path.join(".")}: ${issue.message}`);
   }
   const fileLogLevel = z.enum(["fatal", "error", "warn", "info", "debug", "trace"]).safeParse(raw.logLevel ?? "info");
-  if (!fileLogLevel.success) problems.push(`logLevel: ${fileLogLevel.error.issues[0]!.message}`);
+  if (!fileLogLevel.success) problems.push(`logLevel: ${fileLogLevel.error.issues[0]?.message ?? fileLogLevel.error.message}`);
 
   let cluster: Cluster | undefined;
   if (platform.success && vars.success) {

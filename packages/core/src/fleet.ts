@@ -1,11 +1,10 @@
 import { RenderError, RepoContentError, TeamValidationError } from "./errors.js";
 import { repoLayout, type RepoLayout } from "./layout.js";
 import { fileStatus, unifiedDiff, type Onboarding, type TeamFailure } from "./onboarding.js";
-import type { FileChange } from "./repo.js";
-import type { RepoTree } from "./repo.js";
+import type { FileChange, RepoTree } from "./repo.js";
 import { matchesSelector, type TeamSelector } from "./rollout/index.js";
 import { parseTeamFile } from "./team-file.js";
-import type { Team } from "./team.js";
+import type { Team, VersionedTeam } from "./team.js";
 import { validateTeam } from "./validate.js";
 
 /**
@@ -163,12 +162,15 @@ export class Fleet {
   }
 
   /** The rendered files of a team on a version; cached by the team file's text and the version. */
-  render(team: Team & { templateVersion: string }, teamFileText: string): ReadonlyMap<string, string> {
+  render(team: VersionedTeam, teamFileText: string): ReadonlyMap<string, string> {
     const key = `${team.templateVersion}\0${teamFileText}`;
     let files = this.renders.get(key);
     if (!files) {
       files = this.onboarding.render(team);
-      if (this.renders.size >= RENDER_CACHE_MAX) this.renders.delete(this.renders.keys().next().value!);
+      if (this.renders.size >= RENDER_CACHE_MAX) {
+        const [oldest] = this.renders.keys(); // insertion order: the first key is the oldest
+        if (oldest !== undefined) this.renders.delete(oldest);
+      }
       this.renders.set(key, files);
     }
     return files;
@@ -191,7 +193,7 @@ export class Fleet {
       // Parsed once per team folder content, shared with the selection's listing (a 1,000-team preview
       // parsed every team file twice).
       const stored = (await this.onboarding.readTeam(tree, name, folderId)) ?? parseTeamFile(text, path);
-      const from = stored.templateVersion!;
+      const from = stored.templateVersion;
       const to = version ?? from;
       this.onboarding.catalog.get(to);
       // Validated again against today's platform: a team whose role left the catalog fails, it does not

@@ -1,5 +1,4 @@
 import { parse } from "yaml";
-import type { KubeObject } from "./kustomize.js";
 
 /**
  * Flux's postBuild substitution (kustomize-controller, fluxcd/pkg/envsubst in strict mode), for adoption:
@@ -58,10 +57,8 @@ export function substituteString(text: string, resolve: (name: string) => VarRes
       }
       return "keep" in r ? whole : r.value;
     }
-    const withDefault = WITH_DEFAULT.exec(body);
-    if (withDefault && !withDefault[3]!.includes("$")) {
-      // Every group of WITH_DEFAULT takes part in a match: the defaults are never used.
-      const [, name = "", op = "", fallback = ""] = withDefault;
+    const [, name, op, fallback] = WITH_DEFAULT.exec(body) ?? [];
+    if (name !== undefined && op !== undefined && fallback !== undefined && !fallback.includes("$")) {
       const r = resolve(name);
       if (r !== undefined && "keep" in r) return `\${${name}}`;
       const unsetOrEmpty = r === undefined || (op.startsWith(":") && r.value === "");
@@ -73,7 +70,7 @@ export function substituteString(text: string, resolve: (name: string) => VarRes
 }
 
 /** Whether Flux skips the object (label or annotation `kustomize.toolkit.fluxcd.io/substitute: disabled`). */
-export function substitutionDisabled(obj: KubeObject): boolean {
+export function substitutionDisabled(obj: { metadata?: { labels?: Record<string, unknown>; annotations?: Record<string, unknown> } }): boolean {
   return obj.metadata?.labels?.[SUBSTITUTE_DISABLED_KEY] === "disabled" || obj.metadata?.annotations?.[SUBSTITUTE_DISABLED_KEY] === "disabled";
 }
 

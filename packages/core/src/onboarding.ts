@@ -5,7 +5,7 @@ import { allClusters, type Platform } from "./platform.js";
 import { renderClusterTeamsIndex, renderShardIndex, renderTeam } from "./render.js";
 import { type FileChange, type FileStatus, type RepoChange, type RepoTree } from "./repo.js";
 import { parseTeamFile } from "./team-file.js";
-import type { Team } from "./team.js";
+import type { Team, VersionedTeam } from "./team.js";
 import { TemplateCatalog } from "./template-catalog.js";
 import type { TemplateSet } from "./template-set.js";
 import { validateTeam, validateTeamSpec } from "./validate.js";
@@ -29,7 +29,7 @@ export async function describeChange(tree: RepoTree, files: ReadonlyMap<string, 
  * before the write queues so the writer lane only does the tree-dependent part (docs/decisions/0005).
  */
 export interface PreparedTeam {
-  team: Team & { templateVersion: string };
+  team: VersionedTeam;
   files: ReadonlyMap<string, string>;
   /** The version the request named, if it named one (an update must not change it). */
   requestedVersion?: string;
@@ -62,7 +62,11 @@ export interface TeamListing {
 }
 
 /** What the parse cache holds per team folder: the team, no team file, or why the file cannot be read. */
-type ParsedFolder = Team | null | { unreadable: RepoContentError };
+type ParsedFolder = VersionedTeam | null | { unreadable: RepoContentError };
+
+/** A tree that lists a folder's entries with their content ids (the git adapter): listings can be reused. */
+type FolderListingTree = RepoTree & Required<Pick<RepoTree, "entries" | "contentId">>;
+const listsFolders = (tree: RepoTree): tree is FolderListingTree => tree.entries !== undefined && tree.contentId !== undefined;
 
 export class Onboarding {
   private readonly layout: RepoLayout;
@@ -83,7 +87,7 @@ export class Onboarding {
    * The team in the tree, undefined when it has no folder. `folderId` is its folder's content id when the
    * caller has it already (from one listing of the teams folder): git then need not find each folder again.
    */
-  async readTeam(tree: RepoTree, name: string, folderId?: string): Promise<Team | undefined> {
+  async readTeam(tree: RepoTree, name: string, folderId?: string): Promise<VersionedTeam | undefined> {
     const id = folderId ?? (tree.contentId ? await tree.contentId(this.layout.teamDir(name)) : undefined);
     if (tree.contentId && id === undefined) return undefined;
     return this.parsedTeam(tree, name, id);
@@ -93,7 +97,7 @@ export class Onboarding {
    * The team in folder `name`, parsed once per folder content id: a team whose folder did not change since it
    * was last read is not read or parsed again, whatever else the commit changed.
    */
-  private async parsedTeam(tree: RepoTree, name: string, folderId: string | undefined): Promise<Team | undefined> {
+  private async parsedTeam(tree: RepoTree, name: string, folderId: string | undefined): Promise<VersionedTeam | undefined> {
     const key = folderId === undefined ? undefined : `${name}\0${folderId}`;
     const hit = key === undefined ? undefined : this.parsed.get(key);
     if (hit !== undefined) {
@@ -141,39 +145,43 @@ export class Onboarding {
    * folders are parsed again.
    */
   async listTeams(tree: RepoTree): Promise<TeamListing> {
-    if (!tree.entries || !tree.contentId) {
+    if (!listsFolders(tree)) {
       const names = await this.listTeamNames(tree);
       return this.collect(names.map((name) => ({ name, read: this.readTeam(tree, name) })));
     }
     const id = await tree.contentId(this.layout.teamsDir);
     if (id === undefined) return { teams: [], broken: [] };
-    if (this.lastList?.id !== id) {
+    let entry = this.lastList;
+    if (entry?.id !== id) {
       const listing = this.listByFolder(tree);
-      const entry = { id, listing };
-      this.lastList = entry;
+      const fresh = { id, listing };
+      this.lastList = entry = fresh;
       listing.catch(() => {
-        if (this.lastList === entry) this.lastList = undefined;
+        if (this.lastList === fresh) this.lastList = undefined;
       });
     }
-    const { teams, broken } = await this.lastList!.listing;
+    const { teams, broken } = await entry.listing;
     return { teams: [...teams], broken: [...broken] };
   }
 
-  private async listByFolder(tree: RepoTree): Promise<TeamListing> {
-    const folders = (await tree.entries!(this.layout.teamsDir)).filter((e) => e.kind === "folder");
+  private async listByFolder(tree: FolderListingTree): Promise<TeamListing> {
+    const folders = (await tree.entries(this.layout.teamsDir)).filter((e) => e.kind === "folder");
     return this.collect(folders.map((f) => ({ name: f.name, read: this.parsedTeam(tree, f.name, f.id) })));
   }
 
   /** Teams read concurrently, sorted by name; a file that cannot be read goes to `broken`, with why. */
   private async collect(reads: Array<{ name: string; read: Promise<Team | undefined> }>): Promise<TeamListing> {
-    const settled = await Promise.allSettled(reads.map((r) => r.read));
+    type Settled = { name: string; ok: true; team: Team | undefined } | { name: string; ok: false; reason: unknown };
+    const settled = await Promise.all(
+      reads.map(({ name, read }) => read.then((team): Settled => ({ name, ok: true, team }), (reason: unknown): Settled => ({ name, ok: false, reason }))),
+    );
     const listing: TeamListing = { teams: [], broken: [] };
-    settled.forEach((outcome, i) => {
-      if (outcome.status === "fulfilled") {
-        if (outcome.value) listing.teams.push(outcome.value);
-      } else if (outcome.reason instanceof RepoContentError) listing.broken.push({ team: reads[i]!.name, error: outcome.reason.message });
-      else throw outcome.reason;
-    });
+    for (const read of settled) {
+      if (read.ok) {
+        if (read.team) listing.teams.push(read.team);
+      } else if (read.reason instanceof RepoContentError) listing.broken.push({ team: read.name, error: read.reason.message });
+      else throw read.reason;
+    }
     listing.teams.sort((a, b) => codePointOrder(a.name, b.name));
     listing.broken.sort((a, b) => codePointOrder(a.team, b.team));
     return listing;
@@ -212,11 +220,11 @@ export class Onboarding {
   async planUpdate(tree: RepoTree, name: string, spec: unknown | PreparedTeam): Promise<{ team: Team; change: RepoChange }> {
     const current = await this.readTeam(tree, name);
     if (current === undefined) throw new TeamNotFoundError(name);
-    let prepared = isPrepared(spec) ? spec : this.prepareUpdate(name, spec, current.templateVersion!);
+    let prepared = isPrepared(spec) ? spec : this.prepareUpdate(name, spec, current.templateVersion);
     if (prepared.team.templateVersion !== current.templateVersion) {
       // A rollout moved the team since the request was prepared: render on the version it is on now.
-      if (prepared.requestedVersion !== undefined) throw versionChangeRefused(prepared.requestedVersion, current.templateVersion!);
-      prepared = this.prepared({ ...prepared.team, templateVersion: current.templateVersion! });
+      if (prepared.requestedVersion !== undefined) throw versionChangeRefused(prepared.requestedVersion, current.templateVersion);
+      prepared = this.prepared({ ...prepared.team, templateVersion: current.templateVersion });
     }
     const { team } = prepared;
     const files = await this.changeFor(tree, name, prepared.files);
@@ -237,13 +245,13 @@ export class Onboarding {
     else {
       const current = await this.readTeam(tree, existingName);
       if (current === undefined) throw new TeamNotFoundError(existingName);
-      prepared = this.prepareUpdate(existingName, input, current.templateVersion!);
+      prepared = this.prepareUpdate(existingName, input, current.templateVersion);
     }
     const changes = await this.changeFor(tree, prepared.team.name, prepared.files);
     return { team: prepared.team, ...(await describeWithDiff(tree, changes)) };
   }
 
-  private prepared(team: Team & { templateVersion: string }, requestedVersion?: string): PreparedTeam {
+  private prepared(team: VersionedTeam, requestedVersion?: string): PreparedTeam {
     return { team, files: this.render(team), ...(requestedVersion !== undefined ? { requestedVersion } : {}) };
   }
 
@@ -254,7 +262,7 @@ export class Onboarding {
   private withVersionCheck(validate: () => Team, requested: string | undefined, currentVersion?: string): Team {
     const issues: FieldIssue[] = [];
     if (requested !== undefined && currentVersion !== undefined && requested !== currentVersion) {
-      issues.push(versionChangeRefused(requested, currentVersion).issues[0]!);
+      issues.push(...versionChangeRefused(requested, currentVersion).issues);
     } else if (requested !== undefined && typeof requested === "string" && !this.catalog.has(requested) && currentVersion === undefined) {
       issues.push({ field: "templateVersion", rule: `must be one of the template versions: ${this.catalog.versions().join(", ")}` });
     }

@@ -50,9 +50,9 @@ function isMap(value: unknown): value is Record<string, unknown> {
 
 export function resolvePlaceholders(node: unknown, context: Context, source: string): unknown {
   if (typeof node === "string") {
-    const whole = WHOLE.exec(node);
-    if (!whole) return interpolate(node, context, source);
-    const value = lookup(context, whole[1]!, source);
+    const path = WHOLE.exec(node)?.[1];
+    if (path === undefined) return interpolate(node, context, source);
+    const value = lookup(context, path, source);
     // A list or map is copied, so no rendered object shares structure with the context.
     return typeof value === "object" && value !== null ? structuredClone(value) : value;
   }
@@ -80,10 +80,10 @@ export function resolvePlaceholders(node: unknown, context: Context, source: str
 export function fluxVariables(node: unknown, found = new Set<string>()): Set<string> {
   if (typeof node === "string") {
     if (!node.includes("${")) return found;
-    for (const match of node.matchAll(/(\$?)\$\{([^}]*)\}/g)) {
-      if (match[1] === "$") continue;
-      const name = /^[A-Za-z_][A-Za-z0-9_]*/.exec(match[2]!)?.[0];
-      found.add(name ?? match[2]!);
+    for (const [, escaped, body] of node.matchAll(/(\$?)\$\{([^}]*)\}/g)) {
+      if (escaped === "$" || body === undefined) continue; // (the body group always takes part)
+      const name = /^[A-Za-z_][A-Za-z0-9_]*/.exec(body)?.[0];
+      found.add(name ?? body);
     }
   } else if (Array.isArray(node)) {
     node.forEach((item) => fluxVariables(item, found));

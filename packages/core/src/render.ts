@@ -1,12 +1,11 @@
 import { clusterContext, clustersOf, teamContext } from "./context.js";
 import { RenderError, TeamValidationError } from "./errors.js";
-import type { KubeObject } from "./kustomize.js";
 import { repoLayout, TEAM_SPEC_FILE } from "./layout.js";
 import { CORE_PLATFORM_VARS, type Platform } from "./platform.js";
 import { fluxVariables, resolvePlaceholders, type Context } from "./placeholders.js";
 import { GENERATED_HEADER, toYamlFile } from "./serialize.js";
 import { serializeTeamFile } from "./team-file.js";
-import type { Team } from "./team.js";
+import type { LooseKubeObject, Team } from "./team.js";
 import type { TemplateEntry, TemplateSet } from "./template-set.js";
 import { parseAllDocuments } from "yaml";
 
@@ -21,8 +20,12 @@ export function knownPlatformVars(platform: Platform): Set<string> {
 function renderEntry(entry: TemplateEntry, templates: TemplateSet, context: Context, known: Set<string>): unknown[] {
   const source = `templates/${templates.version}/${entry.template}`;
   const tree = templates.templates.get(entry.template);
-  const items: Context[] =
-    entry.forEach === undefined ? [context] : listOf(context, entry.forEach, source).map((item) => ({ ...context, [entry.as!]: item }));
+  const { forEach, as } = entry;
+  let items: Context[] = [context];
+  if (forEach !== undefined) {
+    if (as === undefined) throw new RenderError("forEach needs as", source); // (the index schema refuses one without the other)
+    items = listOf(context, forEach, source).map((item) => ({ ...context, [as]: item }));
+  }
   return items.map((ctx) => {
     const obj = resolvePlaceholders(tree, ctx, source);
     // Flux 2.9 substitutes strictly: a reference platform-vars may not define would fail the whole build.
@@ -90,7 +93,8 @@ export function renderTeam(team: Team, platform: Platform, templates: TemplateSe
     const clusterFiles = renderGroup(templates.cluster, context, clusterDir);
     files.set(`${clusterDir}/kustomization.yaml`, kustomizeFile(["../../base", ...clusterFiles, ...extraFile(clusterDir, cluster.name)]));
 
-    const fluxEntry = templates.flux[0]!;
+    const [fluxEntry] = templates.flux;
+    if (fluxEntry === undefined) throw new RenderError("a template set has exactly one flux entry", `templates/${templates.version}`); // (the index schema says so)
     files.set(layout.fluxKustomization(cluster.name, team.name), toYamlFile(renderEntry(fluxEntry, templates, context, known), header(fluxEntry)));
   }
   if (extras.length) assertExtrasAreTheTeams(files, extras);
@@ -102,16 +106,16 @@ export const EXTRA_MANIFESTS_FILE = "extra.yaml";
 
 /** An extra manifest may not be an object Berth renders itself: Flux would apply two versions of it. */
 function assertExtrasAreTheTeams(files: RenderedFiles, extras: NonNullable<Team["extraManifests"]>): void {
-  const id = (o: KubeObject) => `${String(o.apiVersion).split("/")[0]}|${o.kind}|${o.metadata?.namespace ?? ""}|${o.metadata?.name}`;
+  const id = (o: LooseKubeObject) => `${String(o.apiVersion).split("/")[0]}|${o.kind}|${o.metadata?.namespace ?? ""}|${o.metadata?.name}`;
   const rendered = new Set<string>();
   for (const [path, text] of files) {
     if (path.endsWith(`/${EXTRA_MANIFESTS_FILE}`)) continue;
     for (const doc of parseAllDocuments(text)) {
-      const o = doc.toJS() as KubeObject | null;
+      const o = doc.toJS() as LooseKubeObject | null;
       if (o && typeof o === "object") rendered.add(id(o));
     }
   }
-  const issues = extras.flatMap((e: { object: KubeObject }, i) =>
+  const issues = extras.flatMap((e: { object: LooseKubeObject }, i) =>
     rendered.has(id(e.object)) ? [{ field: `extraManifests.${i}.object`, rule: `is ${e.object.kind} ${e.object.metadata?.namespace}/${e.object.metadata?.name}, which Berth renders itself: change it through the team's fields` }] : [],
   );
   if (issues.length) throw new TeamValidationError(issues);

@@ -197,8 +197,8 @@ export function parseRepoFile<S extends z.ZodType>(text: string, path: string, s
   }
   const parsed = schema.safeParse(raw);
   if (!parsed.success) {
-    const issue = parsed.error.issues[0]!;
-    throw new RepoContentError(path, `${issue.path.join(".")} ${issue.message}`);
+    const [issue] = parsed.error.issues; // a failed parse has at least one
+    throw new RepoContentError(path, issue ? `${issue.path.join(".")} ${issue.message}` : parsed.error.message);
   }
   return parsed.data;
 }

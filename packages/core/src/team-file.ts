@@ -3,7 +3,7 @@ import { sortedByKey } from "./context.js";
 import { LEGACY_TEMPLATE_VERSION } from "./template-catalog.js";
 import { parseRepoFile, toYamlFile } from "./serialize.js";
 import { TEAM_API_VERSION, TEAM_KIND } from "./team-object.js";
-import { teamNameSchema, teamSpecSchema, type Team } from "./team.js";
+import { teamNameSchema, teamSpecSchema, type Team, type VersionedTeam } from "./team.js";
 
 /**
  * The team's spec as stored in the Flux repo (`teams/<name>/base/team.yaml`, layout.teamSpec): the source of
@@ -54,7 +54,7 @@ export function serializeTeamFile(team: Team): string {
  * Parses and validates a team file read from git; anything else is a RepoContentError naming the path.
  * The team always carries its template version: a file without one is a v1 team (LEGACY_TEMPLATE_VERSION).
  */
-export function parseTeamFile(text: string, path: string): Team {
+export function parseTeamFile(text: string, path: string): VersionedTeam {
   const file = parseRepoFile(text, path, teamFileSchema);
   return { ...file.spec, name: file.metadata.name, templateVersion: file.spec.templateVersion ?? LEGACY_TEMPLATE_VERSION };
 }

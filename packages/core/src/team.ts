@@ -186,6 +186,17 @@ export const extraManifestSchema = z
   .strict();
 export type ExtraManifest = z.infer<typeof extraManifestSchema>;
 
+/**
+ * What is read of an object from outside (an extra manifest, a rendered document) to name it: anything may
+ * be missing or not a string, so every leaf is unknown.
+ */
+export interface LooseKubeObject {
+  apiVersion?: unknown;
+  kind?: unknown;
+  metadata?: { name?: unknown; namespace?: unknown };
+  spec?: { owner?: { name?: unknown } };
+}
+
 /** The fields of a team, as stored in the Flux repo and accepted by the API. */
 export const teamSpecSchema = z
   .object({
@@ -228,4 +239,6 @@ export const teamSchema = teamSpecSchema.extend({ name: teamNameSchema }).strict
 
 export type TeamSpec = z.infer<typeof teamSpecSchema>;
 export type Team = z.infer<typeof teamSchema>;
+/** A team whose template version is settled: read from the repo (a file without one is v1) or prepared to write. */
+export type VersionedTeam = Team & { templateVersion: string };
 export type TeamInput = z.input<typeof teamSchema>;

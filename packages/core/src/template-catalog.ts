@@ -44,7 +44,7 @@ export class TemplateCatalog {
   }
 
   get default(): TemplateSet {
-    return this.sets.get(this.defaultVersion)!;
+    return this.get(this.defaultVersion); // (the constructor checked it is there)
   }
 
   /** The set of `version`; a version without a folder is a RenderError (the team cannot be rendered). */

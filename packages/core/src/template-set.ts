@@ -55,9 +55,10 @@ export const TEMPLATE_INDEX = "templateset.yaml";
 function parseSingleDocument(text: string, source: string): unknown {
   const docs = parseAllDocuments(text, YAML_PARSE_OPTIONS);
   if (!Array.isArray(docs)) throw new RenderError("not a YAML stream", source);
-  if (docs.length !== 1) throw new RenderError(`must hold exactly one YAML document, found ${docs.length}`, source);
-  const doc = docs[0]!;
-  if (doc.errors.length) throw new RenderError(doc.errors[0]!.message, source);
+  const [doc] = docs;
+  if (doc === undefined || docs.length !== 1) throw new RenderError(`must hold exactly one YAML document, found ${docs.length}`, source);
+  const [error] = doc.errors;
+  if (error) throw new RenderError(error.message, source);
   try {
     return doc.toJS({ maxAliasCount: 0 });
   } catch (err) {
@@ -72,8 +73,8 @@ export function parseTemplateSet(version: string, files: ReadonlyMap<string, str
   if (indexText === undefined) throw new RenderError(`missing ${TEMPLATE_INDEX}`, `templates/${version}`);
   const index = templateSetIndexSchema.safeParse(parseSingleDocument(indexText, `templates/${version}/${TEMPLATE_INDEX}`));
   if (!index.success) {
-    const first = index.error.issues[0]!;
-    throw new RenderError(`${first.path.join(".")}: ${first.message}`, `templates/${version}/${TEMPLATE_INDEX}`);
+    const [first] = index.error.issues; // a failed parse has at least one
+    throw new RenderError(first ? `${first.path.join(".")}: ${first.message}` : index.error.message, `templates/${version}/${TEMPLATE_INDEX}`);
   }
   const templates = new Map<string, unknown>();
   const entries = [...index.data.spec.team, ...index.data.spec.cluster, ...index.data.spec.flux];

@@ -1,11 +1,11 @@
 import type { z } from "zod";
 import { TeamValidationError, type FieldIssue } from "./errors.js";
-import { CLUSTER_SCOPED_KINDS, type KubeObject } from "./kustomize.js";
+import { CLUSTER_SCOPED_KINDS } from "./kustomize.js";
 import { describeOwner, repoLayout } from "./layout.js";
 import { teamNames } from "./naming.js";
 import { knownPlatformVars } from "./render.js";
 import { allClusters, type Platform } from "./platform.js";
-import { teamSchema, teamSpecSchema, type Team } from "./team.js";
+import { teamSchema, teamSpecSchema, type LooseKubeObject, type Team } from "./team.js";
 
 /** Turns zod issues into field/rule pairs an API client can show next to the field. */
 export function toFieldIssues(error: z.ZodError, prefix: string[] = []): FieldIssue[] {
@@ -96,18 +96,21 @@ function extraManifestIssues(name: string, value: unknown, teamClusters: Readonl
     const at = `extraManifests.${i}`;
     const e = (entry !== null && typeof entry === "object" ? entry : {}) as { cluster?: unknown; object?: unknown };
     if (typeof e.cluster === "string" && !teamClusters.has(e.cluster)) issues.push({ field: `${at}.cluster`, rule: `must name a cluster the team lands on: ${[...teamClusters].join(", ") || "(none)"}` });
-    const o = (e.object !== null && typeof e.object === "object" ? e.object : {}) as KubeObject; // checked field by field below
-    const str = (v: unknown) => typeof v === "string" && v !== "";
-    if (!str(o.apiVersion) || !str(o.kind) || !str(o.metadata?.name) || !str(o.metadata?.namespace)) {
+    const o = (e.object !== null && typeof e.object === "object" ? e.object : {}) as LooseKubeObject;
+    const str = (v: unknown): v is string => typeof v === "string" && v !== "";
+    const { apiVersion, kind } = o;
+    const objectName = o.metadata?.name;
+    const ns = o.metadata?.namespace;
+    if (!str(apiVersion) || !str(kind) || !str(objectName) || !str(ns)) {
       issues.push({ field: `${at}.object`, rule: "must be a Kubernetes object with apiVersion, kind, metadata.name and metadata.namespace" });
       return;
     }
-    const group = String(o.apiVersion).includes("/") ? String(o.apiVersion).split("/")[0]! : "";
-    const refused = REFUSED_EXTRA.get(o.kind) ?? REFUSED_EXTRA.get(`${group}/${o.kind}`);
-    if (refused) issues.push({ field: `${at}.object.kind`, rule: `is ${o.kind}: ${refused}` });
-    if (CLUSTER_SCOPED_KINDS.has(o.kind) || o.kind === "Team") issues.push({ field: `${at}.object.kind`, rule: `is ${o.kind}, a cluster-scoped kind: a team's manifests stay in its namespace` });
-    const ns = o.metadata.namespace;
-    const ownFic = group === "managedidentity.azure.com" && o.kind === "FederatedIdentityCredential" && o.spec?.owner?.name === teamNames(name).identity;
+    const slash = apiVersion.indexOf("/");
+    const group = slash === -1 ? "" : apiVersion.slice(0, slash);
+    const refused = REFUSED_EXTRA.get(kind) ?? REFUSED_EXTRA.get(`${group}/${kind}`);
+    if (refused) issues.push({ field: `${at}.object.kind`, rule: `is ${kind}: ${refused}` });
+    if (CLUSTER_SCOPED_KINDS.has(kind) || kind === "Team") issues.push({ field: `${at}.object.kind`, rule: `is ${kind}, a cluster-scoped kind: a team's manifests stay in its namespace` });
+    const ownFic = group === "managedidentity.azure.com" && kind === "FederatedIdentityCredential" && o.spec?.owner?.name === teamNames(name).identity;
     if (ns !== name && !(ns === platform.asoNamespace && ownFic)) {
       issues.push({
         field: `${at}.object.metadata.namespace`,
@@ -118,11 +121,11 @@ function extraManifestIssues(name: string, value: unknown, teamClusters: Readonl
       if (!known.has(ref)) issues.push({ field: `${at}.object`, rule: `uses \${${ref}}: Flux substitutes only platform-vars keys here (${[...known].sort().join(", ")}); write $\${ for a literal \${` });
     }
     // The same object twice on one cluster (an entry for every cluster counts on each) is refused.
-    const object = `${group}|${o.kind}|${ns}|${o.metadata.name}`;
+    const object = `${group}|${kind}|${ns}|${objectName}`;
     const cluster = typeof e.cluster === "string" ? e.cluster : "*";
     const before = ids.get(object) ?? [];
     const twice = before.find((b) => b.cluster === cluster || b.cluster === "*" || cluster === "*");
-    if (twice !== undefined) issues.push({ field: at, rule: `is ${o.kind} ${ns}/${o.metadata.name} again (extraManifests.${twice.index})` });
+    if (twice !== undefined) issues.push({ field: at, rule: `is ${kind} ${ns}/${objectName} again (extraManifests.${twice.index})` });
     ids.set(object, [...before, { cluster, index: i }]);
   });
   return issues;
@@ -131,7 +134,7 @@ function extraManifestIssues(name: string, value: unknown, teamClusters: Readonl
 /** The variables Flux would substitute in a value: every `${...}` not escaped as `$${`, by its body. */
 export function fluxReferences(value: unknown, out = new Set<string>()): Set<string> {
   if (typeof value === "string") {
-    for (const m of value.matchAll(/\$(\$?)\{([^}]*)\}/g)) if (!m[1]) out.add(m[2]!);
+    for (const [, escaped, body] of value.matchAll(/\$(\$?)\{([^}]*)\}/g)) if (!escaped && body !== undefined) out.add(body);
   } else if (Array.isArray(value)) for (const v of value) fluxReferences(v, out);
   else if (value !== null && typeof value === "object") {
     for (const [k, v] of Object.entries(value)) {

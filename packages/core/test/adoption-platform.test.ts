@@ -12,7 +12,9 @@ import { Adoption, AdoptionUnmappableError, adoptionRequestSchema, Onboarding, p
 import { loadCatalog, MemoryRepoTree, REPO_ROOT, rerender, treeFromFolder } from "./fixtures.js";
 
 const FIXTURE = join(REPO_ROOT, "tests/fixtures/adoption/platform");
-const raw = (parse(readFileSync(join(REPO_ROOT, "infra/local/berth.yaml"), "utf8")) as { platform: any }).platform;
+/** The part of infra/local/berth.yaml's platform these tests change (platformSchema checks the whole). */
+type RawPlatform = { environments: Array<{ clusters: Array<{ name: string; vars?: Record<string, string> }> }> };
+const raw = (parse(readFileSync(join(REPO_ROOT, "infra/local/berth.yaml"), "utf8")) as { platform: RawPlatform }).platform;
 /** The per-cluster values the platform keeps in its cluster-vars ConfigMaps, in Berth's config. */
 const VARS: Record<string, Record<string, string>> = {
   "aks-dev-weu": { ENVIRONMENT_ID: "01", SERVICEBUS_NAMESPACE: "sb-shared-dev-01" },
@@ -31,7 +33,10 @@ const request = adoptionRequestSchema.parse({ keepAzureNames: true });
 
 const platformTree = (): MemoryRepoTree => treeFromFolder(FIXTURE);
 
-const extraRefs = (team: Team) => (team.extraManifests ?? []).map((e) => `${e.cluster ?? "*"} ${e.object.kind} ${(e.object.metadata as any).namespace}/${(e.object.metadata as any).name}`);
+/** An extra manifest's object as these tests read it. */
+type Carried = { kind: string; metadata: { name: string; namespace: string; annotations?: Record<string, string> }; spec: Record<string, unknown> };
+const carried = (e: { object: Record<string, unknown> }) => e.object as Carried;
+const extraRefs = (team: Team) => (team.extraManifests ?? []).map((e) => `${e.cluster ?? "*"} ${e.object.kind} ${carried(e).metadata.namespace}/${carried(e).metadata.name}`);
 
 describe("a team behind Flux substitution, with objects Berth does not render", () => {
   it("builds each cluster's Kustomization as Flux would and infers the team from the substituted objects", async () => {
@@ -79,7 +84,7 @@ describe("a team behind Flux substitution, with objects Berth does not render", 
       "aks-prod-weu LimitRange ledger/tenant-limits",
     ]);
     const extra = (kind: string, name: string, cluster = "aks-prod-neu") =>
-      team.extraManifests!.find((e) => e.object.kind === kind && (e.object.metadata as any).name === name && (e.cluster === undefined || e.cluster === cluster))!.object as any;
+      carried(team.extraManifests!.find((e) => e.object.kind === kind && carried(e).metadata.name === name && (e.cluster === undefined || e.cluster === cluster))!);
     // The LimitRange keeps what Berth's does not hold (min, max); Berth's container-defaults holds the defaults.
     expect(extra("LimitRange", "tenant-limits").spec.limits).toEqual([{ type: "Container", min: { cpu: "10m", memory: "16Mi" }, max: { cpu: "4", memory: "8Gi" } }]);
     // The credential follows the identity to Berth's object (same Azure identity); the issuer stays a variable.
@@ -125,8 +130,8 @@ describe("a team behind Flux substitution, with objects Berth does not render", 
     // Committed: the carried objects are in Berth's layout, applied by the team's Kustomization, and a
     // re-render (an update, a rollout) changes nothing.
     const after = tree.apply(plan.change);
-    const base = parseAllDocuments(after.get("teams/ledger/base/extra.yaml")!).map((d) => d.toJS());
-    expect(base.map((o: any) => `${o.kind}/${o.metadata.name}`)).toContain("NetworkPolicy/allow-from-ingress");
+    const base = parseAllDocuments(after.get("teams/ledger/base/extra.yaml")!).map((d) => d.toJS() as Carried);
+    expect(base.map((o) => `${o.kind}/${o.metadata.name}`)).toContain("NetworkPolicy/allow-from-ingress");
     expect(after.get("teams/ledger/base/kustomization.yaml")).toContain("- extra.yaml");
     expect((await rerender(onboarding, after, "ledger")).files.size).toBe(0);
   });

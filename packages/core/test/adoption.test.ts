@@ -76,8 +76,8 @@ describe("adopting the hand-written payments tenant", () => {
     for (const c of ["aks-dev-weu", "aks-prod-weu", "aks-prod-neu"]) {
       const text = files.get(`clusters/${c}/tenants/payments.yaml`)!;
       expect(text).toContain("# Onboarded by hand, PLAT-1423. Owners: #team-payments.");
-      expect(text).toMatch(/\n  suspend: true\n/);
-      expect(text).toMatch(/\n  prune: false\n/);
+      expect(text).toMatch(/\n {2}suspend: true\n/);
+      expect(text).toMatch(/\n {2}prune: false\n/);
       expect(text).toContain("deleting this file deletes nothing");
       expect(text).toContain(`path: ./tenants/payments/${c.slice(4)}`);
     }

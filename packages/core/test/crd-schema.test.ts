@@ -8,7 +8,7 @@ import { join, resolve } from "node:path";
 import { parseAllDocuments } from "yaml";
 import { describe, expect, it } from "vitest";
 import { EXAMPLES, REPO_ROOT, renderExample } from "./fixtures.js";
-import { parseObjects } from "./yaml-helpers.js";
+import { parseManifests } from "./yaml-helpers.js";
 
 const CRD_DIR = resolve(REPO_ROOT, "../shared/crds");
 
@@ -36,7 +36,10 @@ function loadCrdSchemas(): Map<string, Schema> {
       if (name.isDirectory()) walk(full);
       else if (name.name.endsWith(".yaml")) {
         for (const doc of parseAllDocuments(readFileSync(full, "utf8"))) {
-          const crd = doc.toJS() as any;
+          const crd = doc.toJS() as {
+            kind?: string;
+            spec: { group: string; names: { kind: string }; versions: Array<{ name: string; served: boolean; schema: { openAPIV3Schema: Schema } }> };
+          } | null;
           if (crd?.kind !== "CustomResourceDefinition") continue;
           for (const v of crd.spec.versions) {
             if (v.served) schemas.set(`${crd.spec.group}/${v.name}/${crd.spec.names.kind}`, v.schema.openAPIV3Schema);
@@ -141,8 +144,8 @@ describe("rendered custom resources match their CRD schemas", () => {
     const problems: string[] = [];
     let checked = 0;
     for (const [path, text] of await renderExample(ex)) {
-      for (const obj of parseObjects(substitute(text), "1.1") as any[]) {
-        const [group] = obj.apiVersion.split("/");
+      for (const obj of parseManifests(substitute(text), "1.1")) {
+        const group = obj.apiVersion.split("/")[0]!;
         if (!group.includes(".") || group.startsWith("rbac.") || group === "berth.dev" || group === "kustomize.config.k8s.io") continue;
         const schema = schemas.get(`${obj.apiVersion}/${obj.kind}`);
         if (!schema) {

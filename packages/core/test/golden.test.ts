@@ -91,7 +91,7 @@ it("v2 differs from v1 only where the platform changed it: labels on every objec
       const v1Text = v1.get(path)!.split("\n").filter((l) => !/berth-environment: /.test(l)).join("\n");
       const v1Lines = new Set(v1Text.split("\n"));
       for (const line of stripped.split("\n")) {
-        if (/app\.kubernetes\.io\/managed-by: berth|^  tags:|^    berth-(team|cluster): /.test(line)) continue;
+        if (/app\.kubernetes\.io\/managed-by: berth|^ {2}tags:|^ {4}berth-(team|cluster): /.test(line)) continue;
         expect(v1Lines.has(line), `${ex.name} ${path}: v2 line not in v1: ${line}`).toBe(true);
       }
     }

@@ -17,7 +17,7 @@ import {
   type TeamInput,
 } from "@berth/core";
 import { loadTemplates, makePlatform, OWNERS, PLATFORM, teamInput } from "./fixtures.js";
-import { goDisagreements, parseDocs, parseObjects } from "./yaml-helpers.js";
+import { goDisagreements, parseDocs, parseObjects, type Manifest } from "./yaml-helpers.js";
 
 /** Crafted strings; each is tried as a prefix and as a suffix of an otherwise valid value. */
 const PAYLOADS: Record<string, string> = {
@@ -238,7 +238,7 @@ function baselineRender(input: TeamInput, platform: Platform): Map<string, strin
 function renderParsed(input: TeamInput, platform: Platform = PLATFORM, only?: { files: RegExp; baseline: TeamInput }) {
   const team = validateTeam(input, platform);
   const files = (platform === PLATFORM ? onboarding : new Onboarding(platform, loadTemplates())).render(team);
-  const parsed = new Map<string, any[]>();
+  const parsed = new Map<string, Manifest[]>();
   const baseline = only && baselineRender(only.baseline, platform);
   for (const [path, text] of files) {
     if (only && baseline && !only.files.test(path)) {
@@ -250,7 +250,7 @@ function renderParsed(input: TeamInput, platform: Platform = PLATFORM, only?: { 
     for (const doc of parseDocs(text, "1.1")) expect(goDisagreements(doc), path).toEqual([]);
     // No payload can add a document or change a file's shape.
     expect(v11.length, path).toBe(path.endsWith("role-assignment.yaml") ? team.roleAssignments.length : path.endsWith("federated-credential.yaml") ? (platform.federatedCredential.subjectMode === "both" ? 3 : 2) : 1);
-    parsed.set(path, v11);
+    parsed.set(path, v11 as Manifest[]);
   }
   return { team, files, parsed };
 }
@@ -261,11 +261,11 @@ const TEXT_FILES = { files: /\/(namespace|team|resource-quota|limit-range)\.yaml
 function expectDescriptionRoundTrips(description: string) {
   const { team, files, parsed } = renderParsed(teamInput({ description }), PLATFORM, TEXT_FILES);
   expect(team.description).toBe(description);
-  const ns = parsed.get(`teams/${team.name}/base/namespace.yaml`)![0];
+  const ns = parsed.get(`teams/${team.name}/base/namespace.yaml`)![0]!;
   expect(ns.metadata.annotations).toEqual({ "berth.dev/description": description });
   expect(Object.keys(ns.metadata)).toEqual(["name", "labels", "annotations"]);
-  const spec = parsed.get(`teams/${team.name}/base/team.yaml`)![0];
-  expect(spec.spec.description).toBe(description);
+  const spec = parsed.get(`teams/${team.name}/base/team.yaml`)![0]!;
+  expect(spec.spec?.description).toBe(description);
   // Berth reads its own team file back to the same team.
   expect(parseTeamFile(files.get(`teams/${team.name}/base/team.yaml`)!, "team.yaml")).toEqual({ ...team, templateVersion: "v1" });
 }
@@ -283,10 +283,10 @@ describe("allowed values that YAML would read as something else stay strings", (
     expect(LABEL_VALUES).toEqual(expect.arrayContaining(["yes", "no", "on", "off", "y", "n", "null", "true", "0x1F", "1e3", "0777", "0o17", "1_000"]));
     for (const value of LABEL_VALUES) {
       const { team, parsed } = renderParsed(teamInput({ labels: { [value]: value, tier: value } }), PLATFORM, TEXT_FILES);
-      const ns = parsed.get(`teams/${team.name}/base/namespace.yaml`)![0];
-      expect(ns.metadata.labels[value], value).toBe(value);
-      expect(ns.metadata.labels.tier, value).toBe(value);
-      expect(parsed.get(`teams/${team.name}/base/team.yaml`)![0].spec.labels).toEqual({ [value]: value, tier: value });
+      const ns = parsed.get(`teams/${team.name}/base/namespace.yaml`)![0]!;
+      expect(ns.metadata.labels?.[value], value).toBe(value);
+      expect(ns.metadata.labels?.tier, value).toBe(value);
+      expect(parsed.get(`teams/${team.name}/base/team.yaml`)![0]!.spec!.labels).toEqual({ [value]: value, tier: value });
     }
   });
 
@@ -297,9 +297,9 @@ describe("allowed values that YAML would read as something else stay strings", (
         PLATFORM,
         TEXT_FILES,
       );
-      const hard = parsed.get(`teams/${team.name}/base/resource-quota.yaml`)![0].spec.hard;
+      const hard = parsed.get(`teams/${team.name}/base/resource-quota.yaml`)![0]!.spec!.hard;
       expect(hard, q).toEqual({ "requests.cpu": q, "limits.cpu": q, "requests.memory": q, "limits.memory": q, pods: "7" });
-      const [limit] = parsed.get(`teams/${team.name}/base/limit-range.yaml`)![0].spec.limits;
+      const [limit] = parsed.get(`teams/${team.name}/base/limit-range.yaml`)![0]!.spec!.limits as unknown[];
       expect(limit, q).toEqual({ type: "Container", defaultRequest: { cpu: q, memory: q }, default: { cpu: q, memory: q } });
     }
   });
@@ -318,15 +318,15 @@ describe("allowed values that YAML would read as something else stay strings", (
         { name, owners: [OWNER], environments: ["on", "no"], roleAssignments: words.map((role) => ({ role })), labels: {} },
         platform,
       );
-      const ns = parsed.get(`teams/${name}/base/namespace.yaml`)![0];
+      const ns = parsed.get(`teams/${name}/base/namespace.yaml`)![0]!;
       expect(ns.metadata.name).toBe(name);
-      expect(ns.metadata.labels["berth.dev/team"]).toBe(name);
-      expect(parsed.get(`teams/${name}/base/team.yaml`)![0].spec.environments).toEqual(["on", "no"]);
-      const rg = parsed.get(`teams/${name}/clusters/null/resource-group.yaml`)![0];
-      expect(rg.spec.tags).toEqual({ "berth-team": name, "berth-cluster": "null" });
-      const roles = parsed.get(`teams/${name}/clusters/true/role-assignment.yaml`)!.map((ra) => ra.metadata.labels["berth.dev/role"]);
+      expect(ns.metadata.labels?.["berth.dev/team"]).toBe(name);
+      expect(parsed.get(`teams/${name}/base/team.yaml`)![0]!.spec!.environments).toEqual(["on", "no"]);
+      const rg = parsed.get(`teams/${name}/clusters/null/resource-group.yaml`)![0]!;
+      expect(rg.spec?.tags).toEqual({ "berth-team": name, "berth-cluster": "null" });
+      const roles = parsed.get(`teams/${name}/clusters/true/role-assignment.yaml`)!.map((ra) => ra.metadata.labels?.["berth.dev/role"]);
       expect(roles).toEqual(words);
-      expect(parsed.get(`clusters/yes/teams/${teamShard(name)}/${name}.yaml`)![0].spec.path).toBe(`./teams/${name}/clusters/yes`);
+      expect(parsed.get(`clusters/yes/teams/${teamShard(name)}/${name}.yaml`)![0]!.spec!.path).toBe(`./teams/${name}/clusters/yes`);
     }
   });
 });

@@ -22,7 +22,10 @@ async function kubectlKustomize(dir: string): Promise<Array<Record<string, unkno
   return parseAllDocuments(stdout, { version: "1.1" }).map((d) => d.toJS() as Record<string, unknown>).filter((o) => o !== null);
 }
 
-const key = (o: any) => `${o.apiVersion}|${o.kind}|${o.metadata?.namespace ?? ""}|${o.metadata?.name}`;
+const key = (o: Record<string, unknown>) => {
+  const meta = o.metadata as { name?: string; namespace?: string } | undefined;
+  return `${o.apiVersion}|${o.kind}|${meta?.namespace ?? ""}|${meta?.name}`;
+};
 const sorted = (objects: Array<Record<string, unknown>>) => [...objects].sort((a, b) => (key(a) < key(b) ? -1 : key(a) > key(b) ? 1 : 0));
 
 function kustomizationDirs(root: string): string[] {

@@ -13,7 +13,7 @@ import {
   type Platform,
 } from "@berth/core";
 import { loadTemplates, makePlatform, OWNERS, platformWithSubjectMode } from "./fixtures.js";
-import { parseObjects } from "./yaml-helpers.js";
+import { parseManifests } from "./yaml-helpers.js";
 
 const DNS1123_LABEL = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/;
 const DNS1123_SUBDOMAIN = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$/;
@@ -88,7 +88,7 @@ describe("for the longest team and cluster names", () => {
     const files = new Onboarding(platform, loadTemplates()).render(team);
     let objects = 0;
     for (const [path, text] of files) {
-      for (const o of parseObjects(text, "1.1") as any[]) {
+      for (const o of parseManifests(text, "1.1")) {
         if (o.apiVersion === "kustomize.config.k8s.io/v1beta1" || o.kind === "Team") continue;
         objects++;
         const name: string = o.metadata.name;
@@ -99,21 +99,21 @@ describe("for the longest team and cluster names", () => {
           expect(name.length, path).toBeLessThanOrEqual(253);
           expect(name, path).toMatch(DNS1123_SUBDOMAIN);
           expect(o.metadata.namespace, path).toMatch(DNS1123_LABEL);
-          expect(o.metadata.namespace.length, path).toBeLessThanOrEqual(63);
+          expect(o.metadata.namespace!.length, path).toBeLessThanOrEqual(63);
         }
         for (const [k, v] of Object.entries(o.metadata.labels ?? {})) {
           expect(v, `${path} label ${k}`).toMatch(LABEL_VALUE);
           expect((v as string).length, `${path} label ${k}`).toBeLessThanOrEqual(63);
         }
         if (o.kind === "ResourceGroup") {
-          expect(o.spec.azureName.length, path).toBeLessThanOrEqual(90);
-          expect(o.spec.azureName, path).toMatch(AZURE_RESOURCE_GROUP);
+          expect(o.spec!.azureName!.length, path).toBeLessThanOrEqual(90);
+          expect(o.spec!.azureName, path).toMatch(AZURE_RESOURCE_GROUP);
         }
-        if (o.kind === "UserAssignedIdentity") expect(o.spec.azureName, path).toMatch(AZURE_IDENTITY);
-        if (o.kind === "FederatedIdentityCredential") expect(o.spec.azureName, path).toMatch(ASO_FIC_AZURE_NAME);
-        if (o.kind === "RoleAssignment") expect(o.spec.azureName, path).toMatch(UUID);
+        if (o.kind === "UserAssignedIdentity") expect(o.spec!.azureName, path).toMatch(AZURE_IDENTITY);
+        if (o.kind === "FederatedIdentityCredential") expect(o.spec!.azureName, path).toMatch(ASO_FIC_AZURE_NAME);
+        if (o.kind === "RoleAssignment") expect(o.spec!.azureName, path).toMatch(UUID);
         if (o.kind === "UserAssignedIdentity") {
-          for (const ref of Object.values(o.spec.operatorSpec.configMaps) as Array<{ name: string }>) expect(ref.name).toMatch(DNS1123_SUBDOMAIN);
+          for (const ref of Object.values((o.spec!.operatorSpec as { configMaps: Record<string, { name: string }> }).configMaps)) expect(ref.name).toMatch(DNS1123_SUBDOMAIN);
         }
       }
     }
@@ -158,7 +158,7 @@ describe("RoleAssignment azureName", () => {
     const files = new Onboarding(platform, loadTemplates()).render(team);
     const ids: string[] = [];
     for (const cluster of ["aks-prod-weu", "aks-prod-neu"]) {
-      for (const ra of parseObjects(files.get(`teams/payments/clusters/${cluster}/role-assignment.yaml`)!, "1.1") as any[]) ids.push(ra.spec.azureName);
+      for (const ra of parseManifests(files.get(`teams/payments/clusters/${cluster}/role-assignment.yaml`)!, "1.1")) ids.push(ra.spec!.azureName!);
     }
     expect(ids).toHaveLength(4);
     expect(new Set(ids).size).toBe(4);
@@ -221,7 +221,7 @@ describe("no two teams share a name", () => {
       const team = validateTeam({ name, owners: [OWNERS.payments], environments: ["dev"], roleAssignments: platform.roleCatalog.map((r) => ({ role: r.id })) }, platform);
       for (const [path, text] of onboarding.render(team)) {
         const cluster = /clusters\/([^/]+)\//.exec(path)?.[1] ?? "all";
-        for (const o of parseObjects(text, "1.1") as any[]) {
+        for (const o of parseManifests(text, "1.1")) {
           if (!o.metadata) continue;
           for (const c of cluster === "all" ? ["c", "b-c"] : [cluster]) {
             const key = `${c}:${o.apiVersion.split("/")[0]}/${o.kind}/${o.metadata.namespace ?? ""}/${o.metadata.name}`;

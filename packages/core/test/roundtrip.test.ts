@@ -2,7 +2,7 @@
 import { beforeAll, describe, expect, it } from "vitest";
 import { allClusters, GENERATED_HEADER, knownPlatformVars, Onboarding, repoLayout, toYamlFile, validateTeam } from "@berth/core";
 import { EXAMPLES, loadTemplates, renderExample, type Example } from "./fixtures.js";
-import { goDisagreements, hasAnchorsOrAliases, parseDocs, parseObjects } from "./yaml-helpers.js";
+import { goDisagreements, hasAnchorsOrAliases, parseDocs, parseObjects, type Manifest } from "./yaml-helpers.js";
 
 const rendered = new Map<string, Map<string, string>>();
 beforeAll(async () => {
@@ -48,7 +48,7 @@ describe("every rendered file", () => {
     eachFile((_ex, path, text) => {
       for (const obj of objectsOf(text)) {
         expect(obj !== null && typeof obj === "object" && !Array.isArray(obj), path).toBe(true);
-        const o = obj as Record<string, any>;
+        const o = obj as Partial<Manifest>; // checked field by field below
         expect(typeof o.apiVersion, path).toBe("string");
         expect(typeof o.kind, path).toBe("string");
         if (o.apiVersion === "kustomize.config.k8s.io/v1beta1") {
@@ -56,7 +56,7 @@ describe("every rendered file", () => {
           expect(Array.isArray(o.resources), path).toBe(true);
         } else {
           expect(typeof o.metadata?.name, path).toBe("string");
-          expect(o.metadata.name.length, path).toBeGreaterThan(0);
+          expect(o.metadata?.name.length, path).toBeGreaterThan(0);
         }
       }
     }),
@@ -169,13 +169,13 @@ describe("the rendered file set", () => {
       const fluxFiles = [...files.keys()].filter((p) => p.startsWith(`${layout.clustersDir}/`) && !p.endsWith("/kustomization.yaml"));
       expect(fluxFiles.length).toBeGreaterThan(0);
       for (const p of fluxFiles) {
-        const k = objectsOf(files.get(p)!)[0] as any;
+        const k = objectsOf(files.get(p)!)[0] as Manifest;
         expect(k.kind).toBe("Kustomization");
-        expect(k.spec.path.startsWith("./")).toBe(true);
-        expect(files.has(`${k.spec.path.slice(2)}/kustomization.yaml`), p).toBe(true);
+        expect(k.spec?.path?.startsWith("./")).toBe(true);
+        expect(files.has(`${k.spec?.path?.slice(2)}/kustomization.yaml`), p).toBe(true);
         const cluster = allClusters(ex.platform).find((c) => layout.fluxKustomization(c.name, ex.team.name) === p)?.name;
         expect(cluster, p).toBeDefined();
-        expect(k.spec.path, p).toBe(`./${layout.clusterDir(ex.team.name, cluster!)}`);
+        expect(k.spec?.path, p).toBe(`./${layout.clusterDir(ex.team.name, cluster!)}`);
       }
     }
   });
@@ -183,11 +183,11 @@ describe("the rendered file set", () => {
   it("places namespaced team objects in the team namespace and ASO/Flux objects in the platform's ASO namespace", () => {
     for (const ex of EXAMPLES) {
       for (const [path, text] of rendered.get(ex.name)!) {
-        for (const o of objectsOf(text) as any[]) {
+        for (const o of objectsOf(text) as Manifest[]) {
           if (o.apiVersion === "kustomize.config.k8s.io/v1beta1" || o.kind === "Team" || o.kind === "Namespace") continue;
           const azure = /\.azure\.com\//.test(o.apiVersion) || o.apiVersion.startsWith("kustomize.toolkit.fluxcd.io/");
           expect(o.metadata.namespace, `${path} ${o.kind}`).toBe(azure ? ex.platform.asoNamespace : ex.team.name);
-          expect(o.metadata.labels["berth.dev/team"], path).toBe(ex.team.name);
+          expect(o.metadata.labels?.["berth.dev/team"], path).toBe(ex.team.name);
         }
       }
     }
@@ -218,10 +218,10 @@ describe("determinism", () => {
     const ex = EXAMPLES[0]!;
     const team = validateTeam({ ...ex.team, labels: { b: "1", B: "2", a: "3", "a-b": "4", a_b: "5", aa: "6" } }, ex.platform);
     const files = new Onboarding(ex.platform, loadTemplates()).render(team);
-    const ns = objectsOf(files.get(`teams/${team.name}/base/namespace.yaml`)!)[0] as any;
-    const spec = objectsOf(files.get(`teams/${team.name}/base/team.yaml`)!)[0] as any;
+    const ns = objectsOf(files.get(`teams/${team.name}/base/namespace.yaml`)!)[0] as Manifest;
+    const spec = objectsOf(files.get(`teams/${team.name}/base/team.yaml`)!)[0] as Manifest;
     const expected = ["B", "a", "a-b", "a_b", "aa", "b"];
-    expect(Object.keys(ns.metadata.labels).slice(0, 6)).toEqual(expected);
-    expect(Object.keys(spec.spec.labels)).toEqual(expected);
+    expect(Object.keys(ns.metadata.labels ?? {}).slice(0, 6)).toEqual(expected);
+    expect(Object.keys(spec.spec?.labels ?? {})).toEqual(expected);
   });
 });

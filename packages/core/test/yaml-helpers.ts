@@ -78,3 +78,21 @@ export function goDisagreements(doc: Document.Parsed): string[] {
 export function isObjectMap(doc: Document.Parsed): boolean {
   return isMap(doc.contents);
 }
+
+/**
+ * A rendered Kubernetes object as the tests read it: the fields Berth's templates always write, typed (the
+ * round-trip test checks they are there); what a test reads of `spec` beyond these is unknown until it narrows.
+ */
+export interface Manifest {
+  apiVersion: string;
+  kind: string;
+  metadata: { name: string; namespace?: string; labels?: Record<string, string>; annotations?: Record<string, string> };
+  spec?: { azureName?: string; path?: string; labels?: Record<string, string>; description?: string; [field: string]: unknown };
+  /** A kustomization's. */
+  resources?: string[];
+}
+
+/** parseObjects for a file of rendered Kubernetes objects. */
+export function parseManifests(text: string, version: YamlVersion): Manifest[] {
+  return parseObjects(text, version) as Manifest[];
+}

@@ -62,8 +62,8 @@ function extraTrailers(origin: ChangeOrigin): Trailer[] {
 export function parseTrailers(text: string): Trailer[] {
   const out: Trailer[] = [];
   for (const line of text.split("\n")) {
-    const m = /^([A-Za-z0-9-]+):\s?(.*)$/.exec(line.trimEnd());
-    if (m) out.push({ key: m[1]!, value: m[2]! });
+    const [, key, value] = /^([A-Za-z0-9-]+):\s?(.*)$/.exec(line.trimEnd()) ?? [];
+    if (key !== undefined && value !== undefined) out.push({ key, value });
   }
   return out;
 }

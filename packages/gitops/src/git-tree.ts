@@ -60,15 +60,18 @@ export class IndexCache {
 
   private remember(revision: string, entry: Promise<TreeIndex>): void {
     this.entries.set(revision, entry);
-    while (this.entries.size > this.max) this.entries.delete(this.entries.keys().next().value!);
+    for (const oldest of this.entries.keys()) {
+      if (this.entries.size <= this.max) break;
+      this.entries.delete(oldest);
+    }
   }
 
   private async load(revision: string): Promise<TreeIndex> {
     const older = this.diffBases.get(revision);
     this.diffBases.delete(revision);
     const base = older === undefined ? undefined : this.entries.get(older);
-    if (base) {
-      const out = await this.runner.run(["diff-tree", "-r", "-z", "--no-renames", older!, revision], { what: "git diff-tree" });
+    if (base && older !== undefined) {
+      const out = await this.runner.run(["diff-tree", "-r", "-z", "--no-renames", older, revision], { what: "git diff-tree" });
       return (await base).withDiff(out);
     }
     const out = await this.runner.run(["ls-tree", "-r", "-z", "--full-tree", revision], { what: "git ls-tree" });
@@ -193,8 +196,7 @@ export class BatchOverlay {
   private lookup(path: string, position: number): { content: string | null } | undefined {
     const list = this.versions.get(path);
     if (!list) return undefined;
-    for (let i = list.length - 1; i >= 0; i--) if (list[i]!.position < position) return list[i];
-    return undefined;
+    return list.findLast((v) => v.position < position);
   }
 
   private *pathsBelow(dir: string, position: number): Iterable<readonly [string, string | null]> {

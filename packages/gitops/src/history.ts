@@ -2,6 +2,7 @@ import type { FileChange, Trailer } from "@berth/core";
 import { parseTrailers } from "./commit-message.js";
 import type { GitRunner } from "./git-runner.js";
 import { assertReadablePath } from "./paths.js";
+import { pairs } from "./tree-index.js";
 
 /** One commit of the Flux repo as a history view shows it. */
 export interface CommitSummary {
@@ -93,11 +94,12 @@ export class TrailerIndex {
    * Undefined for an empty `revision` (no branch yet).
    */
   find(revision: string | undefined, wanted: readonly Trailer[]): Promise<IndexedCommit | undefined> {
-    if (revision === undefined || wanted.length === 0) return Promise.resolve(undefined);
+    const [first] = wanted;
+    if (revision === undefined || first === undefined) return Promise.resolve(undefined);
     const run = this.chain.then(async () => {
       const position = await this.catchUp(revision);
       const oldest = this.now() - this.window.windowMs;
-      for (const rev of this.byTrailer.get(trailerKey(wanted[0]!)) ?? []) {
+      for (const rev of this.byTrailer.get(trailerKey(first)) ?? []) {
         const c = this.commits.get(rev);
         if (!c || c.committedAt < oldest || !matches(c, wanted)) continue;
         // Behind the index (a snapshot older than our last push): only the commits it can reach count.
@@ -115,9 +117,10 @@ export class TrailerIndex {
    * index is at `parent` (the next find() then catches up through git).
    */
   recordPushed(parent: string | undefined, pushed: ReadonlyArray<{ revision: string; message: string }>, at: Date): void {
-    if (parent === undefined || this.tip !== parent || pushed.length === 0) return;
+    const last = pushed.at(-1);
+    if (parent === undefined || this.tip !== parent || last === undefined) return;
     for (const p of pushed) this.add({ revision: p.revision, committedAt: Math.floor(at.getTime() / 1000) * 1000, trailers: trailersOfMessage(p.message) });
-    this.tip = pushed[pushed.length - 1]!.revision;
+    this.tip = last.revision;
     this.trim();
   }
 
@@ -194,9 +197,9 @@ export async function commitChanges(runner: GitRunner, revision: string): Promis
   const out = await runner.run(["diff-tree", "-r", "--root", "--no-commit-id", "--no-renames", "--name-status", "-z", revision], { what: "git diff-tree" });
   const parts = out.split("\0").filter((p) => p !== "");
   const changes: FileChange[] = [];
-  for (let i = 0; i + 1 < parts.length; i += 2) {
-    const status = parts[i]!.startsWith("A") ? "added" : parts[i]!.startsWith("D") ? "deleted" : "modified";
-    changes.push({ path: parts[i + 1]!, status });
+  for (const [code, path] of pairs(parts)) {
+    const status = code.startsWith("A") ? "added" : code.startsWith("D") ? "deleted" : "modified";
+    changes.push({ path, status });
   }
   return changes.sort((a, b) => (a.path < b.path ? -1 : a.path > b.path ? 1 : 0));
 }

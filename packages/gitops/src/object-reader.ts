@@ -49,7 +49,7 @@ interface Pending {
  * An LRU keyed by immutable object names (`<sha>:<path>`), bounded by entries and bytes; an entry over a
  * quarter of the budget is not kept. `false` records "names nothing" (lru-cache holds no undefined/null).
  */
-export function objectCache<V extends {}>(maxEntries: number, maxBytes: number): LRUCache<string, V> {
+export function objectCache<V extends NonNullable<unknown>>(maxEntries: number, maxBytes: number): LRUCache<string, V> {
   return new LRUCache<string, V>({ max: maxEntries, maxSize: maxBytes, maxEntrySize: maxBytes / 4 });
 }
 
@@ -136,14 +136,14 @@ export class ObjectReader {
         if (nl === -1) return;
         const line = this.buf.subarray(0, nl).toString("utf8");
         this.buf = this.buf.subarray(nl + 1);
-        const m = HEADER.exec(line);
-        if (!m) {
+        const [, oid, kind, size] = HEADER.exec(line) ?? [];
+        if (oid === undefined || kind === undefined) {
           // "<spec> missing" (or "ambiguous"): nothing by that name.
           this.queue.shift();
           head.resolve(undefined);
           continue;
         }
-        this.body = { oid: m[1]!, kind: m[2] as ObjectKind, size: Number(m[3]) };
+        this.body = { oid, kind: kind as ObjectKind, size: Number(size) };
       }
       if (this.buf.length < this.body.size + 1) return;
       const content = this.buf.subarray(0, this.body.size);

@@ -60,8 +60,7 @@ export class TreeIndex {
   isDir(dir: string): boolean {
     if (dir === "") return this.sorted.length > 0;
     const prefix = `${dir}/`;
-    const i = lowerBound(this.sorted, prefix);
-    return i < this.sorted.length && this.sorted[i]!.startsWith(prefix);
+    return this.sorted[lowerBound(this.sorted, prefix)]?.startsWith(prefix) ?? false;
   }
 
   /** Every file below `dir` ("" = all), sorted. */
@@ -72,7 +71,7 @@ export class TreeIndex {
       const prefix = `${dir}/`;
       const start = lowerBound(this.sorted, prefix);
       let end = start;
-      while (end < this.sorted.length && this.sorted[end]!.startsWith(prefix)) end++;
+      while (this.sorted[end]?.startsWith(prefix)) end++;
       out = this.sorted.slice(start, end);
       if (this.listings.size >= MAX_LISTINGS) this.listings.clear();
       this.listings.set(dir, out);
@@ -99,10 +98,8 @@ export class TreeIndex {
   /** The index after `git diff-tree -r -z --no-renames` output (`:<m> <m> <old> <new> <status>\0<path>\0`...). */
   withDiff(output: string): TreeIndex {
     const next = new Map(this.blobs);
-    const parts = output.split("\0");
-    for (let i = 0; i + 1 < parts.length; i += 2) {
-      const meta = parts[i]!.replace(/^\n/, "");
-      const path = parts[i + 1]!;
+    for (const [rawMeta, path] of pairs(output.split("\0"))) {
+      const meta = rawMeta.replace(/^\n/, "");
       if (!meta.startsWith(":")) continue;
       const [, newMode, , newOid, status] = meta.slice(1).split(" ");
       if (status === "D" || newMode === "000000") next.delete(path);
@@ -138,12 +135,23 @@ export function mergeSorted(sorted: readonly string[], added: readonly string[],
   const out: string[] = [];
   let a = 0;
   for (const path of sorted) {
-    while (a < extra.length && extra[a]! < path) out.push(extra[a++]!);
-    if (a < extra.length && extra[a] === path) a++;
+    for (let e = extra[a]; e !== undefined && e < path; e = extra[++a]) out.push(e);
+    if (extra[a] === path) a++;
     if (!removed(path)) out.push(path);
   }
-  while (a < extra.length) out.push(extra[a++]!);
-  return out;
+  return out.concat(extra.slice(a));
+}
+
+/** `[a, b, c, d]` as `[a, b]`, `[c, d]` (git's `-z` output alternates two fields); an unpaired last item is left out. */
+export function* pairs<T>(items: Iterable<T>): Generator<[T, T]> {
+  let first: { item: T } | undefined;
+  for (const item of items) {
+    if (first === undefined) first = { item };
+    else {
+      yield [first.item, item];
+      first = undefined;
+    }
+  }
 }
 
 /** Folder listings one index remembers; past that it starts over (a fleet-wide read lists every team folder). */
@@ -158,7 +166,8 @@ function lowerBound(sorted: readonly string[], key: string): number {
   let hi = sorted.length;
   while (lo < hi) {
     const mid = (lo + hi) >>> 1;
-    if (sorted[mid]! < key) lo = mid + 1;
+    const at = sorted[mid]; // (lo <= mid < hi <= length: always there)
+    if (at !== undefined && at < key) lo = mid + 1;
     else hi = mid;
   }
   return lo;

@@ -113,7 +113,10 @@ export class KubeClient {
       if (init.signal?.aborted) return reject(abortError(context, init.signal));
       const req = send(url, { method: opts.method, headers, ...(agent ? { agent } : {}), ...tls });
       let timer: NodeJS.Timeout | undefined;
-      const onAbort = () => req.destroy(abortError(context, init.signal!));
+      const { signal } = init;
+      const onAbort = () => {
+        if (signal) req.destroy(abortError(context, signal)); // (only ever listens to signal)
+      };
       const cleanup = () => {
         if (timer) clearTimeout(timer);
         init.signal?.removeEventListener("abort", onAbort);

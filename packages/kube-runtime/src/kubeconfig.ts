@@ -22,13 +22,12 @@ const SA_DIR = "/var/run/secrets/kubernetes.io/serviceaccount";
 
 /** In-cluster when KUBERNETES_SERVICE_HOST is set and KUBECONFIG is not; else $KUBECONFIG (first path) or ~/.kube/config. */
 export async function loadKubeConfig(env: NodeJS.ProcessEnv = process.env): Promise<KubeConfigLike> {
-  if (!env.KUBECONFIG && env.KUBERNETES_SERVICE_HOST) return inCluster(env);
+  if (!env.KUBECONFIG && env.KUBERNETES_SERVICE_HOST) return inCluster(env.KUBERNETES_SERVICE_HOST, env);
   const file = (env.KUBECONFIG ?? "").split(":").find(Boolean) ?? resolvePath(homedir(), ".kube", "config");
   return (await fromFile(file)) ?? clientNodeKubeConfig(env);
 }
 
-function inCluster(env: NodeJS.ProcessEnv): KubeConfigLike {
-  const host = env.KUBERNETES_SERVICE_HOST!;
+function inCluster(host: string, env: NodeJS.ProcessEnv): KubeConfigLike {
   const server = `https://${host.includes(":") ? `[${host}]` : host}:${env.KUBERNETES_SERVICE_PORT ?? "443"}`;
   const ca = readFileSync(`${SA_DIR}/ca.crt`, "utf8");
   return tokenFileAccess(server, ca, `${SA_DIR}/token`);

@@ -132,17 +132,16 @@ const BEARER = /^bearer +([A-Za-z0-9\-._~+/]+=*)$/i;
 function bearerToken(request: FastifyRequest): string {
   // Node keeps only the first of repeated Authorization headers; count them on the wire instead, so a
   // second credential can never be silently ignored (or preferred by a proxy in front).
-  const raw = request.raw.rawHeaders;
-  let count = 0;
-  for (let i = 0; i < raw.length; i += 2) if (raw[i]!.toLowerCase() === "authorization") count += 1;
+  const raw = request.raw.rawHeaders; // name, value, name, value, …
+  const count = raw.filter((name, i) => i % 2 === 0 && name.toLowerCase() === "authorization").length;
   if (count > 1) {
     throw new HttpProblem(400, "bad-request", "Bad Request", "more than one Authorization header", { "www-authenticate": 'Bearer realm="berth", error="invalid_request"' });
   }
-  const match = BEARER.exec(request.headers.authorization ?? "");
-  if (!match) {
+  const token = BEARER.exec(request.headers.authorization ?? "")?.[1];
+  if (token === undefined) {
     throw new HttpProblem(401, "unauthorized", "Unauthorized", "a bearer token is required", { "www-authenticate": 'Bearer realm="berth"' });
   }
-  return match[1]!;
+  return token;
 }
 
 /**

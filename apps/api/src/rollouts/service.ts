@@ -156,10 +156,11 @@ export class RolloutService {
     const { clock } = this.opts;
     const id = rolloutId(clock.now(), this.random(3));
     const staged = request.waves !== undefined;
+    const unstagedTeams = prepared.plan.changed.map((t) => t.team);
     const draft = newRollout({
       id,
       request,
-      waves: staged ? prepared.waves : [{ name: UNSTAGED_WAVE, teams: prepared.plan.changed.map((t) => t.team) }],
+      waves: staged ? prepared.waves : [{ name: UNSTAGED_WAVE, teams: unstagedTeams }],
       requestedBy: write.origin.actor,
       now: clock.now(),
       gateTimeoutSeconds: staged ? this.opts.gateTimeoutSeconds : null,
@@ -173,11 +174,11 @@ export class RolloutService {
       if (!staged) {
         // Planned again on the tree the commit builds on: what the preview showed, unless the repo moved. The
         // file lists the teams this commit moves: a team another rollout moved meanwhile is unchanged here.
-        const plan = await this.opts.fleet.plan(tree, draft.spec.waves[0]!.teams, target);
+        const plan = await this.opts.fleet.plan(tree, unstagedTeams, target);
         if (plan.failed.length) throw new FleetRenderError(plan.failed);
         if (plan.changed.length === 0) throw new RolloutValidationError([{ field: "selector", rule: "no selected team's files would change any more: the repo moved since the rollout was planned" }]);
         const kept = new Set([...plan.changed.map((t) => t.team), ...plan.gone]);
-        const moved = { ...draft, spec: { ...draft.spec, waves: [{ name: UNSTAGED_WAVE, teams: draft.spec.waves[0]!.teams.filter((t) => kept.has(t)) }] } };
+        const moved = { ...draft, spec: { ...draft.spec, waves: [{ name: UNSTAGED_WAVE, teams: unstagedTeams.filter((t) => kept.has(t)) }] } };
         result = commitWave(moved, clock.now(), plan.gone);
         const files = new Map(plan.files);
         fileCount = files.size;
@@ -259,8 +260,10 @@ export class RolloutService {
       await inspect?.(tree, result);
       return { files: new Map([[this.reader.path(id), serializeRollout(result)]]), subject: `berth: rollout ${id} ${what}` };
     }, withRolloutTrailer(origin, id));
+    // transact commits only what the callback returned, so a commit means the callback ran and set result.
+    if (result === undefined) throw new Error(`rollout ${id} ${what}: committed without applying the transition`);
     this.engine?.kick();
-    return { rollout: result!, revision: committed.revision };
+    return { rollout: result, revision: committed.revision };
   }
 
   /** Selection, fleet plan, wave assignment and every reason the rollout would be refused. */

@@ -5,6 +5,8 @@
  */
 
 const ESCAPES: Record<string, string> = { "&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "'": "&#39;", "`": "&#96;" };
+/** The characters ESCAPES covers (none is special in a character class), so the two cannot drift apart. */
+const SPECIAL = new RegExp(`[${Object.keys(ESCAPES).join("")}]`, "g");
 
 export class Html {
   constructor(readonly value: string) {}
@@ -16,7 +18,7 @@ export class Html {
 type Interpolation = Html | string | number | boolean | null | undefined | readonly Interpolation[];
 
 export function escapeHtml(text: string): string {
-  return text.replace(/[&<>"'`]/g, (c) => ESCAPES[c]!);
+  return text.replace(SPECIAL, (c) => ESCAPES[c] ?? c);
 }
 
 function render(value: Interpolation): string {
@@ -27,9 +29,6 @@ function render(value: Interpolation): string {
 }
 
 export function html(strings: TemplateStringsArray, ...values: Interpolation[]): Html {
-  let out = strings[0]!;
-  values.forEach((value, i) => {
-    out += render(value) + strings[i + 1]!;
-  });
-  return new Html(out);
+  // The literal parts with each rendered value between them (String.raw interleaves, here over cooked text).
+  return new Html(String.raw({ raw: strings }, ...values.map(render)));
 }

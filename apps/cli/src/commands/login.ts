@@ -32,7 +32,7 @@ export async function login(rt: Runtime, options: LoginOptions): Promise<number>
   const config = await rt.cliConfig();
   const name = options.name ?? rt.options.context ?? config.currentContext ?? "default";
   const parsedName = contextNameSchema.safeParse(name);
-  if (!parsedName.success) throw new CliError(`context name "${name}" ${parsedName.error.issues[0]!.message}`, EXIT.usage);
+  if (!parsedName.success) throw new CliError(`context name "${name}" ${parsedName.error.issues[0]?.message ?? parsedName.error.message}`, EXIT.usage);
   const existing = config.contexts.find((c) => c.name === name);
   const server = options.server ?? rt.options.server ?? existing?.server;
   if (!server) throw new CliError("berth login needs --server URL (the Berth API, e.g. http://127.0.0.1:8080)", EXIT.usage);
@@ -43,12 +43,13 @@ export async function login(rt: Runtime, options: LoginOptions): Promise<number>
   let auth: ContextAuth | undefined;
   let token: string;
   const tokenFile = options.tokenFile ?? rt.options.tokenFile;
+  const tokenFlag = options.token ?? rt.options.token;
   if (options.tokenStdin) {
     token = await readAll(rt.io.stdin);
     if (!token) throw new CliError("--token-stdin: nothing on stdin", EXIT.usage);
     auth = { token };
-  } else if (options.token ?? rt.options.token) {
-    token = (options.token ?? rt.options.token)!;
+  } else if (tokenFlag) {
+    token = tokenFlag;
     auth = { token };
   } else if (tokenFile) {
     const path = resolve(rt.io.cwd, tokenFile);

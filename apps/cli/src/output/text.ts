@@ -10,6 +10,7 @@ export const plural = (n: number, word: string): string => `${n} ${word}${n === 
  * C0 and C1 control characters and DEL, except tab and newline: what a terminal would act on (move the
  * cursor, change the title, erase the screen, hide text) rather than show.
  */
+// eslint-disable-next-line no-control-regex -- matching control characters is this pattern's job
 const CONTROL = /[\u0000-\u0008\u000b-\u001f\u007f-\u009f]/g;
 
 /** Text from the server made safe to print: each control character becomes its visible `\xHH` escape. */

@@ -107,7 +107,9 @@ export function classifyDrift(current: SecretLike | undefined, desired: SecretLi
   if (owners.length || extraKeys.length || otherTeam || !attributable) {
     return { kind: "tampered", changed: changed.sort(), extraKeys, owners, clientId, otherTeam };
   }
-  return { kind: "rotated", fromClientId: clientId, toClientId: unb64(want.AZURE_CLIENT_ID)! };
+  const toClientId = unb64(want.AZURE_CLIENT_ID);
+  if (toClientId === undefined) throw new Error("the desired credential Secret has no AZURE_CLIENT_ID"); // Berth always writes one
+  return { kind: "rotated", fromClientId: clientId, toClientId };
 }
 
 /** One line for the Warning Event; never includes secret values other than client ids (which are not secret). */

@@ -12,7 +12,8 @@ export interface FleetFilter {
 
 export interface FleetView {
   columns: Cluster[];
-  rows: Array<{ team: string; cells: Array<ClusterStatus | undefined> }>;
+  /** One cell per column, in column order: the cluster's name and the team's status there, if deployed. */
+  rows: Array<{ team: string; cells: Array<{ cluster: string; status: ClusterStatus | undefined }> }>;
   /** Team × cluster cells per phase, over the whole fleet (not only the filtered rows). */
   counts: Record<Phase, number>;
   teams: number;
@@ -29,7 +30,7 @@ export function fleetView(fleet: FleetResponse, columns: Cluster[], filter: Flee
   const rows = fleet.teams
     .filter((t) => !q || t.team.toLowerCase().includes(q))
     .filter((t) => !filter.phase || t.clusters.some((c) => phaseOf(c) === filter.phase))
-    .map((t) => ({ team: t.team, cells: columns.map((col) => t.clusters.find((c) => c.cluster === col.name)) }));
+    .map((t) => ({ team: t.team, cells: columns.map((col) => ({ cluster: col.name, status: t.clusters.find((c) => c.cluster === col.name) })) }));
   return { columns, rows, counts, teams: fleet.teams.length, revision: fleet.revision, broken: fleet.broken };
 }
 
@@ -72,10 +73,10 @@ export function fleetMain(view: FleetView, filter: FleetFilter): Html {
   const body = view.rows.map(
     (row) => html`<tr data-team="${row.team}">
   <th scope="row"><a href="/ui/teams/${encodeURIComponent(row.team)}">${row.team}</a></th>
-  ${row.cells.map((cell, i) =>
-    cell
-      ? html`<td data-cluster="${view.columns[i]!.name}" data-phase="${phaseOf(cell)}">${phaseBadge(phaseOf(cell), describeClusterStatus(cell))}</td>`
-      : html`<td data-cluster="${view.columns[i]!.name}" class="none"><span aria-hidden="true">—</span><span class="visually-hidden">not deployed here</span></td>`,
+  ${row.cells.map(({ cluster, status }) =>
+    status
+      ? html`<td data-cluster="${cluster}" data-phase="${phaseOf(status)}">${phaseBadge(phaseOf(status), describeClusterStatus(status))}</td>`
+      : html`<td data-cluster="${cluster}" class="none"><span aria-hidden="true">—</span><span class="visually-hidden">not deployed here</span></td>`,
   )}
 </tr>`,
   );

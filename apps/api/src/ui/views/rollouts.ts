@@ -26,8 +26,9 @@ const teamCount = (n: number) => `${n} team${n === 1 ? "" : "s"}`;
 function progressOf(rollout: Rollout): string {
   const { waves } = rollout.spec;
   const at = rollout.status.wave;
-  if (at >= waves.length) return `${waves.length} of ${waves.length} waves`;
-  return `wave ${at + 1} of ${waves.length} (${waves[at]!.name})`;
+  const wave = waves[at];
+  if (wave === undefined) return `${waves.length} of ${waves.length} waves`; // past the last: ended
+  return `wave ${at + 1} of ${waves.length} (${wave.name})`;
 }
 
 /** Every rollout in the Flux repo, newest first. */
