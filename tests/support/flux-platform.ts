@@ -383,7 +383,8 @@ async function startPlatformCluster(
 
 /**
  * Flux as docs/install.md step 0 installs it for team artifacts: source-watcher and notification-controller beside
- * source- and kustomize-controller, and kustomize-controller's ExternalArtifact feature gate.
+ * source- and kustomize-controller, kustomize-controller's ExternalArtifact feature gate, and source-watcher's
+ * artifact retention TTL above the time it takes to cut every team's artifact (SOURCE_WATCHER_ARGS).
  */
 function withTeamArtifacts(flux: FluxOptions | undefined): FluxOptions {
   const gates = flux?.featureGates?.["kustomize-controller"] ?? [];
@@ -391,8 +392,17 @@ function withTeamArtifacts(flux: FluxOptions | undefined): FluxOptions {
     ...flux,
     controllers: flux?.controllers ?? ["source-controller", "kustomize-controller", "notification-controller", "source-watcher"],
     featureGates: { ...flux?.featureGates, "kustomize-controller": [...gates.filter((g) => !g.startsWith("ExternalArtifact=")), "ExternalArtifact=true"] },
+    extraArgs: { ...flux?.extraArgs, "source-watcher": [...SOURCE_WATCHER_ARGS, ...(flux?.extraArgs?.["source-watcher"] ?? [])] },
   };
 }
+
+/**
+ * source-watcher 2.2 garbage-collects each artifact's folder after cutting all of a generator's artifacts, with the
+ * current file unprotected: a file older than the retention TTL (default 1m) goes, the current one included. When
+ * cutting 1,000 teams takes over a minute, the first teams' artifacts vanish ("artifact not found"). docs/install.md
+ * step 0 sets the TTL to an hour; so do the tests.
+ */
+export const SOURCE_WATCHER_ARGS = ["--artifact-retention-ttl=1h"];
 
 /** The API's kubeconfig for a cluster, from the berth-status-reader token Flux applied (docs/install.md, step 6). */
 async function writeStatusKubeconfig(pc: PlatformCluster, file: string): Promise<string> {
