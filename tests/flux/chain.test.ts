@@ -138,7 +138,10 @@ describe("the chain with real Flux: POST → commit → Flux → controller → 
     const json = await cli.run(["status", TEAM, "-o", "json", "--server", platform.berth.url, "--token", DEV_TOKEN]);
     const status = JSON.parse(json.stdout) as { clusters: Array<{ revision: string; conditions: Array<{ type: string; status: string; reason: string; message: string }> }> };
     expect(status.clusters[0]!.revision).toBe(`main@sha1:${head}`);
-    expect(status.clusters[0]!.conditions.find((c) => c.type === "KustomizationReady")).toMatchObject({ status: "True", reason: "ReconciliationSucceeded", message: `Applied revision: main@sha1:${head}` });
+    // The team's Kustomization reads its own artifact (ADR 0019): Flux reports the artifact's revision, cut from `head`.
+    const ks = (await platform.kustomization(ASO_NAMESPACE, `team-${TEAM}`))!.status as { lastAppliedRevision: string; lastAppliedOriginRevision: string };
+    expect(ks.lastAppliedOriginRevision).toBe(`main@sha1:${head}`);
+    expect(status.clusters[0]!.conditions.find((c) => c.type === "KustomizationReady")).toMatchObject({ status: "True", reason: "ReconciliationSucceeded", message: `Applied revision: ${ks.lastAppliedRevision}` });
   }, 300_000);
 
   it("updates: the change is applied, no other object of the team is touched", async () => {

@@ -50,12 +50,20 @@ describe("moving a repo written before shards into shards, with real Flux: nothi
 
   it("a same-version rollout moves every other team; nothing is deleted", async () => {
     const before = await platform.cluster.deletes();
+    const previous = await inspectRemote(platform.repoUrl, "main", platform.gitEnv);
     const res = await platform.request("POST", "/v1/rollouts", { description: "move into shards (ADR 0013)" });
     expect(res.statusCode, res.body).toBe(201);
     const remote = await inspectRemote(platform.repoUrl, "main", platform.gitEnv);
     expect([...remote.files.keys()].filter((p) => FLAT.test(p))).toEqual([]);
     await platform.waitKustomizationReady("flux-system", "berth-teams", res.json.revision);
-    for (const team of TEAMS) await platform.waitKustomizationReady(ASO_NAMESPACE, `team-${team}`, res.json.revision);
+    // A team whose own folder the commit changed is applied at it; with team artifacts (ADR 0019) Flux leaves the
+    // others alone, still Ready at the commit before.
+    const paths = new Set([...previous.files.keys(), ...remote.files.keys()]);
+    const changed = (team: string) => [...paths].some((p) => p.startsWith(`teams/${team}/`) && previous.files.get(p) !== remote.files.get(p));
+    for (const team of TEAMS) {
+      if (changed(team)) await platform.waitKustomizationReady(ASO_NAMESPACE, `team-${team}`, res.json.revision);
+      else expect(((await platform.kustomization(ASO_NAMESPACE, `team-${team}`))!.status as { conditions: Array<{ type: string; status: string }> }).conditions).toContainEqual(expect.objectContaining({ type: "Ready", status: "True" }));
+    }
     expect(await platform.cluster.deletes()).toEqual(before);
     // Every object is still the one Flux created first: the same uid as before the move.
     for (const team of TEAMS) expect(await platform.admin.get("v1", "Namespace", undefined, team)).toBeDefined();

@@ -35,12 +35,20 @@ describe("a rollout halts on the failure real Flux reports; wave 2 is untouched"
         raw.api.rollouts = { pollIntervalMs: 500, gateTimeoutSeconds: 600 };
       },
     });
+    const revisions: string[] = [];
     for (const name of ["alpha", "bravo"]) {
       const res = await platform.request("POST", "/v1/teams", { name, owners: [OWNER], environments: ["dev"] });
       expect(res.statusCode, res.body).toBe(201);
+      revisions.push(`main@sha1:${res.json.revision as string}`);
     }
-    const head = await platform.head();
-    for (const name of ["alpha", "bravo"]) await platform.waitKustomizationReady(ASO_NAMESPACE, `team-${name}`, head, 180_000);
+    // Each team Ready at its own commit or a later one: with team artifacts (ADR 0019) Flux cuts alpha's artifact
+    // from whichever commit it fetches first, and bravo's commit does not reconcile alpha again.
+    for (const [i, name] of ["alpha", "bravo"].entries()) {
+      await eventually(`team-${name} Ready at its commit or later`, async () => {
+        const status = (await platform.kustomization(ASO_NAMESPACE, `team-${name}`))?.status as { lastAppliedOriginRevision?: string; conditions?: Array<{ type: string; status: string }> } | undefined;
+        return status?.conditions?.some((c) => c.type === "Ready" && c.status === "True") && revisions.slice(i).includes(status.lastAppliedOriginRevision ?? "");
+      }, 180_000);
+    }
   }, 400_000);
 
   afterAll(async () => {

@@ -306,6 +306,47 @@ describe("rollout in waves, gated on the teams' status", () => {
     expect((await rollout(s.berth, id)).rollout.status.phase).toBe("Running");
   });
 
+  it("counts a status at an older commit that holds what the wave holds for the team on that cluster (ADR 0019)", async () => {
+    // A cluster joins prod: a same-version rollout of p3 adds its folder and Flux file there and leaves its three other
+    // clusters alone. With team artifacts, Flux on those three never reconciles p3 for the wave: their status stays at
+    // the commit before it, which holds exactly what the wave's commit holds for p3 there.
+    const s = await setup();
+    const before = await head(s.remote);
+    await reportReady(s, Object.keys(TEAMS));
+    const clusters = [...ALL_CLUSTERS, "aks-prod-sec"];
+    const berth = await startBerth({
+      remoteUrl: s.remote.url,
+      env: { BERTH_LOG_LEVEL: "warn" },
+      clock: s.clock,
+      statusReader: s.status,
+      startEngine: false,
+      config: (raw) => {
+        const prod = (raw.platform.environments as Array<{ name: string; clusters: Array<Record<string, unknown>> }>).find((e) => e.name === "prod")!;
+        prod.clusters.push({ ...prod.clusters[0], name: "aks-prod-sec" });
+        raw.api.clusters = Object.fromEntries(clusters.map((c) => [c, { kubeconfig: "/dev/null" }]));
+      },
+    });
+    started.push(berth);
+    const id = await create(berth, { description: "p3 onto aks-prod-sec", selector: { names: ["p3"] }, waves: [{ name: "all" }], gate: { timeoutSeconds: 600 } });
+    await berth.services.engine.tick();
+    const wave = await head(s.remote);
+    const { stdout } = await run("git", ["--git-dir", s.remote.dir, "diff", "--name-only", before, wave]);
+    expect(stdout.split("\n").filter((p) => p.includes("p3")).every((p) => p.includes("aks-prod-sec"))).toBe(true);
+
+    s.status.ready("p3", "aks-prod-sec", wave);
+    await berth.services.engine.tick();
+    expect((await rollout(berth, id)).rollout.status.phase).toBe("Completed");
+
+    // A team whose inputs the wave did change still needs a status at the wave's commit (or later).
+    const v2 = await create(berth, { target: { templateVersion: "v2" }, selector: { names: ["p3"] }, waves: [{ name: "all" }], gate: { timeoutSeconds: 600 } });
+    await berth.services.engine.tick();
+    for (const c of ["aks-dev-weu", "aks-prod-weu", "aks-prod-neu"]) s.status.ready("p3", c, before);
+    await berth.services.engine.tick();
+    const r = await rollout(berth, v2);
+    expect(r.rollout.status.phase).toBe("Running");
+    expect(r.progress.teams.find((t: { cluster: string }) => t.cluster === "aks-dev-weu").message).toContain("Flux has not applied the wave's commit");
+  });
+
   it("pause stops at the gate, resume carries on; abort stops for good and says which team is on which version", async () => {
     const s = await setup();
     const id = await create(s.berth);

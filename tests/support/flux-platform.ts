@@ -16,12 +16,12 @@
  *   - Azure Service Operator is played by `AsoStandIn` (below) by default; with `aso: "real"` it is ASO itself
  *     (tests/support/aso.ts) against one fake Azure for the platform (tests/support/platform-azure.ts).
  */
-import { createHash } from "node:crypto";
+import { createHash, randomBytes } from "node:crypto";
 import { readFileSync } from "node:fs";
 import { cp, mkdir, mkdtemp, readdir, readFile, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
-import { parse, stringify } from "yaml";
+import { parse, parseAllDocuments, stringify } from "yaml";
 import { Admin, CONTROLLER_GROUPS, CONTROLLER_USER, type Obj } from "../controller/helpers.js";
 import { ensureBuilt } from "./build.js";
 import { startControllerProcess, type AppProcess } from "./processes.js";
@@ -76,11 +76,26 @@ export function testPlatform(clusters: ClusterSpec[] = [{ name: PLATFORM_CLUSTER
   };
 }
 
+/**
+ * Where team Kustomizations read from (platform.fluxSource.kind, ADR 0019). `ExternalArtifact`: flux/ as it is, each
+ * team's own artifact cut by source-watcher from GitRepository berth-teams, which the API's Receiver notification
+ * fetches at once. `GitRepository`: the install before ADR 0019 (tests/fixtures/flux-install-before-0019): berth-teams
+ * and every team read GitRepository flux-system; only source- and kustomize-controller run, no Receiver.
+ */
+export type TeamSource = "ExternalArtifact" | "GitRepository";
+
 export interface FluxPlatformOptions {
   /** The workload clusters (default: aks-dev-weu in dev). Each gets its own apiserver, Flux, controller and ASO. */
   clusters?: ClusterSpec[];
-  /** The flux-system GitRepository's interval (what `flux bootstrap --interval` sets). Default 5s. */
+  /** The interval of the GitRepositories (flux-system, what `flux bootstrap --interval` sets, and berth-teams). Default 5s. */
   pollInterval?: string;
+  /** Default ExternalArtifact (what flux/ installs). */
+  teamSource?: TeamSource;
+  /**
+   * The API tells each cluster's Receiver to fetch after a push (api.fluxReceivers; ExternalArtifact only). Default
+   * true; false leaves every fetch to the poll interval and `reconcileSource()`.
+   */
+  notify?: boolean;
   /** Changes to the platform section before anything starts. */
   platform?: (platform: Record<string, any>) => void;
   flux?: FluxOptions;
@@ -88,6 +103,8 @@ export interface FluxPlatformOptions {
   aso?: boolean | "real";
   /** With `aso: "real"`: ASO's settings (aso-controller-settings) and the fake Azure's options. */
   realAso?: AsoOptions & { azure?: FakeAzureOptions };
+  /** How often the ASO stand-in looks at every ASO object (default 300 ms; a fleet of 1,000 teams wants less). */
+  asoIntervalMs?: number;
   /** Changes to the API's config file (e.g. templatesDir). */
   berthConfig?: (raw: Record<string, any>) => void;
   /** Files committed with the install, before Flux starts (e.g. teams an earlier Berth wrote: fleet-seed.ts). */
@@ -97,6 +114,10 @@ export interface FluxPlatformOptions {
 /** One workload cluster of the platform, with what runs for it. */
 export interface PlatformCluster {
   name: string;
+  /** The GitRepository team commits reach the cluster through (berth-teams, or flux-system before ADR 0019). */
+  teamsSource: { namespace: string; name: string };
+  /** Receiver berth-teams: its webhook URL and HMAC key (ExternalArtifact only). */
+  receiver: { url: string; token: string; tokenFile: string } | undefined;
   cluster: KubeCluster;
   admin: Admin;
   flux: RunningFlux;
@@ -105,13 +126,16 @@ export interface PlatformCluster {
   aso: AsoStandIn | undefined;
   /** Azure Service Operator itself (`aso: "real"`). */
   realAso?: RunningAso;
-  /** `flux reconcile source git flux-system`: fetch now, not at the next interval; resolves with the revision fetched. */
+  /** `flux reconcile source git <teamsSource>`: fetch now, not at the next interval; resolves with the revision fetched. */
   reconcileSource(): Promise<string>;
-  /** `flux suspend|resume source git flux-system`: Flux stops (or starts again) fetching new commits. */
+  /** `flux suspend|resume source git <teamsSource>`: Flux stops (or starts again) fetching Berth's new commits. */
   suspendSource(suspend: boolean): Promise<void>;
   /** A Flux Kustomization's status (flux-config/team-<team> for a team). */
   kustomization(namespace: string, name: string): Promise<Obj | undefined>;
-  /** Until the Kustomization reports Ready=True at `revision` (a commit sha). */
+  /**
+   * Until the Kustomization reports Ready=True at `revision` (a commit sha): its lastAppliedRevision, or for one that
+   * reads an ExternalArtifact, the commit its artifact was cut from (lastAppliedOriginRevision).
+   */
   waitKustomizationReady(namespace: string, name: string, revision: string, ms?: number): Promise<Obj>;
 }
 
@@ -130,8 +154,11 @@ export interface FluxPlatform extends PlatformCluster {
   head(): Promise<string>;
   /** The API's request, as a platform engineer sends it. */
   request(method: "GET" | "POST" | "PUT" | "DELETE", url: string, payload?: unknown): Promise<{ statusCode: number; json: any; body: string }>;
-  /** A second API process on the same repository and clusters (e.g. after a restart), stopped with the platform. */
-  startApi(): Promise<RunningBerth>;
+  /**
+   * A second API process on the same repository and clusters (e.g. after a restart), stopped with the platform;
+   * `platform` changes its platform config (e.g. a new fluxSource), as a redeploy with a changed berth.yaml would.
+   */
+  startApi(opts?: { platform?: (platform: Record<string, any>) => void }): Promise<RunningBerth>;
   stop(): Promise<void>;
 }
 
@@ -143,7 +170,9 @@ export async function startFluxPlatform(opts: FluxPlatformOptions = {}): Promise
   };
   try {
     const specs = opts.clusters ?? [{ name: PLATFORM_CLUSTER, environment: "dev" }];
+    const teamSource = opts.teamSource ?? "ExternalArtifact";
     const platform = testPlatform(specs);
+    platform.fluxSource = { kind: teamSource, name: "flux-system", namespace: "flux-system" };
     opts.platform?.(platform);
 
     // The fleet repository, served over smart HTTP.
@@ -161,6 +190,9 @@ export async function startFluxPlatform(opts: FluxPlatformOptions = {}): Promise
     const fleet = join(work, "fleet");
     await cp(join(REPO_ROOT, "flux"), fleet, { recursive: true, dereference: true });
     await rm(join(fleet, "README.md"));
+    const teamsFile = join(fleet, "clusters", PLATFORM_CLUSTER, "berth-teams.yaml");
+    if (teamSource === "GitRepository") await cp(join(REPO_ROOT, "tests", "fixtures", "flux-install-before-0019", "berth-teams.yaml"), teamsFile);
+    else await writeFile(teamsFile, withTeamsRepository(await readFile(teamsFile, "utf8"), repoUrl, opts.pollInterval ?? "5s"));
     for (const spec of specs.filter((c) => c.name !== PLATFORM_CLUSTER)) {
       for (const dir of ["berth/overlays", "clusters"]) await copyReplacing(join(fleet, dir, PLATFORM_CLUSTER), join(fleet, dir, spec.name), PLATFORM_CLUSTER, spec.name);
     }
@@ -173,6 +205,7 @@ export async function startFluxPlatform(opts: FluxPlatformOptions = {}): Promise
     config.platform = platform;
     await writeFile(platformConfig, stringify(config));
     const bootstrap = (name: string) => ({ url: repoUrl, path: `./clusters/${name}`, auth: GIT_AUTH, interval: opts.pollInterval ?? "5s" });
+    const notify = teamSource === "ExternalArtifact" && opts.notify !== false;
     for (const spec of specs) {
       const systemDir = join(fleet, "clusters", spec.name, "flux-system");
       await mkdir(systemDir, { recursive: true });
@@ -194,20 +227,26 @@ export async function startFluxPlatform(opts: FluxPlatformOptions = {}): Promise
     const statusKubeconfigs: Record<string, string> = {};
     await Promise.all(
       specs.map(async (spec) => {
-        const up = await startPlatformCluster(spec.name, clusterIssuer(platform, spec.name), bootstrap(spec.name), controllerConfigFile, built, opts, cleanups, azure);
+        const up = await startPlatformCluster(spec.name, clusterIssuer(platform, spec.name), bootstrap(spec.name), controllerConfigFile, built, { ...opts, teamSource }, work, cleanups, azure);
         clusters.set(spec.name, up.cluster);
         statusKubeconfigs[spec.name] = await writeStatusKubeconfig(up.cluster, join(work, `${spec.name}.kubeconfig`));
       }),
     );
 
-    const startApi = async () => {
+    const receivers = notify
+      ? Object.fromEntries([...clusters.values()].map((c) => [c.name, { url: c.receiver!.url, tokenFile: c.receiver!.tokenFile }]))
+      : undefined;
+    const startApi = async (api_?: { platform?: (platform: Record<string, any>) => void }) => {
+      const apiPlatform = structuredClone(platform);
+      api_?.platform?.(apiPlatform);
       const api = await startBerth({
         remoteUrl: repoUrl,
         listen: true,
         env: { BERTH_GIT_USERNAME: GIT_AUTH.username, BERTH_GIT_TOKEN: GIT_AUTH.password },
         config: (raw) => {
-          raw.platform = platform;
+          raw.platform = apiPlatform;
           raw.api.clusters = Object.fromEntries(Object.entries(statusKubeconfigs).map(([c, kubeconfig]) => [c, { kubeconfig }]));
+          if (receivers) raw.api.fluxReceivers = receivers;
           opts.berthConfig?.(raw);
         },
       });
@@ -238,6 +277,20 @@ export async function startFluxPlatform(opts: FluxPlatformOptions = {}): Promise
   }
 }
 
+/** berth-teams.yaml with GitRepository berth-teams on the test's repository and poll interval (docs/install.md, step 4). */
+export function withTeamsRepository(text: string, url: string, interval: string): string {
+  return parseAllDocuments(text)
+    .map((doc) => {
+      const o = doc.toJS() as { kind?: string; metadata?: { name?: string }; spec?: Record<string, unknown> };
+      if (o.kind === "GitRepository" && o.metadata?.name === "berth-teams") {
+        doc.setIn(["spec", "url"], url);
+        doc.setIn(["spec", "interval"], interval);
+      }
+      return doc.toString();
+    })
+    .join("---\n");
+}
+
 /** A copy of a folder with every occurrence of `from` in file contents replaced by `to` (docs/install.md, step 3). */
 async function copyReplacing(source: string, target: string, from: string, to: string): Promise<void> {
   await cp(source, target, { recursive: true });
@@ -258,7 +311,8 @@ async function startPlatformCluster(
   bootstrap: BootstrapOptions,
   controllerConfigFile: string,
   built: Promise<void>,
-  opts: FluxPlatformOptions,
+  opts: FluxPlatformOptions & { teamSource: TeamSource },
+  work: string,
   cleanups: Array<() => Promise<unknown>>,
   azure: FakeAzure | undefined,
 ): Promise<{ cluster: PlatformCluster }> {
@@ -266,9 +320,15 @@ async function startPlatformCluster(
   const cluster = await startKubeCluster({ controllers: true, auditDeletes: true, serviceAccountIssuer });
   cleanups.push(() => cluster.stop());
   const admin = new Admin(cluster.kubeConfig());
-  const flux = await startFlux(cluster, opts.flux);
+  const artifacts = opts.teamSource === "ExternalArtifact";
+  const flux = await startFlux(cluster, artifacts ? withTeamArtifacts(opts.flux) : opts.flux);
   cleanups.push(() => flux.stop());
   await bootstrapFlux(cluster, flux, bootstrap);
+  // What docs/install.md step 7 creates beside what Flux applies: the Receiver's HMAC key, never in git.
+  const receiverToken = randomBytes(32).toString("hex");
+  if (artifacts) {
+    await admin.create({ apiVersion: "v1", kind: "Secret", metadata: { name: "berth-teams-receiver", namespace: flux.namespace }, stringData: { token: receiverToken } } as Obj);
+  }
 
   // Berth's controller, once Flux has applied what it runs under (namespace, RBAC, its Deployment).
   await eventually(`Flux applied Deployment berth-system/berth-controller on ${name}`, () => admin.get("apps/v1", "Deployment", "berth-system", "berth-controller"), 120_000);
@@ -294,36 +354,74 @@ async function startPlatformCluster(
 
   const aso = opts.aso === false || opts.aso === "real" ? undefined : new AsoStandIn(admin);
   if (aso) {
-    aso.start();
+    aso.start(opts.asoIntervalMs);
     cleanups.push(() => aso.stop());
   }
   const realAso = azure ? await startAso(cluster, azure, opts.realAso) : undefined;
   if (realAso) cleanups.push(() => realAso.stop());
   const kustomization = (namespace: string, ksName: string) => admin.get("kustomize.toolkit.fluxcd.io/v1", "Kustomization", namespace, ksName);
+  const teamsSource = { namespace: flux.namespace, name: artifacts ? "berth-teams" : "flux-system" };
+  let receiver: PlatformCluster["receiver"];
+  if (artifacts) {
+    const webhookPath = await eventually(`Receiver berth-teams Ready on ${name}`, async () => {
+      const r = await admin.get("notification.toolkit.fluxcd.io/v1", "Receiver", flux.namespace, "berth-teams");
+      const status = r?.status as { webhookPath?: string; conditions?: Array<{ type: string; status: string }> } | undefined;
+      return status?.conditions?.some((c) => c.type === "Ready" && c.status === "True") ? status.webhookPath : undefined;
+    }, 120_000);
+    const tokenFile = join(work, `${name}.receiver-token`);
+    await writeFile(tokenFile, `${receiverToken}\n`, { mode: 0o600 });
+    receiver = { url: `${flux.receiverUrl!}${webhookPath}`, token: receiverToken, tokenFile };
+  }
   return {
     cluster: {
       name,
+      teamsSource,
+      receiver,
       cluster,
       admin,
       flux,
       controller,
       aso,
       ...(realAso ? { realAso } : {}),
-      reconcileSource: () => requestReconcile(admin, "source.toolkit.fluxcd.io/v1", "GitRepository", flux.namespace, "flux-system"),
+      reconcileSource: () => requestReconcile(admin, "source.toolkit.fluxcd.io/v1", "GitRepository", teamsSource.namespace, teamsSource.name),
       suspendSource: async (suspend) => {
-        await admin.mergePatch("source.toolkit.fluxcd.io/v1", "GitRepository", flux.namespace, "flux-system", { spec: { suspend } }, "flux");
+        await admin.mergePatch("source.toolkit.fluxcd.io/v1", "GitRepository", teamsSource.namespace, teamsSource.name, { spec: { suspend } }, "flux");
       },
       kustomization,
       waitKustomizationReady: (namespace, ksName, revision, ms = 120_000) =>
         eventually(`Kustomization ${namespace}/${ksName} Ready at ${revision.slice(0, 7)} on ${name}`, async () => {
           const k = await kustomization(namespace, ksName);
-          const status = k?.status as { lastAppliedRevision?: string; conditions?: Array<{ type: string; status: string }> } | undefined;
+          const status = k?.status as { lastAppliedRevision?: string; lastAppliedOriginRevision?: string; conditions?: Array<{ type: string; status: string }> } | undefined;
           const ready = status?.conditions?.some((c) => c.type === "Ready" && c.status === "True");
-          return ready && status?.lastAppliedRevision === `main@sha1:${revision}` ? k : undefined;
+          const applied = status?.lastAppliedOriginRevision ?? status?.lastAppliedRevision;
+          return ready && applied === `main@sha1:${revision}` ? k : undefined;
         }, ms),
     },
   };
 }
+
+/**
+ * Flux as docs/install.md step 0 installs it for team artifacts: source-watcher and notification-controller beside
+ * source- and kustomize-controller, kustomize-controller's ExternalArtifact feature gate, and source-watcher's
+ * artifact retention TTL above the time it takes to cut every team's artifact (SOURCE_WATCHER_ARGS).
+ */
+function withTeamArtifacts(flux: FluxOptions | undefined): FluxOptions {
+  const gates = flux?.featureGates?.["kustomize-controller"] ?? [];
+  return {
+    ...flux,
+    controllers: flux?.controllers ?? ["source-controller", "kustomize-controller", "notification-controller", "source-watcher"],
+    featureGates: { ...flux?.featureGates, "kustomize-controller": [...gates.filter((g) => !g.startsWith("ExternalArtifact=")), "ExternalArtifact=true"] },
+    extraArgs: { ...flux?.extraArgs, "source-watcher": [...SOURCE_WATCHER_ARGS, ...(flux?.extraArgs?.["source-watcher"] ?? [])] },
+  };
+}
+
+/**
+ * source-watcher 2.2 garbage-collects each artifact's folder after cutting all of a generator's artifacts, with the
+ * current file unprotected: a file older than the retention TTL (default 1m) goes, the current one included. When
+ * cutting 1,000 teams takes over a minute, the first teams' artifacts vanish ("artifact not found"). docs/install.md
+ * step 0 sets the TTL to an hour; so do the tests.
+ */
+export const SOURCE_WATCHER_ARGS = ["--artifact-retention-ttl=1h"];
 
 /** The API's kubeconfig for a cluster, from the berth-status-reader token Flux applied (docs/install.md, step 6). */
 async function writeStatusKubeconfig(pc: PlatformCluster, file: string): Promise<string> {

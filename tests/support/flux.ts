@@ -14,7 +14,7 @@
  * A missing binary is an error naming infra/test-cluster/ensure-binaries.sh: a test that needs Flux never skips.
  */
 import { spawn, type ChildProcess } from "node:child_process";
-import { closeSync, mkdirSync, openSync, readFileSync } from "node:fs";
+import { closeSync, mkdirSync, openSync, readFileSync, writeFileSync } from "node:fs";
 import { readFile } from "node:fs/promises";
 import { join } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
@@ -59,6 +59,10 @@ export interface RunningFlux {
   cpuSeconds(controller: FluxController): number;
   /** A controller's peak resident memory so far, in bytes (VmHWM). */
   peakRssBytes(controller: FluxController): number;
+  /** Starts a controller's peak resident memory over from its current size (Linux clear_refs), to measure one phase. */
+  resetPeakRss(controller: FluxController): void;
+  /** Stops one controller (a test of Flux partly down); the others keep running. */
+  stopController(controller: FluxController): Promise<void>;
   /** The last lines of a controller's log, for failure messages. */
   logTail(controller: FluxController, lines?: number): Promise<string>;
   stop(): Promise<void>;
@@ -88,17 +92,14 @@ export async function startFlux(cluster: KubeCluster, opts: FluxOptions = {}): P
   const processes = new Map<FluxController, FluxProcess>();
   let storageUrl: string | undefined;
   let receiverUrl: string | undefined;
+  const kill = (child: ChildProcess) =>
+    new Promise<void>((resolve) => {
+      if (child.exitCode !== null || child.signalCode !== null) return resolve();
+      child.once("exit", () => resolve());
+      child.kill("SIGKILL");
+    });
   const stop = async () => {
-    await Promise.all(
-      [...children.values()].map(
-        (child) =>
-          new Promise<void>((resolve) => {
-            if (child.exitCode !== null || child.signalCode !== null) return resolve();
-            child.once("exit", () => resolve());
-            child.kill("SIGKILL");
-          }),
-      ),
-    );
+    await Promise.all([...children.values()].map(kill));
   };
 
   try {
@@ -184,6 +185,11 @@ export async function startFlux(cluster: KubeCluster, opts: FluxOptions = {}): P
       const kb = /VmHWM:\s+(\d+) kB/.exec(readFileSync(`/proc/${proc(controller).pid}/status`, "utf8"))?.[1];
       return Number(kb ?? 0) * 1024;
     },
+    stopController: async (controller) => {
+      proc(controller);
+      await kill(children.get(controller)!);
+    },
+    resetPeakRss: (controller) => writeFileSync(`/proc/${proc(controller).pid}/clear_refs`, "5"),
     logTail: async (controller, lines = 30) => (await readFile(proc(controller).log, "utf8")).trimEnd().split("\n").slice(-lines).join("\n"),
     stop,
   };
@@ -250,4 +256,18 @@ export async function bootstrapFlux(cluster: KubeCluster, flux: RunningFlux, opt
     const r = await kubeRequest(kc, { method: "POST", path, body: o });
     if (r.status !== 201) throw new Error(`bootstrap: POST ${path}: HTTP ${r.status} ${r.body.slice(0, 300)}`);
   }
+}
+
+/**
+ * kustomize-controller's own count of reconciles per Kustomization (`namespace/name` → the _count of its
+ * gotk_reconcile_duration_seconds histogram): how often Flux reconciled each, whatever asked for it.
+ */
+export async function kustomizationReconciles(flux: RunningFlux): Promise<Map<string, number>> {
+  const text = await flux.metrics("kustomize-controller");
+  const counts = new Map<string, number>();
+  for (const m of text.matchAll(/^gotk_reconcile_duration_seconds_count\{([^}]*)\} (\d+)/gm)) {
+    const labels = Object.fromEntries([...m[1]!.matchAll(/(\w+)="([^"]*)"/g)].map((l) => [l[1], l[2]]));
+    if (labels.kind === "Kustomization") counts.set(`${labels.namespace}/${labels.name}`, Number(m[2]));
+  }
+  return counts;
 }

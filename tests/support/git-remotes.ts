@@ -146,7 +146,8 @@ export async function pushTree(opts: { url: string; dir: string; branch?: string
     if (opts.remove?.length) await git(["rm", "--quiet", "-r", "--ignore-unmatch", "--", ...opts.remove], { cwd: work });
     await cp(opts.dir, work, { recursive: true });
     await git(["add", "-A"], { cwd: work });
-    await git(["-c", "user.name=Platform Team", "-c", "user.email=platform@example.test", "commit", "--quiet", "--no-verify", "-m", opts.subject ?? "hand-written manifests"], { cwd: work });
+    // No automatic gc: with a fleet's files it would run detached and still be writing while the folder is removed.
+    await git(["-c", "gc.auto=0", "-c", "maintenance.auto=false", "-c", "user.name=Platform Team", "-c", "user.email=platform@example.test", "commit", "--quiet", "--no-verify", "-m", opts.subject ?? "hand-written manifests"], { cwd: work });
     await git(["push", "--quiet", "origin", `HEAD:refs/heads/${branch}`], { cwd: work, env });
     return (await git(["rev-parse", "HEAD"], { cwd: work })).trim();
   } finally {

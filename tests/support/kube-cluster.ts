@@ -30,11 +30,18 @@ export { REPO_ROOT } from "./test-cluster-binaries.js";
 export { ENSURE_SCRIPT, TestClusterBinariesMissingError } from "./test-cluster-binaries.js";
 
 /**
- * The CRDs a test cluster starts with: Flux's source and kustomize APIs and ASO's resources, managedidentity
- * and authorization groups, each from the module version the tests run (infra/test-cluster/go).
+ * The CRDs a test cluster starts with: Flux's source, kustomize, notification and source-watcher APIs (flux/ installs
+ * a Receiver and ArtifactGenerators) and ASO's resources, managedidentity and authorization groups, each from the
+ * module version the tests run (infra/test-cluster/go).
  */
 export function defaultCrdDirs(): string[] {
-  return [componentCrdDir("source-controller"), componentCrdDir("kustomize-controller"), componentCrdDir("aso")];
+  return [
+    componentCrdDir("source-controller"),
+    componentCrdDir("kustomize-controller"),
+    componentCrdDir("notification-controller"),
+    componentCrdDir("source-watcher"),
+    componentCrdDir("aso"),
+  ];
 }
 
 export interface TokenUser {

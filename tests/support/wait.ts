@@ -1,28 +1,22 @@
-import { vi } from "vitest";
+import { setTimeout as sleep } from "node:timers/promises";
 
 /**
- * vi.waitFor for a value: polls `fn` every 100 ms until it returns a truthy value and returns it; fails
- * naming `what` and the last value or error after `ms`.
+ * Polls `fn` every 100 ms until it returns a truthy value and returns it; fails naming `what` and the last value or
+ * error after `ms`. Plain timers, not vitest's, so benchmarks (run by tsx, outside vitest) share the harness.
  */
 export async function eventually<T>(what: string, fn: () => Promise<T | undefined | false | null>, ms = 15_000): Promise<T> {
+  const deadline = Date.now() + ms;
   let last: unknown;
-  try {
-    return await vi.waitFor(
-      async () => {
-        last = undefined;
-        const v = await fn().catch((err: unknown) => {
-          last = err;
-          return undefined;
-        });
-        if (!v) {
-          last ??= v;
-          throw new Error(`waiting for ${what}`);
-        }
-        return v;
-      },
-      { timeout: ms, interval: 100 },
-    );
-  } catch {
-    throw new Error(`timed out after ${ms} ms waiting for ${what}; last: ${last instanceof Error ? last.message : JSON.stringify(last)}`);
+  for (;;) {
+    last = undefined;
+    const v = await fn().catch((err: unknown) => {
+      last = err;
+      return undefined;
+    });
+    if (v) return v;
+    last ??= v;
+    if (Date.now() >= deadline) break;
+    await sleep(Math.min(100, Math.max(0, deadline - Date.now())));
   }
+  throw new Error(`timed out after ${ms} ms waiting for ${what}; last: ${last instanceof Error ? last.message : JSON.stringify(last)}`);
 }

@@ -1,5 +1,6 @@
 import type { FluxRepoBatch } from "@berth/gitops";
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from "prom-client";
+import type { NotifyObserver } from "./flux-notifier.js";
 import type { StatusCacheStats } from "./team-status.js";
 
 /**
@@ -7,7 +8,8 @@ import type { StatusCacheStats } from "./team-status.js";
  * one, so tests and several apps in one process do not collide. HTTP requests (count and latency by route
  * and status) are fastify-metrics' histogram on the same registry (app.ts); the rest is recorded here by the
  * services that know it: the Flux-repo writer, the rollout engine, idempotency, problems, the status cache.
- * Labels stay low-cardinality: route templates, problem types, phases, never a team or a request.
+ * Labels stay low-cardinality: route templates, problem types, phases, the platform's clusters; never a team or a
+ * request.
  */
 export class ApiMetrics {
   readonly registry = new Registry();
@@ -83,9 +85,33 @@ export class ApiMetrics {
     registers: this.registers,
   });
 
+  readonly fluxNotifications = new Counter({
+    name: "berth_api_flux_notifications_total",
+    help: "Requests asking a cluster's Flux to fetch after a push (its Receiver), by cluster and result: delivered, failed (an attempt the cluster did not take; retried), gave_up (it fetches at its next poll).",
+    labelNames: ["cluster", "result"] as const,
+    registers: this.registers,
+  });
+
+  readonly fluxNotificationDelay = new Histogram({
+    name: "berth_api_flux_notification_delay_seconds",
+    help: "From a push to its delivery to a cluster's Receiver, retries included.",
+    buckets: [0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 15, 60, 300],
+    registers: this.registers,
+  });
+
   constructor() {
     collectDefaultMetrics({ register: this.registry, prefix: "berth_api_" });
   }
+
+  /** The Flux notifier's outcomes (flux-notifier.ts). Cluster names are the platform's few, from its config. */
+  readonly notifyObserver: NotifyObserver = {
+    delivered: (cluster, sincePushMs) => {
+      this.fluxNotifications.inc({ cluster, result: "delivered" });
+      this.fluxNotificationDelay.observe(sincePushMs / 1000);
+    },
+    failed: (cluster) => this.fluxNotifications.inc({ cluster, result: "failed" }),
+    gaveUp: (cluster) => this.fluxNotifications.inc({ cluster, result: "gave_up" }),
+  };
 
   /** The writer's outcome of one group commit (FluxRepoConfig.onBatch). */
   readonly observeBatch = (batch: FluxRepoBatch): void => {

@@ -1,10 +1,11 @@
 import { loadTemplateCatalog, type BerthConfig } from "@berth/config";
-import { Adoption, Fleet, Onboarding } from "@berth/core";
-import { FluxRepo } from "@berth/gitops";
+import { Adoption, clustersReading, Fleet, Onboarding, repoLayout } from "@berth/core";
+import { FluxRepo, type FluxRepoBatch } from "@berth/gitops";
 import type pino from "pino";
 import { AdoptionService } from "./adoption-service.js";
 import type { AppDeps } from "./app.js";
 import { FleetService } from "./fleet-service.js";
+import { FluxNotifier } from "./flux-notifier.js";
 import { ApiMetrics } from "./metrics.js";
 import { authenticatorFor } from "./plugins/auth.js";
 import { systemClock, type Clock } from "./rollouts/clock.js";
@@ -24,6 +25,8 @@ export interface ApiServices {
   statusReader: TeamStatusReader;
   /** Prometheus metrics; main.ts serves them on api.metricsPort. */
   metrics: ApiMetrics;
+  /** Tells clusters' Flux to fetch after each push (api.fluxReceivers). */
+  notifier: FluxNotifier;
   /** Starts background work (the rollout engine); call after the server listens. */
   start(): Promise<void>;
   /** Stops background work and closes the repo; call after the server closed. */
@@ -34,7 +37,17 @@ export async function createServices(config: BerthConfig, logger: pino.Logger, o
   const catalog = await loadTemplateCatalog(config.templatesDir, config.platform.templateVersion);
   const onboarding = new Onboarding(config.platform, catalog);
   const metrics = new ApiMetrics();
-  const repo = FluxRepo.fromConfig({ ...config.fluxRepo, history: config.api.idempotency, logger: logger.child({ component: "flux-repo" }), onBatch: metrics.observeBatch });
+  const notifier = new FluxNotifier(config.api.fluxReceivers, { ...config.api.fluxNotify, observer: metrics.notifyObserver, logger: logger.child({ component: "flux-notify" }) });
+  const layout = repoLayout(config.platform);
+  const onBatch = (batch: FluxRepoBatch) => {
+    metrics.observeBatch(batch);
+    const pushed = batch.pushed;
+    if (!pushed || notifier.clusters.length === 0) return;
+    // Whose Flux reads what the batch wrote: told to fetch now, after the push (ADR 0020). Never the write's concern.
+    const clusters = repo.treeAt(pushed.revision).then((tree) => (tree ? clustersReading(tree, layout, pushed.paths) : notifier.clusters));
+    notifier.notify(clusters, pushed.revision);
+  };
+  const repo = FluxRepo.fromConfig({ ...config.fluxRepo, history: config.api.idempotency, logger: logger.child({ component: "flux-repo" }), onBatch });
   await repo.init();
   // One status reader, so the status API, CLI watchers, every open status page and the rollout gates share its
   // per-cluster cache.
@@ -82,11 +95,13 @@ export async function createServices(config: BerthConfig, logger: pino.Logger, o
     engine,
     statusReader,
     metrics,
+    notifier,
     async start() {
       engine.start();
     },
     async close() {
       await engine.stop();
+      await notifier.stop();
       await repo.close();
     },
   };

@@ -145,7 +145,7 @@ function keepKustomization(raw: KubeObject): KustomizationLike {
   const s = o.status;
   // Ready, and Healthy: Flux sets it once its apply succeeded (the team's objects are on the cluster).
   const conditions = s?.conditions?.filter((c) => c?.type === "Ready" || c?.type === "Healthy");
-  const status = s ? { ...(conditions?.length ? { conditions } : {}), ...pick(s as Record<string, unknown>, ["lastAppliedRevision", "lastAttemptedRevision"]) } : undefined;
+  const status = s ? { ...(conditions?.length ? { conditions } : {}), ...pick(s as Record<string, unknown>, ["lastAppliedRevision", "lastAttemptedRevision", "lastAppliedOriginRevision"]) } : undefined;
   return { metadata: baseMeta(o.metadata, { labels: teamLabel(o.metadata) }), ...(status ? { status } : {}) };
 }
 

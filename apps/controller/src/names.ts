@@ -23,6 +23,9 @@ export const CLIENT_ID_ANNOTATION = "azure.workload.identity/client-id";
 export { TEAM_API_VERSION, TEAM_GROUP, TEAM_PLURAL, TEAM_VERSION } from "@berth/core";
 
 export const FLUX_KUSTOMIZATION = { group: "kustomize.toolkit.fluxcd.io", version: "v1", plural: "kustomizations", kind: "Kustomization" } as const;
+/** A team's ExternalArtifact (ADR 0019), and the metadata key where source-watcher records the commit it was cut from. */
+export const EXTERNAL_ARTIFACT_API_VERSION = "source.toolkit.fluxcd.io/v1";
+export const ARTIFACT_ORIGIN_REVISION = "org.opencontainers.image.revision";
 
 export interface AsoKind {
   group: string;

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { sameStatus, statusBody, teamStatusView, type TeamStatusInputs } from "../src/reconcile/status.js";
+import { failedArtifactAttempt, sameStatus, statusBody, teamStatusView, type TeamStatusInputs } from "../src/reconcile/status.js";
 import { CLIENT_A } from "./fixtures.js";
 
 const now = new Date("2026-03-01T10:00:00Z");
@@ -95,6 +95,41 @@ describe("teamStatusView", () => {
     expect(cond(v, "Rendered").message).toContain("Flux could not apply revision main@sha1:def: LimitRange/payments/container-defaults dry-run failed");
     expect(cond(v, "Ready")).toMatchObject({ status: "False", reason: "Failed" });
     expect(cond(v, "Ready").message).toContain("Rendered: ReconciliationFailed");
+  });
+
+  it("a Kustomization that reads the team's ExternalArtifact: the commit the applied artifact was cut from (ADR 0019)", () => {
+    const i = allGood();
+    const artifact = "latest@sha256:4f5e2a0c9d1b7e3f6a8c0b2d4e6f8a1c3e5b7d9f0a2c4e6b8d0f1a3c5e7b9d2f";
+    i.kustomization = {
+      status: {
+        lastAppliedRevision: artifact,
+        lastAttemptedRevision: artifact,
+        lastAppliedOriginRevision: "main@sha1:abc",
+        conditions: [{ type: "Ready", status: "True", reason: "ReconciliationSucceeded", message: `Applied revision: ${artifact}` }],
+      },
+    };
+    const v = teamStatusView(i);
+    expect(v.revision).toBe("main@sha1:abc");
+    expect(cond(v, "Rendered").message).toBe("Flux applied revision main@sha1:abc");
+  });
+
+  it("an artifact Flux failed to apply: described by the commit it was cut from, when the reconciler read it; else by the artifact", () => {
+    const failed = {
+      status: {
+        lastAppliedRevision: "latest@sha256:0000000000000000000000000000000000000000000000000000000000000001",
+        lastAttemptedRevision: "latest@sha256:0000000000000000000000000000000000000000000000000000000000000002",
+        lastAppliedOriginRevision: "main@sha1:abc",
+        conditions: [{ type: "Ready", status: "False", reason: "ReconciliationFailed", message: "LimitRange/payments/container-defaults dry-run failed" }],
+      },
+    };
+    expect(failedArtifactAttempt(failed)).toBe(failed.status.lastAttemptedRevision);
+    const read = teamStatusView({ ...allGood(), kustomization: failed, attemptedOrigin: "main@sha1:def" });
+    expect(read.revision).toBe("main@sha1:def");
+    expect(cond(read, "Rendered")).toMatchObject({ status: "False", severity: "Error", message: expect.stringContaining("Flux could not apply revision main@sha1:def") });
+    // Not read (the artifact moved on meanwhile): the artifact's own revision, which no gate takes for a commit.
+    expect(teamStatusView({ ...allGood(), kustomization: failed }).revision).toBe(failed.status.lastAttemptedRevision);
+    // A commit Flux failed to apply needs no artifact read.
+    expect(failedArtifactAttempt({ status: { ...failed.status, lastAttemptedRevision: "main@sha1:def" } })).toBeUndefined();
   });
 
   it("applied while Flux's health checks run: Rendered is True, KustomizationReady waits for the ASO objects", () => {

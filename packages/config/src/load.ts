@@ -133,6 +133,16 @@ export function loadConfig(env: Env = process.env, cwd = process.cwd()): BerthCo
       if (access && typeof access.kubeconfig === "string") access.kubeconfig = resolve(base, access.kubeconfig);
     }
   }
+  const receivers = (raw.api as Record<string, unknown> | undefined)?.fluxReceivers;
+  if (receivers && typeof receivers === "object") {
+    for (const [cluster, receiver] of Object.entries(receivers as Record<string, Record<string, unknown>>)) {
+      if (!receiver || typeof receiver.tokenFile !== "string") continue;
+      const tokenFile = resolve(base, receiver.tokenFile);
+      receiver.tokenFile = tokenFile;
+      // Read now only to fail at start: the notifier reads it at each notification (a rotated Secret).
+      if (readSecretFile(tokenFile, `api.fluxReceivers.${cluster}.tokenFile`, problems) === "") problems.push(`api.fluxReceivers.${cluster}.tokenFile: ${tokenFile} is empty`);
+    }
+  }
 
   const templatesDir = raw.templatesDir;
   raw.templatesDir = resolve(base, typeof templatesDir === "string" ? templatesDir : "templates");
@@ -148,6 +158,11 @@ export function loadConfig(env: Env = process.env, cwd = process.cwd()): BerthCo
     for (const cluster of Object.keys(parsed.data.api.clusters)) {
       if (!known.has(cluster)) problems.push(`api.clusters.${cluster}: not a cluster of platform.environments`);
     }
+    for (const cluster of Object.keys(parsed.data.api.fluxReceivers)) {
+      if (!known.has(cluster)) problems.push(`api.fluxReceivers.${cluster}: not a cluster of platform.environments`);
+    }
+    const notify = parsed.data.api.fluxNotify;
+    if (notify.minDelayMs > notify.maxDelayMs) problems.push("api.fluxNotify.minDelayMs: must not exceed maxDelayMs");
   }
   if (problems.length || !parsed.success) throw new ConfigError(problems);
   return parsed.data;

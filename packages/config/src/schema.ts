@@ -75,6 +75,32 @@ export const clusterAccessSchema = z
   })
   .strict();
 
+/**
+ * Where the API tells a cluster's Flux to fetch after a push (ADR 0020): the webhook URL of the cluster's Receiver
+ * `berth-teams` (type generic-hmac; `<notification-controller's receiver address>` + its status.webhookPath) and
+ * the file holding its HMAC key (the Receiver Secret's `token`, mounted from a Secret; read at each notification,
+ * so a rotated key is picked up without a restart). The key itself is never in this file.
+ */
+export const fluxReceiverSchema = z
+  .object({
+    url: z.url({ protocol: /^https?$/ }),
+    tokenFile: nonEmpty,
+  })
+  .strict();
+
+/** How the API retries a notification a cluster did not take (the poll interval stays the safety net). */
+export const fluxNotifySchema = z
+  .object({
+    /** Attempts per notification, the first included. */
+    attempts: z.number().int().min(1).max(20).default(6),
+    /** Backoff between attempts: doubles from minDelayMs up to maxDelayMs, with jitter. */
+    minDelayMs: z.number().int().min(1).max(600_000).default(1_000),
+    maxDelayMs: z.number().int().min(1).max(3_600_000).default(60_000),
+    /** One request's deadline. */
+    timeoutMs: z.number().int().min(100).max(60_000).default(5_000),
+  })
+  .strict();
+
 /** The read-only status page at /ui (apps/api/src/ui): sign-in, sessions, refresh. */
 export const uiSchema = z
   .object({
@@ -175,6 +201,9 @@ export const apiSchema = z
     trustProxy: z.union([z.boolean(), z.number().int().min(1).max(10), z.array(z.string().min(1)).min(1)]).default(false),
     /** Clusters by name whose Team status GET /v1/teams/{name}/status reports; others show "not-configured". */
     clusters: z.record(z.string(), clusterAccessSchema).default({}),
+    /** Clusters by name whose Flux the API asks to fetch after each push that concerns them; others wait for their poll. */
+    fluxReceivers: z.record(z.string(), fluxReceiverSchema).default({}),
+    fluxNotify: fluxNotifySchema.default(fluxNotifySchema.parse({})),
     /** One listing of a cluster's Team objects serves every status reader (API, CLI watchers, pages) this long. */
     statusCacheSeconds: z.number().min(0).max(300).default(5),
     ui: uiSchema.default({ enabled: true, sessionTtlSeconds: 28_800, refreshSeconds: 5 }),

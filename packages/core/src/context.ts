@@ -97,6 +97,7 @@ export function clusterContext(team: Team, cluster: Cluster, platform: Platform,
   return {
     ...teamContext(team, platform, layout),
     cluster: { name: cluster.name, environment: cluster.environment },
+    flux: { sourceRef: teamSourceRef(team.name, platform) },
     azure: { resourceGroupName: azure.resourceGroup, identityName: azure.identity },
     federatedSubjects,
     roleAssignments,
@@ -106,6 +107,18 @@ export function clusterContext(team: Team, cluster: Cluster, platform: Platform,
       clusterDir: layout.clusterDir(team.name, cluster.name),
     },
   } satisfies Context;
+}
+
+/**
+ * What the team's Flux Kustomization reads (ADR 0019): its own ExternalArtifact, beside it (no namespace: a
+ * same-namespace reference, as Flux's multi-tenancy lockdown requires), or the fleet's GitRepository. The artifact
+ * holds the team's folders at their repository paths, so the Kustomization's path is the same either way.
+ */
+export function teamSourceRef(team: string, platform: Platform): Record<string, string> {
+  const source = platform.fluxSource;
+  return source.kind === "ExternalArtifact"
+    ? { kind: "ExternalArtifact", name: teamNames(team).teamArtifact }
+    : { kind: "GitRepository", name: source.name, namespace: source.namespace };
 }
 
 /** The clusters a team lands on: every cluster of each of its environments, in platform order. */

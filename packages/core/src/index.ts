@@ -22,3 +22,4 @@ export * from "./patterns.js";
 export * from "./team-object.js";
 export * from "./kustomize.js";
 export * from "./flux-substitute.js";
+export * from "./flux-inputs.js";

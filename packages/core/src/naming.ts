@@ -42,6 +42,8 @@ export function teamNames(team: string) {
     identity: team,
     identityConfigMap: `${team}-identity`,
     fluxKustomization: `team-${team}`,
+    /** The team's ExternalArtifact on each cluster (flux/: ArtifactGenerator berth-team-artifacts names it `team-{team}`). */
+    teamArtifact: `team-${team}`,
     federatedCredential: (kind: FederatedSubjectKind) => `${team}--${kind}`,
     /** `--` cannot occur in a team name, so no other team's assignment can get the same name. */
     roleAssignment: (roleId: string) => `${team}--${roleId}`,

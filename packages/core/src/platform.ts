@@ -112,14 +112,20 @@ export const platformSchema = z
     /** Namespace holding the ASO resources, the team Flux Kustomizations and platform-vars. */
     asoNamespace: z.string().regex(DNS_LABEL).max(63).default("flux-config"),
     platformVarsConfigMap: z.string().regex(DNS_LABEL).default("platform-vars"),
-    /** The GitRepository the team Kustomizations pull from. */
+    /**
+     * What the team Kustomizations pull from (ADR 0019). `GitRepository`: the fleet's GitRepository (name,
+     * namespace), whose revision changes at every commit, so every commit reconciles every team. `ExternalArtifact`:
+     * each team's own artifact (ExternalArtifact `team-<team>` beside its Kustomization, cut by the cluster's
+     * ArtifactGenerator berth-team-artifacts in flux/), which changes only when the team's files do.
+     */
     fluxSource: z
       .object({
+        kind: z.enum(["GitRepository", "ExternalArtifact"]).default("GitRepository"),
         name: z.string().regex(DNS_LABEL).default("flux-system"),
         namespace: z.string().regex(DNS_LABEL).default("flux-system"),
       })
       .strict()
-      .default({ name: "flux-system", namespace: "flux-system" }),
+      .default({ kind: "GitRepository", name: "flux-system", namespace: "flux-system" }),
     /**
      * Berth's controller (docs/controller-contract.md). Every team namespace gets a RoleBinding granting this
      * ServiceAccount the ClusterRole `berth-controller-team-writer`: its only write access in team namespaces.

@@ -54,6 +54,8 @@ export interface FluxRepoBatch {
   planMs: number;
   importMs: number;
   pushMs: number;
+  /** When pushed: the new head, and every path the batch's commits wrote or deleted (sorted). */
+  pushed?: { revision: string; paths: readonly string[] };
 }
 
 export interface ResolvedConfig {

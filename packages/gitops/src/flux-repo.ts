@@ -4,7 +4,7 @@ import type { ChangeOrigin, RepoChange, RepoTree } from "@berth/core";
 import PQueue from "p-queue";
 import pRetry from "p-retry";
 import { BatchPlanner, type CommitTxn, commitCount, FastImportEncoder, type Plan, planConflicts, type QueuedTxn } from "./batch.js";
-import { type FluxRepoConfig, type ResolvedConfig, resolveConfig } from "./config.js";
+import { type FluxRepoBatch, type FluxRepoConfig, type ResolvedConfig, resolveConfig } from "./config.js";
 import { GitOpsError, PushRejectedError } from "./errors.js";
 import { GitRunner, type StreamingGit } from "./git-runner.js";
 import { GitTree, IndexCache, type TreeSource } from "./git-tree.js";
@@ -359,9 +359,9 @@ export class FluxRepo {
     let rejectedPushes = 0;
     // Where the batch's time went (the last attempt's), for the "pushed" log line.
     const phases = { planMs: 0, importMs: 0, pushMs: 0 };
-    const report = (result: "pushed" | "unchanged" | "failed", commits: number) => {
+    const report = (result: "pushed" | "unchanged" | "failed", commits: number, pushed?: FluxRepoBatch["pushed"]) => {
       try {
-        this.cfg.onBatch({ result, transactions: waiters.length, commits, rejectedPushes, ms: Date.now() - started, ...phases });
+        this.cfg.onBatch({ result, transactions: waiters.length, commits, rejectedPushes, ms: Date.now() - started, ...phases, ...(pushed ? { pushed } : {}) });
       } catch {
         // an observer's failure is not the batch's
       }
@@ -465,7 +465,10 @@ export class FluxRepo {
         }
       });
       this.counters.commits += shas.length;
-      report(shas.length > 0 ? "pushed" : "unchanged", shas.length);
+      if (shas.length > 0) {
+        const paths = [...new Set(final.txns.flatMap((t) => (t.kind === "commit" ? [...t.files.keys()] : [])))].sort();
+        report("pushed", shas.length, { revision: shas[shas.length - 1] as string, paths });
+      } else report("unchanged", 0);
       if (shas.length > 0) {
         logger.info(
           { branch, transactions: waiters.length, commits: shas.length, attempts, revision: shas[shas.length - 1], ms: Date.now() - started, ...phases },

@@ -6,13 +6,16 @@ import {
   haltRollout,
   judge,
   passWave,
+  repoLayout,
   ROLLOUT_PHASES,
+  sameTeamOnCluster,
   serializeRollout,
   type Fleet,
   type GateObservation,
   type Logger,
   type Onboarding,
   type RepoChange,
+  type RepoLayout,
   type RepoTree,
   type Rollout,
 } from "@berth/core";
@@ -54,7 +57,10 @@ export class RolloutEngine implements EngineHandle {
   private loop: Promise<void> | undefined;
   private kicked = false;
 
+  private readonly layout: RepoLayout;
+
   constructor(private readonly opts: RolloutEngineOptions) {
+    this.layout = repoLayout(opts.onboarding.platform);
     opts.service.attach(this);
   }
 
@@ -220,20 +226,27 @@ export class RolloutEngine implements EngineHandle {
     const { onboarding, statusReader, store } = this.opts;
     const wave = r.spec.waves[index]!;
     const skipped = new Set(r.status.waves[index]?.skipped ?? []);
-    const included = new Map<string, Promise<boolean>>();
-    const includesWave = (revision: string | undefined): Promise<boolean> | undefined => {
-      const sha = revisionSha(revision);
-      if (!sha) return undefined;
-      let p = included.get(sha);
+    const trees = new Map<string, Promise<{ at: RepoTree | undefined; includesWave: boolean }>>();
+    const treeOf = (sha: string) => {
+      let p = trees.get(sha);
       if (!p) {
         p = (async () => {
           const at = await store.treeAt(sha);
           const seen = at && (await this.opts.service.reader.read(at, r.metadata.name));
-          return seen !== undefined && (seen.status.waves[index]?.phase ?? "Pending") !== "Pending";
+          return { at, includesWave: seen !== undefined && (seen.status.waves[index]?.phase ?? "Pending") !== "Pending" };
         })();
-        included.set(sha, p);
+        trees.set(sha, p);
       }
       return p;
+    };
+    // Does the status describe the wave? Its revision includes the wave's commit, or (Flux reconciles a team only
+    // when the team's own inputs change, ADR 0019) it is older but holds what `tree`, which includes the wave, holds
+    // for the team on that cluster.
+    const describesWave = async (revision: string | undefined, team: string, cluster: string): Promise<boolean | undefined> => {
+      const sha = revisionSha(revision);
+      if (!sha) return undefined;
+      const { at, includesWave } = await treeOf(sha);
+      return includesWave || (at !== undefined && (await sameTeamOnCluster(at, tree, this.layout, team, cluster)));
     };
     const names = wave.teams.filter((t) => !skipped.has(t));
     // Every team from one listing (parsed once per team folder content, shared with every other reader),
@@ -255,7 +268,7 @@ export class RolloutEngine implements EngineHandle {
           ready: s.ready,
           stale: s.stale,
           revision: s.revision,
-          includesWave: await includesWave(s.revision),
+          includesWave: await describesWave(s.revision, name, s.cluster),
           conditions: s.conditions,
         })),
       );

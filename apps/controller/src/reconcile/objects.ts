@@ -34,7 +34,13 @@ export interface WithConditions extends KubeObject {
 }
 
 export interface KustomizationLike extends WithConditions {
-  status?: { conditions?: ConditionLike[]; lastAppliedRevision?: string; lastAttemptedRevision?: string };
+  status?: {
+    conditions?: ConditionLike[];
+    lastAppliedRevision?: string;
+    lastAttemptedRevision?: string;
+    /** For a Kustomization that reads an ExternalArtifact: the commit its applied artifact was cut from. */
+    lastAppliedOriginRevision?: string;
+  };
 }
 
 export interface TeamObject extends KubeObject {

@@ -64,6 +64,11 @@ export interface TeamStatusInputs {
   clusterIssuer?: string | undefined;
   /** Conditions as last written: lastTransitionTime is kept while a condition's status stays the same. */
   previous?: ConditionLike[] | undefined;
+  /**
+   * The commit behind an artifact Flux failed to apply (`artifactAttempt`): the team's ExternalArtifact's origin
+   * revision while it still is that artifact. Read only then, by the reconciler.
+   */
+  attemptedOrigin?: string | undefined;
   now: Date;
 }
 
@@ -85,10 +90,14 @@ export function teamStatusView(inputs: TeamStatusInputs): TeamStatusView {
   const { team, kustomization } = inputs;
   const name = team.metadata?.name ?? "";
   const generation = team.metadata?.generation ?? 0;
-  const failedAttempt = fluxFailedAttempt(kustomization);
-  // The revision this status describes: the one Flux applied, or the newer one it failed to apply (a rollout's gate
-  // must see that the wave's commit failed, not the older revision still running).
-  const revision = failedAttempt ?? (kustomization?.status?.lastAppliedRevision || kustomization?.status?.lastAttemptedRevision || undefined);
+  const attempt = fluxFailedAttempt(kustomization);
+  // A failed artifact (ADR 0019) is described by the commit it was cut from, when the reconciler could tell it.
+  const failedAttempt = attempt && isArtifactRevision(attempt) ? (inputs.attemptedOrigin ?? attempt) : attempt;
+  // The revision this status describes: the commit Flux applied (for an ExternalArtifact, the commit the artifact was
+  // cut from), or the newer one it failed to apply (a rollout's gate must see that the wave's commit failed, not the
+  // older revision still running).
+  const s = kustomization?.status;
+  const revision = failedAttempt ?? (s?.lastAppliedOriginRevision || s?.lastAppliedRevision || s?.lastAttemptedRevision || undefined);
 
   const drafts: Draft[] = [renderedCondition(kustomization, revision, failedAttempt !== undefined, name)];
   for (const kind of ASO_KINDS) {
@@ -196,6 +205,20 @@ const NOT_APPLIED = new Set(["BuildFailed", "ReconciliationFailed", "ArtifactFai
  * ready yet) are waits.
  */
 const FLUX_FAILURES = new Set(["BuildFailed", "ReconciliationFailed", "PruneFailed", "HealthCheckFailed"]);
+
+/** An ExternalArtifact's revision (`latest@sha256:<digest of its content>`), not a commit. */
+function isArtifactRevision(revision: string): boolean {
+  return revision.startsWith("latest@");
+}
+
+/**
+ * The artifact revision Flux failed to apply, when the Kustomization reads an ExternalArtifact: the reconciler then
+ * reads that artifact for the commit it was cut from (`attemptedOrigin`). Undefined otherwise.
+ */
+export function failedArtifactAttempt(kustomization: KustomizationLike | undefined): string | undefined {
+  const attempt = fluxFailedAttempt(kustomization);
+  return attempt && isArtifactRevision(attempt) ? attempt : undefined;
+}
 
 /** The revision Flux tried and failed to apply (newer than the one it runs), or undefined. */
 function fluxFailedAttempt(kustomization: KustomizationLike | undefined): string | undefined {

@@ -1,13 +1,13 @@
 import { GUID, teamNames, ValueUnavailableError, type Cluster, type ClusterFacts, type Platform, type PlatformValuesProvider } from "@berth/core";
 import type { Caches } from "../caches.js";
 import { errorKind, type ClusterWriter } from "../kube.js";
-import { ACCESS_FINALIZER, CLIENT_ID_ANNOTATION, TEAM_API_VERSION, TEAM_ROLE_BINDING } from "../names.js";
+import { ACCESS_FINALIZER, ARTIFACT_ORIGIN_REVISION, CLIENT_ID_ANNOTATION, EXTERNAL_ARTIFACT_API_VERSION, TEAM_API_VERSION, TEAM_ROLE_BINDING } from "../names.js";
 import type { Logger } from "@berth/kube-runtime";
 import { classifyDrift, desiredTeamCredential, tamperMessage, teamCredentialSecret, workloadServiceAccountPatch } from "./credential.js";
-import { isDeleting, unb64, type ConfigMapLike, type KubeObject, type ObjectRef, type SecretLike, type TeamObject } from "./objects.js";
+import { isDeleting, unb64, type ConfigMapLike, type KubeObject, type KustomizationLike, type ObjectRef, type SecretLike, type TeamObject } from "./objects.js";
 import { foreignDataOwners } from "./platform.js";
 import { accessAction, accessEnding, credentialAction, credentialFinalizerPending, isOffboarding, withoutFinalizer } from "./offboarding.js";
-import { FEDERATION_CONDITION, ISSUER_CHANGED, sameStatus, statusBody, teamStatusView, type CredentialState, type ValuesState } from "./status.js";
+import { failedArtifactAttempt, FEDERATION_CONDITION, ISSUER_CHANGED, sameStatus, statusBody, teamStatusView, type CredentialState, type ValuesState } from "./status.js";
 
 /** Where the team's identity ids came from for this pass, and why there are none when there are none. */
 interface IdentitySource {
@@ -276,9 +276,11 @@ export class TeamReconciler {
   private async writeStatus(writer: ClusterWriter, team: string, teamObj: TeamObject, state: FactsState, identity: ConfigMapLike | undefined, credential: CredentialState): Promise<void> {
     const { caches, events, logger } = this.deps;
     const facts = state.facts;
+    const kustomization = caches.kustomization(team);
     const view = teamStatusView({
       team: teamObj,
-      kustomization: caches.kustomization(team),
+      kustomization,
+      attemptedOrigin: await this.attemptedOrigin(writer, team, kustomization),
       asoObjects: caches.asoObjects(team),
       identity,
       credential,
@@ -305,6 +307,20 @@ export class TeamReconciler {
     } catch (err) {
       if (errorKind(err) !== "not-found") throw err; // deleted meanwhile
     }
+  }
+
+  /**
+   * The commit behind the team's ExternalArtifact when Flux failed to apply it (ADR 0019): the artifact's origin
+   * revision, while the artifact is still the one that failed. Read only on such a failure, so no watch of artifacts
+   * (source-watcher rewrites every team's artifact status at each commit).
+   */
+  private async attemptedOrigin(writer: ClusterWriter, team: string, kustomization: KustomizationLike | undefined): Promise<string | undefined> {
+    const attempt = failedArtifactAttempt(kustomization);
+    if (!attempt) return undefined;
+    const ref = { apiVersion: EXTERNAL_ARTIFACT_API_VERSION, kind: "ExternalArtifact", namespace: this.deps.platform.asoNamespace, name: teamNames(team).teamArtifact };
+    const artifact = (await writer.read(ref).catch(() => undefined)) as { status?: { artifact?: { revision?: string; metadata?: Record<string, string> } } } | undefined;
+    const current = artifact?.status?.artifact;
+    return current?.revision === attempt ? current.metadata?.[ARTIFACT_ORIGIN_REVISION] : undefined;
   }
 
   private async offboard(

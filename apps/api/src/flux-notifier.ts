@@ -1,0 +1,168 @@
+import { createHmac } from "node:crypto";
+import { readFile } from "node:fs/promises";
+import pRetry from "p-retry";
+import type pino from "pino";
+
+/** A cluster's Receiver (api.fluxReceivers): its webhook URL and the file holding its HMAC key. */
+export interface ReceiverTarget {
+  url: string;
+  tokenFile: string;
+}
+
+export interface FluxNotifyOptions {
+  attempts: number;
+  minDelayMs: number;
+  maxDelayMs: number;
+  timeoutMs: number;
+}
+
+/** What the notifier reports, per cluster (ApiMetrics turns it into counters). */
+export interface NotifyObserver {
+  delivered(cluster: string, sincePushMs: number): void;
+  /** One attempt the cluster did not take (it is retried, up to the attempts). */
+  failed(cluster: string): void;
+  gaveUp(cluster: string): void;
+}
+
+interface Lane {
+  /** The newest pushed revision not yet delivered, and when it was pushed. */
+  pending?: { revision: string; pushedAt: number };
+  running?: Promise<void>;
+}
+
+/**
+ * Tells each cluster's Flux to fetch now after a push (ADR 0020): a POST to the cluster's Receiver (notification-
+ * controller, type generic-hmac), signed with its key (`X-Signature: sha256=<HMAC of the body>`), as Flux documents
+ * it. Best effort: `notify` never waits and never throws, so a cluster that does not answer costs the write nothing;
+ * a refused or failed attempt is retried with exponential backoff and jitter, then given up (the GitRepository's
+ * poll interval is the safety net). One lane per cluster: a push while a notification is on its way or waiting for
+ * its retry is carried by the next attempt, so a burst of pushes sends one request, not one per push.
+ */
+export class FluxNotifier {
+  private readonly lanes = new Map<string, Lane>();
+  /** Pushes whose clusters are still being worked out. */
+  private readonly resolving = new Set<Promise<void>>();
+  private readonly stopping = new AbortController();
+
+  constructor(
+    private readonly receivers: Readonly<Record<string, ReceiverTarget>>,
+    private readonly opts: FluxNotifyOptions & { observer?: NotifyObserver; logger?: Pick<pino.Logger, "warn" | "debug"> },
+  ) {}
+
+  /** The clusters that have a Receiver configured. */
+  get clusters(): string[] {
+    return Object.keys(this.receivers);
+  }
+
+  /**
+   * Asks each of `clusters` (those with a Receiver) to fetch `revision` or later. Returns at once; the clusters may
+   * still be worked out (a promise), and every cluster with a Receiver is told when that fails.
+   */
+  notify(clusters: Iterable<string> | Promise<Iterable<string>>, revision: string): void {
+    if (this.stopping.signal.aborted) return;
+    if (!isIterable(clusters)) {
+      const resolving = clusters
+        .catch((err: unknown) => {
+          this.opts.logger?.warn({ revision, reason: (err as Error).message }, "flux notify: cannot tell which clusters a push concerns; telling every one");
+          return this.clusters;
+        })
+        .then((found) => this.notify(found, revision))
+        .finally(() => this.resolving.delete(resolving));
+      this.resolving.add(resolving);
+      return;
+    }
+    const pushedAt = Date.now();
+    for (const cluster of clusters) {
+      if (!this.receivers[cluster]) continue;
+      let lane = this.lanes.get(cluster);
+      if (!lane) this.lanes.set(cluster, (lane = {}));
+      // An older pending push keeps its time: the delay measured is the oldest undelivered push's.
+      lane.pending = { revision, pushedAt: lane.pending?.pushedAt ?? pushedAt };
+      lane.running ??= this.drain(cluster, lane);
+    }
+  }
+
+  /** Resolves once nothing is pending or on its way (tests; shutdown). */
+  async idle(): Promise<void> {
+    for (;;) {
+      const running = [...this.resolving, ...[...this.lanes.values()].flatMap((l) => (l.running ? [l.running] : []))];
+      if (running.length === 0) return;
+      await Promise.all(running);
+    }
+  }
+
+  /** Stops retrying: waits end at once, nothing new is sent. */
+  async stop(): Promise<void> {
+    this.stopping.abort();
+    await this.idle();
+  }
+
+  private async drain(cluster: string, lane: Lane): Promise<void> {
+    try {
+      while (lane.pending && !this.stopping.signal.aborted) {
+        const { revision, pushedAt } = lane.pending;
+        lane.pending = undefined;
+        const ok = await this.deliver(cluster, revision);
+        if (ok) this.opts.observer?.delivered(cluster, Date.now() - pushedAt);
+      }
+    } finally {
+      lane.running = undefined;
+    }
+  }
+
+  /** One notification with its retries; false once given up. */
+  private async deliver(cluster: string, revision: string): Promise<boolean> {
+    const { attempts, minDelayMs, maxDelayMs, observer, logger } = this.opts;
+    try {
+      await pRetry(() => this.send(cluster, revision), {
+        retries: attempts - 1,
+        factor: 2,
+        minTimeout: minDelayMs,
+        maxTimeout: maxDelayMs,
+        randomize: true,
+        signal: this.stopping.signal,
+        onFailedAttempt: ({ error, attemptNumber, retriesLeft }) => {
+          observer?.failed(cluster);
+          logger?.debug?.({ cluster, attempt: attemptNumber, retriesLeft, reason: error.message }, "flux notify: attempt failed");
+        },
+      });
+      return true;
+    } catch (err) {
+      if (this.stopping.signal.aborted) return false;
+      observer?.gaveUp(cluster);
+      // The cluster and why, never the URL (its path is derived from the key) or the key.
+      logger?.warn({ cluster, attempts, reason: (err as Error).message }, "flux notify: gave up; the cluster fetches at its next poll");
+      return false;
+    }
+  }
+
+  private async send(cluster: string, revision: string): Promise<void> {
+    const target = this.receivers[cluster]!;
+    let key: string;
+    try {
+      key = (await readFile(target.tokenFile, "utf8")).trim();
+    } catch (err) {
+      throw new Error(`cannot read the Receiver key file: ${(err as NodeJS.ErrnoException).code ?? "error"}`);
+    }
+    if (!key) throw new Error("the Receiver key file is empty");
+    const body = JSON.stringify({ source: "berth", revision });
+    const signature = `sha256=${createHmac("sha256", key).update(body).digest("hex")}`;
+    let res: Response;
+    try {
+      res = await fetch(target.url, {
+        method: "POST",
+        headers: { "content-type": "application/json", "x-signature": signature },
+        body,
+        signal: AbortSignal.any([this.stopping.signal, AbortSignal.timeout(this.opts.timeoutMs)]),
+      });
+    } catch (err) {
+      throw new Error(`no answer: ${(err as Error).cause instanceof Error ? ((err as Error).cause as Error).message : (err as Error).message}`);
+    }
+    await res.body?.cancel();
+    if (!res.ok) throw new Error(`the Receiver answered HTTP ${res.status}`);
+  }
+}
+
+function isIterable(value: Iterable<string> | Promise<Iterable<string>>): value is Iterable<string> {
+  return typeof (value as Iterable<string>)[Symbol.iterator] === "function";
+}

@@ -1,0 +1,73 @@
+import type { RepoLayout } from "./layout.js";
+import type { RepoTree } from "./repo.js";
+
+/**
+ * What Flux on a cluster reads of the Flux repo, for the two questions a push raises (ADR 0019, 0020): which
+ * clusters' Flux must fetch it, and whether a cluster that applied an older commit already runs what a newer one
+ * holds for a team. A team's inputs on a cluster are its base, its folder for that cluster and its Flux file there:
+ * exactly what the cluster's ArtifactGenerators put into the team's artifact and the cluster's team Flux files.
+ */
+
+/** The paths Flux on `cluster` reads for `team` (folders and files; the Flux file where it is, or was before shards). */
+export function teamInputsOnCluster(layout: RepoLayout, team: string, cluster: string): string[] {
+  return [layout.baseDir(team), layout.clusterDir(team, cluster), ...layout.fluxKustomizationPaths(cluster, team)];
+}
+
+/**
+ * The clusters whose Flux reads any of `paths` (a push's changes), sorted: a cluster's own folder, a team's folder
+ * for that cluster, and for a change to a team's base every cluster the team has a folder for in `tree` (the pushed
+ * head). Other paths (rollout state files) concern no cluster.
+ */
+export async function clustersReading(tree: RepoTree, layout: RepoLayout, paths: Iterable<string>): Promise<string[]> {
+  const clusters = new Set<string>();
+  const wholeTeams = new Set<string>();
+  const clustersPrefix = `${layout.clustersDir}/`;
+  const teamsPrefix = `${layout.teamsDir}/`;
+  for (const path of paths) {
+    if (path.startsWith(clustersPrefix)) {
+      const cluster = path.slice(clustersPrefix.length).split("/")[0];
+      if (cluster) clusters.add(cluster);
+    } else if (path.startsWith(teamsPrefix)) {
+      const [team, part, cluster] = path.slice(teamsPrefix.length).split("/");
+      if (!team) continue;
+      if (part === "clusters" && cluster) clusters.add(cluster);
+      else wholeTeams.add(team);
+    }
+  }
+  for (const team of wholeTeams) for (const cluster of await folderNames(tree, `${layout.teamDir(team)}/clusters`)) clusters.add(cluster);
+  return [...clusters].sort();
+}
+
+/**
+ * Whether Flux on `cluster` reads the same for `team` in both trees: then a cluster that applied `a` runs what `b`
+ * holds for the team, though `a` is older (Flux reconciles a team only when its own inputs change).
+ */
+export async function sameTeamOnCluster(a: RepoTree, b: RepoTree, layout: RepoLayout, team: string, cluster: string): Promise<boolean> {
+  for (const path of teamInputsOnCluster(layout, team, cluster)) {
+    const [x, y] = await Promise.all([contentOf(a, path), contentOf(b, path)]);
+    if (x !== y) return false;
+  }
+  return true;
+}
+
+/** A comparable fingerprint of a file or folder: git's object id when the tree has one, else its files' text. */
+async function contentOf(tree: RepoTree, path: string): Promise<string | undefined> {
+  if (tree.contentId) return tree.contentId(path);
+  const file = await tree.read(path);
+  if (file !== undefined) return `file:${file}`;
+  const files = await tree.list(path);
+  if (files.length === 0) return undefined;
+  const texts = await Promise.all(files.map(async (f) => `${f}\u0000${(await tree.read(f)) ?? ""}`));
+  return `folder:${texts.join("\u0000")}`;
+}
+
+/** The names of the folders directly in `dir`. */
+async function folderNames(tree: RepoTree, dir: string): Promise<string[]> {
+  if (tree.entries) return (await tree.entries(dir)).filter((e) => e.kind === "folder").map((e) => e.name);
+  const names = new Set<string>();
+  for (const path of await tree.list(dir)) {
+    const rest = path.slice(dir.length + 1).split("/");
+    if (rest.length > 1 && rest[0]) names.add(rest[0]);
+  }
+  return [...names];
+}

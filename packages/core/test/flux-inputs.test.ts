@@ -1,0 +1,91 @@
+/**
+ * What each cluster's Flux reads of the repo (ADR 0019, 0020): the team Kustomization's source per
+ * platform.fluxSource, the clusters a push concerns, and whether two commits hold the same for a team on a cluster.
+ */
+import { describe, expect, it } from "vitest";
+import { parseAllDocuments } from "yaml";
+import { clustersReading, Onboarding, repoLayout, sameTeamOnCluster, teamInputsOnCluster, validateTeam, type Platform } from "@berth/core";
+import { loadCatalog, makePlatform, MemoryRepoTree, OWNERS, PLATFORM, teamInput, TEMPLATE_VERSIONS } from "./fixtures.js";
+
+const ARTIFACTS: Platform = makePlatform({ fluxSource: { kind: "ExternalArtifact" } });
+const layout = repoLayout(PLATFORM);
+
+function render(platform: Platform, version: string, input = teamInput({ environments: ["dev", "prod"] })): Map<string, string> {
+  const onboarding = new Onboarding(platform, loadCatalog(version));
+  return onboarding.render({ ...validateTeam(input, platform), templateVersion: version });
+}
+
+const fluxKustomization = (files: Map<string, string>, cluster: string, team = "orders") =>
+  parseAllDocuments(files.get(layout.fluxKustomization(cluster, team))!)
+    .map((d) => d.toJS() as { kind: string; spec: { path: string; sourceRef: Record<string, string> } })
+    .find((o) => o.kind === "Kustomization")!;
+
+describe("the team Kustomization's source (platform.fluxSource)", () => {
+  for (const version of TEMPLATE_VERSIONS) {
+    it(`${version}: the team's own ExternalArtifact beside it, same path as from the GitRepository`, () => {
+      const fromRepo = fluxKustomization(render(PLATFORM, version), "aks-prod-neu");
+      const fromArtifact = fluxKustomization(render(ARTIFACTS, version), "aks-prod-neu");
+      expect(fromRepo.spec.sourceRef).toEqual({ kind: "GitRepository", name: "flux-system", namespace: "flux-system" });
+      // No namespace: a reference in the Kustomization's own namespace, as Flux's multi-tenancy lockdown requires.
+      expect(fromArtifact.spec.sourceRef).toEqual({ kind: "ExternalArtifact", name: "team-orders" });
+      expect(fromArtifact.spec.path).toBe(fromRepo.spec.path);
+      expect(fromArtifact.spec.path).toBe("./teams/orders/clusters/aks-prod-neu");
+    });
+  }
+
+  it("changes only the Flux files: the team's folders are the same either way", () => {
+    const fromRepo = render(PLATFORM, "v1");
+    const fromArtifact = render(ARTIFACTS, "v1");
+    const differ = [...fromRepo.keys()].filter((p) => fromRepo.get(p) !== fromArtifact.get(p));
+    expect(differ.sort()).toEqual(["aks-dev-weu", "aks-prod-neu", "aks-prod-weu"].map((c) => layout.fluxKustomization(c, "orders")).sort());
+  });
+});
+
+describe("clustersReading: whose Flux a push concerns", () => {
+  const tree = new MemoryRepoTree([...render(PLATFORM, "v1"), ...render(PLATFORM, "v1", teamInput({ name: "billing", owners: [OWNERS.payments], environments: ["dev"] }))]);
+
+  it("a team's folder for a cluster, and a cluster's own folder, concern that cluster", async () => {
+    expect(await clustersReading(tree, layout, ["teams/orders/clusters/aks-prod-weu/identity.yaml"])).toEqual(["aks-prod-weu"]);
+    expect(await clustersReading(tree, layout, [layout.fluxKustomization("aks-dev-weu", "orders"), layout.clusterTeamsIndex("aks-stg-weu")])).toEqual(["aks-dev-weu", "aks-stg-weu"]);
+  });
+
+  it("a team's base concerns every cluster the team has a folder for", async () => {
+    expect(await clustersReading(tree, layout, ["teams/orders/base/team.yaml"])).toEqual(["aks-dev-weu", "aks-prod-neu", "aks-prod-weu"]);
+    expect(await clustersReading(tree, layout, ["teams/billing/base/namespace.yaml"])).toEqual(["aks-dev-weu"]);
+  });
+
+  it("an offboarded team's paths name its clusters themselves; a rollout's state file concerns none", async () => {
+    const offboarding = [...render(PLATFORM, "v1").keys()];
+    expect(await clustersReading(new MemoryRepoTree(), layout, offboarding)).toEqual(["aks-dev-weu", "aks-prod-neu", "aks-prod-weu"]);
+    expect(await clustersReading(tree, layout, ["rollouts/ro-1.yaml"])).toEqual([]);
+  });
+});
+
+describe("sameTeamOnCluster: an older commit still holds what Flux reads for the team", () => {
+  const before = new MemoryRepoTree([...render(PLATFORM, "v1"), ...render(PLATFORM, "v1", teamInput({ name: "billing", owners: [OWNERS.payments], environments: ["dev"] }))]);
+  const change = (files: Record<string, string | null>) => before.apply(new Map(Object.entries(files)));
+
+  it("is true when only another cluster's folder, another team or a rollout changed", async () => {
+    const after = change({ "teams/orders/clusters/aks-prod-weu/identity.yaml": "changed\n", "teams/billing/base/team.yaml": "changed\n", "rollouts/ro-1.yaml": "x\n" });
+    expect(await sameTeamOnCluster(before, after, layout, "orders", "aks-dev-weu")).toBe(true);
+    expect(await sameTeamOnCluster(before, after, layout, "orders", "aks-prod-neu")).toBe(true);
+    expect(await sameTeamOnCluster(before, after, layout, "orders", "aks-prod-weu")).toBe(false);
+  });
+
+  it("is false when the team's base or its Flux file on that cluster changed", async () => {
+    const base = change({ "teams/orders/base/namespace.yaml": "changed\n" });
+    for (const cluster of ["aks-dev-weu", "aks-prod-weu", "aks-prod-neu"]) expect(await sameTeamOnCluster(before, base, layout, "orders", cluster)).toBe(false);
+    const flux = change({ [layout.fluxKustomization("aks-dev-weu", "orders")]: "changed\n" });
+    expect(await sameTeamOnCluster(before, flux, layout, "orders", "aks-dev-weu")).toBe(false);
+    expect(await sameTeamOnCluster(before, flux, layout, "orders", "aks-prod-weu")).toBe(true);
+  });
+
+  it("reads the team's base, its cluster folder and its Flux file, in its shard and where it was before shards", () => {
+    expect(teamInputsOnCluster(layout, "orders", "aks-dev-weu")).toEqual([
+      "teams/orders/base",
+      "teams/orders/clusters/aks-dev-weu",
+      layout.fluxKustomization("aks-dev-weu", "orders"),
+      "clusters/aks-dev-weu/teams/orders.yaml",
+    ]);
+  });
+});

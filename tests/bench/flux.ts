@@ -1,0 +1,295 @@
+/**
+ * Flux at fleet scale (issue 20, ADR 0019 and 0020). Prints figures; asserts nothing. Run:
+ *
+ *   npm run bench -- flux                                  # 100 and 1,000 teams, both layouts
+ *   BENCH_FLUX_TEAMS=100,1000,5000 BENCH_FLUX_SAMPLES=5 npm run bench -- flux
+ *   BENCH_FLUX_LAYOUTS=ExternalArtifact npm run bench -- flux
+ *
+ * For each size N and each layout, a whole platform as docs/install.md builds it (tests/support/flux-platform.ts:
+ * kube-apiserver 1.35, real Flux 2.9.3 built from its Go modules, Berth's controller and API, ASO played), on one
+ * cluster, whose fleet repository holds N teams (v1, dev) before Flux starts:
+ *   - GitRepository ("before"): the install before ADR 0019 (tests/fixtures/flux-install-before-0019): berth-teams
+ *     and every team Kustomization read GitRepository flux-system. No Receiver there: right after each push the
+ *     benchmark asks for the fetch itself (what a Receiver does: reconcile.fluxcd.io/requestedAt), so the figures
+ *     show the queue, not the poll; without it, add up to one poll interval.
+ *   - ExternalArtifact ("after"): flux/ as it is: source-watcher cuts each team's artifact, the API's Receiver
+ *     notification makes Flux fetch.
+ * Every GitRepository polls every 10 minutes. kustomize-controller runs with the settings Flux gives for the size:
+ * its vertical scaling guide's `--concurrent=10 --requeue-dependency=5s` for hundreds of applications, and
+ * flux-benchmark's `--concurrent=20` from 1,000 on; its builds in memory (the test cluster's folder is on
+ * /dev/shm). The other controllers run with Flux's defaults. New teams are named to sort last (the worst case for
+ * source-watcher, which cuts the teams' artifacts in name order).
+ *
+ * Figures, all from Flux's own status and metrics and /proc:
+ *   - cold apply: the first team Kustomization created → the last one Ready (their creationTimestamp and Ready
+ *     lastTransitionTime), kustomize-controller CPU and peak RSS for it;
+ *   - per onboarding (POST of one more team; BENCH_FLUX_SAMPLES of them): POST → its namespace exists, POST → its
+ *     Kustomization Ready at the commit; the Kustomization reconciliations the commit caused (Σ of kustomize-
+ *     controller's gotk_reconcile_duration_seconds_count{kind="Kustomization"}, and which objects), how many
+ *     Kustomizations attempted a new revision (status.lastAttemptedRevision), CPU seconds of each Flux controller,
+ *     of kube-apiserver and etcd, kustomize-controller's peak RSS during it;
+ *   - the same for a rollout commit that moves 10 % of the teams to v2 (one commit), until all of them are Ready.
+ * A phase ends when the counters have not moved for 15 s (the before layout also waits until every Kustomization
+ * attempted the commit). With the machine's load before and after each block (the machine is shared).
+ */
+import { readFileSync } from "node:fs";
+import { join } from "node:path";
+import { performance } from "node:perf_hooks";
+import { setTimeout as sleep } from "node:timers/promises";
+import type { Obj } from "../controller/helpers.js";
+import { REPO_ROOT } from "../support/berth.js";
+import { renderFleet } from "../support/fleet-seed.js";
+import { kustomizationReconciles, type FluxController } from "../support/flux.js";
+import { ASO_NAMESPACE, startFluxPlatform, type FluxPlatform, type TeamSource } from "../support/flux-platform.js";
+import { load, ms, OWNER, percentile } from "./fleet-seed.js";
+
+const SIZES = (process.env.BENCH_FLUX_TEAMS ?? "100,1000").split(",").map(Number);
+const LAYOUTS = (process.env.BENCH_FLUX_LAYOUTS ?? "GitRepository,ExternalArtifact").split(",") as TeamSource[];
+const SAMPLES = Number(process.env.BENCH_FLUX_SAMPLES ?? 5);
+/** The before layout reconciles every team at every commit: fewer onboardings there, each takes minutes at 1,000. */
+const SAMPLES_BEFORE = Number(process.env.BENCH_FLUX_SAMPLES_BEFORE ?? 2);
+const QUIET_MS = 15_000;
+const KUSTOMIZE_ARGS = ["--requeue-dependency=5s"];
+/** Flux's vertical scaling guide: 10 workers for hundreds of applications; flux-benchmark runs 1,000 and more with 20. */
+const kustomizeConcurrent = (teams: number) => (teams >= 1000 ? 20 : 10);
+const NAME = { GitRepository: "before (GitRepository)", ExternalArtifact: "after (ExternalArtifact)" } as const;
+
+type Ks = Obj & { status?: { lastAttemptedRevision?: string; lastAppliedRevision?: string; lastAppliedOriginRevision?: string; conditions?: Array<{ type: string; status: string; lastTransitionTime?: string }> } };
+
+/** What one phase cost, from Flux's metrics and status and /proc. */
+interface PhaseCost {
+  reconciles: number;
+  /** Kustomizations by how many times they reconciled in the phase. */
+  reconciled: Map<string, number>;
+  attempted: number;
+  cpu: Record<string, number>;
+  kustomizePeakRssMiB: number;
+}
+
+interface Onboarding {
+  toNamespaceMs: number;
+  toReadyMs: number;
+  cost: PhaseCost;
+}
+
+interface Result {
+  layout: TeamSource;
+  teams: number;
+  loadBefore: string;
+  loadAfter: string;
+  startMs: number;
+  coldApplyMs: number;
+  coldCpu: Record<string, number>;
+  coldKustomizePeakRssMiB: number;
+  onboardings: Onboarding[];
+  rollout: { teams: number; toAllReadyMs: number; cost: PhaseCost };
+}
+
+const teamNames = (n: number) => Array.from({ length: n }, (_, i) => `t${String(i).padStart(5, "0")}`);
+const cpuOf = (pid: number) => {
+  const fields = readFileSync(`/proc/${pid}/stat`, "utf8").split(") ")[1]!.split(" ");
+  return (Number(fields[11]) + Number(fields[12])) / 100;
+};
+const mib = (bytes: number) => Math.round(bytes / 1024 / 1024);
+const rev = (sha: string) => `main@sha1:${sha}`;
+const readyOf = (k: Ks) => k.status?.conditions?.find((c) => c.type === "Ready");
+const applied = (k: Ks) => k.status?.lastAppliedOriginRevision ?? k.status?.lastAppliedRevision;
+
+/** Per Kustomization, how many reconciles kustomize-controller has recorded (its own histogram's _count). */
+const reconcileCounts = (platform: FluxPlatform) => kustomizationReconciles(platform.flux);
+
+function processes(platform: FluxPlatform): Record<string, number> {
+  const pids: Record<string, number> = {};
+  for (const [controller, p] of platform.flux.processes) pids[controller] = p.pid;
+  pids["kube-apiserver"] = platform.cluster.pids.kubeApiserver;
+  pids.etcd = platform.cluster.pids.etcd;
+  return pids;
+}
+
+async function kustomizations(platform: FluxPlatform, namespace = ASO_NAMESPACE): Promise<Ks[]> {
+  return (await platform.admin.list("kustomize.toolkit.fluxcd.io/v1", "Kustomization", namespace)) as Ks[];
+}
+
+/** Starts measuring a phase; `end()` waits until Flux is quiet (and `settled()` holds) and returns what it cost. */
+async function phase(platform: FluxPlatform): Promise<{ end(settled?: () => Promise<boolean>): Promise<PhaseCost> }> {
+  const pids = processes(platform);
+  const cpu0 = Object.fromEntries(Object.entries(pids).map(([k, pid]) => [k, cpuOf(pid)]));
+  const counts0 = await reconcileCounts(platform);
+  const attempted0 = new Map([...(await kustomizations(platform)), ...(await kustomizations(platform, "flux-system"))].map((k) => [`${k.metadata.namespace}/${k.metadata.name}`, k.status?.lastAttemptedRevision]));
+  platform.flux.resetPeakRss("kustomize-controller");
+  return {
+    async end(settled) {
+      let last = "";
+      let quietSince = Date.now();
+      for (;;) {
+        const now = JSON.stringify([...(await reconcileCounts(platform))]);
+        if (now !== last) {
+          last = now;
+          quietSince = Date.now();
+        } else if (Date.now() - quietSince >= QUIET_MS && (!settled || (await settled()))) break;
+        await sleep(1_000);
+      }
+      const counts = await reconcileCounts(platform);
+      const reconciled = new Map<string, number>();
+      for (const [k, n] of counts) if (n - (counts0.get(k) ?? 0) > 0) reconciled.set(k, n - (counts0.get(k) ?? 0));
+      const all = [...(await kustomizations(platform)), ...(await kustomizations(platform, "flux-system"))];
+      return {
+        reconciles: [...reconciled.values()].reduce((a, b) => a + b, 0),
+        reconciled,
+        attempted: all.filter((k) => k.status?.lastAttemptedRevision !== attempted0.get(`${k.metadata.namespace}/${k.metadata.name}`)).length,
+        cpu: Object.fromEntries(Object.entries(pids).map(([k, pid]) => [k, cpuOf(pid) - cpu0[k]!])),
+        kustomizePeakRssMiB: mib(platform.flux.peakRssBytes("kustomize-controller")),
+      };
+    },
+  };
+}
+
+/** Until every Kustomization of `teams` is Ready at `revision` (for an artifact: the commit it was cut from). */
+async function untilReady(platform: FluxPlatform, teams: readonly string[], revision: string, timeoutMs: number): Promise<void> {
+  const want = new Set(teams.map((t) => `team-${t}`));
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const ready = (await kustomizations(platform)).filter((k) => want.has(k.metadata.name) && readyOf(k)?.status === "True" && applied(k) === rev(revision)).length;
+    if (ready === want.size) return;
+    if (Date.now() > deadline) throw new Error(`${want.size - ready} of ${want.size} Kustomizations not Ready at ${revision.slice(0, 7)} after ${ms(timeoutMs)}`);
+    await sleep(1_000);
+  }
+}
+
+/** The before layout: every Kustomization must have attempted the commit before its cost is complete. */
+const allAttempted = (platform: FluxPlatform, revision: string) => async () => (await kustomizations(platform)).every((k) => k.status?.lastAttemptedRevision === rev(revision));
+
+async function run(layout: TeamSource, n: number): Promise<Result> {
+  const loadBefore = load();
+  console.log(`\n== ${NAME[layout]}, ${n} teams, kustomize-controller --concurrent=${kustomizeConcurrent(n)}; load before: ${loadBefore}`);
+  const names = teamNames(n);
+  const started = performance.now();
+  const platform = await startFluxPlatform({
+    teamSource: layout,
+    pollInterval: "10m",
+    asoIntervalMs: 2_000,
+    flux: { kustomizeConcurrent: kustomizeConcurrent(n), extraArgs: { "kustomize-controller": KUSTOMIZE_ARGS } },
+    berthConfig: (raw) => (raw.logLevel = "warn"),
+    seed: (p) =>
+      renderFleet(
+        names.map((name) => ({ name, description: `Team ${name}`, owners: [OWNER], environments: ["dev"], roleAssignments: [{ role: "rg-contributor" }] })),
+        { platform: p, templatesDir: join(REPO_ROOT, "templates") },
+      ),
+  });
+  try {
+    const startMs = performance.now() - started;
+    console.log(`  platform up (cluster, Flux, Berth's controller and API): ${ms(startMs)}`);
+
+    // Cold apply: Flux applies all N from the seeded repository.
+    const head = await platform.head();
+    const coldDeadline = Date.now() + 60 * 60_000;
+    let teamKs: Ks[] = [];
+    for (;;) {
+      teamKs = (await kustomizations(platform)).filter((k) => k.metadata.name.startsWith("team-"));
+      const ready = teamKs.filter((k) => readyOf(k)?.status === "True").length;
+      if (teamKs.length === n && ready === n) break;
+      if (Date.now() > coldDeadline) throw new Error(`cold apply: ${ready}/${n} Ready after an hour`);
+      await sleep(5_000);
+    }
+    const first = Math.min(...teamKs.map((k) => Date.parse(k.metadata.creationTimestamp as string)));
+    const last = Math.max(...teamKs.map((k) => Date.parse(readyOf(k)!.lastTransitionTime!)));
+    const coldCpu: Record<string, number> = {};
+    for (const [controller, p] of platform.flux.processes) coldCpu[controller] = cpuOf(p.pid);
+    const coldKustomizePeakRssMiB = mib(platform.flux.peakRssBytes("kustomize-controller"));
+    console.log(`  cold apply of ${n} teams at ${head.slice(0, 7)}: ${ms(last - first)} (first Kustomization created → last Ready); kustomize-controller ${coldCpu["kustomize-controller"]!.toFixed(1)} CPU s, peak RSS ${coldKustomizePeakRssMiB} MiB since its start`);
+    // Let the cold apply's tail (health checks, Berth's controller) settle before the first commit.
+    await (await phase(platform)).end();
+
+    const onboardings: Onboarding[] = [];
+    const samples = layout === "GitRepository" ? SAMPLES_BEFORE : SAMPLES;
+    for (let i = 0; i < samples; i++) {
+      // Named to come last: source-watcher cuts the teams' artifacts in name order, so a new team's is the last one.
+      const team = `z-new${String(i).padStart(2, "0")}`;
+      const p = await phase(platform);
+      const t0 = performance.now();
+      const res = await platform.request("POST", "/v1/teams", { name: team, description: `Team ${team}`, owners: [OWNER], environments: ["dev"], roleAssignments: [{ role: "rg-contributor" }] });
+      if (res.statusCode !== 201) throw new Error(`POST /v1/teams: ${res.statusCode} ${res.body}`);
+      const revision = res.json.revision as string;
+      if (layout === "GitRepository") void platform.reconcileSource().catch(() => undefined);
+      let toNamespaceMs = 0;
+      for (;;) {
+        if (!toNamespaceMs && (await platform.admin.get("v1", "Namespace", undefined, team))) toNamespaceMs = performance.now() - t0;
+        const k = (await platform.kustomization(ASO_NAMESPACE, `team-${team}`)) as Ks | undefined;
+        if (toNamespaceMs && k && readyOf(k)?.status === "True" && applied(k) === rev(revision)) break;
+        if (performance.now() - t0 > 30 * 60_000) throw new Error(`onboarding ${team}: not Ready after 30 min`);
+        await sleep(100);
+      }
+      const toReadyMs = performance.now() - t0;
+      const cost = await p.end(layout === "GitRepository" ? allAttempted(platform, revision) : undefined);
+      onboardings.push({ toNamespaceMs, toReadyMs, cost });
+      console.log(`  onboarding ${i + 1}/${samples} (${revision.slice(0, 7)}): POST → namespace ${ms(toNamespaceMs)}, → Kustomization Ready ${ms(toReadyMs)}; ${describe(cost)}`);
+    }
+
+    // A rollout commit that changes 10 % of the teams (v1 → v2, one commit).
+    const selected = names.filter((_, i) => i % 10 === 0);
+    const p = await phase(platform);
+    const t0 = performance.now();
+    const res = await platform.request("POST", "/v1/rollouts", { description: "10 % to v2", target: { templateVersion: "v2" }, selector: { names: selected } });
+    if (res.statusCode !== 201) throw new Error(`POST /v1/rollouts: ${res.statusCode} ${res.body}`);
+    const revision = res.json.revision as string;
+    if (layout === "GitRepository") void platform.reconcileSource().catch(() => undefined);
+    await untilReady(platform, selected, revision, 60 * 60_000);
+    const toAllReadyMs = performance.now() - t0;
+    const cost = await p.end(layout === "GitRepository" ? allAttempted(platform, revision) : undefined);
+    console.log(`  rollout of ${selected.length} teams to v2 (${revision.slice(0, 7)}): POST → all ${selected.length} Ready ${ms(toAllReadyMs)}; ${describe(cost)}`);
+
+    const loadAfter = load();
+    console.log(`  load after: ${loadAfter}`);
+    return { layout, teams: n, loadBefore, loadAfter, startMs, coldApplyMs: last - first, coldCpu, coldKustomizePeakRssMiB, onboardings, rollout: { teams: selected.length, toAllReadyMs, cost } };
+  } finally {
+    await platform.stop();
+  }
+}
+
+function describe(cost: PhaseCost): string {
+  const named = [...cost.reconciled].filter(([k]) => !k.startsWith(`${ASO_NAMESPACE}/team-t0`));
+  const fleet = [...cost.reconciled].filter(([k]) => k.startsWith(`${ASO_NAMESPACE}/team-t0`));
+  const who = [...named.map(([k, c]) => `${k.split("/")[1]}${c > 1 ? ` ×${c}` : ""}`), ...(fleet.length ? [`${fleet.length} seeded teams`] : [])].join(", ");
+  const cpu = (["kustomize-controller", "source-controller", "source-watcher", "notification-controller", "kube-apiserver", "etcd"] satisfies Array<FluxController | string>)
+    .filter((c) => cost.cpu[c] !== undefined)
+    .map((c) => `${c} ${cost.cpu[c]!.toFixed(2)}`)
+    .join(", ");
+  return `${cost.reconciles} Kustomization reconciliations (${who}); ${cost.attempted} attempted a new revision; CPU s: ${cpu}; kustomize-controller peak RSS ${cost.kustomizePeakRssMiB} MiB`;
+}
+
+function summary(results: Result[]): void {
+  console.log("\n== summary (machine load in each block above)");
+  const row = (label: string, f: (r: Result) => string) => console.log(`  ${label.padEnd(58)} ${results.map((r) => f(r).padEnd(22)).join(" ")}`);
+  row("", (r) => `${r.teams} ${r.layout === "GitRepository" ? "before" : "after"}`);
+  row("cold apply (flux-benchmark, 1,000: 4m13s)", (r) => ms(r.coldApplyMs));
+  row("cold apply: kustomize-controller CPU s / peak RSS MiB", (r) => `${r.coldCpu["kustomize-controller"]!.toFixed(0)} / ${r.coldKustomizePeakRssMiB}`);
+  const med = (r: Result, f: (o: Onboarding) => number) => percentile(r.onboardings.map(f), 50);
+  row("onboarding: POST → namespace, p50 (max)", (r) => `${ms(med(r, (o) => o.toNamespaceMs))} (${ms(Math.max(...r.onboardings.map((o) => o.toNamespaceMs)))})`);
+  row("onboarding: POST → Kustomization Ready, p50", (r) => ms(med(r, (o) => o.toReadyMs)));
+  row("onboarding: Kustomization reconciliations, p50 (max)", (r) => `${med(r, (o) => o.cost.reconciles)} (${Math.max(...r.onboardings.map((o) => o.cost.reconciles))})`);
+  row("onboarding: kustomize-controller CPU s, p50", (r) => med(r, (o) => o.cost.cpu["kustomize-controller"]!).toFixed(2));
+  row("onboarding: source-controller + source-watcher CPU s, p50", (r) => med(r, (o) => (o.cost.cpu["source-controller"] ?? 0) + (o.cost.cpu["source-watcher"] ?? 0)).toFixed(2));
+  row("onboarding: kube-apiserver + etcd CPU s, p50", (r) => med(r, (o) => o.cost.cpu["kube-apiserver"]! + o.cost.cpu.etcd!).toFixed(2));
+  row("onboarding: kustomize-controller peak RSS MiB, max", (r) => String(Math.max(...r.onboardings.map((o) => o.cost.kustomizePeakRssMiB))));
+  row("10 % rollout: teams changed", (r) => String(r.rollout.teams));
+  row("10 % rollout: POST → all Ready", (r) => ms(r.rollout.toAllReadyMs));
+  row("10 % rollout: Kustomization reconciliations", (r) => String(r.rollout.cost.reconciles));
+  row("10 % rollout: kustomize-controller CPU s / peak RSS MiB", (r) => `${r.rollout.cost.cpu["kustomize-controller"]!.toFixed(1)} / ${r.rollout.cost.kustomizePeakRssMiB}`);
+  for (const n of SIZES) {
+    const before = results.find((r) => r.teams === n && r.layout === "GitRepository");
+    const after = results.find((r) => r.teams === n && r.layout === "ExternalArtifact");
+    if (!before || !after) continue;
+    const cpu = (r: Result) => percentile(r.onboardings.map((o) => o.cost.cpu["kustomize-controller"]!), 50);
+    console.log(`  ${n} teams: kustomize-controller CPU for one onboarding, after / before = ${((100 * cpu(after)) / cpu(before)).toFixed(2)} %`);
+  }
+}
+
+async function main(): Promise<void> {
+  console.log(`Flux at fleet scale: sizes ${SIZES.join(", ")}; layouts ${LAYOUTS.join(", ")}; onboardings per run: ${SAMPLES} (before: ${SAMPLES_BEFORE}); kustomize-controller ${KUSTOMIZE_ARGS.join(" ")}; load: ${load()}`);
+  const results: Result[] = [];
+  for (const n of SIZES) for (const layout of LAYOUTS) results.push(await run(layout, n));
+  summary(results);
+}
+
+await main();
+process.exit(0);
