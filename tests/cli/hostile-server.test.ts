@@ -12,6 +12,7 @@ import { CliHarness } from "../support/cli.js";
 import { LoopbackServers } from "../support/loopback-servers.js";
 
 const ESC = "\u001b";
+// eslint-disable-next-line no-control-regex -- the point: C0 and C1 control characters other than tab and newline, which an escaped answer must never print raw
 const RAW_CONTROL = /[\u0000-\u0008\u000b-\u001f\u007f-\u009f]/;
 const ROLLOUT_ID = "ro-20261124-101500-a1b2c3";
 

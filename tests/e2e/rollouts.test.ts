@@ -13,7 +13,10 @@
  *   3. an abort while wave 1 is gated (Flux on dev suspended) leaves each team on exactly one version and says which;
  *   4. the API is restarted while wave 1 is gated; the new process carries on from the repo.
  */
+import { rolloutResponse, statusResponse, teamResponse } from "@berth/api-contract";
+import type { Rollout } from "@berth/core";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
+import { templateListResponse } from "../../apps/api/src/routes/templates.js";
 import { eventually } from "../support/wait.js";
 import { DEV_TOKEN, type RunningBerth } from "../support/berth.js";
 import { startFluxPlatform, type FluxPlatform, type PlatformCluster } from "../support/flux-platform.js";
@@ -68,15 +71,16 @@ describe("rollouts end to end: two clusters with real Flux and the controller, A
     for (const r of items.filter((x) => ["Running", "Paused", "Halted"].includes(x.status.phase))) await post(`/v1/rollouts/${r.metadata.name}/abort`);
   });
 
-  const get = async (url: string, api = berth) => {
+  /** A 200 answer, parsed with the schema the route declares (so the contract is checked too). */
+  const get = async <T>(url: string, schema: { parse(data: unknown): T }, api = berth): Promise<T> => {
     const res = await api.server.inject({ url, headers: auth });
     expect(res.statusCode, res.body).toBe(200);
-    return res.json() as any;
+    return schema.parse(res.json());
   };
   const post = (url: string, payload?: object, api = berth) => api.server.inject({ method: "POST", url, headers: auth, ...(payload ? { payload } : {}) });
-  const ready = async (team: string) => (await get(`/v1/teams/${team}/status`)).ready as boolean;
-  const rollout = async (id: string, api = berth) => (await get(`/v1/rollouts/${id}`, api)).rollout;
-  const until = (id: string, what: string, pred: (r: any) => boolean, api = berth, ms = 180_000) =>
+  const ready = async (team: string) => (await get(`/v1/teams/${team}/status`, statusResponse)).ready;
+  const rollout = async (id: string, api = berth) => (await get(`/v1/rollouts/${id}`, rolloutResponse, api)).rollout;
+  const until = (id: string, what: string, pred: (r: Rollout) => boolean, api = berth, ms = 180_000) =>
     eventually(`rollout ${id}: ${what}`, async () => {
       const r = await rollout(id, api);
       return pred(r) ? r : undefined;
@@ -84,7 +88,7 @@ describe("rollouts end to end: two clusters with real Flux and the controller, A
   /** The version label Flux applied on the team's Namespace on a cluster (v1 objects carry none). */
   const appliedVersion = async (c: ClusterName, team: string) =>
     ((await cluster(c).admin.get("v1", "Namespace", undefined, team))?.metadata as { labels?: Record<string, string> })?.labels?.["berth.dev/template-version"] ?? "v1";
-  const repoVersion = async (team: string) => (await get(`/v1/teams/${team}`)).team.templateVersion as string;
+  const repoVersion = async (team: string) => (await get(`/v1/teams/${team}`, teamResponse)).team.templateVersion;
   const start = async (body: object, api = berth) => {
     const res = await post("/v1/rollouts", body, api);
     expect(res.statusCode, res.body).toBe(201);
@@ -97,7 +101,7 @@ describe("rollouts end to end: two clusters with real Flux and the controller, A
     expect(done.spec.waves).toEqual([{ name: "dev", teams: ["alpha", "delta"] }, { name: "rest", teams: ["bravo", "charlie"] }]);
     const events = done.status.history.map((h: { event: string }) => h.event);
     expect(events).toEqual(["Created", "WaveCommitted", "WaveReady", "WaveCommitted", "WaveReady", "Completed"]);
-    expect(Date.parse(done.status.waves[1].committedAt)).toBeGreaterThanOrEqual(Date.parse(done.status.waves[0].readyAt));
+    expect(Date.parse(done.status.waves[1]?.committedAt ?? "")).toBeGreaterThanOrEqual(Date.parse(done.status.waves[0]?.readyAt ?? ""));
     for (const team of Object.keys(TEAMS)) expect(await repoVersion(team)).toBe("v2");
     // What Flux applied: v2 objects on every cluster each team lands on; the controller reports them Ready.
     for (const [team, envs] of Object.entries(TEAMS)) {
@@ -116,10 +120,10 @@ describe("rollouts end to end: two clusters with real Flux and the controller, A
     const id = await start(waves("v1"));
     const halted = await until(id, "Halted", (r) => r.status.phase === "Halted");
     expect(halted.status.halt).toMatchObject({ wave: "dev", reason: "Failed" });
-    expect(halted.status.halt.teams).toEqual([
+    expect(halted.status.halt?.teams).toEqual([
       expect.objectContaining({ team: "delta", cluster: "aks-dev-weu", result: "failed", condition: "IdentityReady", reason: "SubscriptionMismatch", severity: "Error" }),
     ]);
-    expect(halted.status.halt.teams[0].message).toContain("does not match with Client Credential");
+    expect(halted.status.halt?.teams[0]?.message).toContain("does not match with Client Credential");
     // The status page shows the same halt: which team, cluster, condition and ASO's reason.
     const signIn = await berth.server.inject({ method: "POST", url: "/ui/sign-in", headers: { "content-type": "application/x-www-form-urlencoded" }, payload: new URLSearchParams({ token: DEV_TOKEN, next: "/ui" }).toString() });
     const page = await berth.server.inject({ url: `/ui/rollouts/${id}`, headers: { cookie: String(signIn.headers["set-cookie"]).split(";")[0]! } });
@@ -132,7 +136,7 @@ describe("rollouts end to end: two clusters with real Flux and the controller, A
     for (const team of ["bravo", "charlie"]) expect(await repoVersion(team)).toBe("v2");
     expect(await appliedVersion("aks-prod-weu", "bravo")).toBe("v2");
     expect(await appliedVersion("aks-dev-weu", "alpha")).toBe("v1");
-    expect((await rollout(id)).status.waves[1].phase).toBe("Pending");
+    expect((await rollout(id)).status.waves[1]?.phase).toBe("Pending");
 
     // The fix (the cluster's credential back on the identity's subscription, in real life): ASO reports Ready again. Then resume.
     cluster("aks-dev-weu").aso!.failures.clear();
@@ -148,7 +152,7 @@ describe("rollouts end to end: two clusters with real Flux and the controller, A
     // Flux on the dev cluster stops fetching (`flux suspend source git`): wave 1 cannot become Ready.
     await cluster("aks-dev-weu").suspendSource(true);
     const id = await start(waves("v2"));
-    await until(id, "wave 1 committed", (r) => r.status.waves[0].phase === "Committed");
+    await until(id, "wave 1 committed", (r) => r.status.waves[0]?.phase === "Committed");
     const aborted = await post(`/v1/rollouts/${id}/abort`);
     expect(aborted.statusCode, aborted.body).toBe(200);
     expect(aborted.json().versions).toEqual({ v1: ["bravo", "charlie"], v2: ["alpha", "delta"] });
@@ -164,7 +168,7 @@ describe("rollouts end to end: two clusters with real Flux and the controller, A
     // bravo and charlie are still on v1: roll them to v2, bravo first.
     await cluster("aks-prod-weu").suspendSource(true);
     const id = await start({ target: { templateVersion: "v2" }, waves: [{ name: "canary", selector: { names: ["bravo"] } }, { name: "rest" }] });
-    await until(id, "wave 1 committed", (r) => r.status.waves[0].phase === "Committed");
+    await until(id, "wave 1 committed", (r) => r.status.waves[0]?.phase === "Committed");
     await berth.stop();
     berth = await platform.startApi(); // a new process: new clone, nothing in memory
     await cluster("aks-prod-weu").suspendSource(false);
@@ -172,6 +176,6 @@ describe("rollouts end to end: two clusters with real Flux and the controller, A
     expect(done.spec.waves).toEqual([{ name: "canary", teams: ["bravo"] }, { name: "rest", teams: ["charlie"] }]);
     expect(done.status.history.filter((h: { event: string }) => h.event === "WaveCommitted")).toHaveLength(2);
     for (const team of Object.keys(TEAMS)) expect(await repoVersion(team)).toBe("v2");
-    expect((await get("/v1/templates")).items.map((i: { version: string; teams: number }) => [i.version, i.teams])).toEqual([["v1", 0], ["v2", 4]]);
+    expect((await get("/v1/templates", templateListResponse)).items.map((i) => [i.version, i.teams])).toEqual([["v1", 0], ["v2", 4]]);
   }, 300_000);
 });

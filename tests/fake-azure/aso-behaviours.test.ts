@@ -26,6 +26,11 @@ describe("the fake Azure, as ASO meets it", () => {
     await fake?.close();
   });
 
+  /** What these tests read of an ARM answer: a resource's properties, or ARM's error. */
+  interface ArmBody {
+    properties?: { principalId: string };
+    error?: { code: string; message: string };
+  }
   const arm = async (method: string, path: string, body?: unknown, caller = platform) => {
     const token = await fake.issueToken({ oid: caller.objectId, appId: caller.clientId });
     const res = await client.send(`${fake.url}${path}`, {
@@ -33,9 +38,13 @@ describe("the fake Azure, as ASO meets it", () => {
       headers: { authorization: `Bearer ${token}`, "content-type": "application/json" },
       ...(body === undefined ? {} : { body: JSON.stringify(body) }),
     });
-    return { status: res.status, json: res.body ? (JSON.parse(res.body) as any) : undefined };
+    return { status: res.status, json: res.body ? (JSON.parse(res.body) as ArmBody) : undefined };
   };
-  const identity = async (rg: string, name: string) => (await arm("PUT", `/subscriptions/${sub}/resourceGroups/${rg}/providers/Microsoft.ManagedIdentity/userAssignedIdentities/${name}?api-version=2023-01-31`, { location: "westeurope" })).json.properties as { principalId: string };
+  const identity = async (rg: string, name: string) => {
+    const { status, json } = await arm("PUT", `/subscriptions/${sub}/resourceGroups/${rg}/providers/Microsoft.ManagedIdentity/userAssignedIdentities/${name}?api-version=2023-01-31`, { location: "westeurope" });
+    if (!json?.properties) throw new Error(`creating identity ${name} in ${rg} answered ${status} without properties`);
+    return json.properties;
+  };
   const assign = (rg: string, name: string, principalId: string, caller = platform) =>
     arm(
       "PUT",
@@ -62,8 +71,8 @@ describe("the fake Azure, as ASO meets it", () => {
     const { principalId } = await identity("rg-replication", "id-new");
     const refused = await assign("rg-replication", "0b9a3c1e-0000-4000-8000-000000000001", principalId);
     expect(refused.status).toBe(400);
-    expect(refused.json.error.code).toBe("PrincipalNotFound");
-    expect(refused.json.error.message).toContain("replication delay");
+    expect(refused.json?.error?.code).toBe("PrincipalNotFound");
+    expect(refused.json?.error?.message).toContain("replication delay");
     fake.arm.opts.principalReplicationMs = 0; // replicated
     expect((await assign("rg-replication", "0b9a3c1e-0000-4000-8000-000000000001", principalId)).status).toBe(201);
   });
@@ -75,7 +84,7 @@ describe("the fake Azure, as ASO meets it", () => {
     const restore = fake.arm.withhold({ principal: platform.clientId, action: "Microsoft.Authorization/roleAssignments/write", scope: `/subscriptions/${sub}/resourceGroups/RG-DENIED` });
     const denied = await assign("rg-denied", "0b9a3c1e-0000-4000-8000-000000000002", principalId);
     expect(denied.status).toBe(403);
-    expect(denied.json.error).toEqual({
+    expect(denied.json?.error).toEqual({
       code: "AuthorizationFailed",
       message: `The client '${platform.clientId}' with object id '${platform.objectId}' does not have authorization to perform action 'Microsoft.Authorization/roleAssignments/write' over scope '/subscriptions/${sub}/resourceGroups/rg-denied/providers/Microsoft.Authorization/roleAssignments/0b9a3c1e-0000-4000-8000-000000000002' or the scope is invalid. If access was recently granted, please refresh your credentials.`,
     });

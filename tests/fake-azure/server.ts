@@ -161,14 +161,14 @@ export async function startFakeAzure(opts: FakeAzureOptions = {}): Promise<FakeA
   const faults = new FaultController();
   const stats = new Stats();
 
-  let arm: FakeArm | undefined;
   const entra = new FakeEntra({
     tenants: [tenantId, ...subscriptions.map((s) => (s.tenantId ?? tenantId).toLowerCase())],
     tokenLifetimeSeconds: opts.tokenLifetimeSeconds ?? 3599,
-    lookupIdentityByClientId: (clientId) => arm?.findIdentityByClientId(clientId),
+    // Asked only while issuing a token, so never before `arm` below exists.
+    lookupIdentityByClientId: (clientId) => arm.findIdentityByClientId(clientId),
   });
   const caDer = ca.certPem.replace(/-----[^-]+-----|\s/g, "");
-  arm = new FakeArm(
+  const arm: FakeArm = new FakeArm(
     {
       subscriptions: subscriptions.map((s) => ({ ...s, tenantId: (s.tenantId ?? tenantId).toLowerCase() })),
       defaultTenantId: tenantId,

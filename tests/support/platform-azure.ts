@@ -15,18 +15,18 @@ interface ClusterVars {
 }
 
 /** Every cluster of a platform section with its vars. */
-function clustersOf(platform: Record<string, any>): ClusterVars[] {
+function clustersOf(platform: Record<string, unknown>): ClusterVars[] {
   return (platform.environments as Array<{ clusters: ClusterVars[] }>).flatMap((e) => e.clusters);
 }
 
 /** The OIDC issuer the platform config gives a cluster: what its apiserver signs its service-account tokens with. */
-export function clusterIssuer(platform: Record<string, any>, cluster: string): string {
+export function clusterIssuer(platform: Record<string, unknown>, cluster: string): string {
   const issuer = clustersOf(platform).find((c) => c.name === cluster)?.vars.CLUSTER_OIDC_ISSUER_URL;
   if (!issuer) throw new Error(`platform config has no CLUSTER_OIDC_ISSUER_URL for cluster ${cluster}`);
   return issuer;
 }
 
-export async function startPlatformAzure(platform: Record<string, any>, extra: FakeAzureOptions = {}): Promise<FakeAzure> {
+export async function startPlatformAzure(platform: Record<string, unknown>, extra: FakeAzureOptions = {}): Promise<FakeAzure> {
   const clusters = clustersOf(platform);
   const tenantId = clusters[0]!.vars.TENANT_ID!;
   const subscriptions = [...new Set(clusters.map((c) => c.vars.SUBSCRIPTION_ID!))].map((subscriptionId) => ({ subscriptionId, tenantId }));

@@ -134,8 +134,7 @@ class ClusterTeamsCache {
 
   private currentListing(): Promise<Listing> {
     const current = this.listing;
-    if (!current || (current.settled && !this.fresh(current))) this.startListing();
-    const latest = this.listing!;
+    const latest = !current || (current.settled && !this.fresh(current)) ? this.startListing() : current;
     if (latest.settled) {
       this.stats.hits += 1;
       return latest.value;
@@ -150,7 +149,7 @@ class ClusterTeamsCache {
     return latest.value;
   }
 
-  private startListing(): void {
+  private startListing(): { at: number; value: Promise<Listing>; settled: boolean } {
     this.stats.lists += 1;
     const at = this.options.now();
     const entry: { at: number; value: Promise<Listing>; settled: boolean } = { at, value: Promise.resolve({ ok: false, forbidden: false }), settled: false };
@@ -168,6 +167,7 @@ class ClusterTeamsCache {
       },
     );
     this.listing = entry;
+    return entry;
   }
 
   /** Every Team object, page by page, parsed only where its resourceVersion changed. */
@@ -198,9 +198,9 @@ class ClusterTeamsCache {
 
   private getOne(team: string): Promise<Lookup> {
     const cached = this.single.get(team);
-    if (this.fresh(cached)) {
+    if (cached && this.fresh(cached)) {
       this.stats.hits += 1;
-      return cached!.value;
+      return cached.value;
     }
     this.stats.gets += 1;
     this.stats.misses += 1;

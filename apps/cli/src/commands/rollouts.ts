@@ -33,6 +33,12 @@ export interface RolloutSource {
 const rolloutPath = (id: string) => `/v1/rollouts/${encodeURIComponent(id)}`;
 const target = (version: string | undefined) => (version ? `to ${version}` : "re-rendered on their own versions");
 
+/** An answer's body: undefined only for a status a request lists in `empty`, and none of these requests lists any. */
+function answered<T>(body: T | undefined, what: string): T {
+  if (body === undefined) throw new CliError(`the API answered ${what} with no body`, EXIT.unavailable);
+  return body;
+}
+
 const PHASE_STYLE: Record<RolloutPhase, Style> = { Running: "blue", Paused: "yellow", Halted: "red", Completed: "green", Aborted: "gray" };
 /** Phases a rollout does not leave on its own. */
 const SETTLED: ReadonlySet<RolloutPhase> = new Set(["Completed", "Halted", "Aborted", "Paused"]);
@@ -70,7 +76,7 @@ export async function rolloutPreview(rt: Runtime, src: RolloutSource, options: {
   const request = await requestOf(rt, src);
   const client = await rt.client();
   const { body } = await client.request("POST", `/v1/rollouts/preview?diffs=${options.diffs}`, { body: request, schema: rolloutPreviewResponse, timeoutMs: 300_000 });
-  const p = body!;
+  const p = answered(body, "the rollout preview");
   const { files } = p.summary;
   rt.out(`Rollout preview at commit ${shortSha(p.revision)}: ${plural(p.summary.selected, "team")} selected, ${target(p.target.templateVersion)}`);
   rt.out(`  ${p.summary.changed} would change (${plural(files.added + files.modified + files.deleted, "file")}: ${files.added} added, ${files.modified} modified, ${files.deleted} deleted), ${p.summary.unchanged} unchanged, ${p.summary.failed} cannot be rendered`);
@@ -89,7 +95,7 @@ export async function rolloutStart(rt: Runtime, src: RolloutSource): Promise<num
   const request = await requestOf(rt, src);
   const client = await rt.client();
   const { body } = await client.request("POST", "/v1/rollouts", { body: request, schema: rolloutCreatedResponse, timeoutMs: 300_000 });
-  const { rollout, revision, summary } = body!;
+  const { rollout, revision, summary } = answered(body, "the new rollout");
   const id = rollout.metadata.name;
   const version = target(rollout.spec.target.templateVersion);
   if (!rollout.spec.gate) {
@@ -108,8 +114,9 @@ const teamCount = (r: Rollout) => r.spec.waves.reduce((n, w) => n + w.teams.leng
 
 function waveLabel(r: Rollout): string {
   const n = r.spec.waves.length;
-  if (r.status.wave >= n) return `${n}/${n}`;
-  return `${r.status.wave + 1}/${n} ${r.spec.waves[r.status.wave]!.name}`;
+  const wave = r.spec.waves[r.status.wave];
+  if (wave === undefined) return `${n}/${n}`; // past the last: ended
+  return `${r.status.wave + 1}/${n} ${wave.name}`;
 }
 
 /** `team on cluster: result: Condition Reason Severity: message`, the parts that are known. */
@@ -155,7 +162,7 @@ export async function getRollouts(rt: Runtime, id: string | undefined, output: R
   const client = await rt.client();
   if (id === undefined) {
     const { body } = await client.request("GET", "/v1/rollouts", { schema: rolloutListResponse });
-    const items = body!.items;
+    const { items } = answered(body, "the list of rollouts");
     if (output === "json") rt.out(JSON.stringify({ items }, null, 2));
     else if (output === "yaml") rt.io.stdout.write(stringify({ items }, { version: "1.1" }));
     else if (output === "name") for (const r of items) rt.out(`rollout/${r.metadata.name}`);
@@ -175,7 +182,7 @@ export async function getRollouts(rt: Runtime, id: string | undefined, output: R
     return EXIT.ok;
   }
   const { body } = await client.request("GET", rolloutPath(id), { schema: rolloutResponse });
-  const { rollout, progress } = body!;
+  const { rollout, progress } = answered(body, `rollout ${id}`);
   if (output === "json") rt.out(JSON.stringify(rollout, null, 2));
   else if (output === "yaml") rt.io.stdout.write(stringify(rollout, { version: "1.1" }));
   else if (output === "name") rt.out(`rollout/${rollout.metadata.name}`);
@@ -195,7 +202,7 @@ export async function watchRollout(rt: Runtime, id: string, options: { timeoutMs
   for (;;) {
     let answer: { rollout: Rollout; progress: GateProgress | null } | undefined;
     try {
-      answer = (await client.request("GET", rolloutPath(id), { schema: rolloutResponse, timeoutMs: pollTimeoutMs(deadline - Date.now()) })).body!;
+      answer = (await client.request("GET", rolloutPath(id), { schema: rolloutResponse, timeoutMs: pollTimeoutMs(deadline - Date.now()) })).body;
     } catch (err) {
       if (endsWatch(err)) throw err;
       rt.err(`warning: ${(err as Error).message}; trying again`);
@@ -234,7 +241,7 @@ export async function rolloutAction(rt: Runtime, id: string, action: "pause" | "
   const client = await rt.client();
   if (action === "abort") {
     const { body } = await client.request("POST", `${rolloutPath(id)}/abort`, { schema: rolloutAbortResponse });
-    const { rollout, revision, versions } = body!;
+    const { rollout, revision, versions } = answered(body, `the abort of rollout ${id}`);
     const on = Object.entries(versions)
       .sort(([a], [b]) => (a < b ? -1 : 1))
       .map(([version, teams]) => `${version}: ${plural(teams.length, "team")}`)
@@ -243,7 +250,7 @@ export async function rolloutAction(rt: Runtime, id: string, action: "pause" | "
     return EXIT.ok;
   }
   const { body } = await client.request("POST", `${rolloutPath(id)}/${action}`, { schema: rolloutWriteResponse });
-  const { rollout, revision } = body!;
+  const { rollout, revision } = answered(body, `the ${action} of rollout ${id}`);
   rt.out(`rollout/${rollout.metadata.name} ${action === "pause" ? "paused" : "resumed"} (phase ${rollout.status.phase}, commit ${shortSha(revision)})`);
   return EXIT.ok;
 }

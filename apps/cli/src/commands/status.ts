@@ -33,7 +33,9 @@ export function pollTimeoutMs(leftMs: number): number {
 
 async function fetchStatus(client: BerthClient, team: string, timeoutMs = 30_000): Promise<StatusResponse> {
   const { body } = await client.request("GET", `/v1/teams/${encodeURIComponent(team)}/status`, { schema: statusResponse, timeoutMs });
-  return body!;
+  // `body` is undefined only for a status the caller lists in `empty`, and this request lists none.
+  if (body === undefined) throw new CliError(`the API answered the status of team ${team} with no body`, EXIT.unavailable);
+  return body;
 }
 
 export async function status(rt: Runtime, team: string, options: StatusOptions): Promise<number> {

@@ -51,6 +51,12 @@ export function configVars(cluster: Cluster): Record<string, string> {
   return { CLUSTER_NAME: cluster.name, ENVIRONMENT: cluster.environment, ...cluster.vars };
 }
 
+/** A variable's value from a cluster's variables, if they have one. */
+function valueIn(vars: Record<string, string>, name: string): { value: string } | undefined {
+  const value = vars[name];
+  return value === undefined ? undefined : { value };
+}
+
 /**
  * The team's Flux Kustomizations: every Kustomization under the clusters folder that names the team (in
  * its name, its path or its substitutions: only those are built), whose build — after the substitution
@@ -74,7 +80,7 @@ export async function discover(tree: RepoTree, team: string, ctx: DiscoverContex
     // Berth's own files of other teams and the indexes are not hand-written: never read as such.
     const owner = layout.ownerOf(path);
     if (owner.kind === "cluster-teams-index" || (owner.kind === "team" && owner.team !== team && berthTeams.has(owner.team))) continue;
-    const cluster = path.slice(prefix.length).split("/")[0]!;
+    const [cluster = ""] = path.slice(prefix.length).split("/"); // split gives one part at least
     const text = (await readOrUnreadable(tree, path, budget, unreadable)) ?? "";
     let docs: Manifest[];
     try {
@@ -92,7 +98,7 @@ export async function discover(tree: RepoTree, team: string, ctx: DiscoverContex
       const problems: SubstitutionProblem[] = [];
       const vars = c ? configVars(c) : {};
       // Its parent Kustomization applies it with the cluster's variables (e.g. spec.path with ${ENVIRONMENT}).
-      const ks = substituteObject(raw, (v) => (vars[v] !== undefined ? { value: vars[v]! } : undefined), problems);
+      const ks = substituteObject(raw, (v) => valueIn(vars, v), problems);
       if (problems.length) {
         for (const p of problems) issue(`${path} (Flux Kustomization ${String(nameOf(raw))})`, problemText(p, `its parent Kustomization substitutes it from the cluster's variables, and Berth's config for cluster ${cluster} has no value for it (platform.environments[].clusters[].vars)`));
         continue;
@@ -119,14 +125,18 @@ export async function discover(tree: RepoTree, team: string, ctx: DiscoverContex
       if (!holdsTeam) continue;
       for (const k of unsupported) issue(`${path} spec.${k}`, `Flux Kustomization ${String(nameOf(ks))}: adoption cannot map spec.${k} (it changes what Flux applies)`);
       for (const p of substituted.problems) issue(p.field, p.rule);
-      const objects = substituted.objects.map((o) => ({ ...o, cluster }));
+      // Each object as mapping reads it, and as Berth's Kustomization must apply it.
+      const carried = new Map<SourceObject, Manifest>();
+      const objects = substituted.objects.map(({ carried: applied, ...o }) => {
+        const source = { ...o, cluster };
+        carried.set(source, applied);
+        return source;
+      });
       for (const o of objects) {
         if (!namespaceOf(o.obj) && !CLUSTER_SCOPED_KINDS.has(kindOf(o.obj)) && o.obj.kind !== "Team") {
           issue(`${o.file}#${kindOf(o.obj)}/${String(nameOf(o.obj))}`, "has no metadata.namespace: where Flux puts it depends on the Kustomization; give it one");
         }
       }
-      const carried = new Map<SourceObject, Manifest>();
-      objects.forEach((o, i) => carried.set(o, substituted.carried[i]!));
       found.push({ cluster, path, kustomization: ks, objects, carried, files: built.files, liveOnly: substituted.liveOnly });
     }
   }
@@ -202,7 +212,8 @@ function fluxSubstitution(platform: Platform, ks: Manifest, built: Build, cluste
   const forMapping = (name: string): VarResolution => {
     const own = inlineValue(name);
     if (own || sources.length === 0) return own;
-    if (config[name] !== undefined) return { value: config[name]! };
+    const configured = valueIn(config, name);
+    if (configured) return configured;
     if (known.has(name)) {
       liveOnly.add(name);
       return { keep: true };
@@ -213,21 +224,18 @@ function fluxSubstitution(platform: Platform, ks: Manifest, built: Build, cluste
     const own = inlineValue(name);
     if (own || sources.length === 0) return own;
     if (known.has(name)) return { keep: true };
-    return config[name] !== undefined ? { value: config[name]! } : undefined;
+    return valueIn(config, name);
   };
-  const objects: Array<{ obj: Manifest; file: string }> = [];
-  const carried: Manifest[] = [];
+  const objects: Array<{ obj: Manifest; file: string; carried: Manifest }> = [];
   for (const o of built.objects) {
     if (!postBuild || substitutionDisabled(o.obj)) {
       const plain = withoutPlainVars(o.obj) as Manifest; // an object with its PlainVars as text: still an object
-      objects.push({ obj: plain, file: o.file });
       // Literal `${` stays literal under Berth's Kustomization too, unless Flux skips the object there as well.
-      carried.push(substitutionDisabled(o.obj) ? plain : substituteObject(plain, () => undefined, [], true));
+      objects.push({ obj: plain, file: o.file, carried: substitutionDisabled(o.obj) ? plain : substituteObject(plain, () => undefined, [], true) });
       continue;
     }
     const found: SubstitutionProblem[] = [];
-    objects.push({ obj: substituteObject(o.obj, forMapping, found), file: o.file });
-    carried.push(substituteObject(o.obj, forBerth, [], true));
+    objects.push({ obj: substituteObject(o.obj, forMapping, found), file: o.file, carried: substituteObject(o.obj, forBerth, [], true) });
     const at = `${o.file}#${kindOf(o.obj)}/${String(withoutPlainVars(nameOf(o.obj)))}`;
     for (const p of found) {
       problems.push({
@@ -239,7 +247,7 @@ function fluxSubstitution(platform: Platform, ks: Manifest, built: Build, cluste
       });
     }
   }
-  return { objects, carried, problems, liveOnly };
+  return { objects, problems, liveOnly };
 }
 
 function problemText(p: SubstitutionProblem, where: string): string {

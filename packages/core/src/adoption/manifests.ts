@@ -37,7 +37,7 @@ export const kindOf = (o: Manifest): string => String(o.kind);
 export const nameOf = (o: Manifest): unknown => valueAt(o, "metadata", "name");
 export const namespaceOf = (o: Manifest): unknown => valueAt(o, "metadata", "namespace");
 /** The API group of `apiVersion` ("" for the core group). */
-export const groupOf = (o: Manifest): string => (String(o.apiVersion).includes("/") ? String(o.apiVersion).split("/")[0]! : "");
+export const groupOf = (o: Manifest): string => /^([^/]*)\//.exec(String(o.apiVersion))?.[1] ?? "";
 /** What makes two objects the same object on a cluster: group, kind, namespace and name. */
 export const identityOf = (o: Manifest): string => `${String(o.apiVersion).split("/")[0]}|${kindOf(o)}|${String(namespaceOf(o) ?? "")}|${String(nameOf(o))}`;
 

@@ -249,8 +249,9 @@ class ObjectMapper {
     for (const [kind, key] of [["ResourceGroup", "rg"], ["UserAssignedIdentity", "identity"]] as const) {
       const list = this.unhandled(objects, kind);
       for (const o of list) this.handled.add(o);
-      if (list.length > 1) this.issue(sourceRef(list[1]!), `a second ${kind} on ${cluster}; Berth gives a team one per cluster`);
-      if (list[0]) found[key] = list[0];
+      const [first, second] = list;
+      if (second) this.issue(sourceRef(second), `a second ${kind} on ${cluster}; Berth gives a team one per cluster`);
+      if (first) found[key] = first;
     }
     this.out.azureObjects.set(cluster, found);
     return found;
@@ -394,19 +395,27 @@ export function matchArmId(pattern: string, armId: string, vars: Record<string, 
   let source = "";
   let last = 0;
   for (const m of pattern.matchAll(/\$\{([A-Za-z_][A-Za-z0-9_]*)\}/g)) {
+    const [whole, name] = m;
+    if (name === undefined) throw new Error(`${pattern}: \${…} without a variable name`); // (the name group always takes part)
     source += escapeRegex(pattern.slice(last, m.index));
-    const known = vars[m[1]!];
+    const known = vars[name];
     if (known !== undefined) source += escapeRegex(known);
     else {
-      names.push(m[1]!);
+      names.push(name);
       source += "([^/]+)";
     }
-    last = m.index + m[0].length;
+    last = m.index + whole.length;
   }
   source += escapeRegex(pattern.slice(last));
   const match = new RegExp(`^${source}$`, "i").exec(armId);
   if (!match) return undefined;
-  return { unresolved: names.map((n, i) => [n, match[i + 1]!]) };
+  // One group per unresolved name, in order; each takes part in every match.
+  const unresolved = names.map((n, i): [string, string] => {
+    const value = match[i + 1];
+    if (value === undefined) throw new Error(`${pattern}: matching ${armId} gave no value for \${${n}}`);
+    return [n, value];
+  });
+  return { unresolved };
 }
 
 function escapeRegex(text: string): string {

@@ -79,8 +79,8 @@ function stateMessage(state: string): string {
 export function gateDecision(input: { observations: readonly GateObservation[]; now: Date; gateSince: Date; timeoutSeconds: number }): GateDecision {
   const teams = input.observations.map(judge);
   const failed = teams.filter((t) => t.result === "failed");
-  if (failed.length) {
-    const first = failed[0]!;
+  const [first] = failed;
+  if (first) {
     return {
       verdict: "halt",
       reason: "Failed",

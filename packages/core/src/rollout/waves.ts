@@ -6,8 +6,9 @@ import type { TeamSelector, WaveRequest } from "./model.js";
 
 export function matchesSelector(team: Team, selector: TeamSelector): boolean {
   if (selector.names && !selector.names.includes(team.name)) return false;
-  if (selector.environments && !team.environments.some((e) => selector.environments!.includes(e))) return false;
-  if (selector.onlyEnvironments && !team.environments.every((e) => selector.onlyEnvironments!.includes(e))) return false;
+  const { environments, onlyEnvironments } = selector;
+  if (environments && !team.environments.some((e) => environments.includes(e))) return false;
+  if (onlyEnvironments && !team.environments.every((e) => onlyEnvironments.includes(e))) return false;
   if (selector.labels && !Object.entries(selector.labels).every(([k, v]) => team.labels[k] === v)) return false;
   if (selector.templateVersions && !selector.templateVersions.includes(team.templateVersion ?? "")) return false;
   return true;
