@@ -140,7 +140,10 @@ describe("install manifests: kustomize builds, Flux wiring, hardening", () => {
         const where = `${cluster}: Kustomization ${k.metadata.name}`;
         expect(k.apiVersion, where).toBe("kustomize.toolkit.fluxcd.io/v1");
         expect(k.metadata.namespace, where).toBe("flux-system");
-        expect(k.spec.sourceRef, where).toEqual({ kind: "GitRepository", name: "flux-system" });
+        // Berth's teams come from the cluster's team artifact (ADR 0019), so a team commit never wakes the platform's
+        // own Kustomizations, which read the fleet repository itself.
+        const source = k.metadata.name === "berth-teams" ? { kind: "ExternalArtifact", name: "berth-teams" } : { kind: "GitRepository", name: "flux-system" };
+        expect(k.spec.sourceRef, where).toEqual(source);
         expect(k.spec.prune, where).toBe(true);
         for (const dep of k.spec.dependsOn ?? []) expect(names.has(dep.name), `${where} depends on ${dep.name}`).toBe(true);
         const path = join(fleet, k.spec.path);
@@ -163,7 +166,10 @@ describe("install manifests: kustomize builds, Flux wiring, hardening", () => {
         expect(Object.keys(byName).sort()).toEqual(["berth-controller", "berth-crds", "berth-teams"]);
         expect(byName["berth-crds"]!.spec.wait).toBe(true);
         expect(byName["berth-controller"]!.spec.dependsOn).toEqual([{ name: "berth-crds" }]);
-        expect(byName["berth-teams"]!.spec.dependsOn.map((d: { name: string }) => d.name).sort()).toEqual(["berth-controller", "berth-crds"]);
+        // No dependsOn: Flux reconciles a Kustomization's dependencies each time its source moves, so every onboarding
+        // would reconcile berth-crds and berth-controller too (ADR 0019); a team applied too early is retried.
+        expect(byName["berth-teams"]!.spec.dependsOn).toBeUndefined();
+        expect(byName["berth-teams"]!.spec.retryInterval).toBe("1m");
       } else {
         expect([...names]).toEqual(["berth-api"]);
       }
@@ -299,7 +305,7 @@ describe(`install manifests: server-side dry-run on kube-apiserver ${componentVe
       expect(report(results)).toBe("");
       const kinds = new Set(results.map((r) => r.ref.split(" ")[0]!.split("/").at(-1)));
       expect([...kinds].sort()).toEqual(
-        ["ClusterRole", "ClusterRoleBinding", "ConfigMap", "CustomResourceDefinition", "Deployment", "Ingress", "Kustomization", "Namespace", "NetworkPolicy", "PodDisruptionBudget", "Role", "RoleBinding", "Secret", "Service", "ServiceAccount"].sort(),
+        ["ArtifactGenerator", "ClusterRole", "ClusterRoleBinding", "ConfigMap", "CustomResourceDefinition", "Deployment", "GitRepository", "Ingress", "Kustomization", "Namespace", "NetworkPolicy", "PodDisruptionBudget", "Receiver", "Role", "RoleBinding", "Secret", "Service", "ServiceAccount"].sort(),
       );
       console.log(`[tests/install] ${results.length} objects from ${sets.length} builds and entry files dry-run applied, 0 problems`);
     } finally {
