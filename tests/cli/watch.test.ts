@@ -36,7 +36,9 @@ describe("berth status --watch on a terminal, with real Flux and the controller 
   };
 
   beforeAll(async () => {
-    platform = await startFluxPlatform({ pollInterval: "1h", berthConfig: (raw) => (raw.api.statusCacheSeconds = 1) });
+    // Flux fetches only when a test says so (reconcileSource), so each screen shows the state the test set up: no
+    // Receiver notification (it would apply a team within a second or two) and an hour's poll.
+    platform = await startFluxPlatform({ pollInterval: "1h", notify: false, berthConfig: (raw) => (raw.api.statusCacheSeconds = 1) });
     cli = await CliHarness.create();
     work = join(cli.home, "work");
     await mkdir(work, { recursive: true });
