@@ -24,6 +24,7 @@ describe("berth against servers that misbehave", () => {
   let silent: string;
   let hostile: string;
   let waiting: string;
+  let slowing: string;
   const servers = new LoopbackServers();
   const listen = (server: Parameters<LoopbackServers["listen"]>[0]) => servers.listen(server);
 
@@ -80,6 +81,19 @@ describe("berth against servers that misbehave", () => {
         res.writeHead(404).end();
       }),
     );
+    // Answers each path's first poll at once and holds every later one past the watch's --timeout.
+    const polled = new Set<string>();
+    slowing = await listen(
+      createHttpServer((req, res) => {
+        const url = req.url ?? "";
+        if (polled.has(url)) return;
+        polled.add(url);
+        const json = (body: unknown) => res.writeHead(200, { "content-type": "application/json" }).end(JSON.stringify(body));
+        if (url === "/v1/teams/payments/status") return json({ team: "payments", revision: null, ready: false, clusters: [waitingCluster] });
+        if (url === `/v1/rollouts/${ROLLOUT_ID}`) return json({ rollout: running, revision: null, progress: null });
+        res.writeHead(404).end();
+      }),
+    );
   }, 600_000);
   afterAll(async () => {
     await servers.close();
@@ -97,6 +111,8 @@ describe("berth against servers that misbehave", () => {
     const result = await berth(silent, ["status", "payments", "--watch", "--timeout", "3s", "--interval", "1s"]);
     expect(result.code).toBe(8);
     expect(result.stderr).toContain("error: timed out after 0:03 waiting for team payments to be Ready");
+    expect(result.stderr).toContain(`  the last poll failed: the Berth API at ${silent} gave no complete answer within`);
+    expect(result.stderr).not.toContain("cannot read status");
   });
 
   it("the watches end at --timeout without a last poll that has no time left (no spurious error line)", async () => {
@@ -109,10 +125,23 @@ describe("berth against servers that misbehave", () => {
     expect(rollout.stderr).not.toContain("warning:");
   });
 
+  it("a poll that the --timeout cuts short ends the watch as timed out, and the last answer stands", async () => {
+    const status = await berth(slowing, ["status", "payments", "--watch", "--timeout", "3s", "--interval", "1s"]);
+    expect(status.code).toBe(8);
+    expect(status.stderr).toContain("error: timed out after 0:03 waiting for team payments to be Ready\n  aks-dev-weu: IdentityReady: AuthorizationFailed");
+    expect(status.stderr).not.toContain("cannot read status");
+    expect(status.stderr).not.toContain("the last poll failed");
+    const rollout = await berth(slowing, ["rollout", "get", ROLLOUT_ID, "--watch", "--timeout", "3s", "--interval", "1s"]);
+    expect(rollout.code).toBe(8);
+    expect(rollout.stdout).toContain(`rollout/${ROLLOUT_ID}: Running`);
+    expect(rollout.stderr).toBe(`timed out after 3s; the rollout goes on (berth rollout get ${ROLLOUT_ID})\n`);
+  });
+
   it("rollout get --watch ends at its --timeout too", async () => {
     const result = await berth(silent, ["rollout", "get", ROLLOUT_ID, "--watch", "--timeout", "3s", "--interval", "1s"]);
     expect(result.code).toBe(8);
     expect(result.stderr).toContain(`timed out after 3s; the rollout goes on (berth rollout get ${ROLLOUT_ID})`);
+    expect(result.stderr).toContain(`the last poll failed: the Berth API at ${silent} gave no complete answer within`);
   });
 
   it("prints a condition message's escape sequences as text in status and status --watch", async () => {

@@ -199,12 +199,21 @@ export async function watchRollout(rt: Runtime, id: string, options: { timeoutMs
   const client = await rt.client();
   const deadline = Date.now() + options.timeoutMs;
   let last = "";
+  const timedOut = () => {
+    rt.err(`timed out after ${Math.round(options.timeoutMs / 1000)}s; the rollout goes on (berth rollout get ${id})`);
+    return EXIT.timeout;
+  };
   for (;;) {
     let answer: { rollout: Rollout; progress: GateProgress | null } | undefined;
     try {
       answer = (await client.request("GET", rolloutPath(id), { schema: rolloutResponse, timeoutMs: pollTimeoutMs(deadline - Date.now()) })).body;
     } catch (err) {
       if (endsWatch(err)) throw err;
+      // A poll that the watch's own --timeout cut short says nothing about the API: the last answer stands.
+      if (deadline - Date.now() <= 0) {
+        if (!last) rt.err(`the last poll failed: ${(err as Error).message}`);
+        return timedOut();
+      }
       rt.err(`warning: ${(err as Error).message}; trying again`);
     }
     if (answer) {
@@ -219,10 +228,6 @@ export async function watchRollout(rt: Runtime, id: string, options: { timeoutMs
         return phase === "Completed" ? EXIT.ok : EXIT.no;
       }
     }
-    const timedOut = () => {
-      rt.err(`timed out after ${Math.round(options.timeoutMs / 1000)}s; the rollout goes on (berth rollout get ${id})`);
-      return EXIT.timeout;
-    };
     const left = deadline - Date.now();
     if (left <= 0) return timedOut();
     try {

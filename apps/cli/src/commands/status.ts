@@ -75,6 +75,13 @@ async function watch(rt: Runtime, client: BerthClient, team: string, options: St
     return code;
   };
 
+  const timedOut = () =>
+    finish(EXIT.timeout, [
+      `error: timed out after ${formatElapsed(options.timeoutMs)} waiting for team ${team} to be Ready`,
+      ...(state.pollError ? [`  the last poll failed: ${state.pollError}`] : []),
+      ...state.notReady().map((c) => `  ${c.cluster}: ${c.reason}`),
+    ]);
+
   try {
     for (let first = true; ; first = false) {
       try {
@@ -89,6 +96,12 @@ async function watch(rt: Runtime, client: BerthClient, team: string, options: St
           if (spinner) clearInterval(spinner);
           log?.done();
           throw err;
+        }
+        // A poll that the watch's own --timeout cut short says nothing about the API: the watch ends here,
+        // and an earlier answer stands. Only a watch that never had one reports why.
+        if (elapsed() >= options.timeoutMs) {
+          if (!state.team) state.pollError = (err as Error).message;
+          return timedOut();
         }
         state.pollError = (err as Error).message;
         if (!tty) rt.err(`[${formatElapsed(elapsed())}] cannot read status (${state.pollError}); retrying`);
@@ -108,11 +121,6 @@ async function watch(rt: Runtime, client: BerthClient, team: string, options: St
       if (outcome === "unobservable") {
         return finish(EXIT.unavailable, [`error: the API cannot see any cluster of team ${team} (${unobserved.join(", ")}): configure api.clusters, or watch with kubectl`]);
       }
-      const timedOut = () =>
-        finish(EXIT.timeout, [
-          `error: timed out after ${formatElapsed(options.timeoutMs)} waiting for team ${team} to be Ready`,
-          ...state.notReady().map((c) => `  ${c.cluster}: ${c.reason}`),
-        ]);
       if (elapsed() >= options.timeoutMs) return timedOut();
       await sleep(Math.min(options.intervalMs, Math.max(0, options.timeoutMs - elapsed())), undefined, { signal });
       // A poll with no time left could only fail: the last answer stands.
