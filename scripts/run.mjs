@@ -19,14 +19,20 @@ function fail(message) {
 }
 
 function run(cmd, args, options = {}) {
-  const result = spawnSync(cmd, args, { cwd: root, stdio: "inherit", ...options, env: { TURBO_TELEMETRY_DISABLED: "1", ...process.env, ...options.env } });
+  const result = spawnSync(cmd, args, {
+    cwd: root,
+    stdio: "inherit",
+    ...options,
+    env: { TURBO_TELEMETRY_DISABLED: "1", ...process.env, ...options.env },
+  });
   if (result.error) fail(`${cmd} ${args.join(" ")}: ${result.error.message}`);
   return result.status ?? 1;
 }
 
 function checkNode() {
   const [major, minor] = process.versions.node.split(".").map(Number);
-  if (major < 20 || (major === 20 && minor < 19)) fail(`Node ${process.versions.node} is too old: Berth needs Node 20.19+ (or 22/24)`);
+  if (major < 20 || (major === 20 && minor < 19))
+    fail(`Node ${process.versions.node} is too old: Berth needs Node 20.19+ (or 22/24)`);
 }
 
 /** pnpm 10, installed globally with npm when missing (corepack's signature checks fail on these machines). */
@@ -47,7 +53,15 @@ function ensureDependencies(pnpm) {
 }
 
 function turbo(pnpm, task, ...filters) {
-  const args = [...pnpm.slice(1), "exec", "turbo", "run", task, "--output-logs=errors-only", ...filters.map((f) => `--filter=${f}`)];
+  const args = [
+    ...pnpm.slice(1),
+    "exec",
+    "turbo",
+    "run",
+    task,
+    "--output-logs=errors-only",
+    ...filters.map((f) => `--filter=${f}`),
+  ];
   return run(pnpm[0], args);
 }
 
@@ -61,10 +75,12 @@ function localDefaults() {
   mkdirSync(stateDir, { recursive: true });
   const bare = join(stateDir, "flux-repo.git");
   if (!existsSync(bare)) {
-    if (run("git", ["init", "--quiet", "--bare", "--initial-branch=main", bare]) !== 0) fail("cannot create the local Flux repo");
+    if (run("git", ["init", "--quiet", "--bare", "--initial-branch=main", bare]) !== 0)
+      fail("cannot create the local Flux repo");
   }
   const tokenFile = join(stateDir, "dev-token");
-  if (!existsSync(tokenFile)) writeFileSync(tokenFile, `berth-dev-${randomBytes(18).toString("base64url")}\n`, { mode: 0o600 });
+  if (!existsSync(tokenFile))
+    writeFileSync(tokenFile, `berth-dev-${randomBytes(18).toString("base64url")}\n`, { mode: 0o600 });
   const defaults = {
     BERTH_CONFIG_FILE: join(root, "infra", "local", "berth.yaml"),
     BERTH_GIT_URL: pathToFileURL(bare).href,
@@ -81,7 +97,11 @@ function cliShim() {
   const bin = join(stateDir, "bin");
   mkdirSync(bin, { recursive: true });
   const shim = join(bin, "berth");
-  writeFileSync(shim, `#!/bin/sh\nexec "${process.execPath}" "${join(root, "apps", "cli", "dist", "main.js")}" "$@"\n`, { mode: 0o755 });
+  writeFileSync(
+    shim,
+    `#!/bin/sh\nexec "${process.execPath}" "${join(root, "apps", "cli", "dist", "main.js")}" "$@"\n`,
+    { mode: 0o755 },
+  );
   return bin;
 }
 
@@ -107,7 +127,11 @@ function start(pnpm) {
   const bin = cliShim();
   // The CLI lines name .berth/dev-token: only right when that file holds the token the API checks.
   let ownToken = !process.env.BERTH_CONFIG_FILE && !process.env.BERTH_DEV_TOKEN;
-  const child = spawn(process.execPath, [join(root, "apps", "api", "dist", "main.js")], { cwd: root, stdio: ["inherit", "pipe", "inherit"], env });
+  const child = spawn(process.execPath, [join(root, "apps", "api", "dist", "main.js")], {
+    cwd: root,
+    stdio: ["inherit", "pipe", "inherit"],
+    env,
+  });
   // Pass the API's output through; after its banner, add the CLI's (only the API knows the address it got).
   let url;
   createInterface({ input: child.stdout }).on("line", (line) => {
@@ -133,7 +157,10 @@ function startClusterBuild() {
   mkdirSync(stateDir, { recursive: true });
   const log = join(stateDir, "ensure-binaries.log");
   const started = Date.now();
-  const child = spawn("bash", [join(root, "infra", "test-cluster", "ensure-binaries.sh")], { cwd: root, stdio: ["ignore", openSync(log, "w"), openSync(log, "a")] });
+  const child = spawn("bash", [join(root, "infra", "test-cluster", "ensure-binaries.sh")], {
+    cwd: root,
+    stdio: ["ignore", openSync(log, "w"), openSync(log, "a")],
+  });
   process.stdout.write(`berth: building the test cluster's components in the background (log: ${log})\n`);
   return new Promise((resolve) => {
     child.on("error", () => resolve({ code: 1, log, seconds: 0 }));
@@ -148,7 +175,9 @@ async function test(pnpm, clusterBuild) {
   }
   // Debian tools first (sshd, ...); a missing tool fails the run, it never skips tests.
   if (run("bash", [join(root, "infra", "test-tools", "ensure-tools.sh")]) !== 0) {
-    process.stdout.write("could not install the Debian packages the tests need (infra/test-tools/debian-packages.txt)\n0 passed, 1 failed\n");
+    process.stdout.write(
+      "could not install the Debian packages the tests need (infra/test-tools/debian-packages.txt)\n0 passed, 1 failed\n",
+    );
     process.exit(1);
   }
   // The CLI, the API and the controller run as processes in tests (from dist/, as in production).
@@ -162,33 +191,51 @@ async function test(pnpm, clusterBuild) {
     process.stdout.write("could not build the image (npm run image; infra/image/build.mjs)\n0 passed, 1 failed\n");
     process.exit(1);
   }
-  process.stdout.write(`berth: image built in ${((Date.now() - imageStart) / 1000).toFixed(1)} s (.berth/image/berth.oci.tar)\n`);
+  process.stdout.write(
+    `berth: image built in ${((Date.now() - imageStart) / 1000).toFixed(1)} s (.berth/image/berth.oci.tar)\n`,
+  );
   const cluster = await clusterBuild;
-  const summary = readFileSync(cluster.log, "utf8").split("\n").filter((l) => /built in|done in|ERROR/.test(l));
+  const summary = readFileSync(cluster.log, "utf8")
+    .split("\n")
+    .filter((l) => /built in|done in|ERROR/.test(l));
   process.stdout.write(`${summary.join("\n")}\nberth: test cluster components ready after ${cluster.seconds} s\n`);
   if (cluster.code !== 0) {
     process.stdout.write(`${readFileSync(cluster.log, "utf8").split("\n").slice(-30).join("\n")}\n`);
-    process.stdout.write("could not build the test cluster's components (infra/test-cluster/ensure-binaries.sh)\n0 passed, 1 failed\n");
+    process.stdout.write(
+      "could not build the test cluster's components (infra/test-cluster/ensure-binaries.sh)\n0 passed, 1 failed\n",
+    );
     process.exit(1);
   }
   mkdirSync(stateDir, { recursive: true });
   const report = join(stateDir, "test-results.json");
-  const status = run(pnpm[0], [...pnpm.slice(1), "exec", "vitest", "run", "--reporter=default", "--reporter=json", `--outputFile.json=${report}`, ...process.argv.slice(3)]);
-  let passed = 0;
-  let failed = 0;
-  let skipped = 0;
-  try {
-    const results = JSON.parse(readFileSync(report, "utf8"));
-    passed = results.numPassedTests;
-    failed = results.numFailedTests;
-    // A file that fails to load has no failed test but a failed suite: count it, so it cannot pass.
-    if (failed === 0 && results.numFailedTestSuites > 0) failed = results.numFailedTestSuites;
-    skipped = results.numPendingTests + results.numTodoTests;
-  } catch {
-    failed = 1;
-  }
+  const status = run(pnpm[0], [
+    ...pnpm.slice(1),
+    "exec",
+    "vitest",
+    "run",
+    "--reporter=default",
+    "--reporter=json",
+    `--outputFile.json=${report}`,
+    ...process.argv.slice(3),
+  ]);
+  const { passed, failed, skipped } = testCounts(report);
   process.stdout.write(`\n${passed} passed, ${failed} failed, ${skipped} skipped\n`);
   process.exit(status !== 0 || failed > 0 || passed === 0 ? 1 : 0);
+}
+
+/** The counts in vitest's JSON report; a report that cannot be read counts as one failure. */
+function testCounts(report) {
+  try {
+    const results = JSON.parse(readFileSync(report, "utf8"));
+    // A file that fails to load has no failed test but a failed suite: count it, so it cannot pass.
+    const failed =
+      results.numFailedTests === 0 && results.numFailedTestSuites > 0
+        ? results.numFailedTestSuites
+        : results.numFailedTests;
+    return { passed: results.numPassedTests, failed, skipped: results.numPendingTests + results.numTodoTests };
+  } catch {
+    return { passed: 0, failed: 1, skipped: 0 };
+  }
 }
 
 /** The OCI image (infra/image/build.mjs), after the Debian tools it needs (mmdebstrap, ...). */
@@ -202,10 +249,17 @@ function buildImage(args = [], { tools = true } = {}) {
  * nothing built first (no image, no cluster components, no dist). `npm run test:unit -- packages/core/test/onboarding.test.ts` runs one file in seconds.
  * The excluded files need a kube-apiserver or sshd: `npm test` sets those up.
  */
-const NEEDS_SETUP = ["packages/kube-runtime/test/apply-events.test.ts", "packages/kube-runtime/test/informer.test.ts", "packages/kube-runtime/test/leader.test.ts", "packages/gitops/test/ssh.test.ts"];
+const NEEDS_SETUP = [
+  "packages/kube-runtime/test/apply-events.test.ts",
+  "packages/kube-runtime/test/informer.test.ts",
+  "packages/kube-runtime/test/leader.test.ts",
+  "packages/gitops/test/ssh.test.ts",
+];
 function unitTests(pnpm) {
   const files = process.argv.slice(3);
-  const selection = files.length ? files : ["packages/", "apps/", "tests/docs/", ...NEEDS_SETUP.flatMap((f) => ["--exclude", f])];
+  const selection = files.length
+    ? files
+    : ["packages/", "apps/", "tests/docs/", ...NEEDS_SETUP.flatMap((f) => ["--exclude", f])];
   process.exit(run(pnpm[0], [...pnpm.slice(1), "exec", "vitest", "run", ...selection]));
 }
 
@@ -215,7 +269,18 @@ function bench(pnpm) {
   const flags = process.argv.slice(3).filter((a) => a.startsWith("-"));
   const file = join(root, "tests", "bench", `${name}.ts`);
   if (!existsSync(file)) fail(`no benchmark "${name}": see tests/bench/`);
-  process.exit(run(pnpm[0], [...pnpm.slice(1), "exec", "tsx", "--tsconfig", join(root, "tests", "tsconfig.json"), file, ...args, ...flags]));
+  process.exit(
+    run(pnpm[0], [
+      ...pnpm.slice(1),
+      "exec",
+      "tsx",
+      "--tsconfig",
+      join(root, "tests", "tsconfig.json"),
+      file,
+      ...args,
+      ...flags,
+    ]),
+  );
 }
 
 checkNode();

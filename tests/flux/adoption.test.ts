@@ -8,15 +8,20 @@
  *     in `spec.path`, and objects Berth does not render (carried as the team's extra manifests), then the clean-up
  *     the adoption report lists, which must delete nothing either.
  */
-import { readdir, readFile } from "node:fs/promises";
-import { parse } from "yaml";
-import { dirname, join, relative } from "node:path";
-import { mkdir, mkdtemp, rm, writeFile } from "node:fs/promises";
+import { mkdir, mkdtemp, readdir, readFile, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
-import { stringify } from "yaml";
+import { dirname, join, relative } from "node:path";
+import { parse, stringify } from "yaml";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { REPO_ROOT } from "../support/berth.js";
-import { ASO_NAMESPACE, PLATFORM_CLUSTER, requestReconcile, startFluxPlatform, testPlatform, type FluxPlatform } from "../support/flux-platform.js";
+import {
+  ASO_NAMESPACE,
+  PLATFORM_CLUSTER,
+  requestReconcile,
+  startFluxPlatform,
+  testPlatform,
+  type FluxPlatform,
+} from "../support/flux-platform.js";
 import { pushTree } from "../support/git-remotes.js";
 import { eventually } from "../support/wait.js";
 import type { Obj } from "../controller/helpers.js";
@@ -43,17 +48,29 @@ describe("adopting a hand-written team that Flux applied, with real Flux: nothin
     platform = await startFluxPlatform({
       seed: async () => {
         const files = await filesUnder(join(FIXTURE, "tenants", "payments"));
-        files.set(`clusters/${PLATFORM_CLUSTER}/tenants/payments.yaml`, await readFile(join(FIXTURE, "clusters", PLATFORM_CLUSTER, "tenants", "payments.yaml"), "utf8"));
+        files.set(
+          `clusters/${PLATFORM_CLUSTER}/tenants/payments.yaml`,
+          await readFile(join(FIXTURE, "clusters", PLATFORM_CLUSTER, "tenants", "payments.yaml"), "utf8"),
+        );
         // That platform's own wiring: its root Kustomization lists its tenants, and the variables they substitute
         // live beside them (Flux reads substituteFrom only in the Kustomization's namespace).
-        const vars = (testPlatform().environments as Array<{ clusters: Array<{ vars: Record<string, string> }> }>)[0]!.clusters[0]!.vars;
+        const vars = testPlatform().environments[0]!.clusters[0]!.vars;
         files.set(
           `clusters/${PLATFORM_CLUSTER}/platform-vars.yaml`,
-          stringify({ apiVersion: "v1", kind: "ConfigMap", metadata: { name: "platform-vars", namespace: "flux-system" }, data: { ...vars, CLUSTER_NAME: PLATFORM_CLUSTER } }),
+          stringify({
+            apiVersion: "v1",
+            kind: "ConfigMap",
+            metadata: { name: "platform-vars", namespace: "flux-system" },
+            data: { ...vars, CLUSTER_NAME: PLATFORM_CLUSTER },
+          }),
         );
         files.set(
           `clusters/${PLATFORM_CLUSTER}/kustomization.yaml`,
-          stringify({ apiVersion: "kustomize.config.k8s.io/v1beta1", kind: "Kustomization", resources: ["flux-system", "berth.yaml", "berth-teams.yaml", "platform-vars.yaml", "tenants/payments.yaml"] }),
+          stringify({
+            apiVersion: "kustomize.config.k8s.io/v1beta1",
+            kind: "Kustomization",
+            resources: ["flux-system", "berth.yaml", "berth-teams.yaml", "platform-vars.yaml", "tenants/payments.yaml"],
+          }),
         );
         return files;
       },
@@ -65,10 +82,17 @@ describe("adopting a hand-written team that Flux applied, with real Flux: nothin
   });
 
   it("the hand-written tenant runs: Flux applied it", async () => {
-    await eventually("namespace payments applied by tenant-payments", async () => {
-      const ns = await platform.admin.get("v1", "Namespace", undefined, "payments");
-      return (ns?.metadata.labels as Record<string, string> | undefined)?.["kustomize.toolkit.fluxcd.io/name"] === "tenant-payments";
-    }, 180_000);
+    await eventually(
+      "namespace payments applied by tenant-payments",
+      async () => {
+        const ns = await platform.admin.get("v1", "Namespace", undefined, "payments");
+        return (
+          (ns?.metadata.labels as Record<string, string> | undefined)?.["kustomize.toolkit.fluxcd.io/name"] ===
+          "tenant-payments"
+        );
+      },
+      180_000,
+    );
     await platform.waitKustomizationReady("flux-system", "tenant-payments", await platform.head(), 180_000);
   });
 
@@ -79,27 +103,46 @@ describe("adopting a hand-written team that Flux applied, with real Flux: nothin
     expect(res.statusCode, res.body).toBe(201);
     const revision = res.json.revision as string;
     await platform.waitKustomizationReady(ASO_NAMESPACE, "team-payments", revision, 180_000);
-    const old = await eventually("tenant-payments suspended on the cluster", async () => {
-      const k = await platform.kustomization("flux-system", "tenant-payments");
-      return (k?.spec as { suspend?: boolean } | undefined)?.suspend ? k : undefined;
-    }, 60_000);
+    const old = await eventually(
+      "tenant-payments suspended on the cluster",
+      async () => {
+        const k = await platform.kustomization("flux-system", "tenant-payments");
+        return (k?.spec as { suspend?: boolean } | undefined)?.suspend ? k : undefined;
+      },
+      60_000,
+    );
     expect(old).toBeDefined();
     // Berth's Kustomization reads the team's artifact, fetched at once (ADR 0019, 0020); the old one reads
     // flux-system, fetched at its own poll, so it may apply the team once more before Flux applies its suspension.
     // Berth's takes the objects back at its next reconcile (its interval; asked for here, as docs/adoption.md says).
-    await requestReconcile(platform.admin, "kustomize.toolkit.fluxcd.io/v1", "Kustomization", ASO_NAMESPACE, "team-payments");
+    await requestReconcile(
+      platform.admin,
+      "kustomize.toolkit.fluxcd.io/v1",
+      "Kustomization",
+      ASO_NAMESPACE,
+      "team-payments",
+    );
     const ns = (await platform.admin.get("v1", "Namespace", undefined, "payments"))!;
     expect(ns.metadata.uid).toBe(uid);
     expect((ns.metadata.labels as Record<string, string>)["kustomize.toolkit.fluxcd.io/name"]).toBe("team-payments");
-    await eventually("payments Ready through Berth", async () => (await platform.request("GET", "/v1/teams/payments/status")).json.clusters?.[0]?.ready, 120_000);
+    await eventually(
+      "payments Ready through Berth",
+      async () => (await platform.request("GET", "/v1/teams/payments/status")).json.clusters?.[0]?.ready,
+      120_000,
+    );
     expect(await platform.cluster.deletes()).toEqual(before);
   });
 });
 
 /** The fixture platform's own variables for aks-dev-weu (its cluster-vars ConfigMap), as Berth's config gives them. */
 async function fixtureVars(): Promise<Record<string, string>> {
-  const cm = parse(await readFile(join(PLATFORM_FIXTURE, "clusters", PLATFORM_CLUSTER, "cluster-vars.yaml"), "utf8")) as { data: Record<string, string> };
-  return { ...cm.data, CLUSTER_OIDC_ISSUER_URL: `https://westeurope.oic.prod-aks.azure.com/${cm.data.TENANT_ID}/${PLATFORM_CLUSTER}/` };
+  const cm = parse(
+    await readFile(join(PLATFORM_FIXTURE, "clusters", PLATFORM_CLUSTER, "cluster-vars.yaml"), "utf8"),
+  ) as { data: Record<string, string> };
+  return {
+    ...cm.data,
+    CLUSTER_OIDC_ISSUER_URL: `https://westeurope.oic.prod-aks.azure.com/${cm.data.TENANT_ID}/${PLATFORM_CLUSTER}/`,
+  };
 }
 
 describe("adopting a team behind Flux substitution with objects Berth does not render, with real Flux: nothing deleted", () => {
@@ -110,15 +153,22 @@ describe("adopting a team behind Flux substitution with objects Berth does not r
     vars = await fixtureVars();
     platform = await startFluxPlatform({
       platform: (p) => {
-        const cluster = p.environments[0].clusters[0];
+        const cluster = p.environments[0]!.clusters[0]!;
         cluster.vars = { ...cluster.vars, ...vars };
       },
       seed: async () => {
         const files = new Map<string, string>();
-        for (const dir of ["tenant-base", "tenant-azure", "tenants/dev/01/ledger"]) for (const [p, c] of await filesUnder(join(PLATFORM_FIXTURE, dir), PLATFORM_FIXTURE)) files.set(p, c);
-        for (const f of ["tenants.yaml", "tenants/ledger.yaml"]) files.set(`clusters/${PLATFORM_CLUSTER}/${f}`, await readFile(join(PLATFORM_FIXTURE, "clusters", PLATFORM_CLUSTER, f), "utf8"));
+        for (const dir of ["tenant-base", "tenant-azure", "tenants/dev/01/ledger"])
+          for (const [p, c] of await filesUnder(join(PLATFORM_FIXTURE, dir), PLATFORM_FIXTURE)) files.set(p, c);
+        for (const f of ["tenants.yaml", "tenants/ledger.yaml"])
+          files.set(
+            `clusters/${PLATFORM_CLUSTER}/${f}`,
+            await readFile(join(PLATFORM_FIXTURE, "clusters", PLATFORM_CLUSTER, f), "utf8"),
+          );
         // The bootstrap pipeline adds the issuer to cluster-vars (the fixture says so).
-        const clusterVars = parse(await readFile(join(PLATFORM_FIXTURE, "clusters", PLATFORM_CLUSTER, "cluster-vars.yaml"), "utf8")) as Obj & { data: Record<string, string> };
+        const clusterVars = parse(
+          await readFile(join(PLATFORM_FIXTURE, "clusters", PLATFORM_CLUSTER, "cluster-vars.yaml"), "utf8"),
+        ) as Obj & { data: Record<string, string> };
         clusterVars.data.CLUSTER_OIDC_ISSUER_URL = vars.CLUSTER_OIDC_ISSUER_URL!;
         files.set(`clusters/${PLATFORM_CLUSTER}/cluster-vars.yaml`, stringify(clusterVars));
         // The platform runs the Azure App Configuration provider: its CRD is on the cluster (a minimal one here, keeping
@@ -126,7 +176,7 @@ describe("adopting a team behind Flux substitution with objects Berth does not r
         files.set(`clusters/${PLATFORM_CLUSTER}/app-configuration-provider-crd.yaml`, stringify(APP_CONFIGURATION_CRD));
         files.set(
           `clusters/${PLATFORM_CLUSTER}/kustomization.yaml`,
-          stringify({ apiVersion: "kustomize.config.k8s.io/v1beta1", kind: "Kustomization", resources: ["flux-system", "berth.yaml", "berth-teams.yaml", "app-configuration-provider-crd.yaml", "cluster-vars.yaml", "tenants.yaml"] }),
+          clusterKustomization([...PLATFORM_CLUSTER_FILES, "tenants.yaml"]),
         );
         return files;
       },
@@ -138,10 +188,18 @@ describe("adopting a team behind Flux substitution with objects Berth does not r
   });
 
   it("adopts in one commit: every object the tenant had keeps its uid, the carried ones move to Berth's Kustomization, nothing is deleted", async () => {
-    const tenant = await eventually("tenant-ledger Ready (applied by Flux, with the platform's substitution)", async () => {
-      const k = await platform.kustomization("flux-system", "tenant-ledger");
-      return (k?.status as { conditions?: Array<{ type: string; status: string }> } | undefined)?.conditions?.some((c) => c.type === "Ready" && c.status === "True") ? k : undefined;
-    }, 240_000);
+    const tenant = await eventually(
+      "tenant-ledger Ready (applied by Flux, with the platform's substitution)",
+      async () => {
+        const k = await platform.kustomization("flux-system", "tenant-ledger");
+        return (k?.status as { conditions?: Array<{ type: string; status: string }> } | undefined)?.conditions?.some(
+          (c) => c.type === "Ready" && c.status === "True",
+        )
+          ? k
+          : undefined;
+      },
+      240_000,
+    );
     const inventory = (tenant.status as { inventory: { entries: Array<{ id: string; v: string }> } }).inventory.entries;
     expect(inventory.length).toBeGreaterThanOrEqual(15);
     const uids = new Map<string, string>();
@@ -156,19 +214,42 @@ describe("adopting a team behind Flux substitution with objects Berth does not r
     const res = await platform.request("POST", "/v1/teams/ledger/adopt", { keepAzureNames: true });
     expect(res.statusCode, res.body).toBe(201);
     await platform.waitKustomizationReady(ASO_NAMESPACE, "team-ledger", res.json.revision, 240_000);
-    await eventually("tenant-ledger suspended", async () => ((await platform.kustomization("flux-system", "tenant-ledger"))?.spec as { suspend?: boolean }).suspend, 60_000);
+    await eventually(
+      "tenant-ledger suspended",
+      async () =>
+        ((await platform.kustomization("flux-system", "tenant-ledger"))?.spec as { suspend?: boolean }).suspend,
+      60_000,
+    );
     // As above: tenant-ledger may apply the tenant once more before Flux applies its suspension; Berth's
     // Kustomization takes the objects back at its next reconcile (asked for here, as docs/adoption.md says).
-    await requestReconcile(platform.admin, "kustomize.toolkit.fluxcd.io/v1", "Kustomization", ASO_NAMESPACE, "team-ledger");
+    await requestReconcile(
+      platform.admin,
+      "kustomize.toolkit.fluxcd.io/v1",
+      "Kustomization",
+      ASO_NAMESPACE,
+      "team-ledger",
+    );
     const carried = new Set<string>();
     for (const entry of inventory) {
       const [namespace, name, group, kind] = entry.id.split("_") as [string, string, string, string];
       const o = await platform.admin.get(group ? `${group}/${entry.v}` : entry.v, kind, namespace || undefined, name);
       expect(o?.metadata.uid, `${entry.id} kept`).toBe(uids.get(entry.id));
-      if ((o!.metadata.labels as Record<string, string> | undefined)?.["kustomize.toolkit.fluxcd.io/name"] === "team-ledger") carried.add(`${kind}/${name}`);
+      if (
+        (o!.metadata.labels as Record<string, string> | undefined)?.["kustomize.toolkit.fluxcd.io/name"] ===
+        "team-ledger"
+      )
+        carried.add(`${kind}/${name}`);
     }
     // The objects Berth does not render are Berth's team's now, in place.
-    expect([...carried]).toEqual(expect.arrayContaining(["NetworkPolicy/default-deny-ingress", "HelmRepository/team-charts", "ServiceAccount/db-admin", "FederatedIdentityCredential/ledger-db-admin", "AzureAppConfigurationProvider/app-settings"]));
+    expect([...carried]).toEqual(
+      expect.arrayContaining([
+        "NetworkPolicy/default-deny-ingress",
+        "HelmRepository/team-charts",
+        "ServiceAccount/db-admin",
+        "FederatedIdentityCredential/ledger-db-admin",
+        "AzureAppConfigurationProvider/app-settings",
+      ]),
+    );
     expect(await platform.cluster.deletes()).toEqual(before);
 
     // The clean-up the report lists: the hand-written files go. Ledger was this platform's last hand-written tenant,
@@ -177,24 +258,46 @@ describe("adopting a team behind Flux substitution with objects Berth does not r
     const cleanup = res.json.report.cleanup as string[];
     expect(cleanup).toContain(`clusters/${PLATFORM_CLUSTER}/tenants/ledger.yaml`);
     const head = await pushChange(platform, [...cleanup, `clusters/${PLATFORM_CLUSTER}/tenants.yaml`], {
-      [`clusters/${PLATFORM_CLUSTER}/kustomization.yaml`]: stringify({
-        apiVersion: "kustomize.config.k8s.io/v1beta1",
-        kind: "Kustomization",
-        resources: ["flux-system", "berth.yaml", "berth-teams.yaml", "app-configuration-provider-crd.yaml", "cluster-vars.yaml"],
-      }),
+      [`clusters/${PLATFORM_CLUSTER}/kustomization.yaml`]: clusterKustomization(PLATFORM_CLUSTER_FILES),
     });
     await platform.waitKustomizationReady("flux-system", "flux-system", head);
-    await eventually("tenant-ledger gone", async () => (await platform.kustomization("flux-system", "tenant-ledger")) === undefined, 120_000);
-    const after = (await platform.cluster.deletes()).slice(before.length).filter((d) => d.code === 200 || d.code === 202);
-    expect(after.map((d) => `${d.resource} ${d.name}`).sort()).toEqual(["kustomizations.kustomize.toolkit.fluxcd.io tenant-ledger", "kustomizations.kustomize.toolkit.fluxcd.io tenants"]);
+    await eventually(
+      "tenant-ledger gone",
+      async () => (await platform.kustomization("flux-system", "tenant-ledger")) === undefined,
+      120_000,
+    );
+    const after = (await platform.cluster.deletes())
+      .slice(before.length)
+      .filter((d) => d.code === 200 || d.code === 202);
+    expect(after.map((d) => `${d.resource} ${d.name}`).sort()).toEqual([
+      "kustomizations.kustomize.toolkit.fluxcd.io tenant-ledger",
+      "kustomizations.kustomize.toolkit.fluxcd.io tenants",
+    ]);
     for (const entry of inventory) {
       const [namespace, name, group, kind] = entry.id.split("_") as [string, string, string, string];
-      expect((await platform.admin.get(group ? `${group}/${entry.v}` : entry.v, kind, namespace || undefined, name))?.metadata.uid, entry.id).toBe(uids.get(entry.id));
+      expect(
+        (await platform.admin.get(group ? `${group}/${entry.v}` : entry.v, kind, namespace || undefined, name))
+          ?.metadata.uid,
+        entry.id,
+      ).toBe(uids.get(entry.id));
     }
   }, 600_000);
 });
 
 /** A commit by the platform team that deletes `remove` and writes `files`, pushed; resolves with the new head. */
+/** What the platform's cluster folder applies besides its hand-written tenants. */
+const PLATFORM_CLUSTER_FILES = [
+  "flux-system",
+  "berth.yaml",
+  "berth-teams.yaml",
+  "app-configuration-provider-crd.yaml",
+  "cluster-vars.yaml",
+];
+
+function clusterKustomization(resources: string[]): string {
+  return stringify({ apiVersion: "kustomize.config.k8s.io/v1beta1", kind: "Kustomization", resources });
+}
+
 async function pushChange(platform: FluxPlatform, remove: string[], files: Record<string, string>): Promise<string> {
   const dir = await mkdtemp(join(tmpdir(), "berth-cleanup-"));
   try {
@@ -202,7 +305,13 @@ async function pushChange(platform: FluxPlatform, remove: string[], files: Recor
       await mkdir(dirname(join(dir, path)), { recursive: true });
       await writeFile(join(dir, path), content);
     }
-    return await pushTree({ url: platform.repoUrl, dir, subject: "ledger is Berth's now: remove its hand-written files", remove, env: platform.gitEnv });
+    return await pushTree({
+      url: platform.repoUrl,
+      dir,
+      subject: "ledger is Berth's now: remove its hand-written files",
+      remove,
+      env: platform.gitEnv,
+    });
   } finally {
     await rm(dir, { recursive: true, force: true });
   }
@@ -215,7 +324,19 @@ const APP_CONFIGURATION_CRD = {
   spec: {
     group: "azconfig.io",
     scope: "Namespaced",
-    names: { kind: "AzureAppConfigurationProvider", listKind: "AzureAppConfigurationProviderList", plural: "azureappconfigurationproviders", singular: "azureappconfigurationprovider" },
-    versions: [{ name: "v1", served: true, storage: true, schema: { openAPIV3Schema: { type: "object", "x-kubernetes-preserve-unknown-fields": true } } }],
+    names: {
+      kind: "AzureAppConfigurationProvider",
+      listKind: "AzureAppConfigurationProviderList",
+      plural: "azureappconfigurationproviders",
+      singular: "azureappconfigurationprovider",
+    },
+    versions: [
+      {
+        name: "v1",
+        served: true,
+        storage: true,
+        schema: { openAPIV3Schema: { type: "object", "x-kubernetes-preserve-unknown-fields": true } },
+      },
+    ],
   },
 };

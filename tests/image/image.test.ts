@@ -405,6 +405,8 @@ describe.skipIf(skipImage)("a team onboarded by the API in the image gets its cr
         config: volumeDir("api-config", { "berth.yaml": configMapOf(apiOverlay) }, 0o444),
         "git-credential": volumeDir("git-credential", { token: gitToken }),
         "status-kubeconfigs": volumeDir("status-kubeconfigs", { [`${CLUSTER}.kubeconfig`]: kubeconfigFor(cluster.server, caData, readerToken) }),
+        // Secret berth-flux-receivers not created yet: the kubelet mounts an optional Secret that is absent as an empty folder.
+        "flux-receivers": volumeDir("flux-receivers", {}),
         work: emptyDir("api-work"),
         tmp: emptyDir("api-tmp"),
       },
@@ -535,7 +537,7 @@ describe.skipIf(skipImage)("the API in the image pushes over SSH with a mounted 
     const run = fromDeployment(
       objects.find((o) => o.kind === "Deployment")!,
       { namespace: "berth-api", name: "berth-api-ssh" },
-      { config: volumeDir("ssh-config", { "berth.yaml": config }, 0o444), "git-credential": gitCredential, "status-kubeconfigs": status, work: emptyDir("ssh-work"), tmp: emptyDir("ssh-tmp") },
+      { config: volumeDir("ssh-config", { "berth.yaml": config }, 0o444), "git-credential": gitCredential, "status-kubeconfigs": status, "flux-receivers": volumeDir("ssh-flux-receivers", {}), work: emptyDir("ssh-work"), tmp: emptyDir("ssh-tmp") },
       { BERTH_GIT_URL: ssh.repoUrl(bare.dir), BERTH_OIDC_ISSUER: issuer.issuer, BERTH_OIDC_JWKS_URI: issuer.jwksUri, BERTH_HOST: "127.0.0.1", BERTH_PORT: String(port), BERTH_METRICS_PORT: "0" },
     );
     expect(run.env.BERTH_GIT_SSH_KEY_FILE).toBe("/var/run/secrets/berth/git/ssh-privatekey");

@@ -162,6 +162,12 @@ describe("docs/install.md, the `sh test` blocks run in order", () => {
     expect([secretOf("git-credential"), secretOf("status-kubeconfigs")]).toEqual(["berth-git", "berth-status-kubeconfigs"]);
     expect(c.env.find((e: { name: string }) => e.name === "BERTH_GIT_TOKEN_FILE").value).toBe(`${mount("git-credential")}/token`);
     expect(readFileSync(join(REPO_ROOT, "flux", "berth", "platform", "berth.yaml"), "utf8")).toContain(`kubeconfig: ${mount("status-kubeconfigs")}/aks-dev-weu.kubeconfig`);
+    // The Receiver keys (step 7): the Secret the docs create, where the Deployment mounts it and the config reads it.
+    expect(secretOf("flux-receivers")).toBe("berth-flux-receivers");
+    const install = readFileSync(join(REPO_ROOT, "docs", "install.md"), "utf8");
+    expect(install).toContain("create secret generic berth-flux-receivers --from-file=aks-dev-weu=");
+    expect(install).toContain(`tokenFile: ${mount("flux-receivers")}/aks-dev-weu`);
+    expect(readFileSync(join(REPO_ROOT, "flux", "berth", "platform", "berth.yaml"), "utf8")).toContain(`tokenFile: ${mount("flux-receivers")}/aks-dev-weu`);
   });
 
   it("pushed an install that builds, an upgrade that changes one file and every image, and an uninstall", async () => {

@@ -8,6 +8,12 @@ import { execFile } from "node:child_process";
 import { rm, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { promisify } from "node:util";
+import {
+  rolloutCreatedResponse,
+  rolloutPreviewResponse,
+  rolloutResponse,
+  type RolloutResponse,
+} from "@berth/api-contract";
 import { afterEach, describe, expect, it } from "vitest";
 import { DEV_TOKEN, startBerth, type RunningBerth } from "../support/berth.js";
 import { ManualClock } from "../support/clock.js";
@@ -41,7 +47,12 @@ afterEach(async () => {
   await Promise.all(started.splice(0).map((b) => b.stop()));
 });
 
-async function berthOn(remote: BareRepo, clock: ManualClock, status: ScriptedStatusReader, clusters = ALL_CLUSTERS): Promise<RunningBerth> {
+async function berthOn(
+  remote: BareRepo,
+  clock: ManualClock,
+  status: ScriptedStatusReader,
+  clusters = ALL_CLUSTERS,
+): Promise<RunningBerth> {
   const berth = await startBerth({
     remoteUrl: remote.url,
     env: { BERTH_LOG_LEVEL: "warn" },
@@ -63,7 +74,12 @@ async function setup(clusters = ALL_CLUSTERS): Promise<Setup> {
   const status = new ScriptedStatusReader();
   const berth = await berthOn(remote, clock, status, clusters);
   for (const [name, environments] of Object.entries(TEAMS)) {
-    const res = await berth.server.inject({ method: "POST", url: "/v1/teams", headers: auth, payload: { name, owners: [OWNER], environments } });
+    const res = await berth.server.inject({
+      method: "POST",
+      url: "/v1/teams",
+      headers: auth,
+      payload: { name, owners: [OWNER], environments },
+    });
     expect(res.statusCode, res.body).toBe(201);
   }
   return { remote, berth, clock, status };
@@ -99,10 +115,10 @@ async function reportReady(s: Setup, teams: string[]): Promise<void> {
   for (const t of teams) for (const env of TEAMS[t]!) for (const c of CLUSTERS_OF[env]!) s.status.ready(t, c, sha);
 }
 
-async function rollout(berth: RunningBerth, id: string) {
+async function rollout(berth: RunningBerth, id: string): Promise<RolloutResponse> {
   const res = await api(berth, "GET", `/v1/rollouts/${id}`);
   expect(res.statusCode, res.body).toBe(200);
-  return res.json() as { rollout: any; progress: any };
+  return rolloutResponse.parse(res.json());
 }
 
 async function create(berth: RunningBerth, body: object = TWO_WAVES): Promise<string> {
@@ -118,7 +134,7 @@ describe("unstaged rollout: one commit for the whole selection", () => {
     const request = { description: "all teams to v2", target: { templateVersion: "v2" } };
     const previewRes = await api(s.berth, "POST", "/v1/rollouts/preview", request);
     expect(previewRes.statusCode, previewRes.body).toBe(200);
-    const preview = previewRes.json() as { summary: any; problems: unknown[]; teams: Array<{ team: string; from: string; to: string; files: Array<{ path: string; status: string }>; diff: string }> };
+    const preview = rolloutPreviewResponse.parse(previewRes.json());
     expect(preview.problems).toEqual([]);
     expect(preview.summary).toMatchObject({ selected: 5, changed: 5, unchanged: 0, failed: 0 });
     expect(preview.teams.map((t) => [t.team, t.from, t.to])).toEqual(Object.keys(TEAMS).map((t) => [t, "v1", "v2"]));
@@ -129,16 +145,31 @@ describe("unstaged rollout: one commit for the whole selection", () => {
 
     const created = await api(s.berth, "POST", "/v1/rollouts", request);
     expect(created.statusCode, created.body).toBe(201);
-    const body = created.json() as { rollout: any; revision: string; summary: { teams: number; files: number } };
+    const body = rolloutCreatedResponse.parse(created.json());
     expect(body.rollout.status.phase).toBe("Completed");
     expect(created.headers.location).toBe(`/v1/rollouts/${body.rollout.metadata.name}`);
 
     // One commit, on top of where the preview looked, holding the previewed files plus the rollout file.
-    const { stdout } = await run("git", ["--git-dir", s.remote.dir, "diff-tree", "-r", "--name-status", "--no-renames", before, body.revision]);
-    const committed = stdout.trim().split("\n").map((l) => l.split("\t")[1]!).sort();
+    const { stdout } = await run("git", [
+      "--git-dir",
+      s.remote.dir,
+      "diff-tree",
+      "-r",
+      "--name-status",
+      "--no-renames",
+      before,
+      body.revision,
+    ]);
+    const committed = stdout
+      .trim()
+      .split("\n")
+      .map((l) => l.split("\t")[1]!)
+      .sort();
     const previewed = preview.teams.flatMap((t) => t.files.map((f) => f.path));
     expect(committed).toEqual([...previewed, `rollouts/${body.rollout.metadata.name}.yaml`].sort());
-    expect((await run("git", ["--git-dir", s.remote.dir, "rev-parse", `${body.revision}^`])).stdout.trim()).toBe(before);
+    expect((await run("git", ["--git-dir", s.remote.dir, "rev-parse", `${body.revision}^`])).stdout.trim()).toBe(
+      before,
+    );
     // File for file, content too: the preview's diffs applied to the tree it looked at give exactly the
     // committed tree (the rollout file aside).
     const scratch = await makeTempDir("berth-preview-apply-");
@@ -148,7 +179,9 @@ describe("unstaged rollout: one commit for the whole selection", () => {
       await git(["checkout", "--quiet", "--detach", before], { cwd: work });
       await writeFile(join(scratch, "preview.patch"), preview.teams.map((t) => t.diff).join(""));
       await git(["apply", "--index", join(scratch, "preview.patch")], { cwd: work });
-      expect(await git(["diff", "--cached", "--name-status", body.revision, "--", ".", ":(exclude)rollouts"], { cwd: work })).toBe("");
+      expect(
+        await git(["diff", "--cached", "--name-status", body.revision, "--", ".", ":(exclude)rollouts"], { cwd: work }),
+      ).toBe("");
     } finally {
       await rm(scratch, { recursive: true, force: true });
     }
@@ -160,16 +193,28 @@ describe("unstaged rollout: one commit for the whole selection", () => {
     // Nothing left to do: the same rollout again is refused, and says why.
     const again = await api(s.berth, "POST", "/v1/rollouts", request);
     expect(again.statusCode).toBe(422);
-    expect(again.json().errors[0]).toMatchObject({ field: "selector", rule: expect.stringContaining("no selected team's files would change") });
-    const templates = (await api(s.berth, "GET", "/v1/templates")).json() as { items: Array<{ version: string; teams: number }> };
-    expect(templates.items.map((i) => [i.version, i.teams])).toEqual([["v1", 0], ["v2", 5]]);
+    expect(again.json().errors[0]).toMatchObject({
+      field: "selector",
+      rule: expect.stringContaining("no selected team's files would change"),
+    });
+    const templates = (await api(s.berth, "GET", "/v1/templates")).json() as {
+      items: Array<{ version: string; teams: number }>;
+    };
+    expect(templates.items.map((i) => [i.version, i.teams])).toEqual([
+      ["v1", 0],
+      ["v2", 5],
+    ]);
   });
 
   it("commits nothing when one team cannot be rendered, and names it", async () => {
     const s = await setup();
     // A hand edit makes p2 use a role the platform's catalog does not offer.
     const spec = (await show(s.remote, "teams/p2/base/team.yaml"))!;
-    await pushForeignCommit({ url: s.remote.url, path: "teams/p2/base/team.yaml", content: spec.replace("roleAssignments: []", "roleAssignments:\n    - role: retired-role") });
+    await pushForeignCommit({
+      url: s.remote.url,
+      path: "teams/p2/base/team.yaml",
+      content: spec.replace("roleAssignments: []", "roleAssignments:\n    - role: retired-role"),
+    });
     const before = await head(s.remote);
     const res = await api(s.berth, "POST", "/v1/rollouts", { target: { templateVersion: "v2" } });
     expect(res.statusCode).toBe(422);
@@ -179,19 +224,27 @@ describe("unstaged rollout: one commit for the whole selection", () => {
     expect(problem.detail).toContain("nothing was committed");
     expect(await head(s.remote)).toBe(before);
     // The preview shows it too, with the others' changes.
-    const preview = (await api(s.berth, "POST", "/v1/rollouts/preview?diffs=false", { target: { templateVersion: "v2" } })).json() as any;
-    expect(preview.failed.map((f: { team: string }) => f.team)).toEqual(["p2"]);
+    const preview = rolloutPreviewResponse.parse(
+      (await api(s.berth, "POST", "/v1/rollouts/preview?diffs=false", { target: { templateVersion: "v2" } })).json(),
+    );
+    expect(preview.failed.map((f) => f.team)).toEqual(["p2"]);
     expect(preview.summary.changed).toBe(4);
-    expect(preview.teams.every((t: { diff: string }) => t.diff === "")).toBe(true);
+    expect(preview.teams.every((t) => t.diff === "")).toBe(true);
   });
 
   it("re-renders teams on their own version after a template edit (no target), selected by name", async () => {
     const s = await setup();
     const res = await api(s.berth, "POST", "/v1/rollouts/preview", { selector: { names: ["d1", "p1"] } });
-    expect(res.json().problems).toEqual([{ field: "selector", rule: "no selected team's files would change (2 selected)" }]);
+    expect(res.json().problems).toEqual([
+      { field: "selector", rule: "no selected team's files would change (2 selected)" },
+    ]);
     // Someone hand-edits a generated file: a same-version rollout puts it back.
     const ns = (await show(s.remote, "teams/d1/base/namespace.yaml"))!;
-    await pushForeignCommit({ url: s.remote.url, path: "teams/d1/base/namespace.yaml", content: ns.replace("baseline", "privileged") });
+    await pushForeignCommit({
+      url: s.remote.url,
+      path: "teams/d1/base/namespace.yaml",
+      content: ns.replace("baseline", "privileged"),
+    });
     const id = await create(s.berth, { selector: { names: ["d1", "p1"] } });
     expect((await rollout(s.berth, id)).rollout.spec.waves).toEqual([{ name: "all", teams: ["d1"] }]);
     expect(await show(s.remote, "teams/d1/base/namespace.yaml")).toBe(ns);
@@ -202,17 +255,31 @@ describe("unstaged rollout: one commit for the whole selection", () => {
 describe("rollout in waves, gated on the teams' status", () => {
   it("completes: wave 1 is committed and gated, then wave 2; every commit carries the rollout id", async () => {
     const s = await setup();
-    const preview = (await api(s.berth, "POST", "/v1/rollouts/preview?diffs=false", TWO_WAVES)).json() as any;
-    expect(preview.waves).toEqual([{ name: "dev", teams: ["d1", "d2"] }, { name: "prod", teams: ["p1", "p2", "p3"] }]);
+    const preview = rolloutPreviewResponse.parse(
+      (await api(s.berth, "POST", "/v1/rollouts/preview?diffs=false", TWO_WAVES)).json(),
+    );
+    expect(preview.waves).toEqual([
+      { name: "dev", teams: ["d1", "d2"] },
+      { name: "prod", teams: ["p1", "p2", "p3"] },
+    ]);
     const id = await create(s.berth);
-    expect((await rollout(s.berth, id)).rollout.status).toMatchObject({ phase: "Running", wave: 0, waves: [{ phase: "Pending" }, { phase: "Pending" }] });
+    expect((await rollout(s.berth, id)).rollout.status).toMatchObject({
+      phase: "Running",
+      wave: 0,
+      waves: [{ phase: "Pending" }, { phase: "Pending" }],
+    });
 
     await s.berth.services.engine.tick();
     expect(await versions(s.remote)).toEqual({ d1: "v2", d2: "v2", p1: "v1", p2: "v1", p3: "v1" });
     let r = await rollout(s.berth, id);
-    expect(r.rollout.status.waves[0].phase).toBe("Committed");
+    expect(r.rollout.status.waves[0]!.phase).toBe("Committed");
     expect(r.progress).toMatchObject({ wave: "dev", verdict: "wait", ready: 0, waiting: 2 });
-    expect(r.progress.teams[0]).toMatchObject({ team: "d1", cluster: "aks-dev-weu", result: "waiting", state: "absent" });
+    expect(r.progress!.teams[0]).toMatchObject({
+      team: "d1",
+      cluster: "aks-dev-weu",
+      result: "waiting",
+      state: "absent",
+    });
 
     // A status from before the wave (an older revision) does not count.
     const waveCommit = await head(s.remote);
@@ -220,22 +287,35 @@ describe("rollout in waves, gated on the teams' status", () => {
     for (const t of ["d1", "d2"]) s.status.ready(t, "aks-dev-weu", before);
     await s.berth.services.engine.tick();
     r = await rollout(s.berth, id);
-    expect(r.rollout.status.waves[0].phase).toBe("Committed");
-    expect(r.progress.teams[0].message).toContain("Flux has not applied the wave's commit");
+    expect(r.rollout.status.waves[0]!.phase).toBe("Committed");
+    expect(r.progress!.teams[0]!.message).toContain("Flux has not applied the wave's commit");
 
     await reportReady(s, ["d1", "d2"]);
     await s.berth.services.engine.tick();
     expect(await versions(s.remote)).toEqual({ d1: "v2", d2: "v2", p1: "v2", p2: "v2", p3: "v2" });
     r = await rollout(s.berth, id);
-    expect(r.rollout.status).toMatchObject({ phase: "Running", wave: 1, waves: [{ phase: "Ready" }, { phase: "Committed" }] });
+    expect(r.rollout.status).toMatchObject({
+      phase: "Running",
+      wave: 1,
+      waves: [{ phase: "Ready" }, { phase: "Committed" }],
+    });
 
     await reportReady(s, ["p1", "p2", "p3"]);
     await s.berth.services.engine.tick();
     r = await rollout(s.berth, id);
     expect(r.rollout.status.phase).toBe("Completed");
-    expect(r.rollout.status.history.map((h: { event: string }) => h.event)).toEqual(["Created", "WaveCommitted", "WaveReady", "WaveCommitted", "WaveReady", "Completed"]);
+    expect(r.rollout.status.history.map((h) => h.event)).toEqual([
+      "Created",
+      "WaveCommitted",
+      "WaveReady",
+      "WaveCommitted",
+      "WaveReady",
+      "Completed",
+    ]);
     // The gate looked at every cluster each team lands on (p3: dev and both prod clusters).
-    expect(s.status.reads.filter((x) => x.team === "p3").map((x) => x.cluster)).toEqual(expect.arrayContaining(["aks-dev-weu", "aks-prod-weu", "aks-prod-neu"]));
+    expect(s.status.reads.filter((x) => x.team === "p3").map((x) => x.cluster)).toEqual(
+      expect.arrayContaining(["aks-dev-weu", "aks-prod-weu", "aks-prod-neu"]),
+    );
 
     const commits = (await inspectRemote(s.remote.url)).commits.filter((c) => c.trailers["Berth-Rollout-Id"] === id);
     expect(commits.map((c) => c.subject)).toEqual([
@@ -257,7 +337,14 @@ describe("rollout in waves, gated on the teams' status", () => {
     await s.berth.services.engine.tick();
     const sha = await head(s.remote);
     s.status.ready("d1", "aks-dev-weu", sha);
-    s.status.failed("d2", "aks-dev-weu", sha, "IdentityReady", "AuthorizationFailed", "The client does not have authorization to perform action Microsoft.ManagedIdentity/userAssignedIdentities/write");
+    s.status.failed(
+      "d2",
+      "aks-dev-weu",
+      sha,
+      "IdentityReady",
+      "AuthorizationFailed",
+      "The client does not have authorization to perform action Microsoft.ManagedIdentity/userAssignedIdentities/write",
+    );
     await s.berth.services.engine.tick();
 
     const r = await rollout(s.berth, id);
@@ -265,7 +352,17 @@ describe("rollout in waves, gated on the teams' status", () => {
     expect(r.rollout.status.halt).toMatchObject({
       wave: "dev",
       reason: "Failed",
-      teams: [{ team: "d2", cluster: "aks-dev-weu", result: "failed", condition: "IdentityReady", reason: "AuthorizationFailed", severity: "Error", message: expect.stringContaining("authorization") }],
+      teams: [
+        {
+          team: "d2",
+          cluster: "aks-dev-weu",
+          result: "failed",
+          condition: "IdentityReady",
+          reason: "AuthorizationFailed",
+          severity: "Error",
+          message: expect.stringContaining("authorization"),
+        },
+      ],
     });
     expect(await versions(s.remote)).toEqual({ d1: "v2", d2: "v2", p1: "v1", p2: "v1", p3: "v1" });
     const halted = await head(s.remote);
@@ -296,7 +393,7 @@ describe("rollout in waves, gated on the teams' status", () => {
     await s.berth.services.engine.tick();
     const r = (await rollout(s.berth, id)).rollout;
     expect(r.status).toMatchObject({ phase: "Halted", halt: { reason: "Timeout", wave: "dev" } });
-    expect(r.status.halt.teams).toEqual([
+    expect(r.status.halt!.teams).toEqual([
       expect.objectContaining({ team: "d1", result: "waiting", condition: "IdentityReady", reason: "Reconciling" }),
       expect.objectContaining({ team: "d2", result: "waiting", state: "absent" }),
     ]);
@@ -321,30 +418,49 @@ describe("rollout in waves, gated on the teams' status", () => {
       statusReader: s.status,
       startEngine: false,
       config: (raw) => {
-        const prod = (raw.platform.environments as Array<{ name: string; clusters: Array<Record<string, unknown>> }>).find((e) => e.name === "prod")!;
+        const prod = (
+          raw.platform.environments as Array<{ name: string; clusters: Array<Record<string, unknown>> }>
+        ).find((e) => e.name === "prod")!;
         prod.clusters.push({ ...prod.clusters[0], name: "aks-prod-sec" });
         raw.api.clusters = Object.fromEntries(clusters.map((c) => [c, { kubeconfig: "/dev/null" }]));
       },
     });
     started.push(berth);
-    const id = await create(berth, { description: "p3 onto aks-prod-sec", selector: { names: ["p3"] }, waves: [{ name: "all" }], gate: { timeoutSeconds: 600 } });
+    const id = await create(berth, {
+      description: "p3 onto aks-prod-sec",
+      selector: { names: ["p3"] },
+      waves: [{ name: "all" }],
+      gate: { timeoutSeconds: 600 },
+    });
     await berth.services.engine.tick();
     const wave = await head(s.remote);
     const { stdout } = await run("git", ["--git-dir", s.remote.dir, "diff", "--name-only", before, wave]);
-    expect(stdout.split("\n").filter((p) => p.includes("p3")).every((p) => p.includes("aks-prod-sec"))).toBe(true);
+    expect(
+      stdout
+        .split("\n")
+        .filter((p) => p.includes("p3"))
+        .every((p) => p.includes("aks-prod-sec")),
+    ).toBe(true);
 
     s.status.ready("p3", "aks-prod-sec", wave);
     await berth.services.engine.tick();
     expect((await rollout(berth, id)).rollout.status.phase).toBe("Completed");
 
     // A team whose inputs the wave did change still needs a status at the wave's commit (or later).
-    const v2 = await create(berth, { target: { templateVersion: "v2" }, selector: { names: ["p3"] }, waves: [{ name: "all" }], gate: { timeoutSeconds: 600 } });
+    const v2 = await create(berth, {
+      target: { templateVersion: "v2" },
+      selector: { names: ["p3"] },
+      waves: [{ name: "all" }],
+      gate: { timeoutSeconds: 600 },
+    });
     await berth.services.engine.tick();
     for (const c of ["aks-dev-weu", "aks-prod-weu", "aks-prod-neu"]) s.status.ready("p3", c, before);
     await berth.services.engine.tick();
     const r = await rollout(berth, v2);
     expect(r.rollout.status.phase).toBe("Running");
-    expect(r.progress.teams.find((t: { cluster: string }) => t.cluster === "aks-dev-weu").message).toContain("Flux has not applied the wave's commit");
+    expect(r.progress!.teams.find((t) => t.cluster === "aks-dev-weu")!.message).toContain(
+      "Flux has not applied the wave's commit",
+    );
   });
 
   it("pause stops at the gate, resume carries on; abort stops for good and says which team is on which version", async () => {
@@ -406,7 +522,9 @@ describe("rollout in waves, gated on the teams' status", () => {
     await Promise.all([a.services.engine.tick(), b.services.engine.tick()]);
     await Promise.all([a.services.engine.tick(), b.services.engine.tick()]);
     expect((await rollout(a, id)).rollout.status.phase).toBe("Completed");
-    const subjects = (await inspectRemote(s.remote.url)).commits.filter((c) => c.trailers["Berth-Rollout-Id"] === id).map((c) => c.subject);
+    const subjects = (await inspectRemote(s.remote.url)).commits
+      .filter((c) => c.trailers["Berth-Rollout-Id"] === id)
+      .map((c) => c.subject);
     expect(subjects.filter((x) => x.includes("wave prod: 3 team(s)"))).toHaveLength(1);
     expect(subjects.filter((x) => x.includes("wave dev Ready"))).toHaveLength(1);
     expect(subjects).toHaveLength(5);
@@ -416,12 +534,20 @@ describe("rollout in waves, gated on the teams' status", () => {
     const s = await setup();
     const id = await create(s.berth);
     await s.berth.services.engine.tick();
-    const put = await api(s.berth, "PUT", "/v1/teams/p1", { description: "Updated during the rollout", owners: [OWNER], environments: ["prod"] });
+    const put = await api(s.berth, "PUT", "/v1/teams/p1", {
+      description: "Updated during the rollout",
+      owners: [OWNER],
+      environments: ["prod"],
+    });
     expect(put.statusCode, put.body).toBe(200);
     expect(put.json().team.templateVersion).toBe("v1");
     expect((await api(s.berth, "DELETE", "/v1/teams/p2")).statusCode).toBe(200);
     // A team in a committed wave may be updated too: it stays on the rollout's version.
-    const d1 = await api(s.berth, "PUT", "/v1/teams/d1", { description: "d1 updated", owners: [OWNER], environments: ["dev"] });
+    const d1 = await api(s.berth, "PUT", "/v1/teams/d1", {
+      description: "d1 updated",
+      owners: [OWNER],
+      environments: ["dev"],
+    });
     expect(d1.json().team.templateVersion).toBe("v2");
 
     await reportReady(s, ["d1", "d2"]);
@@ -439,14 +565,22 @@ describe("rollout in waves, gated on the teams' status", () => {
   it("refuses a second rollout of the same teams while the first is active, an unknown version, an unknown id", async () => {
     const s = await setup();
     const id = await create(s.berth);
-    const second = await api(s.berth, "POST", "/v1/rollouts", { target: { templateVersion: "v2" }, selector: { names: ["p1"] } });
+    const second = await api(s.berth, "POST", "/v1/rollouts", {
+      target: { templateVersion: "v2" },
+      selector: { names: ["p1"] },
+    });
     expect(second.statusCode).toBe(409);
-    expect(second.json()).toMatchObject({ type: "https://berth.dev/problems/rollout-conflict", detail: expect.stringContaining(id) });
+    expect(second.json()).toMatchObject({
+      type: "https://berth.dev/problems/rollout-conflict",
+      detail: expect.stringContaining(id),
+    });
 
     expect((await api(s.berth, "POST", "/v1/rollouts", TWO_WAVES)).statusCode).toBe(409);
     const unknown = await api(s.berth, "POST", "/v1/rollouts", { target: { templateVersion: "v7" } });
     expect(unknown.statusCode).toBe(422);
-    expect(unknown.json().errors).toEqual([{ field: "target.templateVersion", rule: "must be one of the template versions: v1, v2" }]);
+    expect(unknown.json().errors).toEqual([
+      { field: "target.templateVersion", rule: "must be one of the template versions: v1, v2" },
+    ]);
     expect((await api(s.berth, "GET", "/v1/rollouts/ro-20260101-000000-abcdef")).statusCode).toBe(404);
     expect((await api(s.berth, "GET", "/v1/rollouts/not-an-id")).statusCode).toBe(422);
     const list = (await api(s.berth, "GET", "/v1/rollouts")).json() as { items: Array<{ metadata: { name: string } }> };
@@ -457,13 +591,20 @@ describe("rollout in waves, gated on the teams' status", () => {
 describe("rollout in waves, refused up front", () => {
   it("when a team is in no wave, or a wave lands on a cluster the API cannot read", async () => {
     const s = await setup(["aks-dev-weu"]);
-    const res = await api(s.berth, "POST", "/v1/rollouts", { target: { templateVersion: "v2" }, waves: [{ name: "dev", selector: { onlyEnvironments: ["dev"] } }] });
+    const res = await api(s.berth, "POST", "/v1/rollouts", {
+      target: { templateVersion: "v2" },
+      waves: [{ name: "dev", selector: { onlyEnvironments: ["dev"] } }],
+    });
     expect(res.statusCode).toBe(422);
     const rules = (res.json() as { errors: Array<{ field: string; rule: string }> }).errors.map((e) => e.rule);
     expect(rules[0]).toMatch(/^3 team\(s\) are in no wave \(p1, p2, p3\): add a last wave without a selector$/);
     expect(rules[1]).toMatch(/the gate cannot read Team status on aks-prod-neu, aks-prod-weu/);
-    const preview = (await api(s.berth, "POST", "/v1/rollouts/preview?diffs=false", TWO_WAVES)).json() as { problems: Array<{ rule: string }> };
-    expect(preview.problems.map((p) => p.rule)).toEqual([expect.stringMatching(/cannot read Team status on aks-prod-neu, aks-prod-weu/)]);
+    const preview = (await api(s.berth, "POST", "/v1/rollouts/preview?diffs=false", TWO_WAVES)).json() as {
+      problems: Array<{ rule: string }>;
+    };
+    expect(preview.problems.map((p) => p.rule)).toEqual([
+      expect.stringMatching(/cannot read Team status on aks-prod-neu, aks-prod-weu/),
+    ]);
     // Unstaged needs no gate.
     expect((await api(s.berth, "POST", "/v1/rollouts", { target: { templateVersion: "v2" } })).statusCode).toBe(201);
   });
@@ -515,15 +656,37 @@ describe("starting a rollout safely twice", () => {
   it("two unstaged rollouts over overlapping teams at once: each file lists only the teams its commit moved", async () => {
     const s = await setup();
     const [a, b] = await Promise.all([
-      api(s.berth, "POST", "/v1/rollouts", { description: "a", target: { templateVersion: "v2" }, selector: { names: ["d1", "d2", "p1"] } }),
-      api(s.berth, "POST", "/v1/rollouts", { description: "b", target: { templateVersion: "v2" }, selector: { names: ["d2", "p1", "p2"] } }),
+      api(s.berth, "POST", "/v1/rollouts", {
+        description: "a",
+        target: { templateVersion: "v2" },
+        selector: { names: ["d1", "d2", "p1"] },
+      }),
+      api(s.berth, "POST", "/v1/rollouts", {
+        description: "b",
+        target: { templateVersion: "v2" },
+        selector: { names: ["d2", "p1", "p2"] },
+      }),
     ]);
     expect([a.statusCode, b.statusCode], `${a.body}\n${b.body}`).toEqual([201, 201]);
     for (const res of [a, b]) {
-      const { rollout, revision } = res.json() as { rollout: { metadata: { name: string }; spec: { waves: Array<{ teams: string[] }> } }; revision: string };
+      const { rollout, revision } = res.json() as {
+        rollout: { metadata: { name: string }; spec: { waves: Array<{ teams: string[] }> } };
+        revision: string;
+      };
       // The teams whose team file this rollout's commit changed: exactly the ones its file lists.
-      const { stdout } = await run("git", ["--git-dir", s.remote.dir, "diff-tree", "--no-commit-id", "--name-only", "-r", revision]);
-      const moved = stdout.split("\n").flatMap((path) => /^teams\/([^/]+)\/base\/team\.yaml$/.exec(path)?.[1] ?? []).sort();
+      const { stdout } = await run("git", [
+        "--git-dir",
+        s.remote.dir,
+        "diff-tree",
+        "--no-commit-id",
+        "--name-only",
+        "-r",
+        revision,
+      ]);
+      const moved = stdout
+        .split("\n")
+        .flatMap((path) => /^teams\/([^/]+)\/base\/team\.yaml$/.exec(path)?.[1] ?? [])
+        .sort();
       expect(rollout.spec.waves[0]!.teams.slice().sort(), rollout.metadata.name).toEqual(moved);
       expect(yamlTeams(await show(s.remote, `rollouts/${rollout.metadata.name}.yaml`))).toEqual(moved);
     }
@@ -534,5 +697,8 @@ describe("starting a rollout safely twice", () => {
 /** The teams a rollout file's single wave lists. */
 function yamlTeams(text: string | undefined): string[] {
   const wave = /waves:\n\s+- name: all\n\s+teams:\n((?:\s+- .+\n)+)/.exec(text ?? "");
-  return (wave?.[1] ?? "").split("\n").flatMap((l) => /^\s+- (.+)$/.exec(l)?.[1] ?? []).sort();
+  return (wave?.[1] ?? "")
+    .split("\n")
+    .flatMap((l) => /^\s+- (.+)$/.exec(l)?.[1] ?? [])
+    .sort();
 }

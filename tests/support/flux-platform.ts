@@ -21,12 +21,20 @@ import { readFileSync } from "node:fs";
 import { cp, mkdir, mkdtemp, readdir, readFile, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
+import type { PlatformInput } from "@berth/core";
 import { parse, parseAllDocuments, stringify } from "yaml";
 import { Admin, CONTROLLER_GROUPS, CONTROLLER_USER, type Obj } from "../controller/helpers.js";
 import { ensureBuilt } from "./build.js";
 import { startControllerProcess, type AppProcess } from "./processes.js";
-import { DEV_TOKEN, REPO_ROOT, startBerth, type RunningBerth } from "./berth.js";
-import { bootstrapFlux, bootstrapObjects, startFlux, type BootstrapOptions, type FluxOptions, type RunningFlux } from "./flux.js";
+import { DEV_TOKEN, REPO_ROOT, startBerth, type RawConfig, type RunningBerth } from "./berth.js";
+import {
+  bootstrapFlux,
+  bootstrapObjects,
+  startFlux,
+  type BootstrapOptions,
+  type FluxOptions,
+  type RunningFlux,
+} from "./flux.js";
 import { startGitHttpServer, type GitHttpServer } from "./git-http-server.js";
 import { basicAuthEnv, createBareRepo, git, pushTree } from "./git-remotes.js";
 import { startKubeCluster, type KubeCluster } from "./kube-cluster.js";
@@ -47,7 +55,9 @@ export interface ClusterSpec {
 }
 
 /** The platform section of Berth's config for the test clusters (static values: no Azure discovery). */
-export function testPlatform(clusters: ClusterSpec[] = [{ name: PLATFORM_CLUSTER, environment: "dev" }]): Record<string, any> {
+export function testPlatform(
+  clusters: ClusterSpec[] = [{ name: PLATFORM_CLUSTER, environment: "dev" }],
+): PlatformInput {
   const environments = [...new Set(clusters.map((c) => c.environment))];
   return {
     asoNamespace: ASO_NAMESPACE,
@@ -72,7 +82,11 @@ export function testPlatform(clusters: ClusterSpec[] = [{ name: PLATFORM_CLUSTER
     })),
     platformVars: { SERVICEBUS_NAMESPACE: "Shared Service Bus namespace", POSTGRES_SERVER: "Shared PostgreSQL server" },
     // The embedded default's catalog (infra/local/berth.yaml).
-    roleCatalog: (parse(readFileSync(join(REPO_ROOT, "infra", "local", "berth.yaml"), "utf8")) as { platform: { roleCatalog: unknown[] } }).platform.roleCatalog,
+    roleCatalog: (
+      parse(readFileSync(join(REPO_ROOT, "infra", "local", "berth.yaml"), "utf8")) as {
+        platform: Pick<PlatformInput, "roleCatalog">;
+      }
+    ).platform.roleCatalog,
   };
 }
 
@@ -97,7 +111,7 @@ export interface FluxPlatformOptions {
    */
   notify?: boolean;
   /** Changes to the platform section before anything starts. */
-  platform?: (platform: Record<string, any>) => void;
+  platform?: (platform: PlatformInput) => void;
   flux?: FluxOptions;
   /** Play ASO (default true: AsoStandIn); "real": run Azure Service Operator against a fake Azure; false: neither. */
   aso?: boolean | "real";
@@ -106,7 +120,7 @@ export interface FluxPlatformOptions {
   /** How often the ASO stand-in looks at every ASO object (default 300 ms; a fleet of 1,000 teams wants less). */
   asoIntervalMs?: number;
   /** Changes to the API's config file (e.g. templatesDir). */
-  berthConfig?: (raw: Record<string, any>) => void;
+  berthConfig?: (raw: RawConfig) => void;
   /** Files committed with the install, before Flux starts (e.g. teams an earlier Berth wrote: fleet-seed.ts). */
   seed?: (platform: Record<string, unknown>) => Promise<Map<string, string>>;
 }
@@ -153,12 +167,17 @@ export interface FluxPlatform extends PlatformCluster {
   /** The branch head now. */
   head(): Promise<string>;
   /** The API's request, as a platform engineer sends it. */
-  request(method: "GET" | "POST" | "PUT" | "DELETE", url: string, payload?: unknown): Promise<{ statusCode: number; json: any; body: string }>;
+  request(
+    method: "GET" | "POST" | "PUT" | "DELETE",
+    url: string,
+    payload?: unknown,
+    // eslint-disable-next-line @typescript-eslint/no-explicit-any -- the scenarios read the fields they assert on; the API's own answers are parsed with @berth/api-contract in tests/e2e
+  ): Promise<{ statusCode: number; json: any; body: string }>;
   /**
    * A second API process on the same repository and clusters (e.g. after a restart), stopped with the platform;
    * `platform` changes its platform config (e.g. a new fluxSource), as a redeploy with a changed berth.yaml would.
    */
-  startApi(opts?: { platform?: (platform: Record<string, any>) => void }): Promise<RunningBerth>;
+  startApi(opts?: { platform?: (platform: PlatformInput) => void }): Promise<RunningBerth>;
   stop(): Promise<void>;
 }
 
@@ -191,26 +210,54 @@ export async function startFluxPlatform(opts: FluxPlatformOptions = {}): Promise
     await cp(join(REPO_ROOT, "flux"), fleet, { recursive: true, dereference: true });
     await rm(join(fleet, "README.md"));
     const teamsFile = join(fleet, "clusters", PLATFORM_CLUSTER, "berth-teams.yaml");
-    if (teamSource === "GitRepository") await cp(join(REPO_ROOT, "tests", "fixtures", "flux-install-before-0019", "berth-teams.yaml"), teamsFile);
-    else await writeFile(teamsFile, withTeamsRepository(await readFile(teamsFile, "utf8"), repoUrl, opts.pollInterval ?? "5s"));
+    if (teamSource === "GitRepository")
+      await cp(join(REPO_ROOT, "tests", "fixtures", "flux-install-before-0019", "berth-teams.yaml"), teamsFile);
+    else
+      await writeFile(
+        teamsFile,
+        withTeamsRepository(await readFile(teamsFile, "utf8"), repoUrl, opts.pollInterval ?? "5s"),
+      );
     for (const spec of specs.filter((c) => c.name !== PLATFORM_CLUSTER)) {
-      for (const dir of ["berth/overlays", "clusters"]) await copyReplacing(join(fleet, dir, PLATFORM_CLUSTER), join(fleet, dir, spec.name), PLATFORM_CLUSTER, spec.name);
+      for (const dir of ["berth/overlays", "clusters"])
+        await copyReplacing(
+          join(fleet, dir, PLATFORM_CLUSTER),
+          join(fleet, dir, spec.name),
+          PLATFORM_CLUSTER,
+          spec.name,
+        );
     }
     if (!specs.some((c) => c.name === PLATFORM_CLUSTER)) {
       await rm(join(fleet, "berth", "overlays", PLATFORM_CLUSTER), { recursive: true });
       await rm(join(fleet, "clusters", PLATFORM_CLUSTER), { recursive: true });
     }
     const platformConfig = join(fleet, "berth", "platform", "berth.yaml");
-    const config = parse(await readFile(platformConfig, "utf8")) as Record<string, any>;
+    const config = parse(await readFile(platformConfig, "utf8")) as Record<string, unknown>;
     config.platform = platform;
     await writeFile(platformConfig, stringify(config));
-    const bootstrap = (name: string) => ({ url: repoUrl, path: `./clusters/${name}`, auth: GIT_AUTH, interval: opts.pollInterval ?? "5s" });
+    const bootstrap = (name: string) => ({
+      url: repoUrl,
+      path: `./clusters/${name}`,
+      auth: GIT_AUTH,
+      interval: opts.pollInterval ?? "5s",
+    });
     const notify = teamSource === "ExternalArtifact" && opts.notify !== false;
     for (const spec of specs) {
       const systemDir = join(fleet, "clusters", spec.name, "flux-system");
       await mkdir(systemDir, { recursive: true });
-      await writeFile(join(systemDir, "gotk-sync.yaml"), bootstrapObjects("flux-system", bootstrap(spec.name)).map((o) => stringify(o, { version: "1.1" })).join("---\n"));
-      await writeFile(join(systemDir, "kustomization.yaml"), stringify({ apiVersion: "kustomize.config.k8s.io/v1beta1", kind: "Kustomization", resources: ["gotk-sync.yaml"] }));
+      await writeFile(
+        join(systemDir, "gotk-sync.yaml"),
+        bootstrapObjects("flux-system", bootstrap(spec.name))
+          .map((o) => stringify(o, { version: "1.1" }))
+          .join("---\n"),
+      );
+      await writeFile(
+        join(systemDir, "kustomization.yaml"),
+        stringify({
+          apiVersion: "kustomize.config.k8s.io/v1beta1",
+          kind: "Kustomization",
+          resources: ["gotk-sync.yaml"],
+        }),
+      );
     }
     for (const [path, content] of (await opts.seed?.(platform)) ?? []) {
       await mkdir(dirname(join(fleet, path)), { recursive: true });
@@ -227,16 +274,28 @@ export async function startFluxPlatform(opts: FluxPlatformOptions = {}): Promise
     const statusKubeconfigs: Record<string, string> = {};
     await Promise.all(
       specs.map(async (spec) => {
-        const up = await startPlatformCluster(spec.name, clusterIssuer(platform, spec.name), bootstrap(spec.name), controllerConfigFile, built, { ...opts, teamSource }, work, cleanups, azure);
+        const up = await startPlatformCluster(
+          spec.name,
+          clusterIssuer(platform, spec.name),
+          bootstrap(spec.name),
+          controllerConfigFile,
+          built,
+          { ...opts, teamSource },
+          work,
+          cleanups,
+          azure,
+        );
         clusters.set(spec.name, up.cluster);
         statusKubeconfigs[spec.name] = await writeStatusKubeconfig(up.cluster, join(work, `${spec.name}.kubeconfig`));
       }),
     );
 
     const receivers = notify
-      ? Object.fromEntries([...clusters.values()].map((c) => [c.name, { url: c.receiver!.url, tokenFile: c.receiver!.tokenFile }]))
+      ? Object.fromEntries(
+          [...clusters.values()].map((c) => [c.name, { url: c.receiver!.url, tokenFile: c.receiver!.tokenFile }]),
+        )
       : undefined;
-    const startApi = async (api_?: { platform?: (platform: Record<string, any>) => void }) => {
+    const startApi = async (api_?: { platform?: (platform: PlatformInput) => void }) => {
       const apiPlatform = structuredClone(platform);
       api_?.platform?.(apiPlatform);
       const api = await startBerth({
@@ -245,7 +304,9 @@ export async function startFluxPlatform(opts: FluxPlatformOptions = {}): Promise
         env: { BERTH_GIT_USERNAME: GIT_AUTH.username, BERTH_GIT_TOKEN: GIT_AUTH.password },
         config: (raw) => {
           raw.platform = apiPlatform;
-          raw.api.clusters = Object.fromEntries(Object.entries(statusKubeconfigs).map(([c, kubeconfig]) => [c, { kubeconfig }]));
+          raw.api.clusters = Object.fromEntries(
+            Object.entries(statusKubeconfigs).map(([c, kubeconfig]) => [c, { kubeconfig }]),
+          );
           if (receivers) raw.api.fluxReceivers = receivers;
           opts.berthConfig?.(raw);
         },
@@ -264,8 +325,17 @@ export async function startFluxPlatform(opts: FluxPlatformOptions = {}): Promise
       configFile: controllerConfigFile,
       head: async () => (await git(["ls-remote", repoUrl, "refs/heads/main"], { env: gitEnv })).split("\t")[0]!,
       request: async (method, url, payload) => {
-        const res = await result.berth.server.inject({ method, url, headers: { authorization: `Bearer ${DEV_TOKEN}` }, ...(payload === undefined ? {} : { payload: payload as object }) });
-        return { statusCode: res.statusCode, json: res.body ? (JSON.parse(res.body) as unknown) : undefined, body: res.body };
+        const res = await result.berth.server.inject({
+          method,
+          url,
+          headers: { authorization: `Bearer ${DEV_TOKEN}` },
+          ...(payload === undefined ? {} : { payload: payload as object }),
+        });
+        return {
+          statusCode: res.statusCode,
+          json: res.body ? (JSON.parse(res.body) as unknown) : undefined,
+          body: res.body,
+        };
       },
       startApi,
       stop,
@@ -327,11 +397,20 @@ async function startPlatformCluster(
   // What docs/install.md step 7 creates beside what Flux applies: the Receiver's HMAC key, never in git.
   const receiverToken = randomBytes(32).toString("hex");
   if (artifacts) {
-    await admin.create({ apiVersion: "v1", kind: "Secret", metadata: { name: "berth-teams-receiver", namespace: flux.namespace }, stringData: { token: receiverToken } } as Obj);
+    await admin.create({
+      apiVersion: "v1",
+      kind: "Secret",
+      metadata: { name: "berth-teams-receiver", namespace: flux.namespace },
+      stringData: { token: receiverToken },
+    } as Obj);
   }
 
   // Berth's controller, once Flux has applied what it runs under (namespace, RBAC, its Deployment).
-  await eventually(`Flux applied Deployment berth-system/berth-controller on ${name}`, () => admin.get("apps/v1", "Deployment", "berth-system", "berth-controller"), 120_000);
+  await eventually(
+    `Flux applied Deployment berth-system/berth-controller on ${name}`,
+    () => admin.get("apps/v1", "Deployment", "berth-system", "berth-controller"),
+    120_000,
+  );
   await built;
   const controller = startControllerProcess({
     BERTH_CONFIG_FILE: controllerConfigFile,
@@ -341,16 +420,29 @@ async function startPlatformCluster(
     KUBECONFIG: await cluster.writeKubeconfigFile(CONTROLLER_USER, CONTROLLER_GROUPS),
   });
   cleanups.push(() => controller.stop());
-  await eventually(`the controller wrote platform-vars on ${name}`, async () => {
-    if (controller.child.exitCode !== null) throw new Error(`the controller exited (${controller.child.exitCode}):\n${controller.logs.join("").slice(-3000)}`);
-    return admin.get("v1", "ConfigMap", ASO_NAMESPACE, "platform-vars");
-  }, 60_000);
+  await eventually(
+    `the controller wrote platform-vars on ${name}`,
+    async () => {
+      if (controller.child.exitCode !== null)
+        throw new Error(
+          `the controller exited (${controller.child.exitCode}):\n${controller.logs.join("").slice(-3000)}`,
+        );
+      return admin.get("v1", "ConfigMap", ASO_NAMESPACE, "platform-vars");
+    },
+    60_000,
+  );
   await markDeploymentAvailable(admin, "berth-system", "berth-controller");
   // Installed: Flux reports Berth's controller healthy (berth-teams waits for that before it applies any team).
-  await eventually(`Kustomization berth-controller Ready on ${name}`, async () => {
-    const k = await admin.get("kustomize.toolkit.fluxcd.io/v1", "Kustomization", "flux-system", "berth-controller");
-    return (k?.status as { conditions?: Array<{ type: string; status: string }> } | undefined)?.conditions?.some((c) => c.type === "Ready" && c.status === "True");
-  }, 120_000);
+  await eventually(
+    `Kustomization berth-controller Ready on ${name}`,
+    async () => {
+      const k = await admin.get("kustomize.toolkit.fluxcd.io/v1", "Kustomization", "flux-system", "berth-controller");
+      return (k?.status as { conditions?: Array<{ type: string; status: string }> } | undefined)?.conditions?.some(
+        (c) => c.type === "Ready" && c.status === "True",
+      );
+    },
+    120_000,
+  );
 
   const aso = opts.aso === false || opts.aso === "real" ? undefined : new AsoStandIn(admin);
   if (aso) {
@@ -359,15 +451,23 @@ async function startPlatformCluster(
   }
   const realAso = azure ? await startAso(cluster, azure, opts.realAso) : undefined;
   if (realAso) cleanups.push(() => realAso.stop());
-  const kustomization = (namespace: string, ksName: string) => admin.get("kustomize.toolkit.fluxcd.io/v1", "Kustomization", namespace, ksName);
+  const kustomization = (namespace: string, ksName: string) =>
+    admin.get("kustomize.toolkit.fluxcd.io/v1", "Kustomization", namespace, ksName);
   const teamsSource = { namespace: flux.namespace, name: artifacts ? "berth-teams" : "flux-system" };
   let receiver: PlatformCluster["receiver"];
   if (artifacts) {
-    const webhookPath = await eventually(`Receiver berth-teams Ready on ${name}`, async () => {
-      const r = await admin.get("notification.toolkit.fluxcd.io/v1", "Receiver", flux.namespace, "berth-teams");
-      const status = r?.status as { webhookPath?: string; conditions?: Array<{ type: string; status: string }> } | undefined;
-      return status?.conditions?.some((c) => c.type === "Ready" && c.status === "True") ? status.webhookPath : undefined;
-    }, 120_000);
+    const webhookPath = await eventually(
+      `Receiver berth-teams Ready on ${name}`,
+      async () => {
+        const r = await admin.get("notification.toolkit.fluxcd.io/v1", "Receiver", flux.namespace, "berth-teams");
+        const status = r?.status as
+          { webhookPath?: string; conditions?: Array<{ type: string; status: string }> } | undefined;
+        return status?.conditions?.some((c) => c.type === "Ready" && c.status === "True")
+          ? status.webhookPath
+          : undefined;
+      },
+      120_000,
+    );
     const tokenFile = join(work, `${name}.receiver-token`);
     await writeFile(tokenFile, `${receiverToken}\n`, { mode: 0o600 });
     receiver = { url: `${flux.receiverUrl!}${webhookPath}`, token: receiverToken, tokenFile };
@@ -383,19 +483,43 @@ async function startPlatformCluster(
       controller,
       aso,
       ...(realAso ? { realAso } : {}),
-      reconcileSource: () => requestReconcile(admin, "source.toolkit.fluxcd.io/v1", "GitRepository", teamsSource.namespace, teamsSource.name),
+      reconcileSource: () =>
+        requestReconcile(
+          admin,
+          "source.toolkit.fluxcd.io/v1",
+          "GitRepository",
+          teamsSource.namespace,
+          teamsSource.name,
+        ),
       suspendSource: async (suspend) => {
-        await admin.mergePatch("source.toolkit.fluxcd.io/v1", "GitRepository", teamsSource.namespace, teamsSource.name, { spec: { suspend } }, "flux");
+        await admin.mergePatch(
+          "source.toolkit.fluxcd.io/v1",
+          "GitRepository",
+          teamsSource.namespace,
+          teamsSource.name,
+          { spec: { suspend } },
+          "flux",
+        );
       },
       kustomization,
       waitKustomizationReady: (namespace, ksName, revision, ms = 120_000) =>
-        eventually(`Kustomization ${namespace}/${ksName} Ready at ${revision.slice(0, 7)} on ${name}`, async () => {
-          const k = await kustomization(namespace, ksName);
-          const status = k?.status as { lastAppliedRevision?: string; lastAppliedOriginRevision?: string; conditions?: Array<{ type: string; status: string }> } | undefined;
-          const ready = status?.conditions?.some((c) => c.type === "Ready" && c.status === "True");
-          const applied = status?.lastAppliedOriginRevision ?? status?.lastAppliedRevision;
-          return ready && applied === `main@sha1:${revision}` ? k : undefined;
-        }, ms),
+        eventually(
+          `Kustomization ${namespace}/${ksName} Ready at ${revision.slice(0, 7)} on ${name}`,
+          async () => {
+            const k = await kustomization(namespace, ksName);
+            const status = k?.status as
+              | {
+                  lastAppliedRevision?: string;
+                  lastAppliedOriginRevision?: string;
+                  conditions?: Array<{ type: string; status: string }>;
+                }
+              | undefined;
+            const ready = status?.conditions?.some((c) => c.type === "Ready" && c.status === "True");
+            const applied = status?.lastAppliedOriginRevision ?? status?.lastAppliedRevision;
+            return ready && applied === `main@sha1:${revision}` ? k : undefined;
+          },
+          ms,
+        ),
     },
   };
 }
@@ -409,9 +533,20 @@ function withTeamArtifacts(flux: FluxOptions | undefined): FluxOptions {
   const gates = flux?.featureGates?.["kustomize-controller"] ?? [];
   return {
     ...flux,
-    controllers: flux?.controllers ?? ["source-controller", "kustomize-controller", "notification-controller", "source-watcher"],
-    featureGates: { ...flux?.featureGates, "kustomize-controller": [...gates.filter((g) => !g.startsWith("ExternalArtifact=")), "ExternalArtifact=true"] },
-    extraArgs: { ...flux?.extraArgs, "source-watcher": [...SOURCE_WATCHER_ARGS, ...(flux?.extraArgs?.["source-watcher"] ?? [])] },
+    controllers: flux?.controllers ?? [
+      "source-controller",
+      "kustomize-controller",
+      "notification-controller",
+      "source-watcher",
+    ],
+    featureGates: {
+      ...flux?.featureGates,
+      "kustomize-controller": [...gates.filter((g) => !g.startsWith("ExternalArtifact=")), "ExternalArtifact=true"],
+    },
+    extraArgs: {
+      ...flux?.extraArgs,
+      "source-watcher": [...SOURCE_WATCHER_ARGS, ...(flux?.extraArgs?.["source-watcher"] ?? [])],
+    },
   };
 }
 
@@ -425,17 +560,23 @@ export const SOURCE_WATCHER_ARGS = ["--artifact-retention-ttl=1h"];
 
 /** The API's kubeconfig for a cluster, from the berth-status-reader token Flux applied (docs/install.md, step 6). */
 async function writeStatusKubeconfig(pc: PlatformCluster, file: string): Promise<string> {
-  const token = await eventually(`the token controller filled berth-status-reader-token on ${pc.name}`, async () => {
-    const secret = await pc.admin.get("v1", "Secret", "berth-system", "berth-status-reader-token");
-    const data = secret?.data as Record<string, string> | undefined;
-    return data?.token ? Buffer.from(data.token, "base64").toString("utf8") : undefined;
-  }, 60_000);
+  const token = await eventually(
+    `the token controller filled berth-status-reader-token on ${pc.name}`,
+    async () => {
+      const secret = await pc.admin.get("v1", "Secret", "berth-system", "berth-status-reader-token");
+      const data = secret?.data as Record<string, string> | undefined;
+      return data?.token ? Buffer.from(data.token, "base64").toString("utf8") : undefined;
+    },
+    60_000,
+  );
   await writeFile(
     file,
     stringify({
       apiVersion: "v1",
       kind: "Config",
-      clusters: [{ name: pc.name, cluster: { server: pc.cluster.server, "certificate-authority-data": pc.cluster.caData } }],
+      clusters: [
+        { name: pc.name, cluster: { server: pc.cluster.server, "certificate-authority-data": pc.cluster.caData } },
+      ],
       users: [{ name: "berth-status-reader", user: { token } }],
       contexts: [{ name: pc.name, context: { cluster: pc.name, user: "berth-status-reader" } }],
       "current-context": pc.name,
@@ -448,14 +589,31 @@ async function writeStatusKubeconfig(pc: PlatformCluster, file: string): Promise
  * What `flux reconcile` does: annotate the object with reconcile.fluxcd.io/requestedAt and wait until the
  * controller has handled that request (status.lastHandledReconcileAt). Resolves with the artifact revision.
  */
-export async function requestReconcile(admin: Admin, apiVersion: string, kind: string, namespace: string, name: string): Promise<string> {
+export async function requestReconcile(
+  admin: Admin,
+  apiVersion: string,
+  kind: string,
+  namespace: string,
+  name: string,
+): Promise<string> {
   const at = new Date().toISOString();
-  await admin.mergePatch(apiVersion, kind, namespace, name, { metadata: { annotations: { "reconcile.fluxcd.io/requestedAt": at } } }, "flux");
-  const done = await eventually(`${kind} ${namespace}/${name} handled the reconcile request`, async () => {
-    const o = await admin.get(apiVersion, kind, namespace, name);
-    const status = o?.status as { lastHandledReconcileAt?: string; artifact?: { revision?: string } } | undefined;
-    return status?.lastHandledReconcileAt === at ? status : undefined;
-  }, 60_000);
+  await admin.mergePatch(
+    apiVersion,
+    kind,
+    namespace,
+    name,
+    { metadata: { annotations: { "reconcile.fluxcd.io/requestedAt": at } } },
+    "flux",
+  );
+  const done = await eventually(
+    `${kind} ${namespace}/${name} handled the reconcile request`,
+    async () => {
+      const o = await admin.get(apiVersion, kind, namespace, name);
+      const status = o?.status as { lastHandledReconcileAt?: string; artifact?: { revision?: string } } | undefined;
+      return status?.lastHandledReconcileAt === at ? status : undefined;
+    },
+    60_000,
+  );
   return done.artifact?.revision ?? "";
 }
 
@@ -471,8 +629,22 @@ async function markDeploymentAvailable(admin: Admin, namespace: string, name: st
     readyReplicas: replicas,
     availableReplicas: replicas,
     conditions: [
-      { type: "Available", status: "True", reason: "MinimumReplicasAvailable", message: "Deployment has minimum availability.", lastUpdateTime: now, lastTransitionTime: now },
-      { type: "Progressing", status: "True", reason: "NewReplicaSetAvailable", message: `ReplicaSet "${name}" has successfully progressed.`, lastUpdateTime: now, lastTransitionTime: now },
+      {
+        type: "Available",
+        status: "True",
+        reason: "MinimumReplicasAvailable",
+        message: "Deployment has minimum availability.",
+        lastUpdateTime: now,
+        lastTransitionTime: now,
+      },
+      {
+        type: "Progressing",
+        status: "True",
+        reason: "NewReplicaSetAvailable",
+        message: `ReplicaSet "${name}" has successfully progressed.`,
+        lastUpdateTime: now,
+        lastTransitionTime: now,
+      },
     ],
   });
 }
@@ -551,12 +723,27 @@ export class AsoStandIn {
       const since = this.deletingSince.get(key) ?? Date.now();
       this.deletingSince.set(key, since);
       if (finalizers.includes(ASO_FINALIZER) && Date.now() - since >= this.deleteDelayMs) {
-        await this.admin.req("PATCH", path, { metadata: { finalizers: finalizers.filter((f) => f !== ASO_FINALIZER), resourceVersion: o.metadata.resourceVersion } }, "application/merge-patch+json");
+        await this.admin.req(
+          "PATCH",
+          path,
+          {
+            metadata: {
+              finalizers: finalizers.filter((f) => f !== ASO_FINALIZER),
+              resourceVersion: o.metadata.resourceVersion,
+            },
+          },
+          "application/merge-patch+json",
+        );
       }
       return;
     }
     if (!finalizers.includes(ASO_FINALIZER)) {
-      await this.admin.req("PATCH", path, { metadata: { finalizers: [...finalizers, ASO_FINALIZER], resourceVersion: o.metadata.resourceVersion } }, "application/merge-patch+json");
+      await this.admin.req(
+        "PATCH",
+        path,
+        { metadata: { finalizers: [...finalizers, ASO_FINALIZER], resourceVersion: o.metadata.resourceVersion } },
+        "application/merge-patch+json",
+      );
     }
     const team = (o.metadata.labels as Record<string, string> | undefined)?.["berth.dev/team"];
     const released = team === undefined ? undefined : this.held.get(team);
@@ -566,18 +753,40 @@ export class AsoStandIn {
     const want = failure
       ? { type: "Ready", status: "False", ...failure }
       : { type: "Ready", status: "True", reason: "Succeeded", message: "Resource successfully provisioned" };
-    const current = ((o.status as { conditions?: Array<Record<string, unknown>> } | undefined)?.conditions ?? []).find((c) => c.type === "Ready");
-    if (!current || current.status !== want.status || current.reason !== want.reason || current.observedGeneration !== generation) {
-      await this.admin.req("PATCH", `${path}/status`, { status: { conditions: [{ ...want, observedGeneration: generation, lastTransitionTime: new Date().toISOString() }] } }, "application/merge-patch+json");
+    const current = ((o.status as { conditions?: Array<Record<string, unknown>> } | undefined)?.conditions ?? []).find(
+      (c) => c.type === "Ready",
+    );
+    if (
+      !current ||
+      current.status !== want.status ||
+      current.reason !== want.reason ||
+      current.observedGeneration !== generation
+    ) {
+      await this.admin.req(
+        "PATCH",
+        `${path}/status`,
+        {
+          status: {
+            conditions: [{ ...want, observedGeneration: generation, lastTransitionTime: new Date().toISOString() }],
+          },
+        },
+        "application/merge-patch+json",
+      );
     }
     if (kind === "UserAssignedIdentity" && !failure) await this.exportIdentity(o);
   }
 
   /** The ConfigMap an identity's `operatorSpec.configMaps` asks for, as ASO writes it (owned by the identity). */
   private async exportIdentity(identity: Obj): Promise<void> {
-    const maps = ((identity.spec as { operatorSpec?: { configMaps?: Record<string, { name: string; key: string }> } }).operatorSpec?.configMaps ?? {}) as Record<string, { name: string; key: string }>;
-    const team = (identity.metadata.labels as Record<string, string> | undefined)?.["berth.dev/team"] ?? identity.metadata.name;
-    const values: Record<string, string> = { clientId: uuidFor(`${team}/client`), principalId: uuidFor(`${team}/principal`), tenantId: TENANT_ID };
+    const maps = ((identity.spec as { operatorSpec?: { configMaps?: Record<string, { name: string; key: string }> } })
+      .operatorSpec?.configMaps ?? {}) as Record<string, { name: string; key: string }>;
+    const team =
+      (identity.metadata.labels as Record<string, string> | undefined)?.["berth.dev/team"] ?? identity.metadata.name;
+    const values: Record<string, string> = {
+      clientId: uuidFor(`${team}/client`),
+      principalId: uuidFor(`${team}/principal`),
+      tenantId: TENANT_ID,
+    };
     const byMap = new Map<string, Record<string, string>>();
     for (const [field, ref] of Object.entries(maps)) {
       if (values[field] === undefined) continue;
@@ -589,16 +798,39 @@ export class AsoStandIn {
       const body = {
         apiVersion: "v1",
         kind: "ConfigMap",
-        metadata: { name, namespace: identity.metadata.namespace, ownerReferences: [{ apiVersion: identity.apiVersion, kind: identity.kind, name: identity.metadata.name, uid: identity.metadata.uid, controller: true, blockOwnerDeletion: true }] },
+        metadata: {
+          name,
+          namespace: identity.metadata.namespace,
+          ownerReferences: [
+            {
+              apiVersion: identity.apiVersion,
+              kind: identity.kind,
+              name: identity.metadata.name,
+              uid: identity.metadata.uid,
+              controller: true,
+              blockOwnerDeletion: true,
+            },
+          ],
+        },
         data,
       };
-      await this.admin.req("PATCH", `/api/v1/namespaces/${identity.metadata.namespace}/configmaps/${name}?fieldManager=azureserviceoperator&force=true`, body, "application/apply-patch+yaml");
+      await this.admin.req(
+        "PATCH",
+        `/api/v1/namespaces/${identity.metadata.namespace}/configmaps/${name}?fieldManager=azureserviceoperator&force=true`,
+        body,
+        "application/apply-patch+yaml",
+      );
     }
   }
 }
 
 function plural(kind: AsoKind): string {
-  return { ResourceGroup: "resourcegroups", UserAssignedIdentity: "userassignedidentities", FederatedIdentityCredential: "federatedidentitycredentials", RoleAssignment: "roleassignments" }[kind];
+  return {
+    ResourceGroup: "resourcegroups",
+    UserAssignedIdentity: "userassignedidentities",
+    FederatedIdentityCredential: "federatedidentitycredentials",
+    RoleAssignment: "roleassignments",
+  }[kind];
 }
 
 /** A stable UUID-shaped value per input (what Azure would have assigned). */

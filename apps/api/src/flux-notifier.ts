@@ -46,7 +46,10 @@ export class FluxNotifier {
 
   constructor(
     private readonly receivers: Readonly<Record<string, ReceiverTarget>>,
-    private readonly opts: FluxNotifyOptions & { observer?: NotifyObserver; logger?: Pick<pino.Logger, "warn" | "debug"> },
+    private readonly opts: FluxNotifyOptions & {
+      observer?: NotifyObserver;
+      logger?: Pick<pino.Logger, "warn" | "debug">;
+    },
   ) {}
 
   /** The clusters that have a Receiver configured. */
@@ -63,7 +66,10 @@ export class FluxNotifier {
     if (!isIterable(clusters)) {
       const resolving = clusters
         .catch((err: unknown) => {
-          this.opts.logger?.warn({ revision, reason: (err as Error).message }, "flux notify: cannot tell which clusters a push concerns; telling every one");
+          this.opts.logger?.warn(
+            { revision, reason: (err as Error).message },
+            "flux notify: cannot tell which clusters a push concerns; telling every one",
+          );
           return this.clusters;
         })
         .then((found) => this.notify(found, revision))
@@ -123,7 +129,10 @@ export class FluxNotifier {
         signal: this.stopping.signal,
         onFailedAttempt: ({ error, attemptNumber, retriesLeft }) => {
           observer?.failed(cluster);
-          logger?.debug?.({ cluster, attempt: attemptNumber, retriesLeft, reason: error.message }, "flux notify: attempt failed");
+          logger?.debug?.(
+            { cluster, attempt: attemptNumber, retriesLeft, reason: error.message },
+            "flux notify: attempt failed",
+          );
         },
       });
       return true;
@@ -131,18 +140,25 @@ export class FluxNotifier {
       if (this.stopping.signal.aborted) return false;
       observer?.gaveUp(cluster);
       // The cluster and why, never the URL (its path is derived from the key) or the key.
-      logger?.warn({ cluster, attempts, reason: (err as Error).message }, "flux notify: gave up; the cluster fetches at its next poll");
+      logger?.warn(
+        { cluster, attempts, reason: (err as Error).message },
+        "flux notify: gave up; the cluster fetches at its next poll",
+      );
       return false;
     }
   }
 
   private async send(cluster: string, revision: string): Promise<void> {
-    const target = this.receivers[cluster]!;
+    const target = this.receivers[cluster];
+    // `notify` only queues clusters that have a Receiver, and the receivers never change.
+    if (!target) throw new Error(`no Receiver is configured for cluster ${cluster}`);
     let key: string;
     try {
       key = (await readFile(target.tokenFile, "utf8")).trim();
     } catch (err) {
-      throw new Error(`cannot read the Receiver key file: ${(err as NodeJS.ErrnoException).code ?? "error"}`);
+      throw new Error(`cannot read the Receiver key file: ${(err as NodeJS.ErrnoException).code ?? "error"}`, {
+        cause: err,
+      });
     }
     if (!key) throw new Error("the Receiver key file is empty");
     const body = JSON.stringify({ source: "berth", revision });
@@ -156,7 +172,12 @@ export class FluxNotifier {
         signal: AbortSignal.any([this.stopping.signal, AbortSignal.timeout(this.opts.timeoutMs)]),
       });
     } catch (err) {
-      throw new Error(`no answer: ${(err as Error).cause instanceof Error ? ((err as Error).cause as Error).message : (err as Error).message}`);
+      throw new Error(
+        `no answer: ${(err as Error).cause instanceof Error ? ((err as Error).cause as Error).message : (err as Error).message}`,
+        {
+          cause: err,
+        },
+      );
     }
     await res.body?.cancel();
     if (!res.ok) throw new Error(`the Receiver answered HTTP ${res.status}`);

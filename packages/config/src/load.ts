@@ -18,12 +18,14 @@ export type Env = Readonly<Record<string, string | undefined>>;
 /** Sets obj[path] = value, creating objects on the way; skips undefined values. */
 function put(obj: Record<string, unknown>, path: string[], value: unknown): void {
   if (value === undefined) return;
+  const leaf = path.at(-1);
+  if (leaf === undefined) throw new Error("put: the path to set is empty");
   let node = obj;
   for (const key of path.slice(0, -1)) {
     if (node[key] === null || typeof node[key] !== "object") node[key] = {};
     node = node[key] as Record<string, unknown>;
   }
-  node[path.at(-1)!] = value;
+  node[leaf] = value;
 }
 
 function readSecretFile(path: string | undefined, name: string, problems: string[]): string | undefined {
@@ -43,12 +45,17 @@ export const portFromEnv = z.coerce.number().int().min(0).max(65535);
  * folder (relative paths in it resolve there), or `cwd` without a file. Problems are appended, not thrown.
  * Shared by the API's loadConfig and the controller's loadControllerConfig.
  */
-export function readConfigFile(file: string | undefined, cwd: string, problems: string[]): { raw: Record<string, unknown>; base: string } {
+export function readConfigFile(
+  file: string | undefined,
+  cwd: string,
+  problems: string[],
+): { raw: Record<string, unknown>; base: string } {
   if (!file) return { raw: {}, base: cwd };
   const path = resolve(cwd, file);
   try {
     const parsed: unknown = parse(readFileSync(path, "utf8"), YAML_PARSE_OPTIONS);
-    if (parsed !== null && typeof parsed === "object" && !Array.isArray(parsed)) return { raw: parsed as Record<string, unknown>, base: dirname(path) };
+    if (parsed !== null && typeof parsed === "object" && !Array.isArray(parsed))
+      return { raw: parsed as Record<string, unknown>, base: dirname(path) };
     problems.push(`${path}: must be a YAML mapping`);
   } catch (err) {
     problems.push(`${path}: ${(err as Error).message.split("\n")[0]}`);
@@ -84,10 +91,18 @@ export function loadConfig(env: Env = process.env, cwd = process.cwd()): BerthCo
   const token = env.BERTH_GIT_TOKEN ?? readSecretFile(env.BERTH_GIT_TOKEN_FILE, "BERTH_GIT_TOKEN_FILE", problems);
   if (token !== undefined) {
     const auth = ((raw.fluxRepo as Record<string, unknown> | undefined)?.auth ?? {}) as Record<string, unknown>;
-    put(raw, ["fluxRepo", "auth"], { kind: "token", username: env.BERTH_GIT_USERNAME ?? auth.username ?? "x-access-token", token });
+    put(raw, ["fluxRepo", "auth"], {
+      kind: "token",
+      username: env.BERTH_GIT_USERNAME ?? auth.username ?? "x-access-token",
+      token,
+    });
   }
   if (env.BERTH_GIT_SSH_KEY_FILE) {
-    put(raw, ["fluxRepo", "auth"], { kind: "ssh", privateKeyPath: env.BERTH_GIT_SSH_KEY_FILE, knownHostsPath: env.BERTH_GIT_KNOWN_HOSTS_FILE });
+    put(raw, ["fluxRepo", "auth"], {
+      kind: "ssh",
+      privateKeyPath: env.BERTH_GIT_SSH_KEY_FILE,
+      knownHostsPath: env.BERTH_GIT_KNOWN_HOSTS_FILE,
+    });
   }
 
   const mode = env.BERTH_AUTH_MODE;
@@ -110,13 +125,23 @@ export function loadConfig(env: Env = process.env, cwd = process.cwd()): BerthCo
   if (env.BERTH_STATUS_CACHE_SECONDS !== undefined) {
     const seconds = z.coerce.number().min(0).max(300).safeParse(env.BERTH_STATUS_CACHE_SECONDS);
     if (seconds.success) put(raw, ["api", "statusCacheSeconds"], seconds.data);
-    else problems.push(`BERTH_STATUS_CACHE_SECONDS: must be a number of seconds (0-300), got "${env.BERTH_STATUS_CACHE_SECONDS}"`);
+    else
+      problems.push(
+        `BERTH_STATUS_CACHE_SECONDS: must be a number of seconds (0-300), got "${env.BERTH_STATUS_CACHE_SECONDS}"`,
+      );
   }
   put(raw, ["api", "ui", "publicUrl"], env.BERTH_UI_PUBLIC_URL);
   if (env.BERTH_UI_CLIENT_ID) put(raw, ["api", "ui", "oidc", "clientId"], env.BERTH_UI_CLIENT_ID);
-  const uiSecret = env.BERTH_UI_CLIENT_SECRET ?? readSecretFile(env.BERTH_UI_CLIENT_SECRET_FILE, "BERTH_UI_CLIENT_SECRET_FILE", problems);
+  const uiSecret =
+    env.BERTH_UI_CLIENT_SECRET ??
+    readSecretFile(env.BERTH_UI_CLIENT_SECRET_FILE, "BERTH_UI_CLIENT_SECRET_FILE", problems);
   if (uiSecret !== undefined) put(raw, ["api", "ui", "oidc", "clientSecret"], uiSecret);
-  put(raw, ["api", "ui", "sessionSecret"], env.BERTH_UI_SESSION_SECRET ?? readSecretFile(env.BERTH_UI_SESSION_SECRET_FILE, "BERTH_UI_SESSION_SECRET_FILE", problems));
+  put(
+    raw,
+    ["api", "ui", "sessionSecret"],
+    env.BERTH_UI_SESSION_SECRET ??
+      readSecretFile(env.BERTH_UI_SESSION_SECRET_FILE, "BERTH_UI_SESSION_SECRET_FILE", problems),
+  );
 
   // Paths in the file are relative to the file, so a config and its templates can travel together.
   // BERTH_STATUS_KUBECONFIGS="aks-dev-weu=/etc/berth/dev.kubeconfig,aks-prod-weu=/etc/berth/prod.kubeconfig"
@@ -140,7 +165,8 @@ export function loadConfig(env: Env = process.env, cwd = process.cwd()): BerthCo
       const tokenFile = resolve(base, receiver.tokenFile);
       receiver.tokenFile = tokenFile;
       // Read now only to fail at start: the notifier reads it at each notification (a rotated Secret).
-      if (readSecretFile(tokenFile, `api.fluxReceivers.${cluster}.tokenFile`, problems) === "") problems.push(`api.fluxReceivers.${cluster}.tokenFile: ${tokenFile} is empty`);
+      if (readSecretFile(tokenFile, `api.fluxReceivers.${cluster}.tokenFile`, problems) === "")
+        problems.push(`api.fluxReceivers.${cluster}.tokenFile: ${tokenFile} is empty`);
     }
   }
 

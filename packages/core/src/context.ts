@@ -55,7 +55,12 @@ export function federatedSubjectKinds(platform: Platform): Array<Exclude<Federat
   return mode === "both" ? ["aso-controller", "aso-workload"] : [mode];
 }
 
-export function clusterContext(team: Team, cluster: Cluster, platform: Platform, layout: RepoLayout): Record<string, unknown> {
+export function clusterContext(
+  team: Team,
+  cluster: Cluster,
+  platform: Platform,
+  layout: RepoLayout,
+): Record<string, unknown> {
   const names = teamNames(team.name);
   const derived = azureNames(team.name, cluster.name);
   // Names an adopted team kept (team.azureNames) win: a new name would be a new resource in Azure.
@@ -79,12 +84,15 @@ export function clusterContext(team: Team, cluster: Cluster, platform: Platform,
   }));
   const catalog = new Map(platform.roleCatalog.map((r) => [r.id, r]));
   const roleAssignments = team.roleAssignments.map(({ role }) => {
-    const entry = catalog.get(role)!;
+    const entry = catalog.get(role);
+    // validateTeam refuses a role the catalog lacks, so a team that gets here has only known roles.
+    if (!entry) throw new Error(`team ${team.name}: role ${role} is not in the platform's role catalog`);
     const owner =
       entry.scope.kind === "teamResourceGroup"
         ? { group: "resources.azure.com", kind: "ResourceGroup", name: names.resourceGroup }
         : { armId: entry.scope.armId };
-    const scopeKey = entry.scope.kind === "teamResourceGroup" ? `resourceGroup:${azure.resourceGroup}` : entry.scope.armId;
+    const scopeKey =
+      entry.scope.kind === "teamResourceGroup" ? `resourceGroup:${azure.resourceGroup}` : entry.scope.armId;
     return {
       role,
       description: entry.description,

@@ -26,8 +26,10 @@ import { YAML_PARSE_OPTIONS } from "./serialize.js";
  * walks it. `any` on purpose, in this one place: the build reads and writes fields of every kind of object
  * (patches, name references, labels), and each value whose shape matters is checked where it is read
  * (parseManifestFile checks apiVersion, kind and metadata.name; the builder checks lists and maps it edits).
+ * No narrower type holds: a JSON 6902 patch may rewrite or remove any field, those checked included.
  * Code that maps objects onto something typed reads them as `unknown` instead (adoption/manifests.ts).
  */
+// eslint-disable-next-line @typescript-eslint/no-explicit-any -- a hand-written object of any kind, any field rewritable by a patch: see above
 export type KubeObject = Record<string, any>;
 export interface BuiltObject {
   obj: KubeObject;
@@ -118,7 +120,11 @@ export class BuildBudget {
   async checkpoint(): Promise<void> {
     const now = this.clock.now();
     if (now - this.started > this.limits.maxMillis) {
-      throw new BuildLimitError("maxMillis", this.limits.maxMillis, `building the hand-written tree took longer than ${this.limits.maxMillis} ms, adoption's limit`);
+      throw new BuildLimitError(
+        "maxMillis",
+        this.limits.maxMillis,
+        `building the hand-written tree took longer than ${this.limits.maxMillis} ms, adoption's limit`,
+      );
     }
     if (this.clock.pause && now - this.lastPause >= 10) {
       await this.clock.pause();
@@ -133,24 +139,40 @@ export class BuildBudget {
     if (text === undefined) return undefined;
     const bytes = utf8Length(text);
     if (bytes > this.limits.maxFileBytes) {
-      throw new BuildLimitError("maxFileBytes", this.limits.maxFileBytes, `${path} is ${bytes} bytes; adoption reads files of at most ${this.limits.maxFileBytes} bytes`);
+      throw new BuildLimitError(
+        "maxFileBytes",
+        this.limits.maxFileBytes,
+        `${path} is ${bytes} bytes; adoption reads files of at most ${this.limits.maxFileBytes} bytes`,
+      );
     }
     this.bytes += bytes;
     if (this.bytes > this.limits.maxTotalBytes) {
-      throw new BuildLimitError("maxTotalBytes", this.limits.maxTotalBytes, `adoption read more than ${this.limits.maxTotalBytes} bytes (at ${path}), its limit`);
+      throw new BuildLimitError(
+        "maxTotalBytes",
+        this.limits.maxTotalBytes,
+        `adoption read more than ${this.limits.maxTotalBytes} bytes (at ${path}), its limit`,
+      );
     }
     return text;
   }
 
   countDocument(path: string): void {
     if (++this.documents > this.limits.maxDocuments) {
-      throw new BuildLimitError("maxDocuments", this.limits.maxDocuments, `adoption parsed more than ${this.limits.maxDocuments} YAML documents (at ${path}), its limit`);
+      throw new BuildLimitError(
+        "maxDocuments",
+        this.limits.maxDocuments,
+        `adoption parsed more than ${this.limits.maxDocuments} YAML documents (at ${path}), its limit`,
+      );
     }
   }
 
   countBuild(what: string): void {
     if (++this.builds > this.limits.maxBuilds) {
-      throw new BuildLimitError("maxBuilds", this.limits.maxBuilds, `adoption would build more than ${this.limits.maxBuilds} Flux Kustomizations (at ${what}), its limit`);
+      throw new BuildLimitError(
+        "maxBuilds",
+        this.limits.maxBuilds,
+        `adoption would build more than ${this.limits.maxBuilds} Flux Kustomizations (at ${what}), its limit`,
+      );
     }
   }
 }
@@ -176,28 +198,42 @@ export async function parseManifestFile(text: string, path: string, budget: Buil
     budget.countDocument(path);
     // Documents after the first are numbered; a single-document file's errors need no number.
     const at = ++i > 1 ? `document ${i}: ` : "";
-    if (doc.errors.length) throw new KustomizeBuildError(path, `${at}not valid YAML: ${doc.errors[0]!.message.split("\n")[0]}`);
+    const yamlError = firstYamlError(doc);
+    if (yamlError !== undefined) throw new KustomizeBuildError(path, `${at}not valid YAML: ${yamlError}`);
     visit(doc, {
       Alias() {
-        throw new KustomizeBuildError(path, `${at}uses a YAML alias; adoption reads no anchors or aliases (one can expand without bound): write the values out`);
+        throw new KustomizeBuildError(
+          path,
+          `${at}uses a YAML alias; adoption reads no anchors or aliases (one can expand without bound): write the values out`,
+        );
       },
       Scalar(key, node) {
         // kustomize writes every string plain that YAML allows plain, whatever the source's quotes: Flux
         // then substitutes that text, so `"${CPU}"` reads as a number once substituted, as on the cluster.
-        if (key !== "key" && typeof node.value === "string" && node.value.includes("${") && writtenPlain(node.value)) node.value = new PlainVar(node.value);
+        if (key !== "key" && typeof node.value === "string" && node.value.includes("${") && writtenPlain(node.value))
+          node.value = new PlainVar(node.value);
       },
     });
     const obj = doc.toJS({ maxAliasCount: 0 }) as unknown;
     if (obj === null || obj === undefined) return;
     if (typeof obj !== "object" || Array.isArray(obj)) {
-      const what = typeof obj === "string" ? `the text ${JSON.stringify(obj.length > 60 ? `${obj.slice(0, 60)}...` : obj)}` : Array.isArray(obj) ? "a list" : `a ${typeof obj}`;
-      throw new KustomizeBuildError(path, `${at}holds ${what}, not a Kubernetes object${typeof obj === "string" ? " (a symbolic link? Berth reads no links)" : ""}`);
+      const what =
+        typeof obj === "string"
+          ? `the text ${JSON.stringify(obj.length > 60 ? `${obj.slice(0, 60)}...` : obj)}`
+          : Array.isArray(obj)
+            ? "a list"
+            : `a ${typeof obj}`;
+      throw new KustomizeBuildError(
+        path,
+        `${at}holds ${what}, not a Kubernetes object${typeof obj === "string" ? " (a symbolic link? Berth reads no links)" : ""}`,
+      );
     }
     const o = obj as KubeObject;
     const text = (v: unknown) => (typeof v === "string" || v instanceof PlainVar) && String(v) !== "";
     const missing = ["apiVersion", "kind"].filter((k) => typeof o[k] !== "string" || o[k] === "");
     if (!text(o.metadata?.name)) missing.push("metadata.name");
-    if (missing.length) throw new KustomizeBuildError(path, `${at}is not a Kubernetes object: no ${missing.join(", ")}`);
+    if (missing.length)
+      throw new KustomizeBuildError(path, `${at}is not a Kubernetes object: no ${missing.join(", ")}`);
     out.push(o);
   };
   // One document at a time (yaml's streaming parser), with a checkpoint between documents: a large file
@@ -211,6 +247,12 @@ export async function parseManifestFile(text: string, path: string, budget: Buil
   }
   for (const doc of composer.end()) take(doc as Document.Parsed);
   return out;
+}
+
+/** The first line of a parsed document's first error; undefined when it parsed cleanly. */
+function firstYamlError(doc: Pick<Document.Parsed, "errors">): string | undefined {
+  const [error] = doc.errors;
+  return error?.message.split("\n")[0];
 }
 
 /** Whether YAML writes this string without quotes (kustomize's output, as the yaml package's). */
@@ -238,7 +280,8 @@ const SUPPORTED_FIELDS = new Set([
   "patchesStrategicMerge",
   "patchesJson6902",
 ]);
-const SUPPORTED_LIST = "resources, namespace, namePrefix, nameSuffix, commonLabels, labels, commonAnnotations, patches, patchesStrategicMerge, patchesJson6902";
+const SUPPORTED_LIST =
+  "resources, namespace, namePrefix, nameSuffix, commonLabels, labels, commonAnnotations, patches, patchesStrategicMerge, patchesJson6902";
 
 /** Kinds kustomize treats as cluster-scoped (no namespace set); any other kind, custom ones included, is namespaced. */
 export const CLUSTER_SCOPED_KINDS = new Set([
@@ -267,7 +310,17 @@ export const CLUSTER_SCOPED_KINDS = new Set([
   "PodSecurityPolicy",
 ]);
 /** Kinds whose selectors and pod templates kustomize's label and annotation transformers also change. */
-const WORKLOAD_KINDS = new Set(["Service", "ReplicationController", "Deployment", "ReplicaSet", "DaemonSet", "StatefulSet", "Job", "CronJob", "PodDisruptionBudget"]);
+const WORKLOAD_KINDS = new Set([
+  "Service",
+  "ReplicationController",
+  "Deployment",
+  "ReplicaSet",
+  "DaemonSet",
+  "StatefulSet",
+  "Job",
+  "CronJob",
+  "PodDisruptionBudget",
+]);
 
 interface Resource {
   obj: KubeObject;
@@ -287,51 +340,97 @@ export async function kustomizeBuild(tree: RepoTree, dir: string, budget: BuildB
   return { objects: resources.map((r) => ({ obj: r.obj, file: r.file })), files };
 }
 
-async function kustomizationFile(tree: RepoTree, dir: string, budget: BuildBudget): Promise<{ path: string; text: string } | undefined> {
+async function kustomizationFile(
+  tree: RepoTree,
+  dir: string,
+  budget: BuildBudget,
+): Promise<{ path: string; text: string } | undefined> {
   const found: Array<{ path: string; text: string }> = [];
   for (const name of KUSTOMIZATION_FILES) {
     const path = dir === "" ? name : `${dir}/${name}`;
     const text = await budget.read(tree, path);
     if (text !== undefined) found.push({ path, text });
   }
-  if (found.length > 1) throw new KustomizeBuildError(dir || ".", `holds ${found.map((f) => f.path.split("/").at(-1)).join(" and ")}: kustomize refuses a folder with more than one kustomization file`);
+  if (found.length > 1)
+    throw new KustomizeBuildError(
+      dir || ".",
+      `holds ${found.map((f) => f.path.split("/").at(-1)).join(" and ")}: kustomize refuses a folder with more than one kustomization file`,
+    );
   return found[0];
 }
 
-async function buildDir(tree: RepoTree, dir: string, budget: BuildBudget, files: string[], depth: number, fluxRoot: boolean): Promise<Resource[]> {
+async function buildDir(
+  tree: RepoTree,
+  dir: string,
+  budget: BuildBudget,
+  files: string[],
+  depth: number,
+  fluxRoot: boolean,
+): Promise<Resource[]> {
   if (depth > budget.limits.maxDepth) {
-    throw new BuildLimitError("maxDepth", budget.limits.maxDepth, `${dir}: kustomizations nest deeper than ${budget.limits.maxDepth} levels, adoption's limit`);
+    throw new BuildLimitError(
+      "maxDepth",
+      budget.limits.maxDepth,
+      `${dir}: kustomizations nest deeper than ${budget.limits.maxDepth} levels, adoption's limit`,
+    );
   }
   const k = await kustomizationFile(tree, dir, budget);
   if (!k) {
-    if (!fluxRoot) throw new KustomizeBuildError(dir, "is listed as a resource but holds no kustomization.yaml (kustomize needs one in every folder it builds)");
+    if (!fluxRoot)
+      throw new KustomizeBuildError(
+        dir,
+        "is listed as a resource but holds no kustomization.yaml (kustomize needs one in every folder it builds)",
+      );
     return generatedBuild(tree, dir, budget, files, depth);
   }
   files.push(k.path);
   const docs = parseAllDocuments(k.text, YAML_PARSE_OPTIONS);
-  const doc = Array.isArray(docs) && docs.length === 1 ? docs[0]! : undefined;
-  if (!doc || doc.errors.length || !isMap(doc.contents)) throw new KustomizeBuildError(k.path, `is not one YAML mapping${doc?.errors.length ? `: ${doc.errors[0]!.message.split("\n")[0]}` : ""}`);
+  const doc = Array.isArray(docs) && docs.length === 1 ? docs[0] : undefined;
+  const yamlError = doc && firstYamlError(doc);
+  if (!doc || yamlError !== undefined || !isMap(doc.contents))
+    throw new KustomizeBuildError(k.path, `is not one YAML mapping${yamlError !== undefined ? `: ${yamlError}` : ""}`);
   let body: KubeObject;
   try {
     body = doc.toJS({ maxAliasCount: 0 }) as KubeObject;
   } catch (err) {
     throw new KustomizeBuildError(k.path, `cannot be read: ${(err as Error).message}`);
   }
-  if (body.kind !== undefined && body.kind !== "Kustomization") throw new KustomizeBuildError(k.path, `is a ${String(body.kind)}; adoption builds kind Kustomization only`);
+  if (body.kind !== undefined && body.kind !== "Kustomization")
+    throw new KustomizeBuildError(k.path, `is a ${String(body.kind)}; adoption builds kind Kustomization only`);
   const unsupported = Object.keys(body).filter((key) => !SUPPORTED_FIELDS.has(key));
-  if (unsupported.length) throw new KustomizeBuildError(k.path, `uses ${unsupported.join(", ")}, which adoption does not build (it builds ${SUPPORTED_LIST})`);
+  if (unsupported.length)
+    throw new KustomizeBuildError(
+      k.path,
+      `uses ${unsupported.join(", ")}, which adoption does not build (it builds ${SUPPORTED_LIST})`,
+    );
 
   const entries = [...stringList(body, "bases", k.path), ...stringList(body, "resources", k.path)];
   if (entries.length > budget.limits.maxEntries) {
-    throw new BuildLimitError("maxEntries", budget.limits.maxEntries, `${k.path} lists ${entries.length} resources; adoption builds at most ${budget.limits.maxEntries} per kustomization`);
+    throw new BuildLimitError(
+      "maxEntries",
+      budget.limits.maxEntries,
+      `${k.path} lists ${entries.length} resources; adoption builds at most ${budget.limits.maxEntries} per kustomization`,
+    );
   }
   const seen = new Set<string>();
   const resources: Resource[] = [];
   for (const entry of entries) {
-    if (seen.has(entry)) throw new KustomizeBuildError(k.path, `lists resource ${entry} twice (kustomize refuses a resource it already has)`);
+    if (seen.has(entry))
+      throw new KustomizeBuildError(
+        k.path,
+        `lists resource ${entry} twice (kustomize refuses a resource it already has)`,
+      );
     seen.add(entry);
-    if (/^[a-z][a-z0-9+.-]*:\/\//i.test(entry) || entry.startsWith("git@") || /(^|\/)github\.com\//.test(entry) || entry.includes("?ref=")) {
-      throw new KustomizeBuildError(k.path, `resource ${entry} is remote; adoption builds only what is in the Flux repo`);
+    if (
+      /^[a-z][a-z0-9+.-]*:\/\//i.test(entry) ||
+      entry.startsWith("git@") ||
+      /(^|\/)github\.com\//.test(entry) ||
+      entry.includes("?ref=")
+    ) {
+      throw new KustomizeBuildError(
+        k.path,
+        `resource ${entry} is remote; adoption builds only what is in the Flux repo`,
+      );
     }
     const path = repoPath(dir, entry, k.path);
     const text = await budget.read(tree, path);
@@ -350,20 +449,30 @@ async function buildDir(tree: RepoTree, dir: string, budget: BuildBudget, files:
 }
 
 /** Flux's generated kustomization for a path without one: every manifest below, sub-kustomizations as folders. */
-async function generatedBuild(tree: RepoTree, dir: string, budget: BuildBudget, files: string[], depth: number): Promise<Resource[]> {
+async function generatedBuild(
+  tree: RepoTree,
+  dir: string,
+  budget: BuildBudget,
+  files: string[],
+  depth: number,
+): Promise<Resource[]> {
   const all = await tree.list(dir);
   if (all.length === 0) throw new KustomizeBuildError(dir || ".", "does not exist or is empty");
   const prefix = dir === "" ? "" : `${dir}/`;
   const kustomized = new Set(
     all
-      .filter((p) => KUSTOMIZATION_FILES.includes(p.split("/").at(-1)!))
+      .filter((p) => KUSTOMIZATION_FILES.includes(p.slice(p.lastIndexOf("/") + 1)))
       .map((p) => p.slice(0, p.lastIndexOf("/")))
       .filter((d) => d.length > dir.length),
   );
   const under = (p: string) => [...kustomized].find((d) => p.startsWith(`${d}/`));
   const manifests = all.filter((p) => /\.(ya?ml|json)$/.test(p) && !under(p));
   if (manifests.length + kustomized.size > budget.limits.maxEntries) {
-    throw new BuildLimitError("maxEntries", budget.limits.maxEntries, `${dir} holds ${manifests.length} manifests; adoption builds at most ${budget.limits.maxEntries} per folder`);
+    throw new BuildLimitError(
+      "maxEntries",
+      budget.limits.maxEntries,
+      `${dir} holds ${manifests.length} manifests; adoption builds at most ${budget.limits.maxEntries} per folder`,
+    );
   }
   if (manifests.length === 0 && kustomized.size === 0) throw new KustomizeBuildError(dir || ".", "holds no manifests");
   const resources: Resource[] = [];
@@ -381,23 +490,34 @@ async function generatedBuild(tree: RepoTree, dir: string, budget: BuildBudget, 
 }
 
 function resourceOf(obj: KubeObject, file: string): Resource {
-  return { obj, file, origName: String(obj.metadata.name), origNamespace: obj.metadata.namespace === undefined || obj.metadata.namespace === null ? undefined : String(obj.metadata.namespace) };
+  return {
+    obj,
+    file,
+    origName: String(obj.metadata.name),
+    origNamespace:
+      obj.metadata.namespace === undefined || obj.metadata.namespace === null
+        ? undefined
+        : String(obj.metadata.namespace),
+  };
 }
 
 function stringList(body: KubeObject, field: string, file: string): string[] {
   const value = body[field];
   if (value === undefined || value === null) return [];
-  if (!Array.isArray(value) || value.some((v) => typeof v !== "string")) throw new KustomizeBuildError(file, `${field} must be a list of paths`);
+  if (!Array.isArray(value) || value.some((v) => typeof v !== "string"))
+    throw new KustomizeBuildError(file, `${field} must be a list of paths`);
   return value as string[];
 }
 
 /** `entry` relative to `dir`, as a repo path; a path that leaves the repository or is absolute is refused. */
 export function repoPath(dir: string, entry: string, file: string): string {
-  if (entry.startsWith("/")) throw new KustomizeBuildError(file, `${entry} is an absolute path; resources are paths inside the Flux repo`);
+  if (entry.startsWith("/"))
+    throw new KustomizeBuildError(file, `${entry} is an absolute path; resources are paths inside the Flux repo`);
   const parts = dir === "" ? [] : dir.split("/");
   for (const seg of entry.split("/")) {
     if (seg === "..") {
-      if (parts.length === 0) throw new KustomizeBuildError(file, `${entry} leaves the Flux repo (it goes above its root)`);
+      if (parts.length === 0)
+        throw new KustomizeBuildError(file, `${entry} leaves the Flux repo (it goes above its root)`);
       parts.pop();
     } else if (seg !== "." && seg !== "") parts.push(seg);
   }
@@ -405,14 +525,19 @@ export function repoPath(dir: string, entry: string, file: string): string {
 }
 
 const idOf = (o: KubeObject) => `${o.apiVersion}|${o.kind}|${o.metadata?.namespace ?? ""}|${o.metadata?.name}`;
-const describe = (o: KubeObject) => `${o.kind} ${o.metadata?.namespace ? `${o.metadata.namespace}/` : ""}${o.metadata?.name}`;
+const describe = (o: KubeObject) =>
+  `${o.kind} ${o.metadata?.namespace ? `${o.metadata.namespace}/` : ""}${o.metadata?.name}`;
 
 function assertUniqueIds(resources: Resource[], file: string): void {
   const ids = new Map<string, Resource>();
   for (const r of resources) {
     const id = idOf(r.obj);
     const other = ids.get(id);
-    if (other) throw new KustomizeBuildError(file, `${describe(r.obj)} comes twice (${other.file} and ${r.file}); kustomize refuses a resource id it already has`);
+    if (other)
+      throw new KustomizeBuildError(
+        file,
+        `${describe(r.obj)} comes twice (${other.file} and ${r.file}); kustomize refuses a resource id it already has`,
+      );
     ids.set(id, r);
   }
 }
@@ -420,7 +545,15 @@ function assertUniqueIds(resources: Resource[], file: string): void {
 // ---- transformers, in kustomize's order: strategic-merge patches, patches, namespace, prefix, suffix,
 // ---- labels, annotations, JSON 6902 patches; then the ServiceAccount references they changed.
 
-async function transform(tree: RepoTree, dir: string, body: KubeObject, resources: Resource[], budget: BuildBudget, files: string[], kfile: string): Promise<void> {
+async function transform(
+  tree: RepoTree,
+  dir: string,
+  body: KubeObject,
+  resources: Resource[],
+  budget: BuildBudget,
+  files: string[],
+  kfile: string,
+): Promise<void> {
   const readPatch = async (path: string): Promise<string> => {
     const full = repoPath(dir, path, kfile);
     const text = await budget.read(tree, full);
@@ -432,15 +565,25 @@ async function transform(tree: RepoTree, dir: string, body: KubeObject, resource
     const v = body[field];
     if (v === undefined || v === null) return [];
     if (!Array.isArray(v)) throw new KustomizeBuildError(kfile, `${field} must be a list`);
-    if (v.length > budget.limits.maxEntries) throw new BuildLimitError("maxEntries", budget.limits.maxEntries, `${kfile} lists ${v.length} ${field}; adoption applies at most ${budget.limits.maxEntries}`);
+    if (v.length > budget.limits.maxEntries)
+      throw new BuildLimitError(
+        "maxEntries",
+        budget.limits.maxEntries,
+        `${kfile} lists ${v.length} ${field}; adoption applies at most ${budget.limits.maxEntries}`,
+      );
     return v;
   };
 
   for (const entry of list("patchesStrategicMerge")) {
-    if (typeof entry !== "string") throw new KustomizeBuildError(kfile, "patchesStrategicMerge entries must be paths or inline patches");
+    if (typeof entry !== "string")
+      throw new KustomizeBuildError(kfile, "patchesStrategicMerge entries must be paths or inline patches");
     const text = /\n|:/.test(entry) && !/\.ya?ml$/.test(entry) ? entry : await readPatch(entry);
     for (const patch of parsePatch(text, kfile, budget)) {
-      if (Array.isArray(patch)) throw new KustomizeBuildError(kfile, "patchesStrategicMerge holds a JSON 6902 patch; it belongs in patches with a target");
+      if (Array.isArray(patch))
+        throw new KustomizeBuildError(
+          kfile,
+          "patchesStrategicMerge holds a JSON 6902 patch; it belongs in patches with a target",
+        );
       strategicMerge(resources, patch, undefined, kfile);
     }
   }
@@ -448,8 +591,10 @@ async function transform(tree: RepoTree, dir: string, body: KubeObject, resource
     const p = entry as KubeObject;
     if (!p || typeof p !== "object") throw new KustomizeBuildError(kfile, `patches[${i}] must be a mapping`);
     const extra = Object.keys(p).filter((key) => !["path", "patch", "target"].includes(key));
-    if (extra.length) throw new KustomizeBuildError(kfile, `patches[${i}] uses ${extra.join(", ")}, which adoption does not build`);
-    if ((p.path === undefined) === (p.patch === undefined)) throw new KustomizeBuildError(kfile, `patches[${i}] needs exactly one of path and patch`);
+    if (extra.length)
+      throw new KustomizeBuildError(kfile, `patches[${i}] uses ${extra.join(", ")}, which adoption does not build`);
+    if ((p.path === undefined) === (p.patch === undefined))
+      throw new KustomizeBuildError(kfile, `patches[${i}] needs exactly one of path and patch`);
     const text = p.patch !== undefined ? String(p.patch) : await readPatch(String(p.path));
     for (const patch of parsePatch(text, kfile, budget)) {
       if (Array.isArray(patch)) {
@@ -481,13 +626,18 @@ async function transform(tree: RepoTree, dir: string, body: KubeObject, resource
     for (const r of resources) {
       const kind = String(r.obj.kind);
       if ((selectors || templates) && WORKLOAD_KINDS.has(kind)) {
-        throw new KustomizeBuildError(kfile, `${selectors ? "commonLabels (or labels with includeSelectors)" : "labels with includeTemplates"} on ${describe(r.obj)} also changes its selectors or pod template, which adoption does not build; use labels without includeSelectors`);
+        throw new KustomizeBuildError(
+          kfile,
+          `${selectors ? "commonLabels (or labels with includeSelectors)" : "labels with includeTemplates"} on ${describe(r.obj)} also changes its selectors or pod template, which adoption does not build; use labels without includeSelectors`,
+        );
       }
       setAll(r.obj, ["metadata", "labels"], pairs, true);
       if (selectors && kind === "NetworkPolicy") {
         setAll(r.obj, ["spec", "podSelector", "matchLabels"], pairs, false);
-        for (const rule of asArray(r.obj.spec?.ingress)) for (const peer of asArray(rule?.from)) setAll(peer, ["podSelector", "matchLabels"], pairs, false);
-        for (const rule of asArray(r.obj.spec?.egress)) for (const peer of asArray(rule?.to)) setAll(peer, ["podSelector", "matchLabels"], pairs, false);
+        for (const rule of asArray(r.obj.spec?.ingress))
+          for (const peer of asArray(rule?.from)) setAll(peer, ["podSelector", "matchLabels"], pairs, false);
+        for (const rule of asArray(r.obj.spec?.egress))
+          for (const peer of asArray(rule?.to)) setAll(peer, ["podSelector", "matchLabels"], pairs, false);
       }
     }
   }
@@ -495,17 +645,22 @@ async function transform(tree: RepoTree, dir: string, body: KubeObject, resource
     const pairs = stringMap(body.commonAnnotations, "commonAnnotations", kfile);
     for (const r of resources) {
       if (WORKLOAD_KINDS.has(String(r.obj.kind)) && r.obj.kind !== "Service" && r.obj.kind !== "PodDisruptionBudget") {
-        throw new KustomizeBuildError(kfile, `commonAnnotations on ${describe(r.obj)} also changes its pod template, which adoption does not build`);
+        throw new KustomizeBuildError(
+          kfile,
+          `commonAnnotations on ${describe(r.obj)} also changes its pod template, which adoption does not build`,
+        );
       }
       setAll(r.obj, ["metadata", "annotations"], pairs, true);
     }
   }
   for (const [i, entry] of list("patchesJson6902").entries()) {
     const p = entry as KubeObject;
-    if (!p?.target || (p.path === undefined) === (p.patch === undefined)) throw new KustomizeBuildError(kfile, `patchesJson6902[${i}] needs a target and exactly one of path and patch`);
+    if (!p?.target || (p.path === undefined) === (p.patch === undefined))
+      throw new KustomizeBuildError(kfile, `patchesJson6902[${i}] needs a target and exactly one of path and patch`);
     const text = p.patch !== undefined ? String(p.patch) : await readPatch(String(p.path));
     for (const patch of parsePatch(text, kfile, budget)) {
-      if (!Array.isArray(patch)) throw new KustomizeBuildError(kfile, `patchesJson6902[${i}] is not a list of operations`);
+      if (!Array.isArray(patch))
+        throw new KustomizeBuildError(kfile, `patchesJson6902[${i}] is not a list of operations`);
       jsonPatch(resources, patch, p.target as KubeObject, kfile, `patchesJson6902[${i}]`);
     }
   }
@@ -521,22 +676,38 @@ function optionalString(body: KubeObject, field: string, file: string): string {
 }
 
 function stringMap(value: unknown, field: string, file: string): Record<string, string> {
-  if (value === null || typeof value !== "object" || Array.isArray(value)) throw new KustomizeBuildError(file, `${field} must be a mapping`);
+  if (value === null || typeof value !== "object" || Array.isArray(value))
+    throw new KustomizeBuildError(file, `${field} must be a mapping`);
   for (const [k, v] of Object.entries(value)) {
-    if (typeof v !== "string") throw new KustomizeBuildError(file, `${field}.${k} is ${v === null ? "null" : `a ${typeof v}`}, not a string (kustomize refuses it; quote it)`);
+    if (typeof v !== "string")
+      throw new KustomizeBuildError(
+        file,
+        `${field}.${k} is ${v === null ? "null" : `a ${typeof v}`}, not a string (kustomize refuses it; quote it)`,
+      );
   }
   return value as Record<string, string>;
 }
 
-function labelSets(body: KubeObject, file: string): Array<{ pairs: Record<string, string>; selectors: boolean; templates: boolean }> {
+function labelSets(
+  body: KubeObject,
+  file: string,
+): Array<{ pairs: Record<string, string>; selectors: boolean; templates: boolean }> {
   const out: Array<{ pairs: Record<string, string>; selectors: boolean; templates: boolean }> = [];
-  if (body.commonLabels !== undefined) out.push({ pairs: stringMap(body.commonLabels, "commonLabels", file), selectors: true, templates: true });
+  if (body.commonLabels !== undefined)
+    out.push({ pairs: stringMap(body.commonLabels, "commonLabels", file), selectors: true, templates: true });
   if (body.labels !== undefined) {
     if (!Array.isArray(body.labels)) throw new KustomizeBuildError(file, "labels must be a list");
     for (const [i, l] of (body.labels as KubeObject[]).entries()) {
-      const extra = Object.keys(l ?? {}).filter((key) => !["pairs", "includeSelectors", "includeTemplates"].includes(key));
-      if (extra.length) throw new KustomizeBuildError(file, `labels[${i}] uses ${extra.join(", ")}, which adoption does not build`);
-      out.push({ pairs: stringMap(l.pairs ?? {}, `labels[${i}].pairs`, file), selectors: l.includeSelectors === true, templates: l.includeTemplates === true || l.includeSelectors === true });
+      const extra = Object.keys(l ?? {}).filter(
+        (key) => !["pairs", "includeSelectors", "includeTemplates"].includes(key),
+      );
+      if (extra.length)
+        throw new KustomizeBuildError(file, `labels[${i}] uses ${extra.join(", ")}, which adoption does not build`);
+      out.push({
+        pairs: stringMap(l.pairs ?? {}, `labels[${i}].pairs`, file),
+        selectors: l.includeSelectors === true,
+        templates: l.includeTemplates === true || l.includeSelectors === true,
+      });
     }
   }
   return out;
@@ -584,10 +755,14 @@ function assertNoNameReferences(resources: Resource[], renamed: Map<string, Reso
     }
     const names: string[] = [];
     nameFields(body, names);
-    const hit = names.find((n) => renamed.has(n));
-    if (hit !== undefined) {
-      const target = renamed.get(hit)!;
-      throw new KustomizeBuildError(file, `namePrefix/nameSuffix renames ${target.obj.kind} ${hit}, and ${describe(r.obj)} refers to it by name; kustomize would rewrite that reference, which adoption does not build`);
+    for (const name of names) {
+      const target = renamed.get(name);
+      if (target) {
+        throw new KustomizeBuildError(
+          file,
+          `namePrefix/nameSuffix renames ${target.obj.kind} ${name}, and ${describe(r.obj)} refers to it by name; kustomize would rewrite that reference, which adoption does not build`,
+        );
+      }
     }
   }
 }
@@ -601,9 +776,15 @@ function fixServiceAccountSubjects(resources: Resource[]): void {
     for (const s of asArray(r.obj.subjects)) {
       if (s?.kind !== "ServiceAccount") continue;
       const ns = s.namespace === undefined ? undefined : String(s.namespace);
-      const sa = accounts.find((a) => a.origName === String(s.name) && (ns === undefined || ns === a.origNamespace || ns === String(a.obj.metadata.namespace)));
+      const sa = accounts.find(
+        (a) =>
+          a.origName === String(s.name) &&
+          (ns === undefined || ns === a.origNamespace || ns === String(a.obj.metadata.namespace)),
+      );
       if (!sa) continue;
-      const moved = String(sa.obj.metadata.name) !== sa.origName || (sa.obj.metadata.namespace === undefined ? undefined : String(sa.obj.metadata.namespace)) !== sa.origNamespace;
+      const moved =
+        String(sa.obj.metadata.name) !== sa.origName ||
+        (sa.obj.metadata.namespace === undefined ? undefined : String(sa.obj.metadata.namespace)) !== sa.origNamespace;
       if (!moved) continue;
       s.name = sa.obj.metadata.name;
       if (sa.obj.metadata.namespace !== undefined) s.namespace = sa.obj.metadata.namespace;
@@ -617,9 +798,11 @@ function parsePatch(text: string, file: string, budget: BuildBudget): Array<Kube
   const out: Array<KubeObject | KubeObject[]> = [];
   for (const doc of docs) {
     budget.countDocument(file);
-    if (doc.errors.length) throw new KustomizeBuildError(file, `a patch is not valid YAML: ${doc.errors[0]!.message.split("\n")[0]}`);
+    const yamlError = firstYamlError(doc);
+    if (yamlError !== undefined) throw new KustomizeBuildError(file, `a patch is not valid YAML: ${yamlError}`);
     if (doc.contents === null) continue;
-    if (!isMap(doc.contents) && !isSeq(doc.contents)) throw new KustomizeBuildError(file, "a patch must be a mapping or a list of operations");
+    if (!isMap(doc.contents) && !isSeq(doc.contents))
+      throw new KustomizeBuildError(file, "a patch must be a mapping or a list of operations");
     try {
       out.push(doc.toJS({ maxAliasCount: 0 }) as KubeObject | KubeObject[]);
     } catch (err) {
@@ -631,8 +814,11 @@ function parsePatch(text: string, file: string, budget: BuildBudget): Array<Kube
 
 /** Resources a patch target selects (kustomize: group, version, kind exact; name and namespace anchored regular expressions). */
 function selectTargets(resources: Resource[], target: KubeObject, file: string): Resource[] {
-  const extra = Object.keys(target).filter((key) => !["group", "version", "kind", "name", "namespace", "labelSelector", "annotationSelector"].includes(key));
-  if (extra.length) throw new KustomizeBuildError(file, `a patch target uses ${extra.join(", ")}, which adoption does not build`);
+  const extra = Object.keys(target).filter(
+    (key) => !["group", "version", "kind", "name", "namespace", "labelSelector", "annotationSelector"].includes(key),
+  );
+  if (extra.length)
+    throw new KustomizeBuildError(file, `a patch target uses ${extra.join(", ")}, which adoption does not build`);
   const regex = (v: unknown) => {
     try {
       return new RegExp(`^(?:${String(v)})$`);
@@ -644,14 +830,22 @@ function selectTargets(resources: Resource[], target: KubeObject, file: string):
   const namespace = target.namespace !== undefined ? regex(target.namespace) : undefined;
   const selector = (sel: unknown, what: string) => {
     if (sel === undefined) return undefined;
-    const pairs = String(sel).split(",").map((p) => p.trim().split("="));
-    if (pairs.some((p) => p.length !== 2 || !p[0])) throw new KustomizeBuildError(file, `a patch target's ${what} ${String(sel)}: adoption builds key=value selectors only`);
+    const pairs = String(sel)
+      .split(",")
+      .map((p) => p.trim().split("="));
+    if (pairs.some((p) => p.length !== 2 || !p[0]))
+      throw new KustomizeBuildError(
+        file,
+        `a patch target's ${what} ${String(sel)}: adoption builds key=value selectors only`,
+      );
     return pairs as Array<[string, string]>;
   };
   const labels = selector(target.labelSelector, "labelSelector");
   const annotations = selector(target.annotationSelector, "annotationSelector");
   return resources.filter((r) => {
-    const [g, v] = String(r.obj.apiVersion).includes("/") ? String(r.obj.apiVersion).split("/") : ["", String(r.obj.apiVersion)];
+    const [g, v] = String(r.obj.apiVersion).includes("/")
+      ? String(r.obj.apiVersion).split("/")
+      : ["", String(r.obj.apiVersion)];
     return (
       (target.group === undefined || target.group === g) &&
       (target.version === undefined || target.version === v) &&
@@ -673,11 +867,19 @@ function strategicMerge(resources: Resource[], patch: KubeObject, target: KubeOb
   let matches: Resource[];
   if (target) matches = selectTargets(resources, target, file);
   else {
-    if (typeof patch.kind !== "string" || typeof patch.metadata?.name !== "string") throw new KustomizeBuildError(file, "a strategic-merge patch without a target needs kind and metadata.name");
+    if (typeof patch.kind !== "string" || typeof patch.metadata?.name !== "string")
+      throw new KustomizeBuildError(file, "a strategic-merge patch without a target needs kind and metadata.name");
     matches = resources.filter(
-      (r) => r.obj.kind === patch.kind && (String(r.obj.metadata.name) === patch.metadata.name || r.origName === patch.metadata.name) && (patch.metadata.namespace === undefined || String(r.obj.metadata.namespace) === patch.metadata.namespace),
+      (r) =>
+        r.obj.kind === patch.kind &&
+        (String(r.obj.metadata.name) === patch.metadata.name || r.origName === patch.metadata.name) &&
+        (patch.metadata.namespace === undefined || String(r.obj.metadata.namespace) === patch.metadata.namespace),
     );
-    if (matches.length !== 1) throw new KustomizeBuildError(file, `found ${matches.length} resources for the patch of ${patch.kind} ${patch.metadata.name}; kustomize needs exactly one`);
+    if (matches.length !== 1)
+      throw new KustomizeBuildError(
+        file,
+        `found ${matches.length} resources for the patch of ${patch.kind} ${patch.metadata.name}; kustomize needs exactly one`,
+      );
   }
   const { apiVersion: _a, kind: _k, metadata, ...rest } = patch;
   const { name: _n, namespace: _ns, ...meta } = (metadata ?? {}) as KubeObject;
@@ -688,11 +890,20 @@ function strategicMerge(resources: Resource[], patch: KubeObject, target: KubeOb
 function mergeInto(into: KubeObject, patch: KubeObject, file: string, at: string): void {
   for (const [key, value] of Object.entries(patch)) {
     const path = at ? `${at}.${key}` : key;
-    if (key.startsWith("$")) throw new KustomizeBuildError(file, `a strategic-merge patch uses ${key} (at ${path}), which adoption does not build`);
+    if (key.startsWith("$"))
+      throw new KustomizeBuildError(
+        file,
+        `a strategic-merge patch uses ${key} (at ${path}), which adoption does not build`,
+      );
     if (value === null) delete into[key];
-    else if (Array.isArray(value)) throw new KustomizeBuildError(file, `a strategic-merge patch sets the list ${path}; how kustomize merges lists depends on the kind's schema, so adoption does not build it: use a JSON 6902 patch`);
+    else if (Array.isArray(value))
+      throw new KustomizeBuildError(
+        file,
+        `a strategic-merge patch sets the list ${path}; how kustomize merges lists depends on the kind's schema, so adoption does not build it: use a JSON 6902 patch`,
+      );
     else if (typeof value === "object" && !(value instanceof PlainVar)) {
-      if (into[key] === undefined || into[key] === null || typeof into[key] !== "object" || Array.isArray(into[key])) into[key] = {};
+      if (into[key] === undefined || into[key] === null || typeof into[key] !== "object" || Array.isArray(into[key]))
+        into[key] = {};
       mergeInto(into[key], value as KubeObject, file, path);
     } else into[key] = value;
   }
@@ -703,7 +914,10 @@ function jsonPatch(resources: Resource[], ops: KubeObject[], target: KubeObject,
     try {
       fastJsonPatch.applyPatch(r.obj, ops as Operation[], true, true);
     } catch (err) {
-      throw new KustomizeBuildError(file, `${what} cannot be applied to ${describe(r.obj)}: ${(err as Error).message.split("\n")[0]}`);
+      throw new KustomizeBuildError(
+        file,
+        `${what} cannot be applied to ${describe(r.obj)}: ${(err as Error).message.split("\n")[0]}`,
+      );
     }
   }
 }

@@ -37,7 +37,10 @@ export type CorePlatformVar = keyof typeof CORE_PLATFORM_VARS;
  * letters, digits, '-', '_', '.', '(' and ')', not ending in '.'; nothing that could change the URL.
  */
 const AZURE_NAME = /^[-\w.()]{0,89}[-\w()]$/;
-const azureName = (what: string) => z.string().regex(AZURE_NAME, `must be an Azure ${what} name (letters, digits, -, _, ., parentheses; 1-90 characters)`);
+const azureName = (what: string) =>
+  z
+    .string()
+    .regex(AZURE_NAME, `must be an Azure ${what} name (letters, digits, -, _, ., parentheses; 1-90 characters)`);
 
 /**
  * Where the cluster lives in Azure, for live discovery (the controller's BERTH_PROVIDER=azure): the AKS
@@ -51,7 +54,10 @@ export const clusterAzureSchema = z
     resourceGroup: azureName("resource group"),
     managedClusterName: azureName("managed cluster"),
     /** Region for team resources; default: the managed cluster's location. */
-    location: z.string().regex(/^[a-z][a-z0-9]{1,39}$/, "must be an Azure region name, e.g. westeurope").optional(),
+    location: z
+      .string()
+      .regex(/^[a-z][a-z0-9]{1,39}$/, "must be an Azure region name, e.g. westeurope")
+      .optional(),
     platformIdentity: z
       .object({
         resourceGroup: azureName("resource group"),
@@ -95,7 +101,9 @@ export const roleScopeSchema = z.discriminatedUnion("kind", [
 
 export const roleCatalogEntrySchema = z
   .object({
-    id: z.string().regex(ROLE_ID, "must be 1-30 lowercase letters, digits and '-', starting with a letter and ending alphanumeric"),
+    id: z
+      .string()
+      .regex(ROLE_ID, "must be 1-30 lowercase letters, digits and '-', starting with a letter and ending alphanumeric"),
     description: z.string().max(200).default(""),
     /** Built-in or custom role definition GUID (the last segment of its ARM id). */
     roleDefinitionId: z.string().regex(LOWERCASE_GUID),
@@ -142,19 +150,22 @@ export const platformSchema = z
     layout: z
       .object({
         teamsDir: z.string().regex(REPO_DIR, "must be a relative folder such as teams or fleet/teams").default("teams"),
-        clustersDir: z.string().regex(REPO_DIR, "must be a relative folder such as clusters or fleet/clusters").default("clusters"),
+        clustersDir: z
+          .string()
+          .regex(REPO_DIR, "must be a relative folder such as clusters or fleet/clusters")
+          .default("clusters"),
         /** One small file per rollout (its state); outside clustersDir, so Flux never applies it. */
-        rolloutsDir: z.string().regex(REPO_DIR, "must be a relative folder such as rollouts or fleet/rollouts").default("rollouts"),
+        rolloutsDir: z
+          .string()
+          .regex(REPO_DIR, "must be a relative folder such as rollouts or fleet/rollouts")
+          .default("rollouts"),
       })
       .strict()
       // Disjoint folders: otherwise a team's folder could hold a cluster's folder (or the reverse).
-      .refine(
-        ({ teamsDir, clustersDir, rolloutsDir }) => {
-          const dirs = [teamsDir, clustersDir, rolloutsDir];
-          return dirs.every((a, i) => dirs.every((b, j) => i === j || (a !== b && !`${a}/`.startsWith(`${b}/`))));
-        },
-        "teamsDir, clustersDir and rolloutsDir must not be the same folder or contain each other",
-      )
+      .refine(({ teamsDir, clustersDir, rolloutsDir }) => {
+        const dirs = [teamsDir, clustersDir, rolloutsDir];
+        return dirs.every((a, i) => dirs.every((b, j) => i === j || (a !== b && !`${a}/`.startsWith(`${b}/`))));
+      }, "teamsDir, clustersDir and rolloutsDir must not be the same folder or contain each other")
       .default({ teamsDir: "teams", clustersDir: "clusters", rolloutsDir: "rollouts" }),
     federatedCredential: z
       .object({
@@ -174,13 +185,10 @@ export const platformSchema = z
       .array(environmentSchema)
       .min(1)
       .refine((envs) => new Set(envs.map((e) => e.name)).size === envs.length, "environment names must be unique")
-      .refine(
-        (envs) => {
-          const names = envs.flatMap((e) => e.clusters.map((c) => c.name));
-          return new Set(names).size === names.length;
-        },
-        "cluster names must be unique across environments",
-      ),
+      .refine((envs) => {
+        const names = envs.flatMap((e) => e.clusters.map((c) => c.name));
+        return new Set(names).size === names.length;
+      }, "cluster names must be unique across environments"),
     /** Extra platform-vars keys (beyond CORE_PLATFORM_VARS) that templates and the role catalog may use. */
     platformVars: z.record(z.string().regex(PLATFORM_VAR_KEY), z.string().max(200)).default({}),
     roleCatalog: z
@@ -198,7 +206,10 @@ export const platformSchema = z
       .strict()
       .default({
         quota: { cpu: "4", memory: "8Gi", pods: 50 },
-        containerLimits: { defaultRequest: { cpu: "100m", memory: "128Mi" }, default: { cpu: "500m", memory: "512Mi" } },
+        containerLimits: {
+          defaultRequest: { cpu: "100m", memory: "128Mi" },
+          default: { cpu: "500m", memory: "512Mi" },
+        },
       }),
     /** Namespaces of the platform a team may not take, beyond the built-in reserved list. */
     reservedNames: z.array(z.string()).default([]),
@@ -210,9 +221,14 @@ export const platformSchema = z
     const known = new Set([...Object.keys(CORE_PLATFORM_VARS), ...Object.keys(platform.platformVars)]);
     platform.roleCatalog.forEach((entry, i) => {
       if (entry.scope.kind !== "armId") return;
-      for (const [, name] of entry.scope.armId.matchAll(/\$\{([^}:]*)/g)) {
-        if (!known.has(name!)) {
-          ctx.addIssue({ code: "custom", path: ["roleCatalog", i, "scope", "armId"], message: `\${${name}} is not a platform-vars key (declare it in platformVars)` });
+      for (const [placeholder] of entry.scope.armId.matchAll(/\$\{[^}:]*/g)) {
+        const name = placeholder.slice("${".length);
+        if (!known.has(name)) {
+          ctx.addIssue({
+            code: "custom",
+            path: ["roleCatalog", i, "scope", "armId"],
+            message: `\${${name}} is not a platform-vars key (declare it in platformVars)`,
+          });
         }
       }
     });

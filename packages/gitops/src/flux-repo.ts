@@ -3,7 +3,15 @@ import { join } from "node:path";
 import type { ChangeOrigin, RepoChange, RepoTree } from "@berth/core";
 import PQueue from "p-queue";
 import pRetry from "p-retry";
-import { BatchPlanner, type CommitTxn, commitCount, FastImportEncoder, type Plan, planConflicts, type QueuedTxn } from "./batch.js";
+import {
+  BatchPlanner,
+  type CommitTxn,
+  commitCount,
+  FastImportEncoder,
+  type Plan,
+  planConflicts,
+  type QueuedTxn,
+} from "./batch.js";
 import { type FluxRepoBatch, type FluxRepoConfig, type ResolvedConfig, resolveConfig } from "./config.js";
 import { GitOpsError, PushRejectedError } from "./errors.js";
 import { GitRunner, type StreamingGit } from "./git-runner.js";
@@ -43,7 +51,8 @@ interface Waiter {
 }
 
 /** Push failures that mean "the remote moved": retried on a fresh head. */
-const PUSH_REJECTED = /\(fetch first\)|\(non-fast-forward\)|\(stale info\)|cannot lock ref|failed to lock|failed to update ref|incorrect old value/i;
+const PUSH_REJECTED =
+  /\(fetch first\)|\(non-fast-forward\)|\(stale info\)|cannot lock ref|failed to lock|failed to update ref|incorrect old value/i;
 const MISSING_BRANCH = /couldn't find remote ref/i;
 const SCRATCH_REF = "refs/berth/batch";
 /** How old a known head may be for a batch to build on it without fetching (snapshot()'s default window). */
@@ -160,7 +169,10 @@ export class FluxRepo {
    * The newest commits (at most `limit`) touching any of `paths`, from `revision` (a tree's revision; the
    * last fetched head by default). Reads immutable objects only, so it runs alongside writes.
    */
-  async history(paths: readonly string[], options: { revision?: string | undefined; limit?: number } = {}): Promise<CommitSummary[]> {
+  async history(
+    paths: readonly string[],
+    options: { revision?: string | undefined; limit?: number } = {},
+  ): Promise<CommitSummary[]> {
     if (this.closed) throw new GitOpsError("closed", "FluxRepo is closed");
     await this.init();
     const revision = options.revision ?? this.head?.sha;
@@ -173,7 +185,8 @@ export class FluxRepo {
    * when the commit is not in the clone yet. Undefined when the remote branch does not hold it either.
    */
   async treeAt(revision: string): Promise<RepoTree | undefined> {
-    if (typeof revision !== "string" || !/^([0-9a-f]{40}|[0-9a-f]{64})$/.test(revision)) throw new GitOpsError("invalid-change", "treeAt needs a full commit id");
+    if (typeof revision !== "string" || !/^([0-9a-f]{40}|[0-9a-f]{64})$/.test(revision))
+      throw new GitOpsError("invalid-change", "treeAt needs a full commit id");
     if (this.closed) throw new GitOpsError("closed", "FluxRepo is closed");
     await this.init();
     const isCommit = async () => (await this.source().reader.read(revision))?.kind === "commit";
@@ -207,7 +220,13 @@ export class FluxRepo {
   // ---------------------------------------------------------------------------------------------------
 
   private fresh(maxAgeMs: number): boolean {
-    return this.head !== undefined && Date.now() - this.head.at <= maxAgeMs;
+    return this.freshHead(maxAgeMs) !== undefined;
+  }
+
+  /** The head as last fetched, if that was at most maxAgeMs ago. */
+  private freshHead(maxAgeMs: number): { sha: string | undefined } | undefined {
+    const head = this.head;
+    return head !== undefined && Date.now() - head.at <= maxAgeMs ? head : undefined;
   }
 
   private git(): GitRunner {
@@ -223,7 +242,8 @@ export class FluxRepo {
   private async doInit(): Promise<void> {
     const { workDir, url, branch, logger } = this.cfg;
     if (!this.ownsWorkDir) {
-      if (activeWorkDirs.has(workDir)) throw new GitOpsError("config", `workDir ${workDir} is already used by another FluxRepo`);
+      if (activeWorkDirs.has(workDir))
+        throw new GitOpsError("config", `workDir ${workDir} is already used by another FluxRepo`);
       activeWorkDirs.add(workDir);
       this.ownsWorkDir = true;
     }
@@ -234,11 +254,16 @@ export class FluxRepo {
         auth: this.cfg.auth,
         connectTimeoutSec: Math.max(1, Math.ceil(Math.min(this.cfg.timeoutMs, 10_000) / 1000)),
       });
-      const runner = new GitRunner(gitEnv, { cwd: workDir, timeoutMs: this.cfg.timeoutMs, pingTimeoutMs: this.cfg.pingTimeoutMs });
+      const runner = new GitRunner(gitEnv, {
+        cwd: workDir,
+        timeoutMs: this.cfg.timeoutMs,
+        pingTimeoutMs: this.cfg.pingTimeoutMs,
+      });
       const entries = await readdir(workDir);
       const isRepo = ["HEAD", "objects", "config"].every((e) => entries.includes(e));
       if (!isRepo) {
-        if (entries.length > 0) throw new GitOpsError("config", `workDir ${workDir} is not empty and not a git repository`);
+        if (entries.length > 0)
+          throw new GitOpsError("config", `workDir ${workDir} is not empty and not a git repository`);
         await runner.run(["init", "--bare", "--quiet"], { what: "git init" });
         await runner.run(["config", "berth.managed", "true"]);
         logger.info({ workDir }, "flux repo: created clone");
@@ -251,12 +276,22 @@ export class FluxRepo {
       }
       // Idempotent: a reopened clone follows the current config (objects of an old remote just linger).
       await runner.run(["config", "remote.origin.url", url]);
-      await runner.run(["config", "--replace-all", "remote.origin.fetch", `+refs/heads/${branch}:refs/remotes/origin/${branch}`]);
+      await runner.run([
+        "config",
+        "--replace-all",
+        "remote.origin.fetch",
+        `+refs/heads/${branch}:refs/remotes/origin/${branch}`,
+      ]);
       await runner.run(["config", "core.logAllRefUpdates", "false"]);
       await runner.run(["config", "gc.autoDetach", "false"]);
       this.runner = runner;
       const history = new TrailerIndex(runner, { ...this.cfg.history, committerEmail: this.cfg.author.email });
-      this.src = { reader: new ObjectReader(runner, this.cfg.timeoutMs), runner, indexes: new IndexCache(runner), history };
+      this.src = {
+        reader: new ObjectReader(runner, this.cfg.timeoutMs),
+        runner,
+        indexes: new IndexCache(runner),
+        history,
+      };
       await this.queue.add(() => this.fetchHead());
       logger.info({ branch, revision: this.head?.sha ?? null }, "flux repo: ready");
     } catch (err) {
@@ -299,7 +334,14 @@ export class FluxRepo {
     this.counters.fetches += 1;
     const tracking = `refs/remotes/origin/${branch}`;
     // `-v`, not `--quiet`: simple-git waits an extra 50 ms after any command that prints nothing.
-    const r = await git.tryRun(["fetch", "-v", "--no-tags", "--no-write-fetch-head", "origin", `+refs/heads/${branch}:${tracking}`]);
+    const r = await git.tryRun([
+      "fetch",
+      "-v",
+      "--no-tags",
+      "--no-write-fetch-head",
+      "origin",
+      `+refs/heads/${branch}:${tracking}`,
+    ]);
     let sha: string | undefined;
     if (r.ok) {
       const rev = await git.tryRun(["rev-parse", "--verify", "--quiet", `${tracking}^{commit}`]);
@@ -334,7 +376,11 @@ export class FluxRepo {
    * in while a batch is planned share its fast-import and push instead of waiting for a batch of their own.
    * `waiters` grows with them.
    */
-  private async planJoining(waiters: Waiter[], head: string | undefined, onCommit: (txn: CommitTxn) => void): Promise<Plan> {
+  private async planJoining(
+    waiters: Waiter[],
+    head: string | undefined,
+    onCommit: (txn: CommitTxn) => void,
+  ): Promise<Plan> {
     const planner = new BatchPlanner(new GitTree(this.source(), head), onCommit);
     await planner.add(waiters.map((w) => w.txn));
     while (waiters.length < this.cfg.maxBatchSize) {
@@ -361,7 +407,15 @@ export class FluxRepo {
     const phases = { planMs: 0, importMs: 0, pushMs: 0 };
     const report = (result: "pushed" | "unchanged" | "failed", commits: number, pushed?: FluxRepoBatch["pushed"]) => {
       try {
-        this.cfg.onBatch({ result, transactions: waiters.length, commits, rejectedPushes, ms: Date.now() - started, ...phases, ...(pushed ? { pushed } : {}) });
+        this.cfg.onBatch({
+          result,
+          transactions: waiters.length,
+          commits,
+          rejectedPushes,
+          ms: Date.now() - started,
+          ...phases,
+          ...(pushed ? { pushed } : {}),
+        });
       } catch {
         // an observer's failure is not the batch's
       }
@@ -373,12 +427,16 @@ export class FluxRepo {
           // A head learned within the snapshot window (our own push, or a fetch) needs no fetch first: the
           // push is a compare-and-swap, so a remote that moved meanwhile is still caught (and rebased on).
           const quiet = Date.now() - this.lastRejectionAt > FOREIGN_WRITER_MS;
-          const head = attemptNumber === 1 && quiet && this.fresh(FRESH_HEAD_MS) ? this.head!.sha : await this.fetchHead();
+          const known = attemptNumber === 1 && quiet ? this.freshHead(FRESH_HEAD_MS) : undefined;
+          const head = known ? known.sha : await this.fetchHead();
           if (plan && plan.base !== head) {
             const changed = await this.changedPaths(plan.base, head);
             if (planConflicts(plan, changed)) {
               this.counters.replays += 1;
-              logger.debug({ branch, changed: changed.length }, "flux repo: remote changed what the batch read; replaying");
+              logger.debug(
+                { branch, changed: changed.length },
+                "flux repo: remote changed what the batch read; replaying",
+              );
               plan = undefined;
             } else {
               this.counters.rebases += 1;
@@ -432,7 +490,10 @@ export class FluxRepo {
             this.counters.pushRejections += 1;
             rejectedPushes += 1;
             this.lastRejectionAt = Date.now();
-            logger.warn({ branch, attempt: attemptNumber, reason: error.message }, "flux repo: push rejected, remote moved");
+            logger.warn(
+              { branch, attempt: attemptNumber, reason: error.message },
+              "flux repo: push rejected, remote moved",
+            );
           },
         },
       );
@@ -440,7 +501,9 @@ export class FluxRepo {
       if (!final) throw new GitOpsError("unavailable", "internal: batch finished without a plan");
       this.source().history.recordPushed(
         final.base,
-        final.txns.flatMap((t) => (t.kind === "commit" ? [t.message] : [])).map((message, n) => ({ revision: shas[n] as string, message })),
+        final.txns
+          .flatMap((t) => (t.kind === "commit" ? [t.message] : []))
+          .map((message, n) => ({ revision: shas[n] as string, message })),
         this.lastImportAt,
       );
       if (shas.length > 0) {
@@ -471,7 +534,15 @@ export class FluxRepo {
       } else report("unchanged", 0);
       if (shas.length > 0) {
         logger.info(
-          { branch, transactions: waiters.length, commits: shas.length, attempts, revision: shas[shas.length - 1], ms: Date.now() - started, ...phases },
+          {
+            branch,
+            transactions: waiters.length,
+            commits: shas.length,
+            attempts,
+            revision: shas[shas.length - 1],
+            ms: Date.now() - started,
+            ...phases,
+          },
           "flux repo: pushed",
         );
         if (this.counters.batches % 50 === 0) await this.git().tryRun(["gc", "--auto", "--quiet"]);
@@ -479,11 +550,20 @@ export class FluxRepo {
     } catch (err) {
       const error =
         err instanceof PushRejectedError
-          ? new GitOpsError("conflict", `push to ${branch} rejected ${attempts} times (the branch kept moving); nothing was written`)
+          ? new GitOpsError(
+              "conflict",
+              `push to ${branch} rejected ${attempts} times (the branch kept moving); nothing was written`,
+            )
           : err instanceof GitOpsError
             ? err
-            : new GitOpsError("unavailable", `flux repo batch failed: ${this.git().redact(String((err as Error)?.message ?? err))}`);
-      logger.warn({ branch, transactions: waiters.length, attempts, kind: error.kind, error: error.message }, "flux repo: batch failed");
+            : new GitOpsError(
+                "unavailable",
+                `flux repo batch failed: ${this.git().redact(String((err as Error)?.message ?? err))}`,
+              );
+      logger.warn(
+        { branch, transactions: waiters.length, attempts, kind: error.kind, error: error.message },
+        "flux repo: batch failed",
+      );
       report("failed", 0);
       const final = plan as Plan | undefined;
       waiters.forEach((w, idx) => {
@@ -530,7 +610,11 @@ export class FluxRepo {
    * One `git fast-import` writing commits on top of `base` as they are added, onto the scratch ref;
    * `finish()` answers their shas in order. git starts with the first commit (none: no process at all).
    */
-  private startImport(base: string | undefined): { add(txn: CommitTxn): void; finish(): Promise<string[]>; abort(): void } {
+  private startImport(base: string | undefined): {
+    add(txn: CommitTxn): void;
+    finish(): Promise<string[]>;
+    abort(): void;
+  } {
     const marksFile = join(this.cfg.workDir, "berth-import.marks");
     this.lastImportAt = new Date();
     const encoder = new FastImportEncoder(SCRATCH_REF, this.cfg.author, this.lastImportAt);
@@ -539,7 +623,10 @@ export class FluxRepo {
     return {
       add: (txn) => {
         if (!git) {
-          git = this.git().startWithInput(["fast-import", "--quiet", "--done", "--force", `--export-marks=${marksFile}`], "git fast-import");
+          git = this.git().startWithInput(
+            ["fast-import", "--quiet", "--done", "--force", `--export-marks=${marksFile}`],
+            "git fast-import",
+          );
           git.write([encoder.start(base)]);
         }
         const { chunks, mark } = encoder.commit(txn.message, txn.files);

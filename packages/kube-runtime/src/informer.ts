@@ -137,8 +137,11 @@ class ListWatchInformer<T extends KubernetesObject, Raw extends KubernetesObject
    * watch's DELETED (the write that removed the last finalizer, say) must not bring the object back.
    */
   private readonly tombstones = new LRUCache<string, string>({ max: 4096 });
-  /** index → value → cache keys. */
-  private readonly indexes = new Map<string, Map<string, Set<string>>>();
+  /** index → its indexer (spec.indexers) and value → cache keys. */
+  private readonly indexes = new Map<
+    string,
+    { valuesOf: (obj: T) => string[]; keysByValue: Map<string, Set<string>> }
+  >();
   private resourceVersion = "";
   private readonly client: KubeClient;
   private readonly listCollection: () => Promise<{ items: Raw[]; metadata?: { resourceVersion?: string } }>;
@@ -160,11 +163,15 @@ class ListWatchInformer<T extends KubernetesObject, Raw extends KubernetesObject
     private readonly opts: InformerOptions,
   ) {
     this.client = clientFor(kc);
-    const selectors = { ...(spec.labelSelector ? { labelSelector: spec.labelSelector } : {}), ...(spec.fieldSelector ? { fieldSelector: spec.fieldSelector } : {}) };
+    const selectors = {
+      ...(spec.labelSelector ? { labelSelector: spec.labelSelector } : {}),
+      ...(spec.fieldSelector ? { fieldSelector: spec.fieldSelector } : {}),
+    };
     this.listCollection = spec.list ?? (() => listPath<Raw>(kc, spec.path, selectors));
     // Without a transform the informer caches the objects as listed: the caller's T is then Raw (the default).
     this.transform = spec.transform ?? ((raw: Raw) => raw as unknown as T);
-    for (const name of Object.keys(spec.indexers ?? {})) this.indexes.set(name, new Map());
+    for (const [name, valuesOf] of Object.entries(spec.indexers ?? {}))
+      this.indexes.set(name, { valuesOf, keysByValue: new Map() });
     this.log = (opts.logger ?? silentLogger).child({ informer: spec.name });
     this.watchdogMs = Math.max(10, opts.watchdogMs ?? 300_000);
     this.resyncMs = opts.resyncMs ?? 600_000;
@@ -186,7 +193,7 @@ class ListWatchInformer<T extends KubernetesObject, Raw extends KubernetesObject
   }
 
   byIndex(index: string, value: string): T[] {
-    const keys = this.indexes.get(index)?.get(value);
+    const keys = this.indexes.get(index)?.keysByValue.get(value);
     if (!keys) return [];
     const out: T[] = [];
     for (const k of keys) {
@@ -225,19 +232,18 @@ class ListWatchInformer<T extends KubernetesObject, Raw extends KubernetesObject
       this.cache.delete(key);
       if (deletedAt) this.tombstones.set(key, deletedAt);
     }
-    if (!this.spec.indexers) return;
-    for (const [name, fn] of Object.entries(this.spec.indexers)) {
-      const index = this.indexes.get(name)!;
-      const before = old ? fn(old) : [];
-      const after = obj ? fn(obj) : [];
-      for (const v of before) if (!after.includes(v)) {
-        const set = index.get(v);
-        set?.delete(key);
-        if (set?.size === 0) index.delete(v);
-      }
+    for (const { valuesOf, keysByValue } of this.indexes.values()) {
+      const before = old ? valuesOf(old) : [];
+      const after = obj ? valuesOf(obj) : [];
+      for (const v of before)
+        if (!after.includes(v)) {
+          const set = keysByValue.get(v);
+          set?.delete(key);
+          if (set?.size === 0) keysByValue.delete(v);
+        }
       for (const v of after) {
-        let set = index.get(v);
-        if (!set) index.set(v, (set = new Set()));
+        let set = keysByValue.get(v);
+        if (!set) keysByValue.set(v, (set = new Set()));
         set.add(key);
       }
     }
@@ -253,7 +259,8 @@ class ListWatchInformer<T extends KubernetesObject, Raw extends KubernetesObject
     if (this.resyncTimer) clearTimeout(this.resyncTimer);
     this.interrupt?.();
     this.sleeper.wake();
-    if (!this.isSynced) this.rejectSynced(new InformerError(this.spec.name, "stopped", "stopped before the first list"));
+    if (!this.isSynced)
+      this.rejectSynced(new InformerError(this.spec.name, "stopped", "stopped before the first list"));
     this.log.debug("informer stopped");
   }
 
@@ -304,18 +311,41 @@ class ListWatchInformer<T extends KubernetesObject, Raw extends KubernetesObject
       needList = true;
       if (end.kind === "expired" && healthy) {
         failures = 0;
-        this.report(new InformerError(this.spec.name, "expired", "resourceVersion expired (410); relisting"), true, "info");
+        this.report(
+          new InformerError(this.spec.name, "expired", "resourceVersion expired (410); relisting"),
+          true,
+          "info",
+        );
         continue;
       }
       failures = healthy ? 1 : failures + 1;
       const delay = backoffDelay(this.backoff, failures);
       if (end.kind === "watchdog") {
-        this.report(new InformerError(this.spec.name, "watchdog", `no event for ${this.watchdogMs} ms; restarting in ${delay} ms`), true);
+        this.report(
+          new InformerError(
+            this.spec.name,
+            "watchdog",
+            `no event for ${this.watchdogMs} ms; restarting in ${delay} ms`,
+          ),
+          true,
+        );
       } else if (end.kind === "closed") {
-        this.report(new InformerError(this.spec.name, "watch", `watch closed after ${Math.round(end.ms)} ms; restarting in ${delay} ms`), true);
+        this.report(
+          new InformerError(
+            this.spec.name,
+            "watch",
+            `watch closed after ${Math.round(end.ms)} ms; restarting in ${delay} ms`,
+          ),
+          true,
+        );
       } else if (end.kind === "expired" || end.kind === "error") {
         const kind = end.kind === "expired" ? "expired" : "watch";
-        this.report(new InformerError(this.spec.name, kind, `watch failed: ${messageOf(end.err)}; restarting in ${delay} ms`, { cause: end.err }), true);
+        this.report(
+          new InformerError(this.spec.name, kind, `watch failed: ${messageOf(end.err)}; restarting in ${delay} ms`, {
+            cause: end.err,
+          }),
+          true,
+        );
       }
       await this.sleeper.sleep(delay);
     }
@@ -357,7 +387,9 @@ class ListWatchInformer<T extends KubernetesObject, Raw extends KubernetesObject
         if (dog) clearTimeout(dog);
         dog = setTimeout(() => finish({ kind: "watchdog" }), this.watchdogMs);
       };
-      const finish = (end: { kind: "closed" | "watchdog" | "interrupted" } | { kind: "expired" | "error"; err: unknown }) => {
+      const finish = (
+        end: { kind: "closed" | "watchdog" | "interrupted" } | { kind: "expired" | "error"; err: unknown },
+      ) => {
         if (settled) return;
         settled = true;
         if (dog) clearTimeout(dog);
@@ -430,7 +462,9 @@ class ListWatchInformer<T extends KubernetesObject, Raw extends KubernetesObject
 
   private handlerFailed(err: unknown, type: InformerEventType, object: T): void {
     this.report(
-      new InformerError(this.spec.name, "handler", `handler failed on ${type} ${cacheKey(object)}: ${messageOf(err)}`, { cause: err }),
+      new InformerError(this.spec.name, "handler", `handler failed on ${type} ${cacheKey(object)}: ${messageOf(err)}`, {
+        cause: err,
+      }),
       false,
     );
   }

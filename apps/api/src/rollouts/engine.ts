@@ -11,6 +11,7 @@ import {
   sameTeamOnCluster,
   serializeRollout,
   type Fleet,
+  type GateDecision,
   type GateObservation,
   type Logger,
   type Onboarding,
@@ -22,8 +23,15 @@ import {
 import type { ApiMetrics } from "../metrics.js";
 import type { TeamStatusReader } from "../team-status.js";
 import type { Clock } from "./clock.js";
-import { describeTarget, rolloutBody, withRolloutTrailer, type EngineHandle, type GateProgress, type RolloutService, type RolloutStore } from "./service.js";
-
+import {
+  describeTarget,
+  rolloutBody,
+  withRolloutTrailer,
+  type EngineHandle,
+  type GateProgress,
+  type RolloutService,
+  type RolloutStore,
+} from "./service.js";
 
 export interface RolloutEngineOptions {
   service: RolloutService;
@@ -101,7 +109,10 @@ export class RolloutEngine implements EngineHandle {
       try {
         await this.drive(r.metadata.name);
       } catch (err) {
-        this.opts.logger.warn({ rollout: r.metadata.name, err: (err as Error).message }, "rollout step failed; retrying on the next tick");
+        this.opts.logger.warn(
+          { rollout: r.metadata.name, err: (err as Error).message },
+          "rollout step failed; retrying on the next tick",
+        );
       }
     }
   }
@@ -135,49 +146,68 @@ export class RolloutEngine implements EngineHandle {
         continue;
       }
       if (wave.status.phase !== "Committed") return;
-      if ((await this.evaluate(tree, r)) !== "pass") return;
+      if ((await this.evaluate(tree, r, wave)) !== "pass") return;
     }
   }
 
   /** Commits the current wave: its teams re-rendered on the target and the rollout file, in one commit. */
   private async commitCurrentWave(id: string, index: number): Promise<void> {
     const { fleet, clock, store, logger } = this.opts;
-    await store.transact(async (tree): Promise<RepoChange | null> => {
-      const r = await this.opts.service.reader.read(tree, id);
-      const wave = r && currentWave(r);
-      // Another replica (or an earlier attempt) took the step, or the rollout was paused or aborted.
-      if (!r || r.status.phase !== "Running" || !wave || wave.index !== index || wave.status.phase !== "Pending") return null;
-      const target = r.spec.target.templateVersion;
-      const plan = await fleet.plan(tree, wave.spec.teams, target);
-      const path = this.opts.service.reader.path(id);
-      if (plan.failed.length) {
-        const halted = haltRollout(r, clock.now(), {
-          reason: "RenderFailed",
-          message: `${plan.failed.length} team(s) of wave ${wave.spec.name} cannot be rendered; nothing of the wave was committed`,
-          teams: plan.failed.map((f) => ({ team: f.team, result: "render-failed" as const, message: f.error.slice(0, 1000) })),
-        });
-        logger.warn({ rollout: id, wave: wave.spec.name, failed: plan.failed.length }, "rollout halted: teams cannot be rendered");
-        return { files: new Map([[path, serializeRollout(halted)]]), subject: `berth: rollout ${id} halted in wave ${wave.spec.name}: render failed` };
-      }
-      const next = commitWave(r, clock.now(), plan.gone);
-      const files = new Map(plan.files);
-      files.set(path, serializeRollout(next));
-      logger.info({ rollout: id, wave: wave.spec.name, teams: plan.changed.length, gone: plan.gone.length }, "rollout: committing wave");
-      return {
-        files,
-        subject: `berth: rollout ${id} wave ${wave.spec.name}: ${wave.spec.teams.length - plan.gone.length} team(s) ${describeTarget(target)}`,
-        body: [`wave ${wave.spec.name}: ${wave.spec.teams.join(", ")}`, ...(plan.gone.length ? [`gone (skipped): ${plan.gone.join(", ")}`] : [])],
-      };
-    }, withRolloutTrailer(ENGINE_ORIGIN, id));
+    await store.transact(
+      async (tree): Promise<RepoChange | null> => {
+        const r = await this.opts.service.reader.read(tree, id);
+        const wave = r && currentWave(r);
+        // Another replica (or an earlier attempt) took the step, or the rollout was paused or aborted.
+        if (!r || r.status.phase !== "Running" || !wave || wave.index !== index || wave.status.phase !== "Pending")
+          return null;
+        const target = r.spec.target.templateVersion;
+        const plan = await fleet.plan(tree, wave.spec.teams, target);
+        const path = this.opts.service.reader.path(id);
+        if (plan.failed.length) {
+          const halted = haltRollout(r, clock.now(), {
+            reason: "RenderFailed",
+            message: `${plan.failed.length} team(s) of wave ${wave.spec.name} cannot be rendered; nothing of the wave was committed`,
+            teams: plan.failed.map((f) => ({
+              team: f.team,
+              result: "render-failed" as const,
+              message: f.error.slice(0, 1000),
+            })),
+          });
+          logger.warn(
+            { rollout: id, wave: wave.spec.name, failed: plan.failed.length },
+            "rollout halted: teams cannot be rendered",
+          );
+          return {
+            files: new Map([[path, serializeRollout(halted)]]),
+            subject: `berth: rollout ${id} halted in wave ${wave.spec.name}: render failed`,
+          };
+        }
+        const next = commitWave(r, clock.now(), plan.gone);
+        const files = new Map(plan.files);
+        files.set(path, serializeRollout(next));
+        logger.info(
+          { rollout: id, wave: wave.spec.name, teams: plan.changed.length, gone: plan.gone.length },
+          "rollout: committing wave",
+        );
+        return {
+          files,
+          subject: `berth: rollout ${id} wave ${wave.spec.name}: ${wave.spec.teams.length - plan.gone.length} team(s) ${describeTarget(target)}`,
+          body: [
+            `wave ${wave.spec.name}: ${wave.spec.teams.join(", ")}`,
+            ...(plan.gone.length ? [`gone (skipped): ${plan.gone.join(", ")}`] : []),
+          ],
+        };
+      },
+      withRolloutTrailer(ENGINE_ORIGIN, id),
+    );
   }
 
-  /** Reads the gate of the current (committed) wave; on pass or halt commits the rollout file. */
-  private async evaluate(tree: RepoTree, r: Rollout): Promise<"pass" | "wait" | "halt"> {
+  /** Reads the gate of `wave`, the current (committed) wave of `r`; on pass or halt commits the rollout file. */
+  private async evaluate(tree: RepoTree, r: Rollout, wave: CurrentWave): Promise<"pass" | "wait" | "halt"> {
     const { clock, logger } = this.opts;
     const id = r.metadata.name;
-    const wave = currentWave(r)!;
     const stopTimer = this.opts.metrics?.gateDuration.startTimer();
-    const observations = await this.observe(tree, r, wave.index);
+    const observations = await this.observe(tree, r, wave);
     stopTimer?.();
     const now = clock.now();
     const decision = gateDecision({
@@ -201,30 +231,52 @@ export class RolloutEngine implements EngineHandle {
     this.opts.metrics?.gateEvaluations.inc({ verdict: decision.verdict });
     if (decision.verdict === "wait") return "wait";
     const gateSince = wave.status.gateSince;
-    await this.opts.store.transact(async (head): Promise<RepoChange | null> => {
-      const current = await this.opts.service.reader.read(head, id);
-      const w = current && currentWave(current);
-      // Only if nothing moved meanwhile: same wave, still committed, not resumed (gateSince) or paused.
-      if (!current || current.status.phase !== "Running" || !w || w.index !== wave.index || w.status.phase !== "Committed" || w.status.gateSince !== gateSince) return null;
-      const next =
-        decision.verdict === "pass"
-          ? passWave(current, clock.now())
-          : haltRollout(current, clock.now(), { reason: decision.reason!, message: decision.message, teams: decision.teams });
-      const subject =
-        decision.verdict === "pass"
-          ? `berth: rollout ${id} wave ${wave.spec.name} Ready${next.status.phase === "Completed" ? ": rollout completed" : ""}`
-          : `berth: rollout ${id} halted in wave ${wave.spec.name}: ${decision.reason}`;
-      return { files: new Map([[this.opts.service.reader.path(id), serializeRollout(next)]]), subject, body: decision.verdict === "halt" ? [decision.message] : rolloutBody(next).slice(0, 1) };
-    }, withRolloutTrailer(ENGINE_ORIGIN, id));
-    if (decision.verdict === "halt") logger.warn({ rollout: id, wave: wave.spec.name, reason: decision.reason, message: decision.message }, "rollout halted");
+    await this.opts.store.transact(
+      async (head): Promise<RepoChange | null> => {
+        const current = await this.opts.service.reader.read(head, id);
+        const w = current && currentWave(current);
+        // Only if nothing moved meanwhile: same wave, still committed, not resumed (gateSince) or paused.
+        if (
+          !current ||
+          current.status.phase !== "Running" ||
+          !w ||
+          w.index !== wave.index ||
+          w.status.phase !== "Committed" ||
+          w.status.gateSince !== gateSince
+        )
+          return null;
+        const next =
+          decision.verdict === "pass"
+            ? passWave(current, clock.now())
+            : haltRollout(current, clock.now(), {
+                reason: haltReasonOf(decision),
+                message: decision.message,
+                teams: decision.teams,
+              });
+        const subject =
+          decision.verdict === "pass"
+            ? `berth: rollout ${id} wave ${wave.spec.name} Ready${next.status.phase === "Completed" ? ": rollout completed" : ""}`
+            : `berth: rollout ${id} halted in wave ${wave.spec.name}: ${decision.reason}`;
+        return {
+          files: new Map([[this.opts.service.reader.path(id), serializeRollout(next)]]),
+          subject,
+          body: decision.verdict === "halt" ? [decision.message] : rolloutBody(next).slice(0, 1),
+        };
+      },
+      withRolloutTrailer(ENGINE_ORIGIN, id),
+    );
+    if (decision.verdict === "halt")
+      logger.warn(
+        { rollout: id, wave: wave.spec.name, reason: decision.reason, message: decision.message },
+        "rollout halted",
+      );
     else logger.info({ rollout: id, wave: wave.spec.name }, "rollout: wave Ready");
     return decision.verdict;
   }
 
   /** Every team of the wave on every cluster it lands on, with "does that status describe the wave?". */
-  private async observe(tree: RepoTree, r: Rollout, index: number): Promise<GateObservation[]> {
+  private async observe(tree: RepoTree, r: Rollout, { index, spec: wave }: CurrentWave): Promise<GateObservation[]> {
     const { onboarding, statusReader, store } = this.opts;
-    const wave = r.spec.waves[index]!;
     const skipped = new Set(r.status.waves[index]?.skipped ?? []);
     const trees = new Map<string, Promise<{ at: RepoTree | undefined; includesWave: boolean }>>();
     const treeOf = (sha: string) => {
@@ -233,7 +285,10 @@ export class RolloutEngine implements EngineHandle {
         p = (async () => {
           const at = await store.treeAt(sha);
           const seen = at && (await this.opts.service.reader.read(at, r.metadata.name));
-          return { at, includesWave: seen !== undefined && (seen.status.waves[index]?.phase ?? "Pending") !== "Pending" };
+          return {
+            at,
+            includesWave: seen !== undefined && (seen.status.waves[index]?.phase ?? "Pending") !== "Pending",
+          };
         })();
         trees.set(sha, p);
       }
@@ -242,7 +297,11 @@ export class RolloutEngine implements EngineHandle {
     // Does the status describe the wave? Its revision includes the wave's commit, or (Flux reconciles a team only
     // when the team's own inputs change, ADR 0019) it is older but holds what `tree`, which includes the wave, holds
     // for the team on that cluster.
-    const describesWave = async (revision: string | undefined, team: string, cluster: string): Promise<boolean | undefined> => {
+    const describesWave = async (
+      revision: string | undefined,
+      team: string,
+      cluster: string,
+    ): Promise<boolean | undefined> => {
       const sha = revisionSha(revision);
       if (!sha) return undefined;
       const { at, includesWave } = await treeOf(sha);
@@ -277,6 +336,14 @@ export class RolloutEngine implements EngineHandle {
   }
 }
 
+type CurrentWave = NonNullable<ReturnType<typeof currentWave>>;
+
+/** The reason a halting gate decision gives (gateDecision gives every halt one). */
+function haltReasonOf(decision: GateDecision): NonNullable<GateDecision["reason"]> {
+  if (!decision.reason) throw new Error(`the gate decided "${decision.verdict}" without a halt reason`);
+  return decision.reason;
+}
+
 /** The commit of a Flux revision: `main@sha1:<sha>` (Flux 2), `main/<sha>` (older), or a bare sha. */
 export function revisionSha(revision: string | undefined): string | undefined {
   if (!revision) return undefined;
@@ -286,12 +353,10 @@ export function revisionSha(revision: string | undefined): string | undefined {
 
 async function mapLimit<T, R>(items: readonly T[], limit: number, fn: (item: T) => Promise<R>): Promise<R[]> {
   const out: R[] = new Array(items.length);
-  let next = 0;
+  const queue = items.entries();
+  // The workers share one iterator, so each item is taken exactly once.
   const worker = async () => {
-    while (next < items.length) {
-      const i = next++;
-      out[i] = await fn(items[i]!);
-    }
+    for (const [i, item] of queue) out[i] = await fn(item);
   };
   await Promise.all(Array.from({ length: Math.min(limit, items.length) }, worker));
   return out;

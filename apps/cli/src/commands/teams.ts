@@ -14,7 +14,7 @@ import {
 } from "@berth/api-contract";
 import { TEAM_API_VERSION, TEAM_KIND, teamObject, type Team } from "@berth/core";
 import { stringify } from "yaml";
-import { ApiError, DEFAULT_CHUNK_SIZE, listAllTeams, type BerthClient } from "../client.js";
+import { ApiError, DEFAULT_CHUNK_SIZE, listAllTeams, type BerthClient, type RequestOptions } from "../client.js";
 import { CliError, EXIT } from "../exit-codes.js";
 import { readTeamDocuments, type TeamDocument } from "../manifests.js";
 import { colorDiff } from "../output/diff.js";
@@ -32,18 +32,38 @@ const specOf = ({ name: _name, ...spec }: Team) => spec;
 /** A team as `get -o yaml|json` prints it: the Team object Berth keeps in the Flux repo (apply takes it back). */
 const manifest = (team: Team) => teamObject(team);
 
-function printObjects(rt: Runtime, format: "json" | "yaml", teams: Team[], single: boolean): void {
+/** Prints one team (`get team <name>`) as its object, a listing as a list of them. */
+function printObjects(rt: Runtime, format: "json" | "yaml", found: Team | Team[]): void {
   if (format === "json") {
-    const value = single ? manifest(teams[0]!) : { apiVersion: TEAM_API_VERSION, kind: `${TEAM_KIND}List`, items: teams.map(manifest) };
+    const value = Array.isArray(found)
+      ? { apiVersion: TEAM_API_VERSION, kind: `${TEAM_KIND}List`, items: found.map(manifest) }
+      : manifest(found);
     rt.out(JSON.stringify(value, null, 2));
     return;
   }
+  const teams = Array.isArray(found) ? found : [found];
   // Several documents, so `berth get teams -o yaml > all.yaml && berth apply -f all.yaml` round-trips.
   rt.io.stdout.write(teams.map((t) => stringify(manifest(t), { version: "1.1" })).join("---\n"));
 }
 
+/** A request's answer body: undefined only for a status the request lists in `empty`, and these requests list none. */
+async function requestBody<T>(
+  client: BerthClient,
+  method: string,
+  path: string,
+  options: RequestOptions<T>,
+): Promise<T> {
+  const { body } = await client.request(method, path, options);
+  if (body === undefined) throw new CliError(`the API answered ${method} ${path} with no body`, EXIT.unavailable);
+  return body;
+}
+
 /** Runs `each` over the teams, reporting a failure and going on with the next; returns the first failure's exit code. */
-async function forEachTeam(rt: Runtime, docs: TeamDocument[], each: (doc: TeamDocument) => Promise<number>): Promise<number> {
+async function forEachTeam(
+  rt: Runtime,
+  docs: TeamDocument[],
+  each: (doc: TeamDocument) => Promise<number>,
+): Promise<number> {
   let result: number = EXIT.ok;
   for (const doc of docs) {
     try {
@@ -62,31 +82,34 @@ async function forEachTeam(rt: Runtime, docs: TeamDocument[], each: (doc: TeamDo
 async function createOrUpdate(client: BerthClient, team: Team): Promise<{ created: boolean; result: WriteResponse }> {
   // Update first (the common case once a team exists), create on 404, update again if someone created it meanwhile.
   try {
-    const { body } = await client.request("PUT", teamPath(team.name), { body: specOf(team), schema: writeResponse });
-    return { created: false, result: body! };
+    const result = await requestBody(client, "PUT", teamPath(team.name), { body: specOf(team), schema: writeResponse });
+    return { created: false, result };
   } catch (err) {
     if (!(err instanceof ApiError && err.kind === "team-not-found")) throw err;
   }
   try {
-    const { body } = await client.request("POST", "/v1/teams", { body: team, schema: writeResponse });
-    return { created: true, result: body! };
+    const result = await requestBody(client, "POST", "/v1/teams", { body: team, schema: writeResponse });
+    return { created: true, result };
   } catch (err) {
     if (!(err instanceof ApiError && err.kind === "team-exists")) throw err;
-    const { body } = await client.request("PUT", teamPath(team.name), { body: specOf(team), schema: writeResponse });
-    return { created: false, result: body! };
+    const result = await requestBody(client, "PUT", teamPath(team.name), { body: specOf(team), schema: writeResponse });
+    return { created: false, result };
   }
 }
 
 /** What committing the team would change, without committing: an update's preview, or a new team's. */
 async function preview(client: BerthClient, team: Team): Promise<{ exists: boolean; preview: PreviewResponse }> {
   try {
-    const { body } = await client.request("POST", `${teamPath(team.name)}/preview`, { body: specOf(team), schema: previewResponse });
-    return { exists: true, preview: body! };
+    const answer = await requestBody(client, "POST", `${teamPath(team.name)}/preview`, {
+      body: specOf(team),
+      schema: previewResponse,
+    });
+    return { exists: true, preview: answer };
   } catch (err) {
     if (!(err instanceof ApiError && err.kind === "team-not-found")) throw err;
   }
-  const { body } = await client.request("POST", "/v1/teams/preview", { body: team, schema: previewResponse });
-  return { exists: false, preview: body! };
+  const answer = await requestBody(client, "POST", "/v1/teams/preview", { body: team, schema: previewResponse });
+  return { exists: false, preview: answer };
 }
 
 export interface FileOptions {
@@ -94,8 +117,15 @@ export interface FileOptions {
   recursive: boolean;
 }
 
-export async function apply(rt: Runtime, options: FileOptions & { dryRun: boolean; output?: "name" | undefined }): Promise<number> {
-  const docs = await readTeamDocuments(options.filename, { recursive: options.recursive, cwd: rt.io.cwd, stdin: rt.io.stdin });
+export async function apply(
+  rt: Runtime,
+  options: FileOptions & { dryRun: boolean; output?: "name" | undefined },
+): Promise<number> {
+  const docs = await readTeamDocuments(options.filename, {
+    recursive: options.recursive,
+    cwd: rt.io.cwd,
+    stdin: rt.io.stdin,
+  });
   const client = await rt.client();
   return forEachTeam(rt, docs, async ({ team }) => {
     const label = `team/${team.name}`;
@@ -113,7 +143,10 @@ export async function apply(rt: Runtime, options: FileOptions & { dryRun: boolea
     }
     const { created, result } = await createOrUpdate(client, team);
     if (!result.committed) rt.out(`${label} unchanged`);
-    else rt.out(`${label} ${created ? "created" : "configured"} (commit ${shortSha(result.revision)}, ${plural(result.files.length, "file")} ${created ? "written" : "changed"})`);
+    else
+      rt.out(
+        `${label} ${created ? "created" : "configured"} (commit ${shortSha(result.revision)}, ${plural(result.files.length, "file")} ${created ? "written" : "changed"})`,
+      );
     return EXIT.ok;
   });
 }
@@ -121,7 +154,11 @@ export async function apply(rt: Runtime, options: FileOptions & { dryRun: boolea
 // ---- diff ----------------------------------------------------------------------------------------
 
 export async function diff(rt: Runtime, options: FileOptions): Promise<number> {
-  const docs = await readTeamDocuments(options.filename, { recursive: options.recursive, cwd: rt.io.cwd, stdin: rt.io.stdin });
+  const docs = await readTeamDocuments(options.filename, {
+    recursive: options.recursive,
+    cwd: rt.io.cwd,
+    stdin: rt.io.stdin,
+  });
   const client = await rt.client();
   let different = false;
   const code = await forEachTeam(rt, docs, async ({ team }) => {
@@ -154,17 +191,20 @@ function colorPhase(rt: Runtime, phase: Phase | undefined): string {
 /** Every team's status; empty (READY shows "?") when the API cannot say right now or has no fleet view. */
 async function fleetStatus(rt: Runtime, client: BerthClient): Promise<Map<string, FleetTeam>> {
   try {
-    const { body } = await client.request("GET", "/v1/status", { schema: fleetResponse });
-    return new Map(body!.teams.map((t) => [t.team, t]));
+    const fleet = await requestBody(client, "GET", "/v1/status", { schema: fleetResponse });
+    return new Map(fleet.teams.map((t) => [t.team, t]));
   } catch (err) {
     if (!(err instanceof CliError) || err.exitCode === EXIT.interrupted) throw err;
-    if (!(err instanceof ApiError && err.status === 404)) rt.err(`warning: no status for the READY column: ${err.message}`);
+    if (!(err instanceof ApiError && err.status === 404))
+      rt.err(`warning: no status for the READY column: ${err.message}`);
     return new Map();
   }
 }
 
 function printTable(rt: Runtime, teams: Team[], status: Map<string, FleetTeam>, wide: boolean): void {
-  const headers = wide ? ["name", "environments", "ready", "status", "roles", "owners", "clusters", "description"] : ["name", "environments", "ready", "status", "description"];
+  const headers = wide
+    ? ["name", "environments", "ready", "status", "roles", "owners", "clusters", "description"]
+    : ["name", "environments", "ready", "status", "description"];
   const rows = teams.map((t) => {
     const s = status.get(t.name);
     const { ready, phase } = readiness(s);
@@ -172,27 +212,39 @@ function printTable(rt: Runtime, teams: Team[], status: Map<string, FleetTeam>, 
     const base = [t.name, t.environments.join(","), ready, colorPhase(rt, phase)];
     if (!wide) return [...base, description];
     const clusters = s ? s.clusters.map((c) => `${c.cluster}=${phaseOf(c)}`).join(",") : "?";
-    return [...base, t.roleAssignments.map((r) => r.role).join(",") || "<none>", String(t.owners.length), clusters, description];
+    return [
+      ...base,
+      t.roleAssignments.map((r) => r.role).join(",") || "<none>",
+      String(t.owners.length),
+      clusters,
+      description,
+    ];
   });
   rt.out(formatTable(headers, rows));
 }
 
-export async function getTeams(rt: Runtime, name: string | undefined, output: OutputFormat, chunkSize = DEFAULT_CHUNK_SIZE): Promise<number> {
+export async function getTeams(
+  rt: Runtime,
+  name: string | undefined,
+  output: OutputFormat,
+  chunkSize = DEFAULT_CHUNK_SIZE,
+): Promise<number> {
   const client = await rt.client();
-  let teams: Team[];
+  let found: Team | Team[];
   if (name) {
-    const { body } = await client.request("GET", teamPath(name), { schema: teamResponse });
-    teams = [body!.team];
+    found = (await requestBody(client, "GET", teamPath(name), { schema: teamResponse })).team;
   } else {
     const listed = await listAllTeams(client, chunkSize);
-    teams = listed.teams;
+    found = listed.teams;
     // On stderr: the listing on stdout stays what `apply -f -` takes back.
-    for (const b of listed.broken) rt.err(`warning: team ${b.team} is left out: its team file cannot be read: ${b.error}`);
+    for (const b of listed.broken)
+      rt.err(`warning: team ${b.team} is left out: its team file cannot be read: ${b.error}`);
   }
   if (output === "json" || output === "yaml") {
-    printObjects(rt, output, teams, name !== undefined);
+    printObjects(rt, output, found);
     return EXIT.ok;
   }
+  const teams = Array.isArray(found) ? found : [found];
   if (output === "name") {
     for (const t of teams) rt.out(`team/${t.name}`);
     return EXIT.ok;
@@ -212,7 +264,9 @@ async function confirm(rt: Runtime, name: string): Promise<boolean> {
   // readline takes Ctrl-C for itself on a terminal: hand it to the process, which aborts io.signal.
   rl.on("SIGINT", () => process.kill(process.pid, "SIGINT"));
   try {
-    rt.out(`Deleting team ${rt.paint("bold", name)} offboards it from every cluster it lands on: its namespace, workload identity and role assignments go.`);
+    rt.out(
+      `Deleting team ${rt.paint("bold", name)} offboards it from every cluster it lands on: its namespace, workload identity and role assignments go.`,
+    );
     const answer = await rl.question(`Type the team name to confirm: `, { signal: rt.io.signal });
     return answer.trim() === name;
   } catch (err) {
@@ -223,10 +277,18 @@ async function confirm(rt: Runtime, name: string): Promise<boolean> {
   }
 }
 
-export async function deleteTeam(rt: Runtime, name: string, options: { yes: boolean; ignoreNotFound: boolean }): Promise<number> {
+export async function deleteTeam(
+  rt: Runtime,
+  name: string,
+  options: { yes: boolean; ignoreNotFound: boolean },
+): Promise<number> {
   const client = await rt.client();
   if (!options.yes) {
-    if (!rt.isInteractive) throw new CliError(`refusing to delete team ${name} without confirmation: pass --yes (stdin is not a terminal)`, EXIT.usage);
+    if (!rt.isInteractive)
+      throw new CliError(
+        `refusing to delete team ${name} without confirmation: pass --yes (stdin is not a terminal)`,
+        EXIT.usage,
+      );
     // Fail before asking when there is nothing to delete.
     try {
       await client.request("GET", teamPath(name), { schema: teamResponse });
@@ -240,8 +302,10 @@ export async function deleteTeam(rt: Runtime, name: string, options: { yes: bool
     }
   }
   try {
-    const { body } = await client.request("DELETE", teamPath(name), { schema: deleteResponse });
-    rt.out(`team/${name} deleted (commit ${shortSha(body!.revision)}, ${plural(body!.files.length, "file")} removed)`);
+    const deleted = await requestBody(client, "DELETE", teamPath(name), { schema: deleteResponse });
+    rt.out(
+      `team/${name} deleted (commit ${shortSha(deleted.revision)}, ${plural(deleted.files.length, "file")} removed)`,
+    );
     return EXIT.ok;
   } catch (err) {
     if (options.ignoreNotFound && err instanceof ApiError && err.status === 404) return EXIT.ok;

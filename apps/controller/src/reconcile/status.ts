@@ -97,13 +97,15 @@ export function teamStatusView(inputs: TeamStatusInputs): TeamStatusView {
   // cut from), or the newer one it failed to apply (a rollout's gate must see that the wave's commit failed, not the
   // older revision still running).
   const s = kustomization?.status;
-  const revision = failedAttempt ?? (s?.lastAppliedOriginRevision || s?.lastAppliedRevision || s?.lastAttemptedRevision || undefined);
+  const revision =
+    failedAttempt ?? (s?.lastAppliedOriginRevision || s?.lastAppliedRevision || s?.lastAttemptedRevision || undefined);
 
   const drafts: Draft[] = [renderedCondition(kustomization, revision, failedAttempt !== undefined, name)];
   for (const kind of ASO_KINDS) {
     const objects = inputs.asoObjects[kind.kind] ?? [];
     drafts.push(asoCondition(kind, objects, expectedCount(kind, team), name));
-    if (kind.kind === "FederatedIdentityCredential") drafts.push(federationCondition(objects, inputs.clusterIssuer, name));
+    if (kind.kind === "FederatedIdentityCredential")
+      drafts.push(federationCondition(objects, inputs.clusterIssuer, name));
   }
   // Flux's Ready comes after the ASO objects: with `wait: true` its health checks pass only once they are Ready.
   const fluxReady = fromReady("KustomizationReady", kustomization, `Flux Kustomization team-${name}`);
@@ -120,7 +122,12 @@ export function teamStatusView(inputs: TeamStatusInputs): TeamStatusView {
   const failed = gating.find((d) => d.status === "False" && d.severity === "Error");
   drafts.push(
     !notTrue
-      ? { type: "Ready", status: "True", reason: "Ready", message: "the team's namespace, Azure resources and credential are in place" }
+      ? {
+          type: "Ready",
+          status: "True",
+          reason: "Ready",
+          message: "the team's namespace, Azure resources and credential are in place",
+        }
       : {
           type: "Ready",
           status: "False",
@@ -131,9 +138,17 @@ export function teamStatusView(inputs: TeamStatusInputs): TeamStatusView {
 
   const conditions = drafts.map((d): TeamCondition => {
     const before = inputs.previous?.find((p) => p.type === d.type);
-    const since = before && before.status === d.status && before.lastTransitionTime ? toIso(before.lastTransitionTime) : inputs.now.toISOString();
+    const since =
+      before && before.status === d.status && before.lastTransitionTime
+        ? toIso(before.lastTransitionTime)
+        : inputs.now.toISOString();
     // Never an empty message: a condition always says why.
-    return { ...d, message: (d.message || d.reason).slice(0, 1024), lastTransitionTime: since, observedGeneration: generation };
+    return {
+      ...d,
+      message: (d.message || d.reason).slice(0, 1024),
+      lastTransitionTime: since,
+      observedGeneration: generation,
+    };
   });
   const clientId = clientIdOf(inputs.identity);
   return {
@@ -147,8 +162,16 @@ export function teamStatusView(inputs: TeamStatusInputs): TeamStatusView {
 
 function valuesCondition(v: ValuesState): Draft {
   const type = VALUES_CONDITION;
-  if (v.fresh) return { type, status: "True", reason: "ValuesCurrent", message: "the platform values provider answers: tenant, subscription and OIDC issuer are current" };
-  const standIn = v.lastKnownFrom ? `; the last known values (ConfigMap ${v.lastKnownFrom}) stand in until it answers again` : "; no last known values to stand in";
+  if (v.fresh)
+    return {
+      type,
+      status: "True",
+      reason: "ValuesCurrent",
+      message: "the platform values provider answers: tenant, subscription and OIDC issuer are current",
+    };
+  const standIn = v.lastKnownFrom
+    ? `; the last known values (ConfigMap ${v.lastKnownFrom}) stand in until it answers again`
+    : "; no last known values to stand in";
   return { type, status: "False", reason: v.reason, severity: v.severity, message: `${v.message}${standIn}` };
 }
 
@@ -184,16 +207,42 @@ function fromReady(type: string, o: WithConditions | undefined, what: string): D
  * objects are on the cluster, whether or not its health checks have passed yet (`Healthy` appears after the apply).
  * A build or apply Flux gave up on is False with severity Error.
  */
-function renderedCondition(kustomization: KustomizationLike | undefined, revision: string | undefined, failed: boolean, team: string): Draft {
+function renderedCondition(
+  kustomization: KustomizationLike | undefined,
+  revision: string | undefined,
+  failed: boolean,
+  team: string,
+): Draft {
   const type = "Rendered";
-  if (!kustomization) return { type, status: "False", reason: "KustomizationNotFound", message: `Flux Kustomization team-${team} does not exist (yet)` };
+  if (!kustomization)
+    return {
+      type,
+      status: "False",
+      reason: "KustomizationNotFound",
+      message: `Flux Kustomization team-${team} does not exist (yet)`,
+    };
   const ready = readyOf(kustomization);
-  if (failed && NOT_APPLIED.has(ready?.reason ?? "")) {
-    return { type, status: "False", reason: ready!.reason!, severity: "Error", message: `Flux could not apply revision ${revision}: ${ready?.message ?? ""}` };
+  const readyReason = ready?.reason;
+  if (failed && readyReason && NOT_APPLIED.has(readyReason)) {
+    return {
+      type,
+      status: "False",
+      reason: readyReason,
+      severity: "Error",
+      message: `Flux could not apply revision ${revision}: ${ready?.message ?? ""}`,
+    };
   }
   const healthy = kustomization.status?.conditions?.some((c) => c.type === "Healthy");
-  if (revision && (ready?.status === "True" || healthy)) return { type, status: "True", reason: "Applied", message: `Flux applied revision ${revision}` };
-  return { type, status: "Unknown", reason: "Pending", message: ready?.message ? `Flux has not applied the team's manifests yet: ${ready.message}` : "Flux has not applied the team's manifests yet" };
+  if (revision && (ready?.status === "True" || healthy))
+    return { type, status: "True", reason: "Applied", message: `Flux applied revision ${revision}` };
+  return {
+    type,
+    status: "Unknown",
+    reason: "Pending",
+    message: ready?.message
+      ? `Flux has not applied the team's manifests yet: ${ready.message}`
+      : "Flux has not applied the team's manifests yet",
+  };
 }
 
 /** Flux's reasons for a revision it could not put on the cluster (build or apply); the others come after the apply. */
@@ -228,7 +277,13 @@ function fluxFailedAttempt(kustomization: KustomizationLike | undefined): string
   return lastAttemptedRevision !== lastAppliedRevision ? lastAttemptedRevision : undefined;
 }
 
-const RANK: Record<string, number> = { "False/Error": 0, "False/Warning": 1, "False/": 2, "False/Info": 2, "Unknown/": 3 };
+const RANK: Record<string, number> = {
+  "False/Error": 0,
+  "False/Warning": 1,
+  "False/": 2,
+  "False/Info": 2,
+  "Unknown/": 3,
+};
 function rank(d: Draft): number {
   if (d.status === "True") return 9;
   return RANK[`${d.status}/${d.severity ?? ""}`] ?? (d.status === "False" ? 2 : 3);
@@ -237,17 +292,22 @@ function rank(d: Draft): number {
 /** The worst Ready of the team's objects of one ASO kind (Error before Warning before pending). */
 function asoCondition(kind: AsoKind, objects: WithConditions[], expected: number, team: string): Draft {
   const type = kind.condition;
-  if (objects.length === 0) {
+  const each = objects
+    .map((o) => ({ name: o.metadata?.name ?? "?", d: fromReady(type, o, `${kind.kind} ${o.metadata?.name ?? "?"}`) }))
+    .sort((a, b) => rank(a.d) - rank(b.d) || a.name.localeCompare(b.name));
+  const [worst] = each;
+  if (!worst) {
     return expected === 0
       ? { type, status: "True", reason: "NoneRequested", message: `the team requests no ${kind.kind}` }
       : { type, status: "Unknown", reason: "NotFound", message: `no ${kind.kind} labelled ${TEAM_LABEL}=${team} yet` };
   }
-  const each = objects
-    .map((o) => ({ name: o.metadata?.name ?? "?", d: fromReady(type, o, `${kind.kind} ${o.metadata?.name ?? "?"}`) }))
-    .sort((a, b) => rank(a.d) - rank(b.d) || a.name.localeCompare(b.name));
-  const worst = each[0]!;
   if (worst.d.status === "True") {
-    return { type, status: "True", reason: worst.d.reason, message: objects.length === 1 ? worst.d.message : `${objects.length} ${kind.kind} objects Ready` };
+    return {
+      type,
+      status: "True",
+      reason: worst.d.reason,
+      message: objects.length === 1 ? worst.d.message : `${objects.length} ${kind.kind} objects Ready`,
+    };
   }
   const notReady = each.filter((e) => e.d.status !== "True").length;
   const prefix = objects.length > 1 ? `${notReady}/${objects.length} not Ready; ` : "";
@@ -269,11 +329,30 @@ export function issuerOf(fic: WithConditions): string | undefined {
  */
 export function federationCondition(fics: WithConditions[], clusterIssuer: string | undefined, team: string): Draft {
   const type = FEDERATION_CONDITION;
-  if (fics.length === 0) return { type, status: "Unknown", reason: "NotFound", message: `no FederatedIdentityCredential labelled ${TEAM_LABEL}=${team} yet` };
-  if (!clusterIssuer) return { type, status: "Unknown", reason: "IssuerUnknown", message: "the cluster's OIDC issuer is not known (yet)" };
-  const stale = fics.filter((f) => issuerOf(f) !== clusterIssuer).sort((a, b) => (a.metadata?.name ?? "").localeCompare(b.metadata?.name ?? ""));
+  if (fics.length === 0)
+    return {
+      type,
+      status: "Unknown",
+      reason: "NotFound",
+      message: `no FederatedIdentityCredential labelled ${TEAM_LABEL}=${team} yet`,
+    };
+  if (!clusterIssuer)
+    return {
+      type,
+      status: "Unknown",
+      reason: "IssuerUnknown",
+      message: "the cluster's OIDC issuer is not known (yet)",
+    };
+  const stale = fics
+    .filter((f) => issuerOf(f) !== clusterIssuer)
+    .sort((a, b) => (a.metadata?.name ?? "").localeCompare(b.metadata?.name ?? ""));
   if (stale.length === 0) {
-    return { type, status: "True", reason: "IssuerMatches", message: `${fics.length === 1 ? "the federated credential trusts" : `all ${fics.length} federated credentials trust`} the cluster's OIDC issuer ${clusterIssuer}` };
+    return {
+      type,
+      status: "True",
+      reason: "IssuerMatches",
+      message: `${fics.length === 1 ? "the federated credential trusts" : `all ${fics.length} federated credentials trust`} the cluster's OIDC issuer ${clusterIssuer}`,
+    };
   }
   const old = [...new Set(stale.map((f) => issuerOf(f) ?? "(no issuer)"))].sort();
   const names = stale.map((f) => f.metadata?.name ?? "?");
@@ -305,12 +384,15 @@ function toIso(t: Date | string): string {
 export function sameStatus(a: TeamStatusView, current: Record<string, unknown> | undefined): boolean {
   if (!current) return false;
   const norm = (v: unknown) => JSON.stringify(canonical(v));
-  return norm(statusBody(a)) === norm({
-    conditions: current.conditions,
-    ...(current.identity ? { identity: current.identity } : {}),
-    ...(current.revision ? { revision: current.revision } : {}),
-    observedGeneration: current.observedGeneration,
-  });
+  return (
+    norm(statusBody(a)) ===
+    norm({
+      conditions: current.conditions,
+      ...(current.identity ? { identity: current.identity } : {}),
+      ...(current.revision ? { revision: current.revision } : {}),
+      observedGeneration: current.observedGeneration,
+    })
+  );
 }
 
 /** The `status` object written to the Team. */

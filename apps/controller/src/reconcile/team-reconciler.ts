@@ -1,13 +1,59 @@
-import { GUID, teamNames, ValueUnavailableError, type Cluster, type ClusterFacts, type Platform, type PlatformValuesProvider } from "@berth/core";
+import {
+  GUID,
+  teamNames,
+  ValueUnavailableError,
+  type Cluster,
+  type ClusterFacts,
+  type Platform,
+  type PlatformValuesProvider,
+} from "@berth/core";
 import type { Caches } from "../caches.js";
 import { errorKind, type ClusterWriter } from "../kube.js";
-import { ACCESS_FINALIZER, ARTIFACT_ORIGIN_REVISION, CLIENT_ID_ANNOTATION, EXTERNAL_ARTIFACT_API_VERSION, TEAM_API_VERSION, TEAM_ROLE_BINDING } from "../names.js";
+import {
+  ACCESS_FINALIZER,
+  ARTIFACT_ORIGIN_REVISION,
+  CLIENT_ID_ANNOTATION,
+  EXTERNAL_ARTIFACT_API_VERSION,
+  TEAM_API_VERSION,
+  TEAM_ROLE_BINDING,
+} from "../names.js";
 import type { Logger } from "@berth/kube-runtime";
-import { classifyDrift, desiredTeamCredential, tamperMessage, teamCredentialSecret, workloadServiceAccountPatch } from "./credential.js";
-import { isDeleting, unb64, type ConfigMapLike, type KubeObject, type KustomizationLike, type ObjectRef, type SecretLike, type TeamObject } from "./objects.js";
+import {
+  classifyDrift,
+  desiredTeamCredential,
+  tamperMessage,
+  teamCredentialSecret,
+  workloadServiceAccountPatch,
+} from "./credential.js";
+import {
+  isDeleting,
+  unb64,
+  type ConfigMapLike,
+  type KubeObject,
+  type KustomizationLike,
+  type ObjectRef,
+  type SecretLike,
+  type TeamObject,
+} from "./objects.js";
 import { foreignDataOwners } from "./platform.js";
-import { accessAction, accessEnding, credentialAction, credentialFinalizerPending, isOffboarding, withoutFinalizer } from "./offboarding.js";
-import { failedArtifactAttempt, FEDERATION_CONDITION, ISSUER_CHANGED, sameStatus, statusBody, teamStatusView, type CredentialState, type ValuesState } from "./status.js";
+import {
+  accessAction,
+  accessEnding,
+  credentialAction,
+  credentialFinalizerPending,
+  isOffboarding,
+  withoutFinalizer,
+} from "./offboarding.js";
+import {
+  failedArtifactAttempt,
+  FEDERATION_CONDITION,
+  ISSUER_CHANGED,
+  sameStatus,
+  statusBody,
+  teamStatusView,
+  type CredentialState,
+  type ValuesState,
+} from "./status.js";
 
 /** Where the team's identity ids came from for this pass, and why there are none when there are none. */
 interface IdentitySource {
@@ -50,7 +96,9 @@ export interface FactsState {
   values: ValuesState;
 }
 
-export async function clusterFactsOrLastKnown(deps: Pick<ReconcilerDeps, "provider" | "cluster" | "caches" | "platform">): Promise<FactsState> {
+export async function clusterFactsOrLastKnown(
+  deps: Pick<ReconcilerDeps, "provider" | "cluster" | "caches" | "platform">,
+): Promise<FactsState> {
   try {
     return { facts: await deps.provider.clusterFacts(deps.cluster), values: { fresh: true } };
   } catch (err) {
@@ -58,7 +106,9 @@ export async function clusterFactsOrLastKnown(deps: Pick<ReconcilerDeps, "provid
     const problem = { reason: err.reason, severity: err.severity, message: err.message };
     const last = err.severity === "Warning" ? lastKnownFacts(deps.caches.platformVars()?.data) : undefined;
     const source = `${deps.platform.asoNamespace}/${deps.platform.platformVarsConfigMap}`;
-    return last ? { facts: last, values: { fresh: false, ...problem, lastKnownFrom: source } } : { values: { fresh: false, ...problem } };
+    return last
+      ? { facts: last, values: { fresh: false, ...problem, lastKnownFrom: source } }
+      : { values: { fresh: false, ...problem } };
   }
 }
 
@@ -68,7 +118,8 @@ export function lastKnownFacts(data: Record<string, string> | undefined): Cluste
   const subscriptionId = data?.SUBSCRIPTION_ID;
   const oidcIssuerUrl = data?.CLUSTER_OIDC_ISSUER_URL;
   const location = data?.AZURE_LOCATION;
-  if (!tenantId || !subscriptionId || !oidcIssuerUrl || !location || !GUID.test(tenantId) || !GUID.test(subscriptionId)) return undefined;
+  if (!tenantId || !subscriptionId || !oidcIssuerUrl || !location || !GUID.test(tenantId) || !GUID.test(subscriptionId))
+    return undefined;
   return { tenantId, subscriptionId, oidcIssuerUrl, location };
 }
 
@@ -81,7 +132,9 @@ export function lastKnownIdentity(secret: SecretLike | undefined): ConfigMapLike
   const clientId = unb64(secret.data.AZURE_CLIENT_ID);
   const tenantId = unb64(secret.data.AZURE_TENANT_ID);
   if (!clientId || !tenantId || !GUID.test(clientId) || !GUID.test(tenantId)) return undefined;
-  const ours = (secret.metadata?.managedFields?.length ?? 0) > 0 && foreignDataOwners(secret, Object.keys(secret.data)).length === 0;
+  const ours =
+    (secret.metadata?.managedFields?.length ?? 0) > 0 &&
+    foreignDataOwners(secret, Object.keys(secret.data)).length === 0;
   return ours ? { data: { clientId, tenantId } } : undefined;
 }
 
@@ -132,7 +185,9 @@ export class TeamReconciler {
   private inputsOf(team: string, state: FactsState): string {
     const { caches } = this.deps;
     const rv = (o: KubeObject | undefined) => o?.metadata?.resourceVersion ?? "-";
-    const aso = Object.values(caches.asoObjects(team)).flatMap((list) => list.map(rv)).sort();
+    const aso = Object.values(caches.asoObjects(team))
+      .flatMap((list) => list.map(rv))
+      .sort();
     return JSON.stringify([
       rv(caches.team(team)),
       rv(caches.teamSecret(team)),
@@ -149,12 +204,15 @@ export class TeamReconciler {
   /** One pass; `signal` ends it before its next write (leadership lost, time limit). */
   async reconcile(team: string, signal?: AbortSignal): Promise<{ requeueAfterMs?: number }> {
     const { caches } = this.deps;
-    const tracked = trackWrites(signal && this.deps.writer.withSignal ? this.deps.writer.withSignal(signal) : this.deps.writer);
+    const tracked = trackWrites(
+      signal && this.deps.writer.withSignal ? this.deps.writer.withSignal(signal) : this.deps.writer,
+    );
     const writer = tracked.writer;
     const teamObj = caches.team(team);
     const secret = caches.teamSecret(team);
     const roleBinding = caches.roleBinding(team);
-    if (isOffboarding(teamObj, secret)) {
+    // isOffboarding covers a missing Team too; naming that case here lets the code below use teamObj.
+    if (!teamObj || isOffboarding(teamObj, secret)) {
       this.unchanged.delete(team);
       return this.offboard(writer, team, teamObj, secret, roleBinding);
     }
@@ -165,9 +223,9 @@ export class TeamReconciler {
     if (!secret && accessEnding(roleBinding)) {
       // The namespace (or the binding) is being deleted: a credential written now would carry a finalizer
       // the controller might soon have no right to release. Write none, and let the binding go.
-      await this.releaseAccess(writer, team, roleBinding!, secret);
+      await this.releaseAccess(writer, team, roleBinding, secret);
       const names = teamNames(team);
-      await this.writeStatus(writer, team, teamObj!, state, caches.identity(team), {
+      await this.writeStatus(writer, team, teamObj, state, caches.identity(team), {
         written: false,
         reason: "AccessEnding",
         message: `RoleBinding ${names.namespace}/${TEAM_ROLE_BINDING} is being deleted: no credential is written`,
@@ -176,12 +234,21 @@ export class TeamReconciler {
     }
 
     // Ask Azure for the identity only with fresh facts: in an outage it cannot answer either.
-    const identity: IdentitySource = state.values.fresh ? await this.identity(team, secret) : this.identityWithoutAzure(team, secret);
+    const identity: IdentitySource = state.values.fresh
+      ? await this.identity(team, secret)
+      : this.identityWithoutAzure(team, secret);
     const credential = await this.writeCredential(writer, team, secret, state, identity);
-    await this.writeStatus(writer, team, teamObj!, state, identity.identity, credential);
+    await this.writeStatus(writer, team, teamObj, state, identity.identity, credential);
     // Only a pass that found everything in place, on values from the ConfigMap and a provider that answers,
     // is remembered (an identity read from Azure may change without any object here changing).
-    if (credential.written && state.values.fresh && identity.from === "configmap" && !tracked.wrote() && this.inputsOf(team, state) === inputs) this.unchanged.set(team, inputs);
+    if (
+      credential.written &&
+      state.values.fresh &&
+      identity.from === "configmap" &&
+      !tracked.wrote() &&
+      this.inputsOf(team, state) === inputs
+    )
+      this.unchanged.set(team, inputs);
     // Stale values do not shorten the period: the provider's recovery re-runs every team (observeFacts).
     return { requeueAfterMs: credential.written ? this.deps.resyncMs : this.deps.retryMs };
   }
@@ -208,59 +275,125 @@ export class TeamReconciler {
     try {
       const id = await provider.teamIdentity(team, cluster);
       if (!id) {
-        return { identity: undefined, from: "azure", problem: { reason: "IdentityPending", message: `waiting for ASO to write ConfigMap ${cmName}; the team's identity does not exist in Azure yet either` } };
+        return {
+          identity: undefined,
+          from: "azure",
+          problem: {
+            reason: "IdentityPending",
+            message: `waiting for ASO to write ConfigMap ${cmName}; the team's identity does not exist in Azure yet either`,
+          },
+        };
       }
       logger.debug({ team, clientId: id.clientId }, "identity ConfigMap missing: identity ids from Azure");
-      return { identity: { metadata: { name: teamNames(team).identityConfigMap }, data: { clientId: id.clientId, principalId: id.principalId, tenantId: id.tenantId } }, from: "azure" };
+      return {
+        identity: {
+          metadata: { name: teamNames(team).identityConfigMap },
+          data: { clientId: id.clientId, principalId: id.principalId, tenantId: id.tenantId },
+        },
+        from: "azure",
+      };
     } catch (err) {
       // ValueUnavailableError (Azure unreachable, throttled, circuit open) or a name Azure lookups refuse:
       // nothing is written, and the next pass tries again.
       const message = err instanceof Error ? err.message : String(err);
       const last = lastKnownIdentity(secret);
       if (last) return { identity: last, from: "last-known" };
-      return { identity: undefined, from: "azure", problem: { reason: "IdentityUnavailable", message: `ConfigMap ${cmName} is missing and Azure could not be asked: ${message}` } };
+      return {
+        identity: undefined,
+        from: "azure",
+        problem: {
+          reason: "IdentityUnavailable",
+          message: `ConfigMap ${cmName} is missing and Azure could not be asked: ${message}`,
+        },
+      };
     }
   }
 
-  private async writeCredential(writer: ClusterWriter, team: string, secret: SecretLike | undefined, state: FactsState, source: IdentitySource): Promise<CredentialState> {
+  private async writeCredential(
+    writer: ClusterWriter,
+    team: string,
+    secret: SecretLike | undefined,
+    state: FactsState,
+    source: IdentitySource,
+  ): Promise<CredentialState> {
     const { platform, caches, events, logger } = this.deps;
     const names = teamNames(team);
     const { facts } = state;
-    if (!facts) return { written: false, reason: "ProviderUnavailable", message: state.values.fresh ? "the platform values are not known" : state.values.message };
+    if (!facts)
+      return {
+        written: false,
+        reason: "ProviderUnavailable",
+        message: state.values.fresh ? "the platform values are not known" : state.values.message,
+      };
     if (source.problem) return { written: false, ...source.problem };
     const desired = desiredTeamCredential(team, source.identity, facts, platform.asoNamespace);
     // Never write an empty or partial credential: an existing one stays as it is until values are known.
     if (!desired.ok) return { written: false, reason: desired.reason, message: desired.message };
 
     const want = teamCredentialSecret(team, desired.value);
-    const ref: ObjectRef = { apiVersion: "v1", kind: "Secret", name: names.asoCredentialSecret, namespace: names.namespace, ...(secret?.metadata?.uid ? { uid: secret.metadata.uid } : {}) };
+    const ref: ObjectRef = {
+      apiVersion: "v1",
+      kind: "Secret",
+      name: names.asoCredentialSecret,
+      namespace: names.namespace,
+      ...(secret?.metadata?.uid ? { uid: secret.metadata.uid } : {}),
+    };
     const drift = classifyDrift(secret, want, { get: (id) => caches.clientIdOwner(id) }, team);
     try {
       if (drift.kind === "tampered") {
         const message = tamperMessage(team, drift);
-        logger.warn({ team, changed: drift.changed, extraKeys: drift.extraKeys, owners: drift.owners, otherTeam: drift.otherTeam }, "team credential tampered with: reverting");
+        logger.warn(
+          {
+            team,
+            changed: drift.changed,
+            extraKeys: drift.extraKeys,
+            owners: drift.owners,
+            otherTeam: drift.otherTeam,
+          },
+          "team credential tampered with: reverting",
+        );
         events.warning(ref, "CredentialTampered", message);
         // SSA cannot remove keys another manager added: replace the data wholesale first.
-        if (drift.extraKeys.length && secret) await writer.replaceSecretData(secret, want.data!);
+        if (drift.extraKeys.length && secret) {
+          if (!want.data)
+            throw new Error(`the desired Secret ${names.namespace}/${names.asoCredentialSecret} has no data`);
+          await writer.replaceSecretData(secret, want.data);
+        }
       }
       if (drift.kind !== "in-sync") {
         await writer.apply(want);
-        if (drift.kind === "missing") events.normal(ref, "CredentialWritten", `aso-credential written for identity ${desired.value.clientId}`);
-        if (drift.kind === "rotated") events.normal(ref, "CredentialRotated", `client id ${drift.fromClientId ?? "(none)"} → ${drift.toClientId}`);
+        if (drift.kind === "missing")
+          events.normal(ref, "CredentialWritten", `aso-credential written for identity ${desired.value.clientId}`);
+        if (drift.kind === "rotated")
+          events.normal(ref, "CredentialRotated", `client id ${drift.fromClientId ?? "(none)"} → ${drift.toClientId}`);
         logger.info({ team, drift: drift.kind, clientId: desired.value.clientId }, "team credential applied");
       }
       const sa = caches.serviceAccount(team);
-      if (!sa) return { written: false, reason: "ServiceAccountMissing", message: `ServiceAccount ${names.namespace}/${names.serviceAccount} does not exist (yet); the credential Secret is written` };
+      if (!sa)
+        return {
+          written: false,
+          reason: "ServiceAccountMissing",
+          message: `ServiceAccount ${names.namespace}/${names.serviceAccount} does not exist (yet); the credential Secret is written`,
+        };
       if (sa.metadata?.annotations?.[CLIENT_ID_ANNOTATION] !== desired.value.clientId) {
         await writer.apply(workloadServiceAccountPatch(team, desired.value.clientId));
         logger.info({ team, clientId: desired.value.clientId }, "workload ServiceAccount annotated");
       }
     } catch (err) {
       const kind = errorKind(err);
-      if (kind === "not-found") return { written: false, reason: "NamespaceMissing", message: `namespace ${names.namespace} does not exist (yet)` };
+      if (kind === "not-found")
+        return {
+          written: false,
+          reason: "NamespaceMissing",
+          message: `namespace ${names.namespace} does not exist (yet)`,
+        };
       if (kind === "forbidden") {
         // Expected until Flux has applied the team's RoleBinding berth-controller, or while the namespace terminates.
-        return { written: false, reason: "Forbidden", message: `not allowed to write in namespace ${names.namespace}: ${(err as Error).message}` };
+        return {
+          written: false,
+          reason: "Forbidden",
+          message: `not allowed to write in namespace ${names.namespace}: ${(err as Error).message}`,
+        };
       }
       throw err;
     }
@@ -270,10 +403,21 @@ export class TeamReconciler {
         : source.from === "last-known"
           ? ` (the identity in place: ConfigMap ${platform.asoNamespace}/${names.identityConfigMap} is missing and Azure cannot be asked now)`
           : "";
-    return { written: true, reason: "Written", message: `aso-credential and ServiceAccount ${names.serviceAccount} use identity ${desired.value.clientId}${from}` };
+    return {
+      written: true,
+      reason: "Written",
+      message: `aso-credential and ServiceAccount ${names.serviceAccount} use identity ${desired.value.clientId}${from}`,
+    };
   }
 
-  private async writeStatus(writer: ClusterWriter, team: string, teamObj: TeamObject, state: FactsState, identity: ConfigMapLike | undefined, credential: CredentialState): Promise<void> {
+  private async writeStatus(
+    writer: ClusterWriter,
+    team: string,
+    teamObj: TeamObject,
+    state: FactsState,
+    identity: ConfigMapLike | undefined,
+    credential: CredentialState,
+  ): Promise<void> {
     const { caches, events, logger } = this.deps;
     const facts = state.facts;
     const kustomization = caches.kustomization(team);
@@ -293,17 +437,34 @@ export class TeamReconciler {
     // tell people once per change (the recorder merges repeats), on the Team.
     const before = teamObj.status?.conditions?.find((c) => c.type === FEDERATION_CONDITION);
     const after = view.conditions.find((c) => c.type === FEDERATION_CONDITION);
-    const teamRef: ObjectRef = { apiVersion: TEAM_API_VERSION, kind: "Team", name: team, ...(teamObj.metadata?.uid ? { uid: teamObj.metadata.uid } : {}) };
-    if (after?.status === "False" && after.reason === ISSUER_CHANGED && (before?.status !== "False" || before.message !== after.message)) {
+    const teamRef: ObjectRef = {
+      apiVersion: TEAM_API_VERSION,
+      kind: "Team",
+      name: team,
+      ...(teamObj.metadata?.uid ? { uid: teamObj.metadata.uid } : {}),
+    };
+    if (
+      after?.status === "False" &&
+      after.reason === ISSUER_CHANGED &&
+      (before?.status !== "False" || before.message !== after.message)
+    ) {
       logger.warn({ team, issuer: facts?.oidcIssuerUrl }, after.message);
       events.warning(teamRef, ISSUER_CHANGED, after.message);
     } else if (after?.status === "True" && before?.status === "False" && before.reason === ISSUER_CHANGED) {
-      logger.info({ team, issuer: facts?.oidcIssuerUrl }, "federated credentials trust the cluster's OIDC issuer again");
+      logger.info(
+        { team, issuer: facts?.oidcIssuerUrl },
+        "federated credentials trust the cluster's OIDC issuer again",
+      );
       events.normal(teamRef, "IssuerMatches", after.message);
     }
     if (sameStatus(view, teamObj.status)) return;
     try {
-      await writer.applyStatus({ apiVersion: TEAM_API_VERSION, kind: "Team", metadata: { name: team }, status: statusBody(view) } as never);
+      await writer.applyStatus({
+        apiVersion: TEAM_API_VERSION,
+        kind: "Team",
+        metadata: { name: team },
+        status: statusBody(view),
+      } as never);
     } catch (err) {
       if (errorKind(err) !== "not-found") throw err; // deleted meanwhile
     }
@@ -314,11 +475,21 @@ export class TeamReconciler {
    * revision, while the artifact is still the one that failed. Read only on such a failure, so no watch of artifacts
    * (source-watcher rewrites every team's artifact status at each commit).
    */
-  private async attemptedOrigin(writer: ClusterWriter, team: string, kustomization: KustomizationLike | undefined): Promise<string | undefined> {
+  private async attemptedOrigin(
+    writer: ClusterWriter,
+    team: string,
+    kustomization: KustomizationLike | undefined,
+  ): Promise<string | undefined> {
     const attempt = failedArtifactAttempt(kustomization);
     if (!attempt) return undefined;
-    const ref = { apiVersion: EXTERNAL_ARTIFACT_API_VERSION, kind: "ExternalArtifact", namespace: this.deps.platform.asoNamespace, name: teamNames(team).teamArtifact };
-    const artifact = (await writer.read(ref).catch(() => undefined)) as { status?: { artifact?: { revision?: string; metadata?: Record<string, string> } } } | undefined;
+    const ref = {
+      apiVersion: EXTERNAL_ARTIFACT_API_VERSION,
+      kind: "ExternalArtifact",
+      namespace: this.deps.platform.asoNamespace,
+      name: teamNames(team).teamArtifact,
+    };
+    const artifact = (await writer.read(ref).catch(() => undefined)) as
+      { status?: { artifact?: { revision?: string; metadata?: Record<string, string> } } } | undefined;
     const current = artifact?.status?.artifact;
     return current?.revision === attempt ? current.metadata?.[ARTIFACT_ORIGIN_REVISION] : undefined;
   }
@@ -334,20 +505,35 @@ export class TeamReconciler {
     const names = teamNames(team);
     const remainingAso = secret ? await writer.listAsoResources(names.namespace) : [];
     const decision = credentialAction({ team: teamObj, secret, remainingAso });
-    const ref: ObjectRef = { apiVersion: "v1", kind: "Secret", name: names.asoCredentialSecret, namespace: names.namespace };
+    const ref: ObjectRef = {
+      apiVersion: "v1",
+      kind: "Secret",
+      name: names.asoCredentialSecret,
+      namespace: names.namespace,
+    };
     switch (decision.action) {
       case "hold":
         // The RoleBinding's finalizer is kept too (accessAction): it is what lets the controller release this one.
-        logger.info({ team, remaining: decision.remaining }, "offboarding: keeping aso-credential until ASO has deleted the team's resources");
+        logger.info(
+          { team, remaining: decision.remaining },
+          "offboarding: keeping aso-credential until ASO has deleted the team's resources",
+        );
         return { requeueAfterMs: this.deps.offboardingPollMs };
       case "delete":
         await writer.delete(ref);
-        events.normal(ref, "CredentialDeleted", `team ${team} is gone and no ASO resource remains in ${names.namespace}`);
+        events.normal(
+          ref,
+          "CredentialDeleted",
+          `team ${team} is gone and no ASO resource remains in ${names.namespace}`,
+        );
         return { requeueAfterMs: this.deps.offboardingPollMs };
-      case "release":
-        await writer.setFinalizers(ref, withoutFinalizer(secret!), secret!.metadata?.resourceVersion);
+      case "release": {
+        if (!secret)
+          throw new Error(`offboarding team ${team}: a finalizer release was decided without a credential Secret`);
+        await writer.setFinalizers(ref, withoutFinalizer(secret), secret.metadata?.resourceVersion);
         logger.info({ team }, "offboarding: finalizer released");
         return { requeueAfterMs: this.deps.offboardingPollMs };
+      }
       default: {
         // The credential is gone or no longer ours to hold: the controller's RoleBinding may go.
         const access = await this.releaseAccess(writer, team, roleBinding, secret);
@@ -365,21 +551,44 @@ export class TeamReconciler {
    * Until then the binding, though being deleted, still grants the controller what it needs to release the
    * credential.
    */
-  private async releaseAccess(writer: ClusterWriter, team: string, roleBinding: KubeObject | undefined, secret: SecretLike | undefined): Promise<"none" | "waiting" | "released"> {
+  private async releaseAccess(
+    writer: ClusterWriter,
+    team: string,
+    roleBinding: KubeObject | undefined,
+    secret: SecretLike | undefined,
+  ): Promise<"none" | "waiting" | "released"> {
     const { logger } = this.deps;
     const decision = accessAction(roleBinding, secret);
-    if (decision.action === "none") return "none";
+    // accessAction decides "none" without a binding too; naming that case here lets the code below use it.
+    if (!roleBinding || decision.action === "none") return "none";
     if (decision.action === "keep") return "waiting";
     const names = teamNames(team);
-    const secretRef: ObjectRef = { apiVersion: "v1", kind: "Secret", name: names.asoCredentialSecret, namespace: names.namespace };
-    const bindingRef: ObjectRef = { apiVersion: "rbac.authorization.k8s.io/v1", kind: "RoleBinding", name: TEAM_ROLE_BINDING, namespace: names.namespace };
+    const secretRef: ObjectRef = {
+      apiVersion: "v1",
+      kind: "Secret",
+      name: names.asoCredentialSecret,
+      namespace: names.namespace,
+    };
+    const bindingRef: ObjectRef = {
+      apiVersion: "rbac.authorization.k8s.io/v1",
+      kind: "RoleBinding",
+      name: TEAM_ROLE_BINDING,
+      namespace: names.namespace,
+    };
     try {
       // The cache may not have a credential written moments ago yet: ask the server before letting go.
       if (credentialFinalizerPending(await writer.read(secretRef))) {
-        logger.info({ team }, "offboarding: keeping RoleBinding berth-controller: the credential's finalizer is still there");
+        logger.info(
+          { team },
+          "offboarding: keeping RoleBinding berth-controller: the credential's finalizer is still there",
+        );
         return "waiting";
       }
-      await writer.setFinalizers(bindingRef, withoutFinalizer(roleBinding!, ACCESS_FINALIZER), roleBinding!.metadata?.resourceVersion);
+      await writer.setFinalizers(
+        bindingRef,
+        withoutFinalizer(roleBinding, ACCESS_FINALIZER),
+        roleBinding.metadata?.resourceVersion,
+      );
     } catch (err) {
       // Forbidden: the binding is already gone (the cache lags), and with it anything left to do here.
       if (errorKind(err) === "forbidden") return "none";
