@@ -5,7 +5,7 @@
  */
 import { fleetResponse, problemSchema, rolloutPreviewResponse, teamListResponse } from "@berth/api-contract";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { templateListResponse } from "../../apps/api/src/routes/templates.js";
+import { templateListResponse } from "../../apps/api/src/http/routes/templates.js";
 import { DEV_TOKEN, startBerth, type RunningBerth } from "../support/berth.js";
 import { ensureBuilt } from "../support/build.js";
 import { CliHarness } from "../support/cli.js";

@@ -4,7 +4,7 @@
  */
 import { teamShard } from "@berth/core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { driftResponse } from "../../apps/api/src/routes/fleet.js";
+import { driftResponse } from "../../apps/api/src/http/routes/fleet.js";
 import { DEV_TOKEN, startBerth, type RunningBerth } from "../support/berth.js";
 import { createBareRepo, handEdit, inspectRemote } from "../support/git-remotes.js";
 

@@ -16,7 +16,7 @@
 import { rolloutResponse, statusResponse, teamResponse } from "@berth/api-contract";
 import type { Rollout } from "@berth/core";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
-import { templateListResponse } from "../../apps/api/src/routes/templates.js";
+import { templateListResponse } from "../../apps/api/src/http/routes/templates.js";
 import { eventually } from "../support/wait.js";
 import { DEV_TOKEN, type RunningBerth } from "../support/berth.js";
 import { startFluxPlatform, type FluxPlatform, type PlatformCluster } from "../support/flux-platform.js";

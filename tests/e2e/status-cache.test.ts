@@ -10,7 +10,7 @@ import { KubeConfig } from "@kubernetes/client-node";
 import type { Cluster } from "@berth/core";
 import { KubeClient, type RequestInit } from "@berth/kube-runtime";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { KubeTeamStatusReader } from "../../apps/api/src/team-status.js";
+import { KubeTeamStatusReader } from "../../apps/api/src/adapters/team-status.js";
 import { Admin, INFRA, readManifests } from "../controller/helpers.js";
 import { DEV_TOKEN, startBerth } from "../support/berth.js";
 import { createBareRepo } from "../support/git-remotes.js";

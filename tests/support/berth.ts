@@ -8,9 +8,9 @@ import type { FluxRepo } from "@berth/gitops";
 import type { FastifyInstance } from "fastify";
 import pino from "pino";
 import { parse, stringify } from "yaml";
-import { buildServer, loggerOptions } from "../../apps/api/src/server.js";
-import type { Clock } from "../../apps/api/src/rollouts/clock.js";
-import type { TeamStatusReader } from "../../apps/api/src/team-status.js";
+import { buildServer, loggerOptions } from "../../apps/api/src/http/server.js";
+import type { Clock } from "../../apps/api/src/services/rollouts/clock.js";
+import type { TeamStatusReader } from "../../apps/api/src/adapters/team-status.js";
 import { createServices, type ApiServices } from "../../apps/api/src/wiring.js";
 
 export const REPO_ROOT = fileURLToPath(new URL("../../", import.meta.url));

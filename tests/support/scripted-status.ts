@@ -1,5 +1,5 @@
 import type { Cluster } from "@berth/core";
-import type { ClusterStatus, TeamStatusReader } from "../../apps/api/src/team-status.js";
+import type { ClusterStatus, TeamStatusReader } from "../../apps/api/src/adapters/team-status.js";
 
 type Condition = ClusterStatus["conditions"][number];
 

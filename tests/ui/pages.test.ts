@@ -5,8 +5,8 @@
  * sign-in, ETag/304 on the live refresh and on GET /v1/status, and the pages kept out of the OpenAPI doc.
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { UI_CONTENT_SECURITY_POLICY } from "../../apps/api/src/ui/index.js";
-import { html } from "../../apps/api/src/ui/html.js";
+import { UI_CONTENT_SECURITY_POLICY } from "../../apps/api/src/http/ui/index.js";
+import { html } from "../../apps/api/src/http/ui/html.js";
 import { DEV_TOKEN, startBerth, type RunningBerth } from "../support/berth.js";
 import { createBareRepo, type BareRepo } from "../support/git-remotes.js";
 

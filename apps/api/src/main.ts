@@ -1,7 +1,7 @@
 import { loadConfig, ConfigError, type BerthConfig } from "@berth/config";
 import { startHealthServer } from "@berth/kube-runtime";
 import pino from "pino";
-import { buildServer, loggerOptions } from "./server.js";
+import { buildServer, loggerOptions } from "./http/server.js";
 import { createServices } from "./wiring.js";
 
 /** Process concerns only: configuration, logger, wiring, listen, signals, graceful close. */

@@ -1,7 +1,7 @@
 import type { FluxRepoBatch } from "@berth/gitops";
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from "prom-client";
-import type { NotifyObserver } from "./flux-notifier.js";
-import type { StatusCacheStats } from "./team-status.js";
+import type { NotifyObserver } from "./adapters/flux-notifier.js";
+import type { StatusCacheStats } from "./adapters/team-status.js";
 
 /**
  * The API's Prometheus metrics (docs/operations.md, "Metrics"), on the app's own Registry: never the global

@@ -2,18 +2,18 @@ import { loadTemplateCatalog, type BerthConfig } from "@berth/config";
 import { Adoption, clustersReading, Fleet, Onboarding, repoLayout } from "@berth/core";
 import { FluxRepo, type FluxRepoBatch } from "@berth/gitops";
 import type pino from "pino";
-import { AdoptionService } from "./adoption-service.js";
-import type { AppDeps } from "./app.js";
-import { FleetService } from "./fleet-service.js";
-import { FluxNotifier } from "./flux-notifier.js";
+import { AdoptionService } from "./services/adoption-service.js";
+import type { AppDeps } from "./http/app.js";
+import { FleetService } from "./services/fleet-service.js";
+import { FluxNotifier } from "./adapters/flux-notifier.js";
 import { ApiMetrics } from "./metrics.js";
-import { authenticatorFor } from "./plugins/auth.js";
-import { systemClock, type Clock } from "./rollouts/clock.js";
-import { RolloutEngine } from "./rollouts/engine.js";
-import { RolloutService } from "./rollouts/service.js";
-import { StatusBoard } from "./status-board.js";
-import { TeamService } from "./team-service.js";
-import { KubeTeamStatusReader, type TeamStatusReader } from "./team-status.js";
+import { authenticatorFor } from "./http/plugins/auth.js";
+import { systemClock, type Clock } from "./services/rollouts/clock.js";
+import { RolloutEngine } from "./services/rollouts/engine.js";
+import { RolloutService } from "./services/rollouts/service.js";
+import { StatusBoard } from "./services/status-board.js";
+import { TeamService } from "./services/team-service.js";
+import { KubeTeamStatusReader, type TeamStatusReader } from "./adapters/team-status.js";
 
 /** The API's services built from its configuration: what main.ts runs and what the tests start. */
 export interface ApiServices {

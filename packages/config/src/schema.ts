@@ -101,7 +101,7 @@ export const fluxNotifySchema = z
   })
   .strict();
 
-/** The read-only status page at /ui (apps/api/src/ui): sign-in, sessions, refresh. */
+/** The read-only status page at /ui (apps/api/src/http/ui): sign-in, sessions, refresh. */
 export const uiSchema = z
   .object({
     enabled: z.boolean().default(true),

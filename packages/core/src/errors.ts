@@ -1,6 +1,6 @@
 /**
  * The domain's errors: one base class and a closed set of codes. The HTTP edge maps each code to one status and
- * title (apps/api/src/plugins/problem.ts); nothing else in the domain throws on purpose.
+ * title (apps/api/src/http/plugins/problem.ts); nothing else in the domain throws on purpose.
  */
 
 export interface FieldIssue {

@@ -8,7 +8,7 @@ import { safeTextSchema, teamNameSchema, templateVersionSchema } from "../team.j
  * Rollouts, the pure part (docs/rollouts.md). This file: what a rollout request says, and the state file
  * kept in the Flux repo (its schema, how it is written and read back). waves.ts selects teams and splits
  * them into waves, transitions.ts moves the state, gate.ts judges a wave, reader.ts reads the files of a
- * tree. The engine that waits, reads cluster status and commits is the API's (apps/api/src/rollouts/).
+ * tree. The engine that waits, reads cluster status and commits is the API's (apps/api/src/services/rollouts/).
  */
 
 /** Every commit of a rollout carries this trailer with the rollout id. */

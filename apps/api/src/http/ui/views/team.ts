@@ -1,5 +1,5 @@
 import { describeClusterStatus, phaseOf, statusChain, type ChainStep, type ClusterStatus } from "@berth/api-contract";
-import type { TeamDetail } from "../../status-board.js";
+import type { TeamDetail } from "../../../services/status-board.js";
 import { html, type Html } from "../html.js";
 import { phaseBadge, shortSha, timestamp } from "./common.js";
 

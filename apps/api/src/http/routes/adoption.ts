@@ -1,7 +1,7 @@
 import { adoptionRequestSchema, teamSchema } from "@berth/core";
 import type { FastifyPluginAsyncZod } from "fastify-type-provider-zod";
 import { z } from "zod";
-import type { AdoptionService } from "../adoption-service.js";
+import type { AdoptionService } from "../../services/adoption-service.js";
 import { fileChangeSchema, problemResponses, teamNameParams } from "./schemas.js";
 import { originOf } from "./teams.js";
 

@@ -13,7 +13,7 @@ import {
   type Trailer,
 } from "@berth/core";
 import { IdempotentWrites, type TransactionStore, type WriteRequest } from "./idempotency.js";
-import type { ClusterStatus, TeamStatusReader } from "./team-status.js";
+import type { ClusterStatus, TeamStatusReader } from "../adapters/team-status.js";
 
 /** What the API needs from the Flux repo; @berth/gitops' FluxRepo provides it. */
 export interface TeamStore extends TransactionStore {

@@ -1,7 +1,7 @@
 import type { ClusterStatus, FleetResponse } from "@berth/api-contract";
 import { allClusters, clustersOf, repoLayout, type Cluster, type Onboarding, type RepoTree, type Team, type TeamListing } from "@berth/core";
 import type { CommitSummary } from "@berth/gitops";
-import type { TeamStatusReader } from "./team-status.js";
+import type { TeamStatusReader } from "../adapters/team-status.js";
 
 /** What the board reads from the Flux repo; @berth/gitops' FluxRepo provides it. */
 export interface RepoReader {

@@ -1,6 +1,6 @@
 import type { FastifyPluginAsyncZod } from "fastify-type-provider-zod";
 import { z } from "zod";
-import type { FleetService } from "../fleet-service.js";
+import type { FleetService } from "../../services/fleet-service.js";
 import { problemResponses } from "./schemas.js";
 
 /** HTTP shapes of the fleet routes (exported for clients). */

@@ -20,8 +20,8 @@ import {
   type RepoTree,
   type Rollout,
 } from "@berth/core";
-import type { ApiMetrics } from "../metrics.js";
-import type { TeamStatusReader } from "../team-status.js";
+import type { ApiMetrics } from "../../metrics.js";
+import type { TeamStatusReader } from "../../adapters/team-status.js";
 import type { Clock } from "./clock.js";
 import {
   describeTarget,

@@ -2,7 +2,7 @@ import { createHash } from "node:crypto";
 import type { ChangeOrigin, CommitInfo, RepoChange, RepoTree, Trailer } from "@berth/core";
 import { TRAILER_ACTOR, trailerValue } from "@berth/gitops";
 import type { FastifyRequest } from "fastify";
-import { HttpProblem } from "./plugins/problem.js";
+import { HttpProblem } from "../http/plugins/problem.js";
 
 /**
  * Idempotency-Key (draft-ietf-httpapi-idempotency-key-header): a retried write with the same key and the

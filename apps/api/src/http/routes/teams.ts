@@ -5,9 +5,9 @@ import type { FastifyReply, FastifyRequest } from "fastify";
 import { matchesEtag } from "../etag.js";
 import type { FastifyPluginAsyncZod } from "fastify-type-provider-zod";
 import { z } from "zod";
-import { idempotencyKeyOf, requestFingerprint } from "../idempotency.js";
+import { idempotencyKeyOf, requestFingerprint } from "../../services/idempotency.js";
 import { HttpProblem, pathOf } from "../plugins/problem.js";
-import type { TeamService, WriteRequest } from "../team-service.js";
+import type { TeamService, WriteRequest } from "../../services/team-service.js";
 import {
   conditionalHeaders,
   createTeamBody,

@@ -19,9 +19,9 @@ export interface AssetUrls {
   js: string;
 }
 
-/** The page's script, built by tsconfig.ui.json into dist/ui/client; running from sources, the built copy. */
+/** The page's script, built by tsconfig.ui.json into dist/http/ui/client; running from sources, the built copy. */
 async function loadClientScript(): Promise<string | undefined> {
-  for (const candidate of ["./client/live.js", "../../dist/ui/client/live.js"]) {
+  for (const candidate of ["./client/live.js", "../../../dist/http/ui/client/live.js"]) {
     try {
       return await readFile(new URL(candidate, import.meta.url), "utf8");
     } catch {

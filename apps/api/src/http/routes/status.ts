@@ -1,6 +1,6 @@
 import type { FastifyPluginAsyncZod } from "fastify-type-provider-zod";
 import { z } from "zod";
-import type { StatusBoard } from "../status-board.js";
+import type { StatusBoard } from "../../services/status-board.js";
 import { etagOf, matchesEtag } from "../etag.js";
 import { fleetResponse, problemResponses } from "./schemas.js";
 import type { FleetResponse } from "@berth/api-contract";

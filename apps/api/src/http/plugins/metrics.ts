@@ -2,7 +2,7 @@ import type { FastifyInstance } from "fastify";
 import fastifyMetricsModule from "fastify-metrics";
 import fp from "fastify-plugin";
 import promClient from "prom-client";
-import type { ApiMetrics } from "../metrics.js";
+import type { ApiMetrics } from "../../metrics.js";
 
 /** fastify-metrics is CommonJS: from ESM its plugin is the module's `default`. */
 const fastifyMetrics = fastifyMetricsModule.default;

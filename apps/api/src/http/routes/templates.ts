@@ -1,7 +1,7 @@
 import type { FastifyPluginAsyncZod } from "fastify-type-provider-zod";
 import { brokenTeamsSchema } from "@berth/api-contract";
 import { z } from "zod";
-import type { FleetService } from "../fleet-service.js";
+import type { FleetService } from "../../services/fleet-service.js";
 import { problemResponses } from "./schemas.js";
 
 export const templateVersionInfoSchema = z.object({

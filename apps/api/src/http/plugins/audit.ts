@@ -1,7 +1,7 @@
 import type { FastifyInstance, FastifyRequest } from "fastify";
 import fp from "fastify-plugin";
-import type { Idempotency } from "../idempotency.js";
-import type { WriteAction } from "../team-service.js";
+import type { Idempotency } from "../../services/idempotency.js";
+import type { WriteAction } from "../../services/team-service.js";
 
 export type AuditOutcome = "committed" | "unchanged" | "replayed" | "refused" | "failed";
 

@@ -10,7 +10,7 @@ import {
 import { rolloutRequestSchema } from "@berth/core";
 import type { FastifyPluginAsyncZod } from "fastify-type-provider-zod";
 import { z } from "zod";
-import type { RolloutService } from "../rollouts/service.js";
+import type { RolloutService } from "../../services/rollouts/service.js";
 import { problemResponse, problemResponses, writeHeaders } from "./schemas.js";
 import { originOf, writeRequest } from "./teams.js";
 
