@@ -10,7 +10,39 @@ export default tseslint.config(
   js.configs.recommended,
   ...tseslint.configs.recommended,
   {
-    languageOptions: { ecmaVersion: 2023, sourceType: "module", globals: { process: "readonly", console: "readonly", URL: "readonly", Buffer: "readonly", setTimeout: "readonly", clearTimeout: "readonly", setInterval: "readonly", clearInterval: "readonly", setImmediate: "readonly", AbortController: "readonly", AbortSignal: "readonly", fetch: "readonly", TextEncoder: "readonly", TextDecoder: "readonly", structuredClone: "readonly", queueMicrotask: "readonly", Response: "readonly", Request: "readonly", Headers: "readonly", document: "readonly", window: "readonly", performance: "readonly", URLSearchParams: "readonly", EventSource: "readonly", localStorage: "readonly", navigator: "readonly", crypto: "readonly" } },
+    languageOptions: {
+      ecmaVersion: 2023,
+      sourceType: "module",
+      globals: {
+        process: "readonly",
+        console: "readonly",
+        URL: "readonly",
+        Buffer: "readonly",
+        setTimeout: "readonly",
+        clearTimeout: "readonly",
+        setInterval: "readonly",
+        clearInterval: "readonly",
+        setImmediate: "readonly",
+        AbortController: "readonly",
+        AbortSignal: "readonly",
+        fetch: "readonly",
+        TextEncoder: "readonly",
+        TextDecoder: "readonly",
+        structuredClone: "readonly",
+        queueMicrotask: "readonly",
+        Response: "readonly",
+        Request: "readonly",
+        Headers: "readonly",
+        document: "readonly",
+        window: "readonly",
+        performance: "readonly",
+        URLSearchParams: "readonly",
+        EventSource: "readonly",
+        localStorage: "readonly",
+        navigator: "readonly",
+        crypto: "readonly",
+      },
+    },
     rules: {
       "no-duplicate-imports": ["error", { allowSeparateTypeImports: true }],
       // In shipped code a `!` turns a broken assumption into a TypeError far from its cause: narrow with a check
@@ -19,7 +51,10 @@ export default tseslint.config(
       // Everywhere, tests included: an API answer is parsed with @berth/api-contract's schemas, anything else
       // gets a precise type or `unknown` and narrowing.
       "@typescript-eslint/no-explicit-any": "error",
-      "@typescript-eslint/no-unused-vars": ["error", { argsIgnorePattern: "^_", varsIgnorePattern: "^_", caughtErrors: "none" }],
+      "@typescript-eslint/no-unused-vars": [
+        "error",
+        { argsIgnorePattern: "^_", varsIgnorePattern: "^_", caughtErrors: "none" },
+      ],
       // No consistent-type-imports: `verbatimModuleSyntax` (tsconfig.base.json) already makes tsc reject a
       // type-only export imported as a value, and the code writes both `import type { … }` and inline `type`;
       // the rule would only churn imports of classes used as types.

@@ -76,9 +76,18 @@ function fail(message) {
 
 /** Runs a command, inheriting stderr; returns stdout. Fails the build on a non-zero exit. */
 function run(cmd, args, options = {}) {
-  const result = spawnSync(cmd, args, { cwd: ROOT, encoding: "utf8", maxBuffer: 256 * 1024 * 1024, stdio: ["ignore", "pipe", "inherit"], ...options });
+  const result = spawnSync(cmd, args, {
+    cwd: ROOT,
+    encoding: "utf8",
+    maxBuffer: 256 * 1024 * 1024,
+    stdio: ["ignore", "pipe", "inherit"],
+    ...options,
+  });
   if (result.error) fail(`${cmd}: ${result.error.message}`);
-  if (result.status !== 0) fail(`${cmd} ${args.join(" ")} exited with ${result.status}${result.stdout ? `:\n${result.stdout.slice(-3000)}` : ""}`);
+  if (result.status !== 0)
+    fail(
+      `${cmd} ${args.join(" ")} exited with ${result.status}${result.stdout ? `:\n${result.stdout.slice(-3000)}` : ""}`,
+    );
   return result.stdout ?? "";
 }
 
@@ -129,12 +138,22 @@ function describeSource() {
   const epoch = process.env.SOURCE_DATE_EPOCH ?? tryRun("git", ["log", "-1", "--format=%ct"]) ?? "0";
   if (!/^\d+$/.test(epoch)) fail(`SOURCE_DATE_EPOCH must be whole seconds since 1970, got "${epoch}"`);
   const created = new Date(Number(epoch) * 1000).toISOString().replace(".000Z", "Z");
-  const version = process.env.BERTH_IMAGE_VERSION || `${pkg.version ?? "0.0.0"}-dev.${revision.slice(0, 7)}${dirty ? ".dirty" : ""}`;
-  if (!/^[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}$/.test(version)) fail(`BERTH_IMAGE_VERSION "${version}" is not a valid image tag`);
+  const version =
+    process.env.BERTH_IMAGE_VERSION || `${pkg.version ?? "0.0.0"}-dev.${revision.slice(0, 7)}${dirty ? ".dirty" : ""}`;
+  if (!/^[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}$/.test(version))
+    fail(`BERTH_IMAGE_VERSION "${version}" is not a valid image tag`);
   const origin = tryRun("git", ["remote", "get-url", "origin"]);
-  const source = process.env.BERTH_IMAGE_SOURCE || (origin && publicUrl(origin)) || (pkg.repository?.url && publicUrl(pkg.repository.url)) || "unknown";
-  if (source === "unknown") log("warning: no `origin` remote and no BERTH_IMAGE_SOURCE: org.opencontainers.image.source is \"unknown\"");
-  if (dirty) log(`warning: the worktree has uncommitted changes: the image is not reproducible from ${revision.slice(0, 12)} alone`);
+  const source =
+    process.env.BERTH_IMAGE_SOURCE ||
+    (origin && publicUrl(origin)) ||
+    (pkg.repository?.url && publicUrl(pkg.repository.url)) ||
+    "unknown";
+  if (source === "unknown")
+    log('warning: no `origin` remote and no BERTH_IMAGE_SOURCE: org.opencontainers.image.source is "unknown"');
+  if (dirty)
+    log(
+      `warning: the worktree has uncommitted changes: the image is not reproducible from ${revision.slice(0, 12)} alone`,
+    );
   return { revision, dirty, created, version, source };
 }
 
@@ -209,12 +228,25 @@ async function packLayer(name, root, entries, { normalize }, stage) {
     utimesSync(cached, now, now);
   } else {
     const tmp = `${cached}.${process.pid}.tmp`;
-    await toFile(spawn("gzip", ["-9", "-n", "-c", tarPath], { stdio: ["ignore", "pipe", "inherit"] }), tmp, `gzip for layer ${name}`);
+    await toFile(
+      spawn("gzip", ["-9", "-n", "-c", tarPath], { stdio: ["ignore", "pipe", "inherit"] }),
+      tmp,
+      `gzip for layer ${name}`,
+    );
     renameSync(tmp, cached);
   }
   rmSync(tarPath);
   const digest = await sha256File(cached);
-  return { name, diffId: `sha256:${diffId}`, digest: `sha256:${digest}`, size: statSync(cached).size, uncompressedSize, entries: entries.length, cached: fromCache, blob: cached };
+  return {
+    name,
+    diffId: `sha256:${diffId}`,
+    digest: `sha256:${digest}`,
+    size: statSync(cached).size,
+    uncompressedSize,
+    entries: entries.length,
+    cached: fromCache,
+    blob: cached,
+  };
 }
 
 function pruneLayerCache(keep) {
@@ -261,14 +293,18 @@ async function ensureNode(stage) {
     const file = join(download, `${pin.package}-${pin.version}.tgz`);
     if (!existsSync(file)) fail(`npm pack did not write ${basename(file)}`);
     const got = await integrityOf(file);
-    if (got !== pin.integrity) fail(`${pin.package}@${pin.version}: integrity ${got} does not match the pinned ${pin.integrity} (infra/image/node.json)`);
+    if (got !== pin.integrity)
+      fail(
+        `${pin.package}@${pin.version}: integrity ${got} does not match the pinned ${pin.integrity} (infra/image/node.json)`,
+      );
     copyFileSync(file, `${tgz}.${process.pid}.tmp`);
     renameSync(`${tgz}.${process.pid}.tmp`, tgz);
   }
   const unpack = mkdtempSync(join(stage, "node-"));
   run("tar", ["-xzf", tgz, "-C", unpack, "package/bin/node", "package/LICENSE"]);
   const layer = join(stage, "node-layer");
-  for (const d of ["usr/local/bin", "usr/local/share/doc/node"]) mkdirSync(join(layer, d), { recursive: true, mode: 0o755 });
+  for (const d of ["usr/local/bin", "usr/local/share/doc/node"])
+    mkdirSync(join(layer, d), { recursive: true, mode: 0o755 });
   renameSync(join(unpack, "package", "bin", "node"), join(layer, "usr/local/bin/node"));
   renameSync(join(unpack, "package", "LICENSE"), join(layer, "usr/local/share/doc/node/LICENSE"));
   const version = run(join(layer, "usr/local/bin/node"), ["--version"]).trim();
@@ -327,10 +363,14 @@ function withParents(paths) {
 }
 
 async function buildApps(stage) {
-  run("pnpm", ["exec", "turbo", "run", "build", "--output-logs=errors-only", ...APPS.map((a) => `--filter=@berth/${a}...`)], {
-    env: { ...process.env, TURBO_TELEMETRY_DISABLED: "1" },
-    stdio: ["ignore", "inherit", "inherit"],
-  });
+  run(
+    "pnpm",
+    ["exec", "turbo", "run", "build", "--output-logs=errors-only", ...APPS.map((a) => `--filter=@berth/${a}...`)],
+    {
+      env: { ...process.env, TURBO_TELEMETRY_DISABLED: "1" },
+      stdio: ["ignore", "inherit", "inherit"],
+    },
+  );
   step("build", "turbo run build");
   const appRoot = join(stage, "app-layer");
   mkdirSync(join(appRoot, APP_DIR, "apps"), { recursive: true, mode: 0o755 });
@@ -340,7 +380,11 @@ async function buildApps(stage) {
   await Promise.all(
     APPS.map(async (app) => {
       const target = join(appRoot, APP_DIR, "apps", app);
-      const deploy = spawn("pnpm", ["--filter", `@berth/${app}`, "deploy", "--prod", "--legacy", "--prefer-offline", target], { cwd: ROOT, stdio: ["ignore", "pipe", "inherit"] });
+      const deploy = spawn(
+        "pnpm",
+        ["--filter", `@berth/${app}`, "deploy", "--prod", "--legacy", "--prefer-offline", target],
+        { cwd: ROOT, stdio: ["ignore", "pipe", "inherit"] },
+      );
       let output = "";
       deploy.stdout.on("data", (c) => (output += c));
       const code = await new Promise((res) => deploy.on("close", res));
@@ -348,7 +392,12 @@ async function buildApps(stage) {
       if (!existsSync(join(target, "dist", "main.js"))) fail(`pnpm deploy of @berth/${app} has no dist/main.js`);
     }),
   );
-  run("cp", ["-r", "--no-preserve=mode,ownership,timestamps", join(ROOT, "templates"), join(appRoot, APP_DIR, "templates")]);
+  run("cp", [
+    "-r",
+    "--no-preserve=mode,ownership,timestamps",
+    join(ROOT, "templates"),
+    join(appRoot, APP_DIR, "templates"),
+  ]);
   const removed = prune(join(appRoot, APP_DIR));
   // The two apps share most dependencies: identical files become one inode, so each layer stores them once.
   run("hardlink", ["--ignore-time", "--quiet", join(appRoot, APP_DIR)]);
@@ -383,15 +432,33 @@ async function main() {
 
   const layers = [
     { ...(await packLayer("base", base.rootfs, listTree(base.rootfs), { normalize: false }, stage)), holds: base.info },
-    { ...(await packLayer("node", node.root, listTree(node.root), { normalize: true }, stage)), holds: `Node ${node.version}: /usr/local/bin/node (${node.pin.package}@${node.pin.version})` },
-    { ...(await packLayer("deps", apps.root, apps.deps, { normalize: true }, stage)), holds: "/app/apps/*/node_modules: third-party production dependencies" },
-    { ...(await packLayer("berth", apps.root, apps.berth, { normalize: true }, stage)), holds: "/app: the built apps, their workspace packages, templates/" },
+    {
+      ...(await packLayer("node", node.root, listTree(node.root), { normalize: true }, stage)),
+      holds: `Node ${node.version}: /usr/local/bin/node (${node.pin.package}@${node.pin.version})`,
+    },
+    {
+      ...(await packLayer("deps", apps.root, apps.deps, { normalize: true }, stage)),
+      holds: "/app/apps/*/node_modules: third-party production dependencies",
+    },
+    {
+      ...(await packLayer("berth", apps.root, apps.berth, { normalize: true }, stage)),
+      holds: "/app: the built apps, their workspace packages, templates/",
+    },
   ];
-  step("layers", `compressed: ${layers.filter((l) => !l.cached).map((l) => l.name).join(", ") || "none"}; the rest from the layer cache`);
+  step(
+    "layers",
+    `compressed: ${
+      layers
+        .filter((l) => !l.cached)
+        .map((l) => l.name)
+        .join(", ") || "none"
+    }; the rest from the layer cache`,
+  );
 
   const labels = {
     "org.opencontainers.image.title": "berth",
-    "org.opencontainers.image.description": "Berth: onboards product teams onto AKS through GitOps (API: node apps/api/dist/main.js; controller: node apps/controller/dist/main.js)",
+    "org.opencontainers.image.description":
+      "Berth: onboards product teams onto AKS through GitOps (API: node apps/api/dist/main.js; controller: node apps/controller/dist/main.js)",
     "org.opencontainers.image.source": meta.source,
     "org.opencontainers.image.revision": meta.revision,
     "org.opencontainers.image.version": meta.version,
@@ -421,7 +488,11 @@ async function main() {
       Labels: labels,
     },
     rootfs: { type: "layers", diff_ids: layers.map((l) => l.diffId) },
-    history: layers.map((l) => ({ created: meta.created, created_by: `infra/image/build.mjs: ${l.name} layer`, comment: l.holds })),
+    history: layers.map((l) => ({
+      created: meta.created,
+      created_by: `infra/image/build.mjs: ${l.name} layer`,
+      comment: l.holds,
+    })),
   };
   const configBlob = json(config);
   const configDigest = `sha256:${createHash("sha256").update(configBlob).digest("hex")}`;
@@ -429,7 +500,11 @@ async function main() {
     schemaVersion: 2,
     mediaType: "application/vnd.oci.image.manifest.v1+json",
     config: { mediaType: "application/vnd.oci.image.config.v1+json", digest: configDigest, size: configBlob.length },
-    layers: layers.map((l) => ({ mediaType: "application/vnd.oci.image.layer.v1.tar+gzip", digest: l.digest, size: l.size })),
+    layers: layers.map((l) => ({
+      mediaType: "application/vnd.oci.image.layer.v1.tar+gzip",
+      digest: l.digest,
+      size: l.size,
+    })),
     annotations: labels,
   };
   const manifestBlob = json(manifest);
@@ -437,7 +512,14 @@ async function main() {
   const index = {
     schemaVersion: 2,
     mediaType: "application/vnd.oci.image.index.v1+json",
-    manifests: [{ mediaType: manifest.mediaType, digest: manifestDigest, size: manifestBlob.length, annotations: { "org.opencontainers.image.ref.name": meta.version } }],
+    manifests: [
+      {
+        mediaType: manifest.mediaType,
+        digest: manifestDigest,
+        size: manifestBlob.length,
+        annotations: { "org.opencontainers.image.ref.name": meta.version },
+      },
+    ],
   };
 
   // The OCI image layout, then one tar of it: the archive.
@@ -457,7 +539,22 @@ async function main() {
   writeFileSync(join(layout, "oci-layout"), JSON.stringify({ imageLayoutVersion: "1.0.0" }));
   writeFileSync(join(layout, "index.json"), JSON.stringify(index));
   const tmpArchive = `${output}.${process.pid}.tmp`;
-  run("tar", ["--create", `--file=${tmpArchive}`, `--directory=${layout}`, "--sort=name", "--format=posix", "--pax-option=exthdr.name=%d/PaxHeaders/%f,delete=atime,delete=ctime", "--mtime=@0", "--owner=0", "--group=0", "--numeric-owner", "--mode=a+r,go-w", "oci-layout", "index.json", "blobs"]);
+  run("tar", [
+    "--create",
+    `--file=${tmpArchive}`,
+    `--directory=${layout}`,
+    "--sort=name",
+    "--format=posix",
+    "--pax-option=exthdr.name=%d/PaxHeaders/%f,delete=atime,delete=ctime",
+    "--mtime=@0",
+    "--owner=0",
+    "--group=0",
+    "--numeric-owner",
+    "--mode=a+r,go-w",
+    "oci-layout",
+    "index.json",
+    "blobs",
+  ]);
   renameSync(tmpArchive, output);
   step("archive");
   pruneLayerCache(new Set(layers.map((l) => l.blob)));
@@ -486,7 +583,10 @@ async function main() {
     `berth image ${meta.version}: ${relative(process.cwd(), output) || output}`,
     `  digest ${manifestDigest}`,
     `  ${"layer".padEnd(6)} ${"compressed".padStart(10)} ${"unpacked".padStart(9)}  what it holds`,
-    ...layers.map((l) => `  ${l.name.padEnd(6)} ${mb(l.size).padStart(10)} ${mb(l.uncompressedSize).padStart(9)}  ${l.holds}${l.cached ? " [cached]" : ""}`),
+    ...layers.map(
+      (l) =>
+        `  ${l.name.padEnd(6)} ${mb(l.size).padStart(10)} ${mb(l.uncompressedSize).padStart(9)}  ${l.holds}${l.cached ? " [cached]" : ""}`,
+    ),
     `  compressed size ${mb(compressedSize)} (target <= 120 MB); archive ${mb(summary.archiveSize)}; built in ${(summary.timingsMs.total / 1000).toFixed(1)} s (load average ${summary.loadAverage})`,
     `  push: skopeo copy oci-archive:${relative(process.cwd(), output) || output} docker://<registry>/berth:${meta.version}`,
   ];

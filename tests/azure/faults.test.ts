@@ -6,7 +6,17 @@
  */
 import { ValueUnavailableError } from "@berth/core";
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it, vi } from "vitest";
-import { CLUSTER_NAME, CLUSTER_RG, cluster, discoveryFor, FAST, rejection, sleep, startWorld, type World } from "./support.js";
+import {
+  CLUSTER_NAME,
+  CLUSTER_RG,
+  cluster,
+  discoveryFor,
+  FAST,
+  rejection,
+  sleep,
+  startWorld,
+  type World,
+} from "./support.js";
 
 const MAX_ATTEMPTS = 4; // DEFAULT_RETRY.maxAttempts: 1 + 3 retries per read
 const MC = "ManagedClusters_Get";
@@ -38,7 +48,11 @@ async function warmDiscovery(overrides: Parameters<typeof discoveryFor>[1] = {})
 describe("throttling (429)", () => {
   it("429 storm WITH Retry-After: waits as told, 10 concurrent callers all get the right value, 1 read + storm retries", async () => {
     const { discovery } = await warmDiscovery();
-    world.fake.faults.add({ match: { operation: MC }, times: 3, action: { type: "status", status: 429, retryAfterMs: 150 } });
+    world.fake.faults.add({
+      match: { operation: MC },
+      times: 3,
+      action: { type: "status", status: 429, retryAfterMs: 150 },
+    });
     const started = Date.now();
     const facts = await Promise.all(Array.from({ length: 10 }, () => discovery.clusterFacts(cluster())));
     for (const f of facts) expect(f.oidcIssuerUrl).toBe(world.issuer);
@@ -152,7 +166,11 @@ describe("server errors, resets, timeouts", () => {
 
   it("a 4xx other than 404/408/429 is not retried", async () => {
     const { discovery } = await warmDiscovery();
-    world.fake.faults.add({ match: { operation: MC }, times: 1, action: { type: "status", status: 403, code: "AuthorizationFailed", message: "no access" } });
+    world.fake.faults.add({
+      match: { operation: MC },
+      times: 1,
+      action: { type: "status", status: 403, code: "AuthorizationFailed", message: "no access" },
+    });
     const err = await rejection(discovery.clusterFacts(cluster()));
     expect(err).toBeInstanceOf(ValueUnavailableError);
     expect(err.message).toMatch(/403 AuthorizationFailed/);
@@ -172,10 +190,14 @@ describe("server errors, resets, timeouts", () => {
     }
     const budget = 1 + FAST.breaker.consecutiveFailures * MAX_ATTEMPTS;
     expect(counts.at(-1)).toBe(budget);
-    expect(counts.slice(FAST.breaker.consecutiveFailures)).toEqual(Array(8 - FAST.breaker.consecutiveFailures).fill(budget));
+    expect(counts.slice(FAST.breaker.consecutiveFailures)).toEqual(
+      Array(8 - FAST.breaker.consecutiveFailures).fill(budget),
+    );
     expect(discovery.circuits()[MC]).toBe("open");
     expect(await registry.metrics()).toMatch(/berth_azure_discovery_cache_total\{kind="cluster",result="stale"\} 8/);
-    expect(await registry.metrics()).toMatch(/berth_azure_discovery_circuit_state\{operation="ManagedClusters_Get"\} 1/);
+    expect(await registry.metrics()).toMatch(
+      /berth_azure_discovery_circuit_state\{operation="ManagedClusters_Get"\} 1/,
+    );
 
     // Azure recovers with a new issuer; the breaker half-opens after halfOpenAfterMs and the probe brings the fresh value.
     const rotated = `https://westeurope.oic.prod-aks.azure.com/${world.fake.tenantId}/7d1c2b3a-4444-4e5e-8f8f-aaaaaaaaaaaa/`;
@@ -237,7 +259,10 @@ describe("token endpoint (Entra ID)", () => {
     expect(world.fake.stats.count(MC)).toBe(0); // never reached ARM without a token
     expect(await counted("Entra_Token", "network_error")).toBeGreaterThanOrEqual(1);
     world.fake.faults.clear();
-    expect(await discovery.clusterFacts(cluster())).toMatchObject({ oidcIssuerUrl: world.issuer, tenantId: world.fake.tenantId });
+    expect(await discovery.clusterFacts(cluster())).toMatchObject({
+      oidcIssuerUrl: world.issuer,
+      tenantId: world.fake.tenantId,
+    });
   });
 
   it("token endpoint 503: ValueUnavailableError, not a crash; Entra is not hammered (MSAL refuses locally); recovers after MSAL's window", async () => {
@@ -258,7 +283,9 @@ describe("token endpoint (Entra ID)", () => {
     try {
       vi.setSystemTime(Date.now() + 61_000);
       expect(await discovery.clusterFacts(cluster())).toMatchObject({ oidcIssuerUrl: world.issuer });
-      expect(await discovery.platformCredential(cluster())).toMatchObject({ clientId: world.platformIdentity.clientId });
+      expect(await discovery.platformCredential(cluster())).toMatchObject({
+        clientId: world.platformIdentity.clientId,
+      });
     } finally {
       vi.useRealTimers();
     }

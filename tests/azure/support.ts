@@ -38,12 +38,21 @@ export interface World {
 }
 
 export async function startWorld(opts: { teams?: string[]; proxy?: boolean } = {}): Promise<World> {
-  const fake = await startFakeAzure({ apps: [{ clientId: APP_ID, clientSecret: APP_SECRET }], ...(opts.proxy ? { proxy: true } : {}) });
-  const { issuerURL } = fake.seedManagedCluster({ resourceGroup: CLUSTER_RG, name: CLUSTER_NAME, location: "westeurope" });
+  const fake = await startFakeAzure({
+    apps: [{ clientId: APP_ID, clientSecret: APP_SECRET }],
+    ...(opts.proxy ? { proxy: true } : {}),
+  });
+  const { issuerURL } = fake.seedManagedCluster({
+    resourceGroup: CLUSTER_RG,
+    name: CLUSTER_NAME,
+    location: "westeurope",
+  });
   const setupCredential = new ClientSecretCredential(fake.tenantId, APP_ID, APP_SECRET, fake.credentialOptions());
   const msi = new ManagedServiceIdentityClient(setupCredential, fake.subscriptionId, fake.armClientOptions());
   const authz = new AuthorizationManagementClient(setupCredential, fake.subscriptionId, fake.armClientOptions());
-  const p = await msi.userAssignedIdentities.createOrUpdate(PLATFORM_IDENTITY.resourceGroup, PLATFORM_IDENTITY.name, { location: "westeurope" });
+  const p = await msi.userAssignedIdentities.createOrUpdate(PLATFORM_IDENTITY.resourceGroup, PLATFORM_IDENTITY.name, {
+    location: "westeurope",
+  });
   const teams = new Map<string, { clientId: string; principalId: string; tenantId: string }>();
   for (const team of opts.teams ?? []) teams.set(team, await createTeamIdentity(fake, msi, team));
   fake.stats.reset();
@@ -59,7 +68,12 @@ export async function startWorld(opts: { teams?: string[]; proxy?: boolean } = {
   };
 }
 
-export async function createTeamIdentity(fake: FakeAzure, msi: ManagedServiceIdentityClient, team: string, clusterName = CLUSTER_NAME) {
+export async function createTeamIdentity(
+  fake: FakeAzure,
+  msi: ManagedServiceIdentityClient,
+  team: string,
+  clusterName = CLUSTER_NAME,
+) {
   const n = azureNames(team, clusterName);
   fake.seedResourceGroup({ name: n.resourceGroup, location: "westeurope" });
   const id = await msi.userAssignedIdentities.createOrUpdate(n.resourceGroup, n.identity, { location: "westeurope" });
@@ -88,7 +102,12 @@ export interface DiscoveryUnderTest {
 }
 
 /** An AzureDiscovery in direct mode (injected endpoint), with its own registry, clock and credential. */
-export function discoveryFor(world: World, overrides: Partial<AzureDiscoveryConfig> & { credentialRetry?: { maxRetries?: number; retryDelayInMs?: number } } = {}): DiscoveryUnderTest {
+export function discoveryFor(
+  world: World,
+  overrides: Partial<AzureDiscoveryConfig> & {
+    credentialRetry?: { maxRetries?: number; retryDelayInMs?: number };
+  } = {},
+): DiscoveryUnderTest {
   const { fake } = world;
   const registry = new Registry();
   const clock = testClock();
@@ -105,7 +124,12 @@ export function discoveryFor(world: World, overrides: Partial<AzureDiscoveryConf
   const discovery = AzureDiscovery.fromConfig({
     credential,
     clusters: {
-      [CLUSTER_NAME]: { subscriptionId: fake.subscriptionId, resourceGroup: CLUSTER_RG, managedClusterName: CLUSTER_NAME, platformIdentity: PLATFORM_IDENTITY },
+      [CLUSTER_NAME]: {
+        subscriptionId: fake.subscriptionId,
+        resourceGroup: CLUSTER_RG,
+        managedClusterName: CLUSTER_NAME,
+        platformIdentity: PLATFORM_IDENTITY,
+      },
     },
     clientOptions: { endpoint: fake.url, credentialScopes: [ARM_SCOPE], additionalPolicies: [fake.trustPolicy] },
     registry,
@@ -115,7 +139,9 @@ export function discoveryFor(world: World, overrides: Partial<AzureDiscoveryConf
   });
   const counted = async (operation: string, code?: string) => {
     const m = await registry.getSingleMetric("berth_arm_requests_total")!.get();
-    return m.values.filter((v) => v.labels.operation === operation && (code === undefined || String(v.labels.code) === code)).reduce((a, v) => a + v.value, 0);
+    return m.values
+      .filter((v) => v.labels.operation === operation && (code === undefined || String(v.labels.code) === code))
+      .reduce((a, v) => a + v.value, 0);
   };
   return { discovery, registry, clock, credential, counted };
 }

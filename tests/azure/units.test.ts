@@ -7,15 +7,39 @@ const S = "https://management.azure.com/subscriptions/0b9a3c1e-1111-4222-8333-44
 describe("operationOf (metric label / breaker key from method + URL)", () => {
   it.each([
     ["GET", `${S}?api-version=2022-12-01`, "Subscriptions_Get"],
-    ["GET", `${S}/resourceGroups/rg/providers/Microsoft.ContainerService/managedClusters/aks?api-version=2025-01-01`, "ManagedClusters_Get"],
-    ["GET", `${S}/resourceGroups/rg/providers/Microsoft.ManagedIdentity/userAssignedIdentities/id-a--b?api-version=2023-01-31`, "UserAssignedIdentities_Get"],
-    ["GET", `${S}/resourceGroups/rg/providers/Microsoft.ManagedIdentity/userAssignedIdentities/id/federatedIdentityCredentials?api-version=2023-01-31`, "FederatedIdentityCredentials_List"],
-    ["GET", `${S}/providers/Microsoft.Authorization/roleDefinitions?$filter=roleName%20eq%20'Reader'`, "RoleDefinitions_List"],
-    ["GET", `https://management.azure.com//subscriptions/x/resourceGroups/rg/providers/Microsoft.Authorization/roleAssignments?$filter=x`, "RoleAssignments_ListForScope"],
+    [
+      "GET",
+      `${S}/resourceGroups/rg/providers/Microsoft.ContainerService/managedClusters/aks?api-version=2025-01-01`,
+      "ManagedClusters_Get",
+    ],
+    [
+      "GET",
+      `${S}/resourceGroups/rg/providers/Microsoft.ManagedIdentity/userAssignedIdentities/id-a--b?api-version=2023-01-31`,
+      "UserAssignedIdentities_Get",
+    ],
+    [
+      "GET",
+      `${S}/resourceGroups/rg/providers/Microsoft.ManagedIdentity/userAssignedIdentities/id/federatedIdentityCredentials?api-version=2023-01-31`,
+      "FederatedIdentityCredentials_List",
+    ],
+    [
+      "GET",
+      `${S}/providers/Microsoft.Authorization/roleDefinitions?$filter=roleName%20eq%20'Reader'`,
+      "RoleDefinitions_List",
+    ],
+    [
+      "GET",
+      `https://management.azure.com//subscriptions/x/resourceGroups/rg/providers/Microsoft.Authorization/roleAssignments?$filter=x`,
+      "RoleAssignments_ListForScope",
+    ],
     ["HEAD", `${S}/resourcegroups/rg-a--b?api-version=2025-04-01`, "ResourceGroups_CheckExistence"],
     ["GET", `${S}/resourcegroups?api-version=2025-04-01`, "ResourceGroups_List"],
     ["GET", `${S}/providers/Microsoft.ManagedIdentity?api-version=2025-04-01`, "Providers_Get"],
-    ["PUT", `${S}/resourceGroups/rg/providers/Microsoft.ManagedIdentity/userAssignedIdentities/id`, "UserAssignedIdentities_CreateOrUpdate"],
+    [
+      "PUT",
+      `${S}/resourceGroups/rg/providers/Microsoft.ManagedIdentity/userAssignedIdentities/id`,
+      "UserAssignedIdentities_CreateOrUpdate",
+    ],
     ["POST", "https://login.microsoftonline.com/tenant/oauth2/v2.0/token", "Entra_Token"],
     ["GET", "https://127.0.0.1:1234/tenant/v2.0/.well-known/openid-configuration", "Entra_OpenIdConfiguration"],
     ["GET", "http://169.254.169.254/metadata/identity/oauth2/token?resource=x", "ManagedIdentity_Token"],
@@ -55,7 +79,13 @@ describe("classify", () => {
 describe("TtlCache", () => {
   const make = (o: Partial<ConstructorParameters<typeof TtlCache>[0]> = {}) => {
     const clock = { t: 0 };
-    const cache = new TtlCache({ now: () => clock.t, maxEntries: 100, maxStaleMs: 1_000, retryStaleAfterMs: 100, ...o });
+    const cache = new TtlCache({
+      now: () => clock.t,
+      maxEntries: 100,
+      maxStaleMs: 1_000,
+      retryStaleAfterMs: 100,
+      ...o,
+    });
     return { cache, clock };
   };
   it("serves stale values for at most maxStaleMs after expiry, then throws", async () => {

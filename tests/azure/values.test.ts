@@ -6,7 +6,17 @@ import { DEFAULT_TTLS } from "@berth/azure";
 import { azureNames, ValueUnavailableError } from "@berth/core";
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { BUILT_IN_ROLES } from "../fake-azure/index.js";
-import { CLUSTER_NAME, CLUSTER_RG, cluster, createTeamIdentity, discoveryFor, GUID, rejection, startWorld, type World } from "./support.js";
+import {
+  CLUSTER_NAME,
+  CLUSTER_RG,
+  cluster,
+  createTeamIdentity,
+  discoveryFor,
+  GUID,
+  rejection,
+  startWorld,
+  type World,
+} from "./support.js";
 
 let world: World;
 beforeAll(async () => {
@@ -24,7 +34,12 @@ describe("values (injected-endpoint mode)", () => {
   it("clusterFacts: tenant, subscription, OIDC issuer URL and location of the managed cluster", async () => {
     const { discovery } = discoveryFor(world);
     const facts = await discovery.clusterFacts(cluster());
-    expect(facts).toEqual({ tenantId: world.fake.tenantId, subscriptionId: world.fake.subscriptionId, oidcIssuerUrl: world.issuer, location: "westeurope" });
+    expect(facts).toEqual({
+      tenantId: world.fake.tenantId,
+      subscriptionId: world.fake.subscriptionId,
+      oidcIssuerUrl: world.issuer,
+      location: "westeurope",
+    });
     expect(facts.oidcIssuerUrl).toMatch(/^https:\/\/westeurope\.oic\.prod-aks\.azure\.com\//);
     expect(world.fake.stats.count("ManagedClusters_Get", 200)).toBe(1);
     expect(world.fake.stats.count("Subscriptions_Get", 200)).toBe(1);
@@ -53,7 +68,9 @@ describe("values (injected-endpoint mode)", () => {
       subscriptionId: world.fake.subscriptionId,
       clientId: world.platformIdentity.clientId,
     });
-    expect(world.fake.stats.requests.filter((r) => r.operation === "UserAssignedIdentities_Get").map((r) => r.path)).toEqual([
+    expect(
+      world.fake.stats.requests.filter((r) => r.operation === "UserAssignedIdentities_Get").map((r) => r.path),
+    ).toEqual([
       `/subscriptions/${world.fake.subscriptionId}/resourceGroups/rg-platform/providers/Microsoft.ManagedIdentity/userAssignedIdentities/id-berth-aso`,
     ]);
   });
@@ -64,7 +81,9 @@ describe("values (injected-endpoint mode)", () => {
     expect(alpha).toEqual(world.teams.get("alpha"));
     expect(alpha!.clientId).toMatch(GUID);
     expect(alpha!.tenantId).toBe(world.fake.tenantId);
-    expect(world.fake.stats.requests.at(-1)!.path).toContain("/resourceGroups/rg-alpha--aks-prod/providers/Microsoft.ManagedIdentity/userAssignedIdentities/id-alpha--aks-prod");
+    expect(world.fake.stats.requests.at(-1)!.path).toContain(
+      "/resourceGroups/rg-alpha--aks-prod/providers/Microsoft.ManagedIdentity/userAssignedIdentities/id-alpha--aks-prod",
+    );
     expect(await discovery.teamIdentity("ghost", cluster())).toBeUndefined(); // resource group missing
     world.fake.seedResourceGroup({ name: azureNames("ghost2", CLUSTER_NAME).resourceGroup });
     expect(await discovery.teamIdentity("ghost2", cluster())).toBeUndefined(); // identity missing
@@ -75,9 +94,24 @@ describe("values (injected-endpoint mode)", () => {
     const { fake } = world;
     const { discovery } = discoveryFor(world, {
       clusters: {
-        missing: { subscriptionId: fake.subscriptionId, resourceGroup: CLUSTER_RG, managedClusterName: "nope", platformIdentity: { resourceGroup: "rg-platform", name: "nope" } },
-        [CLUSTER_NAME]: { subscriptionId: fake.subscriptionId, resourceGroup: CLUSTER_RG, managedClusterName: CLUSTER_NAME, platformIdentity: { resourceGroup: "rg-platform", name: "id-berth-aso" } },
-        "no-oidc": { subscriptionId: fake.subscriptionId, resourceGroup: "rg-legacy", managedClusterName: "aks-legacy", platformIdentity: { resourceGroup: "rg-platform", name: "id-berth-aso" } },
+        missing: {
+          subscriptionId: fake.subscriptionId,
+          resourceGroup: CLUSTER_RG,
+          managedClusterName: "nope",
+          platformIdentity: { resourceGroup: "rg-platform", name: "nope" },
+        },
+        [CLUSTER_NAME]: {
+          subscriptionId: fake.subscriptionId,
+          resourceGroup: CLUSTER_RG,
+          managedClusterName: CLUSTER_NAME,
+          platformIdentity: { resourceGroup: "rg-platform", name: "id-berth-aso" },
+        },
+        "no-oidc": {
+          subscriptionId: fake.subscriptionId,
+          resourceGroup: "rg-legacy",
+          managedClusterName: "aks-legacy",
+          platformIdentity: { resourceGroup: "rg-platform", name: "id-berth-aso" },
+        },
       },
     });
     fake.seedManagedCluster({ resourceGroup: "rg-legacy", name: "aks-legacy", oidcIssuerEnabled: false });
@@ -99,7 +133,9 @@ describe("values (injected-endpoint mode)", () => {
     const readerGuid = BUILT_IN_ROLES.find((r) => r.roleName === "Reader")!.id;
     const reader = await discovery.resolveRoleDefinition(sub, "Reader");
     expect(reader).toBe(`/subscriptions/${sub}/providers/Microsoft.Authorization/roleDefinitions/${readerGuid}`);
-    expect(await discovery.resolveRoleDefinition(sub, "Azure Service Bus Data Owner")).toMatch(/090c5cfd-751d-490a-894a-3ce6f1109419$/);
+    expect(await discovery.resolveRoleDefinition(sub, "Azure Service Bus Data Owner")).toMatch(
+      /090c5cfd-751d-490a-894a-3ce6f1109419$/,
+    );
     expect(await discovery.resolveRoleDefinition(sub, "No Such Role")).toBeUndefined();
     expect(await discovery.resolveRoleDefinition(sub, "O'Brien's role")).toBeUndefined(); // quotes are escaped, not a 400
     const listCalls = world.fake.stats.requests.filter((r) => r.operation === "RoleDefinitions_List");
@@ -134,7 +170,9 @@ describe("values (injected-endpoint mode)", () => {
     } finally {
       world.fake.arm.providerStates.clear();
     }
-    expect(world.fake.stats.requests.filter((r) => r.operation === "Providers_Get").map((r) => `${r.path} ${r.status}`)).toEqual([
+    expect(
+      world.fake.stats.requests.filter((r) => r.operation === "Providers_Get").map((r) => `${r.path} ${r.status}`),
+    ).toEqual([
       `/subscriptions/${world.fake.subscriptionId}/providers/Microsoft.ManagedIdentity 200`,
       `/subscriptions/${world.fake.subscriptionId}/providers/Microsoft.NoSuchThing 404`,
       `/subscriptions/${world.fake.subscriptionId}/providers/Microsoft.ManagedIdentity 200`,
@@ -171,7 +209,9 @@ describe("cache", () => {
     for (const f of all) expect(f.oidcIssuerUrl).toBe(world.issuer);
     expect(world.fake.stats.count("ManagedClusters_Get")).toBe(1);
     expect(world.fake.stats.count("Subscriptions_Get")).toBe(1);
-    expect(await registry.metrics()).toMatch(/berth_azure_discovery_cache_total\{kind="cluster",result="coalesced"\} 9/);
+    expect(await registry.metrics()).toMatch(
+      /berth_azure_discovery_cache_total\{kind="cluster",result="coalesced"\} 9/,
+    );
     // and later reads are cache hits
     for (let i = 0; i < 20; i++) await discovery.clusterFacts(cluster());
     await Promise.all(Array.from({ length: 10 }, () => discovery.teamIdentity("alpha", cluster())));

@@ -56,16 +56,22 @@ const SCENARIOS: Scenario[] = [
     name: "steady state + platform checks (3 catalog roles, 1 resource provider)",
     reconcile: async (d, team, c) => {
       await Promise.all([d.clusterFacts(c), d.platformCredential(c)]);
-      if (team === teamName(0)) await Promise.all([...CATALOG_ROLES.map((role) => d.roleDefinitionId(c, role)), d.resourceProviderState(c, "Microsoft.ManagedIdentity")]);
+      if (team === teamName(0))
+        await Promise.all([
+          ...CATALOG_ROLES.map((role) => d.roleDefinitionId(c, role)),
+          d.resourceProviderState(c, "Microsoft.ManagedIdentity"),
+        ]);
     },
   },
 ];
 
 async function pool<T>(items: T[], n: number, fn: (t: T) => Promise<unknown>) {
   let i = 0;
-  await Promise.all(Array.from({ length: n }, async () => {
-    while (i < items.length) await fn(items[i++]!);
-  }));
+  await Promise.all(
+    Array.from({ length: n }, async () => {
+      while (i < items.length) await fn(items[i++]!);
+    }),
+  );
 }
 
 async function main() {
@@ -83,15 +89,29 @@ async function main() {
       fake.seedResourceGroup({ name: n.resourceGroup, location: "westeurope" });
       await msi.userAssignedIdentities.createOrUpdate(n.resourceGroup, n.identity, { location: "westeurope" });
     });
-    process.stderr.write(`seeded ${teamsN} team identities in ${((performance.now() - seedStart) / 1000).toFixed(1)} s\n`);
+    process.stderr.write(
+      `seeded ${teamsN} team identities in ${((performance.now() - seedStart) / 1000).toFixed(1)} s\n`,
+    );
 
     for (const scenario of SCENARIOS) {
       const registry = new Registry();
       const clock = { t: Date.now() };
-      const credential = new ClientSecretCredential(fake.tenantId, APP_ID, APP_SECRET, fake.credentialOptions({ additionalPolicies: [credentialMetricsPolicy(registry)] }));
+      const credential = new ClientSecretCredential(
+        fake.tenantId,
+        APP_ID,
+        APP_SECRET,
+        fake.credentialOptions({ additionalPolicies: [credentialMetricsPolicy(registry)] }),
+      );
       const discovery = AzureDiscovery.fromConfig({
         credential,
-        clusters: { [CLUSTER]: { subscriptionId: fake.subscriptionId, resourceGroup: "rg-platform", managedClusterName: CLUSTER, platformIdentity: { resourceGroup: "rg-platform", name: "id-berth-aso" } } },
+        clusters: {
+          [CLUSTER]: {
+            subscriptionId: fake.subscriptionId,
+            resourceGroup: "rg-platform",
+            managedClusterName: CLUSTER,
+            platformIdentity: { resourceGroup: "rg-platform", name: "id-berth-aso" },
+          },
+        },
         clientOptions: { endpoint: fake.url, credentialScopes: [ARM_SCOPE], additionalPolicies: [fake.trustPolicy] },
         registry,
         now: () => clock.t,
@@ -115,10 +135,14 @@ async function main() {
         .map(([op, s]) => `${op.replace(/_.*/, "")}:${Object.values(s).reduce((a, b) => a + b, 0)}`)
         .join(" ");
       const metric = await registry.getSingleMetric("berth_arm_requests_total")!.get();
-      const counted = metric.values.filter((v) => !String(v.labels.operation).startsWith("Entra")).reduce((a, v) => a + v.value, 0);
-      if (counted !== cold + steady) process.stderr.write(`warning: metric counted ${counted}, fake saw ${cold + steady}\n`);
+      const counted = metric.values
+        .filter((v) => !String(v.labels.operation).startsWith("Entra"))
+        .reduce((a, v) => a + v.value, 0);
+      if (counted !== cold + steady)
+        process.stderr.write(`warning: metric counted ${counted}, fake saw ${cold + steady}\n`);
       const cache = await registry.getSingleMetric("berth_azure_discovery_cache_total")!.get();
-      const byResult = (r: string) => cache.values.filter((v) => v.labels.result === r).reduce((a, v) => a + v.value, 0);
+      const byResult = (r: string) =>
+        cache.values.filter((v) => v.labels.result === r).reduce((a, v) => a + v.value, 0);
       const reads = byResult("hit") + byResult("miss") + byResult("coalesced") + byResult("stale") + byResult("error");
       const aso = (teamsN * ASO_RESOURCES_PER_TEAM * 60) / ASO_SYNC_PERIOD_MIN;
       rows.push([
@@ -137,10 +161,24 @@ async function main() {
     }
     await fake.close();
   }
-  const header = ["teams", "scenario", "reconciles/h", "ARM calls hour 1 (cold)", "ARM calls/h steady", "per team/h", "ASO re-sync calls/h", "Berth / ASO", "reads from cache (2 h)", "steady calls by type", "wall"];
+  const header = [
+    "teams",
+    "scenario",
+    "reconciles/h",
+    "ARM calls hour 1 (cold)",
+    "ARM calls/h steady",
+    "per team/h",
+    "ASO re-sync calls/h",
+    "Berth / ASO",
+    "reads from cache (2 h)",
+    "steady calls by type",
+    "wall",
+  ];
   const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i]!.length)));
   const line = (cells: string[]) => `| ${cells.map((c, i) => c.padEnd(widths[i]!)).join(" | ")} |`;
-  console.log(`\nARM calls per hour — controller resync every ${RESYNC_MIN} min; cache TTLs: cluster ${DEFAULT_TTLS.cluster / 60_000} min, identity ${DEFAULT_TTLS.identity / 60_000} min, role definition ${DEFAULT_TTLS.roleDefinition / 3_600_000} h, negative ${DEFAULT_TTLS.negative / 1000} s`);
+  console.log(
+    `\nARM calls per hour — controller resync every ${RESYNC_MIN} min; cache TTLs: cluster ${DEFAULT_TTLS.cluster / 60_000} min, identity ${DEFAULT_TTLS.identity / 60_000} min, role definition ${DEFAULT_TTLS.roleDefinition / 3_600_000} h, negative ${DEFAULT_TTLS.negative / 1000} s`,
+  );
   console.log(`ASO: ${ASO_RESOURCES_PER_TEAM} resources/team × 60 / azureSyncPeriod ${ASO_SYNC_PERIOD_MIN} min\n`);
   console.log(line(header));
   console.log(line(widths.map((w) => "-".repeat(w))));

@@ -36,9 +36,20 @@ import { performance } from "node:perf_hooks";
 import { setTimeout as sleep } from "node:timers/promises";
 import { Watch, type KubeConfig } from "@kubernetes/client-node";
 import { REPO_ROOT, startKubeCluster, type KubeCluster } from "../support/kube-cluster.js";
-import { Admin, ASO_NS, CONTROLLER_GROUPS, CONTROLLER_USER, INFRA, onboardTeam, readManifests } from "../controller/helpers.js";
+import {
+  Admin,
+  ASO_NS,
+  CONTROLLER_GROUPS,
+  CONTROLLER_USER,
+  INFRA,
+  onboardTeam,
+  readManifests,
+} from "../controller/helpers.js";
 
-const SCALES = (process.env.BENCH_SCALES ?? process.env.BENCH_TEAMS ?? "1000,5000").split(",").map(Number).filter((n) => n > 0);
+const SCALES = (process.env.BENCH_SCALES ?? process.env.BENCH_TEAMS ?? "1000,5000")
+  .split(",")
+  .map(Number)
+  .filter((n) => n > 0);
 const STEADY_SECONDS = Number(process.env.BENCH_STEADY_SECONDS ?? 330);
 const LATENCY_TEAMS = Number(process.env.BENCH_LATENCY_TEAMS ?? 100);
 const CREATE_CONCURRENCY = Number(process.env.BENCH_CREATE_CONCURRENCY ?? 16);
@@ -47,13 +58,28 @@ const USE_TSX = Boolean(process.env.BENCH_TSX) && process.env.BENCH_TSX !== "0";
 /** The controller container's NODE_OPTIONS and memory limit, as infra/controller/deployment.yaml sets them. */
 function deploymentMemory(): { nodeOptions: string; limit: string } {
   const d = readManifests(INFRA, (f) => f === "deployment.yaml").find((o) => o.kind === "Deployment") as
-    | { spec: { template: { spec: { containers: Array<{ env?: Array<{ name: string; value?: string }>; resources?: { limits?: { memory?: string } } }> } } } }
+    | {
+        spec: {
+          template: {
+            spec: {
+              containers: Array<{
+                env?: Array<{ name: string; value?: string }>;
+                resources?: { limits?: { memory?: string } };
+              }>;
+            };
+          };
+        };
+      }
     | undefined;
   const c = d?.spec.template.spec.containers[0];
-  return { nodeOptions: c?.env?.find((e) => e.name === "NODE_OPTIONS")?.value ?? "", limit: c?.resources?.limits?.memory ?? "?" };
+  return {
+    nodeOptions: c?.env?.find((e) => e.name === "NODE_OPTIONS")?.value ?? "",
+    limit: c?.resources?.limits?.memory ?? "?",
+  };
 }
 const DEPLOYMENT = deploymentMemory();
-const NODE_OPTIONS = process.env.BENCH_NODE_OPTIONS === "none" ? "" : (process.env.BENCH_NODE_OPTIONS ?? DEPLOYMENT.nodeOptions);
+const NODE_OPTIONS =
+  process.env.BENCH_NODE_OPTIONS === "none" ? "" : (process.env.BENCH_NODE_OPTIONS ?? DEPLOYMENT.nodeOptions);
 /** Extra node arguments for the controller, e.g. "--cpu-prof --cpu-prof-dir=/tmp/prof" (not allowed in NODE_OPTIONS). */
 const NODE_ARGS = (process.env.BENCH_NODE_ARGS ?? "").split(" ").filter(Boolean);
 
@@ -119,7 +145,10 @@ async function until<T>(what: string, fn: () => Promise<T | undefined | false>, 
 async function within<T>(promise: Promise<T>, ms: number, message: () => string): Promise<T> {
   let timer: NodeJS.Timeout | undefined;
   try {
-    return await Promise.race([promise, new Promise<never>((_, rej) => (timer = setTimeout(() => rej(new Error(message())), ms)))]);
+    return await Promise.race([
+      promise,
+      new Promise<never>((_, rej) => (timer = setTimeout(() => rej(new Error(message())), ms))),
+    ]);
   } finally {
     clearTimeout(timer);
   }
@@ -155,11 +184,15 @@ function controllerCommand(): string[] {
   if (USE_TSX) return ["--import", "tsx", "apps/controller/src/main.ts"];
   // turbo through its package (pnpm does not hoist binaries: node_modules/.bin may not have it).
   const turbo = createRequire(import.meta.url).resolve("turbo/bin/turbo");
-  const r = spawnSync(process.execPath, [turbo, "run", "build", "--filter=@berth/controller...", "--output-logs=errors-only"], {
-    cwd: REPO_ROOT,
-    encoding: "utf8",
-    env: { ...process.env, TURBO_TELEMETRY_DISABLED: "1" },
-  });
+  const r = spawnSync(
+    process.execPath,
+    [turbo, "run", "build", "--filter=@berth/controller...", "--output-logs=errors-only"],
+    {
+      cwd: REPO_ROOT,
+      encoding: "utf8",
+      env: { ...process.env, TURBO_TELEMETRY_DISABLED: "1" },
+    },
+  );
   if (r.status !== 0) throw new Error(`building the controller failed: ${r.stdout}${r.stderr}`);
   return [join(REPO_ROOT, "apps/controller/dist/main.js")];
 }
@@ -175,7 +208,11 @@ class ControllerProcess {
   readonly died: Promise<never>;
   private stopping = false;
 
-  constructor(command: string[], env: Record<string, string>, readonly metricsPort: number) {
+  constructor(
+    command: string[],
+    env: Record<string, string>,
+    readonly metricsPort: number,
+  ) {
     this.child = spawn(process.execPath, [...NODE_ARGS, ...command], {
       cwd: REPO_ROOT,
       env: {
@@ -214,7 +251,8 @@ class ControllerProcess {
     await until(
       "controller /readyz",
       async () => {
-        if (this.child.exitCode !== null) throw new Error(`controller exited (${this.child.exitCode}):\n${this.output}`);
+        if (this.child.exitCode !== null)
+          throw new Error(`controller exited (${this.child.exitCode}):\n${this.output}`);
         return (await fetch(`http://127.0.0.1:${this.metricsPort}/readyz`).catch(() => undefined))?.status === 200;
       },
       ms,
@@ -272,11 +310,22 @@ class CredentialWatch {
 
   private async watch(): Promise<void> {
     if (this.stopped) return;
-    const query = { labelSelector: "berth.dev/team", resourceVersion: this.resourceVersion, allowWatchBookmarks: true, timeoutSeconds: 3600 };
+    const query = {
+      labelSelector: "berth.dev/team",
+      resourceVersion: this.resourceVersion,
+      allowWatchBookmarks: true,
+      timeoutSeconds: 3600,
+    };
     this.abort = await new Watch(this.kc).watch(
       "/api/v1/secrets",
       query,
-      (phase, obj: { metadata?: { name?: string; namespace?: string; resourceVersion?: string }; data?: Record<string, string> }) => {
+      (
+        phase,
+        obj: {
+          metadata?: { name?: string; namespace?: string; resourceVersion?: string };
+          data?: Record<string, string>;
+        },
+      ) => {
         const now = performance.now();
         if (obj?.metadata?.resourceVersion) this.resourceVersion = obj.metadata.resourceVersion;
         if ((phase !== "ADDED" && phase !== "MODIFIED") || obj.metadata?.name !== "aso-credential") return;
@@ -317,7 +366,10 @@ async function apiserverWrites(admin: Admin): Promise<Map<string, number>> {
   return out;
 }
 
-function writesBetween(before: Map<string, number>, after: Map<string, number>): { total: number; leases: number; byKind: string } {
+function writesBetween(
+  before: Map<string, number>,
+  after: Map<string, number>,
+): { total: number; leases: number; byKind: string } {
   let total = 0;
   let leases = 0;
   const parts: string[] = [];
@@ -370,17 +422,26 @@ async function scalePoint(teamsCount: number, first: boolean, command: string[])
   try {
     const admin = new Admin(cluster.kubeConfig());
     await admin.create({ apiVersion: V1, kind: "Namespace", metadata: { name: ASO_NS } });
-    for (const obj of readManifests(INFRA, (f) => f === "namespace.yaml" || f.startsWith("rbac-"))) await admin.create(obj);
+    for (const obj of readManifests(INFRA, (f) => f === "namespace.yaml" || f.startsWith("rbac-")))
+      await admin.create(obj);
     const configFile = join(dir, "berth.yaml");
     writeFileSync(configFile, CONFIG_YAML);
     const kubeconfig = await cluster.writeKubeconfigFile(CONTROLLER_USER, CONTROLLER_GROUPS);
-    const controllerEnv = { KUBECONFIG: kubeconfig, BERTH_CONFIG_FILE: configFile, BERTH_CLUSTER_NAME: "aks-dev-weu", BERTH_POD_NAME: "bench" };
+    const controllerEnv = {
+      KUBECONFIG: kubeconfig,
+      BERTH_CONFIG_FILE: configFile,
+      BERTH_CLUSTER_NAME: "aks-dev-weu",
+      BERTH_POD_NAME: "bench",
+    };
     process.stdout.write(`${label} cluster up in ${fmtMs(cluster.startupMs)}\n`);
 
     if (first) {
       // (d) floor: the same process against an apiserver that is not there (modules, nothing cached), per provider.
       const floorKubeconfig = join(dir, "unreachable.kubeconfig");
-      writeFileSync(floorKubeconfig, readFileSync(kubeconfig, "utf8").replace(/https:\/\/127\.0\.0\.1:\d+/, "https://127.0.0.1:1"));
+      writeFileSync(
+        floorKubeconfig,
+        readFileSync(kubeconfig, "utf8").replace(/https:\/\/127\.0\.0\.1:\d+/, "https://127.0.0.1:1"),
+      );
       const azureConfig = join(dir, "berth-azure.yaml");
       writeFileSync(
         azureConfig,
@@ -388,10 +449,28 @@ async function scalePoint(teamsCount: number, first: boolean, command: string[])
       );
       for (const [provider, extra] of [
         ["static", {}],
-        ["azure", { BERTH_PROVIDER: "azure", BERTH_CONFIG_FILE: azureConfig, AZURE_TENANT_ID: TENANT, AZURE_CLIENT_ID: TENANT, AZURE_FEDERATED_TOKEN_FILE: "/nonexistent" }],
+        [
+          "azure",
+          {
+            BERTH_PROVIDER: "azure",
+            BERTH_CONFIG_FILE: azureConfig,
+            AZURE_TENANT_ID: TENANT,
+            AZURE_CLIENT_ID: TENANT,
+            AZURE_FEDERATED_TOKEN_FILE: "/nonexistent",
+          },
+        ],
       ] as const) {
-        const floor = new ControllerProcess(command, { ...controllerEnv, KUBECONFIG: floorKubeconfig, ...extra }, await freePort());
-        await until("floor controller's health server", async () => (await fetch(`http://127.0.0.1:${floor.metricsPort}/healthz`).catch(() => undefined))?.status === 200, 60_000);
+        const floor = new ControllerProcess(
+          command,
+          { ...controllerEnv, KUBECONFIG: floorKubeconfig, ...extra },
+          await freePort(),
+        );
+        await until(
+          "floor controller's health server",
+          async () =>
+            (await fetch(`http://127.0.0.1:${floor.metricsPort}/healthz`).catch(() => undefined))?.status === 200,
+          60_000,
+        );
         await sleep(3_000);
         const stats = floor.stats();
         await floor.stop();
@@ -413,12 +492,20 @@ async function scalePoint(teamsCount: number, first: boolean, command: string[])
       });
 
     // ---- (a) cold start ----
-    const teams = Array.from({ length: teamsCount }, (_, i) => ({ name: `cold-${String(i).padStart(5, "0")}`, id: clientId(i + 1) }));
+    const teams = Array.from({ length: teamsCount }, (_, i) => ({
+      name: `cold-${String(i).padStart(5, "0")}`,
+      id: clientId(i + 1),
+    }));
     const tCreate = performance.now();
     await pool(teams, CREATE_CONCURRENCY, (t) => onboard(t.name, t.id));
     const createMs = performance.now() - tCreate;
-    process.stdout.write(`${label} pre-created ${teamsCount} teams (${teamsCount * 5} objects) in ${fmtMs(createMs)}\n`);
-    rows.push([`(a) pre-create ${teamsCount} teams × 5 objects, ${CREATE_CONCURRENCY} at once`, `${fmtMs(createMs)} (${((teamsCount * 5) / (createMs / 1000)).toFixed(0)} objects/s)`]);
+    process.stdout.write(
+      `${label} pre-created ${teamsCount} teams (${teamsCount * 5} objects) in ${fmtMs(createMs)}\n`,
+    );
+    rows.push([
+      `(a) pre-create ${teamsCount} teams × 5 objects, ${CREATE_CONCURRENCY} at once`,
+      `${fmtMs(createMs)} (${((teamsCount * 5) / (createMs / 1000)).toFixed(0)} objects/s)`,
+    ]);
 
     await credentials.start();
     const allCold = Promise.all(teams.map((t) => credentials.expect(t.name, t.id)));
@@ -432,12 +519,19 @@ async function scalePoint(teamsCount: number, first: boolean, command: string[])
       "the controller to hold the Lease",
       async () => {
         const lease = await admin.get("coordination.k8s.io/v1", "Lease", "berth-system", "berth-controller");
-        return (lease?.spec as { holderIdentity?: string } | undefined)?.holderIdentity === "bench" && performance.now() - controller.startedAt;
+        return (
+          (lease?.spec as { holderIdentity?: string } | undefined)?.holderIdentity === "bench" &&
+          performance.now() - controller.startedAt
+        );
       },
       120_000,
       50,
     );
-    await within(Promise.race([allCold, controller.died]), 30 * 60_000, () => `cold start: only ${credentials.count}/${teamsCount} credentials after 30 min`);
+    await within(
+      Promise.race([allCold, controller.died]),
+      30 * 60_000,
+      () => `cold start: only ${credentials.count}/${teamsCount} credentials after 30 min`,
+    );
     const cpu1 = cpuNow(controller.child.pid, cluster);
     const perTeam = teams.map((t) => credentials.seen(t.name)! - controller.startedAt);
     const coldMs = Math.max(...perTeam);
@@ -468,7 +562,10 @@ async function scalePoint(teamsCount: number, first: boolean, command: string[])
       ["(a) CPU spawn → all credentials: controller", `${ctl.toFixed(1)} s = ${msPer(ctl, teamsCount)} per team`],
       ["(a)   kube-apiserver, same window", `${api.toFixed(1)} s = ${msPer(api, teamsCount)} per team`],
       ["(a)   etcd, same window", `${etcd.toFixed(1)} s = ${msPer(etcd, teamsCount)} per team`],
-      ["(a)   writes the apiserver served (Lease apart)", `${coldWrites.total} = ${(coldWrites.total / teamsCount).toFixed(2)} per team (${coldWrites.byKind}); leases ${coldWrites.leases}`],
+      [
+        "(a)   writes the apiserver served (Lease apart)",
+        `${coldWrites.total} = ${(coldWrites.total / teamsCount).toFixed(2)} per team (${coldWrites.byKind}); leases ${coldWrites.leases}`,
+      ],
       [
         "(a) CPU until quiet: controller / apiserver / etcd",
         `${cpuQuiet.controller.toFixed(1)} / ${(cpuQuiet.apiserver - cpu0.apiserver).toFixed(1)} / ${(cpuQuiet.etcd - cpu0.etcd).toFixed(1)} s (${fmtMs(cpuQuiet.at - cpu0.at)} after spawn); writes ${quietWrites.total} (${quietWrites.byKind})`,
@@ -478,15 +575,29 @@ async function scalePoint(teamsCount: number, first: boolean, command: string[])
 
     if (first) {
       // ---- (b) clientId → credential ----
-      const fresh = Array.from({ length: LATENCY_TEAMS }, (_, i) => ({ name: `late-${String(i).padStart(3, "0")}`, id: clientId(0x10000 + i) }));
+      const fresh = Array.from({ length: LATENCY_TEAMS }, (_, i) => ({
+        name: `late-${String(i).padStart(3, "0")}`,
+        id: clientId(0x10000 + i),
+      }));
       await pool(fresh, CREATE_CONCURRENCY, (t) => onboard(t.name, undefined));
       // Wait until the controller has reconciled them (CredentialWritten=False IdentityPending) and gone quiet.
       await until(
         "the new teams to report IdentityPending",
         async () => {
           const r = await admin.req("GET", `/apis/berth.dev/v1alpha1/teams`);
-          const items = (r.json as { items: Array<{ metadata: { name: string }; status?: { conditions?: Array<{ type: string; reason: string }> } }> }).items;
-          const pending = items.filter((t) => t.metadata.name.startsWith("late-") && t.status?.conditions?.some((c) => c.type === "CredentialWritten" && c.reason === "IdentityPending"));
+          const items = (
+            r.json as {
+              items: Array<{
+                metadata: { name: string };
+                status?: { conditions?: Array<{ type: string; reason: string }> };
+              }>;
+            }
+          ).items;
+          const pending = items.filter(
+            (t) =>
+              t.metadata.name.startsWith("late-") &&
+              t.status?.conditions?.some((c) => c.type === "CredentialWritten" && c.reason === "IdentityPending"),
+          );
           return pending.length === LATENCY_TEAMS;
         },
         300_000,
@@ -507,7 +618,12 @@ async function scalePoint(teamsCount: number, first: boolean, command: string[])
         ["(b) p90", fmtMs(percentile(latencies, 90))],
         ["(b) p99", fmtMs(percentile(latencies, 99))],
         ["(b) min / max", `${fmtMs(Math.min(...latencies))} / ${fmtMs(Math.max(...latencies))}`],
-        ["(b) load avg after the latency samples", loadavg().map((l) => l.toFixed(2)).join(" / ")],
+        [
+          "(b) load avg after the latency samples",
+          loadavg()
+            .map((l) => l.toFixed(2))
+            .join(" / "),
+        ],
       );
 
       // ---- (c) steady state ----
@@ -517,16 +633,31 @@ async function scalePoint(teamsCount: number, first: boolean, command: string[])
         const w0 = await apiserverWrites(admin);
         const loadBefore = loadavg();
         process.stdout.write(`${label} steady state: watching for ${STEADY_SECONDS} s\n`);
-        await within(Promise.race([sleep(STEADY_SECONDS * 1000), controller.died]), STEADY_SECONDS * 1000 + 60_000, () => "steady state window");
+        await within(
+          Promise.race([sleep(STEADY_SECONDS * 1000), controller.died]),
+          STEADY_SECONDS * 1000 + 60_000,
+          () => "steady state window",
+        );
         const s1 = cpuNow(controller.child.pid, cluster);
         const w = writesBetween(w0, await apiserverWrites(admin));
         const secs = (s1.at - s0.at) / 1000;
         const pct = (d: number) => `${((d / secs) * 100).toFixed(2)} % of a core`;
         rows.push(
-          [`(c) steady state, ${teamsCount + LATENCY_TEAMS} teams, ${secs.toFixed(0)} s: controller CPU`, `${(s1.controller - s0.controller).toFixed(2)} s = ${pct(s1.controller - s0.controller)}`],
-          ["(c)   kube-apiserver / etcd CPU, same window", `${pct(s1.apiserver - s0.apiserver)} / ${pct(s1.etcd - s0.etcd)}`],
+          [
+            `(c) steady state, ${teamsCount + LATENCY_TEAMS} teams, ${secs.toFixed(0)} s: controller CPU`,
+            `${(s1.controller - s0.controller).toFixed(2)} s = ${pct(s1.controller - s0.controller)}`,
+          ],
+          [
+            "(c)   kube-apiserver / etcd CPU, same window",
+            `${pct(s1.apiserver - s0.apiserver)} / ${pct(s1.etcd - s0.etcd)}`,
+          ],
           ["(c)   writes (Lease renewals apart)", `${w.total} (${w.byKind}); lease renewals ${w.leases}`],
-          ["(c) load avg before / after", `${loadBefore.map((l) => l.toFixed(2)).join(" / ")} → ${loadavg().map((l) => l.toFixed(2)).join(" / ")}`],
+          [
+            "(c) load avg before / after",
+            `${loadBefore.map((l) => l.toFixed(2)).join(" / ")} → ${loadavg()
+              .map((l) => l.toFixed(2))
+              .join(" / ")}`,
+          ],
         );
       }
     }
@@ -535,12 +666,23 @@ async function scalePoint(teamsCount: number, first: boolean, command: string[])
     await controller.stop();
     rows.push(
       ["(d) peak RSS, VmHWM (whole run)", end ? fmtMiB(end.hwmKiB) : "?"],
-      ["(d) RSS after cold start / at end", `${afterCold ? fmtMiB(afterCold.rssKiB) : "?"} / ${end ? fmtMiB(end.rssKiB) : "?"}`],
+      [
+        "(d) RSS after cold start / at end",
+        `${afterCold ? fmtMiB(afterCold.rssKiB) : "?"} / ${end ? fmtMiB(end.rssKiB) : "?"}`,
+      ],
       ["watch restarts (detection)", String(credentials.restarts)],
     );
-    return { teams: teamsCount, rows, coldMs, controllerCpuSec: ctl, rssAfterColdKiB: afterCold?.rssKiB ?? NaN, peakKiB: end?.hwmKiB ?? NaN };
+    return {
+      teams: teamsCount,
+      rows,
+      coldMs,
+      controllerCpuSec: ctl,
+      rssAfterColdKiB: afterCold?.rssKiB ?? NaN,
+      peakKiB: end?.hwmKiB ?? NaN,
+    };
   } catch (err) {
-    for (const c of controllers) if (c.output) process.stderr.write(`--- controller output ---\n${c.output.slice(-4_000)}\n`);
+    for (const c of controllers)
+      if (c.output) process.stderr.write(`--- controller output ---\n${c.output.slice(-4_000)}\n`);
     throw err;
   } finally {
     credentials.stop();
@@ -565,9 +707,20 @@ async function main() {
   const rows: Array<[string, string]> = [
     ["machine", `${availableParallelism()} CPUs (${cpu}), Node ${process.versions.node}`],
     ["load avg (1/5/15 min) at start", loadAtStart.map((l) => l.toFixed(2)).join(" / ")],
-    ["load avg at end", loadavg().map((l) => l.toFixed(2)).join(" / ")],
-    ["1-min load during the run (min–max)", `${Math.min(...load.samples).toFixed(2)}–${Math.max(...load.samples).toFixed(2)}`],
-    ["(d) Deployment (infra/controller): memory limit, NODE_OPTIONS", `${DEPLOYMENT.limit}, ${DEPLOYMENT.nodeOptions || "(none)"}`],
+    [
+      "load avg at end",
+      loadavg()
+        .map((l) => l.toFixed(2))
+        .join(" / "),
+    ],
+    [
+      "1-min load during the run (min–max)",
+      `${Math.min(...load.samples).toFixed(2)}–${Math.max(...load.samples).toFixed(2)}`,
+    ],
+    [
+      "(d) Deployment (infra/controller): memory limit, NODE_OPTIONS",
+      `${DEPLOYMENT.limit}, ${DEPLOYMENT.nodeOptions || "(none)"}`,
+    ],
   ];
   const width = Math.max(...[...rows, ...results.flatMap((r) => r.rows)].map(([k]) => k.length));
   const print = (rs: Array<[string, string]>) => {
@@ -587,9 +740,18 @@ async function main() {
     for (const r of rest) {
       const f = r.teams / base!.teams;
       print([
-        [`${r.teams} teams (×${f.toFixed(1)}): cold start`, `${fmtMs(r.coldMs)} (×${(r.coldMs / base!.coldMs).toFixed(2)})`],
-        ["  controller CPU per team", `${msPer(r.controllerCpuSec, r.teams)} vs ${msPer(base!.controllerCpuSec, base!.teams)} (×${(r.controllerCpuSec / r.teams / (base!.controllerCpuSec / base!.teams)).toFixed(2)})`],
-        ["  RSS after cold start / peak", `${fmtMiB(r.rssAfterColdKiB)} / ${fmtMiB(r.peakKiB)} vs ${fmtMiB(base!.rssAfterColdKiB)} / ${fmtMiB(base!.peakKiB)} (+${fmtMiB(r.rssAfterColdKiB - base!.rssAfterColdKiB)} for ${r.teams - base!.teams} more teams)`],
+        [
+          `${r.teams} teams (×${f.toFixed(1)}): cold start`,
+          `${fmtMs(r.coldMs)} (×${(r.coldMs / base!.coldMs).toFixed(2)})`,
+        ],
+        [
+          "  controller CPU per team",
+          `${msPer(r.controllerCpuSec, r.teams)} vs ${msPer(base!.controllerCpuSec, base!.teams)} (×${(r.controllerCpuSec / r.teams / (base!.controllerCpuSec / base!.teams)).toFixed(2)})`,
+        ],
+        [
+          "  RSS after cold start / peak",
+          `${fmtMiB(r.rssAfterColdKiB)} / ${fmtMiB(r.peakKiB)} vs ${fmtMiB(base!.rssAfterColdKiB)} / ${fmtMiB(base!.peakKiB)} (+${fmtMiB(r.rssAfterColdKiB - base!.rssAfterColdKiB)} for ${r.teams - base!.teams} more teams)`,
+        ],
       ]);
     }
   }

@@ -92,7 +92,11 @@ function readConcurrently(url: string, readers: number, total: number): Promise<
  * 1,000-team preview) as any client would, but not on the API's event loop. Answers the time, the size and
  * the answer's `summary`.
  */
-function requestInWorker(method: string, url: string, body: unknown): Promise<{ ms: number; bytes: number; summary: Record<string, number> }> {
+function requestInWorker(
+  method: string,
+  url: string,
+  body: unknown,
+): Promise<{ ms: number; bytes: number; summary: Record<string, number> }> {
   const code = `
     const http = require("node:http");
     const { parentPort, workerData: { method, url, token, body } } = require("node:worker_threads");
@@ -150,7 +154,12 @@ function onboardInRounds(url: string, rounds: unknown[][]): Promise<number[]> {
   return inWorker(code, { url, token: DEV_TOKEN, rounds });
 }
 
-const onboardingBody = (name: string) => ({ name, owners: [OWNER], environments: ["dev", "prod"], roleAssignments: [{ role: "rg-contributor" }] });
+const onboardingBody = (name: string) => ({
+  name,
+  owners: [OWNER],
+  environments: ["dev", "prod"],
+  roleAssignments: [{ role: "rg-contributor" }],
+});
 
 /** The requests every size measures, sent unmeasured to a scratch Berth (see the header). */
 async function warmUp(): Promise<void> {
@@ -163,7 +172,12 @@ async function warmUp(): Promise<void> {
     await requestInWorker("POST", `${berth.url}/v1/rollouts/preview?diffs=false`, request);
     await requestInWorker("POST", `${berth.url}/v1/rollouts`, request);
     await readConcurrently(`${berth.url}/v1/teams`, READERS, READS);
-    const rounds = [...Array.from({ length: 5 }, (_, i) => [onboardingBody(`warm-single-${i}`)]), ...Array.from({ length: 2 }, (_, r) => Array.from({ length: CONCURRENT }, (_, i) => onboardingBody(`warm-${r}-${i}`)))];
+    const rounds = [
+      ...Array.from({ length: 5 }, (_, i) => [onboardingBody(`warm-single-${i}`)]),
+      ...Array.from({ length: 2 }, (_, r) =>
+        Array.from({ length: CONCURRENT }, (_, i) => onboardingBody(`warm-${r}-${i}`)),
+      ),
+    ];
     await onboardInRounds(`${berth.url}/v1/teams`, rounds);
   } finally {
     await berth.stop();
@@ -209,28 +223,59 @@ async function main() {
 
     const listTimes = await readConcurrently(`${berth.url}/v1/teams`, READERS, READS);
     const getTimes: number[] = [];
-    for (let i = 0; i < READS; i++) getTimes.push((await timed(() => call("GET", `/v1/teams/${teamName((i * 7919) % n)}`)))[0]);
+    for (let i = 0; i < READS; i++)
+      getTimes.push((await timed(() => call("GET", `/v1/teams/${teamName((i * 7919) % n)}`)))[0]);
 
     const team = onboardingBody;
-    const singles = await onboardInRounds(`${berth.url}/v1/teams`, Array.from({ length: 5 }, (_, i) => [team(`single-${i}`)]));
+    const singles = await onboardInRounds(
+      `${berth.url}/v1/teams`,
+      Array.from({ length: 5 }, (_, i) => [team(`single-${i}`)]),
+    );
     const single = percentile(singles, 50);
     // Three bursts of 100 (new names each time), reported by the median burst: one burst's wall time on a
     // shared 2-core machine moves by ±15 % from run to run. Each burst adds 100 teams, so each is compared
     // with single onboardings measured just before it, on the same fleet.
-    const bursts: Array<{ wallMs: number; ratio: number; teams: number; batches: number; fetches: number; largest: PushedLine | undefined }> = [];
+    const bursts: Array<{
+      wallMs: number;
+      ratio: number;
+      teams: number;
+      batches: number;
+      fetches: number;
+      largest: PushedLine | undefined;
+    }> = [];
     let teamsNow = n + singles.length;
     for (let burst = 0; burst < BURSTS; burst++) {
-      const singlesBefore = burst === 0 ? singles : await onboardInRounds(`${berth.url}/v1/teams`, Array.from({ length: 3 }, (_, i) => [team(`single-${burst}-${i}`)]));
+      const singlesBefore =
+        burst === 0
+          ? singles
+          : await onboardInRounds(
+              `${berth.url}/v1/teams`,
+              Array.from({ length: 3 }, (_, i) => [team(`single-${burst}-${i}`)]),
+            );
       if (burst > 0) teamsNow += singlesBefore.length;
       const before = berth.repo.stats();
       const logsBefore = berth.logs.length;
-      const [wallMs = Number.NaN] = await onboardInRounds(`${berth.url}/v1/teams`, [Array.from({ length: CONCURRENT }, (_, i) => team(`conc-${burst}-${i}`))]);
+      const [wallMs = Number.NaN] = await onboardInRounds(`${berth.url}/v1/teams`, [
+        Array.from({ length: CONCURRENT }, (_, i) => team(`conc-${burst}-${i}`)),
+      ]);
       const after = berth.repo.stats();
       // The burst's largest batch: where its time went (plan on the event loop; git fast-import; git push).
-      const pushed = berth.logEntries<PushedLine & { msg?: string }>(logsBefore).filter((entry) => entry.msg === "flux repo: pushed");
-      const largest = pushed.reduce<PushedLine | undefined>((a, b) => ((b.transactions ?? 0) > (a?.transactions ?? 0) ? b : a), undefined);
+      const pushed = berth
+        .logEntries<PushedLine & { msg?: string }>(logsBefore)
+        .filter((entry) => entry.msg === "flux repo: pushed");
+      const largest = pushed.reduce<PushedLine | undefined>(
+        (a, b) => ((b.transactions ?? 0) > (a?.transactions ?? 0) ? b : a),
+        undefined,
+      );
       const ratio = wallMs / percentile(singlesBefore, 50);
-      bursts.push({ wallMs, ratio, teams: teamsNow, batches: after.batches - before.batches, fetches: after.fetches - before.fetches, largest });
+      bursts.push({
+        wallMs,
+        ratio,
+        teams: teamsNow,
+        batches: after.batches - before.batches,
+        fetches: after.fetches - before.fetches,
+        largest,
+      });
       teamsNow += CONCURRENT;
     }
     const median = [...bursts].sort((a, b) => a.ratio - b.ratio)[Math.floor(bursts.length / 2)]!;
@@ -250,11 +295,17 @@ async function main() {
         : "(none logged)",
       load: `${loadBefore} → ${load()}`,
     });
-    process.stdout.write(`\n${n} teams:\n${Object.entries(rows.at(-1)!).map(([k, v]) => `  ${k.padEnd(30)} ${v}`).join("\n")}\n`);
+    process.stdout.write(
+      `\n${n} teams:\n${Object.entries(rows.at(-1)!)
+        .map(([k, v]) => `  ${k.padEnd(30)} ${v}`)
+        .join("\n")}\n`,
+    );
     await berth.stop();
     await remote.remove();
   }
-  process.stdout.write(`\nload average (1/5/15 min) is the machine's, shared; 2 cores. Remote: file:// on 127.0.0.1.\n`);
+  process.stdout.write(
+    `\nload average (1/5/15 min) is the machine's, shared; 2 cores. Remote: file:// on 127.0.0.1.\n`,
+  );
 }
 
 main().catch((err) => {

@@ -54,7 +54,14 @@ const KUSTOMIZE_ARGS = ["--requeue-dependency=5s"];
 const kustomizeConcurrent = (teams: number) => (teams >= 1000 ? 20 : 10);
 const NAME = { GitRepository: "before (GitRepository)", ExternalArtifact: "after (ExternalArtifact)" } as const;
 
-type Ks = Obj & { status?: { lastAttemptedRevision?: string; lastAppliedRevision?: string; lastAppliedOriginRevision?: string; conditions?: Array<{ type: string; status: string; lastTransitionTime?: string }> } };
+type Ks = Obj & {
+  status?: {
+    lastAttemptedRevision?: string;
+    lastAppliedRevision?: string;
+    lastAppliedOriginRevision?: string;
+    conditions?: Array<{ type: string; status: string; lastTransitionTime?: string }>;
+  };
+};
 
 /** What one phase cost, from Flux's metrics and status and /proc. */
 interface PhaseCost {
@@ -115,7 +122,12 @@ async function phase(platform: FluxPlatform): Promise<{ end(settled?: () => Prom
   const pids = processes(platform);
   const cpu0 = Object.fromEntries(Object.entries(pids).map(([k, pid]) => [k, cpuOf(pid)]));
   const counts0 = await reconcileCounts(platform);
-  const attempted0 = new Map([...(await kustomizations(platform)), ...(await kustomizations(platform, "flux-system"))].map((k) => [`${k.metadata.namespace}/${k.metadata.name}`, k.status?.lastAttemptedRevision]));
+  const attempted0 = new Map(
+    [...(await kustomizations(platform)), ...(await kustomizations(platform, "flux-system"))].map((k) => [
+      `${k.metadata.namespace}/${k.metadata.name}`,
+      k.status?.lastAttemptedRevision,
+    ]),
+  );
   platform.flux.resetPeakRss("kustomize-controller");
   return {
     async end(settled) {
@@ -136,7 +148,9 @@ async function phase(platform: FluxPlatform): Promise<{ end(settled?: () => Prom
       return {
         reconciles: [...reconciled.values()].reduce((a, b) => a + b, 0),
         reconciled,
-        attempted: all.filter((k) => k.status?.lastAttemptedRevision !== attempted0.get(`${k.metadata.namespace}/${k.metadata.name}`)).length,
+        attempted: all.filter(
+          (k) => k.status?.lastAttemptedRevision !== attempted0.get(`${k.metadata.namespace}/${k.metadata.name}`),
+        ).length,
         cpu: Object.fromEntries(Object.entries(pids).map(([k, pid]) => [k, cpuOf(pid) - cpu0[k]!])),
         kustomizePeakRssMiB: mib(platform.flux.peakRssBytes("kustomize-controller")),
       };
@@ -145,23 +159,36 @@ async function phase(platform: FluxPlatform): Promise<{ end(settled?: () => Prom
 }
 
 /** Until every Kustomization of `teams` is Ready at `revision` (for an artifact: the commit it was cut from). */
-async function untilReady(platform: FluxPlatform, teams: readonly string[], revision: string, timeoutMs: number): Promise<void> {
+async function untilReady(
+  platform: FluxPlatform,
+  teams: readonly string[],
+  revision: string,
+  timeoutMs: number,
+): Promise<void> {
   const want = new Set(teams.map((t) => `team-${t}`));
   const deadline = Date.now() + timeoutMs;
   for (;;) {
-    const ready = (await kustomizations(platform)).filter((k) => want.has(k.metadata.name) && readyOf(k)?.status === "True" && applied(k) === rev(revision)).length;
+    const ready = (await kustomizations(platform)).filter(
+      (k) => want.has(k.metadata.name) && readyOf(k)?.status === "True" && applied(k) === rev(revision),
+    ).length;
     if (ready === want.size) return;
-    if (Date.now() > deadline) throw new Error(`${want.size - ready} of ${want.size} Kustomizations not Ready at ${revision.slice(0, 7)} after ${ms(timeoutMs)}`);
+    if (Date.now() > deadline)
+      throw new Error(
+        `${want.size - ready} of ${want.size} Kustomizations not Ready at ${revision.slice(0, 7)} after ${ms(timeoutMs)}`,
+      );
     await sleep(1_000);
   }
 }
 
 /** The before layout: every Kustomization must have attempted the commit before its cost is complete. */
-const allAttempted = (platform: FluxPlatform, revision: string) => async () => (await kustomizations(platform)).every((k) => k.status?.lastAttemptedRevision === rev(revision));
+const allAttempted = (platform: FluxPlatform, revision: string) => async () =>
+  (await kustomizations(platform)).every((k) => k.status?.lastAttemptedRevision === rev(revision));
 
 async function run(layout: TeamSource, n: number): Promise<Result> {
   const loadBefore = load();
-  console.log(`\n== ${NAME[layout]}, ${n} teams, kustomize-controller --concurrent=${kustomizeConcurrent(n)}; load before: ${loadBefore}`);
+  console.log(
+    `\n== ${NAME[layout]}, ${n} teams, kustomize-controller --concurrent=${kustomizeConcurrent(n)}; load before: ${loadBefore}`,
+  );
   const names = teamNames(n);
   const started = performance.now();
   const platform = await startFluxPlatform({
@@ -172,7 +199,13 @@ async function run(layout: TeamSource, n: number): Promise<Result> {
     berthConfig: (raw) => (raw.logLevel = "warn"),
     seed: (p) =>
       renderFleet(
-        names.map((name) => ({ name, description: `Team ${name}`, owners: [OWNER], environments: ["dev"], roleAssignments: [{ role: "rg-contributor" }] })),
+        names.map((name) => ({
+          name,
+          description: `Team ${name}`,
+          owners: [OWNER],
+          environments: ["dev"],
+          roleAssignments: [{ role: "rg-contributor" }],
+        })),
         { platform: p, templatesDir: join(REPO_ROOT, "templates") },
       ),
   });
@@ -191,7 +224,8 @@ async function run(layout: TeamSource, n: number): Promise<Result> {
       teamKs = (await kustomizations(platform)).filter((k) => k.metadata.name.startsWith("team-"));
       for (const k of teamKs) {
         const ready = readyOf(k);
-        if (ready?.status === "True" && !firstReady.has(k.metadata.name)) firstReady.set(k.metadata.name, Date.parse(ready.lastTransitionTime!));
+        if (ready?.status === "True" && !firstReady.has(k.metadata.name))
+          firstReady.set(k.metadata.name, Date.parse(ready.lastTransitionTime!));
       }
       if (teamKs.length === n && firstReady.size === n) break;
       if (Date.now() > coldDeadline) throw new Error(`cold apply: ${firstReady.size}/${n} Ready after an hour`);
@@ -202,7 +236,9 @@ async function run(layout: TeamSource, n: number): Promise<Result> {
     const coldCpu: Record<string, number> = {};
     for (const [controller, p] of platform.flux.processes) coldCpu[controller] = cpuOf(p.pid);
     const coldKustomizePeakRssMiB = mib(platform.flux.peakRssBytes("kustomize-controller"));
-    console.log(`  cold apply of ${n} teams at ${head.slice(0, 7)}: ${ms(last - first)} (first Kustomization created → last Ready); kustomize-controller ${coldCpu["kustomize-controller"]!.toFixed(1)} CPU s, peak RSS ${coldKustomizePeakRssMiB} MiB since its start`);
+    console.log(
+      `  cold apply of ${n} teams at ${head.slice(0, 7)}: ${ms(last - first)} (first Kustomization created → last Ready); kustomize-controller ${coldCpu["kustomize-controller"]!.toFixed(1)} CPU s, peak RSS ${coldKustomizePeakRssMiB} MiB since its start`,
+    );
     // Let the cold apply's tail (health checks, Berth's controller) settle before the first commit.
     await (await phase(platform)).end();
 
@@ -213,13 +249,20 @@ async function run(layout: TeamSource, n: number): Promise<Result> {
       const team = `z-new${String(i).padStart(2, "0")}`;
       const p = await phase(platform);
       const t0 = performance.now();
-      const res = await platform.request("POST", "/v1/teams", { name: team, description: `Team ${team}`, owners: [OWNER], environments: ["dev"], roleAssignments: [{ role: "rg-contributor" }] });
+      const res = await platform.request("POST", "/v1/teams", {
+        name: team,
+        description: `Team ${team}`,
+        owners: [OWNER],
+        environments: ["dev"],
+        roleAssignments: [{ role: "rg-contributor" }],
+      });
       if (res.statusCode !== 201) throw new Error(`POST /v1/teams: ${res.statusCode} ${res.body}`);
       const revision = res.json.revision as string;
       if (layout === "GitRepository") void platform.reconcileSource().catch(() => undefined);
       let toNamespaceMs = 0;
       for (;;) {
-        if (!toNamespaceMs && (await platform.admin.get("v1", "Namespace", undefined, team))) toNamespaceMs = performance.now() - t0;
+        if (!toNamespaceMs && (await platform.admin.get("v1", "Namespace", undefined, team)))
+          toNamespaceMs = performance.now() - t0;
         const k = (await platform.kustomization(ASO_NAMESPACE, `team-${team}`)) as Ks | undefined;
         if (toNamespaceMs && k && readyOf(k)?.status === "True" && applied(k) === rev(revision)) break;
         if (performance.now() - t0 > 30 * 60_000) throw new Error(`onboarding ${team}: not Ready after 30 min`);
@@ -228,25 +271,44 @@ async function run(layout: TeamSource, n: number): Promise<Result> {
       const toReadyMs = performance.now() - t0;
       const cost = await p.end(layout === "GitRepository" ? allAttempted(platform, revision) : undefined);
       onboardings.push({ toNamespaceMs, toReadyMs, cost });
-      console.log(`  onboarding ${i + 1}/${samples} (${revision.slice(0, 7)}): POST → namespace ${ms(toNamespaceMs)}, → Kustomization Ready ${ms(toReadyMs)}; ${describe(cost)}`);
+      console.log(
+        `  onboarding ${i + 1}/${samples} (${revision.slice(0, 7)}): POST → namespace ${ms(toNamespaceMs)}, → Kustomization Ready ${ms(toReadyMs)}; ${describe(cost)}`,
+      );
     }
 
     // A rollout commit that changes 10 % of the teams (v1 → v2, one commit).
     const selected = names.filter((_, i) => i % 10 === 0);
     const p = await phase(platform);
     const t0 = performance.now();
-    const res = await platform.request("POST", "/v1/rollouts", { description: "10 % to v2", target: { templateVersion: "v2" }, selector: { names: selected } });
+    const res = await platform.request("POST", "/v1/rollouts", {
+      description: "10 % to v2",
+      target: { templateVersion: "v2" },
+      selector: { names: selected },
+    });
     if (res.statusCode !== 201) throw new Error(`POST /v1/rollouts: ${res.statusCode} ${res.body}`);
     const revision = res.json.revision as string;
     if (layout === "GitRepository") void platform.reconcileSource().catch(() => undefined);
     await untilReady(platform, selected, revision, 60 * 60_000);
     const toAllReadyMs = performance.now() - t0;
     const cost = await p.end(layout === "GitRepository" ? allAttempted(platform, revision) : undefined);
-    console.log(`  rollout of ${selected.length} teams to v2 (${revision.slice(0, 7)}): POST → all ${selected.length} Ready ${ms(toAllReadyMs)}; ${describe(cost)}`);
+    console.log(
+      `  rollout of ${selected.length} teams to v2 (${revision.slice(0, 7)}): POST → all ${selected.length} Ready ${ms(toAllReadyMs)}; ${describe(cost)}`,
+    );
 
     const loadAfter = load();
     console.log(`  load after: ${loadAfter}`);
-    return { layout, teams: n, loadBefore, loadAfter, startMs, coldApplyMs: last - first, coldCpu, coldKustomizePeakRssMiB, onboardings, rollout: { teams: selected.length, toAllReadyMs, cost } };
+    return {
+      layout,
+      teams: n,
+      loadBefore,
+      loadAfter,
+      startMs,
+      coldApplyMs: last - first,
+      coldCpu,
+      coldKustomizePeakRssMiB,
+      onboardings,
+      rollout: { teams: selected.length, toAllReadyMs, cost },
+    };
   } finally {
     await platform.stop();
   }
@@ -255,8 +317,20 @@ async function run(layout: TeamSource, n: number): Promise<Result> {
 function describe(cost: PhaseCost): string {
   const named = [...cost.reconciled].filter(([k]) => !k.startsWith(`${ASO_NAMESPACE}/team-t0`));
   const fleet = [...cost.reconciled].filter(([k]) => k.startsWith(`${ASO_NAMESPACE}/team-t0`));
-  const who = [...named.map(([k, c]) => `${k.split("/")[1]}${c > 1 ? ` ×${c}` : ""}`), ...(fleet.length ? [`${fleet.length} seeded teams`] : [])].join(", ");
-  const cpu = (["kustomize-controller", "source-controller", "source-watcher", "notification-controller", "kube-apiserver", "etcd"] satisfies Array<FluxController | string>)
+  const who = [
+    ...named.map(([k, c]) => `${k.split("/")[1]}${c > 1 ? ` ×${c}` : ""}`),
+    ...(fleet.length ? [`${fleet.length} seeded teams`] : []),
+  ].join(", ");
+  const cpu = (
+    [
+      "kustomize-controller",
+      "source-controller",
+      "source-watcher",
+      "notification-controller",
+      "kube-apiserver",
+      "etcd",
+    ] satisfies Array<FluxController | string>
+  )
     .filter((c) => cost.cpu[c] !== undefined)
     .map((c) => `${c} ${cost.cpu[c]!.toFixed(2)}`)
     .join(", ");
@@ -265,33 +339,62 @@ function describe(cost: PhaseCost): string {
 
 function summary(results: Result[]): void {
   console.log("\n== summary (machine load in each block above)");
-  const row = (label: string, f: (r: Result) => string) => console.log(`  ${label.padEnd(58)} ${results.map((r) => f(r).padEnd(22)).join(" ")}`);
+  const row = (label: string, f: (r: Result) => string) =>
+    console.log(`  ${label.padEnd(58)} ${results.map((r) => f(r).padEnd(22)).join(" ")}`);
   row("", (r) => `${r.teams} ${r.layout === "GitRepository" ? "before" : "after"}`);
   row("cold apply (flux-benchmark, 1,000: 4m13s)", (r) => ms(r.coldApplyMs));
-  row("cold apply: kustomize-controller CPU s / peak RSS MiB", (r) => `${r.coldCpu["kustomize-controller"]!.toFixed(0)} / ${r.coldKustomizePeakRssMiB}`);
+  row(
+    "cold apply: kustomize-controller CPU s / peak RSS MiB",
+    (r) => `${r.coldCpu["kustomize-controller"]!.toFixed(0)} / ${r.coldKustomizePeakRssMiB}`,
+  );
   const med = (r: Result, f: (o: Onboarding) => number) => percentile(r.onboardings.map(f), 50);
-  row("onboarding: POST → namespace, p50 (max)", (r) => `${ms(med(r, (o) => o.toNamespaceMs))} (${ms(Math.max(...r.onboardings.map((o) => o.toNamespaceMs)))})`);
+  row(
+    "onboarding: POST → namespace, p50 (max)",
+    (r) => `${ms(med(r, (o) => o.toNamespaceMs))} (${ms(Math.max(...r.onboardings.map((o) => o.toNamespaceMs)))})`,
+  );
   row("onboarding: POST → Kustomization Ready, p50", (r) => ms(med(r, (o) => o.toReadyMs)));
-  row("onboarding: Kustomization reconciliations, p50 (max)", (r) => `${med(r, (o) => o.cost.reconciles)} (${Math.max(...r.onboardings.map((o) => o.cost.reconciles))})`);
-  row("onboarding: kustomize-controller CPU s, p50", (r) => med(r, (o) => o.cost.cpu["kustomize-controller"]!).toFixed(2));
-  row("onboarding: source-controller + source-watcher CPU s, p50", (r) => med(r, (o) => (o.cost.cpu["source-controller"] ?? 0) + (o.cost.cpu["source-watcher"] ?? 0)).toFixed(2));
-  row("onboarding: kube-apiserver + etcd CPU s, p50", (r) => med(r, (o) => o.cost.cpu["kube-apiserver"]! + o.cost.cpu.etcd!).toFixed(2));
-  row("onboarding: kustomize-controller peak RSS MiB, max", (r) => String(Math.max(...r.onboardings.map((o) => o.cost.kustomizePeakRssMiB))));
+  row(
+    "onboarding: Kustomization reconciliations, p50 (max)",
+    (r) => `${med(r, (o) => o.cost.reconciles)} (${Math.max(...r.onboardings.map((o) => o.cost.reconciles))})`,
+  );
+  row("onboarding: kustomize-controller CPU s, p50", (r) =>
+    med(r, (o) => o.cost.cpu["kustomize-controller"]!).toFixed(2),
+  );
+  row("onboarding: source-controller + source-watcher CPU s, p50", (r) =>
+    med(r, (o) => (o.cost.cpu["source-controller"] ?? 0) + (o.cost.cpu["source-watcher"] ?? 0)).toFixed(2),
+  );
+  row("onboarding: kube-apiserver + etcd CPU s, p50", (r) =>
+    med(r, (o) => o.cost.cpu["kube-apiserver"]! + o.cost.cpu.etcd!).toFixed(2),
+  );
+  row("onboarding: kustomize-controller peak RSS MiB, max", (r) =>
+    String(Math.max(...r.onboardings.map((o) => o.cost.kustomizePeakRssMiB))),
+  );
   row("10 % rollout: teams changed", (r) => String(r.rollout.teams));
   row("10 % rollout: POST → all Ready", (r) => ms(r.rollout.toAllReadyMs));
   row("10 % rollout: Kustomization reconciliations", (r) => String(r.rollout.cost.reconciles));
-  row("10 % rollout: kustomize-controller CPU s / peak RSS MiB", (r) => `${r.rollout.cost.cpu["kustomize-controller"]!.toFixed(1)} / ${r.rollout.cost.kustomizePeakRssMiB}`);
+  row(
+    "10 % rollout: kustomize-controller CPU s / peak RSS MiB",
+    (r) => `${r.rollout.cost.cpu["kustomize-controller"]!.toFixed(1)} / ${r.rollout.cost.kustomizePeakRssMiB}`,
+  );
   for (const n of SIZES) {
     const before = results.find((r) => r.teams === n && r.layout === "GitRepository");
     const after = results.find((r) => r.teams === n && r.layout === "ExternalArtifact");
     if (!before || !after) continue;
-    const cpu = (r: Result) => percentile(r.onboardings.map((o) => o.cost.cpu["kustomize-controller"]!), 50);
-    console.log(`  ${n} teams: kustomize-controller CPU for one onboarding, after / before = ${((100 * cpu(after)) / cpu(before)).toFixed(2)} %`);
+    const cpu = (r: Result) =>
+      percentile(
+        r.onboardings.map((o) => o.cost.cpu["kustomize-controller"]!),
+        50,
+      );
+    console.log(
+      `  ${n} teams: kustomize-controller CPU for one onboarding, after / before = ${((100 * cpu(after)) / cpu(before)).toFixed(2)} %`,
+    );
   }
 }
 
 async function main(): Promise<void> {
-  console.log(`Flux at fleet scale: sizes ${SIZES.join(", ")}; layouts ${LAYOUTS.join(", ")}; onboardings per run: ${SAMPLES} (before: ${SAMPLES_BEFORE}); kustomize-controller ${KUSTOMIZE_ARGS.join(" ")}; load: ${load()}`);
+  console.log(
+    `Flux at fleet scale: sizes ${SIZES.join(", ")}; layouts ${LAYOUTS.join(", ")}; onboardings per run: ${SAMPLES} (before: ${SAMPLES_BEFORE}); kustomize-controller ${KUSTOMIZE_ARGS.join(" ")}; load: ${load()}`,
+  );
   const results: Result[] = [];
   for (const n of SIZES) for (const layout of LAYOUTS) results.push(await run(layout, n));
   summary(results);

@@ -41,7 +41,12 @@ async function main() {
     const res = await fetch(`${berth.url}/v1/teams`, {
       method: "POST",
       headers: { authorization: `Bearer ${DEV_TOKEN}`, "content-type": "application/json" },
-      body: JSON.stringify({ name, owners: [OWNER], environments: ["dev", "prod"], roleAssignments: [{ role: "rg-contributor" }] }),
+      body: JSON.stringify({
+        name,
+        owners: [OWNER],
+        environments: ["dev", "prod"],
+        roleAssignments: [{ role: "rg-contributor" }],
+      }),
     });
     if (res.status !== 201) throw new Error(`${name}: HTTP ${res.status} ${await res.text()}`);
     return (await res.json()) as { files: Array<{ path: string }> };
@@ -61,7 +66,8 @@ async function main() {
   const tree = await berth.repo.snapshot(0);
   for (let i = 0; i < SEQUENTIAL; i++) {
     const files = new Map<string, string>();
-    for (const path of await tree.list(`teams/seq-${i}`)) files.set(path.replace(`seq-${i}`, `raw-${i}`), (await tree.read(path))!.replaceAll(`seq-${i}`, `raw-${i}`));
+    for (const path of await tree.list(`teams/seq-${i}`))
+      files.set(path.replace(`seq-${i}`, `raw-${i}`), (await tree.read(path))!.replaceAll(`seq-${i}`, `raw-${i}`));
     renders.push(files);
   }
 
@@ -75,7 +81,9 @@ async function main() {
       await writeFile(join(clone, path), content);
     }
     await git(["add", "-A"], { cwd: clone });
-    await git(["-c", "user.name=bench", "-c", "user.email=bench@localhost", "commit", "--quiet", "-m", "raw"], { cwd: clone });
+    await git(["-c", "user.name=bench", "-c", "user.email=bench@localhost", "commit", "--quiet", "-m", "raw"], {
+      cwd: clone,
+    });
     await git(["pull", "--quiet", "--rebase"], { cwd: clone, env: gitEnv });
     await git(["push", "--quiet", "origin", "HEAD:main"], { cwd: clone, env: gitEnv });
     raw.push(performance.now() - start);
@@ -88,13 +96,22 @@ async function main() {
 
   const rows = [
     ["", "p50", "p99", "n"],
-    ["Berth: POST /v1/teams → pushed", ms(percentile(viaBerth, 50)), ms(percentile(viaBerth, 99)), String(viaBerth.length)],
+    [
+      "Berth: POST /v1/teams → pushed",
+      ms(percentile(viaBerth, 50)),
+      ms(percentile(viaBerth, 99)),
+      String(viaBerth.length),
+    ],
     ["raw: write + git commit + git push", ms(percentile(raw, 50)), ms(percentile(raw, 99)), String(raw.length)],
   ];
   const width = rows[0]!.map((_, c) => Math.max(...rows.map((r) => r[c]!.length)));
-  process.stdout.write(`\nremote: ${useHttp ? "smart HTTP (git http-backend, Basic auth)" : "file://"} on 127.0.0.1; ${renders[0]!.size} files per team\n`);
+  process.stdout.write(
+    `\nremote: ${useHttp ? "smart HTTP (git http-backend, Basic auth)" : "file://"} on 127.0.0.1; ${renders[0]!.size} files per team\n`,
+  );
   for (const row of rows) process.stdout.write(`${row.map((cell, c) => cell.padEnd(width[c]!)).join("  ")}\n`);
-  process.stdout.write(`${CONCURRENT} concurrent onboardings: ${ms(wall)} wall, ${failed.length} failed${failed.length ? `: ${(failed[0] as PromiseRejectedResult).reason}` : ""}\n`);
+  process.stdout.write(
+    `${CONCURRENT} concurrent onboardings: ${ms(wall)} wall, ${failed.length} failed${failed.length ? `: ${(failed[0] as PromiseRejectedResult).reason}` : ""}\n`,
+  );
   process.stdout.write(`writer: ${JSON.stringify(berth.repo.stats())}\n`);
 
   await berth.stop();

@@ -45,8 +45,18 @@ class FleetTree implements RepoTree {
 }
 
 async function fleet(teams: number): Promise<Map<string, string>> {
-  const config = loadConfig({ BERTH_CONFIG_FILE: join(REPO_ROOT, "infra", "local", "berth.yaml"), BERTH_AUTH_MODE: "dev", BERTH_DEV_TOKEN: DEV_TOKEN }, REPO_ROOT);
-  const onboarding = new Onboarding(config.platform, await loadTemplateSet(config.templatesDir, config.platform.templateVersion));
+  const config = loadConfig(
+    {
+      BERTH_CONFIG_FILE: join(REPO_ROOT, "infra", "local", "berth.yaml"),
+      BERTH_AUTH_MODE: "dev",
+      BERTH_DEV_TOKEN: DEV_TOKEN,
+    },
+    REPO_ROOT,
+  );
+  const onboarding = new Onboarding(
+    config.platform,
+    await loadTemplateSet(config.templatesDir, config.platform.templateVersion),
+  );
   const tree = new FleetTree();
   for (let i = 0; i < teams; i++) {
     const { change } = await onboarding.planCreate(tree, {
@@ -65,14 +75,21 @@ async function fleet(teams: number): Promise<Map<string, string>> {
   return tree.files;
 }
 
-async function timed(url: string, headers: Record<string, string> = {}): Promise<{ ms: number; status: number; etag: string | null }> {
+async function timed(
+  url: string,
+  headers: Record<string, string> = {},
+): Promise<{ ms: number; status: number; etag: string | null }> {
   const start = performance.now();
   const res = await fetch(url, { headers: { ...auth, ...headers } });
   await res.arrayBuffer();
   return { ms: performance.now() - start, status: res.status, etag: res.headers.get("etag") };
 }
 
-async function series(n: number, f: (i: number) => Promise<{ ms: number; status: number }>, expected = 200): Promise<number[]> {
+async function series(
+  n: number,
+  f: (i: number) => Promise<{ ms: number; status: number }>,
+  expected = 200,
+): Promise<number[]> {
   const out: number[] = [];
   for (let i = 0; i < n; i++) {
     const r = await f(i);
@@ -94,15 +111,21 @@ async function main() {
     await writeFile(join(work, path), content);
   }
   await git(["add", "-A"], { cwd: work });
-  await git(["-c", "user.name=bench", "-c", "user.email=bench@localhost", "commit", "--quiet", "-m", `fleet of ${TEAMS}`], { cwd: work });
+  await git(
+    ["-c", "user.name=bench", "-c", "user.email=bench@localhost", "commit", "--quiet", "-m", `fleet of ${TEAMS}`],
+    { cwd: work },
+  );
   await git(["push", "--quiet", remote.url, "HEAD:main"], { cwd: work });
-  process.stdout.write(`fleet: ${TEAMS} teams, ${files.size} files, rendered and pushed in ${ms(performance.now() - started)}\n`);
+  process.stdout.write(
+    `fleet: ${TEAMS} teams, ${files.size} files, rendered and pushed in ${ms(performance.now() - started)}\n`,
+  );
 
   let berth: RunningBerth = await startBerth({ remoteUrl: remote.url, listen: true, env: { BERTH_LOG_LEVEL: "warn" } });
   const list = `${berth.url}/v1/teams`;
   const cold = await timed(list);
   const rows: string[][] = [["", "p50", "p99", "n"]];
-  const row = (label: string, samples: number[]) => rows.push([label, ms(percentile(samples, 50)), ms(percentile(samples, 99)), String(samples.length)]);
+  const row = (label: string, samples: number[]) =>
+    rows.push([label, ms(percentile(samples, 50)), ms(percentile(samples, 99)), String(samples.length)]);
   rows.push([`GET /v1/teams, first after start (parses ${TEAMS})`, ms(cold.ms), "", "1"]);
 
   row(`GET /v1/teams (${TEAMS} teams), one reader`, await series(50, () => timed(list)));
@@ -112,9 +135,18 @@ async function main() {
   row("GET /v1/teams?limit=100", await series(50, () => timed(`${list}?limit=100`)));
   const { etag } = await timed(list);
   row("GET /v1/teams, If-None-Match → 304", await series(50, () => timed(list, { "if-none-match": etag! }), 304));
-  row("GET /v1/teams/{name}", await series(200, (i) => timed(`${list}/team-${String((i * 7) % TEAMS).padStart(4, "0")}`)));
+  row(
+    "GET /v1/teams/{name}",
+    await series(200, (i) => timed(`${list}/team-${String((i * 7) % TEAMS).padStart(4, "0")}`)),
+  );
   const oneConcurrent: number[] = [];
-  await Promise.all(Array.from({ length: 20 }, async (_, w) => oneConcurrent.push(...(await series(10, (i) => timed(`${list}/team-${String((w * 10 + i) % TEAMS).padStart(4, "0")}`))))));
+  await Promise.all(
+    Array.from({ length: 20 }, async (_, w) =>
+      oneConcurrent.push(
+        ...(await series(10, (i) => timed(`${list}/team-${String((w * 10 + i) % TEAMS).padStart(4, "0")}`))),
+      ),
+    ),
+  );
   row("GET /v1/teams/{name}, 20 concurrent readers", oneConcurrent);
 
   // After a write: the list is rebuilt, re-reading only the team that changed.
@@ -138,7 +170,11 @@ async function main() {
   await berth.stop();
 
   const width = rows[0]!.map((_, c) => Math.max(...rows.map((r) => (r[c] ?? "").length)));
-  process.stdout.write(`\nberth read benchmark over HTTP on 127.0.0.1 (load average ${loadavg().map((l) => l.toFixed(2)).join(" ")})\n`);
+  process.stdout.write(
+    `\nberth read benchmark over HTTP on 127.0.0.1 (load average ${loadavg()
+      .map((l) => l.toFixed(2))
+      .join(" ")})\n`,
+  );
   for (const r of rows) process.stdout.write(`${r.map((cell, c) => (cell ?? "").padEnd(width[c]!)).join("  ")}\n`);
   await rm(root, { recursive: true, force: true });
 }

@@ -27,19 +27,36 @@ import { load, ms, OWNER, percentile, seed, teamName } from "./fleet-seed.js";
 
 const N = Number(process.env.BENCH_STATUS_TEAMS ?? 5000);
 const WAVE = Math.min(1000, N);
-const CHAIN = ["Rendered", "KustomizationReady", "ResourceGroupReady", "IdentityReady", "FederatedCredentialsReady", "FederationMatchesIssuer", "RoleAssignmentsReady", "PlatformValuesFresh", "CredentialWritten", "Ready"];
+const CHAIN = [
+  "Rendered",
+  "KustomizationReady",
+  "ResourceGroupReady",
+  "IdentityReady",
+  "FederatedCredentialsReady",
+  "FederationMatchesIssuer",
+  "RoleAssignmentsReady",
+  "PlatformValuesFresh",
+  "CredentialWritten",
+  "Ready",
+];
 const auth = { authorization: `Bearer ${DEV_TOKEN}` };
 
 async function mapLimit<T>(items: readonly T[], limit: number, fn: (item: T) => Promise<void>): Promise<void> {
   let next = 0;
-  await Promise.all(Array.from({ length: limit }, async () => {
-    while (next < items.length) await fn(items[next++]!);
-  }));
+  await Promise.all(
+    Array.from({ length: limit }, async () => {
+      while (next < items.length) await fn(items[next++]!);
+    }),
+  );
 }
 
 async function main(): Promise<void> {
   console.log(`status at fleet scale: ${N} teams; load before: ${load()}`);
-  const cluster = await startKubeCluster({ crdDirs: false, crds: readManifests(join(INFRA, "crds")), startTimeoutMs: 240_000 });
+  const cluster = await startKubeCluster({
+    crdDirs: false,
+    crds: readManifests(join(INFRA, "crds")),
+    startTimeoutMs: 240_000,
+  });
   const remote = await createBareRepo();
   try {
     let started = performance.now();
@@ -54,13 +71,25 @@ async function main(): Promise<void> {
       observedGeneration: 1,
       revision: `main@sha1:${revision}`,
       identity: { clientId: "44444444-4444-4444-8444-444444444444" },
-      conditions: CHAIN.map((type) => ({ type, status: "True", reason: "Succeeded", message: `${type} is true`, lastTransitionTime: at })),
+      conditions: CHAIN.map((type) => ({
+        type,
+        status: "True",
+        reason: "Succeeded",
+        message: `${type} is true`,
+        lastTransitionTime: at,
+      })),
     };
     await mapLimit(
       Array.from({ length: N }, (_, i) => teamName(i)),
       16,
       async (name) => {
-        await admin.create({ apiVersion: "berth.dev/v1alpha1", kind: "Team", metadata: { name }, spec: { description: "", owners: [OWNER], environments: ["dev", "prod"] }, status });
+        await admin.create({
+          apiVersion: "berth.dev/v1alpha1",
+          kind: "Team",
+          metadata: { name },
+          spec: { description: "", owners: [OWNER], environments: ["dev", "prod"] },
+          status,
+        });
       },
     );
     console.log(`  created ${N} Team objects with status: ${ms(performance.now() - started)}`);
@@ -72,7 +101,9 @@ async function main(): Promise<void> {
       startEngine: false,
       env: { BERTH_LOG_LEVEL: "warn" },
       config: (raw) => {
-        const clusters = (raw.platform.environments as Array<{ clusters: Array<{ name: string }> }>).flatMap((e) => e.clusters.map((c) => c.name));
+        const clusters = (raw.platform.environments as Array<{ clusters: Array<{ name: string }> }>).flatMap((e) =>
+          e.clusters.map((c) => c.name),
+        );
         raw.api.clusters = Object.fromEntries(clusters.map((c) => [c, { kubeconfig }]));
       },
     });
@@ -92,17 +123,26 @@ async function main(): Promise<void> {
         times.push(await get(`/v1/teams/${teamName((i * 7919) % N)}/status`));
         await sleep(20);
       }
-      console.log(`  GET /v1/teams/{name}/status × ${times.length} over 15 s: p50 ${ms(percentile(times, 50))}, p99 ${ms(percentile(times, 99))}, max ${ms(Math.max(...times))} (load ${load()})`);
+      console.log(
+        `  GET /v1/teams/{name}/status × ${times.length} over 15 s: p50 ${ms(percentile(times, 50))}, p99 ${ms(percentile(times, 99))}, max ${ms(Math.max(...times))} (load ${load()})`,
+      );
 
       const fleet: number[] = [];
       for (let i = 0; i < 5; i++) fleet.push(await get("/v1/status"));
-      console.log(`  GET /v1/status (${N} teams × 3 clusters): median of 5 ${ms(percentile(fleet, 50))} (load ${load()})`);
+      console.log(
+        `  GET /v1/status (${N} teams × 3 clusters): median of 5 ${ms(percentile(fleet, 50))} (load ${load()})`,
+      );
 
       const names = Array.from({ length: WAVE }, (_, i) => teamName(i));
       const created = await fetch(`${berth.url}/v1/rollouts`, {
         method: "POST",
         headers: { ...auth, "content-type": "application/json" },
-        body: JSON.stringify({ description: "bench", target: { templateVersion: "v2" }, waves: [{ name: "first", selector: { names } }, { name: "rest" }], gate: { timeoutSeconds: 3600 } }),
+        body: JSON.stringify({
+          description: "bench",
+          target: { templateVersion: "v2" },
+          waves: [{ name: "first", selector: { names } }, { name: "rest" }],
+          gate: { timeoutSeconds: 3600 },
+        }),
       });
       if (created.status !== 201) throw new Error(`POST /v1/rollouts: HTTP ${created.status} ${await created.text()}`);
       const id = ((await created.json()) as { rollout: { metadata: { name: string } } }).rollout.metadata.name;
@@ -110,11 +150,15 @@ async function main(): Promise<void> {
       started = performance.now();
       await engine.tick();
       const first = engine.progress(id);
-      console.log(`  engine step 1 (commit ${WAVE} teams, then the first gate evaluation): ${ms(performance.now() - started)}; verdict ${first?.verdict} (${first?.waiting} waiting) (load ${load()})`);
+      console.log(
+        `  engine step 1 (commit ${WAVE} teams, then the first gate evaluation): ${ms(performance.now() - started)}; verdict ${first?.verdict} (${first?.waiting} waiting) (load ${load()})`,
+      );
       await sleep(5_500); // every listing has expired: the evaluation below refreshes them
       started = performance.now();
       await engine.tick();
-      console.log(`  gate evaluation of ${WAVE} teams × 3 clusters: ${ms(performance.now() - started)}; verdict ${engine.progress(id)?.verdict} (load ${load()})`);
+      console.log(
+        `  gate evaluation of ${WAVE} teams × 3 clusters: ${ms(performance.now() - started)}; verdict ${engine.progress(id)?.verdict} (load ${load()})`,
+      );
     } finally {
       await berth.stop();
     }

@@ -40,7 +40,8 @@ describe("berth CLI against the API and a git remote", () => {
     await remote?.remove();
   });
 
-  const berthCli = (args: string[], options: Parameters<CliHarness["run"]>[1] = {}) => cli.run(args, { cwd: work, ...options });
+  const berthCli = (args: string[], options: Parameters<CliHarness["run"]>[1] = {}) =>
+    cli.run(args, { cwd: work, ...options });
   const head = async () => (await inspectRemote(remote.url)).head;
 
   it("login checks the token before saving a context, keeps the config private, and refuses a token file others can read", async () => {
@@ -63,7 +64,10 @@ describe("berth CLI against the API and a git remote", () => {
     expect(ok.code).toBe(0);
     expect(ok.stdout).toContain(`Logged in to ${berth.url} as context "local"`);
     expect((await stat(cli.configFile)).mode & 0o777).toBe(0o600);
-    const saved = parse(await readFile(cli.configFile, "utf8")) as { currentContext: string; contexts: Array<{ name: string; auth: Record<string, unknown> }> };
+    const saved = parse(await readFile(cli.configFile, "utf8")) as {
+      currentContext: string;
+      contexts: Array<{ name: string; auth: Record<string, unknown> }>;
+    };
     expect(saved.currentContext).toBe("local");
     // The context names the file; the token itself is not copied into the config.
     expect(saved.contexts[0]!.auth).toEqual({ tokenFile });
@@ -71,7 +75,16 @@ describe("berth CLI against the API and a git remote", () => {
   }, 240_000);
 
   it("switches contexts like kubectl and redacts stored tokens in config view", async () => {
-    const second = await berthCli(["login", "--context", "other", "--server", "http://127.0.0.1:9", "--token", "stored-secret-token", "--no-verify"]);
+    const second = await berthCli([
+      "login",
+      "--context",
+      "other",
+      "--server",
+      "http://127.0.0.1:9",
+      "--token",
+      "stored-secret-token",
+      "--no-verify",
+    ]);
     expect(second.code).toBe(0);
     const contexts = await berthCli(["config", "get-contexts"]);
     expect(contexts.stdout).toMatch(/^CURRENT\s+NAME\s+SERVER\s+AUTH$/m);
@@ -96,7 +109,10 @@ describe("berth CLI against the API and a git remote", () => {
         `apiVersion: berth.dev/v1alpha1\nkind: Team\nmetadata:\n  name: search\nspec:\n  owners: [${OWNER}]\n  environments: [dev, prod]\n  roleAssignments: [{ role: rg-contributor }]\n`,
       ].join("---\n"),
     );
-    await writeFile(join(work, "teams", "checkout.json"), JSON.stringify({ name: "checkout", owners: [OWNER], environments: ["prod"] }));
+    await writeFile(
+      join(work, "teams", "checkout.json"),
+      JSON.stringify({ name: "checkout", owners: [OWNER], environments: ["prod"] }),
+    );
     await writeFile(join(work, "teams", "README.md"), "not a team file");
 
     const first = await berthCli(["apply", "-f", "teams"]);
@@ -106,12 +122,22 @@ describe("berth CLI against the API and a git remote", () => {
     expect(first.stdout).toMatch(/^team\/payments created /m);
     expect(first.stdout).toMatch(/^team\/search created /m);
     const state = await inspectRemote(remote.url);
-    expect(state.commits.map((c) => c.subject).sort()).toEqual(["berth: onboard team checkout", "berth: onboard team payments", "berth: onboard team search"]);
-    expect(parse(state.files.get("teams/search/base/team.yaml")!)).toMatchObject({ spec: { roleAssignments: [{ role: "rg-contributor" }] } });
+    expect(state.commits.map((c) => c.subject).sort()).toEqual([
+      "berth: onboard team checkout",
+      "berth: onboard team payments",
+      "berth: onboard team search",
+    ]);
+    expect(parse(state.files.get("teams/search/base/team.yaml")!)).toMatchObject({
+      spec: { roleAssignments: [{ role: "rg-contributor" }] },
+    });
 
     const again = await berthCli(["apply", "-f", "teams"]);
     expect(again.code).toBe(0);
-    expect(again.stdout.trim().split("\n").sort()).toEqual(["team/checkout unchanged", "team/payments unchanged", "team/search unchanged"]);
+    expect(again.stdout.trim().split("\n").sort()).toEqual([
+      "team/checkout unchanged",
+      "team/payments unchanged",
+      "team/search unchanged",
+    ]);
     expect(await head()).toBe(state.head);
   }, 240_000);
 
@@ -121,7 +147,10 @@ describe("berth CLI against the API and a git remote", () => {
     expect(same).toMatchObject({ code: 0, stdout: "" });
 
     const changed = join(work, "payments-changed.yaml");
-    await writeFile(changed, `name: payments\ndescription: Payments and refunds\nowners: [${OWNER}]\nenvironments: [dev]\nlabels:\n  cost-center: cc-1234\n`);
+    await writeFile(
+      changed,
+      `name: payments\ndescription: Payments and refunds\nowners: [${OWNER}]\nenvironments: [dev]\nlabels:\n  cost-center: cc-1234\n`,
+    );
     const plain = await berthCli(["diff", "-f", changed]);
     expect(plain.code).toBe(1);
     expect(plain.stdout).toContain("--- a/teams/payments/base/team.yaml");
@@ -172,9 +201,14 @@ describe("berth CLI against the API and a git remote", () => {
 
     expect((await berthCli(["get", "teams", "-o", "name"])).stdout).toBe("team/checkout\nteam/payments\nteam/search\n");
     // Pages of one team each: the CLI follows the API's `continue` to the last page.
-    expect((await berthCli(["get", "teams", "-o", "name", "--chunk-size", "1"])).stdout).toBe("team/checkout\nteam/payments\nteam/search\n");
+    expect((await berthCli(["get", "teams", "-o", "name", "--chunk-size", "1"])).stdout).toBe(
+      "team/checkout\nteam/payments\nteam/search\n",
+    );
     expect((await berthCli(["get", "teams", "--chunk-size", "1001"])).code).toBe(2);
-    const list = JSON.parse((await berthCli(["get", "teams", "-o", "json"])).stdout) as { kind: string; items: Array<{ metadata: { name: string } }> };
+    const list = JSON.parse((await berthCli(["get", "teams", "-o", "json"])).stdout) as {
+      kind: string;
+      items: Array<{ metadata: { name: string } }>;
+    };
     expect(list.kind).toBe("TeamList");
     expect(list.items.map((i) => i.metadata.name)).toEqual(["checkout", "payments", "search"]);
 
@@ -184,30 +218,54 @@ describe("berth CLI against the API and a git remote", () => {
       kind: "Team",
       metadata: { name: "search" },
       // The API records the template version a team is rendered with (the default, v1, for a new team).
-      spec: { description: "", owners: [OWNER], environments: ["dev", "prod"], roleAssignments: [{ role: "rg-contributor" }], labels: {}, templateVersion: "v1" },
+      spec: {
+        description: "",
+        owners: [OWNER],
+        environments: ["dev", "prod"],
+        roleAssignments: [{ role: "rg-contributor" }],
+        labels: {},
+        templateVersion: "v1",
+      },
     });
     const before = await head();
-    const roundTrip = await berthCli(["apply", "-f", "-"], { input: (await berthCli(["get", "teams", "-o", "yaml"])).stdout });
-    expect(roundTrip.stdout.trim().split("\n")).toEqual(["team/checkout unchanged", "team/payments unchanged", "team/search unchanged"]);
+    const roundTrip = await berthCli(["apply", "-f", "-"], {
+      input: (await berthCli(["get", "teams", "-o", "yaml"])).stdout,
+    });
+    expect(roundTrip.stdout.trim().split("\n")).toEqual([
+      "team/checkout unchanged",
+      "team/payments unchanged",
+      "team/search unchanged",
+    ]);
     expect(await head()).toBe(before);
   }, 240_000);
 
   it("refuses an invalid file before sending, with the API's own messages and field paths", async () => {
     const bad = { name: "billing", owners: ["not-a-uuid"], environments: ["dev"], labels: { "berth.dev/team": "x" } };
-    await writeFile(join(work, "bad.yaml"), `name: billing\nowners: [not-a-uuid]\nenvironments: [dev]\nlabels:\n  berth.dev/team: x\n`);
+    await writeFile(
+      join(work, "bad.yaml"),
+      `name: billing\nowners: [not-a-uuid]\nenvironments: [dev]\nlabels:\n  berth.dev/team: x\n`,
+    );
     const before = await head();
     const local = await berthCli(["apply", "-f", "bad.yaml"]);
     expect(local.code).toBe(3);
     expect(local.stderr).toContain("error: invalid team files: nothing was sent");
     // The same rules as the API: the API's 422 for the same team lists the same field/rule pairs.
-    const api = await berth.server.inject({ method: "POST", url: "/v1/teams", headers: { authorization: `Bearer ${DEV_TOKEN}` }, payload: bad });
+    const api = await berth.server.inject({
+      method: "POST",
+      url: "/v1/teams",
+      headers: { authorization: `Bearer ${DEV_TOKEN}` },
+      payload: bad,
+    });
     expect(api.statusCode).toBe(422);
     for (const issue of (api.json() as { errors: Array<{ field: string; rule: string }> }).errors) {
       expect(local.stderr).toContain(`bad.yaml (team billing): ${issue.field}: ${issue.rule}`);
     }
 
     // Platform rules live in the API: its problem+json comes back as a message with the field paths.
-    await writeFile(join(work, "bad-env.yaml"), `name: billing\nowners: [${OWNER}]\nenvironments: [staging]\nroleAssignments: [{ role: not-in-catalog }]\n`);
+    await writeFile(
+      join(work, "bad-env.yaml"),
+      `name: billing\nowners: [${OWNER}]\nenvironments: [staging]\nroleAssignments: [{ role: not-in-catalog }]\n`,
+    );
     const remoteCheck = await berthCli(["apply", "-f", "bad-env.yaml"]);
     expect(remoteCheck.code).toBe(3);
     expect(remoteCheck.stderr).toContain("error: team/billing (bad-env.yaml): Invalid team");
@@ -220,7 +278,9 @@ describe("berth CLI against the API and a git remote", () => {
     expect(broken.code).toBe(3);
     expect(broken.stderr).toMatch(/broken\.yaml: not valid YAML \(line \d+\)/);
     await writeFile(join(work, "pod.yaml"), "apiVersion: v1\nkind: Pod\nmetadata:\n  name: x\n");
-    expect((await berthCli(["apply", "-f", "pod.yaml"])).stderr).toContain("pod.yaml: not a Berth team (apiVersion v1, kind Pod)");
+    expect((await berthCli(["apply", "-f", "pod.yaml"])).stderr).toContain(
+      "pod.yaml: not a Berth team (apiVersion v1, kind Pod)",
+    );
     expect(await head()).toBe(before);
   }, 240_000);
 
@@ -245,7 +305,9 @@ describe("berth CLI against the API and a git remote", () => {
 
   it("reports auth, reachability and usage errors with their documented exit codes", async () => {
     expect((await berthCli(["get", "teams"], { env: { BERTH_CLI_CONFIG: join(cli.home, "none.yaml") } })).code).toBe(2);
-    const noToken = await berthCli(["--server", berth.url, "get", "teams"], { env: { BERTH_CLI_CONFIG: join(cli.home, "none.yaml") } });
+    const noToken = await berthCli(["--server", berth.url, "get", "teams"], {
+      env: { BERTH_CLI_CONFIG: join(cli.home, "none.yaml") },
+    });
     expect(noToken.code).toBe(5);
     expect(noToken.stderr).toContain("no token");
     const badToken = await berthCli(["get", "teams"], { env: { BERTH_TOKEN: "wrong-token-0123456789" } });
@@ -261,7 +323,8 @@ describe("berth CLI against the API and a git remote", () => {
     expect((await berthCli(["status", "payments", "--watch", "--timeout", "soon"])).code).toBe(2);
     const help = await berthCli(["--help"]);
     expect(help.code).toBe(0);
-    for (const command of ["login", "config", "apply", "diff", "get", "delete", "status"]) expect(help.stdout).toMatch(new RegExp(`^  ${command}\\b`, "m"));
+    for (const command of ["login", "config", "apply", "diff", "get", "delete", "status"])
+      expect(help.stdout).toMatch(new RegExp(`^  ${command}\\b`, "m"));
   }, 240_000);
 
   it("sends a write again with the same Idempotency-Key when its answer is lost: one commit, the original outcome", async () => {
@@ -282,7 +345,10 @@ describe("berth CLI against the API and a git remote", () => {
           upstream.destroy();
         } else client.write(chunk);
       });
-      for (const [a, b] of [[client, upstream], [upstream, client]] as const) {
+      for (const [a, b] of [
+        [client, upstream],
+        [upstream, client],
+      ] as const) {
         a.on("error", () => b.destroy());
         a.on("close", () => b.destroy());
       }
@@ -299,9 +365,13 @@ describe("berth CLI against the API and a git remote", () => {
       expect(applied.stdout).toMatch(/^team\/ledger created \(commit [0-9a-f]{7}/);
       expect(dropped).toBe(true);
 
-      expect((await inspectRemote(remote.url)).commits.filter((c) => c.subject === "berth: onboard team ledger")).toHaveLength(1);
+      expect(
+        (await inspectRemote(remote.url)).commits.filter((c) => c.subject === "berth: onboard team ledger"),
+      ).toHaveLength(1);
       const audits = berth
-        .logEntries<{ audit?: { action: string; team: string; idempotencyKey: string | null; outcome: string } }>(logsBefore)
+        .logEntries<{ audit?: { action: string; team: string; idempotencyKey: string | null; outcome: string } }>(
+          logsBefore,
+        )
         .map((entry) => entry.audit)
         .filter((a) => a?.action === "create" && a.team === "ledger");
       // The first POST committed (its answer lost), the second, with the same key, got that outcome back.
@@ -339,13 +409,18 @@ describe("berth CLI under the API's rate limits", () => {
 
   it("waits out a 429 on reads (Retry-After), and reports a refused write with exit code 7 and nothing committed", async () => {
     const file = join(env.cli.home, "teams.yaml");
-    await writeFile(file, `name: payments\nowners: [${OWNER}]\nenvironments: [dev]\n---\nname: orders\nowners: [${OWNER}]\nenvironments: [dev]\n`);
+    await writeFile(
+      file,
+      `name: payments\nowners: [${OWNER}]\nenvironments: [dev]\n---\nname: orders\nowners: [${OWNER}]\nenvironments: [dev]\n`,
+    );
     // payments: PUT (404) and POST use the two writes; orders' PUT is the third, refused.
     const applied = await env.cli.run(["apply", "-f", file]);
     expect(applied.stdout).toContain("team/payments created");
     expect(applied.code).toBe(7);
     expect(applied.stderr).toMatch(/Too Many Requests: more than 2 writes in 3 s; retry after \d+ s/);
-    expect((await inspectRemote(env.remote.url)).commits.map((c) => c.subject)).toEqual(["berth: onboard team payments"]);
+    expect((await inspectRemote(env.remote.url)).commits.map((c) => c.subject)).toEqual([
+      "berth: onboard team payments",
+    ]);
 
     // A table needs two reads (the teams, then their status): the second waits for the next window.
     const table = await env.cli.run(["get", "teams"]);
@@ -364,14 +439,20 @@ describe("berth rollout against the API and a git remote", () => {
       kubeconfig,
       "apiVersion: v1\nkind: Config\nclusters: [{ name: gone, cluster: { server: 'https://127.0.0.1:9' } }]\nusers: [{ name: u, user: { token: t } }]\ncontexts: [{ name: gone, context: { cluster: gone, user: u } }]\ncurrent-context: gone\n",
     );
-    const clusters = Object.fromEntries(["aks-dev-weu", "aks-prod-weu", "aks-prod-neu"].map((c) => [c, { kubeconfig }]));
+    const clusters = Object.fromEntries(
+      ["aks-dev-weu", "aks-prod-weu", "aks-prod-neu"].map((c) => [c, { kubeconfig }]),
+    );
     return { clusters, rollouts: { pollIntervalMs: 300, gateTimeoutSeconds: 10 } };
   });
   beforeAll(async () => {
     const teams = join(env.cli.home, "teams.yaml");
     await writeFile(
       teams,
-      ["alpha", "bravo", "charlie"].map((name) => `name: ${name}\nowners: [${OWNER}]\nenvironments: [${name === "charlie" ? "dev, prod" : "dev"}]\n`).join("---\n"),
+      ["alpha", "bravo", "charlie"]
+        .map(
+          (name) => `name: ${name}\nowners: [${OWNER}]\nenvironments: [${name === "charlie" ? "dev, prod" : "dev"}]\n`,
+        )
+        .join("---\n"),
     );
     expect((await env.cli.run(["apply", "-f", teams])).code).toBe(0);
   }, 120_000);
@@ -384,7 +465,9 @@ describe("berth rollout against the API and a git remote", () => {
     expect(preview.stderr).toBe("");
     expect(preview.code).toBe(0);
     expect(preview.stdout).toMatch(/^Rollout preview at commit [0-9a-f]{7}: 1 team selected, to v2$/m);
-    expect(preview.stdout).toMatch(/^ {2}1 would change \(\d+ files: 0 added, \d+ modified, 0 deleted\), 0 unchanged, 0 cannot be rendered$/m);
+    expect(preview.stdout).toMatch(
+      /^ {2}1 would change \(\d+ files: 0 added, \d+ modified, 0 deleted\), 0 unchanged, 0 cannot be rendered$/m,
+    );
     expect(preview.stdout).toContain("--- a/teams/alpha/");
     expect(preview.stdout).not.toContain("teams/bravo/");
     const summary = await env.cli.run(["rollout", "preview", "--to", "v2", "--no-diffs"]);
@@ -402,16 +485,31 @@ describe("berth rollout against the API and a git remote", () => {
 
   it("starts an unstaged rollout in one commit, lists it, and shows it as JSON", async () => {
     const before = await commits();
-    const started = await env.cli.run(["rollout", "start", "--to", "v2", "--team", "alpha", "--description", "cli: alpha to v2"]);
+    const started = await env.cli.run([
+      "rollout",
+      "start",
+      "--to",
+      "v2",
+      "--team",
+      "alpha",
+      "--description",
+      "cli: alpha to v2",
+    ]);
     expect(started.stderr).toBe("");
     expect(started.code).toBe(0);
-    const id = /^rollout\/(ro-[0-9-]+-[0-9a-f]{6}) completed: 1 team to v2 in one commit \([0-9a-f]{7}, \d+ files\)$/m.exec(started.stdout)?.[1];
+    const id =
+      /^rollout\/(ro-[0-9-]+-[0-9a-f]{6}) completed: 1 team to v2 in one commit \([0-9a-f]{7}, \d+ files\)$/m.exec(
+        started.stdout,
+      )?.[1];
     expect(id, started.stdout).toBeDefined();
     expect(await commits()).toBe(before + 1);
 
     const list = await env.cli.run(["rollout", "get"]);
     expect(list.stdout).toMatch(new RegExp(`^${id}\\s+Completed\\s+1/1\\s+v2\\s+1\\s+\\S+\\s+cli: alpha to v2$`, "m"));
-    const json = JSON.parse((await env.cli.run(["rollout", "get", id!, "-o", "json"])).stdout) as { metadata: { name: string }; status: { phase: string } };
+    const json = JSON.parse((await env.cli.run(["rollout", "get", id!, "-o", "json"])).stdout) as {
+      metadata: { name: string };
+      status: { phase: string };
+    };
     expect(json).toMatchObject({ metadata: { name: id }, status: { phase: "Completed" } });
     // Already there: the watch ends at once with 0.
     const watched = await env.cli.run(["rollout", "get", id!, "--watch"]);
@@ -424,14 +522,21 @@ describe("berth rollout against the API and a git remote", () => {
 
   it("pauses, resumes and aborts a staged rollout from a file, and watches one halt on its gate (exit 1, with the report)", async () => {
     const file = join(env.cli.home, "rollout.yaml");
-    await writeFile(file, "description: bravo first, then charlie\ntarget: { templateVersion: v2 }\nselector: { names: [bravo, charlie] }\nwaves:\n  - { name: canary, selector: { names: [bravo] } }\n  - { name: rest }\ngate: { timeoutSeconds: 10 }\n");
+    await writeFile(
+      file,
+      "description: bravo first, then charlie\ntarget: { templateVersion: v2 }\nselector: { names: [bravo, charlie] }\nwaves:\n  - { name: canary, selector: { names: [bravo] } }\n  - { name: rest }\ngate: { timeoutSeconds: 10 }\n",
+    );
     const started = await env.cli.run(["rollout", "start", "-f", file]);
     expect(started.code, started.stderr).toBe(0);
-    const id = /rollout\/(ro-\S+) started: 2 teams to v2 in waves canary \(1\) → rest \(1\), each gated on Ready/.exec(started.stdout)?.[1];
+    const id = /rollout\/(ro-\S+) started: 2 teams to v2 in waves canary \(1\) → rest \(1\), each gated on Ready/.exec(
+      started.stdout,
+    )?.[1];
     expect(id, started.stdout).toBeDefined();
     expect(started.stderr).toContain(`berth rollout get ${id} --watch`);
 
-    expect((await env.cli.run(["rollout", "pause", id!])).stdout).toMatch(new RegExp(`^rollout/${id} paused \\(phase Paused, commit [0-9a-f]{7}\\)$`, "m"));
+    expect((await env.cli.run(["rollout", "pause", id!])).stdout).toMatch(
+      new RegExp(`^rollout/${id} paused \\(phase Paused, commit [0-9a-f]{7}\\)$`, "m"),
+    );
     const shown = await env.cli.run(["rollout", "get", id!]);
     expect(shown.stdout).toMatch(/^Rollout ro-\S+: Paused$/m);
     expect(shown.stdout).toMatch(/^1\s+canary\s+(Pending|Committed)\s+1\s/m);
@@ -447,7 +552,12 @@ describe("berth rollout against the API and a git remote", () => {
 
     const aborted = await env.cli.run(["rollout", "abort", id!]);
     expect(aborted.code).toBe(0);
-    expect(aborted.stdout).toMatch(new RegExp(`^rollout/${id} aborted \\(commit [0-9a-f]{7}\\); nothing was reverted, each team is on one version: v1: 1 team, v2: 1 team$`, "m"));
+    expect(aborted.stdout).toMatch(
+      new RegExp(
+        `^rollout/${id} aborted \\(commit [0-9a-f]{7}\\); nothing was reverted, each team is on one version: v1: 1 team, v2: 1 team$`,
+        "m",
+      ),
+    );
     expect((await env.cli.run(["rollout", "get"])).stdout).toMatch(new RegExp(`^${id}\\s+Aborted\\s`, "m"));
   }, 180_000);
 });

@@ -36,17 +36,42 @@ describe("berth against servers that misbehave", () => {
       apiVersion: "berth.dev/v1alpha1",
       kind: "Rollout",
       metadata: { name: ROLLOUT_ID },
-      spec: { description: "", requestedBy: "alice", createdAt: "2026-11-24T10:15:00.000Z", target: { templateVersion: "v2" }, selector: {}, gate: { timeoutSeconds: 60 }, waves: [{ name: "all", teams: ["payments"] }] },
+      spec: {
+        description: "",
+        requestedBy: "alice",
+        createdAt: "2026-11-24T10:15:00.000Z",
+        target: { templateVersion: "v2" },
+        selector: {},
+        gate: { timeoutSeconds: 60 },
+        waves: [{ name: "all", teams: ["payments"] }],
+      },
       status: {
         phase: "Halted",
         wave: 0,
-        waves: [{ name: "all", phase: "Committed", committedAt: "2026-11-24T10:15:01.000Z", gateSince: "2026-11-24T10:15:01.000Z" }],
+        waves: [
+          {
+            name: "all",
+            phase: "Committed",
+            committedAt: "2026-11-24T10:15:01.000Z",
+            gateSince: "2026-11-24T10:15:01.000Z",
+          },
+        ],
         halt: {
           at: "2026-11-24T10:16:00.000Z",
           wave: "all",
           reason: "Failed",
           message: `payments failed${ESC}]0;owned${"\u0007"}`,
-          teams: [{ team: "payments", cluster: "aks-dev-weu", result: "failed", condition: "IdentityReady", reason: "AzureError", severity: "Error", message: `no access${ESC}[2J` }],
+          teams: [
+            {
+              team: "payments",
+              cluster: "aks-dev-weu",
+              result: "failed",
+              condition: "IdentityReady",
+              reason: "AzureError",
+              severity: "Error",
+              message: `no access${ESC}[2J`,
+            },
+          ],
         },
         history: [{ at: "2026-11-24T10:15:00.000Z", event: "Created", by: "alice" }],
       },
@@ -58,25 +83,49 @@ describe("berth against servers that misbehave", () => {
       ready: false,
       stale: false,
       conditions: [
-        { type: "IdentityReady", status: "False", reason: "AzureError", severity: "Error", message: `denied${ESC}[31m${ESC}[8mhidden` },
+        {
+          type: "IdentityReady",
+          status: "False",
+          reason: "AzureError",
+          severity: "Error",
+          message: `denied${ESC}[31m${ESC}[8mhidden`,
+        },
         { type: "Ready", status: "False", reason: "Failed" },
       ],
     };
     hostile = await listen(
       createHttpServer((req, res) => {
-        const json = (body: unknown) => res.writeHead(200, { "content-type": "application/json" }).end(JSON.stringify(body));
-        if (req.url === "/v1/teams/payments/status") return json({ team: "payments", revision: null, ready: false, clusters: [failedCluster] });
+        const json = (body: unknown) =>
+          res.writeHead(200, { "content-type": "application/json" }).end(JSON.stringify(body));
+        if (req.url === "/v1/teams/payments/status")
+          return json({ team: "payments", revision: null, ready: false, clusters: [failedCluster] });
         if (req.url === `/v1/rollouts/${ROLLOUT_ID}`) return json({ rollout: halted, revision: null, progress: null });
-        res.writeHead(404, { "content-type": "application/problem+json" }).end(JSON.stringify({ type: "about:blank", title: `Not found${ESC}[1A`, status: 404 }));
+        res
+          .writeHead(404, { "content-type": "application/problem+json" })
+          .end(JSON.stringify({ type: "about:blank", title: `Not found${ESC}[1A`, status: 404 }));
       }),
     );
     // Not a misbehaving server: one whose team and rollout are never done.
     const running = { ...halted, status: { ...halted.status, phase: "Running", halt: undefined } };
-    const waitingCluster = { ...failedCluster, conditions: [{ type: "IdentityReady", status: "False", reason: "AuthorizationFailed", severity: "Warning", message: "retrying" }, { type: "Ready", status: "False", reason: "Waiting" }] };
+    const waitingCluster = {
+      ...failedCluster,
+      conditions: [
+        {
+          type: "IdentityReady",
+          status: "False",
+          reason: "AuthorizationFailed",
+          severity: "Warning",
+          message: "retrying",
+        },
+        { type: "Ready", status: "False", reason: "Waiting" },
+      ],
+    };
     waiting = await listen(
       createHttpServer((req, res) => {
-        const json = (body: unknown) => res.writeHead(200, { "content-type": "application/json" }).end(JSON.stringify(body));
-        if (req.url === "/v1/teams/payments/status") return json({ team: "payments", revision: null, ready: false, clusters: [waitingCluster] });
+        const json = (body: unknown) =>
+          res.writeHead(200, { "content-type": "application/json" }).end(JSON.stringify(body));
+        if (req.url === "/v1/teams/payments/status")
+          return json({ team: "payments", revision: null, ready: false, clusters: [waitingCluster] });
         if (req.url === `/v1/rollouts/${ROLLOUT_ID}`) return json({ rollout: running, revision: null, progress: null });
         res.writeHead(404).end();
       }),
@@ -88,8 +137,10 @@ describe("berth against servers that misbehave", () => {
         const url = req.url ?? "";
         if (polled.has(url)) return;
         polled.add(url);
-        const json = (body: unknown) => res.writeHead(200, { "content-type": "application/json" }).end(JSON.stringify(body));
-        if (url === "/v1/teams/payments/status") return json({ team: "payments", revision: null, ready: false, clusters: [waitingCluster] });
+        const json = (body: unknown) =>
+          res.writeHead(200, { "content-type": "application/json" }).end(JSON.stringify(body));
+        if (url === "/v1/teams/payments/status")
+          return json({ team: "payments", revision: null, ready: false, clusters: [waitingCluster] });
         if (url === `/v1/rollouts/${ROLLOUT_ID}`) return json({ rollout: running, revision: null, progress: null });
         res.writeHead(404).end();
       }),
@@ -99,7 +150,8 @@ describe("berth against servers that misbehave", () => {
     await servers.close();
   });
 
-  const berth = (server: string, args: string[]) => cli.run(["--server", server, "--token", "test-token-0123456789", ...args], { timeoutMs: KILL_AFTER_MS });
+  const berth = (server: string, args: string[]) =>
+    cli.run(["--server", server, "--token", "test-token-0123456789", ...args], { timeoutMs: KILL_AFTER_MS });
 
   it("get ends after --request-timeout when the server never answers", async () => {
     const result = await berth(silent, ["--request-timeout", "2s", "get", "teams"]);
@@ -111,7 +163,9 @@ describe("berth against servers that misbehave", () => {
     const result = await berth(silent, ["status", "payments", "--watch", "--timeout", "3s", "--interval", "1s"]);
     expect(result.code).toBe(8);
     expect(result.stderr).toContain("error: timed out after 0:03 waiting for team payments to be Ready");
-    expect(result.stderr).toContain(`  the last poll failed: the Berth API at ${silent} gave no complete answer within`);
+    expect(result.stderr).toContain(
+      `  the last poll failed: the Berth API at ${silent} gave no complete answer within`,
+    );
     expect(result.stderr).not.toContain("cannot read status");
   });
 
@@ -120,7 +174,16 @@ describe("berth against servers that misbehave", () => {
     expect(status.code).toBe(8);
     expect(status.stderr).toContain("error: timed out after 0:03 waiting for team payments to be Ready");
     expect(status.stderr).not.toContain("cannot read status");
-    const rollout = await berth(waiting, ["rollout", "get", ROLLOUT_ID, "--watch", "--timeout", "3s", "--interval", "1s"]);
+    const rollout = await berth(waiting, [
+      "rollout",
+      "get",
+      ROLLOUT_ID,
+      "--watch",
+      "--timeout",
+      "3s",
+      "--interval",
+      "1s",
+    ]);
     expect(rollout.code).toBe(8);
     expect(rollout.stderr).not.toContain("warning:");
   });
@@ -128,24 +191,47 @@ describe("berth against servers that misbehave", () => {
   it("a poll that the --timeout cuts short ends the watch as timed out, and the last answer stands", async () => {
     const status = await berth(slowing, ["status", "payments", "--watch", "--timeout", "3s", "--interval", "1s"]);
     expect(status.code).toBe(8);
-    expect(status.stderr).toContain("error: timed out after 0:03 waiting for team payments to be Ready\n  aks-dev-weu: IdentityReady: AuthorizationFailed");
+    expect(status.stderr).toContain(
+      "error: timed out after 0:03 waiting for team payments to be Ready\n  aks-dev-weu: IdentityReady: AuthorizationFailed",
+    );
     expect(status.stderr).not.toContain("cannot read status");
     expect(status.stderr).not.toContain("the last poll failed");
-    const rollout = await berth(slowing, ["rollout", "get", ROLLOUT_ID, "--watch", "--timeout", "3s", "--interval", "1s"]);
+    const rollout = await berth(slowing, [
+      "rollout",
+      "get",
+      ROLLOUT_ID,
+      "--watch",
+      "--timeout",
+      "3s",
+      "--interval",
+      "1s",
+    ]);
     expect(rollout.code).toBe(8);
     expect(rollout.stdout).toContain(`rollout/${ROLLOUT_ID}: Running`);
     expect(rollout.stderr).toBe(`timed out after 3s; the rollout goes on (berth rollout get ${ROLLOUT_ID})\n`);
   });
 
   it("rollout get --watch ends at its --timeout too", async () => {
-    const result = await berth(silent, ["rollout", "get", ROLLOUT_ID, "--watch", "--timeout", "3s", "--interval", "1s"]);
+    const result = await berth(silent, [
+      "rollout",
+      "get",
+      ROLLOUT_ID,
+      "--watch",
+      "--timeout",
+      "3s",
+      "--interval",
+      "1s",
+    ]);
     expect(result.code).toBe(8);
     expect(result.stderr).toContain(`timed out after 3s; the rollout goes on (berth rollout get ${ROLLOUT_ID})`);
     expect(result.stderr).toContain(`the last poll failed: the Berth API at ${silent} gave no complete answer within`);
   });
 
   it("prints a condition message's escape sequences as text in status and status --watch", async () => {
-    for (const args of [["status", "payments"], ["status", "payments", "--watch", "--timeout", "5s"]]) {
+    for (const args of [
+      ["status", "payments"],
+      ["status", "payments", "--watch", "--timeout", "5s"],
+    ]) {
       const result = await berth(hostile, args);
       expect(`${result.stdout}${result.stderr}`).toContain("denied\\x1b[31m\\x1b[8mhidden");
       expect(result.stdout).not.toMatch(RAW_CONTROL);
@@ -161,14 +247,20 @@ describe("berth against servers that misbehave", () => {
     const missing = await berth(hostile, ["get", "team", "nobody"]);
     expect(missing.code).toBe(4);
     expect(missing.stderr).toContain("Not found\\x1b[1A");
-    for (const out of [halted.stdout, halted.stderr, missing.stdout, missing.stderr]) expect(out).not.toMatch(RAW_CONTROL);
+    for (const out of [halted.stdout, halted.stderr, missing.stdout, missing.stderr])
+      expect(out).not.toMatch(RAW_CONTROL);
   });
 
   it("refuses a --server URL that holds a password, and never prints it", async () => {
-    const result = await cli.run(["--server", "http://me:hunter2@127.0.0.1:9", "--token", "test-token-0123456789", "get", "teams"], { timeoutMs: KILL_AFTER_MS });
+    const result = await cli.run(
+      ["--server", "http://me:hunter2@127.0.0.1:9", "--token", "test-token-0123456789", "get", "teams"],
+      { timeoutMs: KILL_AFTER_MS },
+    );
     expect(result.code).toBe(2);
     expect(result.stderr).toContain("--server: the server URL must not hold a user name or password");
-    const login = await cli.run(["login", "--server", "http://me:hunter2@127.0.0.1:9", "--token", "x", "--no-verify"], { timeoutMs: KILL_AFTER_MS });
+    const login = await cli.run(["login", "--server", "http://me:hunter2@127.0.0.1:9", "--token", "x", "--no-verify"], {
+      timeoutMs: KILL_AFTER_MS,
+    });
     expect(login.code).toBe(2);
     for (const out of [result.stdout, result.stderr, login.stdout, login.stderr]) expect(out).not.toContain("hunter2");
   });

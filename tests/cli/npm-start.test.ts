@@ -12,9 +12,11 @@ import { REPO_ROOT } from "../support/berth.js";
 import { ensureBuilt } from "../support/build.js";
 import { freePort } from "../support/ports.js";
 
-
 /** Runs `script` in bash with `env`; resolves with the exit code and output. */
-function bash(script: string, env: NodeJS.ProcessEnv): Promise<{ code: number | null; stdout: string; stderr: string }> {
+function bash(
+  script: string,
+  env: NodeJS.ProcessEnv,
+): Promise<{ code: number | null; stdout: string; stderr: string }> {
   return new Promise((resolve, reject) => {
     const child = spawn("bash", ["--norc", "--noprofile", "-c", script], { env, stdio: ["ignore", "pipe", "pipe"] });
     let stdout = "";
@@ -38,13 +40,21 @@ describe("npm start prints commands that work as printed", () => {
     start = spawn(process.execPath, [join(REPO_ROOT, "scripts", "run.mjs"), "start"], {
       cwd: REPO_ROOT,
       // As on a fresh shell: none of the caller's BERTH_* settings, local state in a temp folder.
-      env: { ...Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith("BERTH_"))), BERTH_STATE_DIR: join(home, "state"), BERTH_PORT: String(port), BERTH_METRICS_PORT: "0" },
+      env: {
+        ...Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith("BERTH_"))),
+        BERTH_STATE_DIR: join(home, "state"),
+        BERTH_PORT: String(port),
+        BERTH_METRICS_PORT: "0",
+      },
       stdio: ["ignore", "pipe", "pipe"],
     });
     start.stdout!.on("data", (d) => (output += String(d)));
     start.stderr!.on("data", (d) => (output += String(d)));
     await new Promise<void>((resolve, reject) => {
-      const timer = setTimeout(() => reject(new Error(`npm start printed no CLI commands within 5 minutes:\n${output}`)), 300_000);
+      const timer = setTimeout(
+        () => reject(new Error(`npm start printed no CLI commands within 5 minutes:\n${output}`)),
+        300_000,
+      );
       const check = () => {
         if (/The development token .* is in /.test(output)) {
           clearTimeout(timer);
@@ -68,7 +78,10 @@ describe("npm start prints commands that work as printed", () => {
     const lines = output.split("\n");
     const curl = lines.find((l) => l.trim().startsWith("curl "))!.trim();
     const from = lines.findIndex((l) => l.startsWith("Or with the berth CLI"));
-    const commands = lines.slice(from + 1).filter((l) => l.startsWith("  ")).map((l) => l.trim());
+    const commands = lines
+      .slice(from + 1)
+      .filter((l) => l.startsWith("  "))
+      .map((l) => l.trim());
     const ui = /Status page: (\S+)/.exec(output)![1]!;
     return { curl, commands, ui };
   };
@@ -77,7 +90,13 @@ describe("npm start prints commands that work as printed", () => {
     const { curl, commands, ui } = printed();
     expect(curl).toMatch(/^curl -sS -X POST http:\/\/127\.0\.0\.1:\d+\/v1\/teams /);
     expect(commands[0]).toMatch(/^export PATH=\S+\/state\/bin:"\$PATH"$/);
-    expect(commands.slice(1).map((c) => c.split(" ").slice(0, 2).join(" "))).toEqual(["berth login", "berth diff", "berth apply", "berth get", "berth status"]);
+    expect(commands.slice(1).map((c) => c.split(" ").slice(0, 2).join(" "))).toEqual([
+      "berth login",
+      "berth diff",
+      "berth apply",
+      "berth get",
+      "berth status",
+    ]);
     expect(ui).toMatch(/^http:\/\/127\.0\.0\.1:\d+\/ui$/);
   });
 
@@ -87,7 +106,9 @@ describe("npm start prints commands that work as printed", () => {
     const label = (c: string) => (c.startsWith("export") ? "export" : c.split(" ").slice(0, 2).join(" "));
     const script = commands.map((c) => `${c}\necho "EXIT[${label(c)}]=$?"`).join("\n");
     const result = await bash(script, { PATH: process.env.PATH, HOME: home, LANG: "C.UTF-8" });
-    const codes = Object.fromEntries([...result.stdout.matchAll(/^EXIT\[(.+)\]=(\d+)$/gm)].map((m) => [m[1], Number(m[2])]));
+    const codes = Object.fromEntries(
+      [...result.stdout.matchAll(/^EXIT\[(.+)\]=(\d+)$/gm)].map((m) => [m[1], Number(m[2])]),
+    );
     expect(codes, `${result.stdout}\n${result.stderr}`).toEqual({
       export: 0,
       "berth login": 0,

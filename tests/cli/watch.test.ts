@@ -38,7 +38,11 @@ describe("berth status --watch on a terminal, with real Flux and the controller 
   beforeAll(async () => {
     // Flux fetches only when a test says so (reconcileSource), so each screen shows the state the test set up: no
     // Receiver notification (it would apply a team within a second or two) and an hour's poll.
-    platform = await startFluxPlatform({ pollInterval: "1h", notify: false, berthConfig: (raw) => (raw.api.statusCacheSeconds = 1) });
+    platform = await startFluxPlatform({
+      pollInterval: "1h",
+      notify: false,
+      berthConfig: (raw) => (raw.api.statusCacheSeconds = 1),
+    });
     cli = await CliHarness.create();
     work = join(cli.home, "work");
     await mkdir(work, { recursive: true });
@@ -49,7 +53,11 @@ describe("berth status --watch on a terminal, with real Flux and the controller 
     const bin = join(cli.home, "bin");
     await mkdir(bin);
     await writeFile(join(bin, "berth"), `#!/bin/sh\nexec "${process.execPath}" "${CLI_ENTRY}" "$@"\n`, { mode: 0o755 });
-    term = await TmuxTerminal.start({ cwd: work, width: 150, env: { ...cli.baseEnv, PATH: `${bin}:${cli.baseEnv.PATH}`, NO_COLOR: "" } });
+    term = await TmuxTerminal.start({
+      cwd: work,
+      width: 150,
+      env: { ...cli.baseEnv, PATH: `${bin}:${cli.baseEnv.PATH}`, NO_COLOR: "" },
+    });
   }, 900_000);
 
   afterAll(async () => {
@@ -59,7 +67,10 @@ describe("berth status --watch on a terminal, with real Flux and the controller 
 
   const onboard = async (name: string) => {
     platform.aso!.hold(name);
-    await writeFile(join(work, `${name}.yaml`), `name: ${name}\ndescription: Team ${name}\nowners: [${OWNER}]\nenvironments: [dev]\n`);
+    await writeFile(
+      join(work, `${name}.yaml`),
+      `name: ${name}\ndescription: Team ${name}\nowners: [${OWNER}]\nenvironments: [dev]\n`,
+    );
     const applied = await cli.run(["apply", "-f", `${name}.yaml`], { cwd: work });
     expect(applied.stdout).toMatch(new RegExp(`^team/${name} created`, "m"));
   };
@@ -94,19 +105,27 @@ describe("berth status --watch on a terminal, with real Flux and the controller 
     screen = await term.waitFor(/EXIT:\d+/, 120_000);
     await save("5-ready", screen);
     expect(screen).toMatch(/✔ aks-dev-weu \(dev\)\s+Ready\s+\d+:\d\d/);
-    expect(screen).toMatch(/✔ committed › ✔ Flux applied › ✔ resource group › ✔ identity › ✔ federated credential › ✔ role assignments › ✔ credential written › ✔ Ready/);
+    expect(screen).toMatch(
+      /✔ committed › ✔ Flux applied › ✔ resource group › ✔ identity › ✔ federated credential › ✔ role assignments › ✔ credential written › ✔ Ready/,
+    );
     expect(screen).toMatch(/team payments is Ready on 1 cluster \(\d+:\d\d\)/);
     expect(screen).toContain("EXIT:0");
   }, 300_000);
 
   it("prints one line per change without a terminal, and the same Ready state", async () => {
-    const piped = await cli.run(["status", "payments", "--watch", "--timeout", "2m", "--interval", "1s"], { cwd: work });
+    const piped = await cli.run(["status", "payments", "--watch", "--timeout", "2m", "--interval", "1s"], {
+      cwd: work,
+    });
     expect(piped.code).toBe(0);
     expect(piped.stdout).toMatch(/^\[0:\d\d\] team payments: in the Flux repo at [0-9a-f]{7}; watching 1 cluster$/m);
     expect(piped.stdout).toMatch(/^\[0:\d\d\] aks-dev-weu: Ready: Ready$/m);
     expect(piped.stdout).not.toContain("\u001b[");
     const once = await cli.run(["status", "payments", "-o", "json"], { cwd: work });
-    expect(JSON.parse(once.stdout)).toMatchObject({ team: "payments", ready: true, clusters: [{ cluster: "aks-dev-weu", state: "reported", ready: true }] });
+    expect(JSON.parse(once.stdout)).toMatchObject({
+      team: "payments",
+      ready: true,
+      clusters: [{ cluster: "aks-dev-weu", state: "reported", ready: true }],
+    });
   }, 300_000);
 
   it("gives up with exit code 8 at --timeout, saying where each cluster stands", async () => {
@@ -129,14 +148,17 @@ describe("berth status --watch on a terminal, with real Flux and the controller 
     platform.aso!.fail("ledger", "UserAssignedIdentity", {
       reason: "SubscriptionMismatch",
       severity: "Error",
-      message: 'SubscriptionID "22222222-2222-4222-8222-222222222220" for "/subscriptions/22222222-2222-4222-8222-222222222220/resourceGroups/rg-ledger--aks-dev-weu/providers/Microsoft.ManagedIdentity/userAssignedIdentities/id-ledger--aks-dev-weu" resource does not match with Client Credential: "22222222-2222-4222-8222-222222222229"',
+      message:
+        'SubscriptionID "22222222-2222-4222-8222-222222222220" for "/subscriptions/22222222-2222-4222-8222-222222222220/resourceGroups/rg-ledger--aks-dev-weu/providers/Microsoft.ManagedIdentity/userAssignedIdentities/id-ledger--aks-dev-weu" resource does not match with Client Credential: "22222222-2222-4222-8222-222222222229"',
     });
     platform.aso!.release("ledger", "UserAssignedIdentity");
     const screen = await term.waitFor(/EXIT:\d+/, 120_000);
     await save("6-failed", screen);
     expect(screen).toMatch(/✖ aks-dev-weu \(dev\)\s+Failed/);
     expect(screen).toMatch(/✔ resource group › ✖ identity/);
-    expect(screen).toContain("error: team ledger failed on aks-dev-weu: IdentityReady: SubscriptionMismatch (severity Error)");
+    expect(screen).toContain(
+      "error: team ledger failed on aks-dev-weu: IdentityReady: SubscriptionMismatch (severity Error)",
+    );
     expect(screen).toContain("EXIT:1");
   }, 300_000);
 
@@ -157,6 +179,10 @@ describe("berth status --watch on a terminal, with real Flux and the controller 
     screen = await term.waitFor(/EXIT:\d+/);
     expect(screen).toMatch(/team\/ledger deleted \(commit [0-9a-f]{7}/);
     expect(screen).toContain("EXIT:0");
-    await eventually("ledger gone", async () => (await cli.run(["get", "team", "ledger"], { cwd: work })).code === 4, 30_000);
+    await eventually(
+      "ledger gone",
+      async () => (await cli.run(["get", "team", "ledger"], { cwd: work })).code === 4,
+      30_000,
+    );
   }, 300_000);
 });

@@ -19,8 +19,18 @@ import { StaticValuesProvider } from "../../apps/controller/src/providers/static
 import { REPO_ROOT, startKubeCluster, type KubeCluster } from "../support/kube-cluster.js";
 import { captureLogs, parseLogLine, parseLogOutput } from "../support/logs.js";
 import { eventually } from "../support/wait.js";
-import { Admin, ASO_NS, CONTROLLER_GROUPS, CONTROLLER_USER, decode, INFRA, onboardTeam, readManifests, TcpProxy, type Obj } from "./helpers.js";
-
+import {
+  Admin,
+  ASO_NS,
+  CONTROLLER_GROUPS,
+  CONTROLLER_USER,
+  decode,
+  INFRA,
+  onboardTeam,
+  readManifests,
+  TcpProxy,
+  type Obj,
+} from "./helpers.js";
 
 const TENANT = "11111111-1111-4111-8111-111111111111";
 const SUBSCRIPTION = "22222222-2222-4222-8222-222222222222";
@@ -92,11 +102,18 @@ describe("berth controller on a real apiserver, under its own RBAC", () => {
   /** Every line each in-process replica logged, and what the main.ts process printed. */
   const replicaLogs: string[][] = [];
   const processOutput: string[] = [];
-  const logs = { some: (f: (line: string) => boolean) => replicaLogs.some((l) => l.some(f)), findIndex: (f: (line: string) => boolean) => replicaLogs.flat().findIndex(f) };
+  const logs = {
+    some: (f: (line: string) => boolean) => replicaLogs.some((l) => l.some(f)),
+    findIndex: (f: (line: string) => boolean) => replicaLogs.flat().findIndex(f),
+  };
   const controllers: Controller[] = [];
   let a: Controller;
 
-  const startController = async (identity: string, kc = cluster.kubeConfigFor(CONTROLLER_USER, CONTROLLER_GROUPS), provider: PlatformValuesProvider = new StaticValuesProvider()) => {
+  const startController = async (
+    identity: string,
+    kc = cluster.kubeConfigFor(CONTROLLER_USER, CONTROLLER_GROUPS),
+    provider: PlatformValuesProvider = new StaticValuesProvider(),
+  ) => {
     // The logger main.ts makes (base keys app + identity), into memory.
     const captured = captureLogs({ base: { app: "berth-controller", identity } });
     replicaLogs.push(captured.lines);
@@ -119,14 +136,26 @@ describe("berth controller on a real apiserver, under its own RBAC", () => {
     const existing = await admin.get(V1, "ConfigMap", ASO_NS, `${team}-identity`);
     const data = { clientId: id, principalId: "99999999-9999-4999-8999-999999999999", tenantId: TENANT };
     if (existing) await admin.mergePatch(V1, "ConfigMap", ASO_NS, `${team}-identity`, { data }, "azureserviceoperator");
-    else await admin.create({ apiVersion: V1, kind: "ConfigMap", metadata: { name: `${team}-identity`, namespace: ASO_NS }, data });
+    else
+      await admin.create({
+        apiVersion: V1,
+        kind: "ConfigMap",
+        metadata: { name: `${team}-identity`, namespace: ASO_NS },
+        data,
+      });
   };
 
   const secretOf = (team: string) => admin.get(V1, "Secret", team, "aso-credential");
-  const teamStatus = async (team: string) => (await admin.get(TEAM_V, "Team", undefined, team))?.status as
-    | { conditions?: Array<{ type: string; status: string; reason: string; message: string; severity?: string }>; identity?: { clientId: string }; revision?: string }
-    | undefined;
-  const condition = async (team: string, type: string) => (await teamStatus(team))?.conditions?.find((c) => c.type === type);
+  const teamStatus = async (team: string) =>
+    (await admin.get(TEAM_V, "Team", undefined, team))?.status as
+      | {
+          conditions?: Array<{ type: string; status: string; reason: string; message: string; severity?: string }>;
+          identity?: { clientId: string };
+          revision?: string;
+        }
+      | undefined;
+  const condition = async (team: string, type: string) =>
+    (await teamStatus(team))?.conditions?.find((c) => c.type === type);
   const credentialIs = (team: string, id: string) =>
     eventually(`aso-credential of ${team} with client id ${id}`, async () => {
       const s = await secretOf(team);
@@ -139,13 +168,19 @@ describe("berth controller on a real apiserver, under its own RBAC", () => {
     admin = new Admin(cluster.kubeConfig());
     await admin.create({ apiVersion: V1, kind: "Namespace", metadata: { name: ASO_NS } });
     // The controller's Namespace, ServiceAccount and RBAC exactly as infra/controller/ ships them.
-    for (const obj of readManifests(INFRA, (f) => f === "namespace.yaml" || f.startsWith("rbac-"))) await admin.create(obj);
+    for (const obj of readManifests(INFRA, (f) => f === "namespace.yaml" || f.startsWith("rbac-")))
+      await admin.create(obj);
 
     const dir = mkdtempSync(join(tmpdir(), "berth-controller-e2e-"));
     configFile = join(dir, "berth.yaml");
     writeFileSync(configFile, CONFIG_YAML);
     config = (identity) =>
-      loadControllerConfig({ BERTH_CONFIG_FILE: join(dir, "berth.yaml"), BERTH_CLUSTER_NAME: "aks-dev-weu", BERTH_POD_NAME: identity, BERTH_METRICS_PORT: "0" });
+      loadControllerConfig({
+        BERTH_CONFIG_FILE: join(dir, "berth.yaml"),
+        BERTH_CLUSTER_NAME: "aks-dev-weu",
+        BERTH_POD_NAME: identity,
+        BERTH_METRICS_PORT: "0",
+      });
 
     const url = new URL(cluster.server);
     proxy = new TcpProxy({ host: url.hostname, port: Number(url.port) });
@@ -156,7 +191,14 @@ describe("berth controller on a real apiserver, under its own RBAC", () => {
   });
 
   afterAll(async () => {
-    if (process.env.BERTH_TEST_DEBUG) console.log(replicaLogs.flat().filter((l) => /"level":(40|50)/.test(l)).slice(-30).join(""));
+    if (process.env.BERTH_TEST_DEBUG)
+      console.log(
+        replicaLogs
+          .flat()
+          .filter((l) => /"level":(40|50)/.test(l))
+          .slice(-30)
+          .join(""),
+      );
     const timeout = (p: Promise<unknown>) => Promise.race([p, new Promise((r) => setTimeout(r, 5_000))]);
     await Promise.all(controllers.map((c) => timeout(c.stop())));
     proxy?.kill();
@@ -205,10 +247,14 @@ describe("berth controller on a real apiserver, under its own RBAC", () => {
     expect(reverted.data).toEqual(cm.data);
 
     await admin.delete(V1, "Secret", ASO_NS, "aso-credential");
-    const restored = await eventually("platform aso-credential re-created", () => admin.get(V1, "Secret", ASO_NS, "aso-credential"));
+    const restored = await eventually("platform aso-credential re-created", () =>
+      admin.get(V1, "Secret", ASO_NS, "aso-credential"),
+    );
     expect(decode(restored.data as Record<string, string>)).toEqual(decode(secret.data as Record<string, string>));
     // Written once per deletion: the controller's own write does not bring it back to write again.
-    expect(restored.metadata.managedFields?.map((m) => `${m.manager}/${m.operation}`)).toEqual(["berth-controller/Apply"]);
+    expect(restored.metadata.managedFields?.map((m) => `${m.manager}/${m.operation}`)).toEqual([
+      "berth-controller/Apply",
+    ]);
   });
 
   it("writes no credential (never an empty one) until ASO has exported the identity", async () => {
@@ -220,8 +266,15 @@ describe("berth controller on a real apiserver, under its own RBAC", () => {
     expect(cond.reason).toBe("IdentityPending");
     expect(await secretOf("pending")).toBeUndefined();
     // An identity ConfigMap without a clientId is still not enough.
-    await admin.create({ apiVersion: V1, kind: "ConfigMap", metadata: { name: "pending-identity", namespace: ASO_NS }, data: { principalId: "p" } });
-    await eventually("the controller to look at the clientId-less ConfigMap", async () => (await condition("pending", "CredentialWritten"))?.message.includes("no clientId"));
+    await admin.create({
+      apiVersion: V1,
+      kind: "ConfigMap",
+      metadata: { name: "pending-identity", namespace: ASO_NS },
+      data: { principalId: "p" },
+    });
+    await eventually("the controller to look at the clientId-less ConfigMap", async () =>
+      (await condition("pending", "CredentialWritten"))?.message.includes("no clientId"),
+    );
     expect(await secretOf("pending")).toBeUndefined();
   });
 
@@ -239,11 +292,16 @@ describe("berth controller on a real apiserver, under its own RBAC", () => {
       labels: { "berth.dev/team": "payments", "app.kubernetes.io/managed-by": "berth" },
       finalizers: ["berth.dev/aso-credential"],
     });
-    const managers = (secret.metadata as { managedFields: Array<{ manager: string; operation: string }> }).managedFields;
+    const managers = (secret.metadata as { managedFields: Array<{ manager: string; operation: string }> })
+      .managedFields;
     expect(managers.map((m) => `${m.manager}/${m.operation}`)).toEqual(["berth-controller/Apply"]);
     await eventually("SA annotated", async () => {
       const sa = await admin.get(V1, "ServiceAccount", "payments", "workload");
-      return (sa?.metadata as { annotations?: Record<string, string> }).annotations?.["azure.workload.identity/client-id"] === clientId(1);
+      return (
+        (sa?.metadata as { annotations?: Record<string, string> }).annotations?.[
+          "azure.workload.identity/client-id"
+        ] === clientId(1)
+      );
     });
 
     // Deleted (no ASO resource in the namespace, so the finalizer is released): written again.
@@ -251,7 +309,11 @@ describe("berth controller on a real apiserver, under its own RBAC", () => {
     await admin.delete(V1, "Secret", "payments", "aso-credential");
     await eventually("credential re-created", async () => {
       const s = await secretOf("payments");
-      return s && (s.metadata as { uid: string }).uid !== uid && decode(s.data as Record<string, string>).AZURE_CLIENT_ID === clientId(1);
+      return (
+        s &&
+        (s.metadata as { uid: string }).uid !== uid &&
+        decode(s.data as Record<string, string>).AZURE_CLIENT_ID === clientId(1)
+      );
     });
   });
 
@@ -261,19 +323,29 @@ describe("berth controller on a real apiserver, under its own RBAC", () => {
     await credentialIs("orders", clientId(2));
     await credentialIs("payments", clientId(1));
 
-    await admin.mergePatch(V1, "Secret", "payments", "aso-credential", { data: { AZURE_CLIENT_ID: Buffer.from(clientId(2)).toString("base64") } });
+    await admin.mergePatch(V1, "Secret", "payments", "aso-credential", {
+      data: { AZURE_CLIENT_ID: Buffer.from(clientId(2)).toString("base64") },
+    });
     await credentialIs("payments", clientId(1));
     const warning = await eventually("CredentialTampered Warning event", async () =>
-      (await admin.list(V1, "Event", "payments")).find((e) => e.reason === "CredentialTampered" && e.type === "Warning"),
+      (await admin.list(V1, "Event", "payments")).find(
+        (e) => e.reason === "CredentialTampered" && e.type === "Warning",
+      ),
     );
     expect(warning.message).toContain("identity of team orders");
     expect(warning.involvedObject).toMatchObject({ kind: "Secret", name: "aso-credential", namespace: "payments" });
 
     // A key someone adds (e.g. a client secret, which ASO would prefer) is removed too.
-    await admin.mergePatch(V1, "Secret", "payments", "aso-credential", { data: { AZURE_CLIENT_SECRET: Buffer.from("hunter2").toString("base64") } });
+    await admin.mergePatch(V1, "Secret", "payments", "aso-credential", {
+      data: { AZURE_CLIENT_SECRET: Buffer.from("hunter2").toString("base64") },
+    });
     await eventually("added key removed", async () => {
       const s = await secretOf("payments");
-      return s && !("AZURE_CLIENT_SECRET" in (s.data as Record<string, string>)) && decode(s.data as Record<string, string>).AZURE_CLIENT_ID === clientId(1);
+      return (
+        s &&
+        !("AZURE_CLIENT_SECRET" in (s.data as Record<string, string>)) &&
+        decode(s.data as Record<string, string>).AZURE_CLIENT_ID === clientId(1)
+      );
     });
   });
 
@@ -282,7 +354,11 @@ describe("berth controller on a real apiserver, under its own RBAC", () => {
     await credentialIs("payments", clientId(11));
     await eventually("SA annotation rotated", async () => {
       const sa = await admin.get(V1, "ServiceAccount", "payments", "workload");
-      return (sa?.metadata as { annotations?: Record<string, string> }).annotations?.["azure.workload.identity/client-id"] === clientId(11);
+      return (
+        (sa?.metadata as { annotations?: Record<string, string> }).annotations?.[
+          "azure.workload.identity/client-id"
+        ] === clientId(11)
+      );
     });
     const events = await admin.list(V1, "Event", "payments");
     expect(events.some((e) => e.reason === "CredentialRotated")).toBe(true);
@@ -294,12 +370,25 @@ describe("berth controller on a real apiserver, under its own RBAC", () => {
       apiVersion: KUSTOMIZATION_V,
       kind: "Kustomization",
       metadata: { name: "team-payments", namespace: ASO_NS, labels: { "berth.dev/team": "payments" } },
-      spec: { interval: "10m", path: "./teams/payments/clusters/aks-dev-weu", prune: true, sourceRef: { kind: "GitRepository", name: "flux-system", namespace: "flux-system" } },
+      spec: {
+        interval: "10m",
+        path: "./teams/payments/clusters/aks-dev-weu",
+        prune: true,
+        sourceRef: { kind: "GitRepository", name: "flux-system", namespace: "flux-system" },
+      },
     };
     await admin.create(ks);
     await admin.setStatus(ks, {
       lastAppliedRevision: "main@sha1:0123abcd",
-      conditions: [{ type: "Ready", status: "True", reason: "ReconciliationSucceeded", message: "Applied revision: main@sha1:0123abcd", lastTransitionTime: new Date().toISOString() }],
+      conditions: [
+        {
+          type: "Ready",
+          status: "True",
+          reason: "ReconciliationSucceeded",
+          message: "Applied revision: main@sha1:0123abcd",
+          lastTransitionTime: new Date().toISOString(),
+        },
+      ],
     });
     const aso = (apiVersion: string, kind: string, name: string, spec: Record<string, unknown>): Obj => ({
       apiVersion,
@@ -308,27 +397,54 @@ describe("berth controller on a real apiserver, under its own RBAC", () => {
       spec,
     });
     const asoReady = (status: string, extra: Record<string, unknown> = {}) => ({
-      conditions: [{ type: "Ready", status, observedGeneration: 1, lastTransitionTime: new Date().toISOString(), reason: status === "True" ? "Succeeded" : "Reconciling", ...extra }],
+      conditions: [
+        {
+          type: "Ready",
+          status,
+          observedGeneration: 1,
+          lastTransitionTime: new Date().toISOString(),
+          reason: status === "True" ? "Succeeded" : "Reconciling",
+          ...extra,
+        },
+      ],
     });
     const rg = aso("resources.azure.com/v1api20200601", "ResourceGroup", "payments", { location: "westeurope" });
-    const id = aso("managedidentity.azure.com/v1api20230131", "UserAssignedIdentity", "payments", { location: "westeurope", owner: { name: "payments" } });
-    const fic = aso("managedidentity.azure.com/v1api20230131", "FederatedIdentityCredential", "payments--aso-controller", {
+    const id = aso("managedidentity.azure.com/v1api20230131", "UserAssignedIdentity", "payments", {
+      location: "westeurope",
       owner: { name: "payments" },
-      audiences: ["api://AzureADTokenExchange"],
-      issuer: OIDC,
-      subject: "system:serviceaccount:azureserviceoperator-system:azureserviceoperator-default",
     });
+    const fic = aso(
+      "managedidentity.azure.com/v1api20230131",
+      "FederatedIdentityCredential",
+      "payments--aso-controller",
+      {
+        owner: { name: "payments" },
+        audiences: ["api://AzureADTokenExchange"],
+        issuer: OIDC,
+        subject: "system:serviceaccount:azureserviceoperator-system:azureserviceoperator-default",
+      },
+    );
     for (const o of [rg, id, fic]) await admin.create(o);
     await admin.setStatus(rg, asoReady("True"));
     await admin.setStatus(id, asoReady("True"));
-    await admin.setStatus(fic, asoReady("False", { severity: "Error", reason: "BadRequest", message: "The issuer is not a valid URL" }));
+    await admin.setStatus(
+      fic,
+      asoReady("False", { severity: "Error", reason: "BadRequest", message: "The issuer is not a valid URL" }),
+    );
 
     const failed = await eventually("FederatedCredentialsReady=False/Error", async () => {
       const c = await condition("payments", "FederatedCredentialsReady");
-      if (process.env.BERTH_TEST_DEBUG) console.log(JSON.stringify(await teamStatus("payments")), JSON.stringify((await admin.get(fic.apiVersion, fic.kind, ASO_NS, fic.metadata.name))?.status));
+      if (process.env.BERTH_TEST_DEBUG)
+        console.log(
+          JSON.stringify(await teamStatus("payments")),
+          JSON.stringify((await admin.get(fic.apiVersion, fic.kind, ASO_NS, fic.metadata.name))?.status),
+        );
       return c?.status === "False" && c.severity === "Error" ? c : undefined;
     });
-    expect(failed).toMatchObject({ reason: "BadRequest", message: "payments--aso-controller: The issuer is not a valid URL" });
+    expect(failed).toMatchObject({
+      reason: "BadRequest",
+      message: "payments--aso-controller: The issuer is not a valid URL",
+    });
     const status = await teamStatus("payments");
     const byType = Object.fromEntries((status?.conditions ?? []).map((c) => [c.type, c]));
     expect(Object.keys(byType)).toEqual([
@@ -343,7 +459,11 @@ describe("berth controller on a real apiserver, under its own RBAC", () => {
       "CredentialWritten",
       "Ready",
     ]);
-    expect(byType.Rendered).toMatchObject({ status: "True", reason: "Applied", message: "Flux applied revision main@sha1:0123abcd" });
+    expect(byType.Rendered).toMatchObject({
+      status: "True",
+      reason: "Applied",
+      message: "Flux applied revision main@sha1:0123abcd",
+    });
     expect(byType.KustomizationReady).toMatchObject({ status: "True", reason: "ReconciliationSucceeded" });
     expect(byType.ResourceGroupReady).toMatchObject({ status: "True", reason: "Succeeded" });
     expect(byType.RoleAssignmentsReady).toMatchObject({ status: "True", reason: "NoneRequested" });
@@ -355,25 +475,59 @@ describe("berth controller on a real apiserver, under its own RBAC", () => {
 
     // ASO recovers (a Warning on the way), then everything is Ready.
     await admin.setStatus(fic, asoReady("False", { severity: "Warning", reason: "Reconciling", message: "retrying" }));
-    await eventually("Warning severity carried", async () => (await condition("payments", "FederatedCredentialsReady"))?.severity === "Warning");
+    await eventually(
+      "Warning severity carried",
+      async () => (await condition("payments", "FederatedCredentialsReady"))?.severity === "Warning",
+    );
     await admin.setStatus(fic, asoReady("True", { severity: null, message: null }));
     await eventually("Team Ready", async () => (await condition("payments", "Ready"))?.status === "True");
   });
 
   it("forbids the controller's identity to write outside team namespaces (and in a namespace without the RoleBinding)", async () => {
     const asController = new Admin(cluster.kubeConfigFor(CONTROLLER_USER, CONTROLLER_GROUPS));
-    const secret = (ns: string) => ({ apiVersion: V1, kind: "Secret", metadata: { name: "aso-credential", namespace: ns }, data: { AZURE_CLIENT_ID: "eA==" } });
+    const secret = (ns: string) => ({
+      apiVersion: V1,
+      kind: "Secret",
+      metadata: { name: "aso-credential", namespace: ns },
+      data: { AZURE_CLIENT_ID: "eA==" },
+    });
     const post = await asController.req("POST", "/api/v1/namespaces/default/secrets", secret("default"));
     expect(post.status).toBe(403);
-    const apply = await asController.req("PATCH", "/api/v1/namespaces/default/secrets/aso-credential?fieldManager=berth-controller", secret("default"), "application/apply-patch+yaml");
+    const apply = await asController.req(
+      "PATCH",
+      "/api/v1/namespaces/default/secrets/aso-credential?fieldManager=berth-controller",
+      secret("default"),
+      "application/apply-patch+yaml",
+    );
     expect(apply.status).toBe(403);
     await admin.create({ apiVersion: V1, kind: "Namespace", metadata: { name: "not-a-team" } });
-    expect((await asController.req("PATCH", "/api/v1/namespaces/not-a-team/secrets/aso-credential?fieldManager=berth-controller", secret("not-a-team"), "application/apply-patch+yaml")).status).toBe(403);
+    expect(
+      (
+        await asController.req(
+          "PATCH",
+          "/api/v1/namespaces/not-a-team/secrets/aso-credential?fieldManager=berth-controller",
+          secret("not-a-team"),
+          "application/apply-patch+yaml",
+        )
+      ).status,
+    ).toBe(403);
     // ...while the same apply in a team namespace is allowed (the control case).
-    const ok = await asController.req("PATCH", "/api/v1/namespaces/payments/secrets/aso-credential?fieldManager=rbac-probe&force=true&dryRun=All", secret("payments"), "application/apply-patch+yaml");
+    const ok = await asController.req(
+      "PATCH",
+      "/api/v1/namespaces/payments/secrets/aso-credential?fieldManager=rbac-probe&force=true&dryRun=All",
+      secret("payments"),
+      "application/apply-patch+yaml",
+    );
     expect(ok.status).toBe(200);
     // Other secrets of a team namespace are not the controller's either.
-    expect((await asController.req("POST", "/api/v1/namespaces/payments/secrets", { ...secret("payments"), metadata: { name: "other", namespace: "payments" } })).status).toBe(403);
+    expect(
+      (
+        await asController.req("POST", "/api/v1/namespaces/payments/secrets", {
+          ...secret("payments"),
+          metadata: { name: "other", namespace: "payments" },
+        })
+      ).status,
+    ).toBe(403);
   });
 
   it("holds the credential's finalizer while an ASO resource remains in the team namespace, then lets it go and never re-creates it", async () => {
@@ -381,13 +535,20 @@ describe("berth controller on a real apiserver, under its own RBAC", () => {
     await writeIdentity("leaving", clientId(3));
     await credentialIs("leaving", clientId(3));
     // A resource the team made in its own namespace with its credential.
-    const rg: Obj = { apiVersion: "resources.azure.com/v1api20200601", kind: "ResourceGroup", metadata: { name: "leaving-data", namespace: "leaving" }, spec: { location: "westeurope" } };
+    const rg: Obj = {
+      apiVersion: "resources.azure.com/v1api20200601",
+      kind: "ResourceGroup",
+      metadata: { name: "leaving-data", namespace: "leaving" },
+      spec: { location: "westeurope" },
+    };
     await admin.create(rg);
 
     // Offboarding: Flux prunes the Team and the namespace's content; the Secret is deleted.
     await admin.delete(TEAM_V, "Team", undefined, "leaving");
     await admin.delete(V1, "Secret", "leaving", "aso-credential");
-    await eventually("the controller to hold the finalizer", async () => logs.some((l) => l.includes("keeping aso-credential") && l.includes('"team":"leaving"')));
+    await eventually("the controller to hold the finalizer", async () =>
+      logs.some((l) => l.includes("keeping aso-credential") && l.includes('"team":"leaving"')),
+    );
     await new Promise((r) => setTimeout(r, 1_500)); // several offboarding polls
     const held = await secretOf("leaving");
     expect(held?.metadata).toMatchObject({ finalizers: ["berth.dev/aso-credential"] });
@@ -396,23 +557,40 @@ describe("berth controller on a real apiserver, under its own RBAC", () => {
     await admin.delete(rg.apiVersion, rg.kind, "leaving", "leaving-data");
     await eventually("credential gone", async () => (await secretOf("leaving")) === undefined).catch((err: Error) => {
       // Seen once in 11 CI runs: say what the controller was doing with the team.
-      throw new Error(`${err.message}\ncontroller log for team leaving:\n${replicaLogs.flat().filter((l) => l.includes("leaving")).slice(-30).join("\n")}`);
+      throw new Error(
+        `${err.message}\ncontroller log for team leaving:\n${replicaLogs
+          .flat()
+          .filter((l) => l.includes("leaving"))
+          .slice(-30)
+          .join("\n")}`,
+      );
     });
     await new Promise((r) => setTimeout(r, 1_500));
     expect(await secretOf("leaving")).toBeUndefined();
 
     // The controller's RoleBinding, not being deleted, kept its finalizer; deleted now (the namespace goes
     // after the credential), it has nothing left to wait for and is let go at once.
-    expect((await admin.get(RBAC, "RoleBinding", "leaving", "berth-controller"))?.metadata).toMatchObject({ finalizers: ["berth.dev/controller-access"] });
+    expect((await admin.get(RBAC, "RoleBinding", "leaving", "berth-controller"))?.metadata).toMatchObject({
+      finalizers: ["berth.dev/controller-access"],
+    });
     await admin.delete(RBAC, "RoleBinding", "leaving", "berth-controller");
-    await eventually("RoleBinding of leaving released", async () => (await admin.get(RBAC, "RoleBinding", "leaving", "berth-controller")) === undefined, 10_000);
+    await eventually(
+      "RoleBinding of leaving released",
+      async () => (await admin.get(RBAC, "RoleBinding", "leaving", "berth-controller")) === undefined,
+      10_000,
+    );
   });
 
   it("when the team namespace is deleted, its RoleBinding outlives the credential's finalizer and goes last: nothing is stuck", async () => {
     await onboard("departing");
     await writeIdentity("departing", clientId(4));
     await credentialIs("departing", clientId(4));
-    const rg: Obj = { apiVersion: "resources.azure.com/v1api20200601", kind: "ResourceGroup", metadata: { name: "departing-data", namespace: "departing" }, spec: { location: "westeurope" } };
+    const rg: Obj = {
+      apiVersion: "resources.azure.com/v1api20200601",
+      kind: "ResourceGroup",
+      metadata: { name: "departing-data", namespace: "departing" },
+      spec: { location: "westeurope" },
+    };
     await admin.create(rg);
     const binding = () => admin.get(RBAC, "RoleBinding", "departing", "berth-controller");
 
@@ -429,7 +607,10 @@ describe("berth controller on a real apiserver, under its own RBAC", () => {
           const now = performance.now();
           if (!rb) goneAt.binding ??= now;
           if (!secret) goneAt.secret ??= now;
-          if (!rb && secret) violations.push(`aso-credential (finalizers ${JSON.stringify(secret.metadata.finalizers)}) outlived the RoleBinding`);
+          if (!rb && secret)
+            violations.push(
+              `aso-credential (finalizers ${JSON.stringify(secret.metadata.finalizers)}) outlived the RoleBinding`,
+            );
         } catch (err) {
           if (watching) violations.push(`monitor: ${(err as Error).message}`);
         }
@@ -444,7 +625,9 @@ describe("berth controller on a real apiserver, under its own RBAC", () => {
       await admin.delete(RBAC, "RoleBinding", "departing", "berth-controller");
       await admin.delete(TEAM_V, "Team", undefined, "departing");
       await admin.delete(V1, "Secret", "departing", "aso-credential");
-      await eventually("the controller to hold the credential", async () => logs.some((l) => l.includes("keeping aso-credential") && l.includes('"team":"departing"')));
+      await eventually("the controller to hold the credential", async () =>
+        logs.some((l) => l.includes("keeping aso-credential") && l.includes('"team":"departing"')),
+      );
       await new Promise((r) => setTimeout(r, 1_500)); // several offboarding polls
 
       const secret = await secretOf("departing");
@@ -456,16 +639,37 @@ describe("berth controller on a real apiserver, under its own RBAC", () => {
       // The binding being deleted still authorizes the controller: it can still patch the credential and the binding.
       const asController = new Admin(cluster.kubeConfigFor(CONTROLLER_USER, CONTROLLER_GROUPS));
       const probe = { metadata: { annotations: { "berth.dev/rbac-probe": "x" } } };
-      expect((await asController.req("PATCH", "/api/v1/namespaces/departing/secrets/aso-credential?dryRun=All", probe, "application/merge-patch+json")).status).toBe(200);
+      expect(
+        (
+          await asController.req(
+            "PATCH",
+            "/api/v1/namespaces/departing/secrets/aso-credential?dryRun=All",
+            probe,
+            "application/merge-patch+json",
+          )
+        ).status,
+      ).toBe(200);
       const unfinalize = { metadata: { finalizers: null } };
-      expect((await asController.req("PATCH", "/apis/rbac.authorization.k8s.io/v1/namespaces/departing/rolebindings/berth-controller?dryRun=All", unfinalize, "application/merge-patch+json")).status).toBe(200);
+      expect(
+        (
+          await asController.req(
+            "PATCH",
+            "/apis/rbac.authorization.k8s.io/v1/namespaces/departing/rolebindings/berth-controller?dryRun=All",
+            unfinalize,
+            "application/merge-patch+json",
+          )
+        ).status,
+      ).toBe(200);
 
       // ASO deletes the last resource: the credential's finalizer is released, then the binding's.
       await admin.delete(rg.apiVersion, rg.kind, "departing", "departing-data");
       await eventually("credential released", async () => (await secretOf("departing")) === undefined);
       await eventually("RoleBinding released", async () => (await binding()) === undefined, 10_000);
       // The monitor has looked at least once since both went.
-      await eventually("the monitor to see both gone", async () => goneAt.secret !== undefined && goneAt.binding !== undefined);
+      await eventually(
+        "the monitor to see both gone",
+        async () => goneAt.secret !== undefined && goneAt.binding !== undefined,
+      );
     } finally {
       watching = false;
       await monitor;
@@ -497,7 +701,8 @@ describe("berth controller on a real apiserver, under its own RBAC", () => {
     // Only the leader reconciles (and so writes).
     await admin.delete(V1, "Secret", ASO_NS, "aso-credential");
     await eventually("restored by the leader", () => admin.get(V1, "Secret", ASO_NS, "aso-credential"));
-    const reconciles = async (c: Controller) => (await c.metrics.reconcileTotal.get()).values.reduce((n, v) => n + v.value, 0);
+    const reconciles = async (c: Controller) =>
+      (await c.metrics.reconcileTotal.get()).values.reduce((n, v) => n + v.value, 0);
     expect(await reconciles(a)).toBeGreaterThan(0);
     expect(await reconciles(b)).toBe(0);
 
@@ -536,11 +741,24 @@ describe("berth controller on a real apiserver, under its own RBAC", () => {
       });
     });
     const kubeconfig = await cluster.writeKubeconfigFile(CONTROLLER_USER, CONTROLLER_GROUPS);
-    const child = spawn(join(REPO_ROOT, "node_modules", ".bin", "tsx"), ["--tsconfig", "apps/controller/tsconfig.json", "apps/controller/src/main.ts"], {
-      cwd: REPO_ROOT,
-      env: { PATH: process.env.PATH, HOME: process.env.HOME, KUBECONFIG: kubeconfig, BERTH_CONFIG_FILE: configFile, BERTH_CLUSTER_NAME: "aks-dev-weu", BERTH_POD_NAME: "replica-process", BERTH_METRICS_PORT: String(port), BERTH_LOG_LEVEL: "info" },
-      stdio: ["ignore", "pipe", "pipe"],
-    });
+    const child = spawn(
+      join(REPO_ROOT, "node_modules", ".bin", "tsx"),
+      ["--tsconfig", "apps/controller/tsconfig.json", "apps/controller/src/main.ts"],
+      {
+        cwd: REPO_ROOT,
+        env: {
+          PATH: process.env.PATH,
+          HOME: process.env.HOME,
+          KUBECONFIG: kubeconfig,
+          BERTH_CONFIG_FILE: configFile,
+          BERTH_CLUSTER_NAME: "aks-dev-weu",
+          BERTH_POD_NAME: "replica-process",
+          BERTH_METRICS_PORT: String(port),
+          BERTH_LOG_LEVEL: "info",
+        },
+        stdio: ["ignore", "pipe", "pipe"],
+      },
+    );
     let output = "";
     child.stdout.on("data", (c: Buffer) => {
       output += String(c);
@@ -549,19 +767,29 @@ describe("berth controller on a real apiserver, under its own RBAC", () => {
     child.stderr.on("data", (c: Buffer) => (output += String(c)));
     const exited = new Promise<number | null>((res) => child.on("exit", (code) => res(code)));
     try {
-      await eventually("/readyz of the process", async () => (await fetch(`http://127.0.0.1:${port}/readyz`).catch(() => undefined))?.status === 200, 30_000);
+      await eventually(
+        "/readyz of the process",
+        async () => (await fetch(`http://127.0.0.1:${port}/readyz`).catch(() => undefined))?.status === 200,
+        30_000,
+      );
       const leader = controllers.find((c) => c.isLeader())!;
       await leader.stop(); // graceful: the process, a standby, takes over at once
-      await eventually("the process to hold the Lease", async () => {
-        const lease = await admin.get("coordination.k8s.io/v1", "Lease", "berth-system", "berth-controller");
-        return (lease?.spec as { holderIdentity?: string }).holderIdentity === "replica-process";
-      }, 10_000);
+      await eventually(
+        "the process to hold the Lease",
+        async () => {
+          const lease = await admin.get("coordination.k8s.io/v1", "Lease", "berth-system", "berth-controller");
+          return (lease?.spec as { holderIdentity?: string }).holderIdentity === "replica-process";
+        },
+        10_000,
+      );
       await admin.delete(V1, "Secret", ASO_NS, "aso-credential");
       await eventually("restored by the process", () => admin.get(V1, "Secret", ASO_NS, "aso-credential"));
       const metrics = await (await fetch(`http://127.0.0.1:${port}/metrics`)).text();
       expect(metrics).toMatch(/^berth_controller_is_leader 1$/m);
       // One queue, and one set of metric labels, per reconciler.
-      expect(metrics).toMatch(/berth_controller_reconcile_total\{controller="platform",result="(success|requeue)"\} [1-9]/);
+      expect(metrics).toMatch(
+        /berth_controller_reconcile_total\{controller="platform",result="(success|requeue)"\} [1-9]/,
+      );
       expect(metrics).toMatch(/berth_controller_workqueue_depth\{queue="team"\} \d/);
 
       child.kill("SIGTERM");
@@ -580,7 +808,9 @@ describe("berth controller on a real apiserver, under its own RBAC", () => {
     const provider = new GatedProvider();
     const d = await startController("replica-d", undefined, provider);
     await eventually("replica-d to lead", async () => d.isLeader(), 20_000);
-    await eventually("replica-d to have reconciled every team", async () => (await d.metrics.reconcileTotal.get()).values.some((v) => v.labels.controller === "team" && v.value > 0));
+    await eventually("replica-d to have reconciled every team", async () =>
+      (await d.metrics.reconcileTotal.get()).values.some((v) => v.labels.controller === "team" && v.value > 0),
+    );
 
     // Every reconcile from now on stops at the provider, before its first write.
     provider.arm();
@@ -606,11 +836,16 @@ describe("berth controller on a real apiserver, under its own RBAC", () => {
     await eventually("replica-d to step down", async () => !d.isLeader(), 10_000);
     // ...and the reconciles it had in flight go on only now: each must stop before its next write.
     const sum = async (m: typeof d.metrics.reconcileTotal | typeof d.metrics.reconcileErrors, reason?: string) =>
-      (await m.get()).values.filter((v) => reason === undefined || (v.labels as Record<string, unknown>).reason === reason).reduce((n, v) => n + v.value, 0);
+      (await m.get()).values
+        .filter((v) => reason === undefined || (v.labels as Record<string, unknown>).reason === reason)
+        .reduce((n, v) => n + v.value, 0);
     const finished = await sum(d.metrics.reconcileTotal);
     const waiting = provider.waiting;
     provider.open();
-    await eventually("the reconciles in flight to end", async () => (await sum(d.metrics.reconcileTotal)) >= finished + waiting);
+    await eventually(
+      "the reconciles in flight to end",
+      async () => (await sum(d.metrics.reconcileTotal)) >= finished + waiting,
+    );
     // Team fenced's pass had writes to make: it was aborted, not finished.
     expect(await sum(d.metrics.reconcileErrors, "aborted")).toBeGreaterThanOrEqual(1);
     expect(await rv()).toEqual(before);
@@ -620,12 +855,18 @@ describe("berth controller on a real apiserver, under its own RBAC", () => {
 
   it("prints every log line as JSON with each key once (a duplicate-key-refusing parser reads them all)", () => {
     // The parser is strict: the kind of line child loggers used to print is refused.
-    expect(() => parseLogLine('{"level":30,"component":"berth-controller","component":"events","msg":"x"}')).toThrow(/duplicate key "component"/);
+    expect(() => parseLogLine('{"level":30,"component":"berth-controller","component":"events","msg":"x"}')).toThrow(
+      /duplicate key "component"/,
+    );
     const lines = replicaLogs.flat();
     expect(lines.length).toBeGreaterThan(50);
     const entries = lines.map((l) => parseLogLine(l));
     // Lines from every part that logs with bindings: informers, queues, reconcilers, leader election, events.
-    for (const key of ["informer", "queue", "reconciler", "lease"]) expect(entries.some((e) => key in e), `a line with "${key}"`).toBe(true);
+    for (const key of ["informer", "queue", "reconciler", "lease"])
+      expect(
+        entries.some((e) => key in e),
+        `a line with "${key}"`,
+      ).toBe(true);
     const printed = parseLogOutput(processOutput.join(""));
     expect(printed.other).toEqual([]);
     expect(printed.entries.length).toBeGreaterThan(0);

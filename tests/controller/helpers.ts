@@ -16,7 +16,11 @@ export const ASO_NS = "flux-config";
 
 /** The controller's ServiceAccount as the apiserver authenticates it (user + the groups a token carries). */
 export const CONTROLLER_USER = "system:serviceaccount:berth-system:berth-controller";
-export const CONTROLLER_GROUPS = ["system:serviceaccounts", "system:serviceaccounts:berth-system", "system:authenticated"];
+export const CONTROLLER_GROUPS = [
+  "system:serviceaccounts",
+  "system:serviceaccounts:berth-system",
+  "system:authenticated",
+];
 
 export type Obj = {
   apiVersion: string;
@@ -35,7 +39,9 @@ export type Obj = {
 
 export function readManifests(dir: string, filter: (file: string) => boolean = () => true): Obj[] {
   const out: Obj[] = [];
-  for (const file of readdirSync(dir).filter((f) => f.endsWith(".yaml") && filter(f)).sort()) {
+  for (const file of readdirSync(dir)
+    .filter((f) => f.endsWith(".yaml") && filter(f))
+    .sort()) {
     for (const doc of parseAllDocuments(readFileSync(join(dir, file), "utf8"), { version: "1.1" })) {
       const obj = doc.toJS() as Obj | null;
       // kustomization.yaml files (infra/controller/crds has one) are kustomize's input, not API objects.
@@ -56,10 +62,13 @@ export function teamRoleBinding(team: string): Obj {
     "platform.controller.serviceAccount": "berth-controller",
     "platform.controller.namespace": "berth-system",
   };
-  const text = readFileSync(join(REPO_ROOT, "templates", "v1", "controller-rolebinding.yaml"), "utf8").replace(/\{\{\s*([\w.]+)\s*\}\}/g, (_m, key: string) => {
-    if (!(key in values)) throw new Error(`controller-rolebinding.yaml: unexpected placeholder ${key}`);
-    return values[key]!;
-  });
+  const text = readFileSync(join(REPO_ROOT, "templates", "v1", "controller-rolebinding.yaml"), "utf8").replace(
+    /\{\{\s*([\w.]+)\s*\}\}/g,
+    (_m, key: string) => {
+      if (!(key in values)) throw new Error(`controller-rolebinding.yaml: unexpected placeholder ${key}`);
+      return values[key]!;
+    },
+  );
   return parseAllDocuments(text, { version: "1.1" })[0]!.toJS() as Obj;
 }
 
@@ -70,15 +79,26 @@ export class Admin {
     return objectPath(apiVersion, await resolveResource(this.kc, apiVersion, kind), namespace, name);
   }
 
-  async req(method: "GET" | "POST" | "PUT" | "PATCH" | "DELETE", path: string, body?: unknown, contentType?: string): Promise<KubeResponse> {
-    return kubeRequest(this.kc, { method, path, ...(body === undefined ? {} : { body }), ...(contentType ? { contentType } : {}) });
+  async req(
+    method: "GET" | "POST" | "PUT" | "PATCH" | "DELETE",
+    path: string,
+    body?: unknown,
+    contentType?: string,
+  ): Promise<KubeResponse> {
+    return kubeRequest(this.kc, {
+      method,
+      path,
+      ...(body === undefined ? {} : { body }),
+      ...(contentType ? { contentType } : {}),
+    });
   }
 
   /** Creates the object (409 = already there is fine); with `status`, also writes the status subresource. */
   async create(obj: Obj): Promise<Obj> {
     const path = await this.path(obj.apiVersion, obj.kind, obj.metadata.namespace);
     const r = await this.req("POST", path, obj);
-    if (r.status !== 201 && r.status !== 409) throw new Error(`create ${obj.kind} ${obj.metadata.name}: HTTP ${r.status} ${r.body.slice(0, 400)}`);
+    if (r.status !== 201 && r.status !== 409)
+      throw new Error(`create ${obj.kind} ${obj.metadata.name}: HTTP ${r.status} ${r.body.slice(0, 400)}`);
     if (obj.status) await this.setStatus(obj, obj.status as Record<string, unknown>);
     return r.json as Obj;
   }
@@ -97,8 +117,20 @@ export class Admin {
   }
 
   /** JSON merge patch as a hand edit would (field manager `kubectl-edit`). */
-  async mergePatch(apiVersion: string, kind: string, namespace: string | undefined, name: string, patch: unknown, manager = "kubectl-edit"): Promise<KubeResponse> {
-    const r = await this.req("PATCH", `${await this.path(apiVersion, kind, namespace, name)}?fieldManager=${manager}`, patch, "application/merge-patch+json");
+  async mergePatch(
+    apiVersion: string,
+    kind: string,
+    namespace: string | undefined,
+    name: string,
+    patch: unknown,
+    manager = "kubectl-edit",
+  ): Promise<KubeResponse> {
+    const r = await this.req(
+      "PATCH",
+      `${await this.path(apiVersion, kind, namespace, name)}?fieldManager=${manager}`,
+      patch,
+      "application/merge-patch+json",
+    );
     if (r.status !== 200) throw new Error(`patch ${kind} ${name}: HTTP ${r.status} ${r.body.slice(0, 300)}`);
     return r;
   }
@@ -106,19 +138,29 @@ export class Admin {
   async setStatus(obj: Obj, status: Record<string, unknown>): Promise<void> {
     const path = `${await this.path(obj.apiVersion, obj.kind, obj.metadata.namespace, obj.metadata.name)}/status`;
     const r = await this.req("PATCH", path, { status }, "application/merge-patch+json");
-    if (r.status !== 200) throw new Error(`status of ${obj.kind} ${obj.metadata.name}: HTTP ${r.status} ${r.body.slice(0, 300)}`);
+    if (r.status !== 200)
+      throw new Error(`status of ${obj.kind} ${obj.metadata.name}: HTTP ${r.status} ${r.body.slice(0, 300)}`);
   }
 
   async delete(apiVersion: string, kind: string, namespace: string | undefined, name: string): Promise<void> {
     const r = await this.req("DELETE", await this.path(apiVersion, kind, namespace, name));
-    if (r.status !== 200 && r.status !== 202 && r.status !== 404) throw new Error(`delete ${kind} ${name}: HTTP ${r.status} ${r.body.slice(0, 300)}`);
+    if (r.status !== 200 && r.status !== 202 && r.status !== 404)
+      throw new Error(`delete ${kind} ${name}: HTTP ${r.status} ${r.body.slice(0, 300)}`);
   }
 }
 
 /** What Flux applies for a team: its namespace, the ServiceAccount `workload`, the controller's RoleBinding as the templates render it, the Team. */
 export async function onboardTeam(admin: Admin, team: string, environments: string[] = ["dev"]): Promise<void> {
-  await admin.create({ apiVersion: "v1", kind: "Namespace", metadata: { name: team, labels: { "berth.dev/team": team } } });
-  await admin.create({ apiVersion: "v1", kind: "ServiceAccount", metadata: { name: "workload", namespace: team, labels: { "berth.dev/team": team } } });
+  await admin.create({
+    apiVersion: "v1",
+    kind: "Namespace",
+    metadata: { name: team, labels: { "berth.dev/team": team } },
+  });
+  await admin.create({
+    apiVersion: "v1",
+    kind: "ServiceAccount",
+    metadata: { name: "workload", namespace: team, labels: { "berth.dev/team": team } },
+  });
   await admin.create(teamRoleBinding(team));
   await admin.create({
     apiVersion: "berth.dev/v1alpha1",

@@ -14,7 +14,9 @@ const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), "../..");
 /** README.md and every Markdown file under docs/. */
 function docs(): string[] {
   const walk = (dir: string): string[] =>
-    readdirSync(join(ROOT, dir), { withFileTypes: true }).flatMap((e) => (e.isDirectory() ? walk(`${dir}/${e.name}`) : e.name.endsWith(".md") ? [`${dir}/${e.name}`] : []));
+    readdirSync(join(ROOT, dir), { withFileTypes: true }).flatMap((e) =>
+      e.isDirectory() ? walk(`${dir}/${e.name}`) : e.name.endsWith(".md") ? [`${dir}/${e.name}`] : [],
+    );
   return ["README.md", ...walk("docs")].sort();
 }
 
@@ -34,7 +36,9 @@ function proseLines(text: string): Array<{ n: number; line: string }> {
 /** The top-level entries of the repository a backticked path may start with (git-tracked folders and files). */
 const TOP_LEVEL = new Set(readdirSync(ROOT).filter((name) => !["node_modules", ".git", ".berth"].includes(name)));
 /** Docs shorten `packages/core/src/x.ts` to `core/src/x.ts`: a package's or app's name, then src/ or test/. */
-const SHORT = new Map(["packages", "apps"].flatMap((dir) => readdirSync(join(ROOT, dir)).map((name) => [name, `${dir}/${name}`] as const)));
+const SHORT = new Map(
+  ["packages", "apps"].flatMap((dir) => readdirSync(join(ROOT, dir)).map((name) => [name, `${dir}/${name}`] as const)),
+);
 
 /**
  * The repository paths a line cites in backticks: text of path characters only, with a slash, whose first
@@ -48,7 +52,8 @@ function citedPaths(line: string): string[] {
     if (!/^[\w.@-]+(\/[\w.@-]+)+$/.test(path)) continue;
     const [first, second] = path.split("/");
     if (TOP_LEVEL.has(first!)) out.push(path);
-    else if (SHORT.has(first!) && (second === "src" || second === "test")) out.push(`${SHORT.get(first!)!.split("/")[0]}/${path}`);
+    else if (SHORT.has(first!) && (second === "src" || second === "test"))
+      out.push(`${SHORT.get(first!)!.split("/")[0]}/${path}`);
   }
   return out;
 }
@@ -65,7 +70,10 @@ function linkedPaths(line: string): string[] {
 
 /** The cells of a table row as GitHub splits it: on every `|` not escaped as `\|` (inside code spans too). */
 function cells(row: string): number {
-  const inner = row.trim().replace(/^\|/, "").replace(/(?<!\\)\|$/, "");
+  const inner = row
+    .trim()
+    .replace(/^\|/, "")
+    .replace(/(?<!\\)\|$/, "");
   return inner.split(/(?<!\\)\|/).length;
 }
 
@@ -75,9 +83,18 @@ const SEPARATOR = /^\|?\s*:?-+:?\s*(\|\s*:?-+:?\s*)*\|?$/;
 function malformedTables(lines: Array<{ n: number; line: string }>): string[] {
   const problems: string[] = [];
   for (let i = 0; i < lines.length; i++) {
-    if (!lines[i]!.line.trim().startsWith("|") || (i > 0 && lines[i - 1]!.line.trim().startsWith("|") && lines[i - 1]!.n === lines[i]!.n - 1)) continue;
+    if (
+      !lines[i]!.line.trim().startsWith("|") ||
+      (i > 0 && lines[i - 1]!.line.trim().startsWith("|") && lines[i - 1]!.n === lines[i]!.n - 1)
+    )
+      continue;
     const block = [lines[i]!];
-    while (i + block.length < lines.length && lines[i + block.length]!.line.trim().startsWith("|") && lines[i + block.length]!.n === block.at(-1)!.n + 1) block.push(lines[i + block.length]!);
+    while (
+      i + block.length < lines.length &&
+      lines[i + block.length]!.line.trim().startsWith("|") &&
+      lines[i + block.length]!.n === block.at(-1)!.n + 1
+    )
+      block.push(lines[i + block.length]!);
     const [header, separator, ...rows] = block;
     if (!separator || !SEPARATOR.test(separator.line.trim())) {
       problems.push(`line ${header!.n}: a table without a separator row (| --- | under the header)`);
@@ -123,16 +140,30 @@ describe("the checks themselves", () => {
     expect(table(["| a | b |", "| --- | --- |", "| 1 | 2 |"])).toEqual([]);
     expect(table(["| a | `x \\| y` |", "|---|---|", "| 1 | 2 |"])).toEqual([]);
     // The offboarding table of controller.md before issue 22: 4 header cells, 5 in the separator.
-    expect(table(["| a | b | c | d |", "| - | - | - | - | - |", "| 1 | 2 | 3 | 4 |"])).toEqual(["line 2: 5 cells, the header has 4"]);
-    expect(table(["| a | b |", "| --- | --- |", "| 1 | 2 | 3 |", "| 1 |"])).toEqual(["line 3: 3 cells, the header has 2", "line 4: 1 cells, the header has 2"]);
-    expect(table(["| a | b |", "| 1 | 2 |"])).toEqual(["line 1: a table without a separator row (| --- | under the header)"]);
+    expect(table(["| a | b | c | d |", "| - | - | - | - | - |", "| 1 | 2 | 3 | 4 |"])).toEqual([
+      "line 2: 5 cells, the header has 4",
+    ]);
+    expect(table(["| a | b |", "| --- | --- |", "| 1 | 2 | 3 |", "| 1 |"])).toEqual([
+      "line 3: 3 cells, the header has 2",
+      "line 4: 1 cells, the header has 2",
+    ]);
+    expect(table(["| a | b |", "| 1 | 2 |"])).toEqual([
+      "line 1: a table without a separator row (| --- | under the header)",
+    ]);
   });
 
   it("take backticked repository paths and relative links, not code, URLs or placeholders", () => {
-    expect(citedPaths("see `apps/api/src/app.ts:12` and `docs/api.md`, not `npm test`, `a/b` or `apps/<name>/x`")).toEqual(["apps/api/src/app.ts", "docs/api.md"]);
+    expect(
+      citedPaths("see `apps/api/src/app.ts:12` and `docs/api.md`, not `npm test`, `a/b` or `apps/<name>/x`"),
+    ).toEqual(["apps/api/src/app.ts", "docs/api.md"]);
     // ADR 0010 cited `core/src/drift.ts` before issue 22: shortened, and no such file.
-    expect(citedPaths("`core/src/drift.ts` and `api/test/x.ts`; not `config/crd/bases` (Flux's own tree)")).toEqual(["packages/core/src/drift.ts", "apps/api/test/x.ts"]);
-    expect(linkedPaths("[ADR](decisions/0001-stack.md#why), [site](https://example.com), [here](#top)")).toEqual(["decisions/0001-stack.md"]);
+    expect(citedPaths("`core/src/drift.ts` and `api/test/x.ts`; not `config/crd/bases` (Flux's own tree)")).toEqual([
+      "packages/core/src/drift.ts",
+      "apps/api/test/x.ts",
+    ]);
+    expect(linkedPaths("[ADR](decisions/0001-stack.md#why), [site](https://example.com), [here](#top)")).toEqual([
+      "decisions/0001-stack.md",
+    ]);
     expect(proseLines("a\n```\n`apps/x.ts`\n```\nb").map((l) => l.line)).toEqual(["a", "b"]);
   });
 });

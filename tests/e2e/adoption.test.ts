@@ -17,23 +17,35 @@ describe("adopting hand-written teams through the API", () => {
 
   beforeAll(async () => {
     url = (await createBareRepo()).url;
-    handWritten = await pushTree({ url, dir: join(REPO_ROOT, "tests/fixtures/adoption/repo"), subject: "tenants: payments and search (by hand)" });
+    handWritten = await pushTree({
+      url,
+      dir: join(REPO_ROOT, "tests/fixtures/adoption/repo"),
+      subject: "tenants: payments and search (by hand)",
+    });
     berth = await startBerth({ remoteUrl: url, env: { BERTH_LOG_LEVEL: "warn" } });
   });
   afterAll(async () => {
     await berth?.stop();
   });
 
-  const post = (path: string, payload: object) => berth.server.inject({ method: "POST", url: path, headers: auth, payload });
+  const post = (path: string, payload: object) =>
+    berth.server.inject({ method: "POST", url: path, headers: auth, payload });
 
   it("previews: the inferred team, the Azure names it would rename, the diff; commits nothing", async () => {
     const res = await post("/v1/teams/payments/adopt/preview", { keepAzureNames: true });
     expect(res.statusCode, res.body).toBe(200);
     const body = res.json();
     expect(body.revision).toBe(handWritten);
-    expect(body.team).toMatchObject({ name: "payments", environments: ["dev", "prod"], owners: ["0b9a3c1e-1111-4222-8333-444455556666"], roleAssignments: [{ role: "rg-contributor" }] });
+    expect(body.team).toMatchObject({
+      name: "payments",
+      environments: ["dev", "prod"],
+      owners: ["0b9a3c1e-1111-4222-8333-444455556666"],
+      roleAssignments: [{ role: "rg-contributor" }],
+    });
     expect(body.report.azureNames).toHaveLength(6);
-    expect(body.files.find((f: { path: string }) => f.path === "clusters/aks-dev-weu/tenants/payments.yaml").status).toBe("modified");
+    expect(
+      body.files.find((f: { path: string }) => f.path === "clusters/aks-dev-weu/tenants/payments.yaml").status,
+    ).toBe("modified");
     expect(body.diff).toContain("+  suspend: true");
     expect((await inspectRemote(url)).head).toBe(handWritten);
   });
@@ -44,7 +56,8 @@ describe("adopting hand-written teams through the API", () => {
     const problem = res.json();
     expect(problem.type).toBe("https://berth.dev/problems/adoption-recreates-azure-resources");
     expect(problem.errors).toContainEqual({
-      field: "aks-dev-weu UserAssignedIdentity tenants/payments/dev-weu/identity.yaml#UserAssignedIdentity/flux-config/payments-identity spec.azureName",
+      field:
+        "aks-dev-weu UserAssignedIdentity tenants/payments/dev-weu/identity.yaml#UserAssignedIdentity/flux-config/payments-identity spec.azureName",
       rule: "is id-payments-dev-aks-dev-weu in Azure; Berth would name it id-payments--aks-dev-weu, and Azure would create a new identity (new client and principal id): adopt with keepAzureNames: true",
     });
     expect(problem.detail).toContain("nothing was committed");
@@ -59,18 +72,31 @@ describe("adopting hand-written teams through the API", () => {
     const remote = await inspectRemote(url);
     expect(remote.commits[0]).toMatchObject({ sha: body.revision, subject: "berth: adopt team payments" });
     expect(remote.commits[1]!.sha).toBe(handWritten);
-    expect(remote.files.get("teams/payments/clusters/aks-prod-weu/identity.yaml")).toContain("azureName: id-payments-prod-aks-prod-weu");
+    expect(remote.files.get("teams/payments/clusters/aks-prod-weu/identity.yaml")).toContain(
+      "azureName: id-payments-prod-aks-prod-weu",
+    );
     expect(remote.files.get("clusters/aks-prod-weu/tenants/payments.yaml")).toContain("suspend: true");
     expect(remote.files.get("tenants/payments/base/quota.yaml")).toContain("PLAT-1501"); // hand-written files stay until cleanup
     expect(body.report.cleanup).toContain("tenants/payments/base/quota.yaml");
 
     const team = (await berth.server.inject({ url: "/v1/teams/payments", headers: auth })).json().team;
-    expect(team).toMatchObject({ quota: { cpu: "8", memory: "16Gi", pods: 100 }, templateVersion: "v1", azureNames: { identities: { "aks-dev-weu": "id-payments-dev-aks-dev-weu" } } });
+    expect(team).toMatchObject({
+      quota: { cpu: "8", memory: "16Gi", pods: 100 },
+      templateVersion: "v1",
+      azureNames: { identities: { "aks-dev-weu": "id-payments-dev-aks-dev-weu" } },
+    });
     // An ordinary team now: an update keeps the kept names.
     const { name: _n, templateVersion: _v, ...spec } = team;
-    const put = await berth.server.inject({ method: "PUT", url: "/v1/teams/payments", headers: auth, payload: { ...spec, description: "Payments (adopted)" } });
+    const put = await berth.server.inject({
+      method: "PUT",
+      url: "/v1/teams/payments",
+      headers: auth,
+      payload: { ...spec, description: "Payments (adopted)" },
+    });
     expect(put.statusCode, put.body).toBe(200);
-    expect((await inspectRemote(url)).files.get("teams/payments/clusters/aks-dev-weu/resource-group.yaml")).toContain("azureName: rg-payments-dev-weu");
+    expect((await inspectRemote(url)).files.get("teams/payments/clusters/aks-dev-weu/resource-group.yaml")).toContain(
+      "azureName: rg-payments-dev-weu",
+    );
     expect((await post("/v1/teams/payments/adopt", { keepAzureNames: true })).statusCode).toBe(409);
   });
 

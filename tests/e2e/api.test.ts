@@ -10,7 +10,13 @@ import { DEV_TOKEN, startBerth, type RunningBerth } from "../support/berth.js";
 
 const OWNER = "0b9a3c1e-1111-4222-8333-444455556666";
 const auth = { authorization: `Bearer ${DEV_TOKEN}` };
-const team = (name: string, extra: Record<string, unknown> = {}) => ({ name, description: "A team", owners: [OWNER], environments: ["dev"], ...extra });
+const team = (name: string, extra: Record<string, unknown> = {}) => ({
+  name,
+  description: "A team",
+  owners: [OWNER],
+  environments: ["dev"],
+  ...extra,
+});
 
 function git(cwd: string, ...args: string[]): string {
   return execFileSync("git", args, { cwd, encoding: "utf8" }).trim();
@@ -44,25 +50,50 @@ describe("onboarding API against a file:// Flux repo", () => {
     const spec = await berth.server.inject({ url: "/openapi.json" });
     expect(spec.statusCode).toBe(200);
     const doc = spec.json();
-    expect(Object.keys(doc.paths)).toEqual(expect.arrayContaining(["/v1/teams", "/v1/teams/{name}", "/v1/teams/{name}/preview", "/v1/teams/preview"]));
+    expect(Object.keys(doc.paths)).toEqual(
+      expect.arrayContaining(["/v1/teams", "/v1/teams/{name}", "/v1/teams/{name}/preview", "/v1/teams/preview"]),
+    );
     expect(doc.paths["/v1/teams"].post.requestBody.content["application/json"].schema.properties.name).toBeDefined();
     // Fleet operations are described too, with their bodies.
     expect(Object.keys(doc.paths)).toEqual(
-      expect.arrayContaining(["/v1/templates", "/v1/rollouts", "/v1/rollouts/preview", "/v1/rollouts/{id}", "/v1/rollouts/{id}/abort", "/v1/teams/{name}/adopt", "/v1/teams/{name}/adopt/preview", "/v1/fleet/drift"]),
+      expect.arrayContaining([
+        "/v1/templates",
+        "/v1/rollouts",
+        "/v1/rollouts/preview",
+        "/v1/rollouts/{id}",
+        "/v1/rollouts/{id}/abort",
+        "/v1/teams/{name}/adopt",
+        "/v1/teams/{name}/adopt/preview",
+        "/v1/fleet/drift",
+      ]),
     );
-    expect(doc.paths["/v1/rollouts"].post.requestBody.content["application/json"].schema.properties.target).toBeDefined();
+    expect(
+      doc.paths["/v1/rollouts"].post.requestBody.content["application/json"].schema.properties.target,
+    ).toBeDefined();
     expect((await berth.server.inject({ url: "/docs/" })).statusCode).toBe(200);
   });
 
   it("describes in OpenAPI every status, header and query parameter the routes answer to", async () => {
-    type Operation = { parameters?: Array<{ in: string; name: string }>; responses: Record<string, { headers?: Record<string, { $ref: string }> }> };
-    const doc = (await berth.server.inject({ url: "/openapi.json" })).json() as { paths: Record<string, Record<string, Operation>>; components: { headers: Record<string, unknown> } };
+    type Operation = {
+      parameters?: Array<{ in: string; name: string }>;
+      responses: Record<string, { headers?: Record<string, { $ref: string }> }>;
+    };
+    const doc = (await berth.server.inject({ url: "/openapi.json" })).json() as {
+      paths: Record<string, Record<string, Operation>>;
+      components: { headers: Record<string, unknown> };
+    };
     const paths = doc.paths;
     const op = (path: string, method: string) => paths[path]![method]!;
-    const params = (o: Operation, where: string) => (o.parameters ?? []).filter((p) => p.in === where).map((p) => p.name);
+    const params = (o: Operation, where: string) =>
+      (o.parameters ?? []).filter((p) => p.in === where).map((p) => p.name);
     const statuses = (o: Operation) => Object.keys(o.responses);
     const writes = [op("/v1/teams", "post"), op("/v1/teams/{name}", "put"), op("/v1/teams/{name}", "delete")];
-    const withBody = [op("/v1/teams", "post"), op("/v1/teams/preview", "post"), op("/v1/teams/{name}", "put"), op("/v1/teams/{name}/preview", "post")];
+    const withBody = [
+      op("/v1/teams", "post"),
+      op("/v1/teams/preview", "post"),
+      op("/v1/teams/{name}", "put"),
+      op("/v1/teams/{name}/preview", "post"),
+    ];
     for (const o of writes) {
       expect(params(o, "header")).toContain("idempotency-key");
       // 409: team-exists, path-ownership, idempotency-key-in-use; 422: idempotency-key-reused and validation.
@@ -79,12 +110,27 @@ describe("onboarding API against a file:// Flux repo", () => {
     const headers = (o: Operation, status: string) => Object.keys(o.responses[status]?.headers ?? {}).sort();
     expect(headers(op("/v1/teams", "get"), "200")).toEqual(["ETag", "RateLimit", "RateLimit-Policy"]);
     expect(headers(op("/v1/teams/{name}", "get"), "304")).toEqual(["ETag", "RateLimit", "RateLimit-Policy"]);
-    expect(headers(op("/v1/teams", "post"), "201")).toEqual(["Idempotent-Replayed", "Location", "RateLimit", "RateLimit-Policy"]);
-    expect(headers(op("/v1/teams/{name}", "put"), "200")).toEqual(["Idempotent-Replayed", "RateLimit", "RateLimit-Policy"]);
-    for (const o of writes) for (const status of ["409", "429", "503"]) expect(headers(o, status)).toContain("Retry-After");
+    expect(headers(op("/v1/teams", "post"), "201")).toEqual([
+      "Idempotent-Replayed",
+      "Location",
+      "RateLimit",
+      "RateLimit-Policy",
+    ]);
+    expect(headers(op("/v1/teams/{name}", "put"), "200")).toEqual([
+      "Idempotent-Replayed",
+      "RateLimit",
+      "RateLimit-Policy",
+    ]);
+    for (const o of writes)
+      for (const status of ["409", "429", "503"]) expect(headers(o, status)).toContain("Retry-After");
     expect(headers(op("/v1/teams/preview", "post"), "200")).toEqual(["RateLimit", "RateLimit-Policy"]);
-    const refs = Object.values(paths).flatMap((ops) => Object.values(ops).flatMap((o) => Object.values(o.responses).flatMap((r) => Object.values(r.headers ?? {}).map((h) => h.$ref))));
-    for (const ref of new Set(refs)) expect(doc.components.headers, ref).toHaveProperty([ref.replace("#/components/headers/", "")]);
+    const refs = Object.values(paths).flatMap((ops) =>
+      Object.values(ops).flatMap((o) =>
+        Object.values(o.responses).flatMap((r) => Object.values(r.headers ?? {}).map((h) => h.$ref)),
+      ),
+    );
+    for (const ref of new Set(refs))
+      expect(doc.components.headers, ref).toHaveProperty([ref.replace("#/components/headers/", "")]);
   });
 
   it("refuses every /v1 route without a valid token, with problem+json", async () => {
@@ -100,7 +146,12 @@ describe("onboarding API against a file:// Flux repo", () => {
     ] as const;
     for (const [method, url] of routes) {
       for (const headers of [{}, { authorization: "Bearer wrong-token-wrong-token" }, { authorization: "Basic abc" }]) {
-        const res = await berth.server.inject({ method, url, headers, payload: method === "GET" || method === "DELETE" ? undefined : team("payments") });
+        const res = await berth.server.inject({
+          method,
+          url,
+          headers,
+          payload: method === "GET" || method === "DELETE" ? undefined : team("payments"),
+        });
         expect(res.statusCode, `${method} ${url} ${JSON.stringify(headers)}`).toBe(401);
         expect(res.headers["content-type"]).toContain("application/problem+json");
         expect(res.headers["www-authenticate"]).toMatch(/^Bearer/);
@@ -109,7 +160,12 @@ describe("onboarding API against a file:// Flux repo", () => {
   });
 
   it("onboards a team in one commit that a clone of the remote holds", async () => {
-    const res = await berth.server.inject({ method: "POST", url: "/v1/teams", headers: { ...auth, "x-request-id": "req-create-1" }, payload: team("payments", { roleAssignments: [{ role: "rg-contributor" }] }) });
+    const res = await berth.server.inject({
+      method: "POST",
+      url: "/v1/teams",
+      headers: { ...auth, "x-request-id": "req-create-1" },
+      payload: team("payments", { roleAssignments: [{ role: "rg-contributor" }] }),
+    });
     expect(res.statusCode).toBe(201);
     const body = res.json();
     expect(body.revision).toBe(remoteHead());
@@ -120,10 +176,18 @@ describe("onboarding API against a file:// Flux repo", () => {
     const clone = cloneOf(remote);
     try {
       const spec = parse(readFileSync(join(clone, "teams/payments/base/team.yaml"), "utf8"));
-      expect(spec).toMatchObject({ kind: "Team", metadata: { name: "payments" }, spec: { owners: [OWNER], environments: ["dev"] } });
+      expect(spec).toMatchObject({
+        kind: "Team",
+        metadata: { name: "payments" },
+        spec: { owners: [OWNER], environments: ["dev"] },
+      });
       for (const f of body.files) expect(existsSync(join(clone, f.path)), f.path).toBe(true);
-      expect(parse(readFileSync(join(clone, "clusters/aks-dev-weu/teams/kustomization.yaml"), "utf8")).resources).toEqual([teamShard("payments")]);
-      expect(readFileSync(join(clone, `clusters/aks-dev-weu/teams/${teamShard("payments")}/kustomization.yaml`), "utf8")).toContain("- payments.yaml");
+      expect(
+        parse(readFileSync(join(clone, "clusters/aks-dev-weu/teams/kustomization.yaml"), "utf8")).resources,
+      ).toEqual([teamShard("payments")]);
+      expect(
+        readFileSync(join(clone, `clusters/aks-dev-weu/teams/${teamShard("payments")}/kustomization.yaml`), "utf8"),
+      ).toContain("- payments.yaml");
       const message = git(clone, "log", "-1", "--format=%B");
       expect(message).toContain("berth: onboard team payments");
       expect(message).toContain("Berth-Requested-By: developer");
@@ -136,7 +200,12 @@ describe("onboarding API against a file:// Flux repo", () => {
 
   it("answers 409 for an existing team and commits nothing", async () => {
     const before = remoteHead();
-    const res = await berth.server.inject({ method: "POST", url: "/v1/teams", headers: auth, payload: team("payments") });
+    const res = await berth.server.inject({
+      method: "POST",
+      url: "/v1/teams",
+      headers: auth,
+      payload: team("payments"),
+    });
     expect(res.statusCode).toBe(409);
     expect(res.json()).toMatchObject({ status: 409, type: "https://berth.dev/problems/team-exists" });
     expect(remoteHead()).toBe(before);
@@ -155,26 +224,63 @@ describe("onboarding API against a file:// Flux repo", () => {
 
   it("previews a change as a unified diff without committing", async () => {
     const before = remoteHead();
-    const res = await berth.server.inject({ method: "POST", url: "/v1/teams/payments/preview", headers: auth, payload: { description: "Payments", owners: [OWNER], environments: ["dev", "prod"] } });
+    const res = await berth.server.inject({
+      method: "POST",
+      url: "/v1/teams/payments/preview",
+      headers: auth,
+      payload: { description: "Payments", owners: [OWNER], environments: ["dev", "prod"] },
+    });
     expect(res.statusCode).toBe(200);
     const body = res.json();
-    expect(body.files).toEqual(expect.arrayContaining([expect.objectContaining({ path: "teams/payments/clusters/aks-prod-neu/identity.yaml", status: "added" })]));
-    expect(body.files).toEqual(expect.arrayContaining([expect.objectContaining({ path: "teams/payments/clusters/aks-dev-weu/role-assignment.yaml", status: "deleted" })]));
+    expect(body.files).toEqual(
+      expect.arrayContaining([
+        expect.objectContaining({ path: "teams/payments/clusters/aks-prod-neu/identity.yaml", status: "added" }),
+      ]),
+    );
+    expect(body.files).toEqual(
+      expect.arrayContaining([
+        expect.objectContaining({
+          path: "teams/payments/clusters/aks-dev-weu/role-assignment.yaml",
+          status: "deleted",
+        }),
+      ]),
+    );
     expect(body.diff).toContain("+++ b/teams/payments/clusters/aks-prod-weu/resource-group.yaml");
     expect(body.diff).toContain("-  description: A team");
-    const fresh = await berth.server.inject({ method: "POST", url: "/v1/teams/preview", headers: auth, payload: team("search") });
+    const fresh = await berth.server.inject({
+      method: "POST",
+      url: "/v1/teams/preview",
+      headers: auth,
+      payload: team("search"),
+    });
     expect(fresh.statusCode).toBe(200);
-    expect(fresh.json().files.every((f: { status: string; path: string }) => f.status === "added" || f.path.endsWith("kustomization.yaml"))).toBe(true);
+    expect(
+      fresh
+        .json()
+        .files.every(
+          (f: { status: string; path: string }) => f.status === "added" || f.path.endsWith("kustomization.yaml"),
+        ),
+    ).toBe(true);
     expect(remoteHead()).toBe(before);
   });
 
   it("updates a team, committing only what changed, and nothing when nothing changed", async () => {
-    const payload = { description: "Payments", owners: [OWNER], environments: ["dev", "prod"], roleAssignments: [{ role: "rg-contributor" }] };
+    const payload = {
+      description: "Payments",
+      owners: [OWNER],
+      environments: ["dev", "prod"],
+      roleAssignments: [{ role: "rg-contributor" }],
+    };
     const res = await berth.server.inject({ method: "PUT", url: "/v1/teams/payments", headers: auth, payload });
     expect(res.statusCode).toBe(200);
     const body = res.json();
     expect(body.committed).toBe(true);
-    expect(body.files).toEqual(expect.arrayContaining([{ path: `clusters/aks-prod-weu/teams/${teamShard("payments")}/payments.yaml`, status: "added" }, { path: "teams/payments/base/team.yaml", status: "modified" }]));
+    expect(body.files).toEqual(
+      expect.arrayContaining([
+        { path: `clusters/aks-prod-weu/teams/${teamShard("payments")}/payments.yaml`, status: "added" },
+        { path: "teams/payments/base/team.yaml", status: "modified" },
+      ]),
+    );
     expect(body.files.find((f: { path: string }) => f.path === "teams/payments/base/limit-range.yaml")).toBeUndefined();
     const head = remoteHead();
     expect(body.revision).toBe(head);
@@ -207,7 +313,10 @@ describe("onboarding API against a file:// Flux repo", () => {
       expect(res.statusCode, JSON.stringify(payload)).toBe(422);
       expect(res.headers["content-type"]).toContain("application/problem+json");
       const problem = res.json();
-      expect(problem.errors.map((e: { field: string }) => e.field), JSON.stringify(payload)).toContain(field);
+      expect(
+        problem.errors.map((e: { field: string }) => e.field),
+        JSON.stringify(payload),
+      ).toContain(field);
       expect(problem.errors.every((e: { rule: string }) => e.rule.length > 0)).toBe(true);
     }
     expect(remoteHead()).toBe(before);
@@ -217,12 +326,27 @@ describe("onboarding API against a file:// Flux repo", () => {
     // Issue 10, defect 1: `kustomization` was accepted and its Flux file replaced every cluster's index.
     const before = remoteHead();
     for (const environments of [["dev"], ["dev", "prod"]]) {
-      const res = await berth.server.inject({ method: "POST", url: "/v1/teams", headers: auth, payload: team("kustomization", { environments }) });
+      const res = await berth.server.inject({
+        method: "POST",
+        url: "/v1/teams",
+        headers: auth,
+        payload: team("kustomization", { environments }),
+      });
       expect(res.statusCode).toBe(422);
       expect(res.headers["content-type"]).toContain("application/problem+json");
       const problem = res.json();
-      expect(problem.errors).toEqual([{ field: "name", rule: expect.stringContaining(`clusters/aks-dev-weu/teams/${teamShard("kustomization")}/kustomization.yaml`) }]);
-      const preview = await berth.server.inject({ method: "POST", url: "/v1/teams/preview", headers: auth, payload: team("kustomization", { environments }) });
+      expect(problem.errors).toEqual([
+        {
+          field: "name",
+          rule: expect.stringContaining(`clusters/aks-dev-weu/teams/${teamShard("kustomization")}/kustomization.yaml`),
+        },
+      ]);
+      const preview = await berth.server.inject({
+        method: "POST",
+        url: "/v1/teams/preview",
+        headers: auth,
+        payload: team("kustomization", { environments }),
+      });
       expect(preview.statusCode).toBe(422);
     }
     expect(remoteHead()).toBe(before);
@@ -237,36 +361,66 @@ describe("onboarding API against a file:// Flux repo", () => {
   });
 
   it("answers malformed requests with problem+json", async () => {
-    const badJson = await berth.server.inject({ method: "POST", url: "/v1/teams", headers: { ...auth, "content-type": "application/json" }, payload: "{not json" });
+    const badJson = await berth.server.inject({
+      method: "POST",
+      url: "/v1/teams",
+      headers: { ...auth, "content-type": "application/json" },
+      payload: "{not json",
+    });
     expect(badJson.statusCode).toBe(400);
     expect(badJson.headers["content-type"]).toContain("application/problem+json");
-    const badType = await berth.server.inject({ method: "POST", url: "/v1/teams", headers: { ...auth, "content-type": "text/plain" }, payload: "x" });
+    const badType = await berth.server.inject({
+      method: "POST",
+      url: "/v1/teams",
+      headers: { ...auth, "content-type": "text/plain" },
+      payload: "x",
+    });
     expect(badType.statusCode).toBe(415);
-    const tooBig = await berth.server.inject({ method: "POST", url: "/v1/teams", headers: auth, payload: team("big", { description: "x".repeat(70_000) }) });
+    const tooBig = await berth.server.inject({
+      method: "POST",
+      url: "/v1/teams",
+      headers: auth,
+      payload: team("big", { description: "x".repeat(70_000) }),
+    });
     expect(tooBig.statusCode).toBe(413);
     const badName = await berth.server.inject({ url: "/v1/teams/Not_A_Name", headers: auth });
     expect(badName.statusCode).toBe(422);
   });
 
   it("offboards a team in one commit, leaving other teams intact", async () => {
-    expect((await berth.server.inject({ method: "POST", url: "/v1/teams", headers: auth, payload: team("search") })).statusCode).toBe(201);
+    expect(
+      (await berth.server.inject({ method: "POST", url: "/v1/teams", headers: auth, payload: team("search") }))
+        .statusCode,
+    ).toBe(201);
     const res = await berth.server.inject({ method: "DELETE", url: "/v1/teams/payments", headers: auth });
     expect(res.statusCode).toBe(200);
-    expect(res.json().files.every((f: { status: string; path: string }) => f.status === "deleted" || f.path.endsWith("/kustomization.yaml"))).toBe(true);
+    expect(
+      res
+        .json()
+        .files.every(
+          (f: { status: string; path: string }) => f.status === "deleted" || f.path.endsWith("/kustomization.yaml"),
+        ),
+    ).toBe(true);
     const clone = cloneOf(remote);
     try {
       expect(existsSync(join(clone, "teams/payments"))).toBe(false);
       expect(existsSync(join(clone, `clusters/aks-prod-weu/teams/${teamShard("payments")}`))).toBe(false);
       expect(existsSync(join(clone, "teams/search/base/team.yaml"))).toBe(true);
-      expect(readFileSync(join(clone, `clusters/aks-dev-weu/teams/${teamShard("search")}/kustomization.yaml`), "utf8")).toContain("- search.yaml");
+      expect(
+        readFileSync(join(clone, `clusters/aks-dev-weu/teams/${teamShard("search")}/kustomization.yaml`), "utf8"),
+      ).toContain("- search.yaml");
       // payments was alone in its shard: the shard folder went, and the top index lists search's only.
       expect(existsSync(join(clone, `clusters/aks-dev-weu/teams/${teamShard("payments")}`))).toBe(false);
-      expect(parse(readFileSync(join(clone, "clusters/aks-dev-weu/teams/kustomization.yaml"), "utf8")).resources).toEqual([teamShard("search")]);
+      expect(
+        parse(readFileSync(join(clone, "clusters/aks-dev-weu/teams/kustomization.yaml"), "utf8")).resources,
+      ).toEqual([teamShard("search")]);
       expect(git(clone, "log", "-1", "--format=%s")).toBe("berth: offboard team payments");
     } finally {
       rmSync(clone, { recursive: true, force: true });
     }
-    expect((await berth.server.inject({ method: "DELETE", url: "/v1/teams/payments", headers: auth })).statusCode).toBe(404);
+    expect((await berth.server.inject({ method: "DELETE", url: "/v1/teams/payments", headers: auth })).statusCode).toBe(
+      404,
+    );
   });
 
   it("never writes the token or authorization header to the log", async () => {

@@ -14,14 +14,22 @@ describe("bearer JWT auth against an OIDC issuer's JWKS", () => {
   let issuer: TestIssuer;
   let berth: RunningBerth;
   const call = (method: "GET" | "POST", url: string, token?: string) =>
-    berth.server.inject({ method, url, headers: token ? { authorization: `Bearer ${token}` } : {}, payload: method === "POST" ? payload : undefined });
+    berth.server.inject({
+      method,
+      url,
+      headers: token ? { authorization: `Bearer ${token}` } : {},
+      payload: method === "POST" ? payload : undefined,
+    });
 
   beforeAll(async () => {
     issuer = await startTestIssuer("api://berth");
     const bare = mkdtempSync(join(tmpdir(), "berth-remote-"));
     execFileSync("git", ["init", "--quiet", "--bare", "--initial-branch=main", bare]);
     // No jwksUri: the API discovers it from the issuer's openid-configuration, as with Entra ID.
-    berth = await startBerth({ remoteUrl: pathToFileURL(bare).href, env: { BERTH_AUTH_MODE: "oidc", BERTH_OIDC_ISSUER: issuer.issuer, BERTH_OIDC_AUDIENCE: "api://berth" } });
+    berth = await startBerth({
+      remoteUrl: pathToFileURL(bare).href,
+      env: { BERTH_AUTH_MODE: "oidc", BERTH_OIDC_ISSUER: issuer.issuer, BERTH_OIDC_AUDIENCE: "api://berth" },
+    });
   });
   afterAll(async () => {
     await berth?.stop();

@@ -33,7 +33,12 @@ describe("a team file that cannot be read", () => {
     const built = ensureBuilt();
     berth = await startBerth({ remoteUrl: remote.url, listen: true, env: { BERTH_LOG_LEVEL: "warn" } });
     for (const name of ["alpha", "bravo", "charlie", "delta"]) {
-      const res = await berth.server.inject({ method: "POST", url: "/v1/teams", headers: auth, payload: { name, owners: [OWNER], environments: ["dev"] } });
+      const res = await berth.server.inject({
+        method: "POST",
+        url: "/v1/teams",
+        headers: auth,
+        payload: { name, owners: [OWNER], environments: ["dev"] },
+      });
       expect(res.statusCode, res.body).toBe(201);
     }
     await handEdit(remote.url, {
@@ -87,13 +92,23 @@ describe("a team file that cannot be read", () => {
   });
 
   it("a rollout can still be planned: broken teams are left out and reported, or fail when the request names them", async () => {
-    const everyone = await berth.server.inject({ method: "POST", url: "/v1/rollouts/preview?diffs=false", headers: auth, payload: { target: { templateVersion: "v2" }, selector: {} } });
+    const everyone = await berth.server.inject({
+      method: "POST",
+      url: "/v1/rollouts/preview?diffs=false",
+      headers: auth,
+      payload: { target: { templateVersion: "v2" }, selector: {} },
+    });
     expect(everyone.statusCode, everyone.body).toBe(200);
     const all = rolloutPreviewResponse.parse(everyone.json());
     expect(all).toMatchObject({ summary: { selected: 1, changed: 1, failed: 0 }, problems: [] });
     expect(brokenNames(all.broken)).toEqual(["bravo", "charlie", "delta"]);
 
-    const named = await berth.server.inject({ method: "POST", url: "/v1/rollouts/preview?diffs=false", headers: auth, payload: { target: { templateVersion: "v2" }, selector: { names: ["alpha", "bravo"] } } });
+    const named = await berth.server.inject({
+      method: "POST",
+      url: "/v1/rollouts/preview?diffs=false",
+      headers: auth,
+      payload: { target: { templateVersion: "v2" }, selector: { names: ["alpha", "bravo"] } },
+    });
     expect(named.statusCode, named.body).toBe(200);
     const some = rolloutPreviewResponse.parse(named.json());
     expect(some).toMatchObject({ summary: { selected: 1, changed: 1, failed: 1 }, broken: [] });
@@ -101,7 +116,12 @@ describe("a team file that cannot be read", () => {
 
     // Creating it commits nothing while a team it names cannot be read.
     const before = (await inspectRemote(remote.url)).head;
-    const refused = await berth.server.inject({ method: "POST", url: "/v1/rollouts", headers: auth, payload: { target: { templateVersion: "v2" }, selector: { names: ["alpha", "bravo"] } } });
+    const refused = await berth.server.inject({
+      method: "POST",
+      url: "/v1/rollouts",
+      headers: auth,
+      payload: { target: { templateVersion: "v2" }, selector: { names: ["alpha", "bravo"] } },
+    });
     expect(refused.statusCode, refused.body).toBe(422);
     expect(problemSchema.parse(refused.json()).type).toBe("https://berth.dev/problems/rollout-render-failed");
     expect((await inspectRemote(remote.url)).head).toBe(before);
@@ -120,9 +140,14 @@ describe("a team file that cannot be read", () => {
     const list = await cli.run(["get", "teams", "-o", "name"]);
     expect(list.code).toBe(0);
     expect(list.stdout).toBe("team/alpha\n");
-    for (const team of ["bravo", "charlie", "delta"]) expect(list.stderr).toContain(`warning: team ${team} is left out: its team file cannot be read: teams/${team}/base/team.yaml`);
+    for (const team of ["bravo", "charlie", "delta"])
+      expect(list.stderr).toContain(
+        `warning: team ${team} is left out: its team file cannot be read: teams/${team}/base/team.yaml`,
+      );
     const preview = await cli.run(["rollout", "preview", "--to", "v2", "--no-diffs"]);
     expect(preview.code, preview.stderr).toBe(0);
-    expect(preview.stdout).toContain("left out bravo: its team file cannot be read: teams/bravo/base/team.yaml: not valid YAML: Excessive alias count");
+    expect(preview.stdout).toContain(
+      "left out bravo: its team file cannot be read: teams/bravo/base/team.yaml: not valid YAML: Excessive alias count",
+    );
   }, 120_000);
 });

@@ -47,7 +47,10 @@ describe(`${TEAMS} concurrent onboardings while another writer keeps pushing to 
 
     const state = await inspectRemote(url);
     for (const name of names) expect(state.files.has(`teams/${name}/base/team.yaml`), name).toBe(true);
-    for (const name of names) expect(state.files.get(`clusters/aks-prod-neu/teams/${teamShard(name)}/kustomization.yaml`), name).toContain(`- ${name}.yaml`);
+    for (const name of names)
+      expect(state.files.get(`clusters/aks-prod-neu/teams/${teamShard(name)}/kustomization.yaml`), name).toContain(
+        `- ${name}.yaml`,
+      );
     const shards = [...new Set(names.map(teamShard))].sort();
     expect(parse(state.files.get("clusters/aks-prod-neu/teams/kustomization.yaml")!).resources).toEqual(shards);
     for (const file of foreign.files) expect(state.files.has(file), file).toBe(true);

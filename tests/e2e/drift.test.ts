@@ -21,7 +21,12 @@ describe("repo drift", () => {
     url = (await createBareRepo()).url;
     berth = await startBerth({ remoteUrl: url, env: { BERTH_LOG_LEVEL: "warn" } });
     for (const name of ["alpha", "bravo", "charlie"]) {
-      const res = await berth.server.inject({ method: "POST", url: "/v1/teams", headers: auth, payload: { name, owners: [OWNER], environments: ["dev"] } });
+      const res = await berth.server.inject({
+        method: "POST",
+        url: "/v1/teams",
+        headers: auth,
+        payload: { name, owners: [OWNER], environments: ["dev"] },
+      });
       expect(res.statusCode, res.body).toBe(201);
     }
   });
@@ -36,12 +41,19 @@ describe("repo drift", () => {
   };
 
   it("reports nothing for a repo only Berth wrote", async () => {
-    expect(await drift()).toMatchObject({ summary: { checked: 3, drifted: 0, files: 0, failed: 0 }, teams: [], layout: [], failed: [], fix: null });
+    expect(await drift()).toMatchObject({
+      summary: { checked: 3, drifted: 0, files: 0, failed: 0 },
+      teams: [],
+      layout: [],
+      failed: [],
+      fix: null,
+    });
   });
 
   it("lists each hand-edited, removed and added file per team, with a diff to Berth's render, and teams it cannot render", async () => {
     await handEdit(url, {
-      "teams/alpha/base/namespace.yaml": (t) => t.replace("pod-security.kubernetes.io/enforce: baseline", "pod-security.kubernetes.io/enforce: privileged"),
+      "teams/alpha/base/namespace.yaml": (t) =>
+        t.replace("pod-security.kubernetes.io/enforce: baseline", "pod-security.kubernetes.io/enforce: privileged"),
       "teams/alpha/base/debug-pod.yaml": "apiVersion: v1\nkind: Pod\nmetadata:\n  name: debug\n  namespace: alpha\n",
       "teams/bravo/clusters/aks-dev-weu/identity.yaml": null,
       "teams/charlie/base/team.yaml": (t) => t.replace("environments:\n    - dev", "environments:\n    - qa"),
@@ -53,7 +65,14 @@ describe("repo drift", () => {
     const report = await drift();
     expect(report.summary).toEqual({ checked: 3, drifted: 2, files: 5, failed: 1 });
     expect(report.teams.map((t) => [t.team, t.templateVersion, t.files.map((f) => [f.path, f.drift])])).toEqual([
-      ["alpha", "v1", [["teams/alpha/base/debug-pod.yaml", "unexpected"], ["teams/alpha/base/namespace.yaml", "modified"]]],
+      [
+        "alpha",
+        "v1",
+        [
+          ["teams/alpha/base/debug-pod.yaml", "unexpected"],
+          ["teams/alpha/base/namespace.yaml", "modified"],
+        ],
+      ],
       ["bravo", "v1", [["teams/bravo/clusters/aks-dev-weu/identity.yaml", "missing"]]],
     ]);
     const ns = report.teams[0]!.files[1]!.diff;
@@ -61,16 +80,27 @@ describe("repo drift", () => {
     expect(ns).toContain("+    pod-security.kubernetes.io/enforce: baseline");
     expect(report.layout).toEqual([
       { path: BRAVO_SHARD_INDEX, drift: "modified", diff: expect.stringContaining("+  - bravo.yaml") },
-      { path: TOP_INDEX, drift: "modified", diff: expect.stringMatching(new RegExp(`\\+  - "?${teamShard("alpha")}"?\\n`)) },
+      {
+        path: TOP_INDEX,
+        drift: "modified",
+        diff: expect.stringMatching(new RegExp(`\\+  - "?${teamShard("alpha")}"?\\n`)),
+      },
     ]);
-    expect(report.failed).toEqual([{ team: "charlie", error: expect.stringContaining("environments.0 must be one of the platform's environments") }]);
+    expect(report.failed).toEqual([
+      { team: "charlie", error: expect.stringContaining("environments.0 must be one of the platform's environments") },
+    ]);
     expect(report.fix).toEqual({ selector: { names: ["alpha", "bravo"] } });
     expect((await drift("?diffs=false")).teams[0]?.files[1]?.diff).toBe("");
   });
 
   it("a same-version rollout of the drifted teams puts every file back", async () => {
     const { fix } = await drift();
-    const res = await berth.server.inject({ method: "POST", url: "/v1/rollouts", headers: auth, payload: { description: "undo hand edits", ...fix } });
+    const res = await berth.server.inject({
+      method: "POST",
+      url: "/v1/rollouts",
+      headers: auth,
+      payload: { description: "undo hand edits", ...fix },
+    });
     expect(res.statusCode, res.body).toBe(201);
     const after = await drift();
     expect(after.summary).toEqual({ checked: 3, drifted: 0, files: 0, failed: 1 });
@@ -84,7 +114,11 @@ describe("repo drift", () => {
 
   it("renders the fleet once per revision: concurrent and later callers share one report", async () => {
     const { fleet } = berth.services.deps;
-    const concurrent = await Promise.all([fleet.drift({ diffs: true }), fleet.drift({ diffs: true }), fleet.drift({ diffs: true })]);
+    const concurrent = await Promise.all([
+      fleet.drift({ diffs: true }),
+      fleet.drift({ diffs: true }),
+      fleet.drift({ diffs: true }),
+    ]);
     expect(concurrent[1]).toBe(concurrent[0]);
     expect(concurrent[2]).toBe(concurrent[0]);
     expect(await fleet.drift({ diffs: true })).toBe(concurrent[0]);
@@ -93,7 +127,12 @@ describe("repo drift", () => {
     expect(await fleet.drift({ diffs: false })).toBe(withoutDiffs);
 
     // A new revision gets a new report.
-    const res = await berth.server.inject({ method: "POST", url: "/v1/teams", headers: auth, payload: { name: "delta", owners: [OWNER], environments: ["dev"] } });
+    const res = await berth.server.inject({
+      method: "POST",
+      url: "/v1/teams",
+      headers: auth,
+      payload: { name: "delta", owners: [OWNER], environments: ["dev"] },
+    });
     expect(res.statusCode, res.body).toBe(201);
     const next = await fleet.drift({ diffs: true });
     expect(next).not.toBe(concurrent[0]);

@@ -54,7 +54,11 @@ class ReceiverStandIn {
       res.writeHead(400).end();
       return;
     }
-    if (answer === 200) this.deliveries.push({ revision: (JSON.parse(body.toString()) as { revision: string }).revision, at: Date.now() });
+    if (answer === 200)
+      this.deliveries.push({
+        revision: (JSON.parse(body.toString()) as { revision: string }).revision,
+        at: Date.now(),
+      });
     res.writeHead(answer).end();
   };
 }
@@ -92,7 +96,9 @@ describe("the API tells each cluster's Flux to fetch after a push", () => {
       },
     });
     // The first write also creates every cluster's teams index: every cluster is told. From here on, only some.
-    expect((await post("/v1/teams", { name: "first", owners: [OWNER], environments: ["dev", "prod"] })).statusCode).toBe(201);
+    expect(
+      (await post("/v1/teams", { name: "first", owners: [OWNER], environments: ["dev", "prod"] })).statusCode,
+    ).toBe(201);
     await berth.services.notifier.idle();
   }, 120_000);
 
@@ -115,10 +121,20 @@ describe("the API tells each cluster's Flux to fetch after a push", () => {
     await remote?.remove();
   });
 
-  const post = (url: string, payload: unknown) => berth.server.inject({ method: "POST", url, headers: auth, payload: payload as object });
-  const put = (url: string, payload: unknown) => berth.server.inject({ method: "PUT", url, headers: auth, payload: payload as object });
-  const delivered = () => Object.fromEntries(CLUSTERS.map((c) => [c, receivers[c].deliveries.map((d) => d.revision)])) as Record<Cluster, string[]>;
-  const metric = async (cluster: Cluster, result: string) => sample(await berth.services.metrics.registry.metrics(), "berth_api_flux_notifications_total", { cluster, result }) ?? 0;
+  const post = (url: string, payload: unknown) =>
+    berth.server.inject({ method: "POST", url, headers: auth, payload: payload as object });
+  const put = (url: string, payload: unknown) =>
+    berth.server.inject({ method: "PUT", url, headers: auth, payload: payload as object });
+  const delivered = () =>
+    Object.fromEntries(CLUSTERS.map((c) => [c, receivers[c].deliveries.map((d) => d.revision)])) as Record<
+      Cluster,
+      string[]
+    >;
+  const metric = async (cluster: Cluster, result: string) =>
+    sample(await berth.services.metrics.registry.metrics(), "berth_api_flux_notifications_total", {
+      cluster,
+      result,
+    }) ?? 0;
 
   it("tells the clusters a team lands on, signed with each one's key, naming the pushed commit", async () => {
     const res = await post("/v1/teams", { name: "payments", owners: [OWNER], environments: ["dev"] });
@@ -135,17 +151,29 @@ describe("the API tells each cluster's Flux to fetch after a push", () => {
     for (const r of Object.values(receivers)) r.deliveries.length = 0;
 
     // The description lives in the team's base only (its team file and its namespace's annotation).
-    const updated = await put("/v1/teams/orders", { description: "Orders", owners: [OWNER], environments: ["dev", "prod"] });
+    const updated = await put("/v1/teams/orders", {
+      description: "Orders",
+      owners: [OWNER],
+      environments: ["dev", "prod"],
+    });
     expect(updated.statusCode, updated.body).toBe(200);
     const paths = updated.json().files.map((f: { path: string }) => f.path) as string[];
     expect(paths.length).toBeGreaterThan(0);
     for (const path of paths) expect(path).toMatch(/^teams\/orders\/base\//);
     await berth.services.notifier.idle();
-    expect(delivered()).toEqual({ "aks-dev-weu": [updated.json().revision], "aks-prod-weu": [updated.json().revision], "aks-prod-neu": [updated.json().revision] });
+    expect(delivered()).toEqual({
+      "aks-dev-weu": [updated.json().revision],
+      "aks-prod-weu": [updated.json().revision],
+      "aks-prod-neu": [updated.json().revision],
+    });
 
     // A staged rollout's creation commits only its state file (rollouts/<id>.yaml), which no cluster applies.
     for (const r of Object.values(receivers)) r.deliveries.length = 0;
-    const rollout = await post("/v1/rollouts", { target: { templateVersion: "v2" }, waves: [{ name: "all" }], gate: { timeoutSeconds: 600 } });
+    const rollout = await post("/v1/rollouts", {
+      target: { templateVersion: "v2" },
+      waves: [{ name: "all" }],
+      gate: { timeoutSeconds: 600 },
+    });
     expect(rollout.statusCode, rollout.body).toBe(201);
     await berth.services.notifier.idle();
     expect(delivered()).toEqual({ "aks-dev-weu": [], "aks-prod-weu": [], "aks-prod-neu": [] });
@@ -153,7 +181,11 @@ describe("the API tells each cluster's Flux to fetch after a push", () => {
   });
 
   it("a cluster that does not answer costs the write nothing: retried with backoff, then given up, and counted", async () => {
-    const before = { failed: await metric("aks-prod-weu", "failed"), gaveUp: await metric("aks-prod-weu", "gave_up"), delivered: await metric("aks-prod-neu", "delivered") };
+    const before = {
+      failed: await metric("aks-prod-weu", "failed"),
+      gaveUp: await metric("aks-prod-weu", "gave_up"),
+      delivered: await metric("aks-prod-neu", "delivered"),
+    };
     receivers["aks-prod-weu"].answers = ["hang", 503, 500];
     const res = await post("/v1/teams", { name: "ledger", owners: [OWNER], environments: ["prod"] });
     expect(res.statusCode, res.body).toBe(201);
@@ -166,7 +198,9 @@ describe("the API tells each cluster's Flux to fetch after a push", () => {
     expect(await metric("aks-prod-weu", "failed")).toBe(before.failed + 3);
     expect(await metric("aks-prod-weu", "gave_up")).toBe(before.gaveUp + 1);
     expect(await metric("aks-prod-neu", "delivered")).toBe(before.delivered + 1);
-    const gaveUp = berth.logEntries<{ msg: string; cluster?: string }>().find((l) => l.msg.startsWith("flux notify: gave up"));
+    const gaveUp = berth
+      .logEntries<{ msg: string; cluster?: string }>()
+      .find((l) => l.msg.startsWith("flux notify: gave up"));
     expect(gaveUp?.cluster).toBe("aks-prod-weu");
   });
 
@@ -182,7 +216,11 @@ describe("the API tells each cluster's Flux to fetch after a push", () => {
 
   it("a burst of pushes while a notification is on its way is carried by one more, naming the newest commit", async () => {
     receivers["aks-dev-weu"].answers = [503];
-    const results = await Promise.all(Array.from({ length: 6 }, (_, i) => post("/v1/teams", { name: `burst-${i}`, owners: [OWNER], environments: ["dev"] })));
+    const results = await Promise.all(
+      Array.from({ length: 6 }, (_, i) =>
+        post("/v1/teams", { name: `burst-${i}`, owners: [OWNER], environments: ["dev"] }),
+      ),
+    );
     for (const r of results) expect(r.statusCode, r.body).toBe(201);
     await berth.services.notifier.idle();
     const newest = (await git(["ls-remote", remote.url, "refs/heads/main"])).split("\t")[0];
@@ -211,7 +249,11 @@ describe("the API tells each cluster's Flux to fetch after a push", () => {
     try {
       const res = await post("/v1/teams", { name: "wrongkey", owners: [OWNER], environments: ["prod"] });
       expect(res.statusCode, res.body).toBe(201);
-      await eventually("the notification given up", async () => (await metric("aks-prod-neu", "gave_up")) === before + 1, 10_000);
+      await eventually(
+        "the notification given up",
+        async () => (await metric("aks-prod-neu", "gave_up")) === before + 1,
+        10_000,
+      );
       expect(receivers["aks-prod-neu"].deliveries).toEqual([]);
       expect(receivers["aks-prod-neu"].refused).toHaveLength(3);
     } finally {

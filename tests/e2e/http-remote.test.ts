@@ -32,15 +32,30 @@ describe("create, update, preview and offboard over smart HTTP with Basic auth",
   });
 
   it("onboards, previews, updates and offboards, each visible in a fresh clone", async () => {
-    const created = await berth.server.inject({ method: "POST", url: "/v1/teams", headers: auth, payload: { name: "ledger", owners: [OWNER], environments: ["dev"] } });
+    const created = await berth.server.inject({
+      method: "POST",
+      url: "/v1/teams",
+      headers: auth,
+      payload: { name: "ledger", owners: [OWNER], environments: ["dev"] },
+    });
     expect(created.statusCode).toBe(201);
     let state = await remote();
     expect(state.head).toBe(created.json().revision);
     expect(state.files.get("teams/ledger/base/team.yaml")).toContain("name: ledger");
     expect(state.files.has(`clusters/aks-dev-weu/teams/${teamShard("ledger")}/ledger.yaml`)).toBe(true);
 
-    const spec = { description: "Ledger", owners: [OWNER], environments: ["dev", "prod"], roleAssignments: [{ role: "servicebus-data-owner" }] };
-    const preview = await berth.server.inject({ method: "POST", url: "/v1/teams/ledger/preview", headers: auth, payload: spec });
+    const spec = {
+      description: "Ledger",
+      owners: [OWNER],
+      environments: ["dev", "prod"],
+      roleAssignments: [{ role: "servicebus-data-owner" }],
+    };
+    const preview = await berth.server.inject({
+      method: "POST",
+      url: "/v1/teams/ledger/preview",
+      headers: auth,
+      payload: spec,
+    });
     expect(preview.statusCode).toBe(200);
     expect(preview.json().diff).toContain("+++ b/teams/ledger/clusters/aks-prod-neu/role-assignment.yaml");
     expect((await remote()).head).toBe(state.head);
@@ -49,14 +64,20 @@ describe("create, update, preview and offboard over smart HTTP with Basic auth",
     expect(updated.statusCode).toBe(200);
     state = await remote();
     expect(state.head).toBe(updated.json().revision);
-    expect(state.files.get("teams/ledger/clusters/aks-prod-neu/role-assignment.yaml")).toContain("roleDefinitions/090c5cfd-751d-490a-894a-3ce6f1109419");
+    expect(state.files.get("teams/ledger/clusters/aks-prod-neu/role-assignment.yaml")).toContain(
+      "roleDefinitions/090c5cfd-751d-490a-894a-3ce6f1109419",
+    );
     expect(state.commits[0]!.subject).toBe("berth: update team ledger");
 
     const deleted = await berth.server.inject({ method: "DELETE", url: "/v1/teams/ledger", headers: auth });
     expect(deleted.statusCode).toBe(200);
     state = await remote();
     expect([...state.files.keys()].filter((p) => p.includes("ledger"))).toEqual([]);
-    expect(state.commits.map((c) => c.subject)).toEqual(["berth: offboard team ledger", "berth: update team ledger", "berth: onboard team ledger"]);
+    expect(state.commits.map((c) => c.subject)).toEqual([
+      "berth: offboard team ledger",
+      "berth: update team ledger",
+      "berth: onboard team ledger",
+    ]);
   });
 
   it("never logs the git token", () => {
@@ -73,7 +94,10 @@ describe("a wrong git token", () => {
     const wrong = "wrong-token-value-123";
     // init() needs the remote: a bad credential must fail start-up clearly rather than later.
     const started = Date.now();
-    const error = await startBerth({ remoteUrl: server.repoUrl("flux.git"), env: { BERTH_GIT_TOKEN: wrong, BERTH_GIT_USERNAME: USER } }).then(
+    const error = await startBerth({
+      remoteUrl: server.repoUrl("flux.git"),
+      env: { BERTH_GIT_TOKEN: wrong, BERTH_GIT_USERNAME: USER },
+    }).then(
       () => undefined,
       (err: Error) => err,
     );

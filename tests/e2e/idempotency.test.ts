@@ -11,15 +11,25 @@ import { DEV_TOKEN, startBerth, type RunningBerth } from "../support/berth.js";
 import { createBareRepo, git, inspectRemote, makeTempDir, type BareRepo } from "../support/git-remotes.js";
 
 const OWNER = "0b9a3c1e-1111-4222-8333-444455556666";
-const team = (name: string, extra: Record<string, unknown> = {}) => ({ name, description: "A team", owners: [OWNER], environments: ["dev"], ...extra });
+const team = (name: string, extra: Record<string, unknown> = {}) => ({
+  name,
+  description: "A team",
+  owners: [OWNER],
+  environments: ["dev"],
+  ...extra,
+});
 
 describe("Idempotency-Key", () => {
   let remote: BareRepo;
   let berth: RunningBerth;
   let replica: RunningBerth | undefined;
-  const headers = (key?: string) => ({ authorization: `Bearer ${DEV_TOKEN}`, ...(key === undefined ? {} : { "idempotency-key": key }) });
+  const headers = (key?: string) => ({
+    authorization: `Bearer ${DEV_TOKEN}`,
+    ...(key === undefined ? {} : { "idempotency-key": key }),
+  });
   const commitCount = async () => (await inspectRemote(remote.url)).commits.length;
-  const post = (b: RunningBerth, key: string | undefined, body: unknown) => b.server.inject({ method: "POST", url: "/v1/teams", headers: headers(key), payload: body as object });
+  const post = (b: RunningBerth, key: string | undefined, body: unknown) =>
+    b.server.inject({ method: "POST", url: "/v1/teams", headers: headers(key), payload: body as object });
 
   beforeAll(async () => {
     remote = await createBareRepo();
@@ -38,7 +48,12 @@ describe("Idempotency-Key", () => {
     const count = await commitCount();
     // Without the key the same request is a conflict; with it, the original 201.
     expect((await post(berth, undefined, team("alpha"))).statusCode).toBe(409);
-    const retry = await post(berth, '"create-alpha-1"', { environments: ["dev"], owners: [OWNER], description: "A team", name: "alpha" });
+    const retry = await post(berth, '"create-alpha-1"', {
+      environments: ["dev"],
+      owners: [OWNER],
+      description: "A team",
+      name: "alpha",
+    });
     expect(retry.statusCode).toBe(201);
     expect(retry.headers["idempotent-replayed"]).toBe("true");
     expect(retry.headers.location).toBe("/v1/teams/alpha");
@@ -51,25 +66,50 @@ describe("Idempotency-Key", () => {
     const other = await post(berth, "create-alpha-1", team("alpha", { description: "Another" }));
     expect(other.statusCode).toBe(422);
     expect(other.json()).toMatchObject({ type: "https://berth.dev/problems/idempotency-key-reused" });
-    const otherRoute = await berth.server.inject({ method: "PUT", url: "/v1/teams/alpha", headers: headers("create-alpha-1"), payload: { owners: [OWNER], environments: ["dev"] } });
+    const otherRoute = await berth.server.inject({
+      method: "PUT",
+      url: "/v1/teams/alpha",
+      headers: headers("create-alpha-1"),
+      payload: { owners: [OWNER], environments: ["dev"] },
+    });
     expect(otherRoute.statusCode).toBe(422);
     expect(await commitCount()).toBe(count);
   });
 
   it("replays updates and deletes: the original 200 and revision, not a no-op or a 404", async () => {
     const spec = { description: "Alpha", owners: [OWNER], environments: ["dev", "prod"] };
-    const update = await berth.server.inject({ method: "PUT", url: "/v1/teams/alpha", headers: headers("update-alpha-1"), payload: spec });
+    const update = await berth.server.inject({
+      method: "PUT",
+      url: "/v1/teams/alpha",
+      headers: headers("update-alpha-1"),
+      payload: spec,
+    });
     expect(update.json()).toMatchObject({ committed: true });
-    const updateAgain = await berth.server.inject({ method: "PUT", url: "/v1/teams/alpha", headers: headers("update-alpha-1"), payload: spec });
+    const updateAgain = await berth.server.inject({
+      method: "PUT",
+      url: "/v1/teams/alpha",
+      headers: headers("update-alpha-1"),
+      payload: spec,
+    });
     expect(updateAgain.statusCode).toBe(200);
     expect(updateAgain.json()).toEqual(update.json());
 
-    const del = await berth.server.inject({ method: "DELETE", url: "/v1/teams/alpha", headers: headers("delete-alpha-1") });
+    const del = await berth.server.inject({
+      method: "DELETE",
+      url: "/v1/teams/alpha",
+      headers: headers("delete-alpha-1"),
+    });
     expect(del.statusCode).toBe(200);
-    const delAgain = await berth.server.inject({ method: "DELETE", url: "/v1/teams/alpha", headers: headers("delete-alpha-1") });
+    const delAgain = await berth.server.inject({
+      method: "DELETE",
+      url: "/v1/teams/alpha",
+      headers: headers("delete-alpha-1"),
+    });
     expect(delAgain.statusCode).toBe(200);
     expect(delAgain.json()).toEqual(del.json());
-    expect((await berth.server.inject({ method: "DELETE", url: "/v1/teams/alpha", headers: headers() })).statusCode).toBe(404);
+    expect(
+      (await berth.server.inject({ method: "DELETE", url: "/v1/teams/alpha", headers: headers() })).statusCode,
+    ).toBe(404);
   });
 
   it("remembers keys across a restart and between replicas: they are read back from the commit trailers", async () => {
@@ -83,7 +123,10 @@ describe("Idempotency-Key", () => {
 
     // Both replicas get the same new request at once: one commit, the same answer from both.
     const count = await commitCount();
-    const [a, b] = await Promise.all([post(berth, "create-gamma-1", team("gamma")), post(replica, "create-gamma-1", team("gamma"))]);
+    const [a, b] = await Promise.all([
+      post(berth, "create-gamma-1", team("gamma")),
+      post(replica, "create-gamma-1", team("gamma")),
+    ]);
     expect([a.statusCode, b.statusCode]).toEqual([201, 201]);
     expect(a.json().revision).toBe(b.json().revision);
     expect([a.headers["idempotent-replayed"], b.headers["idempotent-replayed"]].filter(Boolean)).toEqual(["true"]);
@@ -94,7 +137,9 @@ describe("Idempotency-Key", () => {
     const marker = join(await makeTempDir("berth-hook-"), "pushing");
     const hook = join(remote.dir, "hooks", "pre-receive");
     // The original's push waits until the test has sent its retry.
-    await writeFile(hook, `#!/bin/sh\ncat >/dev/null\ntouch ${marker}\nwhile [ -e ${marker} ]; do sleep 0.1; done\n`, { mode: 0o755 });
+    await writeFile(hook, `#!/bin/sh\ncat >/dev/null\ntouch ${marker}\nwhile [ -e ${marker} ]; do sleep 0.1; done\n`, {
+      mode: 0o755,
+    });
     try {
       const original = post(berth, "create-delta-1", team("delta"));
       await vi.waitFor(() => expect(existsSync(marker)).toBe(true), { timeout: 30_000, interval: 50 });
@@ -119,12 +164,19 @@ describe("Idempotency-Key", () => {
   });
 
   it("records who did what in the commit trailers and one audit line per write", async () => {
-    const res = await berth.server.inject({ method: "POST", url: "/v1/teams", headers: { ...headers("audit-zeta-1"), "x-request-id": "req-audit-1" }, payload: team("zeta") });
+    const res = await berth.server.inject({
+      method: "POST",
+      url: "/v1/teams",
+      headers: { ...headers("audit-zeta-1"), "x-request-id": "req-audit-1" },
+      payload: team("zeta"),
+    });
     expect(res.statusCode).toBe(201);
     const clone = await makeTempDir("berth-audit-");
     try {
       await git(["clone", "--quiet", remote.url, clone]);
-      const trailers = await git(["log", "-1", "--format=%(trailers:only,unfold)", res.json().revision], { cwd: clone });
+      const trailers = await git(["log", "-1", "--format=%(trailers:only,unfold)", res.json().revision], {
+        cwd: clone,
+      });
       expect(trailers.trim().split("\n")).toEqual([
         "Berth-Requested-By: developer",
         "Berth-Request-Id: req-audit-1",
@@ -134,19 +186,63 @@ describe("Idempotency-Key", () => {
         expect.stringMatching(/^Berth-Request-Fingerprint: sha256:[A-Za-z0-9_-]{43}$/),
       ]);
       // docs/operations.md: who changed a team.
-      const who = await git(["log", "--format=%(trailers:key=Berth-Requested-By,valueonly)%(trailers:key=Berth-Action,valueonly)", "--", "teams/zeta"], { cwd: clone });
+      const who = await git(
+        [
+          "log",
+          "--format=%(trailers:key=Berth-Requested-By,valueonly)%(trailers:key=Berth-Action,valueonly)",
+          "--",
+          "teams/zeta",
+        ],
+        { cwd: clone },
+      );
       expect(who.trim().split("\n").filter(Boolean)).toEqual(["developer", "create"]);
     } finally {
       await rm(clone, { recursive: true, force: true });
     }
-    await berth.server.inject({ method: "POST", url: "/v1/teams", headers: { ...headers(), "x-request-id": "req-audit-2" }, payload: team("zeta") });
-    await berth.server.inject({ method: "POST", url: "/v1/teams", headers: { authorization: "Bearer wrong-token-wrong-token", "x-request-id": "req-audit-3" }, payload: team("eta") });
+    await berth.server.inject({
+      method: "POST",
+      url: "/v1/teams",
+      headers: { ...headers(), "x-request-id": "req-audit-2" },
+      payload: team("zeta"),
+    });
+    await berth.server.inject({
+      method: "POST",
+      url: "/v1/teams",
+      headers: { authorization: "Bearer wrong-token-wrong-token", "x-request-id": "req-audit-3" },
+      payload: team("eta"),
+    });
     const audits = berth.logEntries<{ audit?: Record<string, unknown>; reqId?: string }>().filter((l) => l.audit);
     const byRequest = (id: string) => audits.filter((a) => a.audit!.requestId === id).map((a) => a.audit);
     expect(byRequest("req-audit-1")).toEqual([
-      { principal: "developer", action: "create", team: "zeta", requestId: "req-audit-1", idempotencyKey: "audit-zeta-1", revision: res.json().revision, outcome: "committed", status: 201, problem: null },
+      {
+        principal: "developer",
+        action: "create",
+        team: "zeta",
+        requestId: "req-audit-1",
+        idempotencyKey: "audit-zeta-1",
+        revision: res.json().revision,
+        outcome: "committed",
+        status: 201,
+        problem: null,
+      },
     ]);
-    expect(byRequest("req-audit-2")).toEqual([expect.objectContaining({ team: "zeta", outcome: "refused", status: 409, problem: "team-exists", revision: null })]);
-    expect(byRequest("req-audit-3")).toEqual([expect.objectContaining({ principal: null, team: null, outcome: "refused", status: 401, problem: "unauthorized" })]);
+    expect(byRequest("req-audit-2")).toEqual([
+      expect.objectContaining({
+        team: "zeta",
+        outcome: "refused",
+        status: 409,
+        problem: "team-exists",
+        revision: null,
+      }),
+    ]);
+    expect(byRequest("req-audit-3")).toEqual([
+      expect.objectContaining({
+        principal: null,
+        team: null,
+        outcome: "refused",
+        status: 401,
+        problem: "unauthorized",
+      }),
+    ]);
   });
 });

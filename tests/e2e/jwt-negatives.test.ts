@@ -18,7 +18,15 @@ describe("JWT negatives in production (OIDC) mode", () => {
   let remote: BareRepo;
   let berth: RunningBerth;
   const call = (token: string | undefined, method: "GET" | "POST" = "GET") =>
-    berth.server.inject({ method, url: method === "GET" ? "/v1/teams" : "/v1/teams/preview", headers: token ? { authorization: `Bearer ${token}` } : {}, payload: method === "POST" ? { name: "orders", owners: ["0b9a3c1e-1111-4222-8333-444455556666"], environments: ["dev"] } : undefined });
+    berth.server.inject({
+      method,
+      url: method === "GET" ? "/v1/teams" : "/v1/teams/preview",
+      headers: token ? { authorization: `Bearer ${token}` } : {},
+      payload:
+        method === "POST"
+          ? { name: "orders", owners: ["0b9a3c1e-1111-4222-8333-444455556666"], environments: ["dev"] }
+          : undefined,
+    });
   const writer = { roles: ["Berth.Write"], tid: TENANT, preferred_username: "alice@example.com" };
   const reader = { roles: ["Berth.Read"], tid: TENANT };
   /** The parts of a 401 that may differ between requests. */
@@ -34,7 +42,9 @@ describe("JWT negatives in production (OIDC) mode", () => {
       remoteUrl: remote.url,
       env: { BERTH_AUTH_MODE: "oidc" },
       // A short JWKS cooldown so the rotation case needs no long wait; production keeps 30 s.
-      api: { auth: { mode: "oidc", issuer: issuer.issuer, audience: AUDIENCE, tenantId: TENANT, jwksCooldownSeconds: 1 } },
+      api: {
+        auth: { mode: "oidc", issuer: issuer.issuer, audience: AUDIENCE, tenantId: TENANT, jwksCooldownSeconds: 1 },
+      },
     });
   });
   afterAll(async () => {
@@ -62,7 +72,10 @@ describe("JWT negatives in production (OIDC) mode", () => {
       "HS256 signed with the public key": await issuer.signHs256WithPublicKey(writer),
       "signature stripped": `${header}.${payload}.`,
       "signature of another token": `${header}.${payload}.${(await issuer.sign(reader)).split(".")[2]}`,
-      "another tenant (its issuer)": await issuer.sign({ ...writer, tid: OTHER_TENANT }, { issuer: `https://login.microsoftonline.com/${OTHER_TENANT}/v2.0` }),
+      "another tenant (its issuer)": await issuer.sign(
+        { ...writer, tid: OTHER_TENANT },
+        { issuer: `https://login.microsoftonline.com/${OTHER_TENANT}/v2.0` },
+      ),
       "another tenant (same issuer, shared keys)": await issuer.sign({ ...writer, tid: OTHER_TENANT }),
       "no tenant": await issuer.sign({ roles: ["Berth.Write"] }),
       "no exp": await issuer.sign(writer, { noExpiry: true }),
@@ -79,12 +92,19 @@ describe("JWT negatives in production (OIDC) mode", () => {
     const first = answers[0]!;
     expect(first).toEqual({
       status: 401,
-      body: { type: "https://berth.dev/problems/unauthorized", title: "Unauthorized", status: 401, detail: "the bearer token is missing or not valid" },
+      body: {
+        type: "https://berth.dev/problems/unauthorized",
+        title: "Unauthorized",
+        status: 401,
+        detail: "the bearer token is missing or not valid",
+      },
       wwwAuthenticate: 'Bearer realm="berth", error="invalid_token"',
     });
     for (const a of answers) expect(a).toEqual(first);
     // The reason is in the log, for the operator.
-    expect(berth.logs.some((l) => l.includes('"msg":"bearer token refused"') && l.includes("ERR_JWT_EXPIRED"))).toBe(true);
+    expect(berth.logs.some((l) => l.includes('"msg":"bearer token refused"') && l.includes("ERR_JWT_EXPIRED"))).toBe(
+      true,
+    );
   });
 
   it("refuses a valid token without the role, or with the role in the wrong claim (403)", async () => {
@@ -112,7 +132,10 @@ describe("JWT negatives in production (OIDC) mode", () => {
     const rotated = await issuer.sign(reader);
     // Within the cooldown after the last fetch an unknown kid is refused without asking the issuer again;
     // once it has passed, the JWKS is fetched once and the new key is accepted.
-    await vi.waitFor(async () => expect((await call(rotated)).statusCode).toBe(200), { timeout: 30_000, interval: 250 });
+    await vi.waitFor(async () => expect((await call(rotated)).statusCode).toBe(200), {
+      timeout: 30_000,
+      interval: 250,
+    });
     expect(issuer.jwksFetches).toBe(fetchesBefore + 1);
     for (let i = 0; i < 5; i++) expect((await call(rotated)).statusCode).toBe(200);
     expect(issuer.jwksFetches).toBe(fetchesBefore + 1);

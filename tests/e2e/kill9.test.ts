@@ -30,13 +30,25 @@ interface Attempt {
   answered?: { status: number; revision: string };
 }
 
-async function send(url: string, a: Attempt): Promise<{ status: number; json: { revision?: string }; replayed: boolean }> {
+async function send(
+  url: string,
+  a: Attempt,
+): Promise<{ status: number; json: { revision?: string }; replayed: boolean }> {
   const res = await fetch(`${url}${a.path}`, {
     method: a.method,
-    headers: { authorization: `Bearer ${DEV_TOKEN}`, "content-type": "application/json", "idempotency-key": a.key, connection: "close" },
+    headers: {
+      authorization: `Bearer ${DEV_TOKEN}`,
+      "content-type": "application/json",
+      "idempotency-key": a.key,
+      connection: "close",
+    },
     body: a.body,
   });
-  return { status: res.status, json: (await res.json()) as { revision?: string }, replayed: res.headers.get("idempotent-replayed") === "true" };
+  return {
+    status: res.status,
+    json: (await res.json()) as { revision?: string },
+    replayed: res.headers.get("idempotent-replayed") === "true",
+  };
 }
 
 describe("kill -9 under load, retried with idempotency keys", () => {
@@ -51,7 +63,11 @@ describe("kill -9 under load, retried with idempotency keys", () => {
     remote = await createBareRepo();
     tmp = await makeTempDir("berth-kill9-");
     pushLog = join(tmp, "pushes.log");
-    await writeFile(join(remote.dir, "hooks", "post-receive"), `#!/bin/sh\ncat >/dev/null\necho pushed >> ${pushLog}\n`, { mode: 0o755 });
+    await writeFile(
+      join(remote.dir, "hooks", "post-receive"),
+      `#!/bin/sh\ncat >/dev/null\necho pushed >> ${pushLog}\n`,
+      { mode: 0o755 },
+    );
   });
   afterAll(async () => {
     await proc?.kill();
@@ -60,7 +76,13 @@ describe("kill -9 under load, retried with idempotency keys", () => {
     if (figures.length) process.stdout.write(`kill -9: ${figures.join("; ")}\n`);
   });
 
-  const start = () => startBerthProcess({ remoteUrl: remote.url, workDir: join(tmp, "clone"), configDir: tmp, api: { rateLimit: { reads: 100_000, writes: 100_000, unauthenticated: 100_000 } } });
+  const start = () =>
+    startBerthProcess({
+      remoteUrl: remote.url,
+      workDir: join(tmp, "clone"),
+      configDir: tmp,
+      api: { rateLimit: { reads: 100_000, writes: 100_000, unauthenticated: 100_000 } },
+    });
 
   it("ends every request with one commit and its original outcome", { timeout: 900_000 }, async () => {
     const actions: Array<{ subject: (name: string) => string; make: (round: number, i: number) => Attempt }> = [
@@ -68,14 +90,26 @@ describe("kill -9 under load, retried with idempotency keys", () => {
         subject: (name) => `berth: onboard team ${name}`,
         make: (round, i) => {
           const name = `k9-r${round}-t${i}`;
-          return { name, key: `create-${name}`, method: "POST", path: "/v1/teams", body: JSON.stringify({ name, owners: [OWNER], environments: ["dev", "prod"] }) };
+          return {
+            name,
+            key: `create-${name}`,
+            method: "POST",
+            path: "/v1/teams",
+            body: JSON.stringify({ name, owners: [OWNER], environments: ["dev", "prod"] }),
+          };
         },
       },
       {
         subject: (name) => `berth: update team ${name}`,
         make: (_round, i) => {
           const name = `k9-r0-t${i}`;
-          return { name, key: `update-${name}`, method: "PUT", path: `/v1/teams/${name}`, body: JSON.stringify({ description: `updated ${i}`, owners: [OWNER], environments: ["dev"] }) };
+          return {
+            name,
+            key: `update-${name}`,
+            method: "PUT",
+            path: `/v1/teams/${name}`,
+            body: JSON.stringify({ description: `updated ${i}`, owners: [OWNER], environments: ["dev"] }),
+          };
         },
       },
       {
@@ -152,7 +186,9 @@ describe("kill -9 under load, retried with idempotency keys", () => {
         expect(commits[0]!.trailers["Berth-Idempotency-Key"]).toBe(a.key);
       }
     }
-    figures.push(`${ROUNDS} rounds of ${REQUESTS} requests; ${unanswered} unanswered at the kill, ${unansweredButCommitted} of them committed before it (answered on retry from the trailers)`);
+    figures.push(
+      `${ROUNDS} rounds of ${REQUESTS} requests; ${unanswered} unanswered at the kill, ${unansweredButCommitted} of them committed before it (answered on retry from the trailers)`,
+    );
     // The point of the test: the kill did leave requests without an answer.
     expect(unanswered).toBeGreaterThan(0);
   });

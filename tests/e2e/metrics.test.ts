@@ -30,10 +30,17 @@ describe("the API's metrics", () => {
       statusReader: new ScriptedStatusReader(),
       env: { BERTH_LOG_LEVEL: "warn" },
       config: (raw) => {
-        raw.api.clusters = Object.fromEntries(["aks-dev-weu", "aks-prod-weu", "aks-prod-neu"].map((c) => [c, { kubeconfig: "/dev/null" }]));
+        raw.api.clusters = Object.fromEntries(
+          ["aks-dev-weu", "aks-prod-weu", "aks-prod-neu"].map((c) => [c, { kubeconfig: "/dev/null" }]),
+        );
       },
     });
-    metricsServer = await startHealthServer({ port: 0, host: "127.0.0.1", registry: berth.services.metrics.registry, ready: () => true });
+    metricsServer = await startHealthServer({
+      port: 0,
+      host: "127.0.0.1",
+      registry: berth.services.metrics.registry,
+      ready: () => true,
+    });
   }, 120_000);
   afterAll(async () => {
     await metricsServer?.close();
@@ -42,7 +49,11 @@ describe("the API's metrics", () => {
   });
 
   const call = (method: string, path: string, body?: unknown, headers: Record<string, string> = {}) =>
-    fetch(`${berth.url}${path}`, { method, headers: { ...auth, ...headers, ...(body === undefined ? {} : { "content-type": "application/json" }) }, ...(body === undefined ? {} : { body: JSON.stringify(body) }) });
+    fetch(`${berth.url}${path}`, {
+      method,
+      headers: { ...auth, ...headers, ...(body === undefined ? {} : { "content-type": "application/json" }) },
+      ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+    });
 
   it("exports requests, commits, replays, problems, rollouts and gate evaluations at GET /metrics on its own port", async () => {
     const team = { name: "payments", owners: [OWNER], environments: ["dev"] };
@@ -54,7 +65,11 @@ describe("the API's metrics", () => {
     expect(adoption.status).toBeGreaterThanOrEqual(400);
     const adoptionType = ((await adoption.json()) as { type: string }).type.replace("https://berth.dev/problems/", "");
     expect((await call("GET", "/v1/teams/payments")).status).toBe(200);
-    const staged = await call("POST", "/v1/rollouts", { target: { templateVersion: "v2" }, waves: [{ name: "all" }], gate: { timeoutSeconds: 600 } });
+    const staged = await call("POST", "/v1/rollouts", {
+      target: { templateVersion: "v2" },
+      waves: [{ name: "all" }],
+      gate: { timeoutSeconds: 600 },
+    });
     expect(staged.status).toBe(201);
     await berth.services.engine.tick(); // commits the wave, then evaluates its gate: nobody is Ready yet
 
@@ -65,13 +80,40 @@ describe("the API's metrics", () => {
     expect(scrape.headers.get("content-type")).toMatch(/^text\/plain; version=0\.0\.4/);
     const text = await scrape.text();
 
-    expect(sample(text, "berth_api_http_request_duration_seconds_count", { method: "POST", route: "/v1/teams", status_code: "201" })).toBe(2);
-    expect(sample(text, "berth_api_http_request_duration_seconds_count", { method: "POST", route: "/v1/teams", status_code: "422" })).toBe(1);
-    expect(sample(text, "berth_api_http_request_duration_seconds_count", { method: "GET", route: "/v1/teams/:name", status_code: "200" })).toBe(1);
-    expect(sample(text, "berth_api_http_request_duration_seconds_bucket", { method: "GET", route: "/v1/teams/:name", status_code: "200", le: "+Inf" })).toBe(1);
+    expect(
+      sample(text, "berth_api_http_request_duration_seconds_count", {
+        method: "POST",
+        route: "/v1/teams",
+        status_code: "201",
+      }),
+    ).toBe(2);
+    expect(
+      sample(text, "berth_api_http_request_duration_seconds_count", {
+        method: "POST",
+        route: "/v1/teams",
+        status_code: "422",
+      }),
+    ).toBe(1);
+    expect(
+      sample(text, "berth_api_http_request_duration_seconds_count", {
+        method: "GET",
+        route: "/v1/teams/:name",
+        status_code: "200",
+      }),
+    ).toBe(1);
+    expect(
+      sample(text, "berth_api_http_request_duration_seconds_bucket", {
+        method: "GET",
+        route: "/v1/teams/:name",
+        status_code: "200",
+        le: "+Inf",
+      }),
+    ).toBe(1);
     expect(sample(text, "berth_api_idempotent_replays_total", { route: "/v1/teams" })).toBe(1);
     expect(sample(text, "berth_api_problems_total", { route: "/v1/teams", type: "invalid-request" })).toBe(1);
-    expect(sample(text, "berth_api_problems_total", { route: "/v1/teams/:name/adopt/preview", type: adoptionType })).toBe(1);
+    expect(
+      sample(text, "berth_api_problems_total", { route: "/v1/teams/:name/adopt/preview", type: adoptionType }),
+    ).toBe(1);
     // Three commits pushed: the team, the rollout file, the wave.
     expect(sample(text, "berth_api_git_batches_total", { result: "pushed" })).toBe(3);
     expect(sample(text, "berth_api_git_batch_transactions_count")).toBe(3);

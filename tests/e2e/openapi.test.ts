@@ -23,7 +23,10 @@ describe("the OpenAPI document declares every status the routes answer", () => {
     const remote = await createBareRepo();
     berth = await startBerth({ remoteUrl: remote.url });
     // One request per budget and window: the second read and the second write are refused (429), on any route.
-    limited = await startBerth({ remoteUrl: remote.url, api: { rateLimit: { reads: 1, writes: 1, unauthenticated: 1000, windowSeconds: 600 } } });
+    limited = await startBerth({
+      remoteUrl: remote.url,
+      api: { rateLimit: { reads: 1, writes: 1, unauthenticated: 1000, windowSeconds: 600 } },
+    });
     doc = (await berth.server.inject({ url: "/openapi.json" })).json() as Doc;
   });
   afterAll(async () => {
@@ -34,7 +37,14 @@ describe("the OpenAPI document declares every status the routes answer", () => {
   const operations = () =>
     Object.entries(doc.paths)
       .filter(([path]) => path.startsWith("/v1/"))
-      .flatMap(([path, ops]) => METHODS.filter((m) => ops[m]).map((method) => ({ path, method, op: ops[method]!, url: path.replace(/\{(\w+)\}/g, (_m, p: string) => SAMPLE_PARAMS[p] ?? "x") })));
+      .flatMap(([path, ops]) =>
+        METHODS.filter((m) => ops[m]).map((method) => ({
+          path,
+          method,
+          op: ops[method]!,
+          url: path.replace(/\{(\w+)\}/g, (_m, p: string) => SAMPLE_PARAMS[p] ?? "x"),
+        })),
+      );
 
   it("lists the API's operations", () => {
     expect(operations().length).toBeGreaterThanOrEqual(20);
@@ -45,11 +55,20 @@ describe("the OpenAPI document declares every status the routes answer", () => {
     const seen = new Set<number>();
     const check = (o: ReturnType<typeof operations>[number], status: number, body: string, how: string) => {
       seen.add(status);
-      if (!(String(status) in o.op.responses)) undeclared.push(`${o.method.toUpperCase()} ${o.path}: ${status} (${how})`);
-      if (status >= 400) expect(problemSchema.safeParse(JSON.parse(body)).success, `${o.method} ${o.path} ${status}: ${body}`).toBe(true);
+      if (!(String(status) in o.op.responses))
+        undeclared.push(`${o.method.toUpperCase()} ${o.path}: ${status} (${how})`);
+      if (status >= 400)
+        expect(problemSchema.safeParse(JSON.parse(body)).success, `${o.method} ${o.path} ${status}: ${body}`).toBe(
+          true,
+        );
     };
     const send = (api: RunningBerth, o: ReturnType<typeof operations>[number], headers: Record<string, string>) =>
-      api.server.inject({ method: o.method.toUpperCase() as "GET", url: o.url, headers, ...(o.op.requestBody ? { payload: {} } : {}) });
+      api.server.inject({
+        method: o.method.toUpperCase() as "GET",
+        url: o.url,
+        headers,
+        ...(o.op.requestBody ? { payload: {} } : {}),
+      });
     const auth = { authorization: `Bearer ${DEV_TOKEN}` };
     for (const o of operations()) {
       const anonymous = await send(berth, o, {});

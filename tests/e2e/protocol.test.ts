@@ -7,7 +7,14 @@ import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { DEV_TOKEN, startBerth, type RunningBerth } from "../support/berth.js";
 import { createBareRepo, inspectRemote, type BareRepo } from "../support/git-remotes.js";
-import { openSocket, rawRequest, readResponse, requestBytes, waitForClose, type RawResponse } from "../support/raw-http.js";
+import {
+  openSocket,
+  rawRequest,
+  readResponse,
+  requestBytes,
+  waitForClose,
+  type RawResponse,
+} from "../support/raw-http.js";
 
 const OWNER = "0b9a3c1e-1111-4222-8333-444455556666";
 const PROBLEM = "https://berth.dev/problems/";
@@ -30,8 +37,14 @@ describe("HTTP protocol edge cases", () => {
   let remote: BareRepo;
   let berth: RunningBerth;
   let port: number;
-  const head = (method: string, path: string, extra: string[] = []) => [`${method} ${path} HTTP/1.1`, "Host: berth.test", "Connection: close", ...extra];
-  const authed = (method: string, path: string, extra: string[] = []) => head(method, path, [`Authorization: Bearer ${DEV_TOKEN}`, ...extra]);
+  const head = (method: string, path: string, extra: string[] = []) => [
+    `${method} ${path} HTTP/1.1`,
+    "Host: berth.test",
+    "Connection: close",
+    ...extra,
+  ];
+  const authed = (method: string, path: string, extra: string[] = []) =>
+    head(method, path, [`Authorization: Bearer ${DEV_TOKEN}`, ...extra]);
   const teamJson = (name: string) => JSON.stringify({ name, owners: [OWNER], environments: ["dev"] });
   const commits = async () => (await inspectRemote(remote.url)).commits.length;
 
@@ -40,7 +53,10 @@ describe("HTTP protocol edge cases", () => {
     berth = await startBerth({ remoteUrl: remote.url, listen: true, api: { timeouts: TIMEOUTS } });
     port = Number(new URL(berth.url).port);
     // One team so the remote's branch exists and "nothing was committed" can be checked by counting.
-    const first = await rawRequest(port, requestBytes(authed("POST", "/v1/teams", ["Content-Type: application/json"]), teamJson("first")));
+    const first = await rawRequest(
+      port,
+      requestBytes(authed("POST", "/v1/teams", ["Content-Type: application/json"]), teamJson("first")),
+    );
     expect(first.status).toBe(201);
   });
   afterAll(async () => {
@@ -50,15 +66,48 @@ describe("HTTP protocol edge cases", () => {
 
   it("defect 2: refuses a body that is not valid UTF-8 (400) instead of replacing bytes with U+FFFD", async () => {
     const before = await commits();
-    const bad = Buffer.concat([Buffer.from('{"name":"utf-eight","owners":["'), Buffer.from(OWNER), Buffer.from('"],"environments":["dev"],"description":"caf'), Buffer.from([0xe9]), Buffer.from('"}')]);
-    const overlong = Buffer.concat([Buffer.from('{"name":"utf-eight","owners":["'), Buffer.from(OWNER), Buffer.from('"],"environments":["dev"],"description":"'), Buffer.from([0xc0, 0xaf]), Buffer.from('"}')]);
-    const surrogate = Buffer.concat([Buffer.from('{"name":"utf-eight","owners":["'), Buffer.from(OWNER), Buffer.from('"],"environments":["dev"],"description":"'), Buffer.from([0xed, 0xa0, 0x80]), Buffer.from('"}')]);
+    const bad = Buffer.concat([
+      Buffer.from('{"name":"utf-eight","owners":["'),
+      Buffer.from(OWNER),
+      Buffer.from('"],"environments":["dev"],"description":"caf'),
+      Buffer.from([0xe9]),
+      Buffer.from('"}'),
+    ]);
+    const overlong = Buffer.concat([
+      Buffer.from('{"name":"utf-eight","owners":["'),
+      Buffer.from(OWNER),
+      Buffer.from('"],"environments":["dev"],"description":"'),
+      Buffer.from([0xc0, 0xaf]),
+      Buffer.from('"}'),
+    ]);
+    const surrogate = Buffer.concat([
+      Buffer.from('{"name":"utf-eight","owners":["'),
+      Buffer.from(OWNER),
+      Buffer.from('"],"environments":["dev"],"description":"'),
+      Buffer.from([0xed, 0xa0, 0x80]),
+      Buffer.from('"}'),
+    ]);
     for (const body of [bad, overlong, surrogate]) {
-      const res = await rawRequest(port, requestBytes(authed("POST", "/v1/teams", ["Content-Type: application/json"]), body));
+      const res = await rawRequest(
+        port,
+        requestBytes(authed("POST", "/v1/teams", ["Content-Type: application/json"]), body),
+      );
       expectProblem(res, 400, "bad-request");
       expect(res.json?.detail).toMatch(/UTF-8/);
     }
-    const put = await rawRequest(port, requestBytes(authed("PUT", "/v1/teams/first", ["Content-Type: application/json; charset=utf-8"]), Buffer.concat([Buffer.from('{"owners":["'), Buffer.from(OWNER), Buffer.from('"],"environments":["dev"],"description":"'), Buffer.from([0xff]), Buffer.from('"}')])));
+    const put = await rawRequest(
+      port,
+      requestBytes(
+        authed("PUT", "/v1/teams/first", ["Content-Type: application/json; charset=utf-8"]),
+        Buffer.concat([
+          Buffer.from('{"owners":["'),
+          Buffer.from(OWNER),
+          Buffer.from('"],"environments":["dev"],"description":"'),
+          Buffer.from([0xff]),
+          Buffer.from('"}'),
+        ]),
+      ),
+    );
     expectProblem(put, 400, "bad-request");
     expect(await commits()).toBe(before);
   });
@@ -73,7 +122,10 @@ describe("HTTP protocol edge cases", () => {
       `{"name":"shadowed","\\u006eame":"other","owners":["${OWNER}"],"environments":["dev"]}`,
     ];
     for (const body of cases) {
-      const res = await rawRequest(port, requestBytes(authed("POST", "/v1/teams", ["Content-Type: application/json"]), body));
+      const res = await rawRequest(
+        port,
+        requestBytes(authed("POST", "/v1/teams", ["Content-Type: application/json"]), body),
+      );
       expectProblem(res, 400, "bad-request");
       expect(res.json?.detail, body).toMatch(/duplicate key/);
     }
@@ -88,7 +140,16 @@ describe("HTTP protocol edge cases", () => {
       ["Bearer wrong-token-wrong-token", `Bearer ${DEV_TOKEN}`],
       [`Bearer ${DEV_TOKEN}`, `Bearer ${DEV_TOKEN}`],
     ]) {
-      const res = await rawRequest(port, requestBytes(head("GET", "/v1/teams", pair.map((v) => `Authorization: ${v}`))));
+      const res = await rawRequest(
+        port,
+        requestBytes(
+          head(
+            "GET",
+            "/v1/teams",
+            pair.map((v) => `Authorization: ${v}`),
+          ),
+        ),
+      );
       expectProblem(res, 400, "bad-request");
       expect(res.headers["www-authenticate"]?.[0]).toMatch(/^Bearer .*error="invalid_request"/);
     }
@@ -96,34 +157,75 @@ describe("HTTP protocol edge cases", () => {
 
   it("defect 8: reads the auth scheme case-insensitively (RFC 9110)", async () => {
     for (const scheme of ["bearer", "BEARER", "bEaReR"]) {
-      const res = await rawRequest(port, requestBytes(head("GET", "/v1/teams", [`Authorization: ${scheme} ${DEV_TOKEN}`])));
+      const res = await rawRequest(
+        port,
+        requestBytes(head("GET", "/v1/teams", [`Authorization: ${scheme} ${DEV_TOKEN}`])),
+      );
       expect(res.status, scheme).toBe(200);
     }
-    const basic = await rawRequest(port, requestBytes(head("GET", "/v1/teams", [`Authorization: Basic ${Buffer.from("a:b").toString("base64")}`])));
+    const basic = await rawRequest(
+      port,
+      requestBytes(head("GET", "/v1/teams", [`Authorization: Basic ${Buffer.from("a:b").toString("base64")}`])),
+    );
     expectProblem(basic, 401, "unauthorized");
   });
 
   it("defect 4: answers errors raised before routing with problem+json, a request id and no framework codes", async () => {
     expectProblem(await rawRequest(port, requestBytes(head("FOO", "/v1/teams"))), 400, "bad-request");
-    expectProblem(await rawRequest(port, requestBytes(head("GET", "/v1/teams/%zz", [`Authorization: Bearer ${DEV_TOKEN}`]))), 400, "bad-request");
-    expectProblem(await rawRequest(port, requestBytes(authed("GET", `/v1/teams/${"a".repeat(150)}`))), 414, "bad-request");
-    expectProblem(await rawRequest(port, requestBytes(head("GET", "/healthz", [`X-Big: ${"a".repeat(20_000)}`]))), 431, "bad-request");
-    expectProblem(await rawRequest(port, Buffer.from("GET /healthz HTTP/1.1\r\nHost: x\r\nContent-Length: 1\r\nContent-Length: 2\r\n\r\nab")), 400, "bad-request");
+    expectProblem(
+      await rawRequest(port, requestBytes(head("GET", "/v1/teams/%zz", [`Authorization: Bearer ${DEV_TOKEN}`]))),
+      400,
+      "bad-request",
+    );
+    expectProblem(
+      await rawRequest(port, requestBytes(authed("GET", `/v1/teams/${"a".repeat(150)}`))),
+      414,
+      "bad-request",
+    );
+    expectProblem(
+      await rawRequest(port, requestBytes(head("GET", "/healthz", [`X-Big: ${"a".repeat(20_000)}`]))),
+      431,
+      "bad-request",
+    );
+    expectProblem(
+      await rawRequest(
+        port,
+        Buffer.from("GET /healthz HTTP/1.1\r\nHost: x\r\nContent-Length: 1\r\nContent-Length: 2\r\n\r\nab"),
+      ),
+      400,
+      "bad-request",
+    );
     expectProblem(await rawRequest(port, Buffer.from("\u0001\u0002 nonsense\r\n\r\n")), 400, "bad-request");
-    const tooLarge = await rawRequest(port, requestBytes(authed("POST", "/v1/teams", ["Content-Type: application/json"]), JSON.stringify({ name: "big", description: "x".repeat(70_000) })));
+    const tooLarge = await rawRequest(
+      port,
+      requestBytes(
+        authed("POST", "/v1/teams", ["Content-Type: application/json"]),
+        JSON.stringify({ name: "big", description: "x".repeat(70_000) }),
+      ),
+    );
     expectProblem(tooLarge, 413, "bad-request");
     expect(tooLarge.json?.title).toBe("Payload Too Large");
-    const wrongType = await rawRequest(port, requestBytes(authed("POST", "/v1/teams", ["Content-Type: text/plain"]), "x"));
+    const wrongType = await rawRequest(
+      port,
+      requestBytes(authed("POST", "/v1/teams", ["Content-Type: text/plain"]), "x"),
+    );
     expectProblem(wrongType, 415, "bad-request");
     expect(wrongType.json?.title).toBe("Unsupported Media Type");
-    const badJson = await rawRequest(port, requestBytes(authed("POST", "/v1/teams", ["Content-Type: application/json"]), "{nope"));
+    const badJson = await rawRequest(
+      port,
+      requestBytes(authed("POST", "/v1/teams", ["Content-Type: application/json"]), "{nope"),
+    );
     expectProblem(badJson, 400, "bad-request");
     expect(badJson.json?.title).toBe("Bad Request");
   });
 
   it("defect 5: never echoes or logs a query string (a token sent as ?access_token=)", async () => {
     const secret = "query-secret-ZXhhbXBsZQ";
-    const paths = [`/v1/teams/nobody?access_token=${secret}`, `/v1/teams?access_token=${secret}`, `/no-such-route?access_token=${secret}&x=1`];
+    const paths = [
+      `/v1/teams/nobody?access_token=${secret}`,
+      `/v1/teams?access_token=${secret}`,
+      `/no-such-route?access_token=${secret}&x=1`,
+    ];
     const answers = [
       await rawRequest(port, requestBytes(authed("GET", paths[0]!))),
       await rawRequest(port, requestBytes(head("GET", paths[1]!))),
@@ -164,7 +266,10 @@ describe("HTTP protocol edge cases", () => {
     const hook = join(remote.dir, "hooks", "pre-receive");
     await writeFile(hook, "#!/bin/sh\ncat >/dev/null\nsleep 3\n", { mode: 0o755 });
     try {
-      const res = await rawRequest(port, requestBytes(authed("POST", "/v1/teams", ["Content-Type: application/json"]), teamJson("slow-team")));
+      const res = await rawRequest(
+        port,
+        requestBytes(authed("POST", "/v1/teams", ["Content-Type: application/json"]), teamJson("slow-team")),
+      );
       expect(res.status, res.body).toBe(201);
     } finally {
       await rm(hook, { force: true });
@@ -176,7 +281,11 @@ describe("HTTP protocol edge cases", () => {
     // within the test's wait (with the idle timer gone, the request timeout would take 60 s).
     let slowBodies: RunningBerth;
     beforeAll(async () => {
-      slowBodies = await startBerth({ remoteUrl: remote.url, listen: true, api: { timeouts: { ...TIMEOUTS, requestMs: 60_000 } } });
+      slowBodies = await startBerth({
+        remoteUrl: remote.url,
+        listen: true,
+        api: { timeouts: { ...TIMEOUTS, requestMs: 60_000 } },
+      });
     });
     afterAll(async () => {
       await slowBodies?.stop();
@@ -186,7 +295,14 @@ describe("HTTP protocol edge cases", () => {
       const before = await commits();
       const socket = await openSocket(Number(new URL(slowBodies.url).port));
       const body = teamJson("stalled-team");
-      socket.write(Buffer.concat([requestBytes(authed("POST", "/v1/teams", ["Content-Type: application/json", `Content-Length: ${body.length}`])), Buffer.from(body.slice(0, 10))]));
+      socket.write(
+        Buffer.concat([
+          requestBytes(
+            authed("POST", "/v1/teams", ["Content-Type: application/json", `Content-Length: ${body.length}`]),
+          ),
+          Buffer.from(body.slice(0, 10)),
+        ]),
+      );
       expect((await waitForClose(socket, 30_000)).closedBy).toBe("server");
       expect(await commits()).toBe(before);
     });

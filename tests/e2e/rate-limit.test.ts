@@ -26,7 +26,14 @@ describe("rate limits", () => {
   });
 
   it("gives writes their own, stricter budget, and answers 429 problem+json with Retry-After", async () => {
-    const preview = () => berth.server.inject({ method: "POST", url: "/v1/teams/preview", headers: auth, payload: { name: "limited", owners: [OWNER], environments: ["dev"] }, ...from("10.0.0.1") });
+    const preview = () =>
+      berth.server.inject({
+        method: "POST",
+        url: "/v1/teams/preview",
+        headers: auth,
+        payload: { name: "limited", owners: [OWNER], environments: ["dev"] },
+        ...from("10.0.0.1"),
+      });
     const first = await preview();
     expect(first.statusCode).toBe(200);
     expect(first.headers["ratelimit-policy"]).toBe('"writes";q=2;w=3600');
@@ -54,7 +61,8 @@ describe("rate limits", () => {
   });
 
   it("counts requests without a valid token per client address, so guessing tokens is limited too", async () => {
-    const attempt = (ip: string, token = "wrong-token-wrong-token") => berth.server.inject({ url: "/v1/teams", headers: { authorization: `Bearer ${token}` }, ...from(ip) });
+    const attempt = (ip: string, token = "wrong-token-wrong-token") =>
+      berth.server.inject({ url: "/v1/teams", headers: { authorization: `Bearer ${token}` }, ...from(ip) });
     const statuses: number[] = [];
     for (let i = 0; i < 4; i++) statuses.push((await attempt("192.0.2.7")).statusCode);
     expect(statuses).toEqual([401, 401, 401, 429]);
@@ -72,7 +80,8 @@ describe("rate limits", () => {
   it("never limits health probes, even from an address whose budget is spent", async () => {
     const spent = "192.0.2.99";
     const statuses: number[] = [];
-    for (let i = 0; i < 4; i++) statuses.push((await berth.server.inject({ url: "/v1/teams", ...from(spent) })).statusCode);
+    for (let i = 0; i < 4; i++)
+      statuses.push((await berth.server.inject({ url: "/v1/teams", ...from(spent) })).statusCode);
     expect(statuses).toEqual([401, 401, 401, 429]);
     for (let i = 0; i < 20; i++) {
       const res = await berth.server.inject({ url: i % 2 ? "/healthz" : "/readyz", ...from(spent) });

@@ -10,13 +10,19 @@ describe("reading teams", () => {
   let remote: BareRepo;
   let berth: RunningBerth;
   const auth = { authorization: `Bearer ${DEV_TOKEN}` };
-  const get = (url: string, headers: Record<string, string> = {}) => berth.server.inject({ url, headers: { ...auth, ...headers } });
+  const get = (url: string, headers: Record<string, string> = {}) =>
+    berth.server.inject({ url, headers: { ...auth, ...headers } });
 
   beforeAll(async () => {
     remote = await createBareRepo();
     berth = await startBerth({ remoteUrl: remote.url });
     for (const name of NAMES) {
-      const res = await berth.server.inject({ method: "POST", url: "/v1/teams", headers: auth, payload: { name, owners: [OWNER], environments: ["dev"] } });
+      const res = await berth.server.inject({
+        method: "POST",
+        url: "/v1/teams",
+        headers: auth,
+        payload: { name, owners: [OWNER], environments: ["dev"] },
+      });
       expect(res.statusCode).toBe(201);
     }
   });
@@ -47,7 +53,13 @@ describe("reading teams", () => {
   });
 
   it("refuses a bad limit or a continue token it did not issue (422), and ignores unknown parameters", async () => {
-    for (const query of ["limit=0", "limit=1001", "limit=two", "continue=bm9wZQ", `continue=${Buffer.from(JSON.stringify({ after: "../x" })).toString("base64url")}`]) {
+    for (const query of [
+      "limit=0",
+      "limit=1001",
+      "limit=two",
+      "continue=bm9wZQ",
+      `continue=${Buffer.from(JSON.stringify({ after: "../x" })).toString("base64url")}`,
+    ]) {
       const res = await get(`/v1/teams?${query}`);
       expect(res.statusCode, query).toBe(422);
       expect(res.headers["content-type"]).toContain("application/problem+json");
@@ -72,7 +84,12 @@ describe("reading teams", () => {
     const page1 = (await get("/v1/teams?limit=2")).headers.etag;
     expect((await get("/v1/teams?limit=3")).headers.etag).not.toBe(page1);
     const before = (await get("/v1/teams/alpha")).headers.etag as string;
-    const write = await berth.server.inject({ method: "POST", url: "/v1/teams", headers: auth, payload: { name: "foxtrot", owners: [OWNER], environments: ["dev"] } });
+    const write = await berth.server.inject({
+      method: "POST",
+      url: "/v1/teams",
+      headers: auth,
+      payload: { name: "foxtrot", owners: [OWNER], environments: ["dev"] },
+    });
     expect(write.statusCode).toBe(201);
     await berth.repo.snapshot(0);
     const after = await get("/v1/teams/alpha", { "if-none-match": before });

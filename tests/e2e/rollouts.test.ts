@@ -49,12 +49,19 @@ describe("rollouts end to end: two clusters with real Flux and the controller, A
     });
     berth = platform.berth;
     for (const [name, environments] of Object.entries(TEAMS)) {
-      const res = await berth.server.inject({ method: "POST", url: "/v1/teams", headers: auth, payload: { name, owners: [OWNER], environments } });
+      const res = await berth.server.inject({
+        method: "POST",
+        url: "/v1/teams",
+        headers: auth,
+        payload: { name, owners: [OWNER], environments },
+      });
       expect(res.statusCode, res.body).toBe(201);
     }
     // The whole chain works before any rollout: every team Ready on every cluster it lands on.
     for (const team of Object.keys(TEAMS)) await eventually(`${team} Ready on v1`, () => ready(team), 180_000);
-    console.log(`[tests/e2e/rollouts] 2 clusters with Flux and a controller each, 4 teams Ready in ${Date.now() - t0} ms`);
+    console.log(
+      `[tests/e2e/rollouts] 2 clusters with Flux and a controller each, 4 teams Ready in ${Date.now() - t0} ms`,
+    );
   }, 600_000);
 
   afterAll(async () => {
@@ -67,8 +74,13 @@ describe("rollouts end to end: two clusters with real Flux and the controller, A
       await c.suspendSource(false);
       c.aso!.failures.clear();
     }
-    const items = ((await berth.server.inject({ url: "/v1/rollouts", headers: auth })).json() as { items: Array<{ metadata: { name: string }; status: { phase: string } }> }).items;
-    for (const r of items.filter((x) => ["Running", "Paused", "Halted"].includes(x.status.phase))) await post(`/v1/rollouts/${r.metadata.name}/abort`);
+    const items = (
+      (await berth.server.inject({ url: "/v1/rollouts", headers: auth })).json() as {
+        items: Array<{ metadata: { name: string }; status: { phase: string } }>;
+      }
+    ).items;
+    for (const r of items.filter((x) => ["Running", "Paused", "Halted"].includes(x.status.phase)))
+      await post(`/v1/rollouts/${r.metadata.name}/abort`);
   });
 
   /** A 200 answer, parsed with the schema the route declares (so the contract is checked too). */
@@ -77,17 +89,23 @@ describe("rollouts end to end: two clusters with real Flux and the controller, A
     expect(res.statusCode, res.body).toBe(200);
     return schema.parse(res.json());
   };
-  const post = (url: string, payload?: object, api = berth) => api.server.inject({ method: "POST", url, headers: auth, ...(payload ? { payload } : {}) });
+  const post = (url: string, payload?: object, api = berth) =>
+    api.server.inject({ method: "POST", url, headers: auth, ...(payload ? { payload } : {}) });
   const ready = async (team: string) => (await get(`/v1/teams/${team}/status`, statusResponse)).ready;
   const rollout = async (id: string, api = berth) => (await get(`/v1/rollouts/${id}`, rolloutResponse, api)).rollout;
   const until = (id: string, what: string, pred: (r: Rollout) => boolean, api = berth, ms = 180_000) =>
-    eventually(`rollout ${id}: ${what}`, async () => {
-      const r = await rollout(id, api);
-      return pred(r) ? r : undefined;
-    }, ms);
+    eventually(
+      `rollout ${id}: ${what}`,
+      async () => {
+        const r = await rollout(id, api);
+        return pred(r) ? r : undefined;
+      },
+      ms,
+    );
   /** The version label Flux applied on the team's Namespace on a cluster (v1 objects carry none). */
   const appliedVersion = async (c: ClusterName, team: string) =>
-    ((await cluster(c).admin.get("v1", "Namespace", undefined, team))?.metadata as { labels?: Record<string, string> })?.labels?.["berth.dev/template-version"] ?? "v1";
+    ((await cluster(c).admin.get("v1", "Namespace", undefined, team))?.metadata as { labels?: Record<string, string> })
+      ?.labels?.["berth.dev/template-version"] ?? "v1";
   const repoVersion = async (team: string) => (await get(`/v1/teams/${team}`, teamResponse)).team.templateVersion;
   const start = async (body: object, api = berth) => {
     const res = await post("/v1/rollouts", body, api);
@@ -98,14 +116,20 @@ describe("rollouts end to end: two clusters with real Flux and the controller, A
   it("1. v1 → v2 in two waves completes; wave 2 is committed only after wave 1 is Ready on its cluster", async () => {
     const id = await start(waves("v2"));
     const done = await until(id, "Completed", (r) => r.status.phase === "Completed");
-    expect(done.spec.waves).toEqual([{ name: "dev", teams: ["alpha", "delta"] }, { name: "rest", teams: ["bravo", "charlie"] }]);
+    expect(done.spec.waves).toEqual([
+      { name: "dev", teams: ["alpha", "delta"] },
+      { name: "rest", teams: ["bravo", "charlie"] },
+    ]);
     const events = done.status.history.map((h: { event: string }) => h.event);
     expect(events).toEqual(["Created", "WaveCommitted", "WaveReady", "WaveCommitted", "WaveReady", "Completed"]);
-    expect(Date.parse(done.status.waves[1]?.committedAt ?? "")).toBeGreaterThanOrEqual(Date.parse(done.status.waves[0]?.readyAt ?? ""));
+    expect(Date.parse(done.status.waves[1]?.committedAt ?? "")).toBeGreaterThanOrEqual(
+      Date.parse(done.status.waves[0]?.readyAt ?? ""),
+    );
     for (const team of Object.keys(TEAMS)) expect(await repoVersion(team)).toBe("v2");
     // What Flux applied: v2 objects on every cluster each team lands on; the controller reports them Ready.
     for (const [team, envs] of Object.entries(TEAMS)) {
-      for (const c of CLUSTERS.filter((x) => envs.includes(ENV_OF[x]))) expect(await appliedVersion(c, team), `${team} on ${c}`).toBe("v2");
+      for (const c of CLUSTERS.filter((x) => envs.includes(ENV_OF[x])))
+        expect(await appliedVersion(c, team), `${team} on ${c}`).toBe("v2");
       expect(await ready(team)).toBe(true);
     }
   }, 300_000);
@@ -115,22 +139,40 @@ describe("rollouts end to end: two clusters with real Flux and the controller, A
     cluster("aks-dev-weu").aso!.fail("delta", "UserAssignedIdentity", {
       reason: "SubscriptionMismatch",
       severity: "Error",
-      message: 'SubscriptionID "22222222-2222-4222-8222-222222222220" for "/subscriptions/22222222-2222-4222-8222-222222222220/resourceGroups/rg-delta--aks-dev-weu/providers/Microsoft.ManagedIdentity/userAssignedIdentities/id-delta--aks-dev-weu" resource does not match with Client Credential: "22222222-2222-4222-8222-222222222229"',
+      message:
+        'SubscriptionID "22222222-2222-4222-8222-222222222220" for "/subscriptions/22222222-2222-4222-8222-222222222220/resourceGroups/rg-delta--aks-dev-weu/providers/Microsoft.ManagedIdentity/userAssignedIdentities/id-delta--aks-dev-weu" resource does not match with Client Credential: "22222222-2222-4222-8222-222222222229"',
     });
     const id = await start(waves("v1"));
     const halted = await until(id, "Halted", (r) => r.status.phase === "Halted");
     expect(halted.status.halt).toMatchObject({ wave: "dev", reason: "Failed" });
     expect(halted.status.halt?.teams).toEqual([
-      expect.objectContaining({ team: "delta", cluster: "aks-dev-weu", result: "failed", condition: "IdentityReady", reason: "SubscriptionMismatch", severity: "Error" }),
+      expect.objectContaining({
+        team: "delta",
+        cluster: "aks-dev-weu",
+        result: "failed",
+        condition: "IdentityReady",
+        reason: "SubscriptionMismatch",
+        severity: "Error",
+      }),
     ]);
     expect(halted.status.halt?.teams[0]?.message).toContain("does not match with Client Credential");
     // The status page shows the same halt: which team, cluster, condition and ASO's reason.
-    const signIn = await berth.server.inject({ method: "POST", url: "/ui/sign-in", headers: { "content-type": "application/x-www-form-urlencoded" }, payload: new URLSearchParams({ token: DEV_TOKEN, next: "/ui" }).toString() });
-    const page = await berth.server.inject({ url: `/ui/rollouts/${id}`, headers: { cookie: String(signIn.headers["set-cookie"]).split(";")[0]! } });
+    const signIn = await berth.server.inject({
+      method: "POST",
+      url: "/ui/sign-in",
+      headers: { "content-type": "application/x-www-form-urlencoded" },
+      payload: new URLSearchParams({ token: DEV_TOKEN, next: "/ui" }).toString(),
+    });
+    const page = await berth.server.inject({
+      url: `/ui/rollouts/${id}`,
+      headers: { cookie: String(signIn.headers["set-cookie"]).split(";")[0]! },
+    });
     expect(page.statusCode).toBe(200);
     expect(page.body).toContain('data-rollout-phase="Halted"');
     expect(page.body).toContain('data-halt-reason="Failed"');
-    expect(page.body).toMatch(/<tr data-team="delta" data-result="failed">[\s\S]*?<td>aks-dev-weu<\/td>[\s\S]*?<td>IdentityReady<\/td>\s*<td>SubscriptionMismatch \(severity Error\)<\/td>/);
+    expect(page.body).toMatch(
+      /<tr data-team="delta" data-result="failed">[\s\S]*?<td>aks-dev-weu<\/td>[\s\S]*?<td>IdentityReady<\/td>\s*<td>SubscriptionMismatch \(severity Error\)<\/td>/,
+    );
     expect(page.body).toContain('<tr data-wave="rest" data-wave-phase="Pending">');
     // Wave 2 was not touched: in the repo and on the clusters, bravo and charlie are still on v2.
     for (const team of ["bravo", "charlie"]) expect(await repoVersion(team)).toBe("v2");
@@ -157,7 +199,12 @@ describe("rollouts end to end: two clusters with real Flux and the controller, A
     expect(aborted.statusCode, aborted.body).toBe(200);
     expect(aborted.json().versions).toEqual({ v1: ["bravo", "charlie"], v2: ["alpha", "delta"] });
     await cluster("aks-dev-weu").suspendSource(false);
-    for (const team of ["alpha", "delta"]) await eventually(`${team} Ready on v2`, async () => (await appliedVersion("aks-dev-weu", team)) === "v2" && ready(team), 120_000);
+    for (const team of ["alpha", "delta"])
+      await eventually(
+        `${team} Ready on v2`,
+        async () => (await appliedVersion("aks-dev-weu", team)) === "v2" && ready(team),
+        120_000,
+      );
     const r = await rollout(id);
     expect(r.status.phase).toBe("Aborted");
     expect(r.status.waves.map((w: { phase: string }) => w.phase)).toEqual(["Committed", "Pending"]);
@@ -167,15 +214,24 @@ describe("rollouts end to end: two clusters with real Flux and the controller, A
   it("4. the API restarted while wave 1 is gated carries on from the repo and completes the rollout", async () => {
     // bravo and charlie are still on v1: roll them to v2, bravo first.
     await cluster("aks-prod-weu").suspendSource(true);
-    const id = await start({ target: { templateVersion: "v2" }, waves: [{ name: "canary", selector: { names: ["bravo"] } }, { name: "rest" }] });
+    const id = await start({
+      target: { templateVersion: "v2" },
+      waves: [{ name: "canary", selector: { names: ["bravo"] } }, { name: "rest" }],
+    });
     await until(id, "wave 1 committed", (r) => r.status.waves[0]?.phase === "Committed");
     await berth.stop();
     berth = await platform.startApi(); // a new process: new clone, nothing in memory
     await cluster("aks-prod-weu").suspendSource(false);
     const done = await until(id, "Completed", (r) => r.status.phase === "Completed");
-    expect(done.spec.waves).toEqual([{ name: "canary", teams: ["bravo"] }, { name: "rest", teams: ["charlie"] }]);
+    expect(done.spec.waves).toEqual([
+      { name: "canary", teams: ["bravo"] },
+      { name: "rest", teams: ["charlie"] },
+    ]);
     expect(done.status.history.filter((h: { event: string }) => h.event === "WaveCommitted")).toHaveLength(2);
     for (const team of Object.keys(TEAMS)) expect(await repoVersion(team)).toBe("v2");
-    expect((await get("/v1/templates", templateListResponse)).items.map((i) => [i.version, i.teams])).toEqual([["v1", 0], ["v2", 4]]);
+    expect((await get("/v1/templates", templateListResponse)).items.map((i) => [i.version, i.teams])).toEqual([
+      ["v1", 0],
+      ["v2", 4],
+    ]);
   }, 300_000);
 });

@@ -46,7 +46,8 @@ describe("security headers", () => {
   });
 
   it("are on every kind of response: API answers, errors, docs, and errors raised before routing", async () => {
-    const get = (path: string, headers: string[] = []) => rawRequest(port, requestBytes([`GET ${path} HTTP/1.1`, "Host: berth.test", "Connection: close", ...headers]));
+    const get = (path: string, headers: string[] = []) =>
+      rawRequest(port, requestBytes([`GET ${path} HTTP/1.1`, "Host: berth.test", "Connection: close", ...headers]));
     const auth = [`Authorization: Bearer ${DEV_TOKEN}`];
     const cases: Array<[string, RawResponse, boolean]> = [
       ["GET /v1/teams", await get("/v1/teams", auth), true],
@@ -73,13 +74,20 @@ describe("security headers", () => {
     });
     page.on("pageerror", (err) => problems.push(err.message));
     // Browser-side code as text: the tests compile without the DOM library.
-    await page.addInitScript({ content: 'document.addEventListener("securitypolicyviolation", (e) => console.error("CSP violation: " + e.violatedDirective + " " + e.blockedURI));' });
+    await page.addInitScript({
+      content:
+        'document.addEventListener("securitypolicyviolation", (e) => console.error("CSP violation: " + e.violatedDirective + " " + e.blockedURI));',
+    });
     const response = await page.goto(`${berth.url}/docs/`, { waitUntil: "load" });
     expect(response?.headers()["content-security-policy"]).toContain("default-src 'none'");
     // swagger-ui builds the page from /docs/json with React: the title and every operation appear only if
     // its scripts ran, its styles applied and its fetch of the document was allowed.
-    await expect.poll(() => page.locator(".swagger-ui .info .title").textContent(), { timeout: 30_000 }).toContain("Berth onboarding API");
-    await expect.poll(() => page.locator(".swagger-ui .opblock").count(), { timeout: 30_000 }).toBeGreaterThanOrEqual(8);
+    await expect
+      .poll(() => page.locator(".swagger-ui .info .title").textContent(), { timeout: 30_000 })
+      .toContain("Berth onboarding API");
+    await expect
+      .poll(() => page.locator(".swagger-ui .opblock").count(), { timeout: 30_000 })
+      .toBeGreaterThanOrEqual(8);
     const display = await page.locator(".swagger-ui .opblock").first().evaluate("(el) => getComputedStyle(el).display");
     expect(display).not.toBe("inline"); // swagger-ui.css applied
     // Opening an operation works (client-side rendering under the policy).

@@ -47,13 +47,22 @@ describe("the per-cluster status cache", () => {
   let admin: Admin;
 
   beforeAll(async () => {
-    cluster = await startKubeCluster({ crdDirs: false, crds: readManifests(join(INFRA, "crds")), startTimeoutMs: 240_000 });
+    cluster = await startKubeCluster({
+      crdDirs: false,
+      crds: readManifests(join(INFRA, "crds")),
+      startTimeoutMs: 240_000,
+    });
     admin = new Admin(cluster.kubeConfig());
     for (const [name, verbs] of [
       ["lister", ["get", "list"]],
       ["getter", ["get"]],
     ] as const) {
-      await admin.create({ apiVersion: "rbac.authorization.k8s.io/v1", kind: "ClusterRole", metadata: { name: `teams-${name}` }, rules: [{ apiGroups: ["berth.dev"], resources: ["teams"], verbs: [...verbs] }] });
+      await admin.create({
+        apiVersion: "rbac.authorization.k8s.io/v1",
+        kind: "ClusterRole",
+        metadata: { name: `teams-${name}` },
+        rules: [{ apiGroups: ["berth.dev"], resources: ["teams"], verbs: [...verbs] }],
+      });
       await admin.create({
         apiVersion: "rbac.authorization.k8s.io/v1",
         kind: "ClusterRoleBinding",
@@ -63,9 +72,25 @@ describe("the per-cluster status cache", () => {
       });
     }
     for (const name of ["alpha", "bravo", "charlie"]) {
-      const team = await admin.create({ apiVersion: "berth.dev/v1alpha1", kind: "Team", metadata: { name }, spec: { description: "", owners: [OWNER], environments: ["dev"] } });
+      const team = await admin.create({
+        apiVersion: "berth.dev/v1alpha1",
+        kind: "Team",
+        metadata: { name },
+        spec: { description: "", owners: [OWNER], environments: ["dev"] },
+      });
       if (name !== "charlie") {
-        await admin.setStatus(team, { conditions: [{ type: "Ready", status: "True", reason: "Ready", message: "ok", lastTransitionTime: new Date().toISOString() }], observedGeneration: 1 });
+        await admin.setStatus(team, {
+          conditions: [
+            {
+              type: "Ready",
+              status: "True",
+              reason: "Ready",
+              message: "ok",
+              lastTransitionTime: new Date().toISOString(),
+            },
+          ],
+          observedGeneration: 1,
+        });
       }
     }
   }, 300_000);
@@ -80,7 +105,12 @@ describe("the per-cluster status cache", () => {
     const teams = ["alpha", "bravo", "charlie", "delta"];
     const answers = await Promise.all(Array.from({ length: 40 }, (_, i) => reader.read(teams[i % 4]!, [DEV])));
     expect(calls).toEqual({ list: 1, get: 0 });
-    expect(answers.slice(0, 4).map(([s]) => `${s!.state}/${s!.ready}`)).toEqual(["reported/true", "reported/true", "pending/false", "absent/false"]);
+    expect(answers.slice(0, 4).map(([s]) => `${s!.state}/${s!.ready}`)).toEqual([
+      "reported/true",
+      "reported/true",
+      "pending/false",
+      "absent/false",
+    ]);
 
     now += 4_999;
     await reader.read("alpha", [DEV]);
@@ -95,7 +125,11 @@ describe("the per-cluster status cache", () => {
   it("answers from the last listing while the next one is read, so a slow cluster never holds a reader", async () => {
     const { client: slow } = countingClient(cluster.kubeConfigFor("lister"));
     let now = 1_000_000;
-    const reader = new KubeTeamStatusReader(new Map([["aks-dev-weu", slow]]), { ttlMs: 5_000, timeoutMs: 2_000, now: () => now });
+    const reader = new KubeTeamStatusReader(new Map([["aks-dev-weu", slow]]), {
+      ttlMs: 5_000,
+      timeoutMs: 2_000,
+      now: () => now,
+    });
     expect((await reader.read("alpha", [DEV]))[0]!.state).toBe("reported");
     slow.hang = true; // a cluster that stopped answering
     now += 5_000;
@@ -111,7 +145,9 @@ describe("the per-cluster status cache", () => {
   it("reads a large cluster in pages, every Team object once", async () => {
     const { client, calls } = countingClient(cluster.kubeConfigFor("lister"));
     const reader = new KubeTeamStatusReader(new Map([["aks-dev-weu", client]]), { ttlMs: 60_000, pageSize: 2 });
-    const states = await Promise.all(["alpha", "bravo", "charlie", "delta"].map(async (team) => (await reader.read(team, [DEV]))[0]!.state));
+    const states = await Promise.all(
+      ["alpha", "bravo", "charlie", "delta"].map(async (team) => (await reader.read(team, [DEV]))[0]!.state),
+    );
     expect(states).toEqual(["reported", "reported", "pending", "absent"]);
     // Three Team objects, two per page: one listing of two LIST requests.
     expect(calls.list).toBe(2);
@@ -121,7 +157,9 @@ describe("the per-cluster status cache", () => {
   it("reads with one cached GET per team where it may not list", async () => {
     const { client, calls } = countingClient(cluster.kubeConfigFor("getter"));
     const reader = new KubeTeamStatusReader(new Map([["aks-dev-weu", client]]), { ttlMs: 60_000 });
-    const answers = await Promise.all(Array.from({ length: 20 }, (_, i) => reader.read(i % 2 ? "alpha" : "charlie", [DEV])));
+    const answers = await Promise.all(
+      Array.from({ length: 20 }, (_, i) => reader.read(i % 2 ? "alpha" : "charlie", [DEV])),
+    );
     expect(answers.slice(0, 2).map(([s]) => s!.state)).toEqual(["pending", "reported"]);
     // One forbidden list, then never again; one GET per team.
     expect(calls).toEqual({ list: 1, get: 2 });
@@ -156,25 +194,48 @@ describe("the per-cluster status cache", () => {
 
   it("serves the status API, the fleet and every viewer from one listing per cluster", async () => {
     const remote = await createBareRepo();
-    const berth = await startBerth({ remoteUrl: remote.url, env: { BERTH_STATUS_KUBECONFIGS: `aks-dev-weu=${await cluster.writeKubeconfigFile("lister")}`, BERTH_STATUS_CACHE_SECONDS: "60" } });
+    const berth = await startBerth({
+      remoteUrl: remote.url,
+      env: {
+        BERTH_STATUS_KUBECONFIGS: `aks-dev-weu=${await cluster.writeKubeconfigFile("lister")}`,
+        BERTH_STATUS_CACHE_SECONDS: "60",
+      },
+    });
     try {
       const headers = { authorization: `Bearer ${DEV_TOKEN}` };
       for (const name of ["alpha", "bravo"]) {
-        expect((await berth.server.inject({ method: "POST", url: "/v1/teams", headers, payload: { name, owners: [OWNER], environments: ["dev"] } })).statusCode).toBe(201);
+        expect(
+          (
+            await berth.server.inject({
+              method: "POST",
+              url: "/v1/teams",
+              headers,
+              payload: { name, owners: [OWNER], environments: ["dev"] },
+            })
+          ).statusCode,
+        ).toBe(201);
       }
       const replies = await Promise.all([
         ...Array.from({ length: 15 }, () => berth.server.inject({ url: "/v1/teams/alpha/status", headers })),
         ...Array.from({ length: 15 }, () => berth.server.inject({ url: "/v1/status", headers })),
       ]);
       expect(replies.every((r) => r.statusCode === 200)).toBe(true);
-      expect(replies[0]!.json()).toMatchObject({ team: "alpha", ready: true, clusters: [{ cluster: "aks-dev-weu", state: "reported" }] });
+      expect(replies[0]!.json()).toMatchObject({
+        team: "alpha",
+        ready: true,
+        clusters: [{ cluster: "aks-dev-weu", state: "reported" }],
+      });
       const reader = berth.statusReader;
-      if (!(reader instanceof KubeTeamStatusReader)) throw new Error("startBerth without a statusReader option uses the configured KubeTeamStatusReader");
+      if (!(reader instanceof KubeTeamStatusReader))
+        throw new Error("startBerth without a statusReader option uses the configured KubeTeamStatusReader");
       expect(reader.stats()).toMatchObject({ lists: 1, gets: 0 });
       expect((await berth.server.inject({ url: "/v1/teams/bravo/status", headers })).statusCode).toBe(200); // from the listing
       const metrics = await berth.services.metrics.registry.metrics();
       expect(sample(metrics, "berth_api_status_cache_requests_total", { verb: "list" })).toBe(1);
-      expect(sample(metrics, "berth_api_status_cache_reads_total", { result: "miss" })! + sample(metrics, "berth_api_status_cache_reads_total", { result: "hit" })!).toBe(reader.stats().misses + reader.stats().hits);
+      expect(
+        sample(metrics, "berth_api_status_cache_reads_total", { result: "miss" })! +
+          sample(metrics, "berth_api_status_cache_reads_total", { result: "hit" })!,
+      ).toBe(reader.stats().misses + reader.stats().hits);
       expect(sample(metrics, "berth_api_status_cache_reads_total", { result: "hit" })).toBeGreaterThan(0);
     } finally {
       await berth.stop();
@@ -182,4 +243,3 @@ describe("the per-cluster status cache", () => {
     }
   });
 });
-

@@ -8,7 +8,12 @@ import { createBareRepo, inspectRemote } from "../support/git-remotes.js";
 
 const OWNER = "0b9a3c1e-1111-4222-8333-444455556666";
 const auth = { authorization: `Bearer ${DEV_TOKEN}` };
-const team = (name: string, extra: Record<string, unknown> = {}) => ({ name, owners: [OWNER], environments: ["dev"], ...extra });
+const team = (name: string, extra: Record<string, unknown> = {}) => ({
+  name,
+  owners: [OWNER],
+  environments: ["dev"],
+  ...extra,
+});
 
 describe("template versions side by side", () => {
   let berth: RunningBerth;
@@ -22,11 +27,16 @@ describe("template versions side by side", () => {
     await berth?.stop();
   });
 
-  const post = (body: unknown) => berth.server.inject({ method: "POST", url: "/v1/teams", headers: auth, payload: body as object });
+  const post = (body: unknown) =>
+    berth.server.inject({ method: "POST", url: "/v1/teams", headers: auth, payload: body as object });
   const templates = async () => {
     const res = await berth.server.inject({ url: "/v1/templates", headers: auth });
     expect(res.statusCode).toBe(200);
-    return res.json() as { default: string; revision: string | null; items: Array<{ version: string; default: boolean; available: boolean; teams: number }> };
+    return res.json() as {
+      default: string;
+      revision: string | null;
+      items: Array<{ version: string; default: boolean; available: boolean; teams: number }>;
+    };
   };
 
   it("lists every version on disk, the default, and no teams on an empty repo", async () => {
@@ -50,14 +60,20 @@ describe("template versions side by side", () => {
     expect(b.json().team.templateVersion).toBe("v2");
     const bad = await post(team("charlie", { templateVersion: "v9" }));
     expect(bad.statusCode).toBe(422);
-    expect(bad.json().errors).toContainEqual({ field: "templateVersion", rule: "must be one of the template versions: v1, v2" });
+    expect(bad.json().errors).toContainEqual({
+      field: "templateVersion",
+      rule: "must be one of the template versions: v1, v2",
+    });
 
     const remote = await inspectRemote(url);
     expect(remote.files.get("teams/bravo/base/team.yaml")).toContain("templateVersion: v2");
     expect(remote.files.get("teams/bravo/base/namespace.yaml")).toContain("berth.dev/template-version: v2");
     expect(remote.files.get("teams/alpha/base/namespace.yaml")).not.toContain("template-version");
     expect(remote.files.has("teams/charlie/base/team.yaml")).toBe(false);
-    expect((await templates()).items.map((i) => [i.version, i.teams])).toEqual([["v1", 1], ["v2", 1]]);
+    expect((await templates()).items.map((i) => [i.version, i.teams])).toEqual([
+      ["v1", 1],
+      ["v2", 1],
+    ]);
   });
 
   it("an update keeps the version; changing it through PUT is a 422 that points to rollouts", async () => {
@@ -65,22 +81,47 @@ describe("template versions side by side", () => {
     const put = await berth.server.inject({ method: "PUT", url: "/v1/teams/bravo", headers: auth, payload: spec });
     expect(put.statusCode).toBe(200);
     expect(put.json().team.templateVersion).toBe("v2");
-    const moved = await berth.server.inject({ method: "PUT", url: "/v1/teams/bravo", headers: auth, payload: { ...spec, templateVersion: "v1" } });
+    const moved = await berth.server.inject({
+      method: "PUT",
+      url: "/v1/teams/bravo",
+      headers: auth,
+      payload: { ...spec, templateVersion: "v1" },
+    });
     expect(moved.statusCode).toBe(422);
-    expect(moved.json().errors[0]).toMatchObject({ field: "templateVersion", rule: expect.stringContaining("a rollout moves teams between versions") });
+    expect(moved.json().errors[0]).toMatchObject({
+      field: "templateVersion",
+      rule: expect.stringContaining("a rollout moves teams between versions"),
+    });
     const got = await berth.server.inject({ url: "/v1/teams/bravo", headers: auth });
     expect(got.json().team).toMatchObject({ description: "renamed", templateVersion: "v2" });
   });
 
   it("a platform whose default is v2 onboards new teams on v2", async () => {
-    const other = await startBerth({ remoteUrl: url, env: { BERTH_LOG_LEVEL: "warn" }, config: (raw) => void (raw.platform.templateVersion = "v2") });
+    const other = await startBerth({
+      remoteUrl: url,
+      env: { BERTH_LOG_LEVEL: "warn" },
+      config: (raw) => void (raw.platform.templateVersion = "v2"),
+    });
     try {
-      const res = await other.server.inject({ method: "POST", url: "/v1/teams", headers: auth, payload: team("delta") });
+      const res = await other.server.inject({
+        method: "POST",
+        url: "/v1/teams",
+        headers: auth,
+        payload: team("delta"),
+      });
       expect(res.statusCode).toBe(201);
       expect(res.json().team.templateVersion).toBe("v2");
-      const body = (await other.server.inject({ url: "/v1/templates", headers: auth })).json() as { default: string; items: Array<{ version: string; teams: number; default: boolean }> };
+      const body = (await other.server.inject({ url: "/v1/templates", headers: auth })).json() as {
+        default: string;
+        items: Array<{ version: string; teams: number; default: boolean }>;
+      };
       expect(body.default).toBe("v2");
-      expect(body.items.map((i) => [i.version, i.teams, i.default])).toEqual([["v1", 1], ["v2", 2]].map(([v, n]) => [v, n, v === "v2"]));
+      expect(body.items.map((i) => [i.version, i.teams, i.default])).toEqual(
+        [
+          ["v1", 1],
+          ["v2", 2],
+        ].map(([v, n]) => [v, n, v === "v2"]),
+      );
     } finally {
       await other.stop();
     }

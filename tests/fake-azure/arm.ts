@@ -172,40 +172,127 @@ export interface ArmRoute {
   subscriptionId?: string;
 }
 
-type ApiFamily = "resources" | "subscriptions" | "managedIdentity" | "federatedCredentials" | "containerService" | "roleDefinitions" | "roleAssignments" | "none";
+type ApiFamily =
+  | "resources"
+  | "subscriptions"
+  | "managedIdentity"
+  | "federatedCredentials"
+  | "containerService"
+  | "roleDefinitions"
+  | "roleAssignments"
+  | "none";
 
 // ---------------------------------------------------------------------------------------------
 // Constants
 
 const API_VERSIONS: Record<Exclude<ApiFamily, "containerService" | "none">, string[]> = {
   resources: [
-    "2014-04-01", "2015-01-01", "2015-11-01", "2016-02-01", "2016-07-01", "2016-09-01", "2017-05-10", "2018-02-01",
-    "2018-05-01", "2019-03-01", "2019-05-01", "2019-05-10", "2019-07-01", "2019-08-01", "2019-10-01", "2020-06-01",
-    "2020-08-01", "2020-10-01", "2021-01-01", "2021-04-01", "2022-09-01", "2023-07-01", "2024-03-01", "2024-07-01",
-    "2024-11-01", "2025-01-01", "2025-03-01", "2025-04-01",
+    "2014-04-01",
+    "2015-01-01",
+    "2015-11-01",
+    "2016-02-01",
+    "2016-07-01",
+    "2016-09-01",
+    "2017-05-10",
+    "2018-02-01",
+    "2018-05-01",
+    "2019-03-01",
+    "2019-05-01",
+    "2019-05-10",
+    "2019-07-01",
+    "2019-08-01",
+    "2019-10-01",
+    "2020-06-01",
+    "2020-08-01",
+    "2020-10-01",
+    "2021-01-01",
+    "2021-04-01",
+    "2022-09-01",
+    "2023-07-01",
+    "2024-03-01",
+    "2024-07-01",
+    "2024-11-01",
+    "2025-01-01",
+    "2025-03-01",
+    "2025-04-01",
   ],
   subscriptions: [
-    "2014-04-01", "2015-01-01", "2016-06-01", "2018-06-01", "2019-06-01", "2019-11-01", "2020-01-01", "2021-01-01",
-    "2022-01-01", "2022-09-01", "2022-12-01",
+    "2014-04-01",
+    "2015-01-01",
+    "2016-06-01",
+    "2018-06-01",
+    "2019-06-01",
+    "2019-11-01",
+    "2020-01-01",
+    "2021-01-01",
+    "2022-01-01",
+    "2022-09-01",
+    "2022-12-01",
   ],
   managedIdentity: [
-    "2015-08-31-preview", "2018-11-30", "2021-09-30-preview", "2022-01-31-preview", "2023-01-31", "2023-07-31-preview",
-    "2024-11-30", "2025-01-31-preview", "2025-05-31-preview",
+    "2015-08-31-preview",
+    "2018-11-30",
+    "2021-09-30-preview",
+    "2022-01-31-preview",
+    "2023-01-31",
+    "2023-07-31-preview",
+    "2024-11-30",
+    "2025-01-31-preview",
+    "2025-05-31-preview",
   ],
-  federatedCredentials: ["2022-01-31-preview", "2023-01-31", "2023-07-31-preview", "2024-11-30", "2025-01-31-preview", "2025-05-31-preview"],
+  federatedCredentials: [
+    "2022-01-31-preview",
+    "2023-01-31",
+    "2023-07-31-preview",
+    "2024-11-30",
+    "2025-01-31-preview",
+    "2025-05-31-preview",
+  ],
   roleDefinitions: ["2015-07-01", "2018-01-01-preview", "2022-04-01", "2022-05-01-preview"],
   roleAssignments: [
-    "2015-07-01", "2017-10-01-preview", "2018-01-01-preview", "2018-09-01-preview", "2020-03-01-preview",
-    "2020-04-01-preview", "2020-08-01-preview", "2020-10-01-preview", "2022-04-01",
+    "2015-07-01",
+    "2017-10-01-preview",
+    "2018-01-01-preview",
+    "2018-09-01-preview",
+    "2020-03-01-preview",
+    "2020-04-01-preview",
+    "2020-08-01-preview",
+    "2020-10-01-preview",
+    "2022-04-01",
   ],
 };
 
 /** The resource provider namespaces the fake knows (Microsoft.Resources and Microsoft.Authorization cannot be unregistered). */
-const RESOURCE_PROVIDERS: Array<{ namespace: string; resourceTypes: string[]; apiVersions: string[]; registrationPolicy: "RegistrationRequired" | "RegistrationFree" }> = [
-  { namespace: "Microsoft.ManagedIdentity", resourceTypes: ["userAssignedIdentities", "userAssignedIdentities/federatedIdentityCredentials", "operations"], apiVersions: API_VERSIONS.managedIdentity.slice().reverse(), registrationPolicy: "RegistrationRequired" },
-  { namespace: "Microsoft.ContainerService", resourceTypes: ["managedClusters", "operations"], apiVersions: ["2025-01-01", "2024-10-01", "2024-05-01"], registrationPolicy: "RegistrationRequired" },
-  { namespace: "Microsoft.Resources", resourceTypes: ["resourceGroups", "subscriptions", "operations"], apiVersions: API_VERSIONS.resources.slice().reverse(), registrationPolicy: "RegistrationFree" },
-  { namespace: "Microsoft.Authorization", resourceTypes: ["roleAssignments", "roleDefinitions", "operations"], apiVersions: API_VERSIONS.roleAssignments.slice().reverse(), registrationPolicy: "RegistrationFree" },
+const RESOURCE_PROVIDERS: Array<{
+  namespace: string;
+  resourceTypes: string[];
+  apiVersions: string[];
+  registrationPolicy: "RegistrationRequired" | "RegistrationFree";
+}> = [
+  {
+    namespace: "Microsoft.ManagedIdentity",
+    resourceTypes: ["userAssignedIdentities", "userAssignedIdentities/federatedIdentityCredentials", "operations"],
+    apiVersions: API_VERSIONS.managedIdentity.slice().reverse(),
+    registrationPolicy: "RegistrationRequired",
+  },
+  {
+    namespace: "Microsoft.ContainerService",
+    resourceTypes: ["managedClusters", "operations"],
+    apiVersions: ["2025-01-01", "2024-10-01", "2024-05-01"],
+    registrationPolicy: "RegistrationRequired",
+  },
+  {
+    namespace: "Microsoft.Resources",
+    resourceTypes: ["resourceGroups", "subscriptions", "operations"],
+    apiVersions: API_VERSIONS.resources.slice().reverse(),
+    registrationPolicy: "RegistrationFree",
+  },
+  {
+    namespace: "Microsoft.Authorization",
+    resourceTypes: ["roleAssignments", "roleDefinitions", "operations"],
+    apiVersions: API_VERSIONS.roleAssignments.slice().reverse(),
+    registrationPolicy: "RegistrationFree",
+  },
 ];
 
 /** The RBAC action ARM checks for each write or delete the fake serves (Azure's resource provider operations). */
@@ -216,8 +303,10 @@ const ARM_ACTIONS: Record<string, string> = {
   UserAssignedIdentities_CreateOrUpdate: "Microsoft.ManagedIdentity/userAssignedIdentities/write",
   UserAssignedIdentities_Update: "Microsoft.ManagedIdentity/userAssignedIdentities/write",
   UserAssignedIdentities_Delete: "Microsoft.ManagedIdentity/userAssignedIdentities/delete",
-  FederatedIdentityCredentials_CreateOrUpdate: "Microsoft.ManagedIdentity/userAssignedIdentities/federatedIdentityCredentials/write",
-  FederatedIdentityCredentials_Delete: "Microsoft.ManagedIdentity/userAssignedIdentities/federatedIdentityCredentials/delete",
+  FederatedIdentityCredentials_CreateOrUpdate:
+    "Microsoft.ManagedIdentity/userAssignedIdentities/federatedIdentityCredentials/write",
+  FederatedIdentityCredentials_Delete:
+    "Microsoft.ManagedIdentity/userAssignedIdentities/federatedIdentityCredentials/delete",
   RoleAssignments_Create: "Microsoft.Authorization/roleAssignments/write",
   RoleAssignments_Delete: "Microsoft.Authorization/roleAssignments/delete",
 };
@@ -278,14 +367,22 @@ export const BUILT_IN_ROLES: RoleDefinitionSeed[] = [
     id: "69a216fc-b8fb-44d8-bc22-1f3c2cd27a39",
     roleName: "Azure Service Bus Data Sender",
     description: "Allows for send access to Azure Service Bus resources.",
-    actions: ["Microsoft.ServiceBus/*/queues/read", "Microsoft.ServiceBus/*/topics/read", "Microsoft.ServiceBus/*/topics/subscriptions/read"],
+    actions: [
+      "Microsoft.ServiceBus/*/queues/read",
+      "Microsoft.ServiceBus/*/topics/read",
+      "Microsoft.ServiceBus/*/topics/subscriptions/read",
+    ],
     dataActions: ["Microsoft.ServiceBus/*/send/action"],
   },
   {
     id: "4f6d3b9b-027b-4f4c-9142-0e5a2a2247e0",
     roleName: "Azure Service Bus Data Receiver",
     description: "Allows for receive access to Azure Service Bus resources.",
-    actions: ["Microsoft.ServiceBus/*/queues/read", "Microsoft.ServiceBus/*/topics/read", "Microsoft.ServiceBus/*/topics/subscriptions/read"],
+    actions: [
+      "Microsoft.ServiceBus/*/queues/read",
+      "Microsoft.ServiceBus/*/topics/read",
+      "Microsoft.ServiceBus/*/topics/subscriptions/read",
+    ],
     dataActions: ["Microsoft.ServiceBus/*/receive/action"],
   },
   {
@@ -306,13 +403,20 @@ export const BUILT_IN_ROLES: RoleDefinitionSeed[] = [
     id: "4abbcc35-e782-43d8-92c5-2d3f1bd2253f",
     roleName: "Azure Kubernetes Service Cluster User Role",
     description: "List cluster user credential action.",
-    actions: ["Microsoft.ContainerService/managedClusters/listClusterUserCredential/action", "Microsoft.ContainerService/managedClusters/read"],
+    actions: [
+      "Microsoft.ContainerService/managedClusters/listClusterUserCredential/action",
+      "Microsoft.ContainerService/managedClusters/read",
+    ],
   },
   {
     id: "4633458b-17de-408a-b874-0445c86b69e6",
     roleName: "Key Vault Secrets User",
-    description: "Read secret contents. Only works for key vaults that use the 'Azure role-based access control' permission model.",
-    dataActions: ["Microsoft.KeyVault/vaults/secrets/getSecret/action", "Microsoft.KeyVault/vaults/secrets/readMetadata/action"],
+    description:
+      "Read secret contents. Only works for key vaults that use the 'Azure role-based access control' permission model.",
+    dataActions: [
+      "Microsoft.KeyVault/vaults/secrets/getSecret/action",
+      "Microsoft.KeyVault/vaults/secrets/readMetadata/action",
+    ],
   },
   {
     id: "ba92f5b4-2d11-453d-a403-e96b0029c9fe",
@@ -378,12 +482,17 @@ function resourceNotFound(type: string, name: string, rg: string): ArmError {
 
 /** ARM's job-id escaping: upper-case, every character outside [A-Z0-9] becomes `:XX` (hex). */
 function jobEscape(s: string): string {
-  return [...s.toUpperCase()].map((ch) => (/[A-Z0-9]/.test(ch) ? ch : `:${ch.charCodeAt(0).toString(16).toUpperCase().padStart(2, "0")}`)).join("");
+  return [...s.toUpperCase()]
+    .map((ch) => (/[A-Z0-9]/.test(ch) ? ch : `:${ch.charCodeAt(0).toString(16).toUpperCase().padStart(2, "0")}`))
+    .join("");
 }
 
 /** Operation id for a resource group deletion — deterministic, the way ARM builds it. */
 export function rgDeletionOperationId(rgName: string, location: string): string {
-  const job = { jobId: `RESOURCEGROUPDELETIONJOB-${jobEscape(rgName)}-${jobEscape(location)}`, jobLocation: location.toLowerCase() };
+  const job = {
+    jobId: `RESOURCEGROUPDELETIONJOB-${jobEscape(rgName)}-${jobEscape(location)}`,
+    jobLocation: location.toLowerCase(),
+  };
   return Buffer.from(JSON.stringify(job)).toString("base64url");
 }
 
@@ -393,20 +502,34 @@ function parseJson(body: Buffer): Record<string, unknown> {
   try {
     parsed = JSON.parse(body.toString("utf8"));
   } catch (err) {
-    throw new ArmError(400, "InvalidRequestContent", `The request content was invalid and could not be deserialized: '${(err as Error).message}'.`);
+    throw new ArmError(
+      400,
+      "InvalidRequestContent",
+      `The request content was invalid and could not be deserialized: '${(err as Error).message}'.`,
+    );
   }
   if (parsed === null || typeof parsed !== "object" || Array.isArray(parsed)) {
-    throw new ArmError(400, "InvalidRequestContent", "The request content was invalid and could not be deserialized: 'expected a JSON object'.");
+    throw new ArmError(
+      400,
+      "InvalidRequestContent",
+      "The request content was invalid and could not be deserialized: 'expected a JSON object'.",
+    );
   }
   return parsed as Record<string, unknown>;
 }
 
 function stringMap(v: unknown, what = "tags"): Record<string, string> | undefined {
   if (v === undefined || v === null) return undefined;
-  if (typeof v !== "object" || Array.isArray(v)) throw new ArmError(400, "InvalidRequestContent", `The request content was invalid: '${what}' must be an object.`);
+  if (typeof v !== "object" || Array.isArray(v))
+    throw new ArmError(400, "InvalidRequestContent", `The request content was invalid: '${what}' must be an object.`);
   const out: Record<string, string> = {};
   for (const [k, val] of Object.entries(v as Record<string, unknown>)) {
-    if (typeof val !== "string") throw new ArmError(400, "InvalidRequestContent", `The request content was invalid: ${what} values must be strings.`);
+    if (typeof val !== "string")
+      throw new ArmError(
+        400,
+        "InvalidRequestContent",
+        `The request content was invalid: ${what} values must be strings.`,
+      );
     out[k] = val;
   }
   return out;
@@ -447,7 +570,11 @@ export function classifyArm(method: string, segments: string[]): ArmRoute {
       if (rest[0] === "roledefinitions") {
         if (rest.length === 1 && m === "GET") return op("RoleDefinitions_List", "roleDefinitions");
         if (rest.length === 2 && m === "GET") return op("RoleDefinitions_Get", "roleDefinitions");
-        if (rest.length === 2) return op(`RoleDefinitions_${m === "PUT" ? "CreateOrUpdate" : m === "DELETE" ? "Delete" : "Unsupported"}`, "roleDefinitions");
+        if (rest.length === 2)
+          return op(
+            `RoleDefinitions_${m === "PUT" ? "CreateOrUpdate" : m === "DELETE" ? "Delete" : "Unsupported"}`,
+            "roleDefinitions",
+          );
       }
       if (rest[0] === "roleassignments") {
         if (rest.length === 1 && m === "GET") return op("RoleAssignments_ListForScope", "roleAssignments");
@@ -468,7 +595,8 @@ export function classifyArm(method: string, segments: string[]): ArmRoute {
   if (l[2] === "providers" && l.length === 5) {
     if (l[3] === "microsoft.managedidentity" && l[4] === "userassignedidentities" && m === "GET")
       return op("UserAssignedIdentities_ListBySubscription", "managedIdentity");
-    if (l[3] === "microsoft.containerservice" && l[4] === "managedclusters" && m === "GET") return op("ManagedClusters_List", "containerService");
+    if (l[3] === "microsoft.containerservice" && l[4] === "managedclusters" && m === "GET")
+      return op("ManagedClusters_List", "containerService");
   }
   if (l[2] === "resourcegroups") {
     if (l.length === 3 && m === "GET") return op("ResourceGroups_List", "resources");
@@ -511,7 +639,11 @@ export function classifyArm(method: string, segments: string[]): ArmRoute {
       if (ns === "microsoft.containerservice" && type === "managedclusters") {
         if (l.length === 7 && m === "GET") return op("ManagedClusters_ListByResourceGroup", "containerService");
         if (l.length === 8 && m === "GET") return op("ManagedClusters_Get", "containerService");
-        if (l.length === 8) return op(`ManagedClusters_${m === "PUT" ? "CreateOrUpdate" : m === "DELETE" ? "Delete" : "Unsupported"}`, "containerService");
+        if (l.length === 8)
+          return op(
+            `ManagedClusters_${m === "PUT" ? "CreateOrUpdate" : m === "DELETE" ? "Delete" : "Unsupported"}`,
+            "containerService",
+          );
       }
     }
   }
@@ -570,15 +702,29 @@ export class FakeArm {
   }
 
   /** E.g. `NotRegistered` for Microsoft.ManagedIdentity: ASO then cannot create identities in that subscription. */
-  setResourceProviderState(o: { subscriptionId?: string; namespace: string; state: "Registered" | "NotRegistered" | "Registering" | "Unregistering" }): void {
+  setResourceProviderState(o: {
+    subscriptionId?: string;
+    namespace: string;
+    state: "Registered" | "NotRegistered" | "Registering" | "Unregistering";
+  }): void {
     this.providerStates.set(`${lc(o.subscriptionId ?? this.defaultSubscriptionId())}/${lc(o.namespace)}`, o.state);
   }
 
-  seedResourceGroup(o: { subscriptionId?: string; name: string; location?: string; tags?: Record<string, string> }): void {
+  seedResourceGroup(o: {
+    subscriptionId?: string;
+    name: string;
+    location?: string;
+    tags?: Record<string, string>;
+  }): void {
     const sub = lc(o.subscriptionId ?? this.defaultSubscriptionId());
     const key = `${sub}/${lc(o.name)}`;
     if (!this.resourceGroups.has(key)) {
-      this.resourceGroups.set(key, { subscriptionId: sub, name: o.name, location: o.location ?? "westus2", ...(o.tags ? { tags: o.tags } : {}) });
+      this.resourceGroups.set(key, {
+        subscriptionId: sub,
+        name: o.name,
+        location: o.location ?? "westus2",
+        ...(o.tags ? { tags: o.tags } : {}),
+      });
     }
   }
 
@@ -596,7 +742,9 @@ export class FakeArm {
       ...(seed.tags ? { tags: seed.tags } : {}),
       kubernetesVersion: seed.kubernetesVersion ?? "1.31.2",
       oidcIssuerEnabled: enabled,
-      ...(enabled ? { issuerURL: seed.issuerURL ?? `https://${location}.oic.prod-aks.azure.com/${tenant}/${guid()}/` } : {}),
+      ...(enabled
+        ? { issuerURL: seed.issuerURL ?? `https://${location}.oic.prod-aks.azure.com/${tenant}/${guid()}/` }
+        : {}),
       workloadIdentityEnabled: seed.workloadIdentityEnabled ?? enabled,
       principalId: guid(),
       dnsPrefix: `${seed.name.slice(0, 40)}-dns`,
@@ -606,13 +754,22 @@ export class FakeArm {
     return record;
   }
 
-  setClusterOidcIssuer(o: { subscriptionId?: string; resourceGroup: string; name: string; enabled?: boolean; issuerURL?: string }): void {
+  setClusterOidcIssuer(o: {
+    subscriptionId?: string;
+    resourceGroup: string;
+    name: string;
+    enabled?: boolean;
+    issuerURL?: string;
+  }): void {
     const sub = lc(o.subscriptionId ?? this.defaultSubscriptionId());
     const c = this.clusters.get(`${sub}/${lc(o.resourceGroup)}/${lc(o.name)}`);
     if (!c) throw new Error(`no seeded cluster ${o.resourceGroup}/${o.name}`);
     c.oidcIssuerEnabled = o.enabled ?? true;
     if (c.oidcIssuerEnabled) {
-      c.issuerURL = o.issuerURL ?? c.issuerURL ?? `https://${c.location}.oic.prod-aks.azure.com/${this.opts.defaultTenantId}/${guid()}/`;
+      c.issuerURL =
+        o.issuerURL ??
+        c.issuerURL ??
+        `https://${c.location}.oic.prod-aks.azure.com/${this.opts.defaultTenantId}/${guid()}/`;
     } else {
       delete c.issuerURL;
     }
@@ -632,7 +789,11 @@ export class FakeArm {
           principalId: i.principalId,
           tenantId: i.tenantId,
           resourceId: this.identityId(i),
-          federatedCredentials: [...i.fics.values()].map<FederatedCredential>((f) => ({ issuer: f.issuer, subject: f.subject, audiences: f.audiences })),
+          federatedCredentials: [...i.fics.values()].map<FederatedCredential>((f) => ({
+            issuer: f.issuer,
+            subject: f.subject,
+            audiences: f.audiences,
+          })),
         };
       }
     }
@@ -642,7 +803,8 @@ export class FakeArm {
   private principalType(principalId: string): string | undefined {
     const id = lc(principalId);
     for (const i of this.identities.values()) {
-      if (i.principalId === id) return Date.now() - i.createdAt >= this.opts.principalReplicationMs ? "ServicePrincipal" : undefined;
+      if (i.principalId === id)
+        return Date.now() - i.createdAt >= this.opts.principalReplicationMs ? "ServicePrincipal" : undefined;
     }
     for (const c of this.clusters.values()) if (c.principalId === id) return "ServicePrincipal";
     return this.entra.principals.get(id)?.type;
@@ -682,7 +844,11 @@ export class FakeArm {
   // ----- request entry point -----------------------------------------------------------------
 
   /** Headers ARM adds to every response (error or not). */
-  commonHeaders(method: string, subscriptionId: string | undefined, correlationId: string | undefined): Record<string, string> {
+  commonHeaders(
+    method: string,
+    subscriptionId: string | undefined,
+    correlationId: string | undefined,
+  ): Record<string, string> {
     const requestId = guid();
     const headers: Record<string, string> = {
       "Cache-Control": "no-cache",
@@ -692,15 +858,20 @@ export class FakeArm {
       "X-Content-Type-Options": "nosniff",
       "x-ms-request-id": requestId,
       "x-ms-correlation-request-id": correlationId ?? requestId,
-      "x-ms-routing-request-id": `WESTUS2:${new Date().toISOString().replace(/[-:]/g, "").replace(/\.\d+Z$/, "Z")}:${requestId}`,
+      "x-ms-routing-request-id": `WESTUS2:${new Date()
+        .toISOString()
+        .replace(/[-:]/g, "")
+        .replace(/\.\d+Z$/, "Z")}:${requestId}`,
     };
     if (subscriptionId) {
       const key = lc(subscriptionId);
       const rl = this.rateLimits.get(key) ?? { reads: 12000, writes: 1200, deletes: 15000 };
       this.rateLimits.set(key, rl);
       const m = method.toUpperCase();
-      if (m === "GET" || m === "HEAD") headers["x-ms-ratelimit-remaining-subscription-reads"] = String((rl.reads = Math.max(0, rl.reads - 1)));
-      else if (m === "DELETE") headers["x-ms-ratelimit-remaining-subscription-deletes"] = String((rl.deletes = Math.max(0, rl.deletes - 1)));
+      if (m === "GET" || m === "HEAD")
+        headers["x-ms-ratelimit-remaining-subscription-reads"] = String((rl.reads = Math.max(0, rl.reads - 1)));
+      else if (m === "DELETE")
+        headers["x-ms-ratelimit-remaining-subscription-deletes"] = String((rl.deletes = Math.max(0, rl.deletes - 1)));
       else headers["x-ms-ratelimit-remaining-subscription-writes"] = String((rl.writes = Math.max(0, rl.writes - 1)));
     }
     return headers;
@@ -710,15 +881,30 @@ export class FakeArm {
   precheck(route: ArmRoute, query: URLSearchParams, segments: string[], claims: { tid: string }): void {
     const apiVersion = query.get("api-version");
     if (!apiVersion) {
-      throw new ArmError(400, "MissingApiVersionParameter", "The api-version query parameter (?api-version=) is required for all requests.", GATEWAY);
+      throw new ArmError(
+        400,
+        "MissingApiVersionParameter",
+        "The api-version query parameter (?api-version=) is required for all requests.",
+        GATEWAY,
+      );
     }
     if (route.subscriptionId) {
       const sub = this.subscriptions.get(lc(route.subscriptionId));
       if (!sub) {
         if (!isGuid(route.subscriptionId)) {
-          throw new ArmError(400, "InvalidSubscriptionId", `The provided subscription identifier '${route.subscriptionId}' is malformed or invalid.`, GATEWAY);
+          throw new ArmError(
+            400,
+            "InvalidSubscriptionId",
+            `The provided subscription identifier '${route.subscriptionId}' is malformed or invalid.`,
+            GATEWAY,
+          );
         }
-        throw new ArmError(404, "SubscriptionNotFound", `The subscription '${route.subscriptionId}' could not be found.`, GATEWAY);
+        throw new ArmError(
+          404,
+          "SubscriptionNotFound",
+          `The subscription '${route.subscriptionId}' could not be found.`,
+          GATEWAY,
+        );
       }
       if (lc(claims.tid) !== sub.tenantId) {
         throw new ArmError(
@@ -756,7 +942,8 @@ export class FakeArm {
       roleDefinitions: "roleDefinitions",
       roleAssignments: "roleAssignments",
     };
-    const supported = route.family === "containerService" ? [] : API_VERSIONS[route.family as keyof typeof API_VERSIONS];
+    const supported =
+      route.family === "containerService" ? [] : API_VERSIONS[route.family as keyof typeof API_VERSIONS];
     const l = segments.map(lc);
     const rg = l[2] === "resourcegroups" && segments[3] ? this.resourceGroups.get(`${l[1]}/${l[3]}`) : undefined;
     throw new ArmError(
@@ -775,7 +962,11 @@ export class FakeArm {
       case "Subscriptions_Get":
         return { status: 200, body: this.subscriptionJson(this.subscriptions.get(lc(s[1]!))!) };
       case "ResourceGroups_List":
-        return this.page(r, this.rgsOf(s[1]!).map((g) => this.rgJson(g)), this.opts.pageSize.resourceGroups);
+        return this.page(
+          r,
+          this.rgsOf(s[1]!).map((g) => this.rgJson(g)),
+          this.opts.pageSize.resourceGroups,
+        );
       case "ResourceGroups_CreateOrUpdate":
         return this.putResourceGroup(r);
       case "ResourceGroups_Get":
@@ -800,7 +991,9 @@ export class FakeArm {
         const rg = this.requireRg(s[1]!, s[3]!);
         return this.page(
           r,
-          [...this.identities.values()].filter((i) => i.subscriptionId === lc(s[1]!) && lc(i.resourceGroup) === lc(rg.name)).map((i) => this.identityJson(i)),
+          [...this.identities.values()]
+            .filter((i) => i.subscriptionId === lc(s[1]!) && lc(i.resourceGroup) === lc(rg.name))
+            .map((i) => this.identityJson(i)),
           this.opts.pageSize.userAssignedIdentities,
         );
       }
@@ -822,7 +1015,11 @@ export class FakeArm {
       }
       case "FederatedIdentityCredentials_List": {
         const i = this.requireIdentityForChild(s);
-        return this.page(r, [...i.fics.values()].map((f) => this.ficJson(i, f)), this.opts.pageSize.federatedIdentityCredentials);
+        return this.page(
+          r,
+          [...i.fics.values()].map((f) => this.ficJson(i, f)),
+          this.opts.pageSize.federatedIdentityCredentials,
+        );
       }
       case "FederatedIdentityCredentials_Get": {
         this.requireRg(s[1]!, s[3]!);
@@ -846,12 +1043,22 @@ export class FakeArm {
       }
       case "ManagedClusters_ListByResourceGroup": {
         this.requireRg(s[1]!, s[3]!);
-        const items = [...this.clusters.values()].filter((c) => c.subscriptionId === lc(s[1]!) && lc(c.resourceGroup) === lc(s[3]!));
-        return this.page(r, items.map((c) => this.clusterJson(c)), this.opts.pageSize.managedClusters);
+        const items = [...this.clusters.values()].filter(
+          (c) => c.subscriptionId === lc(s[1]!) && lc(c.resourceGroup) === lc(s[3]!),
+        );
+        return this.page(
+          r,
+          items.map((c) => this.clusterJson(c)),
+          this.opts.pageSize.managedClusters,
+        );
       }
       case "ManagedClusters_List": {
         const items = [...this.clusters.values()].filter((c) => c.subscriptionId === lc(s[1]!));
-        return this.page(r, items.map((c) => this.clusterJson(c)), this.opts.pageSize.managedClusters);
+        return this.page(
+          r,
+          items.map((c) => this.clusterJson(c)),
+          this.opts.pageSize.managedClusters,
+        );
       }
       case "RoleDefinitions_List":
         return this.listRoleDefinitions(r);
@@ -863,7 +1070,9 @@ export class FakeArm {
         return this.putRoleAssignment(r);
       case "RoleAssignments_Get": {
         const { scope, name } = this.authzScope(s);
-        const ra = this.roleAssignments.get(lc(`${scope === "/" ? "" : scope}/providers/Microsoft.Authorization/roleAssignments/${name}`));
+        const ra = this.roleAssignments.get(
+          lc(`${scope === "/" ? "" : scope}/providers/Microsoft.Authorization/roleAssignments/${name}`),
+        );
         if (!ra) throw new ArmError(404, "RoleAssignmentNotFound", `The role assignment '${name}' is not found.`);
         return { status: 200, body: this.roleAssignmentJson(ra) };
       }
@@ -881,7 +1090,11 @@ export class FakeArm {
       case "RoleDefinitions_CreateOrUpdate":
       case "RoleDefinitions_Delete":
       case "RoleDefinitions_Unsupported":
-        throw new NotImplementedByFake(405, "MethodNotAllowedByFake", `The fake does not implement '${r.route.operation}'. Seed this state through the FakeAzure test API.`);
+        throw new NotImplementedByFake(
+          405,
+          "MethodNotAllowedByFake",
+          `The fake does not implement '${r.route.operation}'. Seed this state through the FakeAzure test API.`,
+        );
       default:
         throw new NotImplementedByFake(
           404,
@@ -897,8 +1110,13 @@ export class FakeArm {
     const token = r.query.get("$skiptoken") ?? r.query.get("$skipToken");
     let offset = 0;
     if (token) {
-      const n = Number(Buffer.from(token, "base64url").toString("utf8").replace(/^offset:/, ""));
-      if (!Number.isInteger(n) || n < 0) throw new ArmError(400, "InvalidSkipToken", `The skip token '${token}' is invalid.`);
+      const n = Number(
+        Buffer.from(token, "base64url")
+          .toString("utf8")
+          .replace(/^offset:/, ""),
+      );
+      if (!Number.isInteger(n) || n < 0)
+        throw new ArmError(400, "InvalidSkipToken", `The skip token '${token}' is invalid.`);
       offset = n;
     }
     const size = Math.max(1, pageSize);
@@ -924,13 +1142,21 @@ export class FakeArm {
       tenantId: s.tenantId,
       displayName: s.displayName,
       state: "Enabled",
-      subscriptionPolicies: { locationPlacementId: "Public_2014-09-01", quotaId: "PayAsYouGo_2014-09-01", spendingLimit: "Off" },
+      subscriptionPolicies: {
+        locationPlacementId: "Public_2014-09-01",
+        quotaId: "PayAsYouGo_2014-09-01",
+        spendingLimit: "Off",
+      },
     };
   }
 
   private listSubscriptions(r: ArmRequest): ResponseSpec {
     const subs = [...this.subscriptions.values()].filter((s) => s.tenantId === lc(r.claims.tid));
-    const res = this.page(r, subs.map((s) => this.subscriptionJson(s)), this.opts.pageSize.subscriptions);
+    const res = this.page(
+      r,
+      subs.map((s) => this.subscriptionJson(s)),
+      this.opts.pageSize.subscriptions,
+    );
     (res.body as Record<string, unknown>).count = { type: "Total", value: subs.length };
     return res;
   }
@@ -944,7 +1170,8 @@ export class FakeArm {
   /** GET /subscriptions/{s}/providers/{namespace}: as ARM answers it, trimmed to the resource types Berth's templates use. */
   private providerJson(sub: string, namespace: string): unknown {
     const known = RESOURCE_PROVIDERS.find((p) => lc(p.namespace) === lc(namespace));
-    if (!known) throw new ArmError(404, "InvalidResourceNamespace", `The resource namespace '${namespace}' is invalid.`, GATEWAY);
+    if (!known)
+      throw new ArmError(404, "InvalidResourceNamespace", `The resource namespace '${namespace}' is invalid.`, GATEWAY);
     const state = this.providerStates.get(`${lc(sub)}/${lc(namespace)}`) ?? "Registered";
     return {
       id: `/subscriptions/${lc(sub)}/providers/${known.namespace}`,
@@ -969,7 +1196,11 @@ export class FakeArm {
   private requireWritableRg(sub: string, name: string): ResourceGroup {
     const g = this.requireRg(sub, name);
     if (g.deleting) {
-      throw new ArmError(409, "ResourceGroupBeingDeleted", `The resource group '${g.name}' is in deprovisioning state and cannot perform this operation.`);
+      throw new ArmError(
+        409,
+        "ResourceGroupBeingDeleted",
+        `The resource group '${g.name}' is in deprovisioning state and cannot perform this operation.`,
+      );
     }
     return g;
   }
@@ -1005,7 +1236,11 @@ export class FakeArm {
     const tags = stringMap(body.tags);
     if (existing) {
       if (existing.deleting) {
-        throw new ArmError(409, "ResourceGroupBeingDeleted", `The resource group '${existing.name}' is in deprovisioning state and cannot perform this operation.`);
+        throw new ArmError(
+          409,
+          "ResourceGroupBeingDeleted",
+          `The resource group '${existing.name}' is in deprovisioning state and cannot perform this operation.`,
+        );
       }
       if (lc(existing.location) !== lc(location).replace(/\s/g, "")) {
         throw new ArmError(
@@ -1095,7 +1330,8 @@ export class FakeArm {
     for (const k of [...this.identities.keys()]) if (k.startsWith(prefix)) this.identities.delete(k);
     for (const k of [...this.clusters.keys()]) if (k.startsWith(prefix)) this.clusters.delete(k);
     const rgScope = `/subscriptions/${g.subscriptionId}/resourcegroups/${lc(g.name)}`;
-    for (const [k, ra] of [...this.roleAssignments]) if (isAncestorOrSelf(rgScope, ra.scope)) this.roleAssignments.delete(k);
+    for (const [k, ra] of [...this.roleAssignments])
+      if (isAncestorOrSelf(rgScope, ra.scope)) this.roleAssignments.delete(k);
   }
 
   private pollOperation(r: ArmRequest): ResponseSpec {
@@ -1274,18 +1510,38 @@ export class FakeArm {
     const subject = props?.subject;
     const audiences = props?.audiences;
     if (typeof issuer !== "string" || !/^https:\/\/\S+$/.test(issuer) || issuer.length > 600) {
-      throw new ArmError(400, "BadRequest", "The issuer of a federated identity credential must be an https URL of at most 600 characters.");
+      throw new ArmError(
+        400,
+        "BadRequest",
+        "The issuer of a federated identity credential must be an https URL of at most 600 characters.",
+      );
     }
     if (typeof subject !== "string" || subject.length === 0 || subject.length > 600) {
-      throw new ArmError(400, "BadRequest", "The subject of a federated identity credential must be 1-600 characters long.");
+      throw new ArmError(
+        400,
+        "BadRequest",
+        "The subject of a federated identity credential must be 1-600 characters long.",
+      );
     }
-    if (!Array.isArray(audiences) || audiences.length !== 1 || typeof audiences[0] !== "string" || audiences[0].length === 0 || audiences[0].length > 600) {
-      throw new ArmError(400, "BadRequest", "A federated identity credential must have exactly one audience of 1-600 characters.");
+    if (
+      !Array.isArray(audiences) ||
+      audiences.length !== 1 ||
+      typeof audiences[0] !== "string" ||
+      audiences[0].length === 0 ||
+      audiences[0].length > 600
+    ) {
+      throw new ArmError(
+        400,
+        "BadRequest",
+        "A federated identity credential must have exactly one audience of 1-600 characters.",
+      );
     }
     const key = lc(name);
     return this.ficWrite(i, () => {
       const existing = i.fics.get(key);
-      const clash = [...i.fics.values()].find((f) => lc(f.name) !== key && f.issuer === issuer && f.subject === subject);
+      const clash = [...i.fics.values()].find(
+        (f) => lc(f.name) !== key && f.issuer === issuer && f.subject === subject,
+      );
       if (clash) {
         throw new ArmError(
           400,
@@ -1355,7 +1611,15 @@ export class FakeArm {
         ],
         nodeResourceGroup: `MC_${c.resourceGroup}_${c.name}_${c.location}`,
         enableRBAC: true,
-        networkProfile: { networkPlugin: "azure", networkPluginMode: "overlay", podCidr: "10.244.0.0/16", serviceCidr: "10.0.0.0/16", dnsServiceIP: "10.0.0.10", outboundType: "loadBalancer", loadBalancerSku: "standard" },
+        networkProfile: {
+          networkPlugin: "azure",
+          networkPluginMode: "overlay",
+          podCidr: "10.244.0.0/16",
+          serviceCidr: "10.0.0.0/16",
+          dnsServiceIP: "10.0.0.10",
+          outboundType: "loadBalancer",
+          loadBalancerSku: "standard",
+        },
         aadProfile: { managed: true, enableAzureRBAC: true, tenantID: tenant },
         oidcIssuerProfile: c.oidcIssuerEnabled ? { enabled: true, issuerURL: c.issuerURL } : { enabled: false },
         securityProfile: c.workloadIdentityEnabled ? { workloadIdentity: { enabled: true } } : {},
@@ -1370,7 +1634,8 @@ export class FakeArm {
   /** Split `/{scope}/providers/Microsoft.Authorization/{type}/{name}` into scope + name. */
   private authzScope(s: string[]): { scope: string; scopeSegments: string[]; name: string | undefined } {
     let idx = -1;
-    for (let i = 0; i + 1 < s.length; i++) if (lc(s[i]!) === "providers" && lc(s[i + 1]!) === "microsoft.authorization") idx = i;
+    for (let i = 0; i + 1 < s.length; i++)
+      if (lc(s[i]!) === "providers" && lc(s[i + 1]!) === "microsoft.authorization") idx = i;
     const scopeSegments = s.slice(0, idx);
     return { scope: scopeString(scopeSegments), scopeSegments, name: s[idx + 3] };
   }
@@ -1381,7 +1646,11 @@ export class FakeArm {
     if (l.length === 8 && l[4] === "providers") {
       const key = `${l[1]}/${l[3]}/${l[7]}`;
       if (l[5] === "microsoft.managedidentity" && l[6] === "userassignedidentities" && !this.identities.has(key)) {
-        throw resourceNotFound("Microsoft.ManagedIdentity/userAssignedIdentities", scopeSegments[7]!, scopeSegments[3]!);
+        throw resourceNotFound(
+          "Microsoft.ManagedIdentity/userAssignedIdentities",
+          scopeSegments[7]!,
+          scopeSegments[3]!,
+        );
       }
       if (l[5] === "microsoft.containerservice" && l[6] === "managedclusters" && !this.clusters.has(key)) {
         throw resourceNotFound("Microsoft.ContainerService/managedClusters", scopeSegments[7]!, scopeSegments[3]!);
@@ -1401,7 +1670,14 @@ export class FakeArm {
         type: d.type,
         description: d.description,
         assignableScopes: d.assignableScopes,
-        permissions: [{ actions: d.actions, notActions: d.notActions, dataActions: d.dataActions, notDataActions: d.notDataActions }],
+        permissions: [
+          {
+            actions: d.actions,
+            notActions: d.notActions,
+            dataActions: d.dataActions,
+            notDataActions: d.notDataActions,
+          },
+        ],
         createdOn: "2015-02-02T21:55:09.8806423Z",
         updatedOn: "2024-05-01T10:00:00.0000000Z",
         createdBy: null,
@@ -1415,7 +1691,9 @@ export class FakeArm {
 
   private visibleRoleDefinitions(scope: string): Array<Required<RoleDefinitionSeed>> {
     return [...this.roleDefinitions.values()].filter(
-      (d) => d.type === "BuiltInRole" || d.assignableScopes.some((a) => isAncestorOrSelf(a, scope) || isAncestorOrSelf(scope, a)),
+      (d) =>
+        d.type === "BuiltInRole" ||
+        d.assignableScopes.some((a) => isAncestorOrSelf(a, scope) || isAncestorOrSelf(scope, a)),
     );
   }
 
@@ -1428,20 +1706,35 @@ export class FakeArm {
       for (const clause of filter.split(/\s+and\s+/i)) {
         const m = /^\s*(roleName|type)\s+eq\s+'((?:[^']|'')*)'\s*$/i.exec(clause);
         if (!m) {
-          throw new ArmError(400, "BadRequest", `The filter '${filter}' is not supported. Supported filters: roleName eq '{value}', type eq 'BuiltInRole|CustomRole'.`);
+          throw new ArmError(
+            400,
+            "BadRequest",
+            `The filter '${filter}' is not supported. Supported filters: roleName eq '{value}', type eq 'BuiltInRole|CustomRole'.`,
+          );
         }
         const value = m[2]!.replace(/''/g, "'");
-        defs = lc(m[1]!) === "rolename" ? defs.filter((d) => lc(d.roleName) === lc(value)) : defs.filter((d) => lc(d.type) === lc(value));
+        defs =
+          lc(m[1]!) === "rolename"
+            ? defs.filter((d) => lc(d.roleName) === lc(value))
+            : defs.filter((d) => lc(d.type) === lc(value));
       }
     }
-    return this.page(r, defs.map((d) => this.roleDefinitionJson(scopeSegments, d)), this.opts.pageSize.roleDefinitions);
+    return this.page(
+      r,
+      defs.map((d) => this.roleDefinitionJson(scopeSegments, d)),
+      this.opts.pageSize.roleDefinitions,
+    );
   }
 
   private getRoleDefinition(r: ArmRequest): ResponseSpec {
     const { scope, scopeSegments, name } = this.authzScope(r.segments);
     const d = this.roleDefinitions.get(lc(name ?? ""));
     if (!d || !this.visibleRoleDefinitions(scope).includes(d)) {
-      throw new ArmError(404, "RoleDefinitionDoesNotExist", `The specified role definition with ID '${name}' does not exist.`);
+      throw new ArmError(
+        404,
+        "RoleDefinitionDoesNotExist",
+        `The specified role definition with ID '${name}' does not exist.`,
+      );
     }
     return { status: 200, body: this.roleDefinitionJson(scopeSegments, d) };
   }
@@ -1471,7 +1764,11 @@ export class FakeArm {
   private putRoleAssignment(r: ArmRequest): ResponseSpec {
     const { scope, scopeSegments, name } = this.authzScope(r.segments);
     if (!name || !isGuid(name)) {
-      throw new ArmError(400, "InvalidRoleAssignmentId", `The role assignment ID '${name}' is not valid. The role assignment ID must be a GUID.`);
+      throw new ArmError(
+        400,
+        "InvalidRoleAssignmentId",
+        `The role assignment ID '${name}' is not valid. The role assignment ID must be a GUID.`,
+      );
     }
     this.checkScopeExists(scopeSegments);
     const body = parseJson(r.body);
@@ -1479,12 +1776,20 @@ export class FakeArm {
     const roleDefinitionId = props.roleDefinitionId;
     const principalId = props.principalId;
     if (typeof roleDefinitionId !== "string" || typeof principalId !== "string") {
-      throw new ArmError(400, "InvalidRequestContent", "The request content was invalid: 'properties.roleDefinitionId' and 'properties.principalId' are required.");
+      throw new ArmError(
+        400,
+        "InvalidRequestContent",
+        "The request content was invalid: 'properties.roleDefinitionId' and 'properties.principalId' are required.",
+      );
     }
     const defGuid = lc(roleDefinitionId.split("/").pop() ?? "");
     const def = this.roleDefinitions.get(defGuid);
     if (!def || !this.visibleRoleDefinitions(scope).includes(def)) {
-      throw new ArmError(400, "RoleDefinitionDoesNotExist", `The specified role definition with ID '${defGuid}' does not exist.`);
+      throw new ArmError(
+        400,
+        "RoleDefinitionDoesNotExist",
+        `The specified role definition with ID '${defGuid}' does not exist.`,
+      );
     }
     const knownType = this.principalType(principalId);
     if (!isGuid(principalId) || !knownType) {
@@ -1499,7 +1804,11 @@ export class FakeArm {
     const existing = this.roleAssignments.get(key);
     if (existing) {
       if (existing.principalId !== lc(principalId) || existing.roleDefinitionGuid !== defGuid) {
-        throw new ArmError(400, "RoleAssignmentUpdateNotPermitted", "Tenant ID, application ID, principal ID, and scope are not allowed to be updated.");
+        throw new ArmError(
+          400,
+          "RoleAssignmentUpdateNotPermitted",
+          "Tenant ID, application ID, principal ID, and scope are not allowed to be updated.",
+        );
       }
       return { status: 201, body: this.roleAssignmentJson(existing) };
     }
@@ -1541,7 +1850,11 @@ export class FakeArm {
         else if ((m = /^\s*principalId\s+eq\s+'([^']*)'\s*$/i.exec(clause))) principal = lc(m[1]!);
         else if ((m = /^\s*assignedTo\('([^']*)'\)\s*$/i.exec(clause))) principal = lc(m[1]!);
         else {
-          throw new ArmError(400, "UnsupportedQuery", `The filter '${filter}' is not supported. Supported: atScope(), principalId eq '{id}', assignedTo('{id}').`);
+          throw new ArmError(
+            400,
+            "UnsupportedQuery",
+            `The filter '${filter}' is not supported. Supported: atScope(), principalId eq '{id}', assignedTo('{id}').`,
+          );
         }
       }
     }
@@ -1550,6 +1863,10 @@ export class FakeArm {
         (isAncestorOrSelf(ra.scope, scope) || (!atScope && isAncestorOrSelf(scope, ra.scope))) &&
         (principal === undefined || ra.principalId === principal),
     );
-    return this.page(r, items.map((ra) => this.roleAssignmentJson(ra)), this.opts.pageSize.roleAssignments);
+    return this.page(
+      r,
+      items.map((ra) => this.roleAssignmentJson(ra)),
+      this.opts.pageSize.roleAssignments,
+    );
   }
 }

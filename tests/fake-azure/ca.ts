@@ -52,7 +52,8 @@ function signCert(cert: forge.pki.Certificate, issuerKeyPem: string): void {
   cert.siginfo.algorithmOid = oid;
   cert.signatureOid = oid;
   // getTBSCertificate exists at runtime but is missing from @types/node-forge.
-  const getTbs = (forge.pki as unknown as { getTBSCertificate(c: forge.pki.Certificate): forge.asn1.Asn1 }).getTBSCertificate;
+  const getTbs = (forge.pki as unknown as { getTBSCertificate(c: forge.pki.Certificate): forge.asn1.Asn1 })
+    .getTBSCertificate;
   const tbs = forge.asn1.toDer(getTbs(cert)).getBytes();
   cert.signature = nodeSign("sha256", Buffer.from(tbs, "binary"), issuerKeyPem).toString("binary");
 }
@@ -100,9 +101,7 @@ export function createLocalCa(commonName = "Berth fake Azure test CA"): LocalCa 
       const cn = names.find((n) => isIP(n) === 0) ?? names[0]!;
       cert.setSubject([{ name: "commonName", value: cn }]);
       cert.setIssuer(caCert.subject.attributes);
-      const altNames = names.map((n) =>
-        isIP(n) === 0 ? { type: 2 as const, value: n } : { type: 7 as const, ip: n },
-      );
+      const altNames = names.map((n) => (isIP(n) === 0 ? { type: 2 as const, value: n } : { type: 7 as const, ip: n }));
       cert.setExtensions([
         { name: "basicConstraints", cA: false, critical: true },
         { name: "keyUsage", digitalSignature: true, keyEncipherment: true, critical: true },

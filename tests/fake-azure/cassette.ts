@@ -19,8 +19,18 @@ export function loadCassette(file: string): CassetteInteraction[] {
   if (doc.version !== 1) throw new Error(`${file}: expected a go-vcr version 1 cassette, got version ${doc.version}`);
   return doc.interactions.map((i, index) => ({
     index,
-    request: { method: i.request.method, url: i.request.url, headers: i.request.headers ?? {}, body: i.request.body ?? "" },
-    response: { code: i.response.code, status: i.response.status, headers: i.response.headers ?? {}, body: i.response.body ?? "" },
+    request: {
+      method: i.request.method,
+      url: i.request.url,
+      headers: i.request.headers ?? {},
+      body: i.request.body ?? "",
+    },
+    response: {
+      code: i.response.code,
+      status: i.response.status,
+      headers: i.response.headers ?? {},
+      body: i.response.body ?? "",
+    },
   }));
 }
 

@@ -10,7 +10,10 @@ export interface RawResponse {
 export function createRawClient(ca: string) {
   const agent = new Agent({ ca, keepAlive: true, maxSockets: 4 });
   return {
-    send(url: string, init: { method?: string; headers?: Record<string, string>; body?: string } = {}): Promise<RawResponse> {
+    send(
+      url: string,
+      init: { method?: string; headers?: Record<string, string>; body?: string } = {},
+    ): Promise<RawResponse> {
       return new Promise((resolve, reject) => {
         const body = init.body ?? "";
         const headers: Record<string, string> = { ...init.headers };
@@ -20,7 +23,8 @@ export function createRawClient(ca: string) {
           res.on("data", (c: Buffer) => chunks.push(c));
           res.on("end", () => {
             const h: Record<string, string> = {};
-            for (const [k, v] of Object.entries(res.headers)) if (v !== undefined) h[k.toLowerCase()] = Array.isArray(v) ? v.join(", ") : v;
+            for (const [k, v] of Object.entries(res.headers))
+              if (v !== undefined) h[k.toLowerCase()] = Array.isArray(v) ? v.join(", ") : v;
             resolve({ status: res.statusCode ?? 0, headers: h, body: Buffer.concat(chunks).toString("utf8") });
           });
           res.on("error", reject);

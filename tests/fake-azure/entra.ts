@@ -6,7 +6,16 @@
  */
 import { generateKeyPairSync, randomUUID, type KeyObject } from "node:crypto";
 import type { IncomingMessage } from "node:http";
-import { createLocalJWKSet, decodeJwt, decodeProtectedHeader, exportJWK, jwtVerify, SignJWT, type JSONWebKeySet, type JWK } from "jose";
+import {
+  createLocalJWKSet,
+  decodeJwt,
+  decodeProtectedHeader,
+  exportJWK,
+  jwtVerify,
+  SignJWT,
+  type JSONWebKeySet,
+  type JWK,
+} from "jose";
 import { guid, type ResponseSpec } from "./util.js";
 
 export const ARM_AUDIENCES = [
@@ -82,10 +91,19 @@ interface StoredApp extends Required<Omit<AppRegistration, "clientSecret" | "fed
   federatedCredentials: FederatedCredential[];
 }
 
-function aadError(status: number, error: string, code: number, description: string, correlationId?: string): ResponseSpec {
+function aadError(
+  status: number,
+  error: string,
+  code: number,
+  description: string,
+  correlationId?: string,
+): ResponseSpec {
   const traceId = randomUUID();
   const corr = correlationId ?? randomUUID();
-  const timestamp = new Date().toISOString().replace("T", " ").replace(/\.\d+Z$/, "Z");
+  const timestamp = new Date()
+    .toISOString()
+    .replace("T", " ")
+    .replace(/\.\d+Z$/, "Z");
   return {
     status,
     headers: { "Cache-Control": "no-store, no-cache", Pragma: "no-cache", "x-ms-request-id": traceId },
@@ -266,7 +284,27 @@ export class FakeEntra {
         http_logout_supported: true,
         frontchannel_logout_supported: true,
         end_session_endpoint: `${base}/${pathTenant}/oauth2/v2.0/logout`,
-        claims_supported: ["sub", "iss", "cloud_instance_name", "cloud_instance_host_name", "cloud_graph_host_name", "msgraph_host", "aud", "exp", "iat", "auth_time", "acr", "nonce", "preferred_username", "name", "tid", "ver", "at_hash", "c_hash", "email"],
+        claims_supported: [
+          "sub",
+          "iss",
+          "cloud_instance_name",
+          "cloud_instance_host_name",
+          "cloud_graph_host_name",
+          "msgraph_host",
+          "aud",
+          "exp",
+          "iat",
+          "auth_time",
+          "acr",
+          "nonce",
+          "preferred_username",
+          "name",
+          "tid",
+          "ver",
+          "at_hash",
+          "c_hash",
+          "email",
+        ],
         kerberos_endpoint: `${base}/${pathTenant}/kerberos`,
         tenant_region_scope: "NA",
         cloud_instance_name: "microsoftonline.com",
@@ -334,15 +372,33 @@ export class FakeEntra {
     }
     const grantType = form.get("grant_type");
     if (grantType !== "client_credentials") {
-      return aadError(400, "unsupported_grant_type", 70003, `The app requested an unsupported grant type '${grantType ?? ""}'.`, correlationId);
+      return aadError(
+        400,
+        "unsupported_grant_type",
+        70003,
+        `The app requested an unsupported grant type '${grantType ?? ""}'.`,
+        correlationId,
+      );
     }
     const clientId = form.get("client_id");
     if (!clientId) {
-      return aadError(400, "invalid_request", 900144, "The request body must contain the following parameter: 'client_id'.", correlationId);
+      return aadError(
+        400,
+        "invalid_request",
+        900144,
+        "The request body must contain the following parameter: 'client_id'.",
+        correlationId,
+      );
     }
     const scope = form.get("scope");
     if (!scope) {
-      return aadError(400, "invalid_request", 900144, "The request body must contain the following parameter: 'scope'.", correlationId);
+      return aadError(
+        400,
+        "invalid_request",
+        900144,
+        "The request body must contain the following parameter: 'scope'.",
+        correlationId,
+      );
     }
     const resourceScope = scope.split(" ").find((s) => s.endsWith("/.default"));
     if (!resourceScope) {
@@ -355,7 +411,8 @@ export class FakeEntra {
       );
     }
     let audience = resourceScope.slice(0, -"/.default".length);
-    if (audience === "https://management.azure.com" || audience === "https://management.core.windows.net") audience += "/";
+    if (audience === "https://management.azure.com" || audience === "https://management.core.windows.net")
+      audience += "/";
 
     const app = this.apps.get(clientId.toLowerCase());
     const identity = app ? undefined : this.opts.lookupIdentityByClientId(clientId.toLowerCase());
@@ -392,7 +449,11 @@ export class FakeEntra {
       const failure = await this.checkAssertion(assertion, fics, correlationId);
       if (failure) return failure;
       const claims = decodeJwt(assertion);
-      proof = { issuer: String(claims.iss), subject: String(claims.sub), audiences: (Array.isArray(claims.aud) ? claims.aud : [claims.aud]).map(String) };
+      proof = {
+        issuer: String(claims.iss),
+        subject: String(claims.sub),
+        audiences: (Array.isArray(claims.aud) ? claims.aud : [claims.aud]).map(String),
+      };
       appidacr = "2";
     } else {
       return aadError(
@@ -404,7 +465,13 @@ export class FakeEntra {
       );
     }
     const lifetime = this.opts.tokenLifetimeSeconds;
-    this.issued.push({ at: Date.now(), tenantId: t, clientId: clientId.toLowerCase(), audience, ...(proof ? { assertion: proof } : {}) });
+    this.issued.push({
+      at: Date.now(),
+      tenantId: t,
+      clientId: clientId.toLowerCase(),
+      audience,
+      ...(proof ? { assertion: proof } : {}),
+    });
     const accessToken = await this.issueToken({
       tenantId: t,
       oid: app?.objectId ?? identity!.principalId,
@@ -425,7 +492,11 @@ export class FakeEntra {
     };
   }
 
-  private async checkAssertion(assertion: string, fics: FederatedCredential[], correlationId?: string): Promise<ResponseSpec | undefined> {
+  private async checkAssertion(
+    assertion: string,
+    fics: FederatedCredential[],
+    correlationId?: string,
+  ): Promise<ResponseSpec | undefined> {
     let claims: Record<string, unknown>;
     try {
       decodeProtectedHeader(assertion);
@@ -434,7 +505,11 @@ export class FakeEntra {
       return aadError(400, "invalid_client", 50027, "JWT token is invalid or malformed.", correlationId);
     }
     const now = Math.floor(Date.now() / 1000);
-    if (typeof claims.exp !== "number" || claims.exp < now - 300 || (typeof claims.nbf === "number" && claims.nbf > now + 300)) {
+    if (
+      typeof claims.exp !== "number" ||
+      claims.exp < now - 300 ||
+      (typeof claims.nbf === "number" && claims.nbf > now + 300)
+    ) {
       return aadError(
         400,
         "invalid_client",
@@ -461,7 +536,13 @@ export class FakeEntra {
       try {
         await jwtVerify(assertion, keys, { issuer: iss });
       } catch {
-        return aadError(400, "invalid_client", 5002738, `Invalid JWT token. The token signature could not be validated for issuer '${iss}'.`, correlationId);
+        return aadError(
+          400,
+          "invalid_client",
+          5002738,
+          `Invalid JWT token. The token signature could not be validated for issuer '${iss}'.`,
+          correlationId,
+        );
       }
     }
     return undefined;
@@ -470,5 +551,4 @@ export class FakeEntra {
   isKnownPrincipal(id: string): boolean {
     return this.principals.has(id.toLowerCase());
   }
-
 }

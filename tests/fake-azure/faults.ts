@@ -118,7 +118,9 @@ export class FaultController {
   }
 
   /** Token endpoint failures (Entra): status defaults to 500. */
-  tokenEndpoint(opts: { status?: number; retryAfter?: number; times?: number; code?: string; message?: string } = {}): FaultHandle {
+  tokenEndpoint(
+    opts: { status?: number; retryAfter?: number; times?: number; code?: string; message?: string } = {},
+  ): FaultHandle {
     return this.add({
       match: { operation: "Entra_Token" },
       times: opts.times,
@@ -151,7 +153,13 @@ function matches(m: FaultMatch, info: RequestInfo): boolean {
   if (m.method && m.method.toUpperCase() !== info.method.toUpperCase()) return false;
   if (m.operation !== undefined) {
     const op = m.operation;
-    if (typeof op === "string" ? op !== info.operation : op instanceof RegExp ? !op.test(info.operation) : !op.includes(info.operation))
+    if (
+      typeof op === "string"
+        ? op !== info.operation
+        : op instanceof RegExp
+          ? !op.test(info.operation)
+          : !op.includes(info.operation)
+    )
       return false;
   }
   if (m.path !== undefined) {
@@ -218,7 +226,8 @@ export class Stats {
   count(operation?: string | RegExp, status?: number | "reset" | "aborted"): number {
     return this.requests.filter(
       (r) =>
-        (operation === undefined || (typeof operation === "string" ? r.operation === operation : operation.test(r.operation))) &&
+        (operation === undefined ||
+          (typeof operation === "string" ? r.operation === operation : operation.test(r.operation))) &&
         (status === undefined || r.status === status),
     ).length;
   }
@@ -241,7 +250,10 @@ export class Stats {
   /** Throws naming every request the fake had no answer for. */
   assertAllAnswered(): void {
     const unknown = this.unknown();
-    if (unknown.length) throw new Error(`the fake Azure had no answer for ${unknown.length} request(s):\n${unknown.map((r) => `  ${r.method} ${r.host}${r.path}${r.query} (${r.operation})`).join("\n")}`);
+    if (unknown.length)
+      throw new Error(
+        `the fake Azure had no answer for ${unknown.length} request(s):\n${unknown.map((r) => `  ${r.method} ${r.host}${r.path}${r.query} (${r.operation})`).join("\n")}`,
+      );
   }
 
   /** Sequence of statuses for an operation, e.g. [429, 200]. */

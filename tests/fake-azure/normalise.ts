@@ -35,7 +35,15 @@ export const COMPARED_HEADERS = [
 ] as const;
 
 const GUID_FIELDS = new Set(["principalid", "clientid"]);
-const TIME_FIELDS = new Set(["createdon", "updatedon", "createdat", "lastmodifiedat", "timestamp", "createdtime", "changedtime"]);
+const TIME_FIELDS = new Set([
+  "createdon",
+  "updatedon",
+  "createdat",
+  "lastmodifiedat",
+  "timestamp",
+  "createdtime",
+  "changedtime",
+]);
 const RFC3339 = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?(Z|[+-]\d{2}:\d{2})$/;
 const SIGNED_PARAMS: Record<string, RegExp> = {
   t: /^\d{18}$/,
@@ -93,14 +101,29 @@ export class Normaliser {
       if (extra.length) errors.push(`${where}: unexpected keys ${extra.join(", ")}`);
       for (const k of rk) {
         if (!ak.includes(k)) continue;
-        this.compareValue(k, (recorded as Record<string, unknown>)[k], (actual as Record<string, unknown>)[k], `${where}.${k}`, errors, inTags || k === "tags");
+        this.compareValue(
+          k,
+          (recorded as Record<string, unknown>)[k],
+          (actual as Record<string, unknown>)[k],
+          `${where}.${k}`,
+          errors,
+          inTags || k === "tags",
+        );
       }
       return;
     }
-    if (recorded !== actual) errors.push(`${where}: expected ${JSON.stringify(recorded)}, got ${JSON.stringify(actual)}`);
+    if (recorded !== actual)
+      errors.push(`${where}: expected ${JSON.stringify(recorded)}, got ${JSON.stringify(actual)}`);
   }
 
-  private compareValue(key: string, recorded: unknown, actual: unknown, where: string, errors: string[], inTags: boolean): void {
+  private compareValue(
+    key: string,
+    recorded: unknown,
+    actual: unknown,
+    where: string,
+    errors: string[],
+    inTags: boolean,
+  ): void {
     const k = key.toLowerCase();
     if (!inTags && typeof recorded === "string" && (GUID_FIELDS.has(k) || this.extraGuidFields.includes(k))) {
       if (typeof actual !== "string" || !GUID_RE.test(actual)) {
@@ -111,12 +134,14 @@ export class Normaliser {
       return;
     }
     if (!inTags && typeof recorded === "string" && TIME_FIELDS.has(k) && RFC3339.test(recorded)) {
-      if (typeof actual !== "string" || !RFC3339.test(actual)) errors.push(`${where}: expected an RFC 3339 timestamp, got ${JSON.stringify(actual)}`);
+      if (typeof actual !== "string" || !RFC3339.test(actual))
+        errors.push(`${where}: expected an RFC 3339 timestamp, got ${JSON.stringify(actual)}`);
       else this.loose.push([recorded, actual]);
       return;
     }
     if (!inTags && k === "etag" && typeof recorded === "string") {
-      if (typeof actual !== "string" || actual.length === 0) errors.push(`${where}: expected an etag, got ${JSON.stringify(actual)}`);
+      if (typeof actual !== "string" || actual.length === 0)
+        errors.push(`${where}: expected an etag, got ${JSON.stringify(actual)}`);
       else this.map(recorded, actual, where, errors);
       return;
     }
@@ -148,7 +173,10 @@ export class Normaliser {
     this.compareJson(r, a, where, errors);
     if (errors.length === 0) {
       const back = this.unmap(actual);
-      if (back !== recorded) errors.push(`${where}: body differs byte-wise after normalisation:\n  recorded: ${recorded}\n  fake:     ${back}`);
+      if (back !== recorded)
+        errors.push(
+          `${where}: body differs byte-wise after normalisation:\n  recorded: ${recorded}\n  fake:     ${back}`,
+        );
     }
     return errors;
   }
@@ -162,7 +190,8 @@ export class Normaliser {
 
   compareLocation(recorded: string, actual: string | undefined, where: string): string[] {
     if (actual === undefined) return [`${where}: Location missing`];
-    if (recorded.startsWith("/")) return recorded === actual ? [] : [`${where}: Location expected ${recorded}, got ${actual}`];
+    if (recorded.startsWith("/"))
+      return recorded === actual ? [] : [`${where}: Location expected ${recorded}, got ${actual}`];
     const errors: string[] = [];
     const r = new URL(recorded);
     const a = new URL(actual);

@@ -25,7 +25,10 @@ export interface FakeProxy {
   close(): Promise<void>;
 }
 
-export async function startConnectProxy(opts: { upstreamPort: number; routedHosts: readonly string[] }): Promise<FakeProxy> {
+export async function startConnectProxy(opts: {
+  upstreamPort: number;
+  routedHosts: readonly string[];
+}): Promise<FakeProxy> {
   const connects: ProxyConnect[] = [];
   const sockets = new Set<Socket>();
   const allowed = new Set<string>([

@@ -20,7 +20,9 @@ const CASSETTES = ["Test_ResourceGroup_CRUD.yaml", "Test_ManagedIdentity_UserAss
 
 /** How many 202s the recording got while polling the operation — the fake is set to the same. */
 function recordedPolls(interactions: CassetteInteraction[]): number {
-  return interactions.filter((i) => /\/operationresults\//i.test(new URL(i.request.url).pathname) && i.response.code === 202).length;
+  return interactions.filter(
+    (i) => /\/operationresults\//i.test(new URL(i.request.url).pathname) && i.response.code === 202,
+  ).length;
 }
 
 describe("recordings are present", () => {
@@ -86,7 +88,8 @@ describe.each(CASSETTES)("replay %s", (file) => {
         body: i.request.body,
       });
       const where = `#${i.index} ${i.request.method} ${recordedUrl.pathname.split("/").slice(-2).join("/")}`;
-      if (res.status !== i.response.code) failures.push(`${where}: status ${res.status}, recorded ${i.response.code} (${res.body.slice(0, 300)})`);
+      if (res.status !== i.response.code)
+        failures.push(`${where}: status ${res.status}, recorded ${i.response.code} (${res.body.slice(0, 300)})`);
       failures.push(...normaliser.compareHeaders(i.response.headers, res.headers, where));
       failures.push(...normaliser.compareBody(i.response.body, res.body, where));
     }
@@ -126,8 +129,12 @@ describe("normalisation rules (they must reject what real ARM would not send)", 
   it("rejects a non-GUID id, a changed plain value, extra or missing keys, and key order changes", () => {
     const n = new Normaliser(base);
     expect(n.compareBody(identity(A, B), identity("not-a-guid", Y), "1").join()).toMatch(/expected a GUID/);
-    expect(new Normaliser(base).compareBody(identity(A, B), identity(X, Y).replace("westus2", "eastus"), "2").join()).toMatch(/location/);
-    expect(new Normaliser(base).compareBody(identity(A, B), identity(X, Y, ',"isolationScope":"None"'), "3").join()).toMatch(/unexpected keys isolationScope/);
+    expect(
+      new Normaliser(base).compareBody(identity(A, B), identity(X, Y).replace("westus2", "eastus"), "2").join(),
+    ).toMatch(/location/);
+    expect(
+      new Normaliser(base).compareBody(identity(A, B), identity(X, Y, ',"isolationScope":"None"'), "3").join(),
+    ).toMatch(/unexpected keys isolationScope/);
     const reordered = `{"tags":{},"location":"westus2","id":"/x","name":"n","type":"t","properties":{"tenantId":"${ZERO}","principalId":"${X}","clientId":"${Y}"}}`;
     expect(new Normaliser(base).compareBody(identity(A, B), reordered, "4").join()).toMatch(/byte-wise/);
     expect(new Normaliser(base).compareBody("", "{}", "5").join()).toMatch(/empty body/);
@@ -147,8 +154,12 @@ describe("normalisation rules (they must reject what real ARM would not send)", 
     const good = `${base}/subscriptions/${ZERO}/operationresults/${op}?api-version=2020-06-01&t=638367434810238821&c=${sig}&s=${sig}&h=${"h".repeat(43)}`;
     expect(n.compareLocation(rec, good, "ok")).toEqual([]);
     expect(n.compareLocation(rec, good.replace("2020-06-01", "2021-04-01"), "v").join()).toMatch(/api-version/);
-    expect(n.compareLocation(rec, good.replace(op, rgDeletionOperationId("other", "westus2")), "p").join()).toMatch(/path/);
-    expect(n.compareLocation(rec, good.replace("t=638367434810238821", "t=yesterday"), "t").join()).toMatch(/t=yesterday/);
+    expect(n.compareLocation(rec, good.replace(op, rgDeletionOperationId("other", "westus2")), "p").join()).toMatch(
+      /path/,
+    );
+    expect(n.compareLocation(rec, good.replace("t=638367434810238821", "t=yesterday"), "t").join()).toMatch(
+      /t=yesterday/,
+    );
     expect(n.compareLocation(rec, `${good}&extra=1`, "x").join()).toMatch(/unexpected parameter extra/);
     expect(n.compareLocation(rec, good.replace(base, "https://evil.example"), "o").join()).toMatch(/origin/);
   });
@@ -166,11 +177,21 @@ describe("normalisation rules (they must reject what real ARM would not send)", 
   it("compares the header set both ways", () => {
     const n = new Normaliser(base);
     const rec = { "Content-Type": ["application/json; charset=utf-8"], Vary: ["Accept-Encoding"] };
-    expect(n.compareHeaders(rec, { "content-type": "application/json; charset=utf-8", vary: "Accept-Encoding" }, "ok")).toEqual([]);
-    expect(n.compareHeaders(rec, { "content-type": "application/json; charset=utf-8" }, "m").join()).toMatch(/missing header vary/);
-    expect(n.compareHeaders(rec, { "content-type": "application/json; charset=utf-8", vary: "Accept-Encoding", "content-length": "3" }, "u").join()).toMatch(
-      /unexpected header content-length/,
+    expect(
+      n.compareHeaders(rec, { "content-type": "application/json; charset=utf-8", vary: "Accept-Encoding" }, "ok"),
+    ).toEqual([]);
+    expect(n.compareHeaders(rec, { "content-type": "application/json; charset=utf-8" }, "m").join()).toMatch(
+      /missing header vary/,
     );
+    expect(
+      n
+        .compareHeaders(
+          rec,
+          { "content-type": "application/json; charset=utf-8", vary: "Accept-Encoding", "content-length": "3" },
+          "u",
+        )
+        .join(),
+    ).toMatch(/unexpected header content-length/);
     expect(header({ "X-Ms-Failure-Cause": ["gateway"] }, "x-ms-failure-cause")).toBe("gateway");
   });
 });

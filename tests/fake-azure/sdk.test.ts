@@ -45,13 +45,23 @@ async function rejection(p: Promise<unknown>): Promise<Error & { statusCode?: nu
 
 // Ambient proxy settings would change what the direct-mode tests measure.
 const savedProxyEnv: Record<string, string | undefined> = {};
-for (const k of ["HTTPS_PROXY", "https_proxy", "HTTP_PROXY", "http_proxy", "ALL_PROXY", "all_proxy", "NO_PROXY", "no_proxy"]) {
+for (const k of [
+  "HTTPS_PROXY",
+  "https_proxy",
+  "HTTP_PROXY",
+  "http_proxy",
+  "ALL_PROXY",
+  "all_proxy",
+  "NO_PROXY",
+  "no_proxy",
+]) {
   savedProxyEnv[k] = process.env[k];
   delete process.env[k];
 }
 afterAll(() => {
-  for (const [k, v] of Object.entries(savedProxyEnv)) if (v === undefined) delete process.env[k];
-  else process.env[k] = v;
+  for (const [k, v] of Object.entries(savedProxyEnv))
+    if (v === undefined) delete process.env[k];
+    else process.env[k] = v;
 });
 
 describe("direct mode (injected endpoint / authorityHost)", () => {
@@ -72,7 +82,12 @@ describe("direct mode (injected endpoint / authorityHost)", () => {
     });
     issuer = fake.seedManagedCluster({ resourceGroup: RG, name: CLUSTER, location: "westeurope" }).issuerURL!;
     sa = await createServiceAccountIssuer(fake, issuer);
-    credential = new ClientSecretCredential(fake.tenantId, APP_ID, APP_SECRET, fake.credentialOptions({ retryOptions }));
+    credential = new ClientSecretCredential(
+      fake.tenantId,
+      APP_ID,
+      APP_SECRET,
+      fake.credentialOptions({ retryOptions }),
+    );
     msi = new ManagedServiceIdentityClient(credential, fake.subscriptionId, fake.armClientOptions({ retryOptions }));
     aks = new ContainerServiceClient(credential, fake.subscriptionId, fake.containerServiceOptions({ retryOptions }));
     authz = new AuthorizationManagementClient(credential, fake.subscriptionId, fake.armClientOptions({ retryOptions }));
@@ -126,7 +141,9 @@ describe("direct mode (injected endpoint / authorityHost)", () => {
     const mc = await aks.managedClusters.get(RG, CLUSTER);
     expect(mc.oidcIssuerProfile?.enabled).toBe(true);
     expect(mc.oidcIssuerProfile?.issuerURL).toBe(issuer);
-    expect(issuer).toMatch(new RegExp(`^https://westeurope\\.oic\\.prod-aks\\.azure\\.com/${fake.tenantId}/[0-9a-f-]{36}/$`));
+    expect(issuer).toMatch(
+      new RegExp(`^https://westeurope\\.oic\\.prod-aks\\.azure\\.com/${fake.tenantId}/[0-9a-f-]{36}/$`),
+    );
     expect(mc.securityProfile?.workloadIdentity?.enabled).toBe(true);
 
     fake.setOidcIssuer({ resourceGroup: RG, name: CLUSTER, enabled: false });
@@ -141,7 +158,13 @@ describe("direct mode (injected endpoint / authorityHost)", () => {
 
   it("creates, gets and lists identities with paging (and counts the calls)", async () => {
     const created = [];
-    for (let i = 0; i < 5; i++) created.push(await msi.userAssignedIdentities.createOrUpdate(RG, `team-a-${i}`, { location: "westeurope", tags: { team: "a" } }));
+    for (let i = 0; i < 5; i++)
+      created.push(
+        await msi.userAssignedIdentities.createOrUpdate(RG, `team-a-${i}`, {
+          location: "westeurope",
+          tags: { team: "a" },
+        }),
+      );
     for (const id of created) {
       expect(id.clientId).toMatch(GUID);
       expect(id.principalId).toMatch(GUID);
@@ -184,10 +207,16 @@ describe("direct mode (injected endpoint / authorityHost)", () => {
     // identity's write lock, gets the real 409; the first one succeeds.
     fake.arm.opts.ficWriteLatencyMs = 1000;
     const host = [...fake.arm.identities.values()].find((i) => i.name === "fic-host")!;
-    const first = msi.federatedIdentityCredentials.createOrUpdate(RG, "fic-host", "c-one", { ...fic, subject: "system:serviceaccount:x:one" });
+    const first = msi.federatedIdentityCredentials.createOrUpdate(RG, "fic-host", "c-one", {
+      ...fic,
+      subject: "system:serviceaccount:x:one",
+    });
     while (host.ficWritesInFlight === 0) await new Promise((r) => setTimeout(r, 5));
     const second = await rejection(
-      msi.federatedIdentityCredentials.createOrUpdate(RG, "fic-host", "c-two", { ...fic, subject: "system:serviceaccount:x:two" }),
+      msi.federatedIdentityCredentials.createOrUpdate(RG, "fic-host", "c-two", {
+        ...fic,
+        subject: "system:serviceaccount:x:two",
+      }),
     );
     expect(second.statusCode).toBe(409);
     expect(second.code).toBe("ConcurrentFederatedIdentityCredentialsWritesForSingleManagedIdentity");
@@ -197,9 +226,17 @@ describe("direct mode (injected endpoint / authorityHost)", () => {
     const existing: string[] = [];
     for await (const f of msi.federatedIdentityCredentials.list(RG, "fic-host")) existing.push(f.name!);
     for (let i = existing.length; i < 20; i++) {
-      await msi.federatedIdentityCredentials.createOrUpdate(RG, "fic-host", `fill-${i}`, { ...fic, subject: `system:serviceaccount:fill:${i}` });
+      await msi.federatedIdentityCredentials.createOrUpdate(RG, "fic-host", `fill-${i}`, {
+        ...fic,
+        subject: `system:serviceaccount:fill:${i}`,
+      });
     }
-    const over = await rejection(msi.federatedIdentityCredentials.createOrUpdate(RG, "fic-host", "one-too-many", { ...fic, subject: "system:serviceaccount:x:21" }));
+    const over = await rejection(
+      msi.federatedIdentityCredentials.createOrUpdate(RG, "fic-host", "one-too-many", {
+        ...fic,
+        subject: "system:serviceaccount:x:21",
+      }),
+    );
     expect(over.statusCode).toBe(400);
     expect(over.message).toContain("maximum of 20");
     let count = 0;
@@ -220,7 +257,12 @@ describe("direct mode (injected endpoint / authorityHost)", () => {
       audiences: ["api://AzureADTokenExchange"],
     });
     const tokenFilePath = await sa.tokenFile({ namespace: "team-b", serviceAccount: "worker" });
-    const wi = new WorkloadIdentityCredential({ tenantId: fake.tenantId, clientId: id.clientId!, tokenFilePath, ...fake.credentialOptions() });
+    const wi = new WorkloadIdentityCredential({
+      tenantId: fake.tenantId,
+      clientId: id.clientId!,
+      tokenFilePath,
+      ...fake.credentialOptions(),
+    });
     const c = claims((await wi.getToken(ARM)).token);
     expect(c.oid).toBe(id.principalId);
     expect(c.tid).toBe(fake.tenantId);
@@ -231,7 +273,12 @@ describe("direct mode (injected endpoint / authorityHost)", () => {
     expect((await asWorkload.subscriptions.get(fake.subscriptionId)).tenantId).toBe(fake.tenantId);
 
     const otherFile = await sa.tokenFile({ namespace: "team-b", serviceAccount: "intruder" });
-    const other = new WorkloadIdentityCredential({ tenantId: fake.tenantId, clientId: id.clientId!, tokenFilePath: otherFile, ...fake.credentialOptions() });
+    const other = new WorkloadIdentityCredential({
+      tenantId: fake.tenantId,
+      clientId: id.clientId!,
+      tokenFilePath: otherFile,
+      ...fake.credentialOptions(),
+    });
     const err = await rejection(other.getToken(ARM));
     expect(err.message).toContain("AADSTS70021");
   });
@@ -239,14 +286,21 @@ describe("direct mode (injected endpoint / authorityHost)", () => {
   it("looks up role definitions by name and manages role assignments", async () => {
     const scope = `/subscriptions/${fake.subscriptionId}/resourceGroups/${RG}`;
     const found: string[] = [];
-    for await (const d of authz.roleDefinitions.list(scope, { filter: "roleName eq 'Azure Service Bus Data Owner'" })) found.push(d.name!);
+    for await (const d of authz.roleDefinitions.list(scope, { filter: "roleName eq 'Azure Service Bus Data Owner'" }))
+      found.push(d.name!);
     expect(found).toEqual(["090c5cfd-751d-490a-894a-3ce6f1109419"]);
     const contributor = await authz.roleDefinitions.get(scope, "b24988ac-6180-42a0-ab88-20f7382dd24c");
     expect(contributor.roleName).toBe("Contributor");
-    expect(contributor.id).toBe(`/subscriptions/${fake.subscriptionId}/providers/Microsoft.Authorization/roleDefinitions/b24988ac-6180-42a0-ab88-20f7382dd24c`);
+    expect(contributor.id).toBe(
+      `/subscriptions/${fake.subscriptionId}/providers/Microsoft.Authorization/roleDefinitions/b24988ac-6180-42a0-ab88-20f7382dd24c`,
+    );
 
     const id = await msi.userAssignedIdentities.createOrUpdate(RG, "team-c", { location: "westeurope" });
-    const params = { roleDefinitionId: contributor.id!, principalId: id.principalId!, principalType: "ServicePrincipal" };
+    const params = {
+      roleDefinitionId: contributor.id!,
+      principalId: id.principalId!,
+      principalType: "ServicePrincipal",
+    };
     const ra = await authz.roleAssignments.create(scope, "3f2b1c2d-0000-4000-8000-000000000001", params);
     expect(ra.principalId).toBe(id.principalId);
     expect(ra.scope).toBe(scope);
@@ -255,12 +309,18 @@ describe("direct mode (injected endpoint / authorityHost)", () => {
     expect(dup.statusCode).toBe(409);
     expect(dup.code).toBe("RoleAssignmentExists");
 
-    const ghost = await rejection(authz.roleAssignments.create(scope, "3f2b1c2d-0000-4000-8000-000000000003", { ...params, principalId: "0d1e2f3a-4b5c-4d6e-8f70-8192a3b4c5d6" }));
+    const ghost = await rejection(
+      authz.roleAssignments.create(scope, "3f2b1c2d-0000-4000-8000-000000000003", {
+        ...params,
+        principalId: "0d1e2f3a-4b5c-4d6e-8f70-8192a3b4c5d6",
+      }),
+    );
     expect(ghost.statusCode).toBe(400);
     expect(ghost.code).toBe("PrincipalNotFound");
 
     const listed: string[] = [];
-    for await (const r of authz.roleAssignments.listForScope(scope, { filter: `principalId eq '${id.principalId}'` })) listed.push(r.name!);
+    for await (const r of authz.roleAssignments.listForScope(scope, { filter: `principalId eq '${id.principalId}'` }))
+      listed.push(r.name!);
     expect(listed).toEqual(["3f2b1c2d-0000-4000-8000-000000000001"]);
     expect((await authz.roleAssignments.getById(ra.id!)).roleDefinitionId).toBe(contributor.id);
     expect((await authz.roleDefinitions.getById(contributor.id!)).roleName).toBe("Contributor");
@@ -269,11 +329,14 @@ describe("direct mode (injected endpoint / authorityHost)", () => {
     const deleted = await rejection(authz.roleAssignments.get(scope, "3f2b1c2d-0000-4000-8000-000000000001"));
     expect(deleted.code).toBe("RoleAssignmentNotFound");
     // Once the first is gone, the same principal/role/scope may be assigned under another name.
-    expect((await authz.roleAssignments.create(scope, "3f2b1c2d-0000-4000-8000-000000000002", params)).name).toBe("3f2b1c2d-0000-4000-8000-000000000002");
+    expect((await authz.roleAssignments.create(scope, "3f2b1c2d-0000-4000-8000-000000000002", params)).name).toBe(
+      "3f2b1c2d-0000-4000-8000-000000000002",
+    );
   });
 
   it("resource groups: create, list with paging, LRO delete polled to completion", async () => {
-    for (const n of ["rg-x1", "rg-x2", "rg-x3"]) await rm.resourceGroups.createOrUpdate(n, { location: "westeurope", tags: { owner: "berth" } });
+    for (const n of ["rg-x1", "rg-x2", "rg-x3"])
+      await rm.resourceGroups.createOrUpdate(n, { location: "westeurope", tags: { owner: "berth" } });
     fake.stats.reset();
     const names: string[] = [];
     for await (const g of rm.resourceGroups.list()) names.push(g.name!);
@@ -295,11 +358,18 @@ describe("direct mode (injected endpoint / authorityHost)", () => {
       const noToken = await raw.send(`${path}?api-version=2021-04-01`);
       expect(noToken.status).toBe(401);
       expect(JSON.parse(noToken.body)).toEqual({
-        error: { code: "AuthenticationFailed", message: "Authentication failed. The 'Authorization' header is missing." },
+        error: {
+          code: "AuthenticationFailed",
+          message: "Authentication failed. The 'Authorization' header is missing.",
+        },
       });
-      expect(noToken.headers["www-authenticate"]).toMatch(/^Bearer authorization_uri="https:\/\/login\.windows\.net\/[0-9a-f-]+", error="invalid_token"/);
+      expect(noToken.headers["www-authenticate"]).toMatch(
+        /^Bearer authorization_uri="https:\/\/login\.windows\.net\/[0-9a-f-]+", error="invalid_token"/,
+      );
 
-      const garbage = await raw.send(`${path}?api-version=2021-04-01`, { headers: { Authorization: "Bearer abc.def.ghi" } });
+      const garbage = await raw.send(`${path}?api-version=2021-04-01`, {
+        headers: { Authorization: "Bearer abc.def.ghi" },
+      });
       expect(JSON.parse(garbage.body).error.code).toBe("InvalidAuthenticationToken");
 
       const expired = await fake.issueToken({ expiresInSeconds: -60 });
@@ -308,14 +378,19 @@ describe("direct mode (injected endpoint / authorityHost)", () => {
       expect(JSON.parse(exp.body).error.code).toBe("ExpiredAuthenticationToken");
 
       const wrongAud = await fake.issueToken({ audience: "https://vault.azure.net" });
-      expect(JSON.parse((await raw.send(`${path}?api-version=2021-04-01`, { headers: { Authorization: `Bearer ${wrongAud}` } })).body).error.code).toBe(
-        "InvalidAuthenticationTokenAudience",
-      );
+      expect(
+        JSON.parse(
+          (await raw.send(`${path}?api-version=2021-04-01`, { headers: { Authorization: `Bearer ${wrongAud}` } })).body,
+        ).error.code,
+      ).toBe("InvalidAuthenticationTokenAudience");
 
       const otherTenant = await fake.issueToken({ tenantId: "72f988bf-86f1-41af-91ab-2d7cd011db47" });
-      expect(JSON.parse((await raw.send(`${path}?api-version=2021-04-01`, { headers: { Authorization: `Bearer ${otherTenant}` } })).body).error.code).toBe(
-        "InvalidAuthenticationTokenTenant",
-      );
+      expect(
+        JSON.parse(
+          (await raw.send(`${path}?api-version=2021-04-01`, { headers: { Authorization: `Bearer ${otherTenant}` } }))
+            .body,
+        ).error.code,
+      ).toBe("InvalidAuthenticationTokenTenant");
 
       const token = await fake.issueToken();
       const auth = { Authorization: `Bearer ${token}` };
@@ -325,7 +400,10 @@ describe("direct mode (injected endpoint / authorityHost)", () => {
       const badVersion = await raw.send(`${path}?api-version=2099-01-01`, { headers: auth });
       expect(JSON.parse(badVersion.body).error.code).toBe("InvalidApiVersionParameter");
 
-      const ok = await raw.send(`${path.toUpperCase().replace(fake.url.toUpperCase(), fake.url)}?api-version=2021-04-01`, { headers: auth });
+      const ok = await raw.send(
+        `${path.toUpperCase().replace(fake.url.toUpperCase(), fake.url)}?api-version=2021-04-01`,
+        { headers: auth },
+      );
       expect(ok.status).toBe(200);
       expect(JSON.parse(ok.body).name).toBe(RG);
       expect(ok.headers["x-ms-request-id"]).toMatch(GUID);
@@ -336,7 +414,11 @@ describe("direct mode (injected endpoint / authorityHost)", () => {
       const ctl = await raw.send(`${fake.url}/__fake/faults`, {
         method: "POST",
         headers: { "Content-Type": "application/json" },
-        body: JSON.stringify({ match: { operation: "ResourceGroups_Get" }, times: 1, action: { type: "status", status: 503 } }),
+        body: JSON.stringify({
+          match: { operation: "ResourceGroups_Get" },
+          times: 1,
+          action: { type: "status", status: 503 },
+        }),
       });
       expect(ctl.status).toBe(201);
       expect((await raw.send(`${path}?api-version=2021-04-01`, { headers: auth })).status).toBe(503);
@@ -424,14 +506,24 @@ describe("direct mode (injected endpoint / authorityHost)", () => {
     });
 
     it("token endpoint failures: a 5xx is retried; persistent failure, then MSAL refuses locally", async () => {
-      const cred = new ClientSecretCredential(fake.tenantId, APP_ID, APP_SECRET, fake.credentialOptions({ retryOptions }));
+      const cred = new ClientSecretCredential(
+        fake.tenantId,
+        APP_ID,
+        APP_SECRET,
+        fake.credentialOptions({ retryOptions }),
+      );
       fake.faults.tokenEndpoint({ status: 503, times: 1 });
       fake.stats.reset();
       await cred.getToken(ARM);
       fake.faults.clear();
       expect(fake.stats.statuses("Entra_Token")).toEqual([503, 200]);
 
-      const cred2 = new ClientSecretCredential(fake.tenantId, APP_ID, APP_SECRET, fake.credentialOptions({ retryOptions }));
+      const cred2 = new ClientSecretCredential(
+        fake.tenantId,
+        APP_ID,
+        APP_SECRET,
+        fake.credentialOptions({ retryOptions }),
+      );
       fake.faults.tokenEndpoint({ status: 500 });
       fake.stats.reset();
       const err = await rejection(cred2.getToken(ARM));
@@ -452,7 +544,12 @@ describe("proxy mode (default endpoints through HTTPS_PROXY)", () => {
   let sa: ServiceAccountIssuer;
   const child = async (task: Record<string, unknown>, env: Record<string, string>) => {
     const { stdout } = await execFileP(process.execPath, [join(here, "fixtures", "proxy-child.mjs")], {
-      env: { PATH: process.env.PATH ?? "", HOME: process.env.HOME ?? "/tmp", ...env, FAKE_TASK: JSON.stringify({ fakeUrl: fake.url, ...task }) },
+      env: {
+        PATH: process.env.PATH ?? "",
+        HOME: process.env.HOME ?? "/tmp",
+        ...env,
+        FAKE_TASK: JSON.stringify({ fakeUrl: fake.url, ...task }),
+      },
       timeout: 30_000,
     });
     return JSON.parse(stdout.trim().split("\n").pop()!) as Record<string, unknown>;
@@ -475,27 +572,42 @@ describe("proxy mode (default endpoints through HTTPS_PROXY)", () => {
       const aks = new ContainerServiceClient(cred, fake.subscriptionId, opts);
       expect((await aks.managedClusters.get(RG, CLUSTER)).oidcIssuerProfile?.issuerURL).toBe(sa.issuer);
       const msi = new ManagedServiceIdentityClient(cred, fake.subscriptionId, opts);
-      expect((await msi.userAssignedIdentities.createOrUpdate(RG, "via-proxy", { location: "westus2" })).clientId).toMatch(GUID);
+      expect(
+        (await msi.userAssignedIdentities.createOrUpdate(RG, "via-proxy", { location: "westus2" })).clientId,
+      ).toMatch(GUID);
     } finally {
       delete process.env.HTTPS_PROXY;
     }
     const byTarget = fake.proxy!.countByTarget();
     expect(byTarget["login.microsoftonline.com:443"]).toBeGreaterThanOrEqual(1);
     expect(byTarget["management.azure.com:443"]).toBeGreaterThanOrEqual(1);
-    expect(fake.stats.requests.every((r) => r.host === "login.microsoftonline.com" || r.host === "management.azure.com")).toBe(true);
+    expect(
+      fake.stats.requests.every((r) => r.host === "login.microsoftonline.com" || r.host === "management.azure.com"),
+    ).toBe(true);
     // MSAL knows login.microsoftonline.com's metadata: no discovery request, just the token.
     expect(fake.stats.count("Entra_OpenIdConfiguration")).toBe(0);
   });
 
   it("child process: DefaultAzureCredential with AZURE_CLIENT_SECRET, all defaults", async () => {
     const out = await child(
-      { mode: "default-chain", subscriptionId: fake.subscriptionId, resourceGroup: RG, cluster: CLUSTER, identity: "child-secret" },
+      {
+        mode: "default-chain",
+        subscriptionId: fake.subscriptionId,
+        resourceGroup: RG,
+        cluster: CLUSTER,
+        identity: "child-secret",
+      },
       { ...fake.proxyEnv(), AZURE_TENANT_ID: fake.tenantId, AZURE_CLIENT_ID: APP_ID, AZURE_CLIENT_SECRET: APP_SECRET },
     );
     expect(out.error).toBeUndefined();
     expect(out).toMatchObject({
       ok: true,
-      token: { tid: fake.tenantId, oid: fake.entra.apps.get(APP_ID)!.objectId, aud: "https://management.azure.com/", appid: APP_ID },
+      token: {
+        tid: fake.tenantId,
+        oid: fake.entra.apps.get(APP_ID)!.objectId,
+        aud: "https://management.azure.com/",
+        appid: APP_ID,
+      },
       subscriptionTenantId: fake.tenantId,
       issuerURL: sa.issuer,
       identity: { tenantId: fake.tenantId },
@@ -519,11 +631,26 @@ describe("proxy mode (default endpoints through HTTPS_PROXY)", () => {
     })();
     const tokenFile = await sa.tokenFile({ namespace: "berth-system", serviceAccount: "berth" });
     const out = await child(
-      { mode: "default-chain", subscriptionId: fake.subscriptionId, resourceGroup: RG, cluster: CLUSTER, identity: "child-wi" },
-      { ...fake.proxyEnv(), AZURE_TENANT_ID: fake.tenantId, AZURE_CLIENT_ID: msiIdentity.clientId!, AZURE_FEDERATED_TOKEN_FILE: tokenFile },
+      {
+        mode: "default-chain",
+        subscriptionId: fake.subscriptionId,
+        resourceGroup: RG,
+        cluster: CLUSTER,
+        identity: "child-wi",
+      },
+      {
+        ...fake.proxyEnv(),
+        AZURE_TENANT_ID: fake.tenantId,
+        AZURE_CLIENT_ID: msiIdentity.clientId!,
+        AZURE_FEDERATED_TOKEN_FILE: tokenFile,
+      },
     );
     expect(out.error).toBeUndefined();
-    expect(out).toMatchObject({ ok: true, token: { tid: fake.tenantId, oid: msiIdentity.principalId }, issuerURL: sa.issuer });
+    expect(out).toMatchObject({
+      ok: true,
+      token: { tid: fake.tenantId, oid: msiIdentity.principalId },
+      issuerURL: sa.issuer,
+    });
   });
 
   it("child process: HTTPS_PROXY is read when a client is built, NO_PROXY once per process", async () => {

@@ -8,7 +8,17 @@ import { Agent as HttpsAgent, createServer as createHttpsServer, type Server } f
 import type { IncomingMessage, ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
 import type { TokenCredentialOptions } from "@azure/identity";
-import { FakeArm, ArmError, NotImplementedByFake, classifyArm, type ArmRoute, type ClusterSeed, type LroTiming, type PageSizes, type RoleDefinitionSeed } from "./arm.js";
+import {
+  FakeArm,
+  ArmError,
+  NotImplementedByFake,
+  classifyArm,
+  type ArmRoute,
+  type ClusterSeed,
+  type LroTiming,
+  type PageSizes,
+  type RoleDefinitionSeed,
+} from "./arm.js";
 import { DEFAULT_SERVER_NAMES, sharedCa, type LocalCa } from "./ca.js";
 import { FakeEntra, type AppRegistration, type IssueTokenOptions } from "./entra.js";
 import { FaultController, ruleFromJson, Stats, type FaultAction, type Service } from "./faults.js";
@@ -72,9 +82,20 @@ export interface FakeAzure {
 
   // ---- seeding helpers
   addApp(app: AppRegistration): { clientId: string; objectId: string; tenantId: string };
-  seedResourceGroup(o: { subscriptionId?: string; name: string; location?: string; tags?: Record<string, string> }): void;
+  seedResourceGroup(o: {
+    subscriptionId?: string;
+    name: string;
+    location?: string;
+    tags?: Record<string, string>;
+  }): void;
   seedManagedCluster(seed: ClusterSeed): { id: string; issuerURL: string | undefined };
-  setOidcIssuer(o: { subscriptionId?: string; resourceGroup: string; name: string; enabled?: boolean; issuerURL?: string }): void;
+  setOidcIssuer(o: {
+    subscriptionId?: string;
+    resourceGroup: string;
+    name: string;
+    enabled?: boolean;
+    issuerURL?: string;
+  }): void;
   /** Mint an ARM access token directly (skips the token endpoint). */
   issueToken(o?: Partial<IssueTokenOptions>): Promise<string>;
 
@@ -84,15 +105,21 @@ export interface FakeAzure {
   /** Same, through `requestOverrides.ca` — survives the SDK's proxy agent (in-process proxy mode). */
   readonly proxyTrustPolicy: AdditionalPolicy;
   /** Options for @azure/identity credentials: authorityHost + disableInstanceDiscovery + CA trust. */
-  credentialOptions<T extends object>(extra?: T): T & {
+  credentialOptions<T extends object>(
+    extra?: T,
+  ): T & {
     authorityHost: string;
     disableInstanceDiscovery: true;
     additionalPolicies: AdditionalPolicy[];
   };
   /** Options for core-client ARM clients (arm-msi, arm-resources, arm-authorization, arm-resources-subscriptions). */
-  armClientOptions<T extends object>(extra?: T): T & { endpoint: string; credentialScopes: string[]; additionalPolicies: AdditionalPolicy[] };
+  armClientOptions<T extends object>(
+    extra?: T,
+  ): T & { endpoint: string; credentialScopes: string[]; additionalPolicies: AdditionalPolicy[] };
   /** Options for the modular @azure/arm-containerservice client (scopes live under `credentials`). */
-  containerServiceOptions<T extends object>(extra?: T): T & {
+  containerServiceOptions<T extends object>(
+    extra?: T,
+  ): T & {
     endpoint: string;
     credentials: { scopes: string[] };
     additionalPolicies: AdditionalPolicy[];
@@ -120,14 +147,21 @@ function pageSizes(p: FakeAzureOptions["pageSize"]): PageSizes {
 function classifyEntra(method: string, segs: string[]): string {
   const l = segs.map((s) => s.toLowerCase());
   const m = method.toUpperCase();
-  if (m === "GET" && l.length === 4 && l[1] === "v2.0" && l[2] === ".well-known" && l[3] === "openid-configuration") return "Entra_OpenIdConfiguration";
-  if (m === "GET" && l.length === 3 && l[0] === "common" && l[1] === "discovery" && l[2] === "instance") return "Entra_InstanceDiscovery";
+  if (m === "GET" && l.length === 4 && l[1] === "v2.0" && l[2] === ".well-known" && l[3] === "openid-configuration")
+    return "Entra_OpenIdConfiguration";
+  if (m === "GET" && l.length === 3 && l[0] === "common" && l[1] === "discovery" && l[2] === "instance")
+    return "Entra_InstanceDiscovery";
   if (m === "GET" && l[1] === "discovery" && l[l.length - 1] === "keys") return "Entra_Keys";
   if (m === "POST" && l.length === 4 && l[1] === "oauth2" && l[2] === "v2.0" && l[3] === "token") return "Entra_Token";
   return "Entra_Unknown";
 }
 
-function faultBody(service: Service, status: number, action: Extract<FaultAction, { type: "status" }>, subscriptionId?: string): unknown {
+function faultBody(
+  service: Service,
+  status: number,
+  action: Extract<FaultAction, { type: "status" }>,
+  subscriptionId?: string,
+): unknown {
   if (action.body !== undefined) return action.body;
   if (service === "entra") {
     const code = status === 429 ? 50196 : 90033;
@@ -142,10 +176,16 @@ function faultBody(service: Service, status: number, action: Extract<FaultAction
       "SubscriptionRequestsThrottled",
       `Number of 'read' requests for subscription '${subscriptionId ?? "unknown"}' exceeded. Please try again after '${action.retryAfter ?? 5}' seconds after additional tokens are available. Refer to https://aka.ms/arm-throttling`,
     ],
-    500: ["InternalServerError", `Encountered internal server error. Diagnostic information: timestamp '${new Date().toISOString()}', tracking id '${guid()}'.`],
+    500: [
+      "InternalServerError",
+      `Encountered internal server error. Diagnostic information: timestamp '${new Date().toISOString()}', tracking id '${guid()}'.`,
+    ],
     502: ["BadGateway", "The gateway did not receive a response from the resource provider."],
     503: ["ServiceUnavailable", "The service is temporarily unavailable. Please try again later."],
-    504: ["GatewayTimeout", "The gateway did not receive a response from 'Microsoft.ManagedIdentity' within the specified time period."],
+    504: [
+      "GatewayTimeout",
+      "The gateway did not receive a response from 'Microsoft.ManagedIdentity' within the specified time period.",
+    ],
   };
   const [code, message] = defaults[status] ?? ["FaultInjected", `Fault injected by the fake (status ${status}).`];
   return { error: { code: action.code ?? code, message: action.message ?? message } };
@@ -203,7 +243,10 @@ export async function startFakeAzure(opts: FakeAzureOptions = {}): Promise<FakeA
     const method = (req.method ?? "GET").toUpperCase();
     let segments: string[];
     try {
-      segments = url.pathname.split("/").filter(Boolean).map((s) => decodeURIComponent(s));
+      segments = url.pathname
+        .split("/")
+        .filter(Boolean)
+        .map((s) => decodeURIComponent(s));
     } catch {
       segments = url.pathname.split("/").filter(Boolean);
     }
@@ -247,8 +290,14 @@ export async function startFakeAzure(opts: FakeAzureOptions = {}): Promise<FakeA
         ...(unknown ? { unknown: true as const } : {}),
         durationMs: Date.now() - started,
       });
-      if (unknown) process.stderr.write(`[fake-azure] no answer for ${method} ${hostHeader}${url.pathname}${url.search} (${operation}): the test fails\n`);
-      if (opts.verbose) process.stderr.write(`[fake-azure] ${method} ${hostHeader}${url.pathname}${url.search} -> ${status} (${operation})\n`);
+      if (unknown)
+        process.stderr.write(
+          `[fake-azure] no answer for ${method} ${hostHeader}${url.pathname}${url.search} (${operation}): the test fails\n`,
+        );
+      if (opts.verbose)
+        process.stderr.write(
+          `[fake-azure] ${method} ${hostHeader}${url.pathname}${url.search} -> ${status} (${operation})\n`,
+        );
     };
     const reply = (spec: ResponseSpec) => {
       record(spec.status);
@@ -273,11 +322,16 @@ export async function startFakeAzure(opts: FakeAzureOptions = {}): Promise<FakeA
       } else {
         if (fault.delayMs) await sleep(fault.delayMs);
         await readBody(req).catch(() => Buffer.alloc(0));
-        const headers: Record<string, string> = service === "arm" ? armRef.commonHeaders(method, armRoute?.subscriptionId, undefined) : {};
+        const headers: Record<string, string> =
+          service === "arm" ? armRef.commonHeaders(method, armRoute?.subscriptionId, undefined) : {};
         if (fault.retryAfter !== undefined) headers["Retry-After"] = String(fault.retryAfter);
         if (fault.retryAfterMs !== undefined) headers["retry-after-ms"] = String(fault.retryAfterMs);
         if (service === "arm") headers["x-ms-failure-cause"] = "gateway";
-        reply({ status: fault.status, headers: { ...headers, ...fault.headers }, body: faultBody(service, fault.status, fault, armRoute?.subscriptionId) });
+        reply({
+          status: fault.status,
+          headers: { ...headers, ...fault.headers },
+          body: faultBody(service, fault.status, fault, armRoute?.subscriptionId),
+        });
         return;
       }
     }
@@ -310,7 +364,10 @@ export async function startFakeAzure(opts: FakeAzureOptions = {}): Promise<FakeA
           spec = await entra.token(tenant, req, body.toString("utf8"));
           break;
         default:
-          spec = { status: 404, body: { error: "not_found", error_description: `The fake has no Entra endpoint ${url.pathname}` } };
+          spec = {
+            status: 404,
+            body: { error: "not_found", error_description: `The fake has no Entra endpoint ${url.pathname}` },
+          };
       }
       reply(spec);
       return;
@@ -319,10 +376,16 @@ export async function startFakeAzure(opts: FakeAzureOptions = {}): Promise<FakeA
     // ARM
     const route = armRoute!;
     const correlation = req.headers["x-ms-correlation-request-id"];
-    const common = armRef.commonHeaders(method, route.subscriptionId, typeof correlation === "string" ? correlation : undefined);
+    const common = armRef.commonHeaders(
+      method,
+      route.subscriptionId,
+      typeof correlation === "string" ? correlation : undefined,
+    );
     const check = await entra.checkArmToken(req.headers.authorization);
     if (!check.ok) {
-      const subTenant = route.subscriptionId ? armRef.subscriptions.get(route.subscriptionId.toLowerCase())?.tenantId : undefined;
+      const subTenant = route.subscriptionId
+        ? armRef.subscriptions.get(route.subscriptionId.toLowerCase())?.tenantId
+        : undefined;
       reply({
         status: 401,
         headers: {
@@ -346,7 +409,10 @@ export async function startFakeAzure(opts: FakeAzureOptions = {}): Promise<FakeA
         spec = { status: err.status, headers: err.headers, body: { error: { code: err.code, message: err.message } } };
       } else {
         process.stderr.write(`[fake-azure] internal error on ${method} ${url.pathname}: ${(err as Error).stack}\n`);
-        spec = { status: 500, body: { error: { code: "InternalServerError", message: `Fake internal error: ${(err as Error).message}` } } };
+        spec = {
+          status: 500,
+          body: { error: { code: "InternalServerError", message: `Fake internal error: ${(err as Error).message}` } },
+        };
       }
     }
     if (method === "HEAD") spec = { ...spec, body: undefined };
@@ -396,7 +462,8 @@ export async function startFakeAzure(opts: FakeAzureOptions = {}): Promise<FakeA
   const server: Server = createHttpsServer({ cert: cert.certPem, key: cert.keyPem, keepAlive: true }, (req, res) => {
     handle(req, res).catch((err: unknown) => {
       process.stderr.write(`[fake-azure] handler crashed: ${(err as Error).stack}\n`);
-      if (!res.headersSent) send(res, { status: 500, body: { error: { code: "InternalServerError", message: String(err) } } });
+      if (!res.headersSent)
+        send(res, { status: 500, body: { error: { code: "InternalServerError", message: String(err) } } });
       else res.destroy();
     });
   });
@@ -409,7 +476,9 @@ export async function startFakeAzure(opts: FakeAzureOptions = {}): Promise<FakeA
   });
   const port = (server.address() as AddressInfo).port;
   const url = `https://127.0.0.1:${port}`;
-  const proxy = opts.proxy ? await startConnectProxy({ upstreamPort: port, routedHosts: [ARM_HOST, LOGIN_HOST] }) : undefined;
+  const proxy = opts.proxy
+    ? await startConnectProxy({ upstreamPort: port, routedHosts: [ARM_HOST, LOGIN_HOST] })
+    : undefined;
 
   // Direct mode: give every request an https.Agent that trusts the fake's CA. The SDK's proxy
   // policy runs before "perCall" policies and may already have put an HttpsProxyAgent on the
@@ -483,7 +552,12 @@ export async function startFakeAzure(opts: FakeAzureOptions = {}): Promise<FakeA
     },
     armClientOptions(extra) {
       const e = (extra ?? {}) as { additionalPolicies?: AdditionalPolicy[] };
-      return { ...(extra as object), endpoint: url, credentialScopes: [ARM_SCOPE], additionalPolicies: [trustPolicy, ...(e.additionalPolicies ?? [])] } as never;
+      return {
+        ...(extra as object),
+        endpoint: url,
+        credentialScopes: [ARM_SCOPE],
+        additionalPolicies: [trustPolicy, ...(e.additionalPolicies ?? [])],
+      } as never;
     },
     containerServiceOptions(extra) {
       const e = (extra ?? {}) as { additionalPolicies?: AdditionalPolicy[] };
@@ -496,7 +570,13 @@ export async function startFakeAzure(opts: FakeAzureOptions = {}): Promise<FakeA
     },
     proxyEnv() {
       if (!proxy) throw new Error("start the fake with { proxy: true } to use proxy mode");
-      return { NODE_EXTRA_CA_CERTS: caFile, HTTPS_PROXY: proxy.url, https_proxy: proxy.url, NO_PROXY: "", no_proxy: "" };
+      return {
+        NODE_EXTRA_CA_CERTS: caFile,
+        HTTPS_PROXY: proxy.url,
+        https_proxy: proxy.url,
+        NO_PROXY: "",
+        no_proxy: "",
+      };
     },
     async close() {
       armRef.close();

@@ -13,7 +13,13 @@ export interface ServiceAccountIssuer {
   issuer: string;
   jwks: JSONWebKeySet;
   /** A projected service-account token for system:serviceaccount:{namespace}:{name}. */
-  token(o: { namespace: string; serviceAccount: string; audience?: string; ttlSeconds?: number; issuer?: string }): Promise<string>;
+  token(o: {
+    namespace: string;
+    serviceAccount: string;
+    audience?: string;
+    ttlSeconds?: number;
+    issuer?: string;
+  }): Promise<string>;
   /** Write a token to a temp file (for AZURE_FEDERATED_TOKEN_FILE / tokenFilePath). */
   tokenFile(o: { namespace: string; serviceAccount: string; audience?: string; ttlSeconds?: number }): Promise<string>;
 }
@@ -28,7 +34,9 @@ export async function createServiceAccountIssuer(fake: FakeAzure, issuerURL: str
   let n = 0;
   const token: ServiceAccountIssuer["token"] = (o) => {
     const now = Math.floor(Date.now() / 1000);
-    return new SignJWT({ "kubernetes.io": { namespace: o.namespace, serviceaccount: { name: o.serviceAccount, uid: crypto.randomUUID() } } })
+    return new SignJWT({
+      "kubernetes.io": { namespace: o.namespace, serviceaccount: { name: o.serviceAccount, uid: crypto.randomUUID() } },
+    })
       .setProtectedHeader({ alg: "RS256", kid })
       .setIssuer(o.issuer ?? issuerURL)
       .setSubject(`system:serviceaccount:${o.namespace}:${o.serviceAccount}`)

@@ -29,7 +29,10 @@ const OWNER = "0b9a3c1e-1111-4222-8333-444455556666";
 const ASO_SA = "system:serviceaccount:azureserviceoperator-system:azureserviceoperator-default";
 const CONCURRENT_FIC_WRITES = "ConcurrentFederatedIdentityCredentialsWritesForSingleManagedIdentity";
 const figures: Record<string, number | string> = {};
-const load = () => loadavg().map((l) => l.toFixed(1)).join(" ");
+const load = () =>
+  loadavg()
+    .map((l) => l.toFixed(1))
+    .join(" ");
 
 describe("real ASO in the loop: POST → Flux → ASO → fake Azure → credential → Ready", () => {
   let platform: FluxPlatform;
@@ -37,7 +40,10 @@ describe("real ASO in the loop: POST → Flux → ASO → fake Azure → credent
 
   beforeAll(async () => {
     const t0 = Date.now();
-    platform = await startFluxPlatform({ aso: "real", berthConfig: (raw) => (raw.api.rollouts = { pollIntervalMs: 500, gateTimeoutSeconds: 300 }) });
+    platform = await startFluxPlatform({
+      aso: "real",
+      berthConfig: (raw) => (raw.api.rollouts = { pollIntervalMs: 500, gateTimeoutSeconds: 300 }),
+    });
     figures.platformMs = Date.now() - t0;
     cli = await CliHarness.create();
   }, 300_000);
@@ -49,24 +55,52 @@ describe("real ASO in the loop: POST → Flux → ASO → fake Azure → credent
 
   afterAll(async () => {
     console.log(`[tests/flux/aso] ${JSON.stringify({ ...figures, aso: platform?.realAso?.usage(), load: load() })}`);
-    if (platform?.azure) console.log(`[tests/flux/aso] fake Azure: ${JSON.stringify(platform.azure.stats.byOperation())}`);
+    if (platform?.azure)
+      console.log(`[tests/flux/aso] fake Azure: ${JSON.stringify(platform.azure.stats.byOperation())}`);
     await platform?.stop();
   });
 
   const onboard = async (name: string, roleAssignments = [{ role: "rg-contributor" }]) => {
-    const res = await platform.request("POST", "/v1/teams", { name, owners: [OWNER], environments: ["dev"], roleAssignments });
+    const res = await platform.request("POST", "/v1/teams", {
+      name,
+      owners: [OWNER],
+      environments: ["dev"],
+      roleAssignments,
+    });
     expect(res.statusCode, res.body).toBe(201);
     return res.json.revision as string;
   };
   /** `berth status <team> --watch` without a terminal: one line per change, exit 0 once Ready. */
   const watchStatus = (team: string, timeout = "5m"): Promise<CliResult> =>
-    cli.run(["status", team, "--watch", "--timeout", timeout, "--interval", "1s", "--server", platform.berth.url, "--token", DEV_TOKEN], { timeoutMs: 330_000 });
-  const aso = (apiVersion: string, kind: string, name: string, namespace = ASO_NAMESPACE) => platform.admin.get(apiVersion, kind, namespace, name);
-  const readyCondition = (o: Obj | undefined) => ((o?.status as { conditions?: Array<Record<string, unknown>> } | undefined)?.conditions ?? []).find((c) => c.type === "Ready");
+    cli.run(
+      [
+        "status",
+        team,
+        "--watch",
+        "--timeout",
+        timeout,
+        "--interval",
+        "1s",
+        "--server",
+        platform.berth.url,
+        "--token",
+        DEV_TOKEN,
+      ],
+      { timeoutMs: 330_000 },
+    );
+  const aso = (apiVersion: string, kind: string, name: string, namespace = ASO_NAMESPACE) =>
+    platform.admin.get(apiVersion, kind, namespace, name);
+  const readyCondition = (o: Obj | undefined) =>
+    ((o?.status as { conditions?: Array<Record<string, unknown>> } | undefined)?.conditions ?? []).find(
+      (c) => c.type === "Ready",
+    );
   /** What the fake Azure answered for a team's resources since `since` (ms), e.g. ["PUT .../federatedIdentityCredentials/workload 409"]. */
   const azureCalls = (team: string, since: number) =>
-    platform.azure!.stats.requests.filter((r) => r.at >= since && r.path.toLowerCase().includes(`-${team}`)).map((r) => `${r.method} ${r.path.split("/").slice(-2).join("/")} ${r.status}`);
-  const identityOf = (team: string) => [...platform.azure!.arm.identities.values()].find((i) => i.name === `id-${team}--aks-dev-weu`);
+    platform
+      .azure!.stats.requests.filter((r) => r.at >= since && r.path.toLowerCase().includes(`-${team}`))
+      .map((r) => `${r.method} ${r.path.split("/").slice(-2).join("/")} ${r.status}`);
+  const identityOf = (team: string) =>
+    [...platform.azure!.arm.identities.values()].find((i) => i.name === `id-${team}--aks-dev-weu`);
   /** Onboards a team and follows it with `berth status --watch` to the end; the time to Ready is a figure. */
   const onboardAndWatch = async (team: string, figure: string, timeout = "5m") => {
     const t0 = Date.now();
@@ -74,7 +108,9 @@ describe("real ASO in the loop: POST → Flux → ASO → fake Azure → credent
     const watched = await watchStatus(team, timeout);
     figures[figure] = Date.now() - t0;
     figures[`${figure}Load`] = load();
-    console.log(`[tests/flux/aso] berth status ${team} --watch (exit ${watched.code}):\n${watched.stdout}${watched.stderr}`);
+    console.log(
+      `[tests/flux/aso] berth status ${team} --watch (exit ${watched.code}):\n${watched.stdout}${watched.stderr}`,
+    );
     return { watched, since: t0 };
   };
 
@@ -91,13 +127,27 @@ describe("real ASO in the loop: POST → Flux → ASO → fake Azure → credent
     const identity = [...fake.arm.identities.values()].find((i) => i.name === "id-payments--aks-dev-weu");
     expect(identity, "the team's identity in Azure").toBeDefined();
     expect(identity!.resourceGroup).toBe("rg-payments--aks-dev-weu");
-    expect([...identity!.fics.values()].map((f) => f.subject).sort()).toEqual(["system:serviceaccount:azureserviceoperator-system:azureserviceoperator-default", "system:serviceaccount:payments:workload"]);
-    expect([...fake.arm.roleAssignments.values()].filter((ra) => ra.principalId === identity!.principalId)).toHaveLength(1);
+    expect([...identity!.fics.values()].map((f) => f.subject).sort()).toEqual([
+      "system:serviceaccount:azureserviceoperator-system:azureserviceoperator-default",
+      "system:serviceaccount:payments:workload",
+    ]);
+    expect(
+      [...fake.arm.roleAssignments.values()].filter((ra) => ra.principalId === identity!.principalId),
+    ).toHaveLength(1);
     // ASO exported the ids from Azure; the controller wrote them into the team's credential.
-    const ids = (await platform.admin.get("v1", "ConfigMap", ASO_NAMESPACE, "payments-identity"))!.data as Record<string, string>;
-    expect(ids).toEqual({ clientId: identity!.clientId, principalId: identity!.principalId, tenantId: identity!.tenantId });
+    const ids = (await platform.admin.get("v1", "ConfigMap", ASO_NAMESPACE, "payments-identity"))!.data as Record<
+      string,
+      string
+    >;
+    expect(ids).toEqual({
+      clientId: identity!.clientId,
+      principalId: identity!.principalId,
+      tenantId: identity!.tenantId,
+    });
     const secret = (await platform.admin.get("v1", "Secret", "payments", "aso-credential"))!;
-    expect(Buffer.from((secret.data as Record<string, string>).AZURE_CLIENT_ID!, "base64").toString()).toBe(identity!.clientId);
+    expect(Buffer.from((secret.data as Record<string, string>).AZURE_CLIENT_ID!, "base64").toString()).toBe(
+      identity!.clientId,
+    );
     // Only the platform identity asked for tokens so far, with ASO's ServiceAccount token from this cluster.
     const issuer = platform.cluster.serviceAccountIssuer;
     expect(fake.entra.issued.map((t) => t.clientId)).not.toContain(identity!.clientId);
@@ -109,7 +159,13 @@ describe("real ASO in the loop: POST → Flux → ASO → fake Azure → credent
       metadata: { name: "team-data", namespace: "payments" },
       spec: { location: "westeurope", azureName: "rg-payments-data" },
     } as Obj);
-    await eventually("team-data Ready", async () => readyCondition(await aso("resources.azure.com/v1api20200601", "ResourceGroup", "team-data", "payments"))?.status === "True", 120_000);
+    await eventually(
+      "team-data Ready",
+      async () =>
+        readyCondition(await aso("resources.azure.com/v1api20200601", "ResourceGroup", "team-data", "payments"))
+          ?.status === "True",
+      120_000,
+    );
     expect(fake.arm.resourceGroups.has(`${fake.subscriptionId}/rg-payments-data`)).toBe(true);
     const teamToken = fake.entra.issued.find((t) => t.clientId === identity!.clientId);
     expect(teamToken, "a token for the team's identity").toBeDefined();
@@ -122,11 +178,15 @@ describe("real ASO in the loop: POST → Flux → ASO → fake Azure → credent
     try {
       const { watched, since } = await onboardAndWatch("orders", "readyWith409Ms");
       expect(watched.code, watched.stderr).toBe(0);
-      const timeline = platform.azure!.stats.requests
-        .filter((r) => r.at >= since && r.path.includes("id-orders--") && r.method !== "GET")
+      const timeline = platform
+        .azure!.stats.requests.filter((r) => r.at >= since && r.path.includes("id-orders--") && r.method !== "GET")
         .map((r) => `+${((r.at - since) / 1000).toFixed(1)}s ${r.method} ${r.path.split("/").pop()} ${r.status}`);
-      console.log(`[tests/flux/aso] orders: ASO's writes to the identity and its credentials:\n  ${timeline.join("\n  ")}`);
-      const conflicts = azureCalls("orders", since).filter((c) => c.includes("federatedIdentityCredentials/") && c.endsWith(" 409"));
+      console.log(
+        `[tests/flux/aso] orders: ASO's writes to the identity and its credentials:\n  ${timeline.join("\n  ")}`,
+      );
+      const conflicts = azureCalls("orders", since).filter(
+        (c) => c.includes("federatedIdentityCredentials/") && c.endsWith(" 409"),
+      );
       figures.conflicts409 = conflicts.length;
       expect(conflicts.length).toBeGreaterThan(0);
       // Berth's status said what held the team, with ASO's severity: a retry, not a failure.
@@ -157,7 +217,11 @@ describe("real ASO in the loop: POST → Flux → ASO → fake Azure → credent
     const fake = platform.azure!;
     const scope = `/subscriptions/${fake.subscriptionId}/resourceGroups/rg-audit--aks-dev-weu`;
     const platformClientId = platform.azure!.entra.apps.values().next().value!.clientId;
-    const restore = fake.arm.withhold({ principal: platformClientId, action: "Microsoft.Authorization/roleAssignments/write", scope });
+    const restore = fake.arm.withhold({
+      principal: platformClientId,
+      action: "Microsoft.Authorization/roleAssignments/write",
+      scope,
+    });
     try {
       const { watched } = await onboardAndWatch("audit", "auditWatchMs", "90s");
       // It never turns Ready, and never Failed: ASO keeps retrying a Warning.
@@ -168,7 +232,13 @@ describe("real ASO in the loop: POST → Flux → ASO → fake Azure → credent
       expect(watched.stderr).toContain("AuthorizationFailed");
       const status = (await platform.request("GET", "/v1/teams/audit/status")).json;
       expect(status.clusters[0].conditions).toContainEqual(
-        expect.objectContaining({ type: "RoleAssignmentsReady", status: "False", reason: "AuthorizationFailed", severity: "Warning", message: expect.stringContaining("Microsoft.Authorization/roleAssignments/write") }),
+        expect.objectContaining({
+          type: "RoleAssignmentsReady",
+          status: "False",
+          reason: "AuthorizationFailed",
+          severity: "Warning",
+          message: expect.stringContaining("Microsoft.Authorization/roleAssignments/write"),
+        }),
       );
       expect(status.clusters[0].conditions).toContainEqual(expect.objectContaining({ type: "Ready", status: "False" }));
 
@@ -182,21 +252,53 @@ describe("real ASO in the loop: POST → Flux → ASO → fake Azure → credent
       });
       expect(created.statusCode, created.body).toBe(201);
       const id = created.json.rollout.metadata.name as string;
-      const waiting = await eventually("the gate waiting on audit with ASO's reason", async () => {
-        const r = (await platform.request("GET", `/v1/rollouts/${id}`)).json;
-        return r.progress?.verdict === "wait" && r.progress.teams.some((t: { reason?: string }) => t.reason === "AuthorizationFailed") ? r.progress : undefined;
-      }, 120_000);
-      expect(waiting.teams).toContainEqual(expect.objectContaining({ team: "audit", cluster: "aks-dev-weu", result: "waiting", condition: "RoleAssignmentsReady", reason: "AuthorizationFailed", severity: "Warning" }));
-      const halted = await eventually("the rollout halted at its gate timeout", async () => {
-        const r = (await platform.request("GET", `/v1/rollouts/${id}`)).json.rollout;
-        return r.status.phase === "Halted" ? r : undefined;
-      }, 120_000);
+      const waiting = await eventually(
+        "the gate waiting on audit with ASO's reason",
+        async () => {
+          const r = (await platform.request("GET", `/v1/rollouts/${id}`)).json;
+          return r.progress?.verdict === "wait" &&
+            r.progress.teams.some((t: { reason?: string }) => t.reason === "AuthorizationFailed")
+            ? r.progress
+            : undefined;
+        },
+        120_000,
+      );
+      expect(waiting.teams).toContainEqual(
+        expect.objectContaining({
+          team: "audit",
+          cluster: "aks-dev-weu",
+          result: "waiting",
+          condition: "RoleAssignmentsReady",
+          reason: "AuthorizationFailed",
+          severity: "Warning",
+        }),
+      );
+      const halted = await eventually(
+        "the rollout halted at its gate timeout",
+        async () => {
+          const r = (await platform.request("GET", `/v1/rollouts/${id}`)).json.rollout;
+          return r.status.phase === "Halted" ? r : undefined;
+        },
+        120_000,
+      );
       expect(halted.status.halt).toMatchObject({ wave: "only", reason: "Timeout" });
-      expect(halted.status.halt.teams).toEqual([expect.objectContaining({ team: "audit", condition: "RoleAssignmentsReady", reason: "AuthorizationFailed", severity: "Warning" })]);
+      expect(halted.status.halt.teams).toEqual([
+        expect.objectContaining({
+          team: "audit",
+          condition: "RoleAssignmentsReady",
+          reason: "AuthorizationFailed",
+          severity: "Warning",
+        }),
+      ]);
       // Why the gate never saw the wave's commit: Flux still runs the health checks of the revision it applied
       // (kustomize-controller's default: until the Kustomization's timeout, 15 min), so the new one waits.
-      const ks = (await platform.kustomization(ASO_NAMESPACE, "team-audit"))!.status as { lastAttemptedRevision?: string; conditions?: Array<{ type: string; reason: string; message: string }> };
-      console.log(`[tests/flux/aso] team-audit while halted: lastAttemptedRevision ${ks.lastAttemptedRevision}, fleet head ${await platform.head()}; ${JSON.stringify(ks.conditions?.map((c) => `${c.type}: ${c.reason}`))}`);
+      const ks = (await platform.kustomization(ASO_NAMESPACE, "team-audit"))!.status as {
+        lastAttemptedRevision?: string;
+        conditions?: Array<{ type: string; reason: string; message: string }>;
+      };
+      console.log(
+        `[tests/flux/aso] team-audit while halted: lastAttemptedRevision ${ks.lastAttemptedRevision}, fleet head ${await platform.head()}; ${JSON.stringify(ks.conditions?.map((c) => `${c.type}: ${c.reason}`))}`,
+      );
       console.log(`[tests/flux/aso] halt report: ${JSON.stringify(halted.status.halt.teams[0])}`);
       expect((await platform.request("POST", `/v1/rollouts/${id}/abort`)).statusCode).toBe(200);
     } finally {
@@ -206,7 +308,12 @@ describe("real ASO in the loop: POST → Flux → ASO → fake Azure → credent
 
   it("5. offboarding: ASO deletes in Azure in Berth's order, the credential outlives every ASO object, nothing is stuck", async () => {
     const fake = platform.azure!;
-    const watch = await watchDeletions(platform.cluster.kubeConfig(), ["/apis/resources.azure.com/v1api20200601/resourcegroups", "/api/v1/secrets", "/apis/rbac.authorization.k8s.io/v1/rolebindings", "/api/v1/namespaces"]);
+    const watch = await watchDeletions(platform.cluster.kubeConfig(), [
+      "/apis/resources.azure.com/v1api20200601/resourcegroups",
+      "/api/v1/secrets",
+      "/apis/rbac.authorization.k8s.io/v1/rolebindings",
+      "/api/v1/namespaces",
+    ]);
     const since = Date.now();
     try {
       const res = await platform.request("DELETE", "/v1/teams/payments");
@@ -227,16 +334,28 @@ describe("real ASO in the loop: POST → Flux → ASO → fake Azure → credent
     expect(binding).toBeLessThanOrEqual(namespace);
     // Nothing of the team is left on the cluster, nothing stuck deleting.
     for (const [kind, apiVersion] of Object.entries(ASO_KINDS)) {
-      await eventually(`${kind} of payments gone`, async () => (await platform.admin.list(apiVersion, kind, ASO_NAMESPACE, "?labelSelector=berth.dev/team%3Dpayments")).length === 0, 120_000);
+      await eventually(
+        `${kind} of payments gone`,
+        async () =>
+          (await platform.admin.list(apiVersion, kind, ASO_NAMESPACE, "?labelSelector=berth.dev/team%3Dpayments"))
+            .length === 0,
+        120_000,
+      );
     }
     // In Azure: the team's identity (its credentials and role assignment with it) and its own resource group are
     // deleted; the team's resource group is kept (Berth renders it detach-on-delete: the team's data stays).
-    const deletes = fake.stats.requests.filter((r) => r.at >= since && r.method === "DELETE").map((r) => `${r.operation} ${r.status}`);
+    const deletes = fake.stats.requests
+      .filter((r) => r.at >= since && r.method === "DELETE")
+      .map((r) => `${r.operation} ${r.status}`);
     console.log(`[tests/flux/aso] offboarding payments, ASO's deletes: ${JSON.stringify(deletes)}`);
     expect(identityOf("payments")).toBeUndefined();
     expect(fake.arm.resourceGroups.has(`${fake.subscriptionId}/rg-payments-data`)).toBe(false);
     expect(fake.arm.resourceGroups.has(`${fake.subscriptionId}/rg-payments--aks-dev-weu`)).toBe(true);
-    expect(fake.stats.requests.filter((r) => r.at >= since && r.method === "DELETE" && r.path.endsWith("/resourceGroups/rg-payments--aks-dev-weu"))).toEqual([]);
+    expect(
+      fake.stats.requests.filter(
+        (r) => r.at >= since && r.method === "DELETE" && r.path.endsWith("/resourceGroups/rg-payments--aks-dev-weu"),
+      ),
+    ).toEqual([]);
   }, 400_000);
 
   it("5b. offboarding with ASO's default reconcile policy detach-on-delete: nothing in Azure is deleted", async () => {
@@ -246,13 +365,31 @@ describe("real ASO in the loop: POST → Flux → ASO → fake Azure → credent
     const since = Date.now();
     const res = await platform.request("DELETE", "/v1/teams/orders");
     expect(res.statusCode, res.body).toBe(200);
-    await eventually("namespace orders gone", async () => (await platform.admin.get("v1", "Namespace", undefined, "orders")) === undefined, 240_000);
+    await eventually(
+      "namespace orders gone",
+      async () => (await platform.admin.get("v1", "Namespace", undefined, "orders")) === undefined,
+      240_000,
+    );
     for (const kind of ["UserAssignedIdentity", "FederatedIdentityCredential"]) {
-      await eventually(`${kind} of orders gone`, async () => (await platform.admin.list("managedidentity.azure.com/v1api20230131", kind, ASO_NAMESPACE, "?labelSelector=berth.dev/team%3Dorders")).length === 0, 120_000);
+      await eventually(
+        `${kind} of orders gone`,
+        async () =>
+          (
+            await platform.admin.list(
+              "managedidentity.azure.com/v1api20230131",
+              kind,
+              ASO_NAMESPACE,
+              "?labelSelector=berth.dev/team%3Dorders",
+            )
+          ).length === 0,
+        120_000,
+      );
     }
     expect(fake.stats.requests.filter((r) => r.at >= since && r.method === "DELETE")).toEqual([]);
     expect(identityOf("orders")).toMatchObject({ clientId: identity.clientId });
     expect(identity.fics.size).toBe(2);
-    expect([...fake.arm.roleAssignments.values()].filter((ra) => ra.principalId === identity.principalId)).toHaveLength(1);
+    expect([...fake.arm.roleAssignments.values()].filter((ra) => ra.principalId === identity.principalId)).toHaveLength(
+      1,
+    );
   }, 400_000);
 });

@@ -48,12 +48,19 @@ describe("the chain with real Flux: POST → commit → Flux → controller → 
       stringify({
         apiVersion: "networking.k8s.io/v1",
         kind: "NetworkPolicy",
-        metadata: { name: "default-deny-ingress", namespace: "{{ names.namespace }}", labels: { "berth.dev/team": "{{ team.name }}" } },
+        metadata: {
+          name: "default-deny-ingress",
+          namespace: "{{ names.namespace }}",
+          labels: { "berth.dev/team": "{{ team.name }}" },
+        },
         spec: { podSelector: {}, policyTypes: ["Ingress"] },
       }),
     );
     const set = await readFile(join(templates, "v3", "templateset.yaml"), "utf8");
-    await writeFile(join(templates, "v3", "templateset.yaml"), set.replace("name: v1", "name: v3").replace("- template: limit-range.yaml", "- template: default-deny.yaml"));
+    await writeFile(
+      join(templates, "v3", "templateset.yaml"),
+      set.replace("name: v1", "name: v3").replace("- template: limit-range.yaml", "- template: default-deny.yaml"),
+    );
     const t0 = Date.now();
     platform = await startFluxPlatform({ aso: "real", berthConfig: (raw) => (raw.templatesDir = templates) });
     timings.platformMs = Date.now() - t0;
@@ -67,19 +74,34 @@ describe("the chain with real Flux: POST → commit → Flux → controller → 
     platform?.azure?.stats.assertAllAnswered();
   });
 
-  const get = (apiVersion: string, kind: string, namespace: string | undefined, name: string) => platform.admin.get(apiVersion, kind, namespace, name);
+  const get = (apiVersion: string, kind: string, namespace: string | undefined, name: string) =>
+    platform.admin.get(apiVersion, kind, namespace, name);
   const teamStatus = async () => (await platform.request("GET", `/v1/teams/${TEAM}/status`)).json;
 
   it("onboards: POST → Flux applies the team → the controller writes its credential → Ready", async () => {
     const t0 = Date.now();
-    const res = await platform.request("POST", "/v1/teams", { name: TEAM, owners: [OWNER], environments: ["dev"], roleAssignments: [{ role: "rg-contributor" }], quota: { cpu: "4", memory: "8Gi", pods: 20 } });
+    const res = await platform.request("POST", "/v1/teams", {
+      name: TEAM,
+      owners: [OWNER],
+      environments: ["dev"],
+      roleAssignments: [{ role: "rg-contributor" }],
+      quota: { cpu: "4", memory: "8Gi", pods: 20 },
+    });
     expect(res.statusCode, res.body).toBe(201);
     const revision = res.json.revision as string;
     await eventually("namespace payments on the cluster", () => get("v1", "Namespace", undefined, TEAM), 120_000);
     timings.postToNamespaceMs = Date.now() - t0;
     // Flux applies namespaces first, then the rest.
-    const quota = await eventually("ResourceQuota team-quota", () => get("v1", "ResourceQuota", TEAM, "team-quota"), 60_000);
-    expect((quota.spec as { hard: Record<string, string> }).hard).toMatchObject({ "requests.cpu": "4", "limits.memory": "8Gi", pods: "20" });
+    const quota = await eventually(
+      "ResourceQuota team-quota",
+      () => get("v1", "ResourceQuota", TEAM, "team-quota"),
+      60_000,
+    );
+    expect((quota.spec as { hard: Record<string, string> }).hard).toMatchObject({
+      "requests.cpu": "4",
+      "limits.memory": "8Gi",
+      pods: "20",
+    });
     expect(await get("rbac.authorization.k8s.io/v1", "RoleBinding", TEAM, "berth-controller")).toBeDefined();
     for (const [apiVersion, kind] of [
       ["resources.azure.com/v1api20200601", "ResourceGroup"],
@@ -87,26 +109,50 @@ describe("the chain with real Flux: POST → commit → Flux → controller → 
       ["managedidentity.azure.com/v1api20230131", "FederatedIdentityCredential"],
       ["authorization.azure.com/v1api20220401", "RoleAssignment"],
     ] as const) {
-      const objects = await eventually(`${kind} of ${TEAM} applied`, async () => {
-        const list = await platform.admin.list(apiVersion, kind, ASO_NAMESPACE, `?labelSelector=berth.dev/team%3D${TEAM}`);
-        return list.length ? list : undefined;
-      }, 60_000);
+      const objects = await eventually(
+        `${kind} of ${TEAM} applied`,
+        async () => {
+          const list = await platform.admin.list(
+            apiVersion,
+            kind,
+            ASO_NAMESPACE,
+            `?labelSelector=berth.dev/team%3D${TEAM}`,
+          );
+          return list.length ? list : undefined;
+        },
+        60_000,
+      );
       // Flux applied them, substituted from platform-vars: no ${VAR} is left.
       expect(JSON.stringify(objects.map((o) => o.spec))).not.toContain("${");
     }
     const ks = await platform.waitKustomizationReady(ASO_NAMESPACE, `team-${TEAM}`, revision);
     expect((ks.metadata.labels as Record<string, string>)["kustomize.toolkit.fluxcd.io/name"]).toBe("berth-teams");
     timings.postToKustomizationReadyMs = Date.now() - t0;
-    const secret = await eventually("the credential aso-credential", () => get("v1", "Secret", TEAM, "aso-credential"), 60_000);
-    expect(Object.keys(secret.data as object).sort()).toEqual(["AZURE_CLIENT_ID", "AZURE_SUBSCRIPTION_ID", "AZURE_TENANT_ID", "USE_WORKLOAD_IDENTITY_AUTH"]);
-    const status = await eventually("Team payments Ready through the API", async () => {
-      const s = await teamStatus();
-      return s.clusters?.[0]?.ready ? s : undefined;
-    }, 60_000);
+    const secret = await eventually(
+      "the credential aso-credential",
+      () => get("v1", "Secret", TEAM, "aso-credential"),
+      60_000,
+    );
+    expect(Object.keys(secret.data as object).sort()).toEqual([
+      "AZURE_CLIENT_ID",
+      "AZURE_SUBSCRIPTION_ID",
+      "AZURE_TENANT_ID",
+      "USE_WORKLOAD_IDENTITY_AUTH",
+    ]);
+    const status = await eventually(
+      "Team payments Ready through the API",
+      async () => {
+        const s = await teamStatus();
+        return s.clusters?.[0]?.ready ? s : undefined;
+      },
+      60_000,
+    );
     timings.postToReadyMs = Date.now() - t0;
     // The status chain shows Flux's own view: the revision it applied, its Ready condition.
     expect(status.clusters[0].revision).toBe(`main@sha1:${revision}`);
-    expect(status.clusters[0].conditions).toContainEqual(expect.objectContaining({ type: "KustomizationReady", status: "True", reason: "ReconciliationSucceeded" }));
+    expect(status.clusters[0].conditions).toContainEqual(
+      expect.objectContaining({ type: "KustomizationReady", status: "True", reason: "ReconciliationSucceeded" }),
+    );
   }, 300_000);
 
   it("the render dry-run's stand-in build (tests/support/flux-build.ts) equals what Flux applied, object for object", async () => {
@@ -114,16 +160,25 @@ describe("the chain with real Flux: POST → commit → Flux → controller → 
     // to real Flux: the same files, built and substituted, give exactly the objects kustomize-controller put on the cluster.
     const remote = await inspectRemote(platform.repoUrl, "main", platform.gitEnv);
     const vars = (await get("v1", "ConfigMap", ASO_NAMESPACE, "platform-vars"))!.data as Record<string, string>;
-    const fluxFile = parseYamlObjects(remote.files.get(`clusters/aks-dev-weu/teams/${teamShard(TEAM)}/${TEAM}.yaml`)!)[0]!;
-    const built = kustomizeFiles(remote.files, normalizeRepoPath(String(fluxFile.spec.path))).flatMap((f) => parseYamlObjects(substituteFluxVars(remote.files.get(f)!, vars, f)));
+    const fluxFile = parseYamlObjects(
+      remote.files.get(`clusters/aks-dev-weu/teams/${teamShard(TEAM)}/${TEAM}.yaml`)!,
+    )[0]!;
+    const built = kustomizeFiles(remote.files, normalizeRepoPath(String(fluxFile.spec.path))).flatMap((f) =>
+      parseYamlObjects(substituteFluxVars(remote.files.get(f)!, vars, f)),
+    );
     expect(built.length).toBeGreaterThan(8);
-    const inventory = ((await platform.kustomization(ASO_NAMESPACE, `team-${TEAM}`))!.status as { inventory: { entries: unknown[] } }).inventory.entries;
+    const inventory = (
+      (await platform.kustomization(ASO_NAMESPACE, `team-${TEAM}`))!.status as { inventory: { entries: unknown[] } }
+    ).inventory.entries;
     expect(inventory).toHaveLength(built.length);
     for (const object of built) {
       const live = await get(object.apiVersion, object.kind, object.metadata.namespace, object.metadata.name);
       expect(live, `${object.kind} ${object.metadata.name} on the cluster`).toBeDefined();
       const { metadata, ...rest } = object;
-      const problems = compareSentAndReturned({ ...rest, metadata: { labels: metadata.labels, annotations: metadata.annotations } }, live);
+      const problems = compareSentAndReturned(
+        { ...rest, metadata: { labels: metadata.labels, annotations: metadata.annotations } },
+        live,
+      );
       expect(problems, `${object.kind} ${object.metadata.name}`).toEqual([]);
     }
   }, 300_000);
@@ -136,17 +191,34 @@ describe("the chain with real Flux: POST → commit → Flux → controller → 
     expect(human.stdout).toContain(`commit ${head.slice(0, 7)}`);
     expect(human.stdout).toMatch(/✔ commit › ✔ flux › /);
     const json = await cli.run(["status", TEAM, "-o", "json", "--server", platform.berth.url, "--token", DEV_TOKEN]);
-    const status = JSON.parse(json.stdout) as { clusters: Array<{ revision: string; conditions: Array<{ type: string; status: string; reason: string; message: string }> }> };
+    const status = JSON.parse(json.stdout) as {
+      clusters: Array<{
+        revision: string;
+        conditions: Array<{ type: string; status: string; reason: string; message: string }>;
+      }>;
+    };
     expect(status.clusters[0]!.revision).toBe(`main@sha1:${head}`);
     // The team's Kustomization reads its own artifact (ADR 0019): Flux reports the artifact's revision, cut from `head`.
-    const ks = (await platform.kustomization(ASO_NAMESPACE, `team-${TEAM}`))!.status as { lastAppliedRevision: string; lastAppliedOriginRevision: string };
+    const ks = (await platform.kustomization(ASO_NAMESPACE, `team-${TEAM}`))!.status as {
+      lastAppliedRevision: string;
+      lastAppliedOriginRevision: string;
+    };
     expect(ks.lastAppliedOriginRevision).toBe(`main@sha1:${head}`);
-    expect(status.clusters[0]!.conditions.find((c) => c.type === "KustomizationReady")).toMatchObject({ status: "True", reason: "ReconciliationSucceeded", message: `Applied revision: ${ks.lastAppliedRevision}` });
+    expect(status.clusters[0]!.conditions.find((c) => c.type === "KustomizationReady")).toMatchObject({
+      status: "True",
+      reason: "ReconciliationSucceeded",
+      message: `Applied revision: ${ks.lastAppliedRevision}`,
+    });
   }, 300_000);
 
   it("updates: the change is applied, no other object of the team is touched", async () => {
     const before = await objectVersions(platform, TEAM);
-    const res = await platform.request("PUT", `/v1/teams/${TEAM}`, { owners: [OWNER], environments: ["dev"], roleAssignments: [{ role: "rg-contributor" }], quota: { cpu: "6", memory: "8Gi", pods: 20 } });
+    const res = await platform.request("PUT", `/v1/teams/${TEAM}`, {
+      owners: [OWNER],
+      environments: ["dev"],
+      roleAssignments: [{ role: "rg-contributor" }],
+      quota: { cpu: "6", memory: "8Gi", pods: 20 },
+    });
     expect(res.statusCode, res.body).toBe(200);
     await platform.waitKustomizationReady(ASO_NAMESPACE, `team-${TEAM}`, res.json.revision);
     const quota = await get("v1", "ResourceQuota", TEAM, "team-quota");
@@ -159,12 +231,22 @@ describe("the chain with real Flux: POST → commit → Flux → controller → 
 
   it("a template change that adds an object and removes one: Flux applies the new one and prunes the old", async () => {
     expect(await get("v1", "LimitRange", TEAM, "container-defaults")).toBeDefined();
-    const res = await platform.request("POST", "/v1/rollouts", { description: "v3: default-deny instead of limits", target: { templateVersion: "v3" }, selector: { names: [TEAM] } });
+    const res = await platform.request("POST", "/v1/rollouts", {
+      description: "v3: default-deny instead of limits",
+      target: { templateVersion: "v3" },
+      selector: { names: [TEAM] },
+    });
     expect(res.statusCode, res.body).toBe(201);
     await platform.waitKustomizationReady(ASO_NAMESPACE, `team-${TEAM}`, res.json.revision);
     expect(await get("networking.k8s.io/v1", "NetworkPolicy", TEAM, "default-deny-ingress")).toBeDefined();
-    await eventually("LimitRange container-defaults pruned", async () => (await get("v1", "LimitRange", TEAM, "container-defaults")) === undefined, 60_000);
-    const pruned = (await platform.cluster.deletes()).filter((d) => d.resource === "limitranges" && d.namespace === TEAM);
+    await eventually(
+      "LimitRange container-defaults pruned",
+      async () => (await get("v1", "LimitRange", TEAM, "container-defaults")) === undefined,
+      60_000,
+    );
+    const pruned = (await platform.cluster.deletes()).filter(
+      (d) => d.resource === "limitranges" && d.namespace === TEAM,
+    );
     expect(pruned.map((d) => d.user)).toEqual(["admin"]); // kustomize-controller (it runs with the admin kubeconfig here)
   }, 300_000);
 
@@ -176,10 +258,14 @@ describe("the chain with real Flux: POST → commit → Flux → controller → 
       metadata: { name: "team-data", namespace: TEAM },
       spec: { location: "westeurope", azureName: "rg-payments-data" },
     } as Obj);
-    await eventually("ASO holds its finalizer on the team's own resource group", async () => {
-      const rg = await get("resources.azure.com/v1api20200601", "ResourceGroup", TEAM, "team-data");
-      return ((rg?.metadata.finalizers as string[] | undefined) ?? []).length > 0;
-    }, 60_000);
+    await eventually(
+      "ASO holds its finalizer on the team's own resource group",
+      async () => {
+        const rg = await get("resources.azure.com/v1api20200601", "ResourceGroup", TEAM, "team-data");
+        return ((rg?.metadata.finalizers as string[] | undefined) ?? []).length > 0;
+      },
+      60_000,
+    );
     const watch = await watchDeletions(platform.cluster.kubeConfig(), [
       "/apis/resources.azure.com/v1api20200601/resourcegroups",
       "/api/v1/secrets",
@@ -195,7 +281,13 @@ describe("the chain with real Flux: POST → commit → Flux → controller → 
     }
     // Flux pruned the team's Kustomization (berth-teams no longer lists it), and it pruned what it had applied.
     const deletes = await platform.cluster.deletes();
-    expect(deletes).toContainEqual(expect.objectContaining({ resource: "kustomizations.kustomize.toolkit.fluxcd.io", name: `team-${TEAM}`, namespace: ASO_NAMESPACE }));
+    expect(deletes).toContainEqual(
+      expect.objectContaining({
+        resource: "kustomizations.kustomize.toolkit.fluxcd.io",
+        name: `team-${TEAM}`,
+        namespace: ASO_NAMESPACE,
+      }),
+    );
     expect(deletes).toContainEqual(expect.objectContaining({ resource: "namespaces", name: TEAM }));
     // The order the finalizers enforce: the team's ASO resource (ASO deleting it in Azure) before its credential,
     // the binding that lets the controller release the credential after it, the namespace last.
@@ -208,7 +300,14 @@ describe("the chain with real Flux: POST → commit → Flux → controller → 
     expect(secretGone).toBeLessThanOrEqual(bindingGone);
     expect(bindingGone).toBeLessThanOrEqual(namespaceGone);
     // The ASO objects in the ASO namespace went too (the Kustomization's prune).
-    expect(await platform.admin.list("managedidentity.azure.com/v1api20230131", "UserAssignedIdentity", ASO_NAMESPACE, `?labelSelector=berth.dev/team%3D${TEAM}`)).toEqual([]);
+    expect(
+      await platform.admin.list(
+        "managedidentity.azure.com/v1api20230131",
+        "UserAssignedIdentity",
+        ASO_NAMESPACE,
+        `?labelSelector=berth.dev/team%3D${TEAM}`,
+      ),
+    ).toEqual([]);
   }, 300_000);
 });
 
@@ -239,4 +338,3 @@ async function objectVersions(platform: FluxPlatform, team: string): Promise<Map
   if (t) out.set(`berth.dev/v1alpha1/Team//${team}`, String(t.metadata.resourceVersion));
   return out;
 }
-

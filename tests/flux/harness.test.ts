@@ -27,7 +27,12 @@ async function writeTree(dir: string, files: Record<string, unknown>): Promise<v
   }
 }
 
-const configMap = (name: string, data: Record<string, string>) => ({ apiVersion: "v1", kind: "ConfigMap", metadata: { name, namespace: "demo" }, data });
+const configMap = (name: string, data: Record<string, string>) => ({
+  apiVersion: "v1",
+  kind: "ConfigMap",
+  metadata: { name, namespace: "demo" },
+  data,
+});
 
 describe(`real Flux (source-controller ${componentVersion("source-controller")}, kustomize-controller ${componentVersion("kustomize-controller")})`, () => {
   let cluster: KubeCluster;
@@ -43,15 +48,35 @@ describe(`real Flux (source-controller ${componentVersion("source-controller")},
     url = server.repoUrl(bare.dir.split("/").pop()!);
     work = await mkdtemp(join(tmpdir(), "berth-flux-harness-"));
     await writeTree(work, {
-      "clusters/demo/kustomization.yaml": { apiVersion: "kustomize.config.k8s.io/v1beta1", kind: "Kustomization", resources: ["apps.yaml", "vars.yaml"] },
-      "clusters/demo/vars.yaml": { apiVersion: "v1", kind: "ConfigMap", metadata: { name: "vars", namespace: "flux-system" }, data: { GREETING: "hello" } },
+      "clusters/demo/kustomization.yaml": {
+        apiVersion: "kustomize.config.k8s.io/v1beta1",
+        kind: "Kustomization",
+        resources: ["apps.yaml", "vars.yaml"],
+      },
+      "clusters/demo/vars.yaml": {
+        apiVersion: "v1",
+        kind: "ConfigMap",
+        metadata: { name: "vars", namespace: "flux-system" },
+        data: { GREETING: "hello" },
+      },
       "clusters/demo/apps.yaml": {
         apiVersion: "kustomize.toolkit.fluxcd.io/v1",
         kind: "Kustomization",
         metadata: { name: "apps", namespace: "flux-system" },
-        spec: { interval: "10m", path: "./apps", prune: true, wait: true, sourceRef: { kind: "GitRepository", name: "flux-system" }, postBuild: { substituteFrom: [{ kind: "ConfigMap", name: "vars" }] } },
+        spec: {
+          interval: "10m",
+          path: "./apps",
+          prune: true,
+          wait: true,
+          sourceRef: { kind: "GitRepository", name: "flux-system" },
+          postBuild: { substituteFrom: [{ kind: "ConfigMap", name: "vars" }] },
+        },
       },
-      "apps/kustomization.yaml": { apiVersion: "kustomize.config.k8s.io/v1beta1", kind: "Kustomization", resources: ["namespace.yaml", "one.yaml", "two.yaml"] },
+      "apps/kustomization.yaml": {
+        apiVersion: "kustomize.config.k8s.io/v1beta1",
+        kind: "Kustomization",
+        resources: ["namespace.yaml", "one.yaml", "two.yaml"],
+      },
       "apps/namespace.yaml": { apiVersion: "v1", kind: "Namespace", metadata: { name: "demo" } },
       "apps/one.yaml": configMap("one", { greeting: "${GREETING}", literal: "$${GREETING}" }),
       "apps/two.yaml": configMap("two", { n: "2" }),
@@ -69,44 +94,78 @@ describe(`real Flux (source-controller ${componentVersion("source-controller")},
   });
 
   const get = (path: string) => kubeRequest(cluster.kubeConfig(), { method: "GET", path });
-  const kustomization = async (name: string) => (await get(`/apis/kustomize.toolkit.fluxcd.io/v1/namespaces/flux-system/kustomizations/${name}`)).json as {
-    status?: { lastAppliedRevision?: string; conditions?: Array<{ type: string; status: string; reason: string; message: string }> };
-  };
+  const kustomization = async (name: string) =>
+    (await get(`/apis/kustomize.toolkit.fluxcd.io/v1/namespaces/flux-system/kustomizations/${name}`)).json as {
+      status?: {
+        lastAppliedRevision?: string;
+        conditions?: Array<{ type: string; status: string; reason: string; message: string }>;
+      };
+    };
 
   it("pulls over smart HTTP, applies, substitutes strictly and reports Ready at the pushed revision", async () => {
-    const head = (await git(["ls-remote", url, "refs/heads/main"], { env: basicAuthEnv(AUTH.username, AUTH.password) })).split("\t")[0]!;
-    const one = await eventually("ConfigMap demo/one applied by Flux", async () => {
-      const r = await get("/api/v1/namespaces/demo/configmaps/one");
-      return r.status === 200 ? (r.json as { data: Record<string, string>; metadata: { labels: Record<string, string> } }) : undefined;
-    }, 60_000);
+    const head = (
+      await git(["ls-remote", url, "refs/heads/main"], { env: basicAuthEnv(AUTH.username, AUTH.password) })
+    ).split("\t")[0]!;
+    const one = await eventually(
+      "ConfigMap demo/one applied by Flux",
+      async () => {
+        const r = await get("/api/v1/namespaces/demo/configmaps/one");
+        return r.status === 200
+          ? (r.json as { data: Record<string, string>; metadata: { labels: Record<string, string> } })
+          : undefined;
+      },
+      60_000,
+    );
     expect(one.data).toEqual({ greeting: "hello", literal: "${GREETING}" });
     expect(one.metadata.labels["kustomize.toolkit.fluxcd.io/name"]).toBe("apps");
-    const ready = await eventually("Kustomization apps Ready", async () => {
-      const k = await kustomization("apps");
-      return k.status?.conditions?.find((c) => c.type === "Ready" && c.status === "True") ? k : undefined;
-    }, 60_000);
+    const ready = await eventually(
+      "Kustomization apps Ready",
+      async () => {
+        const k = await kustomization("apps");
+        return k.status?.conditions?.find((c) => c.type === "Ready" && c.status === "True") ? k : undefined;
+      },
+      60_000,
+    );
     expect(ready.status?.lastAppliedRevision).toBe(`main@sha1:${head}`);
   });
 
   it("fails the build on an undefined variable and keeps what it applied", async () => {
     await writeFile(join(work, "apps/two.yaml"), stringify(configMap("two", { n: "${UNDEFINED_VAR}" })));
     await pushTree({ url, dir: work, subject: "undefined var", env: basicAuthEnv(AUTH.username, AUTH.password) });
-    const failed = await eventually("apps fails on the undefined variable", async () => {
-      const c = (await kustomization("apps")).status?.conditions?.find((x) => x.type === "Ready");
-      return c?.status === "False" ? c : undefined;
-    }, 60_000);
+    const failed = await eventually(
+      "apps fails on the undefined variable",
+      async () => {
+        const c = (await kustomization("apps")).status?.conditions?.find((x) => x.type === "Ready");
+        return c?.status === "False" ? c : undefined;
+      },
+      60_000,
+    );
     expect(failed.message).toMatch(/UNDEFINED_VAR/);
     expect((await get("/api/v1/namespaces/demo/configmaps/two")).status).toBe(200);
   });
 
   it("prunes what a commit removes", async () => {
     await writeTree(join(work, "apps"), {
-      "kustomization.yaml": { apiVersion: "kustomize.config.k8s.io/v1beta1", kind: "Kustomization", resources: ["namespace.yaml", "one.yaml"] },
+      "kustomization.yaml": {
+        apiVersion: "kustomize.config.k8s.io/v1beta1",
+        kind: "Kustomization",
+        resources: ["namespace.yaml", "one.yaml"],
+      },
       "namespace.yaml": { apiVersion: "v1", kind: "Namespace", metadata: { name: "demo" } },
       "one.yaml": configMap("one", { greeting: "${GREETING}", literal: "$${GREETING}" }),
     });
-    await pushTree({ url, dir: work, subject: "drop two", remove: ["apps/two.yaml"], env: basicAuthEnv(AUTH.username, AUTH.password) });
-    await eventually("ConfigMap demo/two pruned", async () => (await get("/api/v1/namespaces/demo/configmaps/two")).status === 404, 60_000);
+    await pushTree({
+      url,
+      dir: work,
+      subject: "drop two",
+      remove: ["apps/two.yaml"],
+      env: basicAuthEnv(AUTH.username, AUTH.password),
+    });
+    await eventually(
+      "ConfigMap demo/two pruned",
+      async () => (await get("/api/v1/namespaces/demo/configmaps/two")).status === 404,
+      60_000,
+    );
     expect((await get("/api/v1/namespaces/demo/configmaps/one")).status).toBe(200);
   });
 });

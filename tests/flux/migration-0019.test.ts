@@ -41,7 +41,11 @@ describe("moving a cluster to team artifacts (ADR 0019) with real Flux: nothing 
         controllers: ["source-controller", "kustomize-controller", "notification-controller", "source-watcher"],
         featureGates: { "kustomize-controller": ["ExternalArtifact=true"] },
       },
-      seed: (p) => renderFleet(SEEDED.map((name) => ({ name, owners: [OWNER], environments: ["dev"] })), { platform: p, templatesDir: join(REPO_ROOT, "templates") }),
+      seed: (p) =>
+        renderFleet(
+          SEEDED.map((name) => ({ name, owners: [OWNER], environments: ["dev"] })),
+          { platform: p, templatesDir: join(REPO_ROOT, "templates") },
+        ),
     });
   }, 300_000);
 
@@ -50,8 +54,12 @@ describe("moving a cluster to team artifacts (ADR 0019) with real Flux: nothing 
   });
 
   /** Every delete request answered, but kube-apiserver's housekeeping of its own leases in kube-system. */
-  const deletes = async () => (await platform.cluster.deletes()).filter((d) => !(d.user === "system:apiserver" && d.resource.startsWith("leases.")));
-  const teamKs = async (team: string) => (await platform.kustomization(ASO_NAMESPACE, `team-${team}`)) as Ks | undefined;
+  const deletes = async () =>
+    (await platform.cluster.deletes()).filter(
+      (d) => !(d.user === "system:apiserver" && d.resource.startsWith("leases.")),
+    );
+  const teamKs = async (team: string) =>
+    (await platform.kustomization(ASO_NAMESPACE, `team-${team}`)) as Ks | undefined;
 
   it("before: Flux applies the teams from the GitRepository, one onboarded through the API", async () => {
     const res = await platform.request("POST", "/v1/teams", { name: "delta", owners: [OWNER], environments: ["dev"] });
@@ -67,12 +75,24 @@ describe("moving a cluster to team artifacts (ADR 0019) with real Flux: nothing 
 
   it("the new berth-teams.yaml: berth-teams reads its artifact, team artifacts are cut; nothing is deleted", async () => {
     const before = await deletes();
-    await platform.admin.create({ apiVersion: "v1", kind: "Secret", metadata: { name: "berth-teams-receiver", namespace: "flux-system" }, stringData: { token: "a-key-for-the-receiver-0123456789" } } as Obj);
+    await platform.admin.create({
+      apiVersion: "v1",
+      kind: "Secret",
+      metadata: { name: "berth-teams-receiver", namespace: "flux-system" },
+      stringData: { token: "a-key-for-the-receiver-0123456789" },
+    } as Obj);
     const dir = await mkdtemp(join(tmpdir(), "berth-migrate-0019-"));
     try {
       const file = join(dir, "clusters", "aks-dev-weu", "berth-teams.yaml");
       await mkdir(join(dir, "clusters", "aks-dev-weu"), { recursive: true });
-      await writeFile(file, withTeamsRepository(await readFile(join(REPO_ROOT, "flux", "clusters", "aks-dev-weu", "berth-teams.yaml"), "utf8"), platform.repoUrl, "5s"));
+      await writeFile(
+        file,
+        withTeamsRepository(
+          await readFile(join(REPO_ROOT, "flux", "clusters", "aks-dev-weu", "berth-teams.yaml"), "utf8"),
+          platform.repoUrl,
+          "5s",
+        ),
+      );
       await pushTree({ url: platform.repoUrl, dir, subject: "Team artifacts (ADR 0019)", env: platform.gitEnv });
     } finally {
       await rm(dir, { recursive: true, force: true });
@@ -82,23 +102,46 @@ describe("moving a cluster to team artifacts (ADR 0019) with real Flux: nothing 
       "Kustomization berth-teams Ready from ExternalArtifact berth-teams",
       async () => {
         const k = (await platform.kustomization("flux-system", "berth-teams")) as Ks | undefined;
-        const ready = (k?.status as { conditions?: Array<{ type: string; status: string }> } | undefined)?.conditions?.some((c) => c.type === "Ready" && c.status === "True");
-        return k?.spec.sourceRef.kind === "ExternalArtifact" && ready && (k.status as { lastAppliedOriginRevision?: string }).lastAppliedOriginRevision ? k : undefined;
+        const ready = (
+          k?.status as { conditions?: Array<{ type: string; status: string }> } | undefined
+        )?.conditions?.some((c) => c.type === "Ready" && c.status === "True");
+        return k?.spec.sourceRef.kind === "ExternalArtifact" &&
+          ready &&
+          (k.status as { lastAppliedOriginRevision?: string }).lastAppliedOriginRevision
+          ? k
+          : undefined;
       },
       180_000,
     );
-    for (const team of TEAMS) await eventually(`ExternalArtifact team-${team}`, () => platform.admin.get("source.toolkit.fluxcd.io/v1", "ExternalArtifact", ASO_NAMESPACE, `team-${team}`), 120_000);
+    for (const team of TEAMS)
+      await eventually(
+        `ExternalArtifact team-${team}`,
+        () => platform.admin.get("source.toolkit.fluxcd.io/v1", "ExternalArtifact", ASO_NAMESPACE, `team-${team}`),
+        120_000,
+      );
     expect(await deletes()).toEqual(before);
   }, 300_000);
 
   it("the API on ExternalArtifact and a same-version rollout: every team reads its own artifact; nothing is deleted", async () => {
     const before = await deletes();
     api = await platform.startApi({ platform: (p) => (p.fluxSource = { ...p.fluxSource, kind: "ExternalArtifact" }) });
-    const res = await api.server.inject({ method: "POST", url: "/v1/rollouts", headers: { authorization: `Bearer ${DEV_TOKEN}` }, payload: { description: "team artifacts (ADR 0019)" } });
+    const res = await api.server.inject({
+      method: "POST",
+      url: "/v1/rollouts",
+      headers: { authorization: `Bearer ${DEV_TOKEN}` },
+      payload: { description: "team artifacts (ADR 0019)" },
+    });
     expect(res.statusCode, res.body).toBe(201);
     const revision = res.json().revision as string;
     const teamsRepo = { namespace: "flux-system", name: "berth-teams" };
-    await platform.admin.mergePatch("source.toolkit.fluxcd.io/v1", "GitRepository", teamsRepo.namespace, teamsRepo.name, { metadata: { annotations: { "reconcile.fluxcd.io/requestedAt": new Date().toISOString() } } }, "flux");
+    await platform.admin.mergePatch(
+      "source.toolkit.fluxcd.io/v1",
+      "GitRepository",
+      teamsRepo.namespace,
+      teamsRepo.name,
+      { metadata: { annotations: { "reconcile.fluxcd.io/requestedAt": new Date().toISOString() } } },
+      "flux",
+    );
     for (const team of TEAMS) {
       const k = (await platform.waitKustomizationReady(ASO_NAMESPACE, `team-${team}`, revision, 180_000)) as Ks;
       expect(k.spec.sourceRef).toEqual({ kind: "ExternalArtifact", name: `team-${team}` });

@@ -23,7 +23,11 @@ describe("moving a repo written before shards into shards, with real Flux: nothi
 
   beforeAll(async () => {
     platform = await startFluxPlatform({
-      seed: (p) => renderFleet(TEAMS.map((name) => ({ name, owners: [OWNER], environments: ["dev"] })), { platform: p, templatesDir: join(REPO_ROOT, "templates"), layout: "flat" }),
+      seed: (p) =>
+        renderFleet(
+          TEAMS.map((name) => ({ name, owners: [OWNER], environments: ["dev"] })),
+          { platform: p, templatesDir: join(REPO_ROOT, "templates"), layout: "flat" },
+        ),
     });
   }, 300_000);
 
@@ -33,16 +37,30 @@ describe("moving a repo written before shards into shards, with real Flux: nothi
 
   it("Flux applies the flat layout: every team Ready", async () => {
     const remote = await inspectRemote(platform.repoUrl, "main", platform.gitEnv);
-    expect([...remote.files.keys()].filter((p) => FLAT.test(p)).sort()).toEqual(TEAMS.map((t) => `clusters/aks-dev-weu/teams/${t}.yaml`));
-    for (const team of TEAMS) await platform.waitKustomizationReady(ASO_NAMESPACE, `team-${team}`, remote.head!, 180_000);
-    for (const team of TEAMS) await eventually(`${team} Ready`, async () => (await platform.request("GET", `/v1/teams/${team}/status`)).json.clusters?.[0]?.ready, 60_000);
+    expect([...remote.files.keys()].filter((p) => FLAT.test(p)).sort()).toEqual(
+      TEAMS.map((t) => `clusters/aks-dev-weu/teams/${t}.yaml`),
+    );
+    for (const team of TEAMS)
+      await platform.waitKustomizationReady(ASO_NAMESPACE, `team-${team}`, remote.head!, 180_000);
+    for (const team of TEAMS)
+      await eventually(
+        `${team} Ready`,
+        async () => (await platform.request("GET", `/v1/teams/${team}/status`)).json.clusters?.[0]?.ready,
+        60_000,
+      );
   });
 
   it("one team's update moves its file into its shard; nothing is deleted", async () => {
     const before = await platform.cluster.deletes();
-    const res = await platform.request("PUT", "/v1/teams/alpha", { owners: [OWNER], environments: ["dev"], description: "moved" });
+    const res = await platform.request("PUT", "/v1/teams/alpha", {
+      owners: [OWNER],
+      environments: ["dev"],
+      description: "moved",
+    });
     expect(res.statusCode, res.body).toBe(200);
-    expect(res.json.files.map((f: { path: string; status: string }) => `${f.status} ${f.path}`)).toContain("deleted clusters/aks-dev-weu/teams/alpha.yaml");
+    expect(res.json.files.map((f: { path: string; status: string }) => `${f.status} ${f.path}`)).toContain(
+      "deleted clusters/aks-dev-weu/teams/alpha.yaml",
+    );
     await platform.waitKustomizationReady(ASO_NAMESPACE, "team-alpha", res.json.revision);
     await platform.waitKustomizationReady("flux-system", "berth-teams", res.json.revision);
     expect(await platform.cluster.deletes()).toEqual(before);
@@ -59,10 +77,18 @@ describe("moving a repo written before shards into shards, with real Flux: nothi
     // A team whose own folder the commit changed is applied at it; with team artifacts (ADR 0019) Flux leaves the
     // others alone, still Ready at the commit before.
     const paths = new Set([...previous.files.keys(), ...remote.files.keys()]);
-    const changed = (team: string) => [...paths].some((p) => p.startsWith(`teams/${team}/`) && previous.files.get(p) !== remote.files.get(p));
+    const changed = (team: string) =>
+      [...paths].some((p) => p.startsWith(`teams/${team}/`) && previous.files.get(p) !== remote.files.get(p));
     for (const team of TEAMS) {
       if (changed(team)) await platform.waitKustomizationReady(ASO_NAMESPACE, `team-${team}`, res.json.revision);
-      else expect(((await platform.kustomization(ASO_NAMESPACE, `team-${team}`))!.status as { conditions: Array<{ type: string; status: string }> }).conditions).toContainEqual(expect.objectContaining({ type: "Ready", status: "True" }));
+      else
+        expect(
+          (
+            (await platform.kustomization(ASO_NAMESPACE, `team-${team}`))!.status as {
+              conditions: Array<{ type: string; status: string }>;
+            }
+          ).conditions,
+        ).toContainEqual(expect.objectContaining({ type: "Ready", status: "True" }));
     }
     expect(await platform.cluster.deletes()).toEqual(before);
     // Every object is still the one Flux created first: the same uid as before the move.

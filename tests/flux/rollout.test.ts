@@ -25,7 +25,8 @@ describe("a rollout halts on the failure real Flux reports; wave 2 is untouched"
     await cp(join(REPO_ROOT, "templates"), templates, { recursive: true });
     await cp(join(templates, "v1"), join(templates, "v4"), { recursive: true });
     const limits = await readFile(join(templates, "v4", "limit-range.yaml"), "utf8");
-    if (!limits.includes("type: Container")) throw new Error("templates/v1/limit-range.yaml changed: pick another refused value");
+    if (!limits.includes("type: Container"))
+      throw new Error("templates/v1/limit-range.yaml changed: pick another refused value");
     await writeFile(join(templates, "v4", "limit-range.yaml"), limits.replace("type: Container", "type: Containers"));
     const set = await readFile(join(templates, "v4", "templateset.yaml"), "utf8");
     await writeFile(join(templates, "v4", "templateset.yaml"), set.replace("name: v1", "name: v4"));
@@ -44,10 +45,18 @@ describe("a rollout halts on the failure real Flux reports; wave 2 is untouched"
     // Each team Ready at its own commit or a later one: with team artifacts (ADR 0019) Flux cuts alpha's artifact
     // from whichever commit it fetches first, and bravo's commit does not reconcile alpha again.
     for (const [i, name] of ["alpha", "bravo"].entries()) {
-      await eventually(`team-${name} Ready at its commit or later`, async () => {
-        const status = (await platform.kustomization(ASO_NAMESPACE, `team-${name}`))?.status as { lastAppliedOriginRevision?: string; conditions?: Array<{ type: string; status: string }> } | undefined;
-        return status?.conditions?.some((c) => c.type === "Ready" && c.status === "True") && revisions.slice(i).includes(status.lastAppliedOriginRevision ?? "");
-      }, 180_000);
+      await eventually(
+        `team-${name} Ready at its commit or later`,
+        async () => {
+          const status = (await platform.kustomization(ASO_NAMESPACE, `team-${name}`))?.status as
+            { lastAppliedOriginRevision?: string; conditions?: Array<{ type: string; status: string }> } | undefined;
+          return (
+            status?.conditions?.some((c) => c.type === "Ready" && c.status === "True") &&
+            revisions.slice(i).includes(status.lastAppliedOriginRevision ?? "")
+          );
+        },
+        180_000,
+      );
     }
   }, 400_000);
 
@@ -57,7 +66,8 @@ describe("a rollout halts on the failure real Flux reports; wave 2 is untouched"
   });
 
   it("halts on Flux's failure at the wave's revision, with Flux's reason, long before the gate's timeout", async () => {
-    const bravoBefore = (await platform.admin.get("v1", "LimitRange", "bravo", "container-defaults"))!.metadata.resourceVersion;
+    const bravoBefore = (await platform.admin.get("v1", "LimitRange", "bravo", "container-defaults"))!.metadata
+      .resourceVersion;
     const t0 = Date.now();
     const res = await platform.request("POST", "/v1/rollouts", {
       description: "v4 (a LimitRange the apiserver refuses)",
@@ -67,24 +77,41 @@ describe("a rollout halts on the failure real Flux reports; wave 2 is untouched"
     });
     expect(res.statusCode, res.body).toBe(201);
     const id = res.json.rollout.metadata.name as string;
-    const halted = await eventually("the rollout halts", async () => {
-      const r = (await platform.request("GET", `/v1/rollouts/${id}`)).json;
-      return r.rollout.status.phase === "Halted" ? r.rollout : undefined;
-    }, 240_000);
+    const halted = await eventually(
+      "the rollout halts",
+      async () => {
+        const r = (await platform.request("GET", `/v1/rollouts/${id}`)).json;
+        return r.rollout.status.phase === "Halted" ? r.rollout : undefined;
+      },
+      240_000,
+    );
     const haltedAfterMs = Date.now() - t0;
     console.log(`[tests/flux/rollout] halted ${haltedAfterMs} ms after the rollout started (gate timeout 600 s)`);
     expect(halted.status.halt.reason).toBe("Failed");
-    expect(halted.status.halt.teams[0]).toMatchObject({ team: "alpha", cluster: "aks-dev-weu", result: "failed", condition: "Rendered", reason: "ReconciliationFailed", severity: "Error" });
+    expect(halted.status.halt.teams[0]).toMatchObject({
+      team: "alpha",
+      cluster: "aks-dev-weu",
+      result: "failed",
+      condition: "Rendered",
+      reason: "ReconciliationFailed",
+      severity: "Error",
+    });
     expect(halted.status.halt.teams[0].message).toMatch(/Containers/);
     // Flux's own view: team-alpha failed at the wave's revision and still runs the revision before it.
     const ks = (await platform.kustomization(ASO_NAMESPACE, "team-alpha"))!;
-    const status = ks.status as { lastAppliedRevision: string; lastAttemptedRevision: string; conditions: Array<{ type: string; status: string; reason: string }> };
+    const status = ks.status as {
+      lastAppliedRevision: string;
+      lastAttemptedRevision: string;
+      conditions: Array<{ type: string; status: string; reason: string }>;
+    };
     expect(status.conditions.find((c) => c.type === "Ready")).toMatchObject({ status: "False" });
     expect(status.lastAttemptedRevision).not.toBe(status.lastAppliedRevision);
     // Wave 2 untouched: bravo's files are v1 in the repo, its objects on the cluster unchanged.
     const remote = await inspectRemote(platform.repoUrl, "main", platform.gitEnv);
     expect(remote.files.get("teams/bravo/base/team.yaml")).toContain("templateVersion: v1");
     expect(remote.files.get("teams/alpha/base/team.yaml")).toContain("templateVersion: v4");
-    expect((await platform.admin.get("v1", "LimitRange", "bravo", "container-defaults"))!.metadata.resourceVersion).toBe(bravoBefore);
+    expect(
+      (await platform.admin.get("v1", "LimitRange", "bravo", "container-defaults"))!.metadata.resourceVersion,
+    ).toBe(bravoBefore);
   });
 });

@@ -21,15 +21,25 @@ import type { Obj } from "../controller/helpers.js";
 const OWNER = "0b9a3c1e-1111-4222-8333-444455556666";
 const GIT = "source.toolkit.fluxcd.io/v1";
 
-type KsStatus = { lastAppliedRevision?: string; lastAttemptedRevision?: string; lastAppliedOriginRevision?: string; lastHandledReconcileAt?: string };
+type KsStatus = {
+  lastAppliedRevision?: string;
+  lastAttemptedRevision?: string;
+  lastAppliedOriginRevision?: string;
+  lastHandledReconcileAt?: string;
+};
 
-async function teamsRepository(platform: FluxPlatform): Promise<{ lastHandledReconcileAt?: string; artifact?: { revision?: string } }> {
+async function teamsRepository(
+  platform: FluxPlatform,
+): Promise<{ lastHandledReconcileAt?: string; artifact?: { revision?: string } }> {
   const o = (await platform.admin.get(GIT, "GitRepository", "flux-system", "berth-teams")) as Obj | undefined;
   return (o?.status ?? {}) as { lastHandledReconcileAt?: string; artifact?: { revision?: string } };
 }
 
 const notifications = async (platform: FluxPlatform, result: string) =>
-  sample(await platform.berth.services.metrics.registry.metrics(), "berth_api_flux_notifications_total", { cluster: platform.name, result }) ?? 0;
+  sample(await platform.berth.services.metrics.registry.metrics(), "berth_api_flux_notifications_total", {
+    cluster: platform.name,
+    result,
+  }) ?? 0;
 
 describe("team artifacts with real Flux: a commit reconciles only what it changed, and Flux fetches when Berth pushes", () => {
   let platform: FluxPlatform;
@@ -50,7 +60,11 @@ describe("team artifacts with real Flux: a commit reconciles only what it change
     expect(res.statusCode, res.body).toBe(201);
     alphaRevision = res.json.revision as string;
     // Well inside the poll interval: only a fetch on request gets it there.
-    await eventually("namespace alpha on the cluster", () => platform.admin.get("v1", "Namespace", undefined, "alpha"), 180_000);
+    await eventually(
+      "namespace alpha on the cluster",
+      () => platform.admin.get("v1", "Namespace", undefined, "alpha"),
+      180_000,
+    );
     await platform.waitKustomizationReady(ASO_NAMESPACE, "team-alpha", alphaRevision, 180_000);
     // source-controller's own record: it handled a reconcile request (the Receiver's) and fetched the commit.
     const after = await teamsRepository(platform);
@@ -74,7 +88,10 @@ describe("team artifacts with real Flux: a commit reconciles only what it change
     await new Promise((r) => setTimeout(r, 10_000));
 
     const counts = await kustomizationReconciles(platform.flux);
-    const moved = [...counts].filter(([k, n]) => n !== (counts0.get(k) ?? 0)).map(([k]) => k).sort();
+    const moved = [...counts]
+      .filter(([k, n]) => n !== (counts0.get(k) ?? 0))
+      .map(([k]) => k)
+      .sort();
     // What the commit changed is reconciled (the new team, and berth-teams for its new Flux file); alpha is not.
     expect(moved).toContain(`${ASO_NAMESPACE}/team-bravo`);
     expect(moved).toContain("flux-system/berth-teams");
@@ -101,10 +118,18 @@ describe("team artifacts with real Flux: a cluster whose Receiver is down gets t
     const before = await teamsRepository(platform);
     const failed0 = await notifications(platform, "failed");
 
-    const res = await platform.request("POST", "/v1/teams", { name: "charlie", owners: [OWNER], environments: ["dev"] });
+    const res = await platform.request("POST", "/v1/teams", {
+      name: "charlie",
+      owners: [OWNER],
+      environments: ["dev"],
+    });
     expect(res.statusCode, res.body).toBe(201);
     const revision = res.json.revision as string;
-    await eventually("the API counted a notification the cluster did not take", async () => (await notifications(platform, "failed")) > failed0, 30_000);
+    await eventually(
+      "the API counted a notification the cluster did not take",
+      async () => (await notifications(platform, "failed")) > failed0,
+      30_000,
+    );
 
     await platform.waitKustomizationReady(ASO_NAMESPACE, "team-charlie", revision, 240_000);
     expect(await platform.admin.get("v1", "Namespace", undefined, "charlie")).toBeDefined();

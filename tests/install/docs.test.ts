@@ -48,12 +48,17 @@ function blocks(markdown: string): Block[] {
   return out;
 }
 
-const shellBlocks = () => blocks(readFileSync(DOC, "utf8")).filter((b) => ["sh", "bash", "shell", "console"].includes(b.lang));
+const shellBlocks = () =>
+  blocks(readFileSync(DOC, "utf8")).filter((b) => ["sh", "bash", "shell", "console"].includes(b.lang));
 
 describe("docs/install.md", () => {
   it("marks every shell block as run by this test or as needing Azure", () => {
     const all = shellBlocks();
-    expect(all.filter((b) => b.tag !== "test" && b.tag !== "azure").map((b) => `line ${b.line}: \`\`\`${b.lang} ${b.tag ?? ""}`)).toEqual([]);
+    expect(
+      all
+        .filter((b) => b.tag !== "test" && b.tag !== "azure")
+        .map((b) => `line ${b.line}: \`\`\`${b.lang} ${b.tag ?? ""}`),
+    ).toEqual([]);
     expect(all.filter((b) => b.tag === "test").length).toBeGreaterThanOrEqual(8);
   });
 
@@ -74,7 +79,8 @@ describe("docs/install.md, the `sh test` blocks run in order", () => {
     [cluster, fleetRemote] = await Promise.all([startKubeCluster(), createBareRepo()]);
     const admin = cluster.kubeConfig();
     // What Flux applied on the workload cluster in step 6: the CRD, the controller overlay (RBAC, ServiceAccounts).
-    for (const crd of await kustomizeBuild(join(REPO_ROOT, "flux", "berth", "crds"))) await applyObject(admin, crd, "kustomize-controller");
+    for (const crd of await kustomizeBuild(join(REPO_ROOT, "flux", "berth", "crds")))
+      await applyObject(admin, crd, "kustomize-controller");
     for (let i = 0; ; i++) {
       const r = await kubeRequest(admin, { method: "GET", path: "/apis/berth.dev/v1alpha1/teams" });
       if (r.status === 200) break;
@@ -82,20 +88,39 @@ describe("docs/install.md, the `sh test` blocks run in order", () => {
       await new Promise((res) => setTimeout(res, 100));
     }
     const overlay = await kustomizeBuild(join(REPO_ROOT, "flux", "berth", "overlays", "aks-dev-weu"));
-    await applyObject(admin, { apiVersion: "v1", kind: "Namespace", metadata: { name: "flux-config" } }, "kustomize-controller");
+    await applyObject(
+      admin,
+      { apiVersion: "v1", kind: "Namespace", metadata: { name: "flux-config" } },
+      "kustomize-controller",
+    );
     for (const kind of ["Namespace", "ServiceAccount", "ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding"]) {
       for (const o of overlay.filter((x) => x.kind === kind)) await applyObject(admin, o, "kustomize-controller");
     }
-    await applyObject(admin, { apiVersion: "berth.dev/v1alpha1", kind: "Team", metadata: { name: "payments" }, spec: { description: "Payments team", owners: ["0b9a3c1e-1111-4222-8333-444455556666"], environments: ["dev"] } }, "kustomize-controller");
+    await applyObject(
+      admin,
+      {
+        apiVersion: "berth.dev/v1alpha1",
+        kind: "Team",
+        metadata: { name: "payments" },
+        spec: { description: "Payments team", owners: ["0b9a3c1e-1111-4222-8333-444455556666"], environments: ["dev"] },
+      },
+      "kustomize-controller",
+    );
 
     // The fleet repository after `flux bootstrap` of both clusters.
     await git(["clone", "--quiet", fleetRemote.url, fleet]);
     for (const c of CLUSTERS) {
       mkdirSync(join(fleet, "clusters", c, "flux-system"), { recursive: true });
-      writeFileSync(join(fleet, "clusters", c, "flux-system", "kustomization.yaml"), "# stand-in for flux bootstrap's gotk-components.yaml and gotk-sync.yaml\nresources: []\n");
+      writeFileSync(
+        join(fleet, "clusters", c, "flux-system", "kustomization.yaml"),
+        "# stand-in for flux bootstrap's gotk-components.yaml and gotk-sync.yaml\nresources: []\n",
+      );
     }
     await git(["add", "."], { cwd: fleet });
-    await git(["-c", "user.name=flux", "-c", "user.email=flux@example.com", "commit", "-q", "-m", "Add Flux sync manifests"], { cwd: fleet });
+    await git(
+      ["-c", "user.name=flux", "-c", "user.email=flux@example.com", "commit", "-q", "-m", "Add Flux sync manifests"],
+      { cwd: fleet },
+    );
     await git(["push", "-q", "origin", "HEAD:main"], { cwd: fleet });
 
     // What the `sh azure` blocks before the test blocks produce.
@@ -127,11 +152,18 @@ describe("docs/install.md, the `sh test` blocks run in order", () => {
       const t0 = Date.now();
       try {
         // At a lower CPU priority (step 1 builds the image): the suite's timing-sensitive tests run beside it.
-        const { stdout, stderr } = await run("nice", ["-n", "10", "bash", "-euo", "pipefail", "-c", `cd "$WORK"\n${block.code}`], { cwd: work, env: { ...env, WORK: work }, maxBuffer: 64 * 1024 * 1024, timeout: 600_000 });
+        const { stdout, stderr } = await run(
+          "nice",
+          ["-n", "10", "bash", "-euo", "pipefail", "-c", `cd "$WORK"\n${block.code}`],
+          { cwd: work, env: { ...env, WORK: work }, maxBuffer: 64 * 1024 * 1024, timeout: 600_000 },
+        );
         outputs.push(stdout + stderr);
       } catch (err) {
         const e = err as { stdout?: string; stderr?: string; message: string };
-        throw new Error(`docs/install.md line ${block.line} failed:\n${block.code}\n--- output ---\n${(e.stdout ?? "").slice(-3000)}${(e.stderr ?? e.message).slice(-3000)}`, { cause: err });
+        throw new Error(
+          `docs/install.md line ${block.line} failed:\n${block.code}\n--- output ---\n${(e.stdout ?? "").slice(-3000)}${(e.stderr ?? e.message).slice(-3000)}`,
+          { cause: err },
+        );
       }
       console.log(`[tests/install] docs/install.md line ${block.line}: ${Date.now() - t0} ms`);
     }
@@ -148,57 +180,120 @@ describe("docs/install.md, the `sh test` blocks run in order", () => {
 
   it("created the API's Secrets as the Deployment mounts them", async () => {
     const admin = cluster.kubeConfig();
-    const git = (await kubeRequest(admin, { method: "GET", path: "/api/v1/namespaces/berth-api/secrets/berth-git" })).json as { data: Record<string, string> };
+    const git = (await kubeRequest(admin, { method: "GET", path: "/api/v1/namespaces/berth-api/secrets/berth-git" }))
+      .json as { data: Record<string, string> };
     expect(Buffer.from(git.data.token!, "base64").toString()).toBe(gitToken);
-    const status = (await kubeRequest(admin, { method: "GET", path: "/api/v1/namespaces/berth-api/secrets/berth-status-kubeconfigs" })).json as { data: Record<string, string> };
+    const status = (
+      await kubeRequest(admin, { method: "GET", path: "/api/v1/namespaces/berth-api/secrets/berth-status-kubeconfigs" })
+    ).json as { data: Record<string, string> };
     const kubeconfig = Buffer.from(status.data["aks-dev-weu.kubeconfig"]!, "base64").toString();
     expect(kubeconfig).toContain(cluster.server);
     expect(kubeconfig).toContain("berth-status-reader");
     // The paths the API reads them from: the Deployment's mounts and the platform config.
-    const api = (await kustomizeBuild(join(REPO_ROOT, "flux", "berth", "overlays", "management"))).find((o) => o.kind === "Deployment")!;
+    const api = (await kustomizeBuild(join(REPO_ROOT, "flux", "berth", "overlays", "management"))).find(
+      (o) => o.kind === "Deployment",
+    )!;
     const c = api.spec.template.spec.containers[0];
-    const mount = (volume: string) => c.volumeMounts.find((m: { name: string }) => m.name === volume).mountPath as string;
-    const secretOf = (volume: string) => api.spec.template.spec.volumes.find((v: { name: string }) => v.name === volume).secret.secretName as string;
-    expect([secretOf("git-credential"), secretOf("status-kubeconfigs")]).toEqual(["berth-git", "berth-status-kubeconfigs"]);
-    expect(c.env.find((e: { name: string }) => e.name === "BERTH_GIT_TOKEN_FILE").value).toBe(`${mount("git-credential")}/token`);
-    expect(readFileSync(join(REPO_ROOT, "flux", "berth", "platform", "berth.yaml"), "utf8")).toContain(`kubeconfig: ${mount("status-kubeconfigs")}/aks-dev-weu.kubeconfig`);
+    const mount = (volume: string) =>
+      c.volumeMounts.find((m: { name: string }) => m.name === volume).mountPath as string;
+    const secretOf = (volume: string) =>
+      api.spec.template.spec.volumes.find((v: { name: string }) => v.name === volume).secret.secretName as string;
+    expect([secretOf("git-credential"), secretOf("status-kubeconfigs")]).toEqual([
+      "berth-git",
+      "berth-status-kubeconfigs",
+    ]);
+    expect(c.env.find((e: { name: string }) => e.name === "BERTH_GIT_TOKEN_FILE").value).toBe(
+      `${mount("git-credential")}/token`,
+    );
+    expect(readFileSync(join(REPO_ROOT, "flux", "berth", "platform", "berth.yaml"), "utf8")).toContain(
+      `kubeconfig: ${mount("status-kubeconfigs")}/aks-dev-weu.kubeconfig`,
+    );
     // The Receiver keys (step 7): the Secret the docs create, where the Deployment mounts it and the config reads it.
     expect(secretOf("flux-receivers")).toBe("berth-flux-receivers");
     const install = readFileSync(join(REPO_ROOT, "docs", "install.md"), "utf8");
     expect(install).toContain("create secret generic berth-flux-receivers --from-file=aks-dev-weu=");
     expect(install).toContain(`tokenFile: ${mount("flux-receivers")}/aks-dev-weu`);
-    expect(readFileSync(join(REPO_ROOT, "flux", "berth", "platform", "berth.yaml"), "utf8")).toContain(`tokenFile: ${mount("flux-receivers")}/aks-dev-weu`);
+    expect(readFileSync(join(REPO_ROOT, "flux", "berth", "platform", "berth.yaml"), "utf8")).toContain(
+      `tokenFile: ${mount("flux-receivers")}/aks-dev-weu`,
+    );
   });
 
   it("pushed an install that builds, an upgrade that changes one file and every image, and an uninstall", async () => {
-    const log = (await git(["log", "--format=%H %s", "main"], { cwd: fleetRemote.dir })).trim().split("\n").map((l) => ({ sha: l.slice(0, 40), subject: l.slice(41) }));
-    expect(log.map((c) => c.subject)).toEqual(["Uninstall Berth", "Berth 0.2.0", "Install Berth", "Add Flux sync manifests"]);
+    const log = (await git(["log", "--format=%H %s", "main"], { cwd: fleetRemote.dir }))
+      .trim()
+      .split("\n")
+      .map((l) => ({ sha: l.slice(0, 40), subject: l.slice(41) }));
+    expect(log.map((c) => c.subject)).toEqual([
+      "Uninstall Berth",
+      "Berth 0.2.0",
+      "Install Berth",
+      "Add Flux sync manifests",
+    ]);
     const at = async (subject: string) => {
       const dir = mkdtempSync(join(work, "checkout-"));
-      await git(["--work-tree", dir, "checkout", log.find((c) => c.subject === subject)!.sha, "--", "."], { cwd: fleetRemote.dir });
+      await git(["--work-tree", dir, "checkout", log.find((c) => c.subject === subject)!.sha, "--", "."], {
+        cwd: fleetRemote.dir,
+      });
       return dir;
     };
     const images = async (dir: string) => {
       const out: string[] = [];
       for (const overlay of ["management", "aks-dev-weu"]) {
-        for (const d of (await kustomizeBuild(join(dir, "berth", "overlays", overlay))).filter((o) => o.kind === "Deployment")) out.push(`${d.metadata.name} ${d.spec.template.spec.containers[0].image}`);
+        for (const d of (await kustomizeBuild(join(dir, "berth", "overlays", overlay))).filter(
+          (o) => o.kind === "Deployment",
+        ))
+          out.push(`${d.metadata.name} ${d.spec.template.spec.containers[0].image}`);
       }
       return out;
     };
 
     const installed = await at("Install Berth");
     // Each cluster root builds (with bootstrap's flux-system stand-in) to the Flux Kustomizations for it.
-    const roots = Object.fromEntries(await Promise.all(CLUSTERS.map(async (c) => [c, (await kustomizeBuild(join(installed, "clusters", c))).filter((o) => o.kind === "Kustomization").map((o) => o.metadata.name).sort()] as const)));
-    expect(roots).toEqual({ management: ["berth-api"], "aks-dev-weu": ["berth-controller", "berth-crds", "berth-teams"] });
-    expect(await images(installed)).toEqual(["berth-api myregistry.azurecr.io/berth:0.1.0", "berth-controller myregistry.azurecr.io/berth:0.1.0"]);
+    const roots = Object.fromEntries(
+      await Promise.all(
+        CLUSTERS.map(
+          async (c) =>
+            [
+              c,
+              (await kustomizeBuild(join(installed, "clusters", c)))
+                .filter((o) => o.kind === "Kustomization")
+                .map((o) => o.metadata.name)
+                .sort(),
+            ] as const,
+        ),
+      ),
+    );
+    expect(roots).toEqual({
+      management: ["berth-api"],
+      "aks-dev-weu": ["berth-controller", "berth-crds", "berth-teams"],
+    });
+    expect(await images(installed)).toEqual([
+      "berth-api myregistry.azurecr.io/berth:0.1.0",
+      "berth-controller myregistry.azurecr.io/berth:0.1.0",
+    ]);
 
     const upgrade = log.find((c) => c.subject === "Berth 0.2.0")!.sha;
-    expect((await git(["diff", "--name-only", `${upgrade}~1`, upgrade], { cwd: fleetRemote.dir })).trim()).toBe("berth/release/kustomization.yaml");
-    expect(await images(await at("Berth 0.2.0"))).toEqual(["berth-api myregistry.azurecr.io/berth:0.2.0", "berth-controller myregistry.azurecr.io/berth:0.2.0"]);
+    expect((await git(["diff", "--name-only", `${upgrade}~1`, upgrade], { cwd: fleetRemote.dir })).trim()).toBe(
+      "berth/release/kustomization.yaml",
+    );
+    expect(await images(await at("Berth 0.2.0"))).toEqual([
+      "berth-api myregistry.azurecr.io/berth:0.2.0",
+      "berth-controller myregistry.azurecr.io/berth:0.2.0",
+    ]);
 
     const uninstalled = await at("Uninstall Berth");
-    const files = (await git(["ls-tree", "-r", "--name-only", log[0]!.sha], { cwd: fleetRemote.dir })).trim().split("\n");
-    expect(files.sort()).toEqual(CLUSTERS.flatMap((c) => [`clusters/${c}/flux-system/kustomization.yaml`, `clusters/${c}/kustomization.yaml`]).sort());
-    for (const c of CLUSTERS) expect((await kustomizeBuild(join(uninstalled, "clusters", c))).filter((o) => o.kind === "Kustomization")).toEqual([]);
+    const files = (await git(["ls-tree", "-r", "--name-only", log[0]!.sha], { cwd: fleetRemote.dir }))
+      .trim()
+      .split("\n");
+    expect(files.sort()).toEqual(
+      CLUSTERS.flatMap((c) => [
+        `clusters/${c}/flux-system/kustomization.yaml`,
+        `clusters/${c}/kustomization.yaml`,
+      ]).sort(),
+    );
+    for (const c of CLUSTERS)
+      expect(
+        (await kustomizeBuild(join(uninstalled, "clusters", c))).filter((o) => o.kind === "Kustomization"),
+      ).toEqual([]);
   });
 });

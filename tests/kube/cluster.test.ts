@@ -8,18 +8,11 @@
  */
 import { existsSync } from "node:fs";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
-import {
-  ApiException,
-  CoreV1Api,
-  KubeConfig,
-  RbacAuthorizationV1Api,
-  VersionApi,
-} from "@kubernetes/client-node";
+import { ApiException, CoreV1Api, KubeConfig, RbacAuthorizationV1Api, VersionApi } from "@kubernetes/client-node";
 import { defaultCrdDirs, readCrds, startKubeCluster, type KubeCluster } from "../support/kube-cluster.js";
 import { componentVersion } from "../support/test-cluster-binaries.js";
 import { kubeRequest } from "../support/kube-http.js";
 import { compareSentAndReturned, formatDryRunProblems, serverSideDryRunApply } from "../support/kube-dry-run.js";
-
 
 /** What Berth renders and Flux needs: every test cluster must serve these. */
 const REQUIRED_CRDS = [
@@ -103,7 +96,10 @@ describe(`test cluster: real kube-apiserver ${componentVersion("kubernetes")} + 
     expect(cluster.crdNames).toEqual(expected);
     expect(expected).toEqual(expect.arrayContaining(REQUIRED_CRDS));
     for (const name of cluster.crdNames) {
-      const res = await kubeRequest(admin, { method: "GET", path: `/apis/apiextensions.k8s.io/v1/customresourcedefinitions/${name}` });
+      const res = await kubeRequest(admin, {
+        method: "GET",
+        path: `/apis/apiextensions.k8s.io/v1/customresourcedefinitions/${name}`,
+      });
       expect(res.status).toBe(200);
       const crd = res.json as {
         spec: { group: string; names: { plural: string }; versions: Array<{ name: string; served: boolean }> };
@@ -115,7 +111,10 @@ describe(`test cluster: real kube-apiserver ${componentVersion("kubernetes")} + 
         expect(discovery.status, `${name} ${v.name} discovery`).toBe(200);
         const resources = (discovery.json as { resources: Array<{ name: string }> }).resources.map((r) => r.name);
         expect(resources).toContain(crd.spec.names.plural);
-        const list = await kubeRequest(admin, { method: "GET", path: `/apis/${crd.spec.group}/${v.name}/namespaces/${NS}/${crd.spec.names.plural}` });
+        const list = await kubeRequest(admin, {
+          method: "GET",
+          path: `/apis/${crd.spec.group}/${v.name}/namespaces/${NS}/${crd.spec.names.plural}`,
+        });
         expect(list.status, `${name} ${v.name} list`).toBe(200);
       }
     }
@@ -129,7 +128,10 @@ describe(`test cluster: real kube-apiserver ${componentVersion("kubernetes")} + 
     const rbac = admin.makeApiClient(RbacAuthorizationV1Api);
     await rbac.createNamespacedRole({
       namespace: NS,
-      body: { metadata: { name: "secret-reader" }, rules: [{ apiGroups: [""], resources: ["secrets"], verbs: ["list"] }] },
+      body: {
+        metadata: { name: "secret-reader" },
+        rules: [{ apiGroups: [""], resources: ["secrets"], verbs: ["list"] }],
+      },
     });
     await rbac.createNamespacedRoleBinding({
       namespace: NS,
@@ -140,7 +142,10 @@ describe(`test cluster: real kube-apiserver ${componentVersion("kubernetes")} + 
       },
     });
     // The RBAC authorizer reads from an informer cache: a new binding takes a moment to apply.
-    await vi.waitFor(async () => expect(await statusOf(tester.listNamespacedSecret({ namespace: NS }))).toBe(200), { timeout: 10_000, interval: 100 });
+    await vi.waitFor(async () => expect(await statusOf(tester.listNamespacedSecret({ namespace: NS }))).toBe(200), {
+      timeout: 10_000,
+      interval: 100,
+    });
     // Still nothing outside the binding.
     expect(await statusOf(tester.listNamespacedSecret({ namespace: "default" }))).toBe(403);
   });
@@ -157,7 +162,10 @@ describe(`test cluster: real kube-apiserver ${componentVersion("kubernetes")} + 
     });
     const alice = cluster.kubeConfigFor("alice", ["berth:readers"]).makeApiClient(CoreV1Api);
     const bob = cluster.kubeConfigFor("bob").makeApiClient(CoreV1Api);
-    await vi.waitFor(async () => expect(await statusOf(alice.listNamespacedSecret({ namespace: NS }))).toBe(200), { timeout: 10_000, interval: 100 });
+    await vi.waitFor(async () => expect(await statusOf(alice.listNamespacedSecret({ namespace: NS }))).toBe(200), {
+      timeout: 10_000,
+      interval: 100,
+    });
     expect(await statusOf(bob.listNamespacedSecret({ namespace: NS }))).toBe(403);
   });
 
@@ -193,11 +201,17 @@ describe(`test cluster: real kube-apiserver ${componentVersion("kubernetes")} + 
       "berth-tests",
     );
     expect(result?.ok).toBe(false);
-    const pruned = result?.problems.filter((p) => p.kind === "pruned").map((p) => p.path).sort();
+    const pruned = result?.problems
+      .filter((p) => p.kind === "pruned")
+      .map((p) => p.path)
+      .sort();
     expect(pruned, formatDryRunProblems(result ? [result] : [])).toEqual(["spec.owner.nmae", "spec.tagz"]);
     expect(result?.problems).toHaveLength(2);
     // Why the helper exists: a plain (dry-run) create accepts the object and silently drops the fields.
-    const typo = identity({ location: "westeurope", owner: { name: "team-a-rg", nmae: "typo" }, tagz: { team: "a" } }, "typo");
+    const typo = identity(
+      { location: "westeurope", owner: { name: "team-a-rg", nmae: "typo" }, tagz: { team: "a" } },
+      "typo",
+    );
     const created = await kubeRequest(admin, {
       method: "POST",
       path: `/apis/managedidentity.azure.com/v1api20230131/namespaces/${NS}/userassignedidentities?dryRun=All`,
@@ -208,7 +222,11 @@ describe(`test cluster: real kube-apiserver ${componentVersion("kubernetes")} + 
   });
 
   it("dry-run: a missing required field is rejected", async () => {
-    const [result] = await serverSideDryRunApply(admin, [identity({ owner: { name: "team-a-rg" } }, "no-location")], "berth-tests");
+    const [result] = await serverSideDryRunApply(
+      admin,
+      [identity({ owner: { name: "team-a-rg" } }, "no-location")],
+      "berth-tests",
+    );
     expect(result?.ok).toBe(false);
     expect(result?.problems[0]?.kind).toBe("rejected");
     expect(result?.problems[0]?.message).toMatch(/location/);
@@ -228,7 +246,11 @@ describe(`test cluster: real kube-apiserver ${componentVersion("kubernetes")} + 
         postBuild: { substitute: { team: "team-a" } },
       },
     });
-    const [good, bad] = await serverSideDryRunApply(admin, [kustomization("GitRepository"), kustomization("HelmRepository")], "berth-tests");
+    const [good, bad] = await serverSideDryRunApply(
+      admin,
+      [kustomization("GitRepository"), kustomization("HelmRepository")],
+      "berth-tests",
+    );
     expect(good?.problems, formatDryRunProblems(good ? [good] : [])).toEqual([]);
     expect(bad?.problems[0]?.kind).toBe("rejected");
     expect(bad?.problems[0]?.message).toMatch(/sourceRef\.kind/);
@@ -244,8 +266,14 @@ describe(`test cluster: real kube-apiserver ${componentVersion("kubernetes")} + 
     });
     const refused = await kubeRequest(admin, { method: "POST", path: `${path}?dryRun=All`, body: body({}) });
     expect(refused.status, refused.body).toBe(422);
-    expect((refused.json as { message: string }).message).toMatch(/exactly one of spec\.kubeConfig\.configMapRef or spec\.kubeConfig\.secretRef must be specified/);
-    const accepted = await kubeRequest(admin, { method: "POST", path: `${path}?dryRun=All`, body: body({ secretRef: { name: "kubeconfig" } }) });
+    expect((refused.json as { message: string }).message).toMatch(
+      /exactly one of spec\.kubeConfig\.configMapRef or spec\.kubeConfig\.secretRef must be specified/,
+    );
+    const accepted = await kubeRequest(admin, {
+      method: "POST",
+      path: `${path}?dryRun=All`,
+      body: body({ secretRef: { name: "kubeconfig" } }),
+    });
     expect(accepted.status, accepted.body).toBe(201);
   });
 
@@ -255,8 +283,12 @@ describe(`test cluster: real kube-apiserver ${componentVersion("kubernetes")} + 
     const message = (created.json as { message?: string } | undefined)?.message ?? created.body;
     expect(created.status, message).toBe(422);
     expect(message).toMatch(/spec\.azureName in body should be at least 1 chars long/);
-    const causes = (created.json as { details?: { causes?: Array<{ field: string; message: string }> } } | undefined)?.details?.causes ?? [];
-    expect(causes, message).toEqual([expect.objectContaining({ field: "spec.azureName", message: expect.stringMatching(/^Invalid value: "": /) })]);
+    const causes =
+      (created.json as { details?: { causes?: Array<{ field: string; message: string }> } } | undefined)?.details
+        ?.causes ?? [];
+    expect(causes, message).toEqual([
+      expect.objectContaining({ field: "spec.azureName", message: expect.stringMatching(/^Invalid value: "": /) }),
+    ]);
 
     // Server-side apply (through the dry-run helper): the same single refusal.
     const [applied] = await serverSideDryRunApply(admin, [resourceGroup("rg-empty", "")], "berth-tests");
@@ -294,11 +326,18 @@ describe("test cluster with kube-controller-manager (namespace and garbage-colle
 
   it("a deleted namespace empties and goes once its objects' finalizers are released", async () => {
     await core.createNamespace({ body: { metadata: { name: "leaving" } } });
-    await core.createNamespacedSecret({ namespace: "leaving", body: { metadata: { name: "held", finalizers: ["berth.dev/test"] } } });
+    await core.createNamespacedSecret({
+      namespace: "leaving",
+      body: { metadata: { name: "held", finalizers: ["berth.dev/test"] } },
+    });
     await core.createNamespacedConfigMap({ namespace: "leaving", body: { metadata: { name: "plain" } } });
     await core.deleteNamespace({ name: "leaving" });
     // The namespace controller deletes the contents; the Secret waits for its finalizer, so the namespace stays.
-    await vi.waitFor(async () => expect(await statusOf(core.readNamespacedConfigMap({ name: "plain", namespace: "leaving" }))).toBe(404), { timeout: 30_000, interval: 200 });
+    await vi.waitFor(
+      async () =>
+        expect(await statusOf(core.readNamespacedConfigMap({ name: "plain", namespace: "leaving" }))).toBe(404),
+      { timeout: 30_000, interval: 200 },
+    );
     const held = await core.readNamespacedSecret({ name: "held", namespace: "leaving" });
     expect(held.metadata?.deletionTimestamp).toBeDefined();
     expect((await core.readNamespace({ name: "leaving" })).status?.phase).toBe("Terminating");
@@ -309,7 +348,10 @@ describe("test cluster with kube-controller-manager (namespace and garbage-colle
       body: { metadata: { finalizers: null } },
     });
     expect(released.status, released.body).toBe(200);
-    await vi.waitFor(async () => expect(await statusOf(core.readNamespace({ name: "leaving" }))).toBe(404), { timeout: 30_000, interval: 200 });
+    await vi.waitFor(async () => expect(await statusOf(core.readNamespace({ name: "leaving" }))).toBe(404), {
+      timeout: 30_000,
+      interval: 200,
+    });
   });
 
   it("an object goes with its owner", async () => {
@@ -317,16 +359,26 @@ describe("test cluster with kube-controller-manager (namespace and garbage-colle
     const owner = await core.createNamespacedConfigMap({ namespace: "owners", body: { metadata: { name: "owner" } } });
     await core.createNamespacedConfigMap({
       namespace: "owners",
-      body: { metadata: { name: "owned", ownerReferences: [{ apiVersion: "v1", kind: "ConfigMap", name: "owner", uid: owner.metadata!.uid! }] } },
+      body: {
+        metadata: {
+          name: "owned",
+          ownerReferences: [{ apiVersion: "v1", kind: "ConfigMap", name: "owner", uid: owner.metadata!.uid! }],
+        },
+      },
     });
     await core.deleteNamespacedConfigMap({ name: "owner", namespace: "owners" });
-    await vi.waitFor(async () => expect(await statusOf(core.readNamespacedConfigMap({ name: "owned", namespace: "owners" }))).toBe(404), { timeout: 30_000, interval: 200 });
+    await vi.waitFor(
+      async () =>
+        expect(await statusOf(core.readNamespacedConfigMap({ name: "owned", namespace: "owners" }))).toBe(404),
+      { timeout: 30_000, interval: 200 },
+    );
   });
 
   it("stop() kills the controller manager too", async () => {
     const { pids } = cluster;
     expect(pids.controllerManager).toBeGreaterThan(0);
     await cluster.stop();
-    for (const pid of [pids.etcd, pids.kubeApiserver, pids.controllerManager!]) expect(() => process.kill(pid, 0), `pid ${pid} still alive`).toThrow();
+    for (const pid of [pids.etcd, pids.kubeApiserver, pids.controllerManager!])
+      expect(() => process.kill(pid, 0), `pid ${pid} still alive`).toThrow();
   });
 });

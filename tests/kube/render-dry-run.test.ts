@@ -34,7 +34,14 @@ import {
   type Platform,
   type TemplateSet,
 } from "@berth/core";
-import { EXAMPLES, loadTemplates, MemoryRepoTree, TEMPLATE_VERSIONS, templateFiles, type Example } from "../../packages/core/test/fixtures.js";
+import {
+  EXAMPLES,
+  loadTemplates,
+  MemoryRepoTree,
+  TEMPLATE_VERSIONS,
+  templateFiles,
+  type Example,
+} from "../../packages/core/test/fixtures.js";
 import { parseObjects } from "../../packages/core/test/yaml-helpers.js";
 import { REPO_ROOT, startKubeCluster, type KubeCluster } from "../support/kube-cluster.js";
 import { installCrd, kubeRequest } from "../support/kube-http.js";
@@ -42,7 +49,6 @@ import { fluxSubstitute } from "../support/kustomize.js";
 import { serverSideDryRunApply, type DryRunResult } from "../support/kube-dry-run.js";
 import { kustomizeFiles, normalizeRepoPath } from "../support/flux-build.js";
 import type { KubeConfig } from "@kubernetes/client-node";
-
 
 const FIELD_MANAGER = "berth-render-dry-run";
 
@@ -85,7 +91,10 @@ const MINIMAL_TEAM_CRD = {
                   environments: { type: "array", items: { type: "string" } },
                   quota: { type: "object", properties: { cpu: quantity, memory: quantity, pods: { type: "integer" } } },
                   containerLimits: { type: "object", properties: { defaultRequest: cpuMemory, default: cpuMemory } },
-                  roleAssignments: { type: "array", items: { type: "object", required: ["role"], properties: { role: { type: "string" } } } },
+                  roleAssignments: {
+                    type: "array",
+                    items: { type: "object", required: ["role"], properties: { role: { type: "string" } } },
+                  },
                   labels: { type: "object", additionalProperties: { type: "string" } },
                 },
               },
@@ -142,14 +151,21 @@ function platformVarsFor(platform: Platform, cluster: Cluster): Record<string, s
     vars[key] = value(cluster.environment);
   }
   Object.assign(vars, cluster.vars);
-  for (const key of knownPlatformVars(platform)) expect(vars[key], `platform-vars of ${cluster.name} lacks ${key}`).toBeDefined();
+  for (const key of knownPlatformVars(platform))
+    expect(vars[key], `platform-vars of ${cluster.name} lacks ${key}`).toBeDefined();
   return vars;
 }
 
 // ---- what Flux builds -------------------------------------------------------------------------------
 
 /** A rendered object as these tests read and apply it: identity fields typed, the rest passed through unread. */
-type KubeObject = { apiVersion: string; kind: string; metadata: { name: string; namespace?: string; [field: string]: unknown }; spec?: Record<string, unknown>; [field: string]: unknown };
+type KubeObject = {
+  apiVersion: string;
+  kind: string;
+  metadata: { name: string; namespace?: string; [field: string]: unknown };
+  spec?: Record<string, unknown>;
+  [field: string]: unknown;
+};
 
 interface Manifest {
   /** Repo path of the file the object came from. */
@@ -199,14 +215,18 @@ function manifestsOf(ex: Example, files: ReadonlyMap<string, string>): { manifes
     add(fluxFile, cluster, vars);
     const flux = parseObjects(files.get(fluxFile)!, "1.1")[0] as KubeObject;
     const kustomizations = new Set<string>();
-    for (const file of kustomizeFiles(files, normalize(String(flux.spec?.path)), kustomizations)) add(file, cluster, vars);
+    for (const file of kustomizeFiles(files, normalize(String(flux.spec?.path)), kustomizations))
+      add(file, cluster, vars);
     for (const k of kustomizations) covered.add(k);
   }
   return { manifests, covered };
 }
 
 /** planCreate of each example in turn on one repo (each on its own platform); the files each wrote. */
-async function onboardAll(examples: readonly Example[], templates: (ex: Example) => TemplateSet = () => loadTemplates()) {
+async function onboardAll(
+  examples: readonly Example[],
+  templates: (ex: Example) => TemplateSet = () => loadTemplates(),
+) {
   let tree = new MemoryRepoTree();
   const written = new Map<string, Set<string>>();
   for (const ex of examples) {
@@ -220,11 +240,17 @@ async function onboardAll(examples: readonly Example[], templates: (ex: Example)
 
 // ---- against the server -----------------------------------------------------------------------------
 
-const refOf = (o: KubeObject) => `${o.apiVersion}/${o.kind} ${o.metadata?.namespace ? `${o.metadata.namespace}/` : ""}${o.metadata?.name}`;
+const refOf = (o: KubeObject) =>
+  `${o.apiVersion}/${o.kind} ${o.metadata?.namespace ? `${o.metadata.namespace}/` : ""}${o.metadata?.name}`;
 
 async function createNamespace(kc: KubeConfig, name: string): Promise<void> {
-  const res = await kubeRequest(kc, { method: "POST", path: "/api/v1/namespaces", body: { apiVersion: "v1", kind: "Namespace", metadata: { name } } });
-  if (res.status !== 201 && res.status !== 409) throw new Error(`creating namespace ${name}: HTTP ${res.status} ${res.body.slice(0, 300)}`);
+  const res = await kubeRequest(kc, {
+    method: "POST",
+    path: "/api/v1/namespaces",
+    body: { apiVersion: "v1", kind: "Namespace", metadata: { name } },
+  });
+  if (res.status !== 201 && res.status !== 409)
+    throw new Error(`creating namespace ${name}: HTTP ${res.status} ${res.body.slice(0, 300)}`);
 }
 
 async function apply(kc: KubeConfig, object: KubeObject, path: string): Promise<void> {
@@ -234,7 +260,8 @@ async function apply(kc: KubeConfig, object: KubeObject, path: string): Promise<
     body: object,
     contentType: "application/apply-patch+yaml",
   });
-  if (res.status < 200 || res.status > 299) throw new Error(`applying ${refOf(object)}: HTTP ${res.status} ${res.body.slice(0, 300)}`);
+  if (res.status < 200 || res.status > 299)
+    throw new Error(`applying ${refOf(object)}: HTTP ${res.status} ${res.body.slice(0, 300)}`);
 }
 
 type Checked = DryRunResult & { file: string; cluster: string };
@@ -248,7 +275,11 @@ async function dryRunAll(kc: KubeConfig, manifests: readonly Manifest[], platfor
   const namespaces = manifests.filter((m) => m.object.apiVersion === "v1" && m.object.kind === "Namespace");
   const rest = manifests.filter((m) => !namespaces.includes(m));
   const results: Checked[] = [];
-  const nsResults = await serverSideDryRunApply(kc, namespaces.map((m) => m.object), FIELD_MANAGER);
+  const nsResults = await serverSideDryRunApply(
+    kc,
+    namespaces.map((m) => m.object),
+    FIELD_MANAGER,
+  );
   for (const [i, m] of namespaces.entries()) {
     const r = nsResults[i]!;
     results.push({ ...r, file: m.file, cluster: m.cluster });
@@ -256,12 +287,21 @@ async function dryRunAll(kc: KubeConfig, manifests: readonly Manifest[], platfor
     else await createNamespace(kc, m.object.metadata.name);
   }
   const rendered = new Set(namespaces.map((m) => m.object.metadata.name as string));
-  const used = new Set(rest.map((m) => m.object.metadata?.namespace as string | undefined).filter((n): n is string => n !== undefined));
+  const used = new Set(
+    rest.map((m) => m.object.metadata?.namespace as string | undefined).filter((n): n is string => n !== undefined),
+  );
   const others = [...used].filter((n) => !rendered.has(n)).sort();
   // Objects only land in the team's own namespace or the platform's (ASO) namespace.
-  expect(others.every((n) => platformNamespaces.includes(n)), `objects in unexpected namespaces: ${others.join(", ")}`).toBe(true);
+  expect(
+    others.every((n) => platformNamespaces.includes(n)),
+    `objects in unexpected namespaces: ${others.join(", ")}`,
+  ).toBe(true);
   for (const n of others) await createNamespace(kc, n);
-  const restResults = await serverSideDryRunApply(kc, rest.map((m) => m.object), FIELD_MANAGER);
+  const restResults = await serverSideDryRunApply(
+    kc,
+    rest.map((m) => m.object),
+    FIELD_MANAGER,
+  );
   for (const [i, m] of rest.entries()) results.push({ ...restResults[i]!, file: m.file, cluster: m.cluster });
   return results;
 }
@@ -338,38 +378,43 @@ describe(`rendered manifests: server-side dry-run on kube-apiserver ${componentV
     },
   );
 
-  it.each(TEMPLATE_VERSIONS)("templates %s: covered every kind Berth renders, including the Team object and the controller's RoleBinding", (version) => {
-    expect([...perExample.keys()].filter((k) => k.startsWith(`${version}/`)).sort()).toEqual(EXAMPLES.map((e) => `${version}/${e.name}`).sort());
-    const all = [...perExample].filter(([k]) => k.startsWith(`${version}/`)).flatMap(([, r]) => r);
-    const kinds = new Set(all.map((r) => r.ref.split(" ")[0]));
-    expect([...kinds].sort()).toEqual(
-      [
-        "authorization.azure.com/v1api20220401/RoleAssignment",
-        "berth.dev/v1alpha1/Team",
-        "kustomize.toolkit.fluxcd.io/v1/Kustomization",
-        "managedidentity.azure.com/v1api20230131/FederatedIdentityCredential",
-        "managedidentity.azure.com/v1api20230131/UserAssignedIdentity",
-        "rbac.authorization.k8s.io/v1/RoleBinding",
-        "resources.azure.com/v1api20200601/ResourceGroup",
-        "v1/LimitRange",
-        "v1/Namespace",
-        "v1/ResourceQuota",
-        "v1/ServiceAccount",
-      ].sort(),
-    );
-    for (const ex of EXAMPLES) {
-      const refs = perExample.get(`${version}/${ex.name}`)!.map((r) => r.ref);
-      expect(refs).toContain(`rbac.authorization.k8s.io/v1/RoleBinding ${ex.team.name}/berth-controller`);
-      expect(refs).toContain(`berth.dev/v1alpha1/Team ${ex.team.name}`);
-    }
-    // Every template of the version produced at least one object that was checked (the Flux Kustomization's
-    // file is named after the team, the kinds above cover it).
-    const checkedFiles = new Set(all.map((r) => r.file.split("/").at(-1)!));
-    for (const t of templateFiles(version).keys()) {
-      if (t === "templateset.yaml" || t === "flux-kustomization.yaml") continue;
-      expect(checkedFiles, t).toContain(t);
-    }
-  });
+  it.each(TEMPLATE_VERSIONS)(
+    "templates %s: covered every kind Berth renders, including the Team object and the controller's RoleBinding",
+    (version) => {
+      expect([...perExample.keys()].filter((k) => k.startsWith(`${version}/`)).sort()).toEqual(
+        EXAMPLES.map((e) => `${version}/${e.name}`).sort(),
+      );
+      const all = [...perExample].filter(([k]) => k.startsWith(`${version}/`)).flatMap(([, r]) => r);
+      const kinds = new Set(all.map((r) => r.ref.split(" ")[0]));
+      expect([...kinds].sort()).toEqual(
+        [
+          "authorization.azure.com/v1api20220401/RoleAssignment",
+          "berth.dev/v1alpha1/Team",
+          "kustomize.toolkit.fluxcd.io/v1/Kustomization",
+          "managedidentity.azure.com/v1api20230131/FederatedIdentityCredential",
+          "managedidentity.azure.com/v1api20230131/UserAssignedIdentity",
+          "rbac.authorization.k8s.io/v1/RoleBinding",
+          "resources.azure.com/v1api20200601/ResourceGroup",
+          "v1/LimitRange",
+          "v1/Namespace",
+          "v1/ResourceQuota",
+          "v1/ServiceAccount",
+        ].sort(),
+      );
+      for (const ex of EXAMPLES) {
+        const refs = perExample.get(`${version}/${ex.name}`)!.map((r) => r.ref);
+        expect(refs).toContain(`rbac.authorization.k8s.io/v1/RoleBinding ${ex.team.name}/berth-controller`);
+        expect(refs).toContain(`berth.dev/v1alpha1/Team ${ex.team.name}`);
+      }
+      // Every template of the version produced at least one object that was checked (the Flux Kustomization's
+      // file is named after the team, the kinds above cover it).
+      const checkedFiles = new Set(all.map((r) => r.file.split("/").at(-1)!));
+      for (const t of templateFiles(version).keys()) {
+        if (t === "templateset.yaml" || t === "flux-kustomization.yaml") continue;
+        expect(checkedFiles, t).toContain(t);
+      }
+    },
+  );
 
   it("applied for real, the Team objects are what `kubectl get teams` lists", async () => {
     const { files } = await onboardAll(EXAMPLES);
@@ -384,7 +429,11 @@ describe(`rendered manifests: server-side dry-run on kube-apiserver ${componentV
     expect(items.map((t) => t.metadata.name).sort()).toEqual(EXAMPLES.map((e) => e.team.name).sort());
     const payments = items.find((t) => t.metadata.name === "payments")!;
     expect(payments.metadata.namespace).toBeUndefined();
-    expect(payments.spec).toMatchObject({ environments: ["prod", "dev"], quota: { pods: 200 }, roleAssignments: [{ role: "rg-contributor" }] });
+    expect(payments.spec).toMatchObject({
+      environments: ["prod", "dev"],
+      quota: { pods: 200 },
+      roleAssignments: [{ role: "rg-contributor" }],
+    });
   });
 
   describe("negative controls: a broken template is reported through the same path", () => {
@@ -396,7 +445,8 @@ describe(`rendered manifests: server-side dry-run on kube-apiserver ${componentV
       const results = await dryRunAll(admin, manifests, [payments.platform.asoNamespace]);
       return results.filter((r) => !r.ok);
     }
-    const failureKey = (r: Checked) => JSON.stringify([r.file, r.cluster, r.ref, r.problems.map((p) => [p.kind, p.path, p.message])]);
+    const failureKey = (r: Checked) =>
+      JSON.stringify([r.file, r.cluster, r.ref, r.problems.map((p) => [p.kind, p.path, p.message])]);
     /** What fails with the unedited templates (nothing, unless the positive tests above fail too). */
     let baseline: Set<string> | undefined;
 
@@ -437,7 +487,8 @@ describe(`rendered manifests: server-side dry-run on kube-apiserver ${componentV
 
     it("a value of the wrong type (built-in and custom resource) is reported as rejected", async () => {
       const failed = await dryRunWith({
-        "owners-rolebinding.yaml": (t) => t.replace('subjects: "{{ rbac.ownerSubjects }}"', 'subjects: "{{ team.name }}"'),
+        "owners-rolebinding.yaml": (t) =>
+          t.replace('subjects: "{{ rbac.ownerSubjects }}"', 'subjects: "{{ team.name }}"'),
         "flux-kustomization.yaml": (t) => t.replace("  prune: true", '  prune: "yes"'),
       });
       expect(failed.map((r) => r.ref).sort(), report(failed)).toEqual(
@@ -450,7 +501,9 @@ describe(`rendered manifests: server-side dry-run on kube-apiserver ${componentV
       );
       for (const r of failed) {
         expect(r.problems[0]?.kind, report(failed)).toBe("rejected");
-        expect(r.problems[0]?.message, report(failed)).toMatch(r.ref.includes("Kustomization") ? /spec\.prune/ : /subjects/);
+        expect(r.problems[0]?.message, report(failed)).toMatch(
+          r.ref.includes("Kustomization") ? /spec\.prune/ : /subjects/,
+        );
       }
     });
   });

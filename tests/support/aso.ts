@@ -113,16 +113,24 @@ export async function trustClusterIssuer(cluster: KubeCluster, azure: FakeAzure)
     const req = httpsRequest(new URL("/openid/v1/jwks", cluster.server), opts, (res) => {
       const chunks: Buffer[] = [];
       res.on("data", (c: Buffer) => chunks.push(c));
-      res.on("end", () => (res.statusCode === 200 ? resolve(Buffer.concat(chunks).toString("utf8")) : reject(new Error(`GET /openid/v1/jwks: HTTP ${res.statusCode}`))));
+      res.on("end", () =>
+        res.statusCode === 200
+          ? resolve(Buffer.concat(chunks).toString("utf8"))
+          : reject(new Error(`GET /openid/v1/jwks: HTTP ${res.statusCode}`)),
+      );
     });
     req.on("error", reject);
     req.end();
   });
-  azure.entra.trustIssuer(cluster.serviceAccountIssuer, JSON.parse(jwks) as Parameters<FakeAzure["entra"]["trustIssuer"]>[1]);
+  azure.entra.trustIssuer(
+    cluster.serviceAccountIssuer,
+    JSON.parse(jwks) as Parameters<FakeAzure["entra"]["trustIssuer"]>[1],
+  );
 }
 
 export async function startAso(cluster: KubeCluster, azure: FakeAzure, opts: AsoOptions = {}): Promise<RunningAso> {
-  if (!azure.proxyUrl) throw new Error("startAso: start the fake Azure with { proxy: true } (ASO's MSAL asks login.microsoftonline.com)");
+  if (!azure.proxyUrl)
+    throw new Error("startAso: start the fake Azure with { proxy: true } (ASO's MSAL asks login.microsoftonline.com)");
   const binary = programPath("aso", "aso-controller");
   const kc = cluster.kubeConfig();
   const dir = join(cluster.dir, "aso");
@@ -133,15 +141,27 @@ export async function startAso(cluster: KubeCluster, azure: FakeAzure, opts: Aso
   const log = join(dir, "aso-controller.log");
   const [healthPort, metricsPort, webhookPort] = await freePorts(3);
   const webhookUrl = `https://127.0.0.1:${webhookPort}`;
-  const serving = cluster.ca.issue({ commonName: "azureserviceoperator-webhook-service", hosts: ["127.0.0.1"], usage: "server" });
+  const serving = cluster.ca.issue({
+    commonName: "azureserviceoperator-webhook-service",
+    hosts: ["127.0.0.1"],
+    usage: "server",
+  });
   writeFileSync(join(certDir, "tls.crt"), serving.certPem);
   writeFileSync(join(certDir, "tls.key"), serving.keyPem, { mode: 0o600 });
   const kubeconfig = await cluster.writeKubeconfigFile("admin");
   await trustClusterIssuer(cluster, azure);
 
   // What the chart installs besides the Deployment.
-  await ensure(kc, "/api/v1/namespaces", { apiVersion: "v1", kind: "Namespace", metadata: { name: ASO_SYSTEM_NAMESPACE } });
-  await ensure(kc, `/api/v1/namespaces/${ASO_SYSTEM_NAMESPACE}/serviceaccounts`, { apiVersion: "v1", kind: "ServiceAccount", metadata: { name: ASO_SERVICE_ACCOUNT, namespace: ASO_SYSTEM_NAMESPACE } });
+  await ensure(kc, "/api/v1/namespaces", {
+    apiVersion: "v1",
+    kind: "Namespace",
+    metadata: { name: ASO_SYSTEM_NAMESPACE },
+  });
+  await ensure(kc, `/api/v1/namespaces/${ASO_SYSTEM_NAMESPACE}/serviceaccounts`, {
+    apiVersion: "v1",
+    kind: "ServiceAccount",
+    metadata: { name: ASO_SERVICE_ACCOUNT, namespace: ASO_SYSTEM_NAMESPACE },
+  });
   const settings: Record<string, string> = {
     AZURE_RESOURCE_MANAGER_ENDPOINT: azure.url,
     AZURE_AUTHORITY_HOST: `${azure.url}/`,
@@ -155,7 +175,11 @@ export async function startAso(cluster: KubeCluster, azure: FakeAzure, opts: Aso
     const r = await kubeRequest(kc, {
       method: "POST",
       path: `/api/v1/namespaces/${ASO_SYSTEM_NAMESPACE}/serviceaccounts/${ASO_SERVICE_ACCOUNT}/token`,
-      body: { apiVersion: "authentication.k8s.io/v1", kind: "TokenRequest", spec: { audiences: [TOKEN_EXCHANGE_AUDIENCE], expirationSeconds: TOKEN_SECONDS } },
+      body: {
+        apiVersion: "authentication.k8s.io/v1",
+        kind: "TokenRequest",
+        spec: { audiences: [TOKEN_EXCHANGE_AUDIENCE], expirationSeconds: TOKEN_SECONDS },
+      },
     });
     if (r.status !== 201) throw new Error(`TokenRequest for ${ASO_SUBJECT}: HTTP ${r.status} ${r.body.slice(0, 200)}`);
     writeFileSync(join(tokenDir, `.${TOKEN_FILE}.tmp`), (r.json as { status: { token: string } }).status.token);
@@ -188,14 +212,25 @@ export async function startAso(cluster: KubeCluster, azure: FakeAzure, opts: Aso
       "--v=2",
     ];
     const fd = openSync(log, "a");
-    child = spawn("unshare", ["--user", "--map-root-user", "--mount", "sh", "-c", POD_SCRIPT, "aso-pod", tokenDir, binary, ...args], { env, stdio: ["ignore", fd, fd] });
+    child = spawn(
+      "unshare",
+      ["--user", "--map-root-user", "--mount", "sh", "-c", POD_SCRIPT, "aso-pod", tokenDir, binary, ...args],
+      { env, stdio: ["ignore", fd, fd] },
+    );
     closeSync(fd);
-    spawn("bash", ["-c", WATCHDOG, "berth-aso-watchdog", String(process.pid), String(child.pid)], { detached: true, stdio: "ignore" }).unref();
+    spawn("bash", ["-c", WATCHDOG, "berth-aso-watchdog", String(process.pid), String(child.pid)], {
+      detached: true,
+      stdio: "ignore",
+    }).unref();
     const started = child;
     const deadline = Date.now() + 90_000;
     for (;;) {
-      if (started.exitCode !== null || started.signalCode !== null) throw new Error(`ASO exited (${started.exitCode ?? started.signalCode}):\n${tail(log)}`);
-      const healthy = await fetch(`http://127.0.0.1:${healthPort}/readyz`).then((r) => r.ok, () => false);
+      if (started.exitCode !== null || started.signalCode !== null)
+        throw new Error(`ASO exited (${started.exitCode ?? started.signalCode}):\n${tail(log)}`);
+      const healthy = await fetch(`http://127.0.0.1:${healthPort}/readyz`).then(
+        (r) => r.ok,
+        () => false,
+      );
       if (healthy && (await webhookServing(webhookUrl, cluster.ca.certPem))) break;
       if (Date.now() > deadline) throw new Error(`ASO not ready within 90 s:\n${tail(log)}`);
       await sleep(200);
@@ -253,7 +288,11 @@ export function processUsage(pid: number): { cpuSeconds: number; peakRssBytes: n
   }
 }
 
-async function ensure(kc: ReturnType<KubeCluster["kubeConfig"]>, path: string, body: Record<string, unknown>): Promise<void> {
+async function ensure(
+  kc: ReturnType<KubeCluster["kubeConfig"]>,
+  path: string,
+  body: Record<string, unknown>,
+): Promise<void> {
   const r = await kubeRequest(kc, { method: "POST", path, body });
   if (r.status !== 201 && r.status !== 409) throw new Error(`POST ${path}: HTTP ${r.status} ${r.body.slice(0, 300)}`);
 }
@@ -261,7 +300,13 @@ async function ensure(kc: ReturnType<KubeCluster["kubeConfig"]>, path: string, b
 const SETTINGS_PATH = `/api/v1/namespaces/${ASO_SYSTEM_NAMESPACE}/secrets/aso-controller-settings`;
 
 async function writeSettings(kc: ReturnType<KubeCluster["kubeConfig"]>, data: Record<string, string>): Promise<void> {
-  const body = { apiVersion: "v1", kind: "Secret", metadata: { name: "aso-controller-settings", namespace: ASO_SYSTEM_NAMESPACE }, type: "Opaque", stringData: data };
+  const body = {
+    apiVersion: "v1",
+    kind: "Secret",
+    metadata: { name: "aso-controller-settings", namespace: ASO_SYSTEM_NAMESPACE },
+    type: "Opaque",
+    stringData: data,
+  };
   const r = await kubeRequest(kc, { method: "PUT", path: SETTINGS_PATH, body });
   if (r.status === 404) return ensure(kc, `/api/v1/namespaces/${ASO_SYSTEM_NAMESPACE}/secrets`, body);
   if (r.status !== 200) throw new Error(`PUT aso-controller-settings: HTTP ${r.status} ${r.body.slice(0, 300)}`);
@@ -297,29 +342,57 @@ function webhookServing(url: string, ca: string): Promise<boolean> {
  * ASO's CRDs as its release ships them: labelled (app.kubernetes.io/name, app.kubernetes.io/version), conversion
  * by ASO's webhook (`/convert`); and its mutating and validating webhook configurations. Both point at the process.
  */
-async function installCrdsAndWebhooks(kc: ReturnType<KubeCluster["kubeConfig"]>, webhookUrl: string, caPem: string): Promise<void> {
+async function installCrdsAndWebhooks(
+  kc: ReturnType<KubeCluster["kubeConfig"]>,
+  webhookUrl: string,
+  caPem: string,
+): Promise<void> {
   const caBundle = Buffer.from(caPem).toString("base64");
   const version = componentVersion("aso");
   for (const crd of await readCrds([join(componentDir("aso"), "crds")])) {
     const name = crd.metadata!.name!;
     const patch = {
-      metadata: { labels: { "app.kubernetes.io/name": "azure-service-operator", "app.kubernetes.io/version": version } },
-      spec: { conversion: { strategy: "Webhook", webhook: { conversionReviewVersions: ["v1"], clientConfig: { url: `${webhookUrl}/convert`, caBundle } } } },
+      metadata: {
+        labels: { "app.kubernetes.io/name": "azure-service-operator", "app.kubernetes.io/version": version },
+      },
+      spec: {
+        conversion: {
+          strategy: "Webhook",
+          webhook: { conversionReviewVersions: ["v1"], clientConfig: { url: `${webhookUrl}/convert`, caBundle } },
+        },
+      },
     };
-    const r = await kubeRequest(kc, { method: "PATCH", path: `/apis/apiextensions.k8s.io/v1/customresourcedefinitions/${name}`, body: patch, contentType: "application/merge-patch+json" });
-    if (r.status !== 200) throw new Error(`CRD ${name}: HTTP ${r.status} ${r.body.slice(0, 300)} (are ASO's CRDs installed on the cluster?)`);
+    const r = await kubeRequest(kc, {
+      method: "PATCH",
+      path: `/apis/apiextensions.k8s.io/v1/customresourcedefinitions/${name}`,
+      body: patch,
+      contentType: "application/merge-patch+json",
+    });
+    if (r.status !== 200)
+      throw new Error(
+        `CRD ${name}: HTTP ${r.status} ${r.body.slice(0, 300)} (are ASO's CRDs installed on the cluster?)`,
+      );
   }
   const manifests = readFileSync(join(componentDir("aso"), "webhooks", "manifests.yaml"), "utf8");
   for (const doc of parseAllDocuments(manifests)) {
-    const config = doc.toJS() as { kind: string; metadata: { name: string }; webhooks: Array<{ clientConfig: { service?: { path?: string }; url?: string; caBundle?: string } }> } | null;
+    const config = doc.toJS() as {
+      kind: string;
+      metadata: { name: string };
+      webhooks: Array<{ clientConfig: { service?: { path?: string }; url?: string; caBundle?: string } }>;
+    } | null;
     if (!config) continue;
     config.metadata.name = `azureserviceoperator-${config.metadata.name}`;
-    for (const w of config.webhooks) w.clientConfig = { url: `${webhookUrl}${w.clientConfig.service?.path ?? ""}`, caBundle };
-    const plural = config.kind === "MutatingWebhookConfiguration" ? "mutatingwebhookconfigurations" : "validatingwebhookconfigurations";
+    for (const w of config.webhooks)
+      w.clientConfig = { url: `${webhookUrl}${w.clientConfig.service?.path ?? ""}`, caBundle };
+    const plural =
+      config.kind === "MutatingWebhookConfiguration"
+        ? "mutatingwebhookconfigurations"
+        : "validatingwebhookconfigurations";
     const base = `/apis/admissionregistration.k8s.io/v1/${plural}`;
     await kubeRequest(kc, { method: "DELETE", path: `${base}/${config.metadata.name}` });
     const r = await kubeRequest(kc, { method: "POST", path: base, body: config });
-    if (r.status !== 201) throw new Error(`${config.kind} ${config.metadata.name}: HTTP ${r.status} ${r.body.slice(0, 300)}`);
+    if (r.status !== 201)
+      throw new Error(`${config.kind} ${config.metadata.name}: HTTP ${r.status} ${r.body.slice(0, 300)}`);
   }
 }
 

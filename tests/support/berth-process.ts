@@ -15,29 +15,45 @@ export interface BerthProcess {
   kill(): Promise<void>;
 }
 
-export async function startBerthProcess(options: { remoteUrl: string; workDir: string; configDir: string; api?: Record<string, unknown>; timeoutMs?: number }): Promise<BerthProcess> {
+export async function startBerthProcess(options: {
+  remoteUrl: string;
+  workDir: string;
+  configDir: string;
+  api?: Record<string, unknown>;
+  timeoutMs?: number;
+}): Promise<BerthProcess> {
   const configFile = await writeConfigFile(options.configDir, options.api ?? {});
-  const child: ChildProcess = spawn(process.execPath, ["--import", "tsx", join(REPO_ROOT, "apps", "api", "src", "main.ts")], {
-    cwd: REPO_ROOT,
-    env: {
-      ...process.env,
-      TSX_TSCONFIG_PATH: join(REPO_ROOT, "apps", "api", "tsconfig.json"),
-      BERTH_CONFIG_FILE: configFile,
-      BERTH_GIT_URL: options.remoteUrl,
-      BERTH_GIT_WORKDIR: options.workDir,
-      BERTH_AUTH_MODE: "dev",
-      BERTH_DEV_TOKEN: DEV_TOKEN,
-      BERTH_HOST: "127.0.0.1",
-      BERTH_PORT: "0",
-      BERTH_METRICS_PORT: "0",
-      BERTH_LOG_LEVEL: "info",
+  const child: ChildProcess = spawn(
+    process.execPath,
+    ["--import", "tsx", join(REPO_ROOT, "apps", "api", "src", "main.ts")],
+    {
+      cwd: REPO_ROOT,
+      env: {
+        ...process.env,
+        TSX_TSCONFIG_PATH: join(REPO_ROOT, "apps", "api", "tsconfig.json"),
+        BERTH_CONFIG_FILE: configFile,
+        BERTH_GIT_URL: options.remoteUrl,
+        BERTH_GIT_WORKDIR: options.workDir,
+        BERTH_AUTH_MODE: "dev",
+        BERTH_DEV_TOKEN: DEV_TOKEN,
+        BERTH_HOST: "127.0.0.1",
+        BERTH_PORT: "0",
+        BERTH_METRICS_PORT: "0",
+        BERTH_LOG_LEVEL: "info",
+      },
+      stdio: ["ignore", "pipe", "pipe"],
     },
-    stdio: ["ignore", "pipe", "pipe"],
-  });
+  );
   const output: string[] = [];
   const exited = new Promise<void>((resolve) => child.once("exit", () => resolve()));
   const url = await new Promise<string>((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`berth did not start within ${options.timeoutMs ?? 120_000} ms:\n${output.join("").slice(-3000)}`)), options.timeoutMs ?? 120_000);
+    const timer = setTimeout(
+      () =>
+        reject(
+          new Error(`berth did not start within ${options.timeoutMs ?? 120_000} ms:\n${output.join("").slice(-3000)}`),
+        ),
+      options.timeoutMs ?? 120_000,
+    );
     const onLine = (chunk: Buffer) => {
       for (const line of chunk.toString("utf8").split("\n")) {
         if (!line) continue;

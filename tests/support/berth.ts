@@ -50,13 +50,24 @@ export type RawConfig = Record<string, any>;
  * infra/local/berth.yaml with `api` settings merged over its own, written beside the work dir: the overrides
  * go through the same file parsing and validation as a deployment's config.
  */
-export async function writeConfigFile(dir: string, api: Record<string, unknown>, edit?: (raw: RawConfig) => void): Promise<string> {
-  const base = parse(await readFile(join(REPO_ROOT, "infra", "local", "berth.yaml"), "utf8")) as Record<string, unknown>;
+export async function writeConfigFile(
+  dir: string,
+  api: Record<string, unknown>,
+  edit?: (raw: RawConfig) => void,
+): Promise<string> {
+  const base = parse(await readFile(join(REPO_ROOT, "infra", "local", "berth.yaml"), "utf8")) as Record<
+    string,
+    unknown
+  >;
   const file = join(dir, "berth.yaml");
   const merged = {
     ...base,
     templatesDir: join(REPO_ROOT, "templates"),
-    api: { ...(base.api as Record<string, unknown>), ...api, rateLimit: { ...TEST_RATE_LIMITS, ...(api.rateLimit as object | undefined) } },
+    api: {
+      ...(base.api as Record<string, unknown>),
+      ...api,
+      rateLimit: { ...TEST_RATE_LIMITS, ...(api.rateLimit as object | undefined) },
+    },
   };
   edit?.(merged);
   await writeFile(file, stringify(merged));
@@ -107,7 +118,12 @@ export async function startBerth(options: {
     ...(options.clock ? { clock: options.clock } : {}),
     ...(options.statusReader ? { statusReader: options.statusReader } : {}),
   });
-  const server = await buildServer(services.deps, { logger, bodyLimit: config.api.bodyLimitBytes, timeouts: config.api.timeouts, trustProxy: config.api.trustProxy });
+  const server = await buildServer(services.deps, {
+    logger,
+    bodyLimit: config.api.bodyLimitBytes,
+    timeouts: config.api.timeouts,
+    trustProxy: config.api.trustProxy,
+  });
   const url = options.listen ? await server.listen({ host: "127.0.0.1", port: 0 }) : "";
   if (options.startEngine !== false) await services.start();
   return {
@@ -118,7 +134,11 @@ export async function startBerth(options: {
     services,
     statusReader: services.statusReader,
     logs,
-    logEntries: <T,>(from = 0) => logs.slice(from).flatMap((chunk) => chunk.split("\n").filter(Boolean)).map((line) => JSON.parse(line) as T),
+    logEntries: <T>(from = 0) =>
+      logs
+        .slice(from)
+        .flatMap((chunk) => chunk.split("\n").filter(Boolean))
+        .map((line) => JSON.parse(line) as T),
     async stop() {
       await server.close();
       await services.close();

@@ -42,7 +42,9 @@ export async function watchPage(page: Page, origin: string): Promise<PageProblem
   await page.addInitScript(() => {
     const seen: string[] = [];
     (window as unknown as { __berthCsp: string[] }).__berthCsp = seen;
-    document.addEventListener("securitypolicyviolation", (e) => seen.push(`${e.violatedDirective} blocked ${e.blockedURI || "inline"} at ${e.sourceFile}:${e.lineNumber}`));
+    document.addEventListener("securitypolicyviolation", (e) =>
+      seen.push(`${e.violatedDirective} blocked ${e.blockedURI || "inline"} at ${e.sourceFile}:${e.lineNumber}`),
+    );
   });
   const ours = (url: string) => url.startsWith(origin);
   // A page answered with 401/404 is what the person asked for (and sees); Chromium still logs its status.
@@ -52,17 +54,20 @@ export async function watchPage(page: Page, origin: string): Promise<PageProblem
     if (!ours(where) && !ours(page.url())) return;
     if (message.text().startsWith("Failed to load resource") && errorDocuments.has(where)) return;
     if (/Content Security Policy|Trusted Type/i.test(message.text())) violations.push(message.text());
-    if (message.type() === "error" || message.type() === "warning") problems.push(`console ${message.type()} at ${where}: ${message.text()}`);
+    if (message.type() === "error" || message.type() === "warning")
+      problems.push(`console ${message.type()} at ${where}: ${message.text()}`);
   });
   page.on("pageerror", (error) => {
     if (ours(page.url())) problems.push(`page error at ${page.url()}: ${error.message}`);
   });
   page.on("requestfailed", (request) => {
     // A navigation that replaces a page aborts its pending fetches: not a failure the person sees.
-    if (ours(request.url()) && request.failure()?.errorText !== "net::ERR_ABORTED") problems.push(`request failed: ${request.method()} ${request.url()}: ${request.failure()?.errorText}`);
+    if (ours(request.url()) && request.failure()?.errorText !== "net::ERR_ABORTED")
+      problems.push(`request failed: ${request.method()} ${request.url()}: ${request.failure()?.errorText}`);
   });
   page.on("response", (response) => {
-    if (response.request().resourceType() === "document" && response.status() >= 400) errorDocuments.add(response.url());
+    if (response.request().resourceType() === "document" && response.status() >= 400)
+      errorDocuments.add(response.url());
     if (ours(response.url()) && response.status() >= 400 && response.request().resourceType() !== "document") {
       problems.push(`HTTP ${response.status()} for ${response.request().resourceType()} ${response.url()}`);
     }
@@ -70,7 +75,9 @@ export async function watchPage(page: Page, origin: string): Promise<PageProblem
   return {
     problems,
     async cspViolations() {
-      const fromPage = ours(page.url()) ? await page.evaluate(() => (window as unknown as { __berthCsp?: string[] }).__berthCsp ?? []).catch(() => []) : [];
+      const fromPage = ours(page.url())
+        ? await page.evaluate(() => (window as unknown as { __berthCsp?: string[] }).__berthCsp ?? []).catch(() => [])
+        : [];
       return [...violations, ...fromPage];
     },
   };
@@ -90,7 +97,11 @@ export interface AxeViolation {
 }
 
 /** axe-core (WCAG 2.x A and AA rules) on `url`, signed in with `context`'s cookies; serious and critical violations. */
-export async function accessibilityViolations(browser: Browser, context: BrowserContext, url: string): Promise<AxeViolation[]> {
+export async function accessibilityViolations(
+  browser: Browser,
+  context: BrowserContext,
+  url: string,
+): Promise<AxeViolation[]> {
   const audit = await browser.newContext({ bypassCSP: true, viewport: { width: 1280, height: 900 } });
   try {
     await audit.addCookies(await context.cookies());
@@ -101,7 +112,9 @@ export async function accessibilityViolations(browser: Browser, context: Browser
       (window as unknown as { axe: { run(ctx: Document, opts: unknown): Promise<unknown> } }).axe.run(document, {
         runOnly: { type: "tag", values: ["wcag2a", "wcag2aa", "wcag21a", "wcag21aa", "best-practice"] },
       }),
-    )) as { violations: Array<{ id: string; impact: string | null; help: string; nodes: Array<{ target: string[] }> }> };
+    )) as {
+      violations: Array<{ id: string; impact: string | null; help: string; nodes: Array<{ target: string[] }> }>;
+    };
     return results.violations
       .filter((v) => v.impact === "serious" || v.impact === "critical")
       .map((v) => ({ id: v.id, impact: v.impact, help: v.help, nodes: v.nodes.map((n) => n.target.join(" ")) }));

@@ -45,12 +45,18 @@ async function acquire(): Promise<void> {
 function turboBuild(): Promise<void> {
   return new Promise((resolve, reject) => {
     const args = ["run", "build", "--output-logs=errors-only", ...PACKAGES.map((p) => `--filter=${p}`)];
-    const child = spawn(join(REPO_ROOT, "node_modules", ".bin", "turbo"), args, { cwd: REPO_ROOT, env: { ...process.env, TURBO_TELEMETRY_DISABLED: "1" }, stdio: ["ignore", "pipe", "pipe"] });
+    const child = spawn(join(REPO_ROOT, "node_modules", ".bin", "turbo"), args, {
+      cwd: REPO_ROOT,
+      env: { ...process.env, TURBO_TELEMETRY_DISABLED: "1" },
+      stdio: ["ignore", "pipe", "pipe"],
+    });
     let output = "";
     child.stdout.on("data", (d) => (output += String(d)));
     child.stderr.on("data", (d) => (output += String(d)));
     child.on("error", reject);
-    child.on("exit", (code) => (code === 0 ? resolve() : reject(new Error(`turbo build failed (${code}):\n${output.slice(-4000)}`))));
+    child.on("exit", (code) =>
+      code === 0 ? resolve() : reject(new Error(`turbo build failed (${code}):\n${output.slice(-4000)}`)),
+    );
   });
 }
 

@@ -36,11 +36,18 @@ export class CliHarness {
     return this.baseEnv.BERTH_CLI_CONFIG!;
   }
 
-  run(args: string[], options: { input?: string; env?: Record<string, string>; cwd?: string; timeoutMs?: number } = {}): Promise<CliResult> {
+  run(
+    args: string[],
+    options: { input?: string; env?: Record<string, string>; cwd?: string; timeoutMs?: number } = {},
+  ): Promise<CliResult> {
     return new Promise((resolve, reject) => {
       const env = { ...this.baseEnv, ...options.env };
       for (const [k, v] of Object.entries(env)) if (v === "") delete env[k];
-      const child = spawn(process.execPath, [CLI_ENTRY, ...args], { cwd: options.cwd ?? this.home, env, stdio: ["pipe", "pipe", "pipe"] });
+      const child = spawn(process.execPath, [CLI_ENTRY, ...args], {
+        cwd: options.cwd ?? this.home,
+        env,
+        stdio: ["pipe", "pipe", "pipe"],
+      });
       let stdout = "";
       let stderr = "";
       child.stdout.on("data", (d) => (stdout += String(d)));

@@ -22,10 +22,14 @@ export class ManualClock implements Clock {
       if (signal?.aborted) return resolve();
       const sleeper = { until: this.t + ms, resolve };
       this.sleepers.push(sleeper);
-      signal?.addEventListener("abort", () => {
-        this.sleepers = this.sleepers.filter((s) => s !== sleeper);
-        resolve();
-      }, { once: true });
+      signal?.addEventListener(
+        "abort",
+        () => {
+          this.sleepers = this.sleepers.filter((s) => s !== sleeper);
+          resolve();
+        },
+        { once: true },
+      );
     });
   }
 

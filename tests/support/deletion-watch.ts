@@ -30,7 +30,13 @@ export async function watchDeletions(kc: KubeConfig, resources: string[]): Promi
         resource,
         {},
         (type: string, obj: { metadata?: { name?: string; namespace?: string } }) => {
-          if (type === "DELETED") deletions.push({ resource, namespace: obj.metadata?.namespace, name: obj.metadata?.name ?? "", at: Date.now() });
+          if (type === "DELETED")
+            deletions.push({
+              resource,
+              namespace: obj.metadata?.namespace,
+              name: obj.metadata?.name ?? "",
+              at: Date.now(),
+            });
         },
         () => undefined,
       ),
@@ -38,7 +44,10 @@ export async function watchDeletions(kc: KubeConfig, resources: string[]): Promi
   );
   return {
     deletions,
-    goneAt: (resource, name, namespace) => deletions.find((d) => d.resource === resource && d.name === name && (namespace === undefined || d.namespace === namespace))?.at,
+    goneAt: (resource, name, namespace) =>
+      deletions.find(
+        (d) => d.resource === resource && d.name === name && (namespace === undefined || d.namespace === namespace),
+      )?.at,
     stop: () => {
       for (const c of controllers) c.abort();
     },

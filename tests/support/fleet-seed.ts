@@ -4,7 +4,15 @@
  * once, or a repository as an earlier Berth wrote it (`layout: "flat"`: before ADR 0013's shards, every Flux file
  * at clusters/<cluster>/teams/<team>.yaml, listed by one index).
  */
-import { Onboarding, platformSchema, repoLayout, renderShardIndex, validateTeam, type Platform, type TeamInput } from "@berth/core";
+import {
+  Onboarding,
+  platformSchema,
+  repoLayout,
+  renderShardIndex,
+  validateTeam,
+  type Platform,
+  type TeamInput,
+} from "@berth/core";
 import { loadTemplateCatalog } from "@berth/config";
 import { MemoryRepoTree } from "../../packages/core/test/fixtures.js";
 

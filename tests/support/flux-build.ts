@@ -39,7 +39,8 @@ export function substituteFluxVars(text: string, vars: Readonly<Record<string, s
   return text.replace(/(\$?)\$\{([^}]*)\}/g, (m, esc: string, name: string) => {
     if (esc) return m.slice(1);
     const value = vars[name];
-    if (value === undefined) throw new Error(`${source}: \${${name}} is not in platform-vars (Flux would fail the whole build)`);
+    if (value === undefined)
+      throw new Error(`${source}: \${${name}} is not in platform-vars (Flux would fail the whole build)`);
     return value;
   });
 }

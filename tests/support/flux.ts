@@ -23,7 +23,8 @@ import { kubeRequest } from "./kube-http.js";
 import { freePort } from "./ports.js";
 import { programPath, type Component } from "./test-cluster-binaries.js";
 
-export type FluxController = "source-controller" | "kustomize-controller" | "notification-controller" | "source-watcher";
+export type FluxController =
+  "source-controller" | "kustomize-controller" | "notification-controller" | "source-watcher";
 
 export interface FluxOptions {
   /** Default: source-controller and kustomize-controller. */
@@ -85,8 +86,13 @@ export async function startFlux(cluster: KubeCluster, opts: FluxOptions = {}): P
   const dir = join(cluster.dir, "flux");
   mkdirSync(dir, { recursive: true });
   const kubeconfig = await cluster.writeKubeconfigFile("admin");
-  const ns = await kubeRequest(cluster.kubeConfig(), { method: "POST", path: "/api/v1/namespaces", body: { apiVersion: "v1", kind: "Namespace", metadata: { name: namespace } } });
-  if (ns.status !== 201 && ns.status !== 409) throw new Error(`creating namespace ${namespace}: HTTP ${ns.status} ${ns.body}`);
+  const ns = await kubeRequest(cluster.kubeConfig(), {
+    method: "POST",
+    path: "/api/v1/namespaces",
+    body: { apiVersion: "v1", kind: "Namespace", metadata: { name: namespace } },
+  });
+  if (ns.status !== 201 && ns.status !== 409)
+    throw new Error(`creating namespace ${namespace}: HTTP ${ns.status} ${ns.body}`);
 
   const children = new Map<FluxController, ChildProcess>();
   const processes = new Map<FluxController, FluxProcess>();
@@ -117,9 +123,14 @@ export async function startFlux(cluster: KubeCluster, opts: FluxOptions = {}): P
         const storagePort = await freePort();
         storageUrl = `http://127.0.0.1:${storagePort}`;
         mkdirSync(join(dir, "artifacts"), { recursive: true });
-        args.push(`--storage-path=${join(dir, "artifacts")}`, `--storage-addr=127.0.0.1:${storagePort}`, `--storage-adv-addr=127.0.0.1:${storagePort}`);
+        args.push(
+          `--storage-path=${join(dir, "artifacts")}`,
+          `--storage-addr=127.0.0.1:${storagePort}`,
+          `--storage-adv-addr=127.0.0.1:${storagePort}`,
+        );
       }
-      if (controller === "kustomize-controller" && opts.kustomizeConcurrent) args.push(`--concurrent=${opts.kustomizeConcurrent}`);
+      if (controller === "kustomize-controller" && opts.kustomizeConcurrent)
+        args.push(`--concurrent=${opts.kustomizeConcurrent}`);
       if (controller === "notification-controller") {
         const receiverPort = await freePort();
         receiverUrl = `http://127.0.0.1:${receiverPort}`;
@@ -128,7 +139,11 @@ export async function startFlux(cluster: KubeCluster, opts: FluxOptions = {}): P
       if (controller === "source-watcher") {
         const storagePort = await freePort();
         mkdirSync(join(dir, "watcher-artifacts"), { recursive: true });
-        args.push(`--storage-path=${join(dir, "watcher-artifacts")}`, `--storage-addr=127.0.0.1:${storagePort}`, `--storage-adv-addr=127.0.0.1:${storagePort}`);
+        args.push(
+          `--storage-path=${join(dir, "watcher-artifacts")}`,
+          `--storage-addr=127.0.0.1:${storagePort}`,
+          `--storage-adv-addr=127.0.0.1:${storagePort}`,
+        );
       }
       const gates = opts.featureGates?.[controller];
       if (gates?.length) args.push(`--feature-gates=${gates.join(",")}`);
@@ -137,20 +152,36 @@ export async function startFlux(cluster: KubeCluster, opts: FluxOptions = {}): P
       const log = join(dir, `${controller}.log`);
       const fd = openSync(log, "a");
       const child = spawn(binaries.get(controller)!, args, {
-        env: { PATH: process.env.PATH ?? "/usr/bin:/bin", HOME: dir, TMPDIR: dir, KUBECONFIG: kubeconfig, RUNTIME_NAMESPACE: namespace },
+        env: {
+          PATH: process.env.PATH ?? "/usr/bin:/bin",
+          HOME: dir,
+          TMPDIR: dir,
+          KUBECONFIG: kubeconfig,
+          RUNTIME_NAMESPACE: namespace,
+        },
         stdio: ["ignore", fd, fd],
       });
       closeSync(fd);
       children.set(controller, child);
-      spawn("bash", ["-c", WATCHDOG, "berth-flux-watchdog", String(process.pid), String(child.pid)], { detached: true, stdio: "ignore" }).unref();
-      processes.set(controller, { controller, pid: child.pid!, metricsUrl: `http://127.0.0.1:${metricsPort}/metrics`, healthUrl: `http://127.0.0.1:${healthPort}`, log });
+      spawn("bash", ["-c", WATCHDOG, "berth-flux-watchdog", String(process.pid), String(child.pid)], {
+        detached: true,
+        stdio: "ignore",
+      }).unref();
+      processes.set(controller, {
+        controller,
+        pid: child.pid!,
+        metricsUrl: `http://127.0.0.1:${metricsPort}/metrics`,
+        healthUrl: `http://127.0.0.1:${healthPort}`,
+        log,
+      });
     }
     // Ready when every controller's readiness probe answers (its caches synced, its controllers started).
     const deadline = Date.now() + 60_000;
     for (const [controller, p] of processes) {
       for (;;) {
         const child = children.get(controller)!;
-        if (child.exitCode !== null || child.signalCode !== null) throw new Error(`${controller} exited (${child.exitCode ?? child.signalCode}):\n${tail(p.log)}`);
+        if (child.exitCode !== null || child.signalCode !== null)
+          throw new Error(`${controller} exited (${child.exitCode ?? child.signalCode}):\n${tail(p.log)}`);
         const ok = await fetch(`${p.healthUrl}/readyz`).then(
           (r) => r.ok,
           () => false,
@@ -178,7 +209,9 @@ export async function startFlux(cluster: KubeCluster, opts: FluxOptions = {}): P
     metrics: async (controller) => (await fetch(proc(controller).metricsUrl)).text(),
     cpuSeconds: (controller) => {
       // /proc/<pid>/stat fields 14 and 15: utime and stime in clock ticks (100 per second on Linux).
-      const fields = readFileSync(`/proc/${proc(controller).pid}/stat`, "utf8").split(") ")[1]!.split(" ");
+      const fields = readFileSync(`/proc/${proc(controller).pid}/stat`, "utf8")
+        .split(") ")[1]!
+        .split(" ");
       return (Number(fields[11]) + Number(fields[12])) / 100;
     },
     peakRssBytes: (controller) => {
@@ -190,7 +223,8 @@ export async function startFlux(cluster: KubeCluster, opts: FluxOptions = {}): P
       await kill(children.get(controller)!);
     },
     resetPeakRss: (controller) => writeFileSync(`/proc/${proc(controller).pid}/clear_refs`, "5"),
-    logTail: async (controller, lines = 30) => (await readFile(proc(controller).log, "utf8")).trimEnd().split("\n").slice(-lines).join("\n"),
+    logTail: async (controller, lines = 30) =>
+      (await readFile(proc(controller).log, "utf8")).trimEnd().split("\n").slice(-lines).join("\n"),
     stop,
   };
 }
@@ -225,13 +259,23 @@ export function bootstrapObjects(namespace: string, opts: BootstrapOptions): Arr
       apiVersion: "source.toolkit.fluxcd.io/v1",
       kind: "GitRepository",
       metadata: { name: "flux-system", namespace },
-      spec: { interval: opts.interval ?? "1m0s", ref: { branch: opts.branch ?? "main" }, url: opts.url, ...(opts.auth ? { secretRef: { name: "flux-system" } } : {}) },
+      spec: {
+        interval: opts.interval ?? "1m0s",
+        ref: { branch: opts.branch ?? "main" },
+        url: opts.url,
+        ...(opts.auth ? { secretRef: { name: "flux-system" } } : {}),
+      },
     },
     {
       apiVersion: "kustomize.toolkit.fluxcd.io/v1",
       kind: "Kustomization",
       metadata: { name: "flux-system", namespace },
-      spec: { interval: "10m0s", path: opts.path, prune: true, sourceRef: { kind: "GitRepository", name: "flux-system" } },
+      spec: {
+        interval: "10m0s",
+        path: opts.path,
+        prune: true,
+        sourceRef: { kind: "GitRepository", name: "flux-system" },
+      },
     },
   ];
 }
@@ -244,7 +288,13 @@ export async function bootstrapFlux(cluster: KubeCluster, flux: RunningFlux, opt
   const kc = cluster.kubeConfig();
   const ns = flux.namespace;
   const objects: Array<Record<string, unknown>> = [];
-  if (opts.auth) objects.push({ apiVersion: "v1", kind: "Secret", metadata: { name: "flux-system", namespace: ns }, stringData: opts.auth });
+  if (opts.auth)
+    objects.push({
+      apiVersion: "v1",
+      kind: "Secret",
+      metadata: { name: "flux-system", namespace: ns },
+      stringData: opts.auth,
+    });
   objects.push(...bootstrapObjects(ns, opts));
   const paths: Record<string, string> = {
     Secret: `/api/v1/namespaces/${ns}/secrets`,

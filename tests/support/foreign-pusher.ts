@@ -36,7 +36,8 @@ export interface ForeignPusher {
   stop(): Promise<{ commits: number; rejections: number; files: string[]; subjects: string[] }>;
 }
 
-const REJECTED = /\(fetch first\)|\(non-fast-forward\)|cannot lock ref|failed to update ref|incorrect old value|stale info/;
+const REJECTED =
+  /\(fetch first\)|\(non-fast-forward\)|cannot lock ref|failed to update ref|incorrect old value|stale info/;
 
 /** One commit on top of the branch (or the first commit of a missing branch), pushed; retried on rejection. */
 async function commitOnce(
@@ -47,16 +48,23 @@ async function commitOnce(
   subject: string,
   env: Record<string, string>,
 ): Promise<"pushed" | "rejected"> {
-  const fetched = await git(["fetch", "--quiet", "origin", `+refs/heads/${branch}:refs/remotes/origin/${branch}`], { cwd: work, env }).then(
+  const fetched = await git(["fetch", "--quiet", "origin", `+refs/heads/${branch}:refs/remotes/origin/${branch}`], {
+    cwd: work,
+    env,
+  }).then(
     () => true,
     (e: { stderr?: string }) => {
       if (/couldn't find remote ref/.test(e.stderr ?? "")) return false;
       throw e;
     },
   );
-  if (fetched) await git(["checkout", "--quiet", "--force", "-B", branch, `refs/remotes/origin/${branch}`], { cwd: work });
+  if (fetched)
+    await git(["checkout", "--quiet", "--force", "-B", branch, `refs/remotes/origin/${branch}`], { cwd: work });
   else {
-    await git(["checkout", "--quiet", "--force", "--orphan", `orphan-${Date.now()}-${Math.random().toString(36).slice(2)}`], { cwd: work });
+    await git(
+      ["checkout", "--quiet", "--force", "--orphan", `orphan-${Date.now()}-${Math.random().toString(36).slice(2)}`],
+      { cwd: work },
+    );
     await git(["rm", "-r", "--quiet", "--cached", "--ignore-unmatch", "."], { cwd: work });
   }
   await git(["clean", "-fdxq"], { cwd: work });
@@ -64,9 +72,22 @@ async function commitOnce(
   await mkdir(dirname(file), { recursive: true });
   await writeFile(file, content);
   await git(["add", "--", path], { cwd: work });
-  await git(["-c", "user.name=image-automation", "-c", "user.email=bot@example.test", "commit", "--quiet", "--no-verify", "-m", subject], {
-    cwd: work,
-  });
+  await git(
+    [
+      "-c",
+      "user.name=image-automation",
+      "-c",
+      "user.email=bot@example.test",
+      "commit",
+      "--quiet",
+      "--no-verify",
+      "-m",
+      subject,
+    ],
+    {
+      cwd: work,
+    },
+  );
   try {
     await git(["push", "--quiet", "origin", `HEAD:refs/heads/${branch}`], { cwd: work, env });
     return "pushed";
@@ -98,7 +119,16 @@ export async function pushForeignCommit(opts: {
   const { tmp, work } = await newClone(opts.url, env);
   try {
     for (let i = 0; i < 50; i++) {
-      if ((await commitOnce(work, branch, opts.path, opts.content, opts.subject ?? `foreign: write ${opts.path}`, env)) === "pushed") {
+      if (
+        (await commitOnce(
+          work,
+          branch,
+          opts.path,
+          opts.content,
+          opts.subject ?? `foreign: write ${opts.path}`,
+          env,
+        )) === "pushed"
+      ) {
         return (await git(["rev-parse", "HEAD"], { cwd: work })).trim();
       }
     }

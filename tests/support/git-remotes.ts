@@ -28,14 +28,22 @@ export function cleanGitEnv(extra: Record<string, string> = {}): NodeJS.ProcessE
 }
 
 /** Runs `git <args>`; rejects with stderr on a non-zero exit. */
-export function git(args: string[], opts: { cwd?: string; env?: Record<string, string>; timeoutMs?: number } = {}): Promise<string> {
+export function git(
+  args: string[],
+  opts: { cwd?: string; env?: Record<string, string>; timeoutMs?: number } = {},
+): Promise<string> {
   return new Promise((resolve, reject) => {
     execFile(
       "git",
       args,
       { cwd: opts.cwd, env: cleanGitEnv(opts.env), maxBuffer: 64 * 1024 * 1024, timeout: opts.timeoutMs ?? 30_000 },
       (err, stdout, stderr) => {
-        if (err) reject(Object.assign(new Error(`git ${args.join(" ")} failed: ${stderr || err.message}`), { stderr: String(stderr) }));
+        if (err)
+          reject(
+            Object.assign(new Error(`git ${args.join(" ")} failed: ${stderr || err.message}`), {
+              stderr: String(stderr),
+            }),
+          );
         else resolve(String(stdout));
       },
     );
@@ -90,7 +98,11 @@ async function walk(root: string, dir: string, out: Map<string, string>): Promis
  * Clones `url` afresh and reports what the branch holds. `env` passes auth for HTTP remotes, e.g.
  * `{ GIT_CONFIG_COUNT: "1", GIT_CONFIG_KEY_0: "http.extraHeader", GIT_CONFIG_VALUE_0: "Authorization: Basic ..." }`.
  */
-export async function inspectRemote(url: string, branch = "main", env: Record<string, string> = {}): Promise<RemoteState> {
+export async function inspectRemote(
+  url: string,
+  branch = "main",
+  env: Record<string, string> = {},
+): Promise<RemoteState> {
   const heads = await git(["ls-remote", "--heads", url, `refs/heads/${branch}`], { env });
   const head = heads.split("\t")[0]?.trim() || undefined;
   if (!head) return { head: undefined, files: new Map(), commits: [] };
@@ -124,7 +136,11 @@ export async function inspectRemote(url: string, branch = "main", env: Record<st
 /** Basic-auth header config for `git` over HTTP, as env (never an argument). */
 export function basicAuthEnv(username: string, password: string): Record<string, string> {
   const b64 = Buffer.from(`${username}:${password}`).toString("base64");
-  return { GIT_CONFIG_COUNT: "1", GIT_CONFIG_KEY_0: "http.extraHeader", GIT_CONFIG_VALUE_0: `Authorization: Basic ${b64}` };
+  return {
+    GIT_CONFIG_COUNT: "1",
+    GIT_CONFIG_KEY_0: "http.extraHeader",
+    GIT_CONFIG_VALUE_0: `Authorization: Basic ${b64}`,
+  };
 }
 
 /**
@@ -132,7 +148,14 @@ export function basicAuthEnv(username: string, password: string): Record<string,
  * someone other than Berth would (e.g. a hand-written tree), and pushes it; `remove` lists repo paths the
  * commit deletes. Resolves with the new head.
  */
-export async function pushTree(opts: { url: string; dir: string; branch?: string; subject?: string; env?: Record<string, string>; remove?: string[] }): Promise<string> {
+export async function pushTree(opts: {
+  url: string;
+  dir: string;
+  branch?: string;
+  subject?: string;
+  env?: Record<string, string>;
+  remove?: string[];
+}): Promise<string> {
   const branch = opts.branch ?? "main";
   const env = opts.env ?? {};
   const tmp = await makeTempDir("berth-push-tree-");
@@ -143,11 +166,29 @@ export async function pushTree(opts: { url: string; dir: string; branch?: string
     if (exists) await git(["checkout", "--quiet", branch], { cwd: work });
     else await git(["checkout", "--quiet", "--orphan", branch], { cwd: work });
     // Paths the commit deletes (the folder only adds and changes files).
-    if (opts.remove?.length) await git(["rm", "--quiet", "-r", "--ignore-unmatch", "--", ...opts.remove], { cwd: work });
+    if (opts.remove?.length)
+      await git(["rm", "--quiet", "-r", "--ignore-unmatch", "--", ...opts.remove], { cwd: work });
     await cp(opts.dir, work, { recursive: true });
     await git(["add", "-A"], { cwd: work });
     // No automatic gc: with a fleet's files it would run detached and still be writing while the folder is removed.
-    await git(["-c", "gc.auto=0", "-c", "maintenance.auto=false", "-c", "user.name=Platform Team", "-c", "user.email=platform@example.test", "commit", "--quiet", "--no-verify", "-m", opts.subject ?? "hand-written manifests"], { cwd: work });
+    await git(
+      [
+        "-c",
+        "gc.auto=0",
+        "-c",
+        "maintenance.auto=false",
+        "-c",
+        "user.name=Platform Team",
+        "-c",
+        "user.email=platform@example.test",
+        "commit",
+        "--quiet",
+        "--no-verify",
+        "-m",
+        opts.subject ?? "hand-written manifests",
+      ],
+      { cwd: work },
+    );
     await git(["push", "--quiet", "origin", `HEAD:refs/heads/${branch}`], { cwd: work, env });
     return (await git(["rev-parse", "HEAD"], { cwd: work })).trim();
   } finally {
@@ -159,7 +200,11 @@ export async function pushTree(opts: { url: string; dir: string; branch?: string
  * A hand edit of the remote, as a person makes one: writes (string or a function of the old content) or
  * deletes (null) files in a fresh clone, commits without Berth's trailers, pushes to `branch`.
  */
-export async function handEdit(url: string, files: Record<string, string | null | ((old: string) => string)>, branch = "main"): Promise<void> {
+export async function handEdit(
+  url: string,
+  files: Record<string, string | null | ((old: string) => string)>,
+  branch = "main",
+): Promise<void> {
   const dir = await makeTempDir("berth-hand-edit-");
   try {
     await git(["clone", "--quiet", url, dir]);
@@ -172,7 +217,10 @@ export async function handEdit(url: string, files: Record<string, string | null 
       }
     }
     await git(["add", "-A"], { cwd: dir });
-    await git(["-c", "user.name=Someone", "-c", "user.email=someone@example.test", "commit", "--quiet", "-m", "quick fix"], { cwd: dir });
+    await git(
+      ["-c", "user.name=Someone", "-c", "user.email=someone@example.test", "commit", "--quiet", "-m", "quick fix"],
+      { cwd: dir },
+    );
     await git(["push", "--quiet", "origin", `HEAD:${branch}`], { cwd: dir });
   } finally {
     await rm(dir, { recursive: true, force: true });

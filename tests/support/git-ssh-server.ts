@@ -33,7 +33,9 @@ export interface GitSshServer {
 
 function run(cmd: string, args: string[]): Promise<string> {
   return new Promise((resolve, reject) => {
-    execFile(cmd, args, (err, stdout, stderr) => (err ? reject(new Error(`${cmd} failed: ${stderr || err.message}`)) : resolve(stdout)));
+    execFile(cmd, args, (err, stdout, stderr) =>
+      err ? reject(new Error(`${cmd} failed: ${stderr || err.message}`)) : resolve(stdout),
+    );
   });
 }
 
@@ -77,7 +79,10 @@ async function keygen(path: string): Promise<string> {
 }
 
 export async function startGitSshServer(): Promise<GitSshServer> {
-  if (!SSHD || !sshdAvailable()) throw new Error("sshd or ssh-keygen is not installed: run `bash infra/test-tools/ensure-tools.sh` (apt-get install openssh-server)");
+  if (!SSHD || !sshdAvailable())
+    throw new Error(
+      "sshd or ssh-keygen is not installed: run `bash infra/test-tools/ensure-tools.sh` (apt-get install openssh-server)",
+    );
   const dir = await makeTempDir("berth-sshd-");
   const hostKey = join(dir, "host_key");
   const hostPub = await keygen(hostKey);

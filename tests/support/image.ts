@@ -73,7 +73,9 @@ export function skipWithoutImage(): boolean {
   if (existsSync(IMAGE_ARCHIVE)) return false;
   const inCI = Boolean(process.env.CI) && process.env.CI !== "false" && process.env.CI !== "0";
   if (inCI) return false;
-  console.warn(`[image tests] SKIPPED: ${IMAGE_ARCHIVE} does not exist. Run \`npm run image\` (npm test builds it first).`);
+  console.warn(
+    `[image tests] SKIPPED: ${IMAGE_ARCHIVE} does not exist. Run \`npm run image\` (npm test builds it first).`,
+  );
   return true;
 }
 
@@ -101,17 +103,33 @@ export interface OpenImage {
 export async function openImage(archive = IMAGE_ARCHIVE): Promise<OpenImage> {
   const dir = mkdtempSync(join(tmpdir(), "berth-image-test-"));
   const buildah = (args: string[]) =>
-    run("buildah", ["--root", join(dir, "storage"), "--runroot", join(dir, "run"), "--storage-driver", "vfs", ...args], { maxBuffer: 64 * 1024 * 1024 });
+    run(
+      "buildah",
+      ["--root", join(dir, "storage"), "--runroot", join(dir, "run"), "--storage-driver", "vfs", ...args],
+      { maxBuffer: 64 * 1024 * 1024 },
+    );
   let container = "";
   try {
     container = (await buildah(["from", "--quiet", `oci-archive:${archive}`])).stdout.trim().split("\n").at(-1)!;
     const rootfs = (await buildah(["mount", container])).stdout.trim();
-    const inspect = JSON.parse((await buildah(["inspect", "--type", "container", container])).stdout) as { OCIv1: { config: ImageConfig } };
+    const inspect = JSON.parse((await buildah(["inspect", "--type", "container", container])).stdout) as {
+      OCIv1: { config: ImageConfig };
+    };
     return {
       rootfs,
       config: inspect.OCIv1.config,
       async buildahRun(args, opts = {}) {
-        return (await buildah(["run", "--isolation", "chroot", ...(opts.user ? ["--user", opts.user] : []), container, "--", ...args])).stdout;
+        return (
+          await buildah([
+            "run",
+            "--isolation",
+            "chroot",
+            ...(opts.user ? ["--user", opts.user] : []),
+            container,
+            "--",
+            ...args,
+          ])
+        ).stdout;
       },
       async close() {
         await buildah(["rm", container]).catch(() => undefined);
@@ -186,7 +204,7 @@ exec chroot --userspec="$USERSPEC" "$R" /usr/bin/env -C "$WORKDIR" -i "$@"
 export function resolveInRoot(rootfs: string, path: string): string {
   const out: string[] = [];
   const pending = path.split("/").filter(Boolean);
-  for (let hops = 0; pending.length; ) {
+  for (let hops = 0; pending.length;) {
     const part = pending.shift()!;
     if (part === ".") continue;
     if (part === "..") {
@@ -224,10 +242,31 @@ export function runContainer(image: OpenImage, opts: RunOptions = {}): RunningCo
   env.set("HOSTNAME", "berth-image-test");
   for (const [k, v] of Object.entries(opts.env ?? {})) env.set(k, v);
   const command = [...(image.config.Entrypoint ?? []), ...(opts.args ?? image.config.Cmd ?? [])];
-  const mountArgs = (opts.mounts ?? []).flatMap((m) => [m.source, resolveInRoot(image.rootfs, m.target), m.readOnly ? "ro" : "rw"]);
+  const mountArgs = (opts.mounts ?? []).flatMap((m) => [
+    m.source,
+    resolveInRoot(image.rootfs, m.target),
+    m.readOnly ? "ro" : "rw",
+  ]);
   const child: ChildProcess = spawn(
     "unshare",
-    ["--mount", "--pid", "--fork", "--propagation", "private", "bash", "-c", RUNNER, "berth-image-runner", image.rootfs, user, image.config.WorkingDir || "/", ...mountArgs, "--", ...[...env].map(([k, v]) => `${k}=${v}`), ...command],
+    [
+      "--mount",
+      "--pid",
+      "--fork",
+      "--propagation",
+      "private",
+      "bash",
+      "-c",
+      RUNNER,
+      "berth-image-runner",
+      image.rootfs,
+      user,
+      image.config.WorkingDir || "/",
+      ...mountArgs,
+      "--",
+      ...[...env].map(([k, v]) => `${k}=${v}`),
+      ...command,
+    ],
     { stdio: ["ignore", "pipe", "pipe"] },
   );
   let output = "";

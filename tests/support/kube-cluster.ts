@@ -14,7 +14,16 @@
  */
 import { spawn, type ChildProcess } from "node:child_process";
 import { generateKeyPair, randomBytes, randomUUID } from "node:crypto";
-import { accessSync, constants as fsConstants, existsSync, mkdtempSync, openSync, closeSync, rmSync, statfsSync } from "node:fs";
+import {
+  accessSync,
+  constants as fsConstants,
+  existsSync,
+  mkdtempSync,
+  openSync,
+  closeSync,
+  rmSync,
+  statfsSync,
+} from "node:fs";
 import { readdir, readFile, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -189,7 +198,12 @@ export async function readCrds(dirs: string[]): Promise<Crd[]> {
   return crds;
 }
 
-function makeKubeConfig(server: string, caData: string, userName: string, cred: { token: string } | { certData: string; keyData: string }): KubeConfig {
+function makeKubeConfig(
+  server: string,
+  caData: string,
+  userName: string,
+  cred: { token: string } | { certData: string; keyData: string },
+): KubeConfig {
   const kc = new KubeConfig();
   kc.loadFromOptions({
     clusters: [{ name: "berth-test", server, caData, skipTLSVerify: false }],
@@ -245,7 +259,9 @@ async function startOnce(opts: KubeClusterOptions): Promise<KubeCluster> {
   const bins = {
     etcd: programPath("etcd", "etcd", "ETCD_BIN"),
     kubeApiserver: programPath("kubernetes", "kube-apiserver", "KUBE_APISERVER_BIN"),
-    controllerManager: opts.controllers ? programPath("kubernetes", "kube-controller-manager", "KUBE_CONTROLLER_MANAGER_BIN") : undefined,
+    controllerManager: opts.controllers
+      ? programPath("kubernetes", "kube-controller-manager", "KUBE_CONTROLLER_MANAGER_BIN")
+      : undefined,
   };
   const t0 = performance.now();
   const deadline = Date.now() + (opts.startTimeoutMs ?? 60_000);
@@ -309,7 +325,9 @@ async function startOnce(opts: KubeClusterOptions): Promise<KubeCluster> {
     for (const u of [...DEFAULT_USERS, ...(opts.users ?? [])]) {
       tokenUsers.set(u.name, { token: randomBytes(24).toString("hex"), groups: u.groups ?? [] });
     }
-    const tokenFile = [...tokenUsers].map(([name, u]) => `${u.token},${name},${randomUUID()},"${u.groups.join(",")}"`).join("\n") + "\n";
+    const tokenFile =
+      [...tokenUsers].map(([name, u]) => `${u.token},${name},${randomUUID()},"${u.groups.join(",")}"`).join("\n") +
+      "\n";
 
     await Promise.all([
       writeFile(join(dir, "ca.crt"), ca.certPem),
@@ -379,7 +397,13 @@ async function startOnce(opts: KubeClusterOptions): Promise<KubeCluster> {
           "--allow-privileged=true",
           "--profiling=false",
           "--v=1",
-          ...(opts.auditDeletes ? [`--audit-policy-file=${join(dir, "audit-policy.yaml")}`, `--audit-log-path=${join(dir, "audit.log")}`, "--audit-log-mode=blocking"] : []),
+          ...(opts.auditDeletes
+            ? [
+                `--audit-policy-file=${join(dir, "audit-policy.yaml")}`,
+                `--audit-log-path=${join(dir, "audit.log")}`,
+                "--audit-log-mode=blocking",
+              ]
+            : []),
           ...(opts.extraApiserverArgs ?? []),
         ],
         apiLog,
@@ -387,7 +411,10 @@ async function startOnce(opts: KubeClusterOptions): Promise<KubeCluster> {
     );
     const [etcdProc, apiProc] = children as [ChildProcess, ChildProcess];
     const watch = (...pids: Array<number | undefined>) => {
-      const w = spawn("bash", ["-c", WATCHDOG, "berth-kube-watchdog", String(process.pid), dir, ...pids.map(String)], { detached: true, stdio: "ignore" });
+      const w = spawn("bash", ["-c", WATCHDOG, "berth-kube-watchdog", String(process.pid), dir, ...pids.map(String)], {
+        detached: true,
+        stdio: "ignore",
+      });
       w.unref();
       watchdogs.push(w);
     };
@@ -405,7 +432,11 @@ async function startOnce(opts: KubeClusterOptions): Promise<KubeCluster> {
     const loadCrds = async (): Promise<void> => {
       await Promise.all(
         crds.map(async (crd) => {
-          const r = await kubeRequest(adminKc, { method: "POST", path: "/apis/apiextensions.k8s.io/v1/customresourcedefinitions", body: crd });
+          const r = await kubeRequest(adminKc, {
+            method: "POST",
+            path: "/apis/apiextensions.k8s.io/v1/customresourcedefinitions",
+            body: crd,
+          });
           if (r.status !== 201 && r.status !== 409) {
             throw new Error(`creating CRD ${crd.metadata?.name}: HTTP ${r.status} ${r.body.slice(0, 500)}`);
           }
@@ -414,21 +445,35 @@ async function startOnce(opts: KubeClusterOptions): Promise<KubeCluster> {
       );
       for (const name of crdNames) {
         for (;;) {
-          const r = await kubeRequest(adminKc, { method: "GET", path: `/apis/apiextensions.k8s.io/v1/customresourcedefinitions/${name}` });
-          const conds = (r.json as { status?: { conditions?: Array<{ type: string; status: string }> } } | undefined)?.status?.conditions ?? [];
+          const r = await kubeRequest(adminKc, {
+            method: "GET",
+            path: `/apis/apiextensions.k8s.io/v1/customresourcedefinitions/${name}`,
+          });
+          const conds =
+            (r.json as { status?: { conditions?: Array<{ type: string; status: string }> } } | undefined)?.status
+              ?.conditions ?? [];
           if (conds.some((c) => c.type === "Established" && c.status === "True")) break;
-          if (Date.now() > deadline) await fail(`CRD ${name} not Established before the deadline: ${JSON.stringify(conds)}`);
+          if (Date.now() > deadline)
+            await fail(`CRD ${name} not Established before the deadline: ${JSON.stringify(conds)}`);
           await sleep(50);
         }
       }
       // Established is not yet served: until a version's storage is initialised its lists answer 429.
       for (const crd of crds) {
-        const spec = crd.spec as { group: string; names: { plural: string }; versions: Array<{ name: string; served: boolean }> };
+        const spec = crd.spec as {
+          group: string;
+          names: { plural: string };
+          versions: Array<{ name: string; served: boolean }>;
+        };
         for (const v of spec.versions.filter((x) => x.served)) {
           for (;;) {
-            const r = await kubeRequest(adminKc, { method: "GET", path: `/apis/${spec.group}/${v.name}/${spec.names.plural}?limit=1` });
+            const r = await kubeRequest(adminKc, {
+              method: "GET",
+              path: `/apis/${spec.group}/${v.name}/${spec.names.plural}?limit=1`,
+            });
             if (r.status === 200) break;
-            if (Date.now() > deadline) await fail(`CRD ${crd.metadata?.name} ${v.name} not served before the deadline: HTTP ${r.status}`);
+            if (Date.now() > deadline)
+              await fail(`CRD ${crd.metadata?.name} ${v.name} not served before the deadline: HTTP ${r.status}`);
             await sleep(50);
           }
         }
@@ -437,12 +482,20 @@ async function startOnce(opts: KubeClusterOptions): Promise<KubeCluster> {
 
     // Wait for /readyz. The CRDs are created as soon as the apiextensions hooks pass (admin is
     // system:masters, authorized before the RBAC bootstrap finishes): saves ~1 s.
-    const CRD_HOOKS = ["[+]poststarthook/start-apiextensions-controllers ok", "[+]poststarthook/crd-informer-synced ok", "[+]informer-sync ok"];
+    const CRD_HOOKS = [
+      "[+]poststarthook/start-apiextensions-controllers ok",
+      "[+]poststarthook/crd-informer-synced ok",
+      "[+]informer-sync ok",
+    ];
     let crdsLoading: Promise<void> | undefined;
     let readyzMs = 0;
     for (;;) {
-      for (const [name, c] of [["etcd", etcdProc], ["kube-apiserver", apiProc]] as const) {
-        if (c.exitCode !== null || c.signalCode !== null) await fail(`${name} exited early (${c.exitCode ?? c.signalCode})`);
+      for (const [name, c] of [
+        ["etcd", etcdProc],
+        ["kube-apiserver", apiProc],
+      ] as const) {
+        if (c.exitCode !== null || c.signalCode !== null)
+          await fail(`${name} exited early (${c.exitCode ?? c.signalCode})`);
       }
       let r: Awaited<ReturnType<typeof kubeRequest>> | undefined;
       try {
@@ -485,13 +538,18 @@ async function startOnce(opts: KubeClusterOptions): Promise<KubeCluster> {
       children.push(kcm);
       watch(kcm.pid);
       await sleep(200);
-      if (kcm.exitCode !== null) await fail(`kube-controller-manager exited early (${kcm.exitCode}): ${await tail(join(dir, "kube-controller-manager.log"))}`);
+      if (kcm.exitCode !== null)
+        await fail(
+          `kube-controller-manager exited early (${kcm.exitCode}): ${await tail(join(dir, "kube-controller-manager.log"))}`,
+        );
     }
 
     const kubeConfigFor = (user: string, groups?: string[]): KubeConfig => {
       const tu = tokenUsers.get(user);
-      const same = (a: string[], b: string[]) => a.length === b.length && [...a].sort().every((g, i) => g === [...b].sort()[i]);
-      if (tu && (groups === undefined || same(groups, tu.groups))) return makeKubeConfig(server, caData, user, { token: tu.token });
+      const same = (a: string[], b: string[]) =>
+        a.length === b.length && [...a].sort().every((g, i) => g === [...b].sort()[i]);
+      if (tu && (groups === undefined || same(groups, tu.groups)))
+        return makeKubeConfig(server, caData, user, { token: tu.token });
       const cert = ca.issue({ commonName: user, organizations: groups ?? [], usage: "client" });
       return makeKubeConfig(server, caData, user, {
         certData: Buffer.from(cert.certPem).toString("base64"),
@@ -508,16 +566,31 @@ async function startOnce(opts: KubeClusterOptions): Promise<KubeCluster> {
       crdNames,
       startupMs: Math.round(performance.now() - t0),
       timings: { readyzMs, crdsMs: Math.round(performance.now() - t0) - readyzMs },
-      pids: { etcd: etcdProc.pid ?? -1, kubeApiserver: apiProc.pid ?? -1, ...(children[2]?.pid ? { controllerManager: children[2].pid } : {}) },
+      pids: {
+        etcd: etcdProc.pid ?? -1,
+        kubeApiserver: apiProc.pid ?? -1,
+        ...(children[2]?.pid ? { controllerManager: children[2].pid } : {}),
+      },
       ca,
       serviceAccountIssuer,
       async deletes(): Promise<AuditedDelete[]> {
-        if (!opts.auditDeletes) throw new Error("startKubeCluster({ auditDeletes: true }) keeps the audit log of deletes");
+        if (!opts.auditDeletes)
+          throw new Error("startKubeCluster({ auditDeletes: true }) keeps the audit log of deletes");
         const text = await readFile(join(dir, "audit.log"), "utf8").catch(() => "");
         return text
           .split("\n")
           .filter((line) => line.trim())
-          .map((line) => JSON.parse(line) as { verb: AuditedDelete["verb"]; stage: string; user: { username: string }; objectRef?: { resource?: string; namespace?: string; name?: string; apiGroup?: string }; responseStatus?: { code?: number }; stageTimestamp: string })
+          .map(
+            (line) =>
+              JSON.parse(line) as {
+                verb: AuditedDelete["verb"];
+                stage: string;
+                user: { username: string };
+                objectRef?: { resource?: string; namespace?: string; name?: string; apiGroup?: string };
+                responseStatus?: { code?: number };
+                stageTimestamp: string;
+              },
+          )
           .filter((e) => e.stage === "ResponseComplete")
           .map((e) => ({
             user: e.user.username,

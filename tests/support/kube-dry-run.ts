@@ -70,7 +70,13 @@ export function compareSentAndReturned(sent: unknown, returned: unknown, path = 
       return [
         returned === undefined
           ? { kind: "pruned", path, message: `${path} was dropped by the server`, sent }
-          : { kind: "changed", path, message: `${path}: sent an object, got ${JSON.stringify(returned)}`, sent, returned },
+          : {
+              kind: "changed",
+              path,
+              message: `${path}: sent an object, got ${JSON.stringify(returned)}`,
+              sent,
+              returned,
+            },
       ];
     }
     const problems: DryRunProblem[] = [];
@@ -96,14 +102,23 @@ export function compareSentAndReturned(sent: unknown, returned: unknown, path = 
     const problems: DryRunProblem[] = [];
     sent.forEach((item, i) => {
       const p = join(path, i);
-      if (i >= returned.length) problems.push({ kind: "pruned", path: p, message: `${p} was dropped by the server`, sent: item });
+      if (i >= returned.length)
+        problems.push({ kind: "pruned", path: p, message: `${p} was dropped by the server`, sent: item });
       else problems.push(...compareSentAndReturned(item, returned[i], p));
     });
     return problems;
   }
   if (returned === undefined) return [{ kind: "pruned", path, message: `${path} was dropped by the server`, sent }];
   if (!sameScalar(sent, returned)) {
-    return [{ kind: "changed", path, message: `${path}: sent ${JSON.stringify(sent)}, server has ${JSON.stringify(returned)}`, sent, returned }];
+    return [
+      {
+        kind: "changed",
+        path,
+        message: `${path}: sent ${JSON.stringify(sent)}, server has ${JSON.stringify(returned)}`,
+        sent,
+        returned,
+      },
+    ];
   }
   return [];
 }
@@ -114,7 +129,8 @@ function refOf(o: KubeObject): string {
 }
 
 function statusMessage(body: string, json: unknown): string {
-  const s = json as { message?: string; details?: { causes?: Array<{ field?: string; message?: string }> } } | undefined;
+  const s = json as
+    { message?: string; details?: { causes?: Array<{ field?: string; message?: string }> } } | undefined;
   if (s?.message) return s.message;
   return body.slice(0, 500);
 }
@@ -141,7 +157,11 @@ export async function serverSideDryRunApply(
     const obj = raw as KubeObject;
     const ref = refOf(obj);
     if (!obj.apiVersion || !obj.kind || !obj.metadata?.name) {
-      results.push({ ref, ok: false, problems: [{ kind: "rejected", path: "", message: "apiVersion, kind and metadata.name are required" }] });
+      results.push({
+        ref,
+        ok: false,
+        problems: [{ kind: "rejected", path: "", message: "apiVersion, kind and metadata.name are required" }],
+      });
       continue;
     }
     let path: string;
@@ -272,7 +292,5 @@ function withoutPaths<T>(obj: T, paths: string[]): T | undefined {
 
 /** One line per problem, for assertion messages. */
 export function formatDryRunProblems(results: readonly DryRunResult[]): string {
-  return results
-    .flatMap((r) => r.problems.map((p) => `${r.ref}: [${p.kind}] ${p.message}`))
-    .join("\n");
+  return results.flatMap((r) => r.problems.map((p) => `${r.ref}: [${p.kind}] ${p.message}`)).join("\n");
 }

@@ -97,7 +97,12 @@ export async function resolveResource(kc: KubeConfig, apiVersion: string, kind: 
 }
 
 /** The URL path of one object (`name` given) or of its collection. */
-export function objectPath(apiVersion: string, info: ResourceInfo, namespace: string | undefined, name?: string): string {
+export function objectPath(
+  apiVersion: string,
+  info: ResourceInfo,
+  namespace: string | undefined,
+  name?: string,
+): string {
   const base = apiVersion.includes("/") ? `/apis/${apiVersion}` : `/api/${apiVersion}`;
   const ns = info.namespaced ? `/namespaces/${encodeURIComponent(namespace ?? "default")}` : "";
   return `${base}${ns}/${info.name}${name ? `/${encodeURIComponent(name)}` : ""}`;
@@ -105,12 +110,22 @@ export function objectPath(apiVersion: string, info: ResourceInfo, namespace: st
 
 /** Creates a CRD and waits until it is Established; the server's refusal is returned, not thrown. */
 export async function installCrd(kc: KubeConfig, crd: Record<string, unknown>): Promise<string | undefined> {
-  const res = await kubeRequest(kc, { method: "POST", path: "/apis/apiextensions.k8s.io/v1/customresourcedefinitions", body: crd });
-  if (res.status !== 201) return `HTTP ${res.status}: ${(res.json as { message?: string } | undefined)?.message ?? res.body.slice(0, 500)}`;
+  const res = await kubeRequest(kc, {
+    method: "POST",
+    path: "/apis/apiextensions.k8s.io/v1/customresourcedefinitions",
+    body: crd,
+  });
+  if (res.status !== 201)
+    return `HTTP ${res.status}: ${(res.json as { message?: string } | undefined)?.message ?? res.body.slice(0, 500)}`;
   const deadline = Date.now() + 30_000;
   for (;;) {
-    const r = await kubeRequest(kc, { method: "GET", path: `/apis/apiextensions.k8s.io/v1/customresourcedefinitions/${(crd.metadata as { name: string }).name}` });
-    const conds = (r.json as { status?: { conditions?: Array<{ type: string; status: string }> } } | undefined)?.status?.conditions ?? [];
+    const r = await kubeRequest(kc, {
+      method: "GET",
+      path: `/apis/apiextensions.k8s.io/v1/customresourcedefinitions/${(crd.metadata as { name: string }).name}`,
+    });
+    const conds =
+      (r.json as { status?: { conditions?: Array<{ type: string; status: string }> } } | undefined)?.status
+        ?.conditions ?? [];
     if (conds.some((c) => c.type === "Established" && c.status === "True")) return undefined;
     if (Date.now() > deadline) return `not Established after 30 s: ${JSON.stringify(conds)}`;
     await new Promise((r) => setTimeout(r, 50));
@@ -122,21 +137,44 @@ export async function installCrd(kc: KubeConfig, crd: Record<string, unknown>): 
  * (/var/run/secrets/kubernetes.io/serviceaccount/token): signed by the apiserver, authenticated as
  * system:serviceaccount:<namespace>:<name>, authorized by that account's RBAC.
  */
-export async function requestServiceAccountToken(kc: KubeConfig, namespace: string, name: string, expirationSeconds = 3600): Promise<string> {
+export async function requestServiceAccountToken(
+  kc: KubeConfig,
+  namespace: string,
+  name: string,
+  expirationSeconds = 3600,
+): Promise<string> {
   const res = await kubeRequest(kc, {
     method: "POST",
     path: `/api/v1/namespaces/${encodeURIComponent(namespace)}/serviceaccounts/${encodeURIComponent(name)}/token`,
     body: { apiVersion: "authentication.k8s.io/v1", kind: "TokenRequest", spec: { expirationSeconds } },
   });
   const token = (res.json as { status?: { token?: string } } | undefined)?.status?.token;
-  if (res.status !== 201 || !token) throw new Error(`TokenRequest for ${namespace}/${name}: HTTP ${res.status} ${res.body.slice(0, 300)}`);
+  if (res.status !== 201 || !token)
+    throw new Error(`TokenRequest for ${namespace}/${name}: HTTP ${res.status} ${res.body.slice(0, 300)}`);
   return token;
 }
 
 /** Server-side apply of one object (force: the test plays the object's only writer); rejects on refusal. */
-export async function applyObject(kc: KubeConfig, obj: { apiVersion: string; kind: string; metadata: { name: string; namespace?: string }; [k: string]: unknown }, fieldManager: string): Promise<unknown> {
-  const path = objectPath(obj.apiVersion, await resolveResource(kc, obj.apiVersion, obj.kind), obj.metadata.namespace, obj.metadata.name);
-  const res = await kubeRequest(kc, { method: "PATCH", path: `${path}?fieldManager=${encodeURIComponent(fieldManager)}&force=true`, body: obj, contentType: "application/apply-patch+yaml" });
-  if (res.status < 200 || res.status > 299) throw new Error(`applying ${obj.kind} ${obj.metadata.namespace ?? ""}/${obj.metadata.name}: HTTP ${res.status} ${res.body.slice(0, 400)}`);
+export async function applyObject(
+  kc: KubeConfig,
+  obj: { apiVersion: string; kind: string; metadata: { name: string; namespace?: string }; [k: string]: unknown },
+  fieldManager: string,
+): Promise<unknown> {
+  const path = objectPath(
+    obj.apiVersion,
+    await resolveResource(kc, obj.apiVersion, obj.kind),
+    obj.metadata.namespace,
+    obj.metadata.name,
+  );
+  const res = await kubeRequest(kc, {
+    method: "PATCH",
+    path: `${path}?fieldManager=${encodeURIComponent(fieldManager)}&force=true`,
+    body: obj,
+    contentType: "application/apply-patch+yaml",
+  });
+  if (res.status < 200 || res.status > 299)
+    throw new Error(
+      `applying ${obj.kind} ${obj.metadata.namespace ?? ""}/${obj.metadata.name}: HTTP ${res.status} ${res.body.slice(0, 400)}`,
+    );
   return res.json;
 }

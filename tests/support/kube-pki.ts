@@ -70,10 +70,7 @@ const OID = {
 
 function name(cn: string, orgs: readonly string[] = []): Buffer {
   // One RDN per attribute; Kubernetes reads every O as a group.
-  return seq(
-    ...orgs.map((o) => set(seq(oid(OID.organization), utf8(o)))),
-    set(seq(oid(OID.commonName), utf8(cn))),
-  );
+  return seq(...orgs.map((o) => set(seq(oid(OID.organization), utf8(o)))), set(seq(oid(OID.commonName), utf8(cn))));
 }
 
 function extension(id: string, critical: boolean, value: Buffer): Buffer {
@@ -134,7 +131,10 @@ function buildCert(subject: Buffer, subjectKey: KeyObject, issuer: Signer, days:
   );
   const signature = sign("sha256", tbs, issuer.key); // DER-encoded ECDSA signature
   const der = seq(tbs, algorithm, bitString(signature));
-  const b64 = der.toString("base64").replace(/(.{64})/g, "$1\n").trimEnd();
+  const b64 = der
+    .toString("base64")
+    .replace(/(.{64})/g, "$1\n")
+    .trimEnd();
   return `-----BEGIN CERTIFICATE-----\n${b64}\n-----END CERTIFICATE-----\n`;
 }
 

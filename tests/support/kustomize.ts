@@ -12,7 +12,13 @@ const run = promisify(execFile);
 export type KubeObject = {
   apiVersion: string;
   kind: string;
-  metadata: { name: string; namespace?: string; labels?: Record<string, string>; annotations?: Record<string, string>; [k: string]: unknown };
+  metadata: {
+    name: string;
+    namespace?: string;
+    labels?: Record<string, string>;
+    annotations?: Record<string, string>;
+    [k: string]: unknown;
+  };
   // eslint-disable-next-line @typescript-eslint/no-explicit-any -- install and image tests read built manifests at any depth; a precise type per kind is follow-up work
   [k: string]: any;
 };
@@ -22,7 +28,10 @@ export async function kustomizeText(dir: string): Promise<string> {
   try {
     return (await run("kubectl", ["kustomize", dir], { maxBuffer: 64 * 1024 * 1024 })).stdout;
   } catch (err) {
-    throw new Error(`kubectl kustomize ${dir} failed: ${(err as { stderr?: string }).stderr || (err as Error).message}`, { cause: err });
+    throw new Error(
+      `kubectl kustomize ${dir} failed: ${(err as { stderr?: string }).stderr || (err as Error).message}`,
+      { cause: err },
+    );
   }
 }
 
@@ -45,7 +54,8 @@ export function fluxSubstitute(text: string, vars: Record<string, string>, sourc
   return text.replace(/(\$?)\$\{([^}]*)\}/g, (m, esc: string, name: string) => {
     if (esc) return m.slice(1);
     const value = vars[name];
-    if (value === undefined) throw new Error(`${source}: \${${name}} is not in platform-vars (Flux would fail the whole build)`);
+    if (value === undefined)
+      throw new Error(`${source}: \${${name}} is not in platform-vars (Flux would fail the whole build)`);
     return value;
   });
 }

@@ -33,7 +33,8 @@ export function parseLogLine(line: string): Record<string, unknown> {
       const seen = new Set<string>();
       for (const m of node.members) {
         const key = m.name.type === "String" ? m.name.value : String((m.name as { name?: string }).name);
-        if (seen.has(key)) throw new Error(`duplicate key "${key}" at ${path || "top level"} in log line: ${line.trim().slice(0, 300)}`);
+        if (seen.has(key))
+          throw new Error(`duplicate key "${key}" at ${path || "top level"} in log line: ${line.trim().slice(0, 300)}`);
         seen.add(key);
         check(m.value, `${path}.${key}`);
       }

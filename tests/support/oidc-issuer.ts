@@ -105,7 +105,9 @@ function json(res: ServerResponse, status: number, body: unknown): void {
 function page(res: ServerResponse, status: number, body: string): void {
   res.statusCode = status;
   res.setHeader("content-type", "text/html; charset=utf-8");
-  res.end(`<!doctype html><html lang="en"><head><meta charset="utf-8"><title>Test issuer</title></head><body><main>${body}</main></body></html>`);
+  res.end(
+    `<!doctype html><html lang="en"><head><meta charset="utf-8"><title>Test issuer</title></head><body><main>${body}</main></body></html>`,
+  );
 }
 
 type KeyPair = Awaited<ReturnType<typeof generateKeyPair>>;
@@ -147,9 +149,11 @@ export async function startTestIssuer(audience = "api://berth", options: TestIss
   const checkAuthorize = (params: Record<string, string>): { error?: string; client?: TestClient } => {
     const client = clients.find((c) => c.clientId === params.client_id);
     if (!client) return { error: "unknown client_id" };
-    if (!params.redirect_uri || !client.redirectUris.includes(params.redirect_uri)) return { error: "redirect_uri is not registered for this client" };
+    if (!params.redirect_uri || !client.redirectUris.includes(params.redirect_uri))
+      return { error: "redirect_uri is not registered for this client" };
     if (params.response_type !== "code") return { error: "response_type must be code" };
-    if (!params.code_challenge || params.code_challenge_method !== "S256") return { error: "PKCE with S256 is required" };
+    if (!params.code_challenge || params.code_challenge_method !== "S256")
+      return { error: "PKCE with S256 is required" };
     if (!params.state || !params.nonce) return { error: "state and nonce are required" };
     if (!(params.scope ?? "").split(" ").includes("openid")) return { error: "scope must include openid" };
     return { client };
@@ -178,7 +182,9 @@ export async function startTestIssuer(audience = "api://berth", options: TestIss
     }
     if (url.pathname === "/keys") {
       jwksFetches += 1;
-      return json(res, 200, { keys: [{ ...(await exportJWK(current.publicKey)), kid: current.kid, alg: "RS256", use: "sig" }] });
+      return json(res, 200, {
+        keys: [{ ...(await exportJWK(current.publicKey)), kid: current.kid, alg: "RS256", use: "sig" }],
+      });
     }
     if (url.pathname === "/favicon.ico") {
       res.statusCode = 204;
@@ -195,14 +201,19 @@ export async function startTestIssuer(audience = "api://berth", options: TestIss
       const buttons = users
         .map((u, i) => `<button type="submit" name="user" value="${i}">Continue as ${escapeHtml(u.username)}</button>`)
         .join(" ");
-      return page(res, 200, `<h1>Test issuer: sign in</h1><form method="post" action="/authorize">${hidden}${buttons}</form>`);
+      return page(
+        res,
+        200,
+        `<h1>Test issuer: sign in</h1><form method="post" action="/authorize">${hidden}${buttons}</form>`,
+      );
     }
     if (url.pathname === "/authorize" && req.method === "POST") {
       const params = await readForm(req);
       requests.push({ endpoint: "authorize", method: "POST", params });
       const { error } = checkAuthorize(params);
       const user = users[Number(params.user)];
-      if (error || !user) return page(res, 400, `<h1>Sign-in request refused</h1><p>${escapeHtml(error ?? "unknown user")}</p>`);
+      if (error || !user)
+        return page(res, 400, `<h1>Sign-in request refused</h1><p>${escapeHtml(error ?? "unknown user")}</p>`);
       const code = randomBytes(24).toString("base64url");
       codes.set(code, {
         clientId: params.client_id!,
@@ -223,23 +234,47 @@ export async function startTestIssuer(audience = "api://berth", options: TestIss
     }
     if (url.pathname === "/token" && req.method === "POST") {
       const params = await readForm(req);
-      requests.push({ endpoint: "token", method: "POST", params: { ...params, ...(params.client_secret ? { client_secret: "[redacted]" } : {}) } });
-      const fail = (description: string, error = "invalid_grant") => json(res, 400, { error, error_description: description });
-      if (params.grant_type !== "authorization_code") return fail("grant_type must be authorization_code", "unsupported_grant_type");
+      requests.push({
+        endpoint: "token",
+        method: "POST",
+        params: { ...params, ...(params.client_secret ? { client_secret: "[redacted]" } : {}) },
+      });
+      const fail = (description: string, error = "invalid_grant") =>
+        json(res, 400, { error, error_description: description });
+      if (params.grant_type !== "authorization_code")
+        return fail("grant_type must be authorization_code", "unsupported_grant_type");
       const pending = codes.get(params.code ?? "");
       codes.delete(params.code ?? ""); // one use, whatever happens next
       if (!pending || pending.expiresAt < Date.now()) return fail("the code is unknown, used or expired");
       const client = clients.find((c) => c.clientId === params.client_id);
-      if (!client || client.clientId !== pending.clientId) return fail("the code was issued to another client", "invalid_client");
-      if (client.secret && params.client_secret !== client.secret) return fail("client authentication failed", "invalid_client");
-      if (params.redirect_uri !== pending.redirectUri) return fail("redirect_uri does not match the authorization request");
-      const challenge = createHash("sha256").update(params.code_verifier ?? "").digest("base64url");
-      if (!params.code_verifier || challenge !== pending.challenge) return fail("code_verifier does not match the code_challenge");
+      if (!client || client.clientId !== pending.clientId)
+        return fail("the code was issued to another client", "invalid_client");
+      if (client.secret && params.client_secret !== client.secret)
+        return fail("client authentication failed", "invalid_client");
+      if (params.redirect_uri !== pending.redirectUri)
+        return fail("redirect_uri does not match the authorization request");
+      const challenge = createHash("sha256")
+        .update(params.code_verifier ?? "")
+        .digest("base64url");
+      if (!params.code_verifier || challenge !== pending.challenge)
+        return fail("code_verifier does not match the code_challenge");
       const sub = pending.user.sub ?? `sub-${pending.user.username}`;
       const lifetime = options.accessTokenSeconds ?? 300;
-      const accessToken = await sign({ sub, preferred_username: pending.user.username, roles: pending.user.roles ?? [], scp: pending.scope }, { expiresIn: `${lifetime}s` });
-      const idToken = await sign({ sub, preferred_username: pending.user.username, nonce: pending.nonce }, { audience: client.clientId, expiresIn: `${lifetime}s` });
-      return json(res, 200, { access_token: accessToken, id_token: idToken, token_type: "Bearer", expires_in: lifetime, scope: pending.scope });
+      const accessToken = await sign(
+        { sub, preferred_username: pending.user.username, roles: pending.user.roles ?? [], scp: pending.scope },
+        { expiresIn: `${lifetime}s` },
+      );
+      const idToken = await sign(
+        { sub, preferred_username: pending.user.username, nonce: pending.nonce },
+        { audience: client.clientId, expiresIn: `${lifetime}s` },
+      );
+      return json(res, 200, {
+        access_token: accessToken,
+        id_token: idToken,
+        token_type: "Bearer",
+        expires_in: lifetime,
+        scope: pending.scope,
+      });
     }
     res.statusCode = 404;
     res.end();
@@ -269,7 +304,9 @@ export async function startTestIssuer(audience = "api://berth", options: TestIss
       const secret = await exportSPKI(current.publicKey);
       const now = Math.floor(Date.now() / 1000);
       const header = Buffer.from(JSON.stringify({ alg: "HS256", typ: "JWT", kid: current.kid })).toString("base64url");
-      const payload = Buffer.from(JSON.stringify({ iss: base, aud: audience, sub: "test-user", iat: now, exp: now + 300, ...claims })).toString("base64url");
+      const payload = Buffer.from(
+        JSON.stringify({ iss: base, aud: audience, sub: "test-user", iat: now, exp: now + 300, ...claims }),
+      ).toString("base64url");
       const signature = createHmac("sha256", secret).update(`${header}.${payload}`).digest("base64url");
       return `${header}.${payload}.${signature}`;
     },

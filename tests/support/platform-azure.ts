@@ -26,10 +26,16 @@ export function clusterIssuer(platform: Record<string, unknown>, cluster: string
   return issuer;
 }
 
-export async function startPlatformAzure(platform: Record<string, unknown>, extra: FakeAzureOptions = {}): Promise<FakeAzure> {
+export async function startPlatformAzure(
+  platform: Record<string, unknown>,
+  extra: FakeAzureOptions = {},
+): Promise<FakeAzure> {
   const clusters = clustersOf(platform);
   const tenantId = clusters[0]!.vars.TENANT_ID!;
-  const subscriptions = [...new Set(clusters.map((c) => c.vars.SUBSCRIPTION_ID!))].map((subscriptionId) => ({ subscriptionId, tenantId }));
+  const subscriptions = [...new Set(clusters.map((c) => c.vars.SUBSCRIPTION_ID!))].map((subscriptionId) => ({
+    subscriptionId,
+    tenantId,
+  }));
   const azure = await startFakeAzure({ tenantId, subscriptions, proxy: true, ...extra });
   for (const clientId of new Set(clusters.map((c) => c.vars.PLATFORM_CLIENT_ID!))) {
     azure.addApp({
@@ -37,7 +43,11 @@ export async function startPlatformAzure(platform: Record<string, unknown>, extr
       displayName: "id-berth-aso",
       federatedCredentials: clusters
         .filter((c) => c.vars.PLATFORM_CLIENT_ID === clientId)
-        .map((c) => ({ issuer: c.vars.CLUSTER_OIDC_ISSUER_URL!, subject: ASO_SUBJECT, audiences: [TOKEN_EXCHANGE_AUDIENCE] })),
+        .map((c) => ({
+          issuer: c.vars.CLUSTER_OIDC_ISSUER_URL!,
+          subject: ASO_SUBJECT,
+          audiences: [TOKEN_EXCHANGE_AUDIENCE],
+        })),
     });
   }
   return azure;

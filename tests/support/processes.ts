@@ -12,7 +12,10 @@ export interface AppProcess {
 }
 
 function startProcess(entry: string, env: Record<string, string>): AppProcess {
-  const child = spawn(process.execPath, [entry], { env: { PATH: process.env.PATH ?? "/usr/bin:/bin", HOME: process.env.HOME ?? "/tmp", ...env }, stdio: ["ignore", "pipe", "pipe"] });
+  const child = spawn(process.execPath, [entry], {
+    env: { PATH: process.env.PATH ?? "/usr/bin:/bin", HOME: process.env.HOME ?? "/tmp", ...env },
+    stdio: ["ignore", "pipe", "pipe"],
+  });
   const logs: string[] = [];
   child.stdout!.on("data", (d) => logs.push(String(d)));
   child.stderr!.on("data", (d) => logs.push(String(d)));
@@ -36,7 +39,10 @@ function startProcess(entry: string, env: Record<string, string>): AppProcess {
 export async function startApiProcess(env: Record<string, string>): Promise<AppProcess & { url: string }> {
   const app = startProcess(API_ENTRY, { BERTH_HOST: "127.0.0.1", BERTH_PORT: "0", BERTH_METRICS_PORT: "0", ...env });
   const url = await new Promise<string>((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`the API did not start within 60 s:\n${app.logs.join("")}`)), 60_000);
+    const timer = setTimeout(
+      () => reject(new Error(`the API did not start within 60 s:\n${app.logs.join("")}`)),
+      60_000,
+    );
     const check = () => {
       const line = app.logs.join("").match(/"address":"(http:\/\/[^"]+)"[^\n]*berth api listening/);
       if (line) {

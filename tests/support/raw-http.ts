@@ -27,7 +27,11 @@ export function readResponse(socket: Socket): Promise<RawResponse> {
         resolve(parsed.response);
       } else if (partialOk) {
         done = true;
-        reject(new Error(`connection closed without a complete response (${buf.length} bytes: ${JSON.stringify(buf.toString("latin1").slice(0, 200))})`));
+        reject(
+          new Error(
+            `connection closed without a complete response (${buf.length} bytes: ${JSON.stringify(buf.toString("latin1").slice(0, 200))})`,
+          ),
+        );
       }
     };
     const onData = (chunk: Buffer) => {
@@ -101,7 +105,10 @@ export function requestBytes(head: string[], body?: string | Buffer): Buffer {
 }
 
 /** Resolves when the server closes the socket; `closedBy` tells whether it was the server or our own timeout. */
-export function waitForClose(socket: Socket, maxMs: number): Promise<{ closedBy: "server" | "timeout"; afterMs: number; data: string }> {
+export function waitForClose(
+  socket: Socket,
+  maxMs: number,
+): Promise<{ closedBy: "server" | "timeout"; afterMs: number; data: string }> {
   const started = Date.now();
   let data = "";
   socket.on("data", (d: Buffer) => (data += d.toString("utf8")));

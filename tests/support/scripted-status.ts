@@ -16,7 +16,12 @@ export class ScriptedStatusReader implements TeamStatusReader {
   async read(team: string, clusters: Cluster[]): Promise<ClusterStatus[]> {
     return clusters.map((c) => {
       this.reads.push({ team, cluster: c.name });
-      const s = this.statuses.get(`${team}/${c.name}`) ?? { state: "absent" as const, ready: false, stale: false, conditions: [] };
+      const s = this.statuses.get(`${team}/${c.name}`) ?? {
+        state: "absent" as const,
+        ready: false,
+        stale: false,
+        conditions: [],
+      };
       return { cluster: c.name, environment: c.environment, ...s };
     });
   }
@@ -53,11 +58,28 @@ export class ScriptedStatusReader implements TeamStatusReader {
       ready: false,
       stale: false,
       revision: `main@sha1:${revision}`,
-      conditions: [condition(type, "Unknown", "Reconciling", "ASO is creating the resource"), condition("Ready", "False", "Waiting", type)],
+      conditions: [
+        condition(type, "Unknown", "Reconciling", "ASO is creating the resource"),
+        condition("Ready", "False", "Waiting", type),
+      ],
     });
   }
 }
 
-function condition(type: string, status: "True" | "False" | "Unknown", reason: string, message = reason, severity?: string): Condition {
-  return { type, status, reason, message, ...(severity ? { severity } : {}), lastTransitionTime: "2026-11-24T12:00:00Z", observedGeneration: 1 };
+function condition(
+  type: string,
+  status: "True" | "False" | "Unknown",
+  reason: string,
+  message = reason,
+  severity?: string,
+): Condition {
+  return {
+    type,
+    status,
+    reason,
+    message,
+    ...(severity ? { severity } : {}),
+    lastTransitionTime: "2026-11-24T12:00:00Z",
+    observedGeneration: 1,
+  };
 }

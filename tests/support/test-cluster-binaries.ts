@@ -89,7 +89,8 @@ export function missingComponents(components: readonly Component[]): string[] {
   for (const component of components) {
     const dir = componentDir(component);
     const absent = COMPONENT_PROGRAMS[component].filter((p) => !executable(join(dir, p)));
-    if (!existsSync(join(dir, "BUILD-INFO")) || absent.length) missing.push(`${component} (${componentVersion(component)}) not built at ${dir}`);
+    if (!existsSync(join(dir, "BUILD-INFO")) || absent.length)
+      missing.push(`${component} (${componentVersion(component)}) not built at ${dir}`);
   }
   return missing;
 }
@@ -105,7 +106,8 @@ export function requireComponent(component: Component): string {
 export function programPath(component: Component, program: Program, envOverride?: string): string {
   const override = envOverride ? process.env[envOverride] : undefined;
   if (override) {
-    if (!executable(override)) throw new TestClusterBinariesMissingError([`${envOverride}=${override} is not executable`]);
+    if (!executable(override))
+      throw new TestClusterBinariesMissingError([`${envOverride}=${override} is not executable`]);
     return override;
   }
   return join(requireComponent(component), program);

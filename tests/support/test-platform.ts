@@ -24,7 +24,8 @@ export async function writeTestPlatformConfig(dir: string): Promise<string> {
   };
   config.templatesDir = join(REPO_ROOT, "templates");
   for (const env of config.platform.environments) {
-    for (const cluster of env.clusters) if (cluster.name === "aks-dev-weu") cluster.vars = { ...cluster.vars, ...TEST_CLUSTER_VARS };
+    for (const cluster of env.clusters)
+      if (cluster.name === "aks-dev-weu") cluster.vars = { ...cluster.vars, ...TEST_CLUSTER_VARS };
   }
   const file = join(dir, "berth.yaml");
   await writeFile(file, stringify(config));
@@ -34,7 +35,8 @@ export async function writeTestPlatformConfig(dir: string): Promise<string> {
 /** The cluster-side setup the controller and the API need: the ASO namespace, the controller's RBAC, a status reader. */
 export async function prepareCluster(admin: Admin, reader = "berth-api"): Promise<void> {
   await admin.create({ apiVersion: "v1", kind: "Namespace", metadata: { name: "flux-config" } });
-  for (const obj of readManifests(INFRA, (f) => f === "namespace.yaml" || f.startsWith("rbac-"))) await admin.create(obj);
+  for (const obj of readManifests(INFRA, (f) => f === "namespace.yaml" || f.startsWith("rbac-")))
+    await admin.create(obj);
   // The API reads Team objects only: get, and list for its per-cluster cache.
   await admin.create({
     apiVersion: "rbac.authorization.k8s.io/v1",

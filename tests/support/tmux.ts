@@ -27,15 +27,41 @@ export class TmuxTerminal {
   }
 
   /** A terminal of `width`×`height` running bash in `cwd`, with exactly `env` (plus TERM and a UTF-8 locale). */
-  static async start(options: { cwd: string; env: Record<string, string>; width?: number; height?: number }): Promise<TmuxTerminal> {
+  static async start(options: {
+    cwd: string;
+    env: Record<string, string>;
+    width?: number;
+    height?: number;
+  }): Promise<TmuxTerminal> {
     const socket = join(tmpdir(), `berth-tmux-${randomBytes(6).toString("hex")}`);
     const width = options.width ?? 110;
     const height = options.height ?? 40;
     const env = { LANG: "C.UTF-8", LC_ALL: "C.UTF-8", TERM: "xterm-256color", PS1: "$ ", ...options.env };
     // `env -i` so the shell gets exactly this environment (tmux's -e does not override PATH).
     const quote = (s: string) => `'${s.replace(/'/g, `'\\''`)}'`;
-    const command = ["env", "-i", ...Object.entries(env).map(([k, v]) => quote(`${k}=${v}`)), "bash", "--norc", "--noprofile"].join(" ");
-    await TmuxTerminal.tmux(socket, ["-f", "/dev/null", "new-session", "-d", "-s", "test", "-x", String(width), "-y", String(height), "-c", options.cwd, command]);
+    const command = [
+      "env",
+      "-i",
+      ...Object.entries(env).map(([k, v]) => quote(`${k}=${v}`)),
+      "bash",
+      "--norc",
+      "--noprofile",
+    ].join(" ");
+    await TmuxTerminal.tmux(socket, [
+      "-f",
+      "/dev/null",
+      "new-session",
+      "-d",
+      "-s",
+      "test",
+      "-x",
+      String(width),
+      "-y",
+      String(height),
+      "-c",
+      options.cwd,
+      command,
+    ]);
     const terminal = new TmuxTerminal(socket, width, height);
     return terminal;
   }

@@ -4,7 +4,11 @@ import { setTimeout as sleep } from "node:timers/promises";
  * Polls `fn` every 100 ms until it returns a truthy value and returns it; fails naming `what` and the last value or
  * error after `ms`. Plain timers, not vitest's, so benchmarks (run by tsx, outside vitest) share the harness.
  */
-export async function eventually<T>(what: string, fn: () => Promise<T | undefined | false | null>, ms = 15_000): Promise<T> {
+export async function eventually<T>(
+  what: string,
+  fn: () => Promise<T | undefined | false | null>,
+  ms = 15_000,
+): Promise<T> {
   const deadline = Date.now() + ms;
   let last: unknown;
   for (;;) {
@@ -18,5 +22,7 @@ export async function eventually<T>(what: string, fn: () => Promise<T | undefine
     if (Date.now() >= deadline) break;
     await sleep(Math.min(100, Math.max(0, deadline - Date.now())));
   }
-  throw new Error(`timed out after ${ms} ms waiting for ${what}; last: ${last instanceof Error ? last.message : JSON.stringify(last)}`);
+  throw new Error(
+    `timed out after ${ms} ms waiting for ${what}; last: ${last instanceof Error ? last.message : JSON.stringify(last)}`,
+  );
 }

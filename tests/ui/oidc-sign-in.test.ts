@@ -13,7 +13,13 @@ import { join } from "node:path";
 import type { Browser, BrowserContext, Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { REPO_ROOT } from "../support/berth.js";
-import { accessibilityViolations, launchChromium, screenshot, watchPage, type PageProblems } from "../support/browser.js";
+import {
+  accessibilityViolations,
+  launchChromium,
+  screenshot,
+  watchPage,
+  type PageProblems,
+} from "../support/browser.js";
 import { ensureBuilt } from "../support/build.js";
 import { createBareRepo, type BareRepo } from "../support/git-remotes.js";
 import { startTestIssuer, type TestIssuer } from "../support/oidc-issuer.js";
@@ -23,7 +29,6 @@ import { freePort } from "../support/ports.js";
 const OWNER = "0b9a3c1e-1111-4222-8333-444455556666";
 const CLIENT_ID = "berth-status-page";
 const CLIENT_SECRET = "status-page-client-secret-0123456789";
-
 
 describe("status page sign-in with OIDC authorization code + PKCE", () => {
   let issuer: TestIssuer;
@@ -38,7 +43,9 @@ describe("status page sign-in with OIDC authorization code + PKCE", () => {
     const built = ensureBuilt();
     const port = await freePort();
     issuer = await startTestIssuer("api://berth", {
-      clients: [{ clientId: CLIENT_ID, secret: CLIENT_SECRET, redirectUris: [`http://127.0.0.1:${port}/ui/auth/callback`] }],
+      clients: [
+        { clientId: CLIENT_ID, secret: CLIENT_SECRET, redirectUris: [`http://127.0.0.1:${port}/ui/auth/callback`] },
+      ],
       users: [
         { username: "alice@example.test", roles: ["Berth.Read"] },
         { username: "mallory@example.test", roles: [] },
@@ -96,26 +103,41 @@ describe("status page sign-in with OIDC authorization code + PKCE", () => {
     await freshPage();
     await signInAs("alice@example.test");
     await page.waitForURL(`${api.url}/ui/teams/payments`).catch(async (err: unknown) => {
-      throw new Error(`${(err as Error).message}\npage: ${await page.locator("main").textContent()}\nAPI log:\n${api.logs.join("").slice(-3000)}`);
+      throw new Error(
+        `${(err as Error).message}\npage: ${await page.locator("main").textContent()}\nAPI log:\n${api.logs.join("").slice(-3000)}`,
+      );
     });
     await expect(page.locator(".who").textContent()).resolves.toContain("alice@example.test");
     await expect(page.getByRole("heading", { level: 1 }).textContent()).resolves.toContain("payments");
     await screenshot(page, "oidc-signed-in");
 
     const authorize = issuer.requests.find((r) => r.endpoint === "authorize" && r.method === "GET")!.params;
-    expect(authorize).toMatchObject({ client_id: CLIENT_ID, response_type: "code", code_challenge_method: "S256", redirect_uri: `${api.url}/ui/auth/callback` });
+    expect(authorize).toMatchObject({
+      client_id: CLIENT_ID,
+      response_type: "code",
+      code_challenge_method: "S256",
+      redirect_uri: `${api.url}/ui/auth/callback`,
+    });
     expect(authorize.scope!.split(" ")).toEqual(expect.arrayContaining(["openid", "api://berth/.default"]));
     expect(authorize.state).toMatch(/^[\w-]{20,}$/);
     expect(authorize.nonce).toMatch(/^[\w-]{20,}$/);
     const token = issuer.requests.find((r) => r.endpoint === "token")!.params;
-    expect(token).toMatchObject({ grant_type: "authorization_code", client_id: CLIENT_ID, client_secret: "[redacted]" });
+    expect(token).toMatchObject({
+      grant_type: "authorization_code",
+      client_id: CLIENT_ID,
+      client_secret: "[redacted]",
+    });
     expect(token.code_verifier).toMatch(/^[\w-]{43,128}$/);
 
     // The browser holds an encrypted session cookie, not the tokens.
     const session = (await context.cookies()).find((c) => c.name === "berth-session")!;
     expect(session).toMatchObject({ httpOnly: true, sameSite: "Lax" });
     expect(session.value.split(".")).toHaveLength(5); // a JWE, opaque to the browser
-    expect(await page.evaluate(() => [document.cookie, localStorage.length, sessionStorage.length])).toEqual(["", 0, 0]);
+    expect(await page.evaluate(() => [document.cookie, localStorage.length, sessionStorage.length])).toEqual([
+      "",
+      0,
+      0,
+    ]);
     // ...and that cookie is no credential for the API, which wants a bearer token.
     const withCookie = await fetch(`${api.url}/v1/teams`, { headers: { cookie: `berth-session=${session.value}` } });
     expect(withCookie.status).toBe(401);
@@ -130,7 +152,9 @@ describe("status page sign-in with OIDC authorization code + PKCE", () => {
     await signInAs("mallory@example.test");
     await page.waitForURL(`${api.url}/ui/auth/callback?**`);
     await expect(page.getByRole("heading", { level: 1 }).textContent()).resolves.toBe("Not allowed");
-    await expect(page.getByRole("alert").textContent()).resolves.toContain("mallory@example.test is signed in but lacks Berth's read role");
+    await expect(page.getByRole("alert").textContent()).resolves.toContain(
+      "mallory@example.test is signed in but lacks Berth's read role",
+    );
     expect((await context.cookies()).some((c) => c.name === "berth-session")).toBe(false);
     await page.goto(`${api.url}/ui`);
     expect(new URL(page.url()).pathname).toBe("/ui/sign-in");
@@ -155,7 +179,9 @@ describe("status page sign-in with OIDC authorization code + PKCE", () => {
     // A sign-in in progress, answered with a forged state.
     await page.goto(`${api.url}/ui/auth/login?next=/ui`);
     await page.waitForURL(`${issuer.issuer}/authorize?**`);
-    await page.goto(`${api.url}/ui/auth/callback?code=anything&state=forged-state&iss=${encodeURIComponent(issuer.issuer)}`);
+    await page.goto(
+      `${api.url}/ui/auth/callback?code=anything&state=forged-state&iss=${encodeURIComponent(issuer.issuer)}`,
+    );
     await expect(page.getByRole("heading", { level: 1 }).textContent()).resolves.toBe("Sign-in failed");
     expect((await context.cookies()).some((c) => c.name === "berth-session")).toBe(false);
   }, 180_000);

@@ -19,15 +19,31 @@ describe("the status page over HTTP", () => {
   let cookie: string;
 
   const signIn = async (b: RunningBerth, next = "/ui") => {
-    const res = await b.server.inject({ method: "POST", url: "/ui/sign-in", headers: { "content-type": "application/x-www-form-urlencoded" }, payload: new URLSearchParams({ token: DEV_TOKEN, next }).toString() });
+    const res = await b.server.inject({
+      method: "POST",
+      url: "/ui/sign-in",
+      headers: { "content-type": "application/x-www-form-urlencoded" },
+      payload: new URLSearchParams({ token: DEV_TOKEN, next }).toString(),
+    });
     return res;
   };
-  const get = (url: string, headers: Record<string, string> = {}) => berth.server.inject({ url, headers: { cookie, ...headers } });
+  const get = (url: string, headers: Record<string, string> = {}) =>
+    berth.server.inject({ url, headers: { cookie, ...headers } });
 
   beforeAll(async () => {
     remote = await createBareRepo();
     berth = await startBerth({ remoteUrl: remote.url });
-    const created = await berth.server.inject({ method: "POST", url: "/v1/teams", headers: bearer, payload: { name: "payments", description: `Payments & "refunds"`, owners: [OWNER], environments: ["dev", "prod"] } });
+    const created = await berth.server.inject({
+      method: "POST",
+      url: "/v1/teams",
+      headers: bearer,
+      payload: {
+        name: "payments",
+        description: `Payments & "refunds"`,
+        owners: [OWNER],
+        environments: ["dev", "prod"],
+      },
+    });
     expect(created.statusCode).toBe(201);
     const res = await signIn(berth);
     expect(res.statusCode).toBe(303);
@@ -51,12 +67,21 @@ describe("the status page over HTTP", () => {
       get("/ui/assets/favicon.svg"),
       berth.server.inject({ url: "/ui" }),
       berth.server.inject({ url: "/ui/sign-in" }),
-      berth.server.inject({ method: "POST", url: "/ui/sign-in", headers: { "content-type": "application/x-www-form-urlencoded" }, payload: "token=wrong" }),
+      berth.server.inject({
+        method: "POST",
+        url: "/ui/sign-in",
+        headers: { "content-type": "application/x-www-form-urlencoded" },
+        payload: "token=wrong",
+      }),
     ]);
     expect(responses.map((r) => r.statusCode)).toEqual([200, 200, 404, 404, 200, 200, 303, 200, 401]);
     for (const res of responses) {
       expect(res.headers["content-security-policy"]).toBe(UI_CONTENT_SECURITY_POLICY);
-      expect(res.headers).toMatchObject({ "x-content-type-options": "nosniff", "x-frame-options": "DENY", "referrer-policy": "no-referrer" });
+      expect(res.headers).toMatchObject({
+        "x-content-type-options": "nosniff",
+        "x-frame-options": "DENY",
+        "referrer-policy": "no-referrer",
+      });
       if (String(res.headers["content-type"]).startsWith("text/html")) {
         expect(res.body).not.toMatch(/<script(?![^>]*\bsrc=)[^>]*>/);
         expect(res.body).not.toMatch(/<style|\sstyle=|\son[a-z]+=/i);
@@ -66,7 +91,9 @@ describe("the status page over HTTP", () => {
   });
 
   it("escapes what it shows", async () => {
-    expect(html`<p title="${`"><script>`}">${"<b>&"}</p>`.value).toBe('<p title="&quot;&gt;&lt;script&gt;">&lt;b&gt;&amp;</p>');
+    expect(html`<p title="${`"><script>`}">${"<b>&"}</p>`.value).toBe(
+      '<p title="&quot;&gt;&lt;script&gt;">&lt;b&gt;&amp;</p>',
+    );
     const page = await get("/ui/teams/payments");
     expect(page.body).toContain("Payments &amp; &quot;refunds&quot;");
   });
@@ -102,7 +129,12 @@ describe("the status page over HTTP", () => {
       const res = await signIn(berth, next);
       expect([next, res.headers.location]).toEqual([next, location]);
     }
-    const wrong = await berth.server.inject({ method: "POST", url: "/ui/sign-in", headers: { "content-type": "application/x-www-form-urlencoded" }, payload: "token=not-the-token&next=/ui" });
+    const wrong = await berth.server.inject({
+      method: "POST",
+      url: "/ui/sign-in",
+      headers: { "content-type": "application/x-www-form-urlencoded" },
+      payload: "token=not-the-token&next=/ui",
+    });
     expect(wrong.statusCode).toBe(401);
     expect(wrong.headers["set-cookie"]).toBeUndefined();
     expect(wrong.body).toContain("That token was not accepted.");
@@ -110,14 +142,30 @@ describe("the status page over HTTP", () => {
 
   it("keeps the session in an httpOnly SameSite cookie, Secure with the __Host- prefix when served over https", async () => {
     const res = await signIn(berth);
-    expect(String(res.headers["set-cookie"])).toMatch(/^berth-session=[\w.-]+; Max-Age=28800; Path=\/; HttpOnly; SameSite=Lax$/);
-    const https = await startBerth({ remoteUrl: remote.url, env: { BERTH_UI_PUBLIC_URL: "https://berth.example.test", BERTH_UI_SESSION_SECRET: "a-session-secret-of-at-least-32-characters" } });
+    expect(String(res.headers["set-cookie"])).toMatch(
+      /^berth-session=[\w.-]+; Max-Age=28800; Path=\/; HttpOnly; SameSite=Lax$/,
+    );
+    const https = await startBerth({
+      remoteUrl: remote.url,
+      env: {
+        BERTH_UI_PUBLIC_URL: "https://berth.example.test",
+        BERTH_UI_SESSION_SECRET: "a-session-secret-of-at-least-32-characters",
+      },
+    });
     try {
       const secure = await signIn(https);
-      expect(String(secure.headers["set-cookie"])).toMatch(/^__Host-berth-session=[\w.-]+; Max-Age=28800; Path=\/; HttpOnly; Secure; SameSite=Lax$/);
-      const signOut = await https.server.inject({ method: "POST", url: "/ui/sign-out", headers: { cookie: String(secure.headers["set-cookie"]).split(";")[0]! } });
+      expect(String(secure.headers["set-cookie"])).toMatch(
+        /^__Host-berth-session=[\w.-]+; Max-Age=28800; Path=\/; HttpOnly; Secure; SameSite=Lax$/,
+      );
+      const signOut = await https.server.inject({
+        method: "POST",
+        url: "/ui/sign-out",
+        headers: { cookie: String(secure.headers["set-cookie"]).split(";")[0]! },
+      });
       expect(signOut.headers.location).toBe("/ui/sign-in");
-      expect(String(signOut.headers["set-cookie"])).toMatch(/^__Host-berth-session=; Max-Age=0; Path=\/; Expires=Thu, 01 Jan 1970 00:00:00 GMT; HttpOnly; Secure; SameSite=Lax$/);
+      expect(String(signOut.headers["set-cookie"])).toMatch(
+        /^__Host-berth-session=; Max-Age=0; Path=\/; Expires=Thu, 01 Jan 1970 00:00:00 GMT; HttpOnly; Secure; SameSite=Lax$/,
+      );
     } finally {
       await https.stop();
     }
@@ -126,7 +174,8 @@ describe("the status page over HTTP", () => {
   it("takes sign-in and sign-out forms only from its own origin (no cross-site forgery)", async () => {
     const form = { "content-type": "application/x-www-form-urlencoded" };
     const payload = new URLSearchParams({ token: DEV_TOKEN, next: "/ui" }).toString();
-    const post = (url: string, headers: Record<string, string>) => berth.server.inject({ method: "POST", url, headers: { ...form, ...headers }, payload });
+    const post = (url: string, headers: Record<string, string>) =>
+      berth.server.inject({ method: "POST", url, headers: { ...form, ...headers }, payload });
     // inject's requests reach http://localhost:80: that is this page's origin here.
     // What a browser sends for the page's own form (Origin is null under the page's Referrer-Policy: no-referrer),
     // and what an older browser without Sec-Fetch-Site sends.
@@ -161,7 +210,12 @@ describe("the status page over HTTP", () => {
     expect((await get("/ui?fragment=main", { "if-none-match": etag })).statusCode).toBe(304);
     // The full page carries the same tag, so its first refresh is already a 304.
     expect((await get("/ui")).body).toContain(`data-etag="${etag.replace(/"/g, "&quot;")}"`);
-    await berth.server.inject({ method: "POST", url: "/v1/teams", headers: bearer, payload: { name: "search", owners: [OWNER], environments: ["dev"] } });
+    await berth.server.inject({
+      method: "POST",
+      url: "/v1/teams",
+      headers: bearer,
+      payload: { name: "search", owners: [OWNER], environments: ["dev"] },
+    });
     await berth.repo.snapshot(0);
     const changed = await get("/ui?fragment=main", { "if-none-match": etag });
     expect(changed.statusCode).toBe(200);
@@ -170,7 +224,12 @@ describe("the status page over HTTP", () => {
 
   it("lists rollouts and shows one, escaped, under the same CSP; unknown or malformed ids are 404", async () => {
     expect((await get("/ui/rollouts")).body).toContain("No rollouts yet.");
-    const created = await berth.server.inject({ method: "POST", url: "/v1/rollouts", headers: bearer, payload: { description: `Labels & "tags" for v2`, target: { templateVersion: "v2" } } });
+    const created = await berth.server.inject({
+      method: "POST",
+      url: "/v1/rollouts",
+      headers: bearer,
+      payload: { description: `Labels & "tags" for v2`, target: { templateVersion: "v2" } },
+    });
     expect(created.statusCode, created.body).toBe(201);
     const id = (created.json() as { rollout: { metadata: { name: string } } }).rollout.metadata.name;
     await berth.repo.snapshot(0);
@@ -206,7 +265,9 @@ describe("the status page over HTTP", () => {
   it("serves the fleet at GET /v1/status with an ETag, and keeps the pages out of the OpenAPI document", async () => {
     const fleet = await berth.server.inject({ url: "/v1/status", headers: bearer });
     expect(fleet.statusCode).toBe(200);
-    const body = fleet.json() as { teams: Array<{ team: string; ready: boolean; clusters: Array<{ cluster: string; state: string }> }> };
+    const body = fleet.json() as {
+      teams: Array<{ team: string; ready: boolean; clusters: Array<{ cluster: string; state: string }> }>;
+    };
     expect(body.teams.find((t) => t.team === "payments")).toMatchObject({
       ready: false,
       clusters: [
@@ -215,7 +276,10 @@ describe("the status page over HTTP", () => {
         { cluster: "aks-prod-neu", state: "not-configured" },
       ],
     });
-    const again = await berth.server.inject({ url: "/v1/status", headers: { ...bearer, "if-none-match": String(fleet.headers.etag) } });
+    const again = await berth.server.inject({
+      url: "/v1/status",
+      headers: { ...bearer, "if-none-match": String(fleet.headers.etag) },
+    });
     expect(again.statusCode).toBe(304);
     expect((await berth.server.inject({ url: "/v1/status" })).statusCode).toBe(401);
     const openapi = (await berth.server.inject({ url: "/openapi.json" })).json() as { paths: Record<string, unknown> };

@@ -15,7 +15,14 @@ import type { Browser, BrowserContext, Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { Admin, INFRA, readManifests } from "../controller/helpers.js";
 import { DEV_TOKEN } from "../support/berth.js";
-import { accessibilityViolations, launchChromium, screenshot, UI_ARTIFACTS, watchPage, type PageProblems } from "../support/browser.js";
+import {
+  accessibilityViolations,
+  launchChromium,
+  screenshot,
+  UI_ARTIFACTS,
+  watchPage,
+  type PageProblems,
+} from "../support/browser.js";
 import { ensureBuilt } from "../support/build.js";
 import { createBareRepo, type BareRepo } from "../support/git-remotes.js";
 import { startKubeCluster, type KubeCluster } from "../support/kube-cluster.js";
@@ -25,7 +32,16 @@ import { prepareCluster, writeTestPlatformConfig } from "../support/test-platfor
 const OWNER = "0b9a3c1e-1111-4222-8333-444455556666";
 
 /** The controller's condition types, in chain order (apps/controller/src/reconcile/status.ts). */
-const CHAIN = ["Rendered", "ResourceGroupReady", "IdentityReady", "FederatedCredentialsReady", "FederationMatchesIssuer", "RoleAssignmentsReady", "KustomizationReady", "CredentialWritten"];
+const CHAIN = [
+  "Rendered",
+  "ResourceGroupReady",
+  "IdentityReady",
+  "FederatedCredentialsReady",
+  "FederationMatchesIssuer",
+  "RoleAssignmentsReady",
+  "KustomizationReady",
+  "CredentialWritten",
+];
 
 /**
  * A Team status as the controller writes it: conditions before `blockedAt` True, the one at `blockedAt`
@@ -35,15 +51,58 @@ function teamStatus(blockedAt: string | undefined, failure?: { reason: string; s
   const now = new Date().toISOString();
   const index = blockedAt ? CHAIN.indexOf(blockedAt) : CHAIN.length;
   const conditions = CHAIN.map((type, i) => {
-    if (i < index) return { type, status: "True", reason: "Succeeded", message: `${type} is True`, lastTransitionTime: now, observedGeneration: 1 };
-    if (i === index && failure) return { type, status: "False", reason: failure.reason, severity: failure.severity, message: failure.message, lastTransitionTime: now, observedGeneration: 1 };
-    return { type, status: "Unknown", reason: "Pending", message: `${type} has no Ready condition yet`, lastTransitionTime: now, observedGeneration: 1 };
+    if (i < index)
+      return {
+        type,
+        status: "True",
+        reason: "Succeeded",
+        message: `${type} is True`,
+        lastTransitionTime: now,
+        observedGeneration: 1,
+      };
+    if (i === index && failure)
+      return {
+        type,
+        status: "False",
+        reason: failure.reason,
+        severity: failure.severity,
+        message: failure.message,
+        lastTransitionTime: now,
+        observedGeneration: 1,
+      };
+    return {
+      type,
+      status: "Unknown",
+      reason: "Pending",
+      message: `${type} has no Ready condition yet`,
+      lastTransitionTime: now,
+      observedGeneration: 1,
+    };
   });
   const blocked = conditions[index];
   const ready = blocked
-    ? { type: "Ready", status: "False", reason: failure ? "Failed" : "Waiting", message: `${blocked.type}: ${blocked.reason}: ${blocked.message}`, lastTransitionTime: now, observedGeneration: 1 }
-    : { type: "Ready", status: "True", reason: "Ready", message: "the team's namespace, Azure resources and credential are in place", lastTransitionTime: now, observedGeneration: 1 };
-  return { conditions: [...conditions, ready], revision: "main@sha1:0123abcd", observedGeneration: 1, ...(blocked ? {} : { identity: { clientId: "44444444-4444-4444-8444-444444444444" } }) };
+    ? {
+        type: "Ready",
+        status: "False",
+        reason: failure ? "Failed" : "Waiting",
+        message: `${blocked.type}: ${blocked.reason}: ${blocked.message}`,
+        lastTransitionTime: now,
+        observedGeneration: 1,
+      }
+    : {
+        type: "Ready",
+        status: "True",
+        reason: "Ready",
+        message: "the team's namespace, Azure resources and credential are in place",
+        lastTransitionTime: now,
+        observedGeneration: 1,
+      };
+  return {
+    conditions: [...conditions, ready],
+    revision: "main@sha1:0123abcd",
+    observedGeneration: 1,
+    ...(blocked ? {} : { identity: { clientId: "44444444-4444-4444-8444-444444444444" } }),
+  };
 }
 
 describe("the status page in Chromium", () => {
@@ -58,11 +117,20 @@ describe("the status page in Chromium", () => {
 
   const auth = { authorization: `Bearer ${DEV_TOKEN}`, "content-type": "application/json" };
   const onboard = async (name: string, environments: string[], description = "") => {
-    const res = await fetch(`${api.url}/v1/teams`, { method: "POST", headers: auth, body: JSON.stringify({ name, description, owners: [OWNER], environments }) });
+    const res = await fetch(`${api.url}/v1/teams`, {
+      method: "POST",
+      headers: auth,
+      body: JSON.stringify({ name, description, owners: [OWNER], environments }),
+    });
     expect(res.status).toBe(201);
   };
   const teamObject = async (name: string, status?: ReturnType<typeof teamStatus>) => {
-    const team = { apiVersion: "berth.dev/v1alpha1", kind: "Team", metadata: { name }, spec: { description: "", owners: [OWNER], environments: ["dev"] } };
+    const team = {
+      apiVersion: "berth.dev/v1alpha1",
+      kind: "Team",
+      metadata: { name },
+      spec: { description: "", owners: [OWNER], environments: ["dev"] },
+    };
     const created = await admin.create(team);
     if (status) await admin.setStatus(created, status);
   };
@@ -92,7 +160,15 @@ describe("the status page in Chromium", () => {
     await onboard("orders", ["dev"]);
     await onboard("checkout", ["prod"]);
     await teamObject("payments", teamStatus(undefined));
-    await teamObject("ledger", teamStatus("IdentityReady", { reason: "AuthorizationFailed", severity: "Error", message: "ledger: The client does not have authorization to perform action Microsoft.ManagedIdentity/userAssignedIdentities/write" }));
+    await teamObject(
+      "ledger",
+      teamStatus("IdentityReady", {
+        reason: "AuthorizationFailed",
+        severity: "Error",
+        message:
+          "ledger: The client does not have authorization to perform action Microsoft.ManagedIdentity/userAssignedIdentities/write",
+      }),
+    );
     await teamObject("search", teamStatus("ResourceGroupReady"));
     browser = await launchChromium();
     context = await browser.newContext({ viewport: { width: 1280, height: 900 } });
@@ -130,17 +206,32 @@ describe("the status page in Chromium", () => {
   }, 300_000);
 
   it("shows the fleet: each team's state per cluster, and counts by state", async () => {
-    await page.waitForSelector('tr[data-team="ledger"] td[data-cluster="aks-dev-weu"][data-phase="failed"]', { timeout: 30_000 });
-    const phases = async (team: string) => Promise.all(["aks-dev-weu", "aks-prod-weu", "aks-prod-neu"].map(async (c) => (await cell(team, c).getAttribute("data-phase")) ?? "none"));
+    await page.waitForSelector('tr[data-team="ledger"] td[data-cluster="aks-dev-weu"][data-phase="failed"]', {
+      timeout: 30_000,
+    });
+    const phases = async (team: string) =>
+      Promise.all(
+        ["aks-dev-weu", "aks-prod-weu", "aks-prod-neu"].map(
+          async (c) => (await cell(team, c).getAttribute("data-phase")) ?? "none",
+        ),
+      );
     expect(await phases("payments")).toEqual(["ready", "none", "none"]);
     expect(await phases("ledger")).toEqual(["failed", "none", "none"]);
     expect(await phases("search")).toEqual(["progressing", "none", "none"]);
     expect(await phases("orders")).toEqual(["waiting", "none", "none"]);
     expect(await phases("checkout")).toEqual(["none", "unobserved", "unobserved"]);
     await expect(cell("ledger", "aks-dev-weu").textContent()).resolves.toContain("Failed");
-    await expect(cell("ledger", "aks-dev-weu").locator(".badge").getAttribute("title")).resolves.toContain("IdentityReady: AuthorizationFailed (severity Error)");
+    await expect(cell("ledger", "aks-dev-weu").locator(".badge").getAttribute("title")).resolves.toContain(
+      "IdentityReady: AuthorizationFailed (severity Error)",
+    );
     const count = (phase: string) => page.locator(`[data-phase-count="${phase}"] .count`).textContent();
-    expect(await Promise.all(["ready", "failed", "progressing", "waiting", "unobserved"].map(count))).toEqual(["1", "1", "1", "1", "2"]);
+    expect(await Promise.all(["ready", "failed", "progressing", "waiting", "unobserved"].map(count))).toEqual([
+      "1",
+      "1",
+      "1",
+      "1",
+      "2",
+    ]);
     await screenshot(page, "fleet");
     // The README's picture (docs/images/status-page.png is a copy of this one).
     await page.setViewportSize({ width: 960, height: 480 });
@@ -152,10 +243,18 @@ describe("the status page in Chromium", () => {
   it("filters by name as you type and by state, on the server", async () => {
     const rows = () => page.locator("tbody tr").evaluateAll((trs) => trs.map((r) => r.getAttribute("data-team")));
     const showsOnly = (team: string) =>
-      page.waitForFunction((t) => {
-        const trs = document.querySelectorAll("tbody tr");
-        return trs.length === 1 && trs[0]!.getAttribute("data-team") === t && !document.getElementById("main")!.hasAttribute("aria-busy");
-      }, team, { timeout: 15_000 });
+      page.waitForFunction(
+        (t) => {
+          const trs = document.querySelectorAll("tbody tr");
+          return (
+            trs.length === 1 &&
+            trs[0]!.getAttribute("data-team") === t &&
+            !document.getElementById("main")!.hasAttribute("aria-busy")
+          );
+        },
+        team,
+        { timeout: 15_000 },
+      );
     await page.getByRole("searchbox", { name: "Team" }).fill("led");
     await showsOnly("ledger");
     expect(new URL(page.url()).search).toBe("?q=led");
@@ -180,11 +279,17 @@ describe("the status page in Chromium", () => {
     page.on("framenavigated", (f) => reloads.push(f.url()));
     // Unchanged status: the page asks, the server answers 304.
     const before = Number((await page.locator("#main").getAttribute("data-refreshes")) ?? 0);
-    await page.waitForFunction((n) => Number(document.getElementById("main")?.dataset.refreshes ?? 0) >= n + 2, before, { timeout: 30_000 });
+    await page.waitForFunction(
+      (n) => Number(document.getElementById("main")?.dataset.refreshes ?? 0) >= n + 2,
+      before,
+      { timeout: 30_000 },
+    );
     expect(fragments).toContain(304);
     // Flux applies `orders`: its cell turns from Waiting to Progressing without a reload.
     await teamObject("orders", teamStatus("KustomizationReady"));
-    await page.waitForSelector('tr[data-team="orders"] td[data-cluster="aks-dev-weu"][data-phase="progressing"]', { timeout: 60_000 });
+    await page.waitForSelector('tr[data-team="orders"] td[data-cluster="aks-dev-weu"][data-phase="progressing"]', {
+      timeout: 60_000,
+    });
     expect(fragments).toContain(200);
     expect(reloads).toEqual([]);
     page.off("response", onResponse);
@@ -194,7 +299,11 @@ describe("the status page in Chromium", () => {
     await page.getByRole("link", { name: "ledger", exact: true }).click();
     await page.waitForURL(`${api.url}/ui/teams/ledger`);
     const steps = page.locator('section[data-cluster="aks-dev-weu"] ol.timeline li');
-    expect(await steps.evaluateAll((items) => items.map((li) => `${li.getAttribute("data-step")}=${li.getAttribute("data-state")}`))).toEqual([
+    expect(
+      await steps.evaluateAll((items) =>
+        items.map((li) => `${li.getAttribute("data-step")}=${li.getAttribute("data-state")}`),
+      ),
+    ).toEqual([
       "committed=done",
       "flux=done",
       "resource-group=done",
@@ -218,7 +327,9 @@ describe("the status page in Chromium", () => {
     expect(await accessibilityViolations(browser, context, page.url())).toEqual([]);
     // An open file stays open across a refresh of the page's content.
     const before = Number(await page.locator("#main").getAttribute("data-refreshes"));
-    await page.waitForFunction((n) => Number(document.getElementById("main")?.dataset.refreshes ?? 0) > n, before, { timeout: 30_000 });
+    await page.waitForFunction((n) => Number(document.getElementById("main")?.dataset.refreshes ?? 0) > n, before, {
+      timeout: 30_000,
+    });
     expect(await file.evaluate((d) => (d as HTMLDetailsElement).open)).toBe(true);
 
     await page.goto(`${api.url}/ui/teams/nobody`);

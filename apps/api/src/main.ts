@@ -11,7 +11,12 @@ function devBanner(config: BerthConfig, url: string): string {
   // The platform schema requires at least one environment; the example names the first.
   const env = config.platform.environments[0]?.name;
   if (env === undefined) throw new Error("the platform configuration lists no environment");
-  const body = JSON.stringify({ name: "payments", description: "Payments team", owners: ["0b9a3c1e-1111-4222-8333-444455556666"], environments: [env] });
+  const body = JSON.stringify({
+    name: "payments",
+    description: "Payments team",
+    owners: ["0b9a3c1e-1111-4222-8333-444455556666"],
+    environments: [env],
+  });
   return [
     "",
     `Berth is running at ${url} (docs: ${url}/docs) with the Flux repo ${config.fluxRepo.url}`,
@@ -36,18 +41,42 @@ async function main(): Promise<void> {
   }
   const logger = pino(loggerOptions(config.logLevel));
   if (config.api.auth.mode === "dev") {
-    logger.warn("authentication is in development mode: one static token grants every role; never use this outside a laptop");
+    logger.warn(
+      "authentication is in development mode: one static token grants every role; never use this outside a laptop",
+    );
   }
 
   const services = await createServices(config, logger);
-  const server = await buildServer(services.deps, { logger, bodyLimit: config.api.bodyLimitBytes, timeouts: config.api.timeouts, trustProxy: config.api.trustProxy });
+  const server = await buildServer(services.deps, {
+    logger,
+    bodyLimit: config.api.bodyLimitBytes,
+    timeouts: config.api.timeouts,
+    trustProxy: config.api.trustProxy,
+  });
   // Parse every team once now, in the background, so the first GET /v1/teams after a start is not the slow one.
-  void services.deps.teams.list().catch((err: unknown) => logger.warn({ err }, "could not read the teams at start; the first list will"));
+  void services.deps.teams
+    .list()
+    .catch((err: unknown) => logger.warn({ err }, "could not read the teams at start; the first list will"));
   const address = await server.listen({ host: config.api.host, port: config.api.port });
   // Prometheus scrapes its own port: the API's port is what the ingress exposes.
-  const metricsServer = await startHealthServer({ port: config.api.metricsPort, host: config.api.host, registry: services.metrics.registry, ready: () => true, logger });
+  const metricsServer = await startHealthServer({
+    port: config.api.metricsPort,
+    host: config.api.host,
+    registry: services.metrics.registry,
+    ready: () => true,
+    logger,
+  });
   const { catalog } = services.onboarding;
-  logger.info({ address, remote: config.fluxRepo.url, branch: config.fluxRepo.branch, templates: catalog.versions(), defaultTemplates: catalog.defaultVersion }, "berth api listening");
+  logger.info(
+    {
+      address,
+      remote: config.fluxRepo.url,
+      branch: config.fluxRepo.branch,
+      templates: catalog.versions(),
+      defaultTemplates: catalog.defaultVersion,
+    },
+    "berth api listening",
+  );
   await services.start();
   const banner = devBanner(config, address.replace("[::1]", "localhost"));
   if (banner) process.stdout.write(`${banner}\n`);

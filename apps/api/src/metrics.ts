@@ -17,7 +17,7 @@ export class ApiMetrics {
 
   readonly problems = new Counter({
     name: "berth_api_problems_total",
-    help: "Problem answers (RFC 9457), by route template and problem type (adoption refusals: route=~\".*/adopt.*\").",
+    help: 'Problem answers (RFC 9457), by route template and problem type (adoption refusals: route=~".*/adopt.*").',
     labelNames: ["route", "type"] as const,
     registers: this.registers,
   });

@@ -33,25 +33,42 @@ export interface ApiServices {
   close(): Promise<void>;
 }
 
-export async function createServices(config: BerthConfig, logger: pino.Logger, options: { clock?: Clock; statusReader?: TeamStatusReader } = {}): Promise<ApiServices> {
+export async function createServices(
+  config: BerthConfig,
+  logger: pino.Logger,
+  options: { clock?: Clock; statusReader?: TeamStatusReader } = {},
+): Promise<ApiServices> {
   const catalog = await loadTemplateCatalog(config.templatesDir, config.platform.templateVersion);
   const onboarding = new Onboarding(config.platform, catalog);
   const metrics = new ApiMetrics();
-  const notifier = new FluxNotifier(config.api.fluxReceivers, { ...config.api.fluxNotify, observer: metrics.notifyObserver, logger: logger.child({ component: "flux-notify" }) });
+  const notifier = new FluxNotifier(config.api.fluxReceivers, {
+    ...config.api.fluxNotify,
+    observer: metrics.notifyObserver,
+    logger: logger.child({ component: "flux-notify" }),
+  });
   const layout = repoLayout(config.platform);
   const onBatch = (batch: FluxRepoBatch) => {
     metrics.observeBatch(batch);
     const pushed = batch.pushed;
     if (!pushed || notifier.clusters.length === 0) return;
     // Whose Flux reads what the batch wrote: told to fetch now, after the push (ADR 0020). Never the write's concern.
-    const clusters = repo.treeAt(pushed.revision).then((tree) => (tree ? clustersReading(tree, layout, pushed.paths) : notifier.clusters));
+    const clusters = repo
+      .treeAt(pushed.revision)
+      .then((tree) => (tree ? clustersReading(tree, layout, pushed.paths) : notifier.clusters));
     notifier.notify(clusters, pushed.revision);
   };
-  const repo = FluxRepo.fromConfig({ ...config.fluxRepo, history: config.api.idempotency, logger: logger.child({ component: "flux-repo" }), onBatch });
+  const repo = FluxRepo.fromConfig({
+    ...config.fluxRepo,
+    history: config.api.idempotency,
+    logger: logger.child({ component: "flux-repo" }),
+    onBatch,
+  });
   await repo.init();
   // One status reader, so the status API, CLI watchers, every open status page and the rollout gates share its
   // per-cluster cache.
-  const statusReader = options.statusReader ?? KubeTeamStatusReader.fromConfig(config.api.clusters, { ttlMs: config.api.statusCacheSeconds * 1000 });
+  const statusReader =
+    options.statusReader ??
+    KubeTeamStatusReader.fromConfig(config.api.clusters, { ttlMs: config.api.statusCacheSeconds * 1000 });
   if (statusReader instanceof KubeTeamStatusReader) metrics.watchStatusCache(() => statusReader.stats());
   const clock = options.clock ?? systemClock;
   const fleet = new Fleet(onboarding);
@@ -80,7 +97,12 @@ export async function createServices(config: BerthConfig, logger: pino.Logger, o
     rollouts,
     // Adoption reads hand-written trees: bounded (DEFAULT_BUILD_LIMITS) and yielding to the event loop
     // between files, so /healthz and other requests keep answering while it builds (ADR 0014).
-    adoption: new AdoptionService(new Adoption(onboarding, { clock: { now: () => performance.now(), pause: () => new Promise<void>((resolve) => setImmediate(resolve)) } }), repo),
+    adoption: new AdoptionService(
+      new Adoption(onboarding, {
+        clock: { now: () => performance.now(), pause: () => new Promise<void>((resolve) => setImmediate(resolve)) },
+      }),
+      repo,
+    ),
     store: repo,
     authenticator: authenticatorFor(config.api.auth),
     limits: config.api.rateLimit,

@@ -1,6 +1,12 @@
 import { randomUUID } from "node:crypto";
 import { setTimeout as sleep } from "node:timers/promises";
-import { problemName, problemSchema, teamListResponse, type BrokenTeam, type ProblemDocument } from "@berth/api-contract";
+import {
+  problemName,
+  problemSchema,
+  teamListResponse,
+  type BrokenTeam,
+  type ProblemDocument,
+} from "@berth/api-contract";
 import type { Team } from "@berth/core";
 import type { z } from "zod";
 import { CliError, EXIT, type ExitCode } from "./exit-codes.js";
@@ -17,7 +23,8 @@ export class ApiError extends CliError {
     readonly retryAfterSeconds?: number,
   ) {
     // With field errors the detail only repeats them; they follow, one per line.
-    const detail = problem.detail && problem.detail !== problem.title && !problem.errors?.length ? `: ${problem.detail}` : "";
+    const detail =
+      problem.detail && problem.detail !== problem.title && !problem.errors?.length ? `: ${problem.detail}` : "";
     super(`${problem.title}${detail}`, exitCodeFor(status), detailLines(problem));
   }
 
@@ -130,7 +137,11 @@ export class BerthClient {
    * and is sent again only when no answer came (the API may have committed it: the same key gets the
    * original outcome, never a second commit); a write the API refused is never repeated.
    */
-  async request<T>(method: string, path: string, options: RequestOptions<T>): Promise<{ status: number; body: T | undefined; headers: Headers }> {
+  async request<T>(
+    method: string,
+    path: string,
+    options: RequestOptions<T>,
+  ): Promise<{ status: number; body: T | undefined; headers: Headers }> {
     const isWrite = method !== "GET" && method !== "HEAD";
     const once = isWrite ? { ...options, headers: { "idempotency-key": randomUUID(), ...options.headers } } : options;
     for (let attempt = 1; ; attempt++) {
@@ -138,7 +149,8 @@ export class BerthClient {
         return await this.requestOnce(method, path, once);
       } catch (err) {
         const lostAnswer = isWrite && err instanceof UnreachableError && attempt <= MAX_LOST_ANSWER_RETRIES;
-        const rateLimited = err instanceof ApiError && err.status === 429 && !isWrite && attempt <= MAX_RATE_LIMIT_RETRIES;
+        const rateLimited =
+          err instanceof ApiError && err.status === 429 && !isWrite && attempt <= MAX_RATE_LIMIT_RETRIES;
         const wait = lostAnswer ? attempt : rateLimited ? (err as ApiError).retryAfterSeconds : undefined;
         if (wait === undefined || wait > 60) throw err;
         await sleep(Math.max(wait, 1) * 1000, undefined, this.interrupt ? { signal: this.interrupt } : {}).catch(() => {
@@ -153,9 +165,16 @@ export class BerthClient {
    * AbortSignal.any can be garbage-collected and never fire, and undici's own timeouts restart with every
    * byte, so a server that answers one byte every few seconds would hold the request forever.
    */
-  private async requestOnce<T>(method: string, path: string, options: RequestOptions<T>): Promise<{ status: number; body: T | undefined; headers: Headers }> {
+  private async requestOnce<T>(
+    method: string,
+    path: string,
+    options: RequestOptions<T>,
+  ): Promise<{ status: number; body: T | undefined; headers: Headers }> {
     const first = new URL(path, this.server.endsWith("/") ? this.server : `${this.server}/`);
-    const timeoutMs = Math.min(options.timeoutMs ?? this.limits.requestTimeoutMs, this.limits.maxRequestTimeoutMs ?? Number.POSITIVE_INFINITY);
+    const timeoutMs = Math.min(
+      options.timeoutMs ?? this.limits.requestTimeoutMs,
+      this.limits.maxRequestTimeoutMs ?? Number.POSITIVE_INFINITY,
+    );
     const controller = new AbortController();
     let timedOut = false;
     const timer = setTimeout(() => {
@@ -166,10 +185,17 @@ export class BerthClient {
     this.interrupt?.addEventListener("abort", onInterrupt, { once: true });
     const failed = (err: unknown, during: string): CliError => {
       if (this.interrupt?.aborted) return new CliError("interrupted", EXIT.interrupted);
-      if (timedOut) return new UnreachableError(`the Berth API at ${this.server} gave no complete answer within ${seconds(timeoutMs)}`, EXIT.unavailable);
+      if (timedOut)
+        return new UnreachableError(
+          `the Berth API at ${this.server} gave no complete answer within ${seconds(timeoutMs)}`,
+          EXIT.unavailable,
+        );
       if (err instanceof CliError) return err;
       const cause = (err as { cause?: { code?: string; message?: string } }).cause;
-      return new UnreachableError(`${during}: ${cause?.code ?? cause?.message ?? (err as Error).message}`, EXIT.unavailable);
+      return new UnreachableError(
+        `${during}: ${cause?.code ?? cause?.message ?? (err as Error).message}`,
+        EXIT.unavailable,
+      );
     };
     try {
       let url = first;
@@ -199,11 +225,19 @@ export class BerthClient {
         // The token goes only where the user pointed the CLI: another origin (another host, port or scheme,
         // http to https included) is named, not followed.
         if (next.origin !== first.origin) {
-          throw new CliError(`the Berth API at ${this.server} redirected ${method} ${url.pathname} to another origin, ${next.origin}: not followed, so the token was not sent there`, EXIT.unavailable, [
-            `if ${next.origin} is your Berth API, use --server ${next.origin} (or berth login --server ${next.origin})`,
-          ]);
+          throw new CliError(
+            `the Berth API at ${this.server} redirected ${method} ${url.pathname} to another origin, ${next.origin}: not followed, so the token was not sent there`,
+            EXIT.unavailable,
+            [
+              `if ${next.origin} is your Berth API, use --server ${next.origin} (or berth login --server ${next.origin})`,
+            ],
+          );
         }
-        if (hops >= MAX_REDIRECTS) throw new CliError(`the Berth API at ${this.server} redirected more than ${MAX_REDIRECTS} times`, EXIT.unavailable);
+        if (hops >= MAX_REDIRECTS)
+          throw new CliError(
+            `the Berth API at ${this.server} redirected more than ${MAX_REDIRECTS} times`,
+            EXIT.unavailable,
+          );
         url = next;
       }
       if (options.empty?.includes(response.status)) {
@@ -223,7 +257,13 @@ export class BerthClient {
     }
   }
 
-  private decode<T>(method: string, url: URL, response: Response, text: string, schema: z.ZodType<T>): { status: number; body: T | undefined; headers: Headers } {
+  private decode<T>(
+    method: string,
+    url: URL,
+    response: Response,
+    text: string,
+    schema: z.ZodType<T>,
+  ): { status: number; body: T | undefined; headers: Headers } {
     // Whatever the server says is shown as text, never acted on by the terminal (escape sequences in a
     // condition message, a problem's detail or an HTML error page).
     let json: unknown;
@@ -237,13 +277,19 @@ export class BerthClient {
       const retryAfter = retryAfterSeconds(response.headers.get("retry-after"));
       if (problem.success) throw new ApiError(response.status, problem.data, retryAfter);
       const title = visibleText(`HTTP ${response.status} ${response.statusText}`.trim());
-      throw new ApiError(response.status, { type: "about:blank", title, status: response.status, detail: visibleText(text.slice(0, 200)) || undefined }, retryAfter);
+      throw new ApiError(
+        response.status,
+        { type: "about:blank", title, status: response.status, detail: visibleText(text.slice(0, 200)) || undefined },
+        retryAfter,
+      );
     }
     const parsed = schema.safeParse(json);
     if (!parsed.success) {
-      throw new CliError(`the API's answer to ${method} ${url.pathname} is not what this CLI understands (is the API a different version?)`, EXIT.unavailable, [
-        ...parsed.error.issues.slice(0, 5).map((i) => `${i.path.join(".") || "(body)"}: ${i.message}`),
-      ]);
+      throw new CliError(
+        `the API's answer to ${method} ${url.pathname} is not what this CLI understands (is the API a different version?)`,
+        EXIT.unavailable,
+        [...parsed.error.issues.slice(0, 5).map((i) => `${i.path.join(".") || "(body)"}: ${i.message}`)],
+      );
     }
     return { status: response.status, body: parsed.data, headers: response.headers };
   }
@@ -256,7 +302,10 @@ export const DEFAULT_CHUNK_SIZE = 500;
  * Every team, in name order: pages of `chunkSize` (GET /v1/teams?limit=&continue=), following `continue`
  * until the API sends none, so a large fleet never arrives as one huge answer.
  */
-export async function listAllTeams(client: BerthClient, chunkSize = DEFAULT_CHUNK_SIZE): Promise<{ teams: Team[]; broken: BrokenTeam[] }> {
+export async function listAllTeams(
+  client: BerthClient,
+  chunkSize = DEFAULT_CHUNK_SIZE,
+): Promise<{ teams: Team[]; broken: BrokenTeam[] }> {
   const teams: Team[] = [];
   let broken: BrokenTeam[];
   let next: string | undefined;
@@ -271,7 +320,8 @@ export async function listAllTeams(client: BerthClient, chunkSize = DEFAULT_CHUN
     teams.push(...body.items);
     broken = body.broken; // every page reports all of them
     // A continue token that does not move (a broken server) would loop forever: stop instead.
-    if (body.continue !== undefined && body.continue === next) throw new CliError("the API sent the same continue token twice while listing teams", EXIT.unavailable);
+    if (body.continue !== undefined && body.continue === next)
+      throw new CliError("the API sent the same continue token twice while listing teams", EXIT.unavailable);
     next = body.continue;
   } while (next !== undefined);
   return { teams, broken };

@@ -15,7 +15,10 @@ import { CliError, EXIT } from "./exit-codes.js";
 
 const contextName = z
   .string()
-  .regex(/^[A-Za-z0-9][A-Za-z0-9._@:-]{0,62}$/, "must be 1-63 letters, digits or . _ @ : - (starting with a letter or digit)");
+  .regex(
+    /^[A-Za-z0-9][A-Za-z0-9._@:-]{0,62}$/,
+    "must be 1-63 letters, digits or . _ @ : - (starting with a letter or digit)",
+  );
 
 export const contextAuthSchema = z.union([
   z.object({ token: z.string().min(1) }).strict(),
@@ -26,12 +29,10 @@ export const contextAuthSchema = z.union([
 export type ContextAuth = z.infer<typeof contextAuthSchema>;
 
 /** The API URL: http(s), and no `user:password@`, which would be printed wherever the server is named. */
-export const serverUrlSchema = z
-  .url({ protocol: /^https?$/, error: "must be an http(s) URL" })
-  .refine((url) => {
-    const parsed = new URL(url);
-    return parsed.username === "" && parsed.password === "";
-  }, "must not hold a user name or password (user:password@): Berth takes a bearer token (--token-file)");
+export const serverUrlSchema = z.url({ protocol: /^https?$/, error: "must be an http(s) URL" }).refine((url) => {
+  const parsed = new URL(url);
+  return parsed.username === "" && parsed.password === "";
+}, "must not hold a user name or password (user:password@): Berth takes a bearer token (--token-file)");
 
 /**
  * The server from a flag, the environment or the config, checked before anything uses it. The refusal never
@@ -39,7 +40,11 @@ export const serverUrlSchema = z
  */
 export function checkServerUrl(server: string, from: string): string {
   const parsed = serverUrlSchema.safeParse(server);
-  if (!parsed.success) throw new CliError(`${from}: the server URL ${parsed.error.issues[0]?.message ?? parsed.error.message}`, EXIT.usage);
+  if (!parsed.success)
+    throw new CliError(
+      `${from}: the server URL ${parsed.error.issues[0]?.message ?? parsed.error.message}`,
+      EXIT.usage,
+    );
   return parsed.data;
 }
 
@@ -60,7 +65,10 @@ export const cliConfigSchema = z
     contexts: z.array(contextSchema).default([]),
   })
   .strict()
-  .refine((c) => new Set(c.contexts.map((x) => x.name)).size === c.contexts.length, { message: "context names must be unique", path: ["contexts"] });
+  .refine((c) => new Set(c.contexts.map((x) => x.name)).size === c.contexts.length, {
+    message: "context names must be unique",
+    path: ["contexts"],
+  });
 export type CliConfig = z.infer<typeof cliConfigSchema>;
 
 export { contextName as contextNameSchema };
@@ -97,7 +105,10 @@ export async function loadCliConfig(path: string): Promise<CliConfig> {
   const holdsToken = parsed.data.contexts.some((c) => c.auth !== undefined && "token" in c.auth);
   const mode = (await stat(path)).mode & 0o777;
   if (holdsToken && process.platform !== "win32" && (mode & 0o077) !== 0) {
-    throw new CliError(`the CLI config ${path} holds a token and is readable by others (mode ${mode.toString(8)}): run chmod 600 ${path}`, EXIT.unauthorized);
+    throw new CliError(
+      `the CLI config ${path} holds a token and is readable by others (mode ${mode.toString(8)}): run chmod 600 ${path}`,
+      EXIT.unauthorized,
+    );
   }
   return parsed.data;
 }

@@ -25,10 +25,16 @@ export async function readTokenFile(path: string, cwd: string): Promise<string> 
   try {
     mode = (await stat(file)).mode;
   } catch (err) {
-    throw new CliError(`cannot read the token file ${file}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`, EXIT.unauthorized);
+    throw new CliError(
+      `cannot read the token file ${file}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`,
+      EXIT.unauthorized,
+    );
   }
   if (process.platform !== "win32" && (mode & 0o077) !== 0) {
-    throw new CliError(`the token file ${file} is readable by others (mode ${(mode & 0o777).toString(8)}): run chmod 600 ${file}`, EXIT.unauthorized);
+    throw new CliError(
+      `the token file ${file} is readable by others (mode ${(mode & 0o777).toString(8)}): run chmod 600 ${file}`,
+      EXIT.unauthorized,
+    );
   }
   const token = (await readFile(file, "utf8")).trim();
   if (!token) throw new CliError(`the token file ${file} is empty`, EXIT.unauthorized);
@@ -54,7 +60,11 @@ export function findAz(env: NodeJS.ProcessEnv): string | undefined {
 export function azureToken(resource: string, env: NodeJS.ProcessEnv): Promise<string> {
   const az = findAz(env);
   if (!az) {
-    return Promise.reject(new CliError("this context gets its token from the Azure CLI, but `az` is not on PATH", EXIT.unauthorized, ["install the Azure CLI and run `az login`, or log in with --token-file"]));
+    return Promise.reject(
+      new CliError("this context gets its token from the Azure CLI, but `az` is not on PATH", EXIT.unauthorized, [
+        "install the Azure CLI and run `az login`, or log in with --token-file",
+      ]),
+    );
   }
   return new Promise((resolvePromise, reject) => {
     execFile(
@@ -64,8 +74,18 @@ export function azureToken(resource: string, env: NodeJS.ProcessEnv): Promise<st
       (err, stdout, stderr) => {
         const token = String(stdout).trim();
         if (err || !token) {
-          const why = String(stderr).trim().split("\n").find((l) => l.trim()) ?? (err as Error | null)?.message ?? "no token printed";
-          reject(new CliError(`az account get-access-token failed: ${why}`, EXIT.unauthorized, ["run `az login` (and check the resource id of the Berth API)"]));
+          const why =
+            String(stderr)
+              .trim()
+              .split("\n")
+              .find((l) => l.trim()) ??
+            (err as Error | null)?.message ??
+            "no token printed";
+          reject(
+            new CliError(`az account get-access-token failed: ${why}`, EXIT.unauthorized, [
+              "run `az login` (and check the resource id of the Berth API)",
+            ]),
+          );
         } else {
           resolvePromise(token);
         }
@@ -82,5 +102,8 @@ export async function resolveToken(sources: TokenSources): Promise<string> {
   if (auth && "token" in auth) return auth.token;
   if (auth && "tokenFile" in auth) return readTokenFile(auth.tokenFile, sources.cwd);
   if (auth && "azure" in auth) return azureToken(auth.azure.resource, sources.env);
-  throw new CliError("no token: log in first (berth login --server URL --token-file FILE), or pass --token / set BERTH_TOKEN", EXIT.unauthorized);
+  throw new CliError(
+    "no token: log in first (berth login --server URL --token-file FILE), or pass --token / set BERTH_TOKEN",
+    EXIT.unauthorized,
+  );
 }

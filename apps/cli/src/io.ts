@@ -34,7 +34,9 @@ export function colorEnabled(io: Io, flag: boolean | undefined): boolean {
 export type Paint = (style: Style, text: string) => string;
 
 export function painter(enabled: boolean): Paint {
-  return enabled ? (style, text) => `\u001b[${STYLES[style][0]}m${text}\u001b[${STYLES[style][1]}m` : (_style, text) => text;
+  return enabled
+    ? (style, text) => `\u001b[${STYLES[style][0]}m${text}\u001b[${STYLES[style][1]}m`
+    : (_style, text) => text;
 }
 
 export function writeLine(stream: NodeJS.WritableStream, line = ""): void {

@@ -17,5 +17,12 @@ process.stdout.on("error", (err: NodeJS.ErrnoException) => {
   if (err.code === "EPIPE") process.exit(EXIT.ok);
 });
 
-const code = await run(process.argv, { stdout: process.stdout, stderr: process.stderr, stdin: process.stdin, env: process.env, cwd: process.cwd(), signal: interrupt.signal });
+const code = await run(process.argv, {
+  stdout: process.stdout,
+  stderr: process.stderr,
+  stdin: process.stdin,
+  env: process.env,
+  cwd: process.cwd(),
+  signal: interrupt.signal,
+});
 process.exitCode = code;

@@ -1,6 +1,15 @@
 import { readdir, readFile, stat } from "node:fs/promises";
 import { join, relative, resolve } from "node:path";
-import { rolloutRequestSchema, TEAM_API_VERSION, TEAM_KIND, teamSchema, toFieldIssues, YAML_PARSE_OPTIONS, type RolloutRequest, type Team } from "@berth/core";
+import {
+  rolloutRequestSchema,
+  TEAM_API_VERSION,
+  TEAM_KIND,
+  teamSchema,
+  toFieldIssues,
+  YAML_PARSE_OPTIONS,
+  type RolloutRequest,
+  type Team,
+} from "@berth/core";
 import { parseAllDocuments } from "yaml";
 import { CliError, EXIT } from "./exit-codes.js";
 
@@ -73,12 +82,20 @@ const isObject = (v: unknown): v is Record<string, unknown> => typeof v === "obj
 /** The API's team shape from either form; the Team object's envelope must be exactly Berth's. */
 function teamInput(value: unknown, source: string): unknown[] {
   if (!isObject(value) || !("kind" in value || "apiVersion" in value)) return [value];
-  if (value.kind === "TeamList" && Array.isArray(value.items)) return value.items.flatMap((item) => teamInput(item, source));
+  if (value.kind === "TeamList" && Array.isArray(value.items))
+    return value.items.flatMap((item) => teamInput(item, source));
   if (value.apiVersion !== TEAM_API_VERSION || value.kind !== TEAM_KIND) {
-    throw new CliError(`${source}: not a Berth team (apiVersion ${String(value.apiVersion)}, kind ${String(value.kind)}); expected apiVersion ${TEAM_API_VERSION}, kind ${TEAM_KIND}`, EXIT.invalid);
+    throw new CliError(
+      `${source}: not a Berth team (apiVersion ${String(value.apiVersion)}, kind ${String(value.kind)}); expected apiVersion ${TEAM_API_VERSION}, kind ${TEAM_KIND}`,
+      EXIT.invalid,
+    );
   }
   const extra = Object.keys(value).filter((k) => !["apiVersion", "kind", "metadata", "spec", "status"].includes(k));
-  if (extra.length) throw new CliError(`${source}: unknown field ${extra[0]} in a Team (apiVersion, kind, metadata, spec)`, EXIT.invalid);
+  if (extra.length)
+    throw new CliError(
+      `${source}: unknown field ${extra[0]} in a Team (apiVersion, kind, metadata, spec)`,
+      EXIT.invalid,
+    );
   const metadata = isObject(value.metadata) ? value.metadata : {};
   return [{ name: metadata.name, ...(isObject(value.spec) ? value.spec : {}) }];
 }
@@ -99,12 +116,16 @@ export function toTeamDocuments(docs: Array<{ source: string; value: unknown }>)
       else teams.push({ source: doc.source, team: parsed.data });
     }
   }
-  if (problems.length) throw new CliError(`invalid team file${problems.length > 1 ? "s" : ""}: nothing was sent`, EXIT.invalid, problems);
+  if (problems.length)
+    throw new CliError(`invalid team file${problems.length > 1 ? "s" : ""}: nothing was sent`, EXIT.invalid, problems);
   return teams;
 }
 
 /** Every team in the given paths (files, folders, or - for stdin), validated. */
-export async function readTeamDocuments(paths: string[], options: { recursive: boolean; cwd: string; stdin: NodeJS.ReadableStream }): Promise<TeamDocument[]> {
+export async function readTeamDocuments(
+  paths: string[],
+  options: { recursive: boolean; cwd: string; stdin: NodeJS.ReadableStream },
+): Promise<TeamDocument[]> {
   if (paths.length === 0) throw new CliError("no files: pass -f FILE, -f FOLDER or -f -", EXIT.usage);
   const docs: Array<{ source: string; value: unknown }> = [];
   for (const path of paths) {
@@ -120,7 +141,11 @@ export async function readTeamDocuments(paths: string[], options: { recursive: b
       throw new CliError(`${path}: no such file or folder`, EXIT.usage);
     }
     const files = isDir ? await filesIn(full, options.recursive) : [full];
-    if (isDir && files.length === 0) throw new CliError(`${path}: no .yaml, .yml or .json files${options.recursive ? "" : " (-R reads sub-folders)"}`, EXIT.usage);
+    if (isDir && files.length === 0)
+      throw new CliError(
+        `${path}: no .yaml, .yml or .json files${options.recursive ? "" : " (-R reads sub-folders)"}`,
+        EXIT.usage,
+      );
     for (const file of files) {
       const source = relative(options.cwd, file) || file;
       docs.push(...parseDocuments(await readFile(file, "utf8"), source.startsWith("..") ? file : source));
@@ -136,7 +161,10 @@ export async function readTeamDocuments(paths: string[], options: { recursive: b
  * stdin) shaped as the API takes it (description, target, selector, waves, gate), checked with the API's
  * own schema before anything is sent.
  */
-export async function readRolloutRequest(path: string, options: { cwd: string; stdin: NodeJS.ReadableStream }): Promise<RolloutRequest> {
+export async function readRolloutRequest(
+  path: string,
+  options: { cwd: string; stdin: NodeJS.ReadableStream },
+): Promise<RolloutRequest> {
   let text: string;
   if (path === "-") text = await readStdin(options.stdin);
   else {
@@ -148,13 +176,19 @@ export async function readRolloutRequest(path: string, options: { cwd: string; s
   }
   const docs = parseDocuments(text, path);
   const [doc] = docs;
-  if (doc === undefined || docs.length !== 1) throw new CliError(`${path}: a rollout file holds exactly one document, not ${docs.length}`, EXIT.invalid);
+  if (doc === undefined || docs.length !== 1)
+    throw new CliError(`${path}: a rollout file holds exactly one document, not ${docs.length}`, EXIT.invalid);
   return parseRolloutRequest(doc.value, path);
 }
 
 /** A rollout request checked with the API's schema; a CliError listing every problem otherwise. */
 export function parseRolloutRequest(value: unknown, source: string): RolloutRequest {
   const parsed = rolloutRequestSchema.safeParse(value);
-  if (!parsed.success) throw new CliError(`invalid rollout request: nothing was sent`, EXIT.invalid, toFieldIssues(parsed.error).map((i) => `${source}: ${i.field}: ${i.rule}`));
+  if (!parsed.success)
+    throw new CliError(
+      `invalid rollout request: nothing was sent`,
+      EXIT.invalid,
+      toFieldIssues(parsed.error).map((i) => `${source}: ${i.field}: ${i.rule}`),
+    );
   return parsed.data;
 }

@@ -1,7 +1,15 @@
 import { Command, CommanderError, Option } from "commander";
 import { CLI_VERSION, DEFAULT_CHUNK_SIZE } from "./client.js";
 import { currentContext, deleteContext, getContexts, login, useContext, viewConfig } from "./commands/login.js";
-import { getRollouts, rolloutAction, rolloutPreview, rolloutStart, watchRollout, type RolloutOutput, type RolloutSource } from "./commands/rollouts.js";
+import {
+  getRollouts,
+  rolloutAction,
+  rolloutPreview,
+  rolloutStart,
+  watchRollout,
+  type RolloutOutput,
+  type RolloutSource,
+} from "./commands/rollouts.js";
 import { parseDuration, status } from "./commands/status.js";
 import { apply, deleteTeam, diff, getTeams, type OutputFormat } from "./commands/teams.js";
 import { CliError, EXIT } from "./exit-codes.js";
@@ -12,7 +20,8 @@ import { Runtime, type GlobalOptions } from "./runtime.js";
 const collect = (value: string, previous: string[]) => [...previous, value];
 
 function teamKind(kind: string): void {
-  if (kind !== "team" && kind !== "teams") throw new CliError(`unknown resource "${kind}": berth knows "team" (or "teams")`, EXIT.usage);
+  if (kind !== "team" && kind !== "teams")
+    throw new CliError(`unknown resource "${kind}": berth knows "team" (or "teams")`, EXIT.usage);
 }
 
 /** The `berth` command line. Returns the exit code (docs/cli.md); never calls process.exit. */
@@ -20,7 +29,8 @@ function teamKind(kind: string): void {
 /** --chunk-size: 0 (everything in one request) or the API's page size range, 1-1000. */
 function parseChunkSize(text: string): number {
   const n = Number(text);
-  if (!/^\d+$/.test(text) || n > 1000) throw new CliError(`--chunk-size must be a whole number from 0 to 1000, not "${text}"`, EXIT.usage);
+  if (!/^\d+$/.test(text) || n > 1000)
+    throw new CliError(`--chunk-size must be a whole number from 0 to 1000, not "${text}"`, EXIT.usage);
   return n;
 }
 
@@ -43,7 +53,10 @@ export async function run(argv: string[], io: Io, fetchImpl: typeof fetch = fetc
     .option("--token <token>", "a bearer token, overriding the context's (env BERTH_TOKEN)")
     .option("--token-file <path>", "read the bearer token from a file private to you (mode 0600)")
     .option("--no-color", "no colours (also NO_COLOR=1)")
-    .option("--request-timeout <duration>", "give up on any one request after this long, answer included (default: 2m; 5m for rollout start and preview)")
+    .option(
+      "--request-timeout <duration>",
+      "give up on any one request after this long, answer included (default: 2m; 5m for rollout start and preview)",
+    )
     .showHelpAfterError("(run berth --help for usage)")
     .exitOverride()
     .configureOutput({
@@ -68,15 +81,26 @@ Exit codes: 0 ok · 1 differences (diff) or the team failed (status) · 2 usage 
 
   program
     .command("login")
-    .description("save a context (the API URL and where its token comes from) and make it current; checks the token first")
+    .description(
+      "save a context (the API URL and where its token comes from) and make it current; checks the token first",
+    )
     .option("--token-stdin", "read the token from stdin (keeps it out of the shell history)")
-    .option("--azure-resource <id>", "get tokens from the Azure CLI: az account get-access-token --resource <id> (the API's app id URI)")
+    .option(
+      "--azure-resource <id>",
+      "get tokens from the Azure CLI: az account get-access-token --resource <id> (the API's app id URI)",
+    )
     .option("--no-verify", "save without checking the token against the API")
-    .addHelpText("after", "\nThe context is named by --context (default: the current one, else \"default\").")
+    .addHelpText("after", '\nThe context is named by --context (default: the current one, else "default").')
     .action(
       action(async (opts: { tokenStdin?: boolean; azureResource?: string; verify: boolean }, cmd: Command) => {
         const rt = runtime(cmd);
-        return login(rt, { ...opts, name: rt.options.context, server: rt.options.server, token: rt.options.token, tokenFile: rt.options.tokenFile });
+        return login(rt, {
+          ...opts,
+          name: rt.options.context,
+          server: rt.options.server,
+          token: rt.options.token,
+          tokenFile: rt.options.tokenFile,
+        });
       }),
     );
 
@@ -105,7 +129,12 @@ Exit codes: 0 ok · 1 differences (diff) or the team failed (status) · 2 usage 
 
   const fileOptions = (cmd: Command) =>
     cmd
-      .requiredOption("-f, --filename <path>", "a team file (YAML or JSON, one or more documents), a folder of them, or - for stdin; repeatable", collect, [])
+      .requiredOption(
+        "-f, --filename <path>",
+        "a team file (YAML or JSON, one or more documents), a folder of them, or - for stdin; repeatable",
+        collect,
+        [],
+      )
       .option("-R, --recursive", "read sub-folders of a folder too", false);
 
   fileOptions(
@@ -120,20 +149,40 @@ Exit codes: 0 ok · 1 differences (diff) or the team failed (status) · 2 usage 
     ),
   );
 
-  fileOptions(program.command("diff").description("show what applying the files would change in the Flux repo, as a unified diff; exit code 1 when anything would")).action(
-    action(async (opts: { filename: string[]; recursive: boolean }, cmd: Command) => diff(runtime(cmd), opts)),
-  );
+  fileOptions(
+    program
+      .command("diff")
+      .description(
+        "show what applying the files would change in the Flux repo, as a unified diff; exit code 1 when anything would",
+      ),
+  ).action(action(async (opts: { filename: string[]; recursive: boolean }, cmd: Command) => diff(runtime(cmd), opts)));
 
   program
     .command("get <resource> [name]")
     .description("list teams (get teams) or show one (get team NAME)")
-    .addOption(new Option("-o, --output <format>", "output format").choices(["table", "wide", "json", "yaml", "name"]).default("table"))
-    .option("--chunk-size <n>", "list teams in pages of this many (0: all in one request)", parseChunkSize, DEFAULT_CHUNK_SIZE)
+    .addOption(
+      new Option("-o, --output <format>", "output format")
+        .choices(["table", "wide", "json", "yaml", "name"])
+        .default("table"),
+    )
+    .option(
+      "--chunk-size <n>",
+      "list teams in pages of this many (0: all in one request)",
+      parseChunkSize,
+      DEFAULT_CHUNK_SIZE,
+    )
     .action(
-      action(async (resource: string, name: string | undefined, opts: { output: OutputFormat; chunkSize: number }, cmd: Command) => {
-        teamKind(resource);
-        return getTeams(runtime(cmd), name, opts.output, opts.chunkSize);
-      }),
+      action(
+        async (
+          resource: string,
+          name: string | undefined,
+          opts: { output: OutputFormat; chunkSize: number },
+          cmd: Command,
+        ) => {
+          teamKind(resource);
+          return getTeams(runtime(cmd), name, opts.output, opts.chunkSize);
+        },
+      ),
     );
 
   program
@@ -150,51 +199,96 @@ Exit codes: 0 ok · 1 differences (diff) or the team failed (status) · 2 usage 
 
   program
     .command("status <team>")
-    .description("the team on every cluster it lands on: committed → Flux applied → Azure resources → credential → Ready")
+    .description(
+      "the team on every cluster it lands on: committed → Flux applied → Azure resources → credential → Ready",
+    )
     .option("-w, --watch", "follow it live until Ready everywhere (exit 0), Failed (1) or --timeout (8)", false)
     .option("--timeout <duration>", "with --watch: give up after this long (90s, 10m, 1h)", "10m")
     .option("--interval <duration>", "with --watch: time between polls", "2s")
     .addOption(new Option("-o, --output <format>", "without --watch: print the API's answer").choices(["json", "yaml"]))
     .action(
-      action(async (team: string, opts: { watch: boolean; timeout: string; interval: string; output?: "json" | "yaml" }, cmd: Command) => {
-        const intervalMs = parseDuration(opts.interval);
-        if (intervalMs < 500) throw new CliError("--interval must be at least 500ms", EXIT.usage);
-        return status(runtime(cmd), team, { watch: opts.watch, timeoutMs: parseDuration(opts.timeout), intervalMs, output: opts.output });
-      }),
+      action(
+        async (
+          team: string,
+          opts: { watch: boolean; timeout: string; interval: string; output?: "json" | "yaml" },
+          cmd: Command,
+        ) => {
+          const intervalMs = parseDuration(opts.interval);
+          if (intervalMs < 500) throw new CliError("--interval must be at least 500ms", EXIT.usage);
+          return status(runtime(cmd), team, {
+            watch: opts.watch,
+            timeoutMs: parseDuration(opts.timeout),
+            intervalMs,
+            output: opts.output,
+          });
+        },
+      ),
     );
 
   const rollout = program
     .command("rollout")
-    .description("move teams to a template version (or re-render them), in one commit or in waves gated on Ready: docs/rollouts.md");
+    .description(
+      "move teams to a template version (or re-render them), in one commit or in waves gated on Ready: docs/rollouts.md",
+    );
   const selection = (cmd: Command) =>
     cmd
-      .option("-f, --filename <path>", "the rollout as the API takes it (YAML or JSON: description, target, selector, waves, gate), or - for stdin")
+      .option(
+        "-f, --filename <path>",
+        "the rollout as the API takes it (YAML or JSON: description, target, selector, waves, gate), or - for stdin",
+      )
       .option("--to <version>", "move the teams to this template version (default: re-render each on its own)")
       .option("--team <name>", "select this team; repeatable", collect, [])
       .option("--env <environment>", "select teams that land on this environment; repeatable", collect, [])
       .option("--label <key=value>", "select teams with this label; repeatable", collect, [])
       .option("--description <text>", "why, for the rollout's record");
-  selection(rollout.command("preview").description("what the rollout would change, per team, with diffs; nothing is committed (exit 3 when it would be refused)"))
+  selection(
+    rollout
+      .command("preview")
+      .description(
+        "what the rollout would change, per team, with diffs; nothing is committed (exit 3 when it would be refused)",
+      ),
+  )
     .option("--no-diffs", "the summary only (quick for a large fleet)")
-    .action(action(async (opts: RolloutSource & { diffs: boolean }, cmd: Command) => rolloutPreview(runtime(cmd), opts, { diffs: opts.diffs })));
-  selection(rollout.command("start").description("start it: without waves one commit for the whole selection (nothing partial); with waves, wave by wave")).action(
-    action(async (opts: RolloutSource, cmd: Command) => rolloutStart(runtime(cmd), opts)),
-  );
+    .action(
+      action(async (opts: RolloutSource & { diffs: boolean }, cmd: Command) =>
+        rolloutPreview(runtime(cmd), opts, { diffs: opts.diffs }),
+      ),
+    );
+  selection(
+    rollout
+      .command("start")
+      .description(
+        "start it: without waves one commit for the whole selection (nothing partial); with waves, wave by wave",
+      ),
+  ).action(action(async (opts: RolloutSource, cmd: Command) => rolloutStart(runtime(cmd), opts)));
   rollout
     .command("get [id]")
     .description("list the rollouts, or show one: waves, gate, halt report, history")
-    .addOption(new Option("-o, --output <format>", "output format").choices(["table", "json", "yaml", "name"]).default("table"))
-    .option("-w, --watch", "follow the rollout until it completes (exit 0), halts, is paused or aborted (1), or --timeout (8)", false)
+    .addOption(
+      new Option("-o, --output <format>", "output format").choices(["table", "json", "yaml", "name"]).default("table"),
+    )
+    .option(
+      "-w, --watch",
+      "follow the rollout until it completes (exit 0), halts, is paused or aborted (1), or --timeout (8)",
+      false,
+    )
     .option("--timeout <duration>", "with --watch: give up after this long (90s, 10m, 1h)", "1h")
     .option("--interval <duration>", "with --watch: time between polls", "5s")
     .action(
-      action(async (id: string | undefined, opts: { output: RolloutOutput; watch: boolean; timeout: string; interval: string }, cmd: Command) => {
-        if (!opts.watch) return getRollouts(runtime(cmd), id, opts.output);
-        if (id === undefined) throw new CliError("--watch follows one rollout: berth rollout get ID --watch", EXIT.usage);
-        const intervalMs = parseDuration(opts.interval);
-        if (intervalMs < 500) throw new CliError("--interval must be at least 500ms", EXIT.usage);
-        return watchRollout(runtime(cmd), id, { timeoutMs: parseDuration(opts.timeout), intervalMs });
-      }),
+      action(
+        async (
+          id: string | undefined,
+          opts: { output: RolloutOutput; watch: boolean; timeout: string; interval: string },
+          cmd: Command,
+        ) => {
+          if (!opts.watch) return getRollouts(runtime(cmd), id, opts.output);
+          if (id === undefined)
+            throw new CliError("--watch follows one rollout: berth rollout get ID --watch", EXIT.usage);
+          const intervalMs = parseDuration(opts.interval);
+          if (intervalMs < 500) throw new CliError("--interval must be at least 500ms", EXIT.usage);
+          return watchRollout(runtime(cmd), id, { timeoutMs: parseDuration(opts.timeout), intervalMs });
+        },
+      ),
     );
   for (const [name, description] of [
     ["pause", "commit no further wave until resumed"],

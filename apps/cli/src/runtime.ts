@@ -48,7 +48,10 @@ export class Runtime {
     const config = await this.cliConfig();
     const name = this.options.context ?? this.io.env.BERTH_CONTEXT;
     const context = findContext(config, name);
-    if (name && !context) throw new CliError(`no context "${name}" in ${this.configFile}`, EXIT.usage, ["berth config get-contexts lists them"]);
+    if (name && !context)
+      throw new CliError(`no context "${name}" in ${this.configFile}`, EXIT.usage, [
+        "berth config get-contexts lists them",
+      ]);
     return context;
   }
 
@@ -56,11 +59,25 @@ export class Runtime {
     const context = await this.context();
     const server = this.options.server ?? this.io.env.BERTH_SERVER ?? context?.server;
     if (!server) {
-      throw new CliError("no Berth API to talk to: run berth login --server URL first, or pass --server / set BERTH_SERVER", EXIT.usage);
+      throw new CliError(
+        "no Berth API to talk to: run berth login --server URL first, or pass --server / set BERTH_SERVER",
+        EXIT.usage,
+      );
     }
-    const from = this.options.server !== undefined ? "--server" : this.io.env.BERTH_SERVER !== undefined ? "BERTH_SERVER" : `context ${context?.name}`;
+    const from =
+      this.options.server !== undefined
+        ? "--server"
+        : this.io.env.BERTH_SERVER !== undefined
+          ? "BERTH_SERVER"
+          : `context ${context?.name}`;
     checkServerUrl(server, from);
-    const token = await resolveToken({ flagToken: this.options.token, flagTokenFile: this.options.tokenFile, env: this.io.env, cwd: this.io.cwd, context: context?.auth });
+    const token = await resolveToken({
+      flagToken: this.options.token,
+      flagTokenFile: this.options.tokenFile,
+      env: this.io.env,
+      cwd: this.io.cwd,
+      context: context?.auth,
+    });
     return this.clientFor(server, token);
   }
 
@@ -68,7 +85,10 @@ export class Runtime {
   clientFor(server: string, token: string): BerthClient {
     const bound = this.options.requestTimeout === undefined ? undefined : parseDuration(this.options.requestTimeout);
     if (bound !== undefined && bound <= 0) throw new CliError("--request-timeout must be more than 0", EXIT.usage);
-    return new BerthClient(server, token, this.fetchImpl, this.io.signal, { ...DEFAULT_LIMITS, maxRequestTimeoutMs: bound });
+    return new BerthClient(server, token, this.fetchImpl, this.io.signal, {
+      ...DEFAULT_LIMITS,
+      maxRequestTimeoutMs: bound,
+    });
   }
 
   out(line = ""): void {

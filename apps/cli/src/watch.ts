@@ -64,7 +64,11 @@ export class WatchState {
       const phase = phaseOf(status);
       const track: Track = this.clusters.get(status.cluster) ?? { status, phase };
       const settled = phase === "ready" || phase === "failed";
-      track.settledAt = settled ? (track.settledAt !== undefined && track.phase === phase ? track.settledAt : elapsedMs) : undefined;
+      track.settledAt = settled
+        ? track.settledAt !== undefined && track.phase === phase
+          ? track.settledAt
+          : elapsedMs
+        : undefined;
       track.status = status;
       track.phase = phase;
       const line = `${PHASE_LABELS[phase]}: ${describeClusterStatus(status)}`;
@@ -123,7 +127,10 @@ function stepSymbol(step: ChainStep, spinner: string, paint: Paint): string {
 
 /** The chain on one line, as wide as fits: full labels, else short ones, else "n/8 · current step". */
 function chainLine(chain: ChainStep[], spinner: string, paint: Paint, width: number): string {
-  const join = (labels: (s: ChainStep) => string) => chain.map((s) => `${stepSymbol(s, spinner, paint)} ${s.state === "waiting" ? paint("gray", labels(s)) : labels(s)}`).join(paint("gray", " › "));
+  const join = (labels: (s: ChainStep) => string) =>
+    chain
+      .map((s) => `${stepSymbol(s, spinner, paint)} ${s.state === "waiting" ? paint("gray", labels(s)) : labels(s)}`)
+      .join(paint("gray", " › "));
   const full = join((s) => s.label);
   if (visibleWidth(full) <= width) return full;
   const compact = join((s) => s.short);
@@ -138,7 +145,10 @@ function truncate(text: string, width: number): string {
 }
 
 /** The terminal frame: a header, then per cluster its state and clock, its chain, and why it is not Ready. */
-export function renderFrame(state: WatchState, options: { elapsedMs: number; tick: number; width: number; paint: Paint; live: boolean }): string {
+export function renderFrame(
+  state: WatchState,
+  options: { elapsedMs: number; tick: number; width: number; paint: Paint; live: boolean },
+): string {
   const { paint, width } = options;
   const spinner = options.live ? (SPINNER[options.tick % SPINNER.length] ?? "…") : "…"; // (a tick is a count: always an index)
   const count = state.clusters.size;
@@ -148,15 +158,25 @@ export function renderFrame(state: WatchState, options: { elapsedMs: number; tic
   ];
   for (const track of state.clusters.values()) {
     const { status, phase } = track;
-    const symbol = phase === "ready" ? paint("green", "✔") : phase === "failed" ? paint("red", "✖") : phase === "unobserved" ? paint("gray", "–") : paint("cyan", spinner);
+    const symbol =
+      phase === "ready"
+        ? paint("green", "✔")
+        : phase === "failed"
+          ? paint("red", "✖")
+          : phase === "unobserved"
+            ? paint("gray", "–")
+            : paint("cyan", spinner);
     const clock = formatElapsed(track.settledAt ?? options.elapsedMs);
-    lines.push(`${symbol} ${paint("bold", status.cluster)} (${status.environment})  ${paint(PHASE_STYLES[phase], PHASE_LABELS[phase])}  ${paint("gray", clock)}`);
+    lines.push(
+      `${symbol} ${paint("bold", status.cluster)} (${status.environment})  ${paint(PHASE_STYLES[phase], PHASE_LABELS[phase])}  ${paint("gray", clock)}`,
+    );
     if (phase !== "unobserved") lines.push(`   ${chainLine(statusChain(status), spinner, paint, width - 3)}`);
     if (phase !== "ready") {
       const reason = truncate(describeClusterStatus(status), width - 3);
       lines.push(`   ${phase === "failed" ? paint("red", reason) : paint("gray", reason)}`);
     }
   }
-  if (state.pollError) lines.push("", paint("yellow", truncate(`cannot read status right now (${state.pollError}); retrying`, width)));
+  if (state.pollError)
+    lines.push("", paint("yellow", truncate(`cannot read status right now (${state.pollError}); retrying`, width)));
   return lines.join("\n");
 }

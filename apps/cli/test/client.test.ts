@@ -38,32 +38,49 @@ describe("the CLI's HTTP client", () => {
   };
 
   // Each test's own time limit (15 s) is only the harness's: without the bound, these requests never settle.
-  it("gives up on a server that accepts the connection and never answers, whatever the garbage collector does", { timeout: 15_000 }, async () => {
-    const url = await listen(createServer(() => {}));
-    await expect(client(url).request("GET", "/v1/teams", { schema: teamListResponse, timeoutMs: 500 })).rejects.toMatchObject({
-      exitCode: 7,
-      message: `the Berth API at ${url} gave no complete answer within 0.5s`,
-    });
-  });
+  it(
+    "gives up on a server that accepts the connection and never answers, whatever the garbage collector does",
+    { timeout: 15_000 },
+    async () => {
+      const url = await listen(createServer(() => {}));
+      await expect(
+        client(url).request("GET", "/v1/teams", { schema: teamListResponse, timeoutMs: 500 }),
+      ).rejects.toMatchObject({
+        exitCode: 7,
+        message: `the Berth API at ${url} gave no complete answer within 0.5s`,
+      });
+    },
+  );
 
-  it("bounds a request's total time: an answer that drips one byte at a time is cut off", { timeout: 15_000 }, async () => {
-    const url = await listen(
-      createHttpServer((_req, res) => {
-        res.writeHead(200, { "content-type": "application/json" });
-        res.write("{");
-        const drip = setInterval(() => res.write(" "), 100);
-        res.on("close", () => clearInterval(drip));
-      }),
-    );
-    await expect(client(url).request("GET", "/v1/teams", { schema: teamListResponse, timeoutMs: 800 })).rejects.toMatchObject({
-      exitCode: 7,
-      message: `the Berth API at ${url} gave no complete answer within 0.8s`,
-    });
-  });
+  it(
+    "bounds a request's total time: an answer that drips one byte at a time is cut off",
+    { timeout: 15_000 },
+    async () => {
+      const url = await listen(
+        createHttpServer((_req, res) => {
+          res.writeHead(200, { "content-type": "application/json" });
+          res.write("{");
+          const drip = setInterval(() => res.write(" "), 100);
+          res.on("close", () => clearInterval(drip));
+        }),
+      );
+      await expect(
+        client(url).request("GET", "/v1/teams", { schema: teamListResponse, timeoutMs: 800 }),
+      ).rejects.toMatchObject({
+        exitCode: 7,
+        message: `the Berth API at ${url} gave no complete answer within 0.8s`,
+      });
+    },
+  );
 
   it("--request-timeout wins over a command's own, longer timeout", { timeout: 15_000 }, async () => {
     const url = await listen(createServer(() => {}));
-    await expect(client(url, { maxRequestTimeoutMs: 300 }).request("GET", "/v1/teams", { schema: teamListResponse, timeoutMs: 300_000 })).rejects.toMatchObject({
+    await expect(
+      client(url, { maxRequestTimeoutMs: 300 }).request("GET", "/v1/teams", {
+        schema: teamListResponse,
+        timeoutMs: 300_000,
+      }),
+    ).rejects.toMatchObject({
       message: `the Berth API at ${url} gave no complete answer within 0.3s`,
     });
   });
@@ -89,11 +106,15 @@ describe("the CLI's HTTP client", () => {
         pump();
       }),
     );
-    await expect(client(url, { maxAnswerBytes: max }).request("GET", "/declared", { schema: teamListResponse })).rejects.toMatchObject({
+    await expect(
+      client(url, { maxAnswerBytes: max }).request("GET", "/declared", { schema: teamListResponse }),
+    ).rejects.toMatchObject({
       exitCode: 7,
       message: `the answer to GET /declared is ${1024 * 1024 * 1024} bytes, more than the ${max} this CLI reads`,
     });
-    await expect(client(url, { maxAnswerBytes: max }).request("GET", "/endless", { schema: teamListResponse })).rejects.toMatchObject({
+    await expect(
+      client(url, { maxAnswerBytes: max }).request("GET", "/endless", { schema: teamListResponse }),
+    ).rejects.toMatchObject({
       exitCode: 7,
       message: `the answer to GET /endless is more than the ${max} bytes this CLI reads`,
     });
@@ -116,7 +137,11 @@ describe("the CLI's HTTP client", () => {
         res.writeHead(200, { "content-type": "application/json" }).end(JSON.stringify({ items: [], revision: null }));
       }),
     );
-    expect((await client(url).request("GET", "/moved", { schema: teamListResponse })).body).toEqual({ items: [], broken: [], revision: null });
+    expect((await client(url).request("GET", "/moved", { schema: teamListResponse })).body).toEqual({
+      items: [],
+      broken: [],
+      revision: null,
+    });
     await expect(client(url).request("GET", "/away", { schema: teamListResponse })).rejects.toMatchObject({
       exitCode: 7,
       message: `the Berth API at ${url} redirected GET /away to another origin, ${other}: not followed, so the token was not sent there`,
@@ -135,21 +160,42 @@ describe("the CLI's HTTP client", () => {
       errors: [{ field: `owners${ESC}[8m`, rule: `hidden\u009b31m\rover` }],
       requestId: `req${ESC}[1A`,
     };
-    const condition = { type: "IdentityReady", status: "False", reason: "AzureError", severity: "Error", message: `no access${ESC}[31m\u007f` };
+    const condition = {
+      type: "IdentityReady",
+      status: "False",
+      reason: "AzureError",
+      severity: "Error",
+      message: `no access${ESC}[31m\u007f`,
+    };
     const url = await listen(
       createHttpServer((req, res) => {
-        if (req.url === "/problem") return res.writeHead(422, { "content-type": "application/problem+json" }).end(JSON.stringify(problem));
-        if (req.url === "/html") return res.writeHead(502, { "content-type": "text/html" }).end(`<h1>${ESC}[5mBad gateway</h1>`);
-        const cluster = { cluster: "aks-dev-weu", environment: "dev", state: "reported", ready: false, stale: false, conditions: [condition] };
-        res.writeHead(200, { "content-type": "application/json" }).end(JSON.stringify({ team: "payments", revision: null, ready: false, clusters: [cluster] }));
+        if (req.url === "/problem")
+          return res.writeHead(422, { "content-type": "application/problem+json" }).end(JSON.stringify(problem));
+        if (req.url === "/html")
+          return res.writeHead(502, { "content-type": "text/html" }).end(`<h1>${ESC}[5mBad gateway</h1>`);
+        const cluster = {
+          cluster: "aks-dev-weu",
+          environment: "dev",
+          state: "reported",
+          ready: false,
+          stale: false,
+          conditions: [condition],
+        };
+        res
+          .writeHead(200, { "content-type": "application/json" })
+          .end(JSON.stringify({ team: "payments", revision: null, ready: false, clusters: [cluster] }));
       }),
     );
     // eslint-disable-next-line no-control-regex -- the test looks for control characters that got through
     const raw = /[\u0000-\u0008\u000b-\u001f\u007f-\u009f]/;
-    const refused = (await client(url).request("POST", "/problem", { schema: teamListResponse }).catch((err: unknown) => err)) as Error & { details: string[] };
+    const refused = (await client(url)
+      .request("POST", "/problem", { schema: teamListResponse })
+      .catch((err: unknown) => err)) as Error & { details: string[] };
     expect(refused.message).toBe("Invalid\\x1b]0;pwned\\x07 team"); // with field errors, the detail only repeats them
     expect(refused.details).toEqual(["owners\\x1b[8m: hidden\\x9b31m\\x0dover", "request id: req\\x1b[1A"]);
-    const html = (await client(url).request("GET", "/html", { schema: teamListResponse }).catch((err: unknown) => err)) as Error;
+    const html = (await client(url)
+      .request("GET", "/html", { schema: teamListResponse })
+      .catch((err: unknown) => err)) as Error;
     expect(html.message).toBe("HTTP 502 Bad Gateway: <h1>\\x1b[5mBad gateway</h1>");
     const { body } = await client(url).request("GET", "/v1/teams/payments/status", { schema: statusResponse });
     expect(body!.clusters[0]!.conditions[0]!.message).toBe("no access\\x1b[31m\\x7f");

@@ -15,10 +15,17 @@ describe("CLI config and tokens", () => {
   it("saves owner-only and reads back, refusing a config it does not understand", async () => {
     const dir = await mkdtemp(join(tmpdir(), "berth-cli-config-"));
     const file = join(dir, "nested", "config.yaml");
-    const config = upsertContext(await loadCliConfig(file), { name: "local", server: "http://127.0.0.1:8080", auth: { token: "t" } });
+    const config = upsertContext(await loadCliConfig(file), {
+      name: "local",
+      server: "http://127.0.0.1:8080",
+      auth: { token: "t" },
+    });
     await saveCliConfig(file, { ...config, currentContext: "local" });
     expect((await stat(file)).mode & 0o777).toBe(0o600);
-    expect(await loadCliConfig(file)).toMatchObject({ currentContext: "local", contexts: [{ name: "local", auth: { token: "t" } }] });
+    expect(await loadCliConfig(file)).toMatchObject({
+      currentContext: "local",
+      contexts: [{ name: "local", auth: { token: "t" } }],
+    });
     await writeFile(file, "contexts:\n  - name: x\n    server: ftp://nope\n");
     await expect(loadCliConfig(file)).rejects.toMatchObject({ details: ["contexts.0.server: must be an http(s) URL"] });
   });
@@ -26,10 +33,22 @@ describe("CLI config and tokens", () => {
   it("refuses a config that holds a token when others can read it; a config without one may be shared", async () => {
     const dir = await mkdtemp(join(tmpdir(), "berth-cli-config-"));
     const file = join(dir, "config.yaml");
-    await saveCliConfig(file, upsertContext(await loadCliConfig(file), { name: "local", server: "http://127.0.0.1:8080", auth: { token: "stored-secret" } }));
+    await saveCliConfig(
+      file,
+      upsertContext(await loadCliConfig(file), {
+        name: "local",
+        server: "http://127.0.0.1:8080",
+        auth: { token: "stored-secret" },
+      }),
+    );
     await chmod(file, 0o644);
-    await expect(loadCliConfig(file)).rejects.toMatchObject({ exitCode: 5, message: `the CLI config ${file} holds a token and is readable by others (mode 644): run chmod 600 ${file}` });
-    await saveCliConfig(file, { contexts: [{ name: "shared", server: "https://berth.example.com", auth: { tokenFile: "/home/me/token" } }] } as never);
+    await expect(loadCliConfig(file)).rejects.toMatchObject({
+      exitCode: 5,
+      message: `the CLI config ${file} holds a token and is readable by others (mode 644): run chmod 600 ${file}`,
+    });
+    await saveCliConfig(file, {
+      contexts: [{ name: "shared", server: "https://berth.example.com", auth: { tokenFile: "/home/me/token" } }],
+    } as never);
     await chmod(file, 0o644);
     expect((await loadCliConfig(file)).contexts[0]!.name).toBe("shared");
   });
@@ -37,9 +56,13 @@ describe("CLI config and tokens", () => {
   it("refuses a server URL with a user name or password, without repeating it", async () => {
     const dir = await mkdtemp(join(tmpdir(), "berth-cli-config-"));
     const file = join(dir, "config.yaml");
-    await writeFile(file, "contexts:\n  - name: x\n    server: https://me:hunter2@berth.example.com\n", { mode: 0o600 });
+    await writeFile(file, "contexts:\n  - name: x\n    server: https://me:hunter2@berth.example.com\n", {
+      mode: 0o600,
+    });
     const refused = (await loadCliConfig(file).catch((err: unknown) => err)) as { details: string[]; message: string };
-    expect(refused.details).toEqual(["contexts.0.server: must not hold a user name or password (user:password@): Berth takes a bearer token (--token-file)"]);
+    expect(refused.details).toEqual([
+      "contexts.0.server: must not hold a user name or password (user:password@): Berth takes a bearer token (--token-file)",
+    ]);
     expect(JSON.stringify(refused)).not.toContain("hunter2");
     expect(() => checkServerUrl("https://me:hunter2@berth.example.com", "--server")).toThrow(
       "--server: the server URL must not hold a user name or password (user:password@): Berth takes a bearer token (--token-file)",
@@ -63,10 +86,16 @@ describe("CLI config and tokens", () => {
   it("asks the Azure CLI for a token when the context says so, and explains when az is missing", async () => {
     const dir = await mkdtemp(join(tmpdir(), "berth-cli-az-"));
     // A stand-in `az` on PATH that answers like `az account get-access-token --query accessToken -o tsv`.
-    await writeFile(join(dir, "az"), `#!/bin/sh\necho "$@" > "${join(dir, "args")}"\necho token-from-az\n`, { mode: 0o755 });
+    await writeFile(join(dir, "az"), `#!/bin/sh\necho "$@" > "${join(dir, "args")}"\necho token-from-az\n`, {
+      mode: 0o755,
+    });
     const token = await resolveToken({ env: { PATH: dir }, cwd: dir, context: { azure: { resource: "api://berth" } } });
     expect(token).toBe("token-from-az");
-    expect((await readFile(join(dir, "args"), "utf8")).trim()).toBe("account get-access-token --resource api://berth --query accessToken --output tsv");
-    await expect(resolveToken({ env: { PATH: join(dir, "none") }, cwd: dir, context: { azure: { resource: "api://berth" } } })).rejects.toThrow(/az` is not on PATH/);
+    expect((await readFile(join(dir, "args"), "utf8")).trim()).toBe(
+      "account get-access-token --resource api://berth --query accessToken --output tsv",
+    );
+    await expect(
+      resolveToken({ env: { PATH: join(dir, "none") }, cwd: dir, context: { azure: { resource: "api://berth" } } }),
+    ).rejects.toThrow(/az` is not on PATH/);
   });
 });

@@ -7,7 +7,8 @@ import { CliError } from "../src/exit-codes.js";
 import { parseDocuments, readRolloutRequest, readTeamDocuments, toTeamDocuments } from "../src/manifests.js";
 
 const OWNER = "0b9a3c1e-1111-4222-8333-444455556666";
-const read = (paths: string[], cwd: string, stdin = "") => readTeamDocuments(paths, { recursive: false, cwd, stdin: Readable.from([stdin]) });
+const read = (paths: string[], cwd: string, stdin = "") =>
+  readTeamDocuments(paths, { recursive: false, cwd, stdin: Readable.from([stdin]) });
 
 async function failure(p: Promise<unknown>): Promise<CliError> {
   const err = await p.then(
@@ -21,9 +22,30 @@ async function failure(p: Promise<unknown>): Promise<CliError> {
 describe("team files", () => {
   it("reads the API's shape and Berth's Team object alike, from YAML documents, JSON and stdin", async () => {
     const dir = await mkdtemp(join(tmpdir(), "berth-manifests-"));
-    await writeFile(join(dir, "a.yaml"), `name: payments\nowners: [${OWNER}]\nenvironments: [dev]\n---\n# only a comment\n---\napiVersion: berth.dev/v1alpha1\nkind: Team\nmetadata: { name: search }\nspec: { owners: [${OWNER}], environments: [prod] }\n`);
-    await writeFile(join(dir, "b.json"), JSON.stringify([{ name: "checkout", owners: [OWNER], environments: ["dev"] }]));
-    const docs = await read(["a.yaml", "b.json", "-"], dir, JSON.stringify({ apiVersion: "berth.dev/v1alpha1", kind: "TeamList", items: [{ apiVersion: "berth.dev/v1alpha1", kind: "Team", metadata: { name: "orders" }, spec: { owners: [OWNER], environments: ["dev"] } }] }));
+    await writeFile(
+      join(dir, "a.yaml"),
+      `name: payments\nowners: [${OWNER}]\nenvironments: [dev]\n---\n# only a comment\n---\napiVersion: berth.dev/v1alpha1\nkind: Team\nmetadata: { name: search }\nspec: { owners: [${OWNER}], environments: [prod] }\n`,
+    );
+    await writeFile(
+      join(dir, "b.json"),
+      JSON.stringify([{ name: "checkout", owners: [OWNER], environments: ["dev"] }]),
+    );
+    const docs = await read(
+      ["a.yaml", "b.json", "-"],
+      dir,
+      JSON.stringify({
+        apiVersion: "berth.dev/v1alpha1",
+        kind: "TeamList",
+        items: [
+          {
+            apiVersion: "berth.dev/v1alpha1",
+            kind: "Team",
+            metadata: { name: "orders" },
+            spec: { owners: [OWNER], environments: ["dev"] },
+          },
+        ],
+      }),
+    );
     expect(docs.map((d) => [d.source, d.team.name])).toEqual([
       ["a.yaml#1", "payments"],
       ["a.yaml#3", "search"],
@@ -65,9 +87,20 @@ describe("team files", () => {
   });
 
   it("refuses what is not a Berth team, and YAML it cannot read, saying where", () => {
-    expect(() => toTeamDocuments([{ source: "p.yaml", value: { apiVersion: "v1", kind: "Pod", metadata: { name: "x" } } }])).toThrow("p.yaml: not a Berth team (apiVersion v1, kind Pod)");
-    expect(() => toTeamDocuments([{ source: "t.yaml", value: { apiVersion: "berth.dev/v1alpha1", kind: "Team", metadata: { name: "x" }, spec: {}, extra: 1 } }])).toThrow("unknown field extra");
-    expect(() => parseDocuments("name: [unclosed\n", "broken.yaml")).toThrow(/broken\.yaml: not valid YAML \(line \d+\)/);
+    expect(() =>
+      toTeamDocuments([{ source: "p.yaml", value: { apiVersion: "v1", kind: "Pod", metadata: { name: "x" } } }]),
+    ).toThrow("p.yaml: not a Berth team (apiVersion v1, kind Pod)");
+    expect(() =>
+      toTeamDocuments([
+        {
+          source: "t.yaml",
+          value: { apiVersion: "berth.dev/v1alpha1", kind: "Team", metadata: { name: "x" }, spec: {}, extra: 1 },
+        },
+      ]),
+    ).toThrow("unknown field extra");
+    expect(() => parseDocuments("name: [unclosed\n", "broken.yaml")).toThrow(
+      /broken\.yaml: not valid YAML \(line \d+\)/,
+    );
     expect(() => parseDocuments("{ nope", "broken.json")).toThrow(/broken\.json: not valid JSON/);
     // YAML 1.1 as Kubernetes reads it: `on` stays a string only when quoted, and merge keys are plain keys.
     expect(parseDocuments("labels: { a: 'on' }\n", "y.yaml")[0]!.value).toEqual({ labels: { a: "on" } });
@@ -85,11 +118,15 @@ describe("team files", () => {
 });
 
 describe("rollout files", () => {
-  const readRollout = (path: string, cwd: string, stdin = "") => readRolloutRequest(path, { cwd, stdin: Readable.from([stdin]) });
+  const readRollout = (path: string, cwd: string, stdin = "") =>
+    readRolloutRequest(path, { cwd, stdin: Readable.from([stdin]) });
 
   it("reads one YAML or JSON document in the API's shape, with the API's defaults", async () => {
     const dir = await mkdtemp(join(tmpdir(), "berth-rollout-"));
-    await writeFile(join(dir, "r.yaml"), "target: { templateVersion: v2 }\nwaves:\n  - { name: dev, selector: { onlyEnvironments: [dev] } }\n  - { name: rest }\n");
+    await writeFile(
+      join(dir, "r.yaml"),
+      "target: { templateVersion: v2 }\nwaves:\n  - { name: dev, selector: { onlyEnvironments: [dev] } }\n  - { name: rest }\n",
+    );
     expect(await readRollout("r.yaml", dir)).toEqual({
       description: "",
       target: { templateVersion: "v2" },
@@ -97,17 +134,24 @@ describe("rollout files", () => {
       waves: [{ name: "dev", selector: { onlyEnvironments: ["dev"] } }, { name: "rest" }],
       gate: {},
     });
-    expect((await readRollout("-", dir, JSON.stringify({ selector: { names: ["payments"] } }))).selector).toEqual({ names: ["payments"] });
+    expect((await readRollout("-", dir, JSON.stringify({ selector: { names: ["payments"] } }))).selector).toEqual({
+      names: ["payments"],
+    });
   });
 
   it("refuses two documents, unknown fields and a missing file, saying where, before anything is sent", async () => {
     const dir = await mkdtemp(join(tmpdir(), "berth-rollout-"));
     await writeFile(join(dir, "two.yaml"), "target: {}\n---\ntarget: {}\n");
-    expect((await failure(readRollout("two.yaml", dir))).message).toBe("two.yaml: a rollout file holds exactly one document, not 2");
+    expect((await failure(readRollout("two.yaml", dir))).message).toBe(
+      "two.yaml: a rollout file holds exactly one document, not 2",
+    );
     await writeFile(join(dir, "typo.yaml"), "target: { templateVersion: v2 }\nwave: [{ name: dev }]\n");
     const typo = await failure(readRollout("typo.yaml", dir));
     expect(typo).toMatchObject({ exitCode: 3, message: "invalid rollout request: nothing was sent" });
     expect(typo.details.join("\n")).toMatch(/^typo\.yaml: .*wave/m);
-    expect(await failure(readRollout("nope.yaml", dir))).toMatchObject({ exitCode: 2, message: "nope.yaml: no such file" });
+    expect(await failure(readRollout("nope.yaml", dir))).toMatchObject({
+      exitCode: 2,
+      message: "nope.yaml: no such file",
+    });
   });
 });

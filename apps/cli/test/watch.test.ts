@@ -5,10 +5,37 @@ import { painter } from "../src/io.js";
 import { formatTable, visibleWidth } from "../src/output/table.js";
 import { formatElapsed, renderFrame, WatchState } from "../src/watch.js";
 
-const cluster = (name: string, over: Partial<ClusterStatus>): ClusterStatus => ({ cluster: name, environment: "dev", state: "absent", ready: false, stale: false, conditions: [], ...over });
-const response = (...clusters: ClusterStatus[]): StatusResponse => ({ team: "payments", revision: "0123456789abcdef0123456789abcdef01234567", ready: clusters.every((c) => c.ready), clusters });
-const CHAIN = ["Rendered", "ResourceGroupReady", "IdentityReady", "FederatedCredentialsReady", "FederationMatchesIssuer", "RoleAssignmentsReady", "KustomizationReady", "CredentialWritten", "Ready"];
-const readyStatus = cluster("aks-dev-weu", { state: "reported", ready: true, conditions: CHAIN.map((type) => ({ type, status: "True" as const, reason: "Succeeded" })) });
+const cluster = (name: string, over: Partial<ClusterStatus>): ClusterStatus => ({
+  cluster: name,
+  environment: "dev",
+  state: "absent",
+  ready: false,
+  stale: false,
+  conditions: [],
+  ...over,
+});
+const response = (...clusters: ClusterStatus[]): StatusResponse => ({
+  team: "payments",
+  revision: "0123456789abcdef0123456789abcdef01234567",
+  ready: clusters.every((c) => c.ready),
+  clusters,
+});
+const CHAIN = [
+  "Rendered",
+  "ResourceGroupReady",
+  "IdentityReady",
+  "FederatedCredentialsReady",
+  "FederationMatchesIssuer",
+  "RoleAssignmentsReady",
+  "KustomizationReady",
+  "CredentialWritten",
+  "Ready",
+];
+const readyStatus = cluster("aks-dev-weu", {
+  state: "reported",
+  ready: true,
+  conditions: CHAIN.map((type) => ({ type, status: "True" as const, reason: "Succeeded" })),
+});
 const failedStatus = cluster("aks-dev-weu", {
   state: "reported",
   conditions: [
@@ -20,7 +47,9 @@ const failedStatus = cluster("aks-dev-weu", {
 describe("the watch state", () => {
   it("prints a line only when a cluster's state changes", () => {
     const state = new WatchState();
-    expect(state.update(response(cluster("aks-dev-weu", {})), 0)).toEqual(["[0:00] aks-dev-weu: Waiting: waiting for Flux to apply the team"]);
+    expect(state.update(response(cluster("aks-dev-weu", {})), 0)).toEqual([
+      "[0:00] aks-dev-weu: Waiting: waiting for Flux to apply the team",
+    ]);
     expect(state.update(response(cluster("aks-dev-weu", {})), 2000)).toEqual([]);
     expect(state.update(response(readyStatus), 65_000)).toEqual(["[1:05] aks-dev-weu: Ready: Ready"]);
     expect(state.outcome()).toBe("ready");
@@ -30,7 +59,9 @@ describe("the watch state", () => {
     const state = new WatchState();
     state.update(response(failedStatus, cluster("aks-prod-weu", { state: "not-configured" })), 0);
     expect(state.outcome()).toBe("failed");
-    expect(state.failures()).toEqual([{ cluster: "aks-dev-weu", reason: "IdentityReady: AuthorizationFailed (severity Error): no access" }]);
+    expect(state.failures()).toEqual([
+      { cluster: "aks-dev-weu", reason: "IdentityReady: AuthorizationFailed (severity Error): no access" },
+    ]);
 
     const partly = new WatchState();
     partly.update(response(readyStatus, cluster("aks-prod-weu", { state: "not-configured" })), 0);
@@ -60,10 +91,15 @@ describe("the watch state", () => {
 describe("formatting", () => {
   it("aligns columns by what is visible, colour codes aside", () => {
     const paint = painter(true);
-    // eslint-disable-next-line no-control-regex -- strips the ESC-led colour codes the painter wrote
-    expect(formatTable(["name", "status"], [[paint("bold", "a"), "Ready"], ["longer-name", paint("red", "Failed")]]).replace(/\u001b\[\d+m/g, "")).toBe(
-      "NAME          STATUS\na             Ready\nlonger-name   Failed",
+    const table = formatTable(
+      ["name", "status"],
+      [
+        [paint("bold", "a"), "Ready"],
+        ["longer-name", paint("red", "Failed")],
+      ],
     );
+    // eslint-disable-next-line no-control-regex -- strips the ESC-led colour codes the painter wrote
+    expect(table.replace(/\u001b\[\d+m/g, "")).toBe("NAME          STATUS\na             Ready\nlonger-name   Failed");
   });
 
   it("reads durations like kubectl's and formats elapsed time", () => {

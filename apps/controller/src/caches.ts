@@ -14,7 +14,17 @@ import {
   TEAM_VERSION,
   teamKey,
 } from "./names.js";
-import { isDeleting, type ConditionLike, type ConfigMapLike, type KubeObject, type KustomizationLike, type Meta, type SecretLike, type TeamObject, type WithConditions } from "./reconcile/objects.js";
+import {
+  isDeleting,
+  type ConditionLike,
+  type ConfigMapLike,
+  type KubeObject,
+  type KustomizationLike,
+  type Meta,
+  type SecretLike,
+  type TeamObject,
+  type WithConditions,
+} from "./reconcile/objects.js";
 import { PLATFORM_CREDENTIAL_SECRET } from "./reconcile/platform.js";
 
 /**
@@ -58,7 +68,10 @@ export const BY_CLIENT_ID = "clientId";
 
 // ---- what is kept of each kind --------------------------------------------------------------------------
 
-function pick<T extends Record<string, unknown>>(from: T | undefined, keys: readonly string[]): Record<string, string> | undefined {
+function pick<T extends Record<string, unknown>>(
+  from: T | undefined,
+  keys: readonly string[],
+): Record<string, string> | undefined {
   if (!from) return undefined;
   let out: Record<string, string> | undefined;
   for (const k of keys) {
@@ -91,18 +104,27 @@ function readyOnly(status: { conditions?: ConditionLike[] } | undefined): Condit
 function dataOwnership(m: Meta | undefined): Meta["managedFields"] {
   return m?.managedFields?.map((e) => {
     const data = (e.fieldsV1 as Record<string, unknown> | undefined)?.["f:data"];
-    return { ...(e.manager ? { manager: e.manager } : {}), ...(data && typeof data === "object" ? { fieldsV1: { "f:data": data } } : {}) };
+    return {
+      ...(e.manager ? { manager: e.manager } : {}),
+      ...(data && typeof data === "object" ? { fieldsV1: { "f:data": data } } : {}),
+    };
   });
 }
 
 function keepTeam(raw: KubeObject): TeamObject {
   const o = raw as TeamObject;
-  const roles = Array.isArray(o.spec?.roleAssignments) ? o.spec.roleAssignments.filter((r) => typeof r?.role === "string").map((r) => ({ role: r.role })) : undefined;
+  const roles = Array.isArray(o.spec?.roleAssignments)
+    ? o.spec.roleAssignments.filter((r) => typeof r?.role === "string").map((r) => ({ role: r.role }))
+    : undefined;
   // The boundary: status conditions are read back (lastTransitionTime is kept across passes); a malformed
   // one (hand-edited) is dropped here, and the next status write replaces it.
   const conditions = (o.status?.conditions ?? []).filter((c) => teamConditionSchema.safeParse(c).success);
   const status = o.status ? { ...o.status, conditions } : undefined;
-  return { metadata: baseMeta(o.metadata), ...(roles ? { spec: { roleAssignments: roles } } : {}), ...(status ? { status } : {}) };
+  return {
+    metadata: baseMeta(o.metadata),
+    ...(roles ? { spec: { roleAssignments: roles } } : {}),
+    ...(status ? { status } : {}),
+  };
 }
 
 function keepAsoConfigMap(platform: Platform) {
@@ -110,7 +132,10 @@ function keepAsoConfigMap(platform: Platform) {
     const o = raw as ConfigMapLike;
     const name = o.metadata?.name ?? "";
     if (name === platform.platformVarsConfigMap) {
-      return { metadata: baseMeta(o.metadata, { labels: o.metadata?.labels, annotations: o.metadata?.annotations }), ...(o.data ? { data: o.data } : {}) };
+      return {
+        metadata: baseMeta(o.metadata, { labels: o.metadata?.labels, annotations: o.metadata?.annotations }),
+        ...(o.data ? { data: o.data } : {}),
+      };
     }
     if (name.endsWith("-identity")) {
       const data = pick(o.data, ["clientId", "tenantId"]);
@@ -124,7 +149,12 @@ function keepSecret(raw: KubeObject): SecretLike {
   const o = raw as SecretLike;
   const m = o.metadata;
   return {
-    metadata: baseMeta(m, { labels: m?.labels, annotations: m?.annotations, finalizers: m?.finalizers, managedFields: dataOwnership(m) }),
+    metadata: baseMeta(m, {
+      labels: m?.labels,
+      annotations: m?.annotations,
+      finalizers: m?.finalizers,
+      managedFields: dataOwnership(m),
+    }),
     ...(o.type ? { type: o.type } : {}),
     ...(o.data ? { data: o.data } : {}),
   };
@@ -145,7 +175,16 @@ function keepKustomization(raw: KubeObject): KustomizationLike {
   const s = o.status;
   // Ready, and Healthy: Flux sets it once its apply succeeded (the team's objects are on the cluster).
   const conditions = s?.conditions?.filter((c) => c?.type === "Ready" || c?.type === "Healthy");
-  const status = s ? { ...(conditions?.length ? { conditions } : {}), ...pick(s as Record<string, unknown>, ["lastAppliedRevision", "lastAttemptedRevision", "lastAppliedOriginRevision"]) } : undefined;
+  const status = s
+    ? {
+        ...(conditions?.length ? { conditions } : {}),
+        ...pick(s as Record<string, unknown>, [
+          "lastAppliedRevision",
+          "lastAttemptedRevision",
+          "lastAppliedOriginRevision",
+        ]),
+      }
+    : undefined;
   return { metadata: baseMeta(o.metadata, { labels: teamLabel(o.metadata) }), ...(status ? { status } : {}) };
 }
 
@@ -181,7 +220,12 @@ export function watchSpecs(platform: Platform): Record<WatchName, WatchSpec> {
     ]),
   ) as Record<`aso:${string}`, WatchSpec>;
   return {
-    teams: { name: "teams", path: `/apis/${TEAM_GROUP}/${TEAM_VERSION}/${TEAM_PLURAL}`, keep: keepTeam, keys: (o) => [teamKey(nameOf(o))] },
+    teams: {
+      name: "teams",
+      path: `/apis/${TEAM_GROUP}/${TEAM_VERSION}/${TEAM_PLURAL}`,
+      keep: keepTeam,
+      keys: (o) => [teamKey(nameOf(o))],
+    },
     asoConfigMaps: {
       name: "aso-configmaps",
       path: `/api/v1/namespaces/${aso}/configmaps`,
@@ -231,7 +275,10 @@ export function watchSpecs(platform: Platform): Record<WatchName, WatchSpec> {
       fieldSelector: `metadata.name=${TEAM_ROLE_BINDING}`,
       labelSelector: TEAM_LABEL,
       keep: keepRoleBinding,
-      keys: (o) => (nameOf(o) === TEAM_ROLE_BINDING && o.metadata?.namespace && o.metadata.namespace !== aso ? [teamKey(o.metadata.namespace)] : []),
+      keys: (o) =>
+        nameOf(o) === TEAM_ROLE_BINDING && o.metadata?.namespace && o.metadata.namespace !== aso
+          ? [teamKey(o.metadata.namespace)]
+          : [],
     },
     kustomizations: {
       name: "kustomizations",
@@ -244,7 +291,15 @@ export function watchSpecs(platform: Platform): Record<WatchName, WatchSpec> {
   };
 }
 
-export type WatchName = "teams" | "asoConfigMaps" | "asoSecrets" | "teamSecrets" | "serviceAccounts" | "roleBindings" | "kustomizations" | `aso:${string}`;
+export type WatchName =
+  | "teams"
+  | "asoConfigMaps"
+  | "asoSecrets"
+  | "teamSecrets"
+  | "serviceAccounts"
+  | "roleBindings"
+  | "kustomizations"
+  | `aso:${string}`;
 
 /**
  * The watch whose cache holds an object the controller has just written (read-your-writes): the answer
@@ -275,7 +330,12 @@ export class Caches {
     private readonly stores: Record<WatchName, Store<KubeObject>>,
   ) {}
 
-  private indexed(store: Store<KubeObject> | undefined, index: string, value: string, fallback: (o: KubeObject) => string[]): KubeObject[] {
+  private indexed(
+    store: Store<KubeObject> | undefined,
+    index: string,
+    value: string,
+    fallback: (o: KubeObject) => string[],
+  ): KubeObject[] {
     if (!store) return [];
     if (store.byIndex) return store.byIndex(index, value);
     return store.list().filter((o) => fallback(o).includes(value));
@@ -289,16 +349,19 @@ export class Caches {
     const names = new Set<string>();
     for (const t of this.stores.teams.list()) if (t.metadata?.name) names.add(t.metadata.name);
     // Teams whose Team object is gone but whose credential is still there (offboarding in progress).
-    for (const s of this.stores.teamSecrets.list()) if (s.metadata?.namespace && s.metadata.name === "aso-credential") names.add(s.metadata.namespace);
+    for (const s of this.stores.teamSecrets.list())
+      if (s.metadata?.namespace && s.metadata.name === "aso-credential") names.add(s.metadata.namespace);
     // ...and whose RoleBinding still waits for the controller to release it (offboarding's last step).
     for (const rb of this.stores.roleBindings.list()) {
-      if (rb.metadata?.namespace && isDeleting(rb) && rb.metadata.finalizers?.includes(ACCESS_FINALIZER)) names.add(rb.metadata.namespace);
+      if (rb.metadata?.namespace && isDeleting(rb) && rb.metadata.finalizers?.includes(ACCESS_FINALIZER))
+        names.add(rb.metadata.namespace);
     }
     return [...names].sort();
   }
 
   identity(team: string): ConfigMapLike | undefined {
-    return this.stores.asoConfigMaps.get(this.platform.asoNamespace, teamNames(team).identityConfigMap) as ConfigMapLike | undefined;
+    return this.stores.asoConfigMaps.get(this.platform.asoNamespace, teamNames(team).identityConfigMap) as
+      ConfigMapLike | undefined;
   }
 
   /** The team whose `<team>-identity` ConfigMap carries `clientId`: to name the team a tampered credential points at. */
@@ -312,7 +375,8 @@ export class Caches {
   }
 
   platformVars(): ConfigMapLike | undefined {
-    return this.stores.asoConfigMaps.get(this.platform.asoNamespace, this.platform.platformVarsConfigMap) as ConfigMapLike | undefined;
+    return this.stores.asoConfigMaps.get(this.platform.asoNamespace, this.platform.platformVarsConfigMap) as
+      ConfigMapLike | undefined;
   }
 
   platformSecret(): SecretLike | undefined {
@@ -335,13 +399,15 @@ export class Caches {
   }
 
   kustomization(team: string): KustomizationLike | undefined {
-    return this.stores.kustomizations.get(this.platform.asoNamespace, teamNames(team).fluxKustomization) as KustomizationLike | undefined;
+    return this.stores.kustomizations.get(this.platform.asoNamespace, teamNames(team).fluxKustomization) as
+      KustomizationLike | undefined;
   }
 
   /** The team's ASO objects in the ASO namespace, by kind (an index lookup, not a scan). */
   asoObjects(team: string): Record<string, WithConditions[]> {
     const out: Record<string, WithConditions[]> = {};
-    for (const k of ASO_KINDS) out[k.kind] = this.indexed(this.stores[`aso:${k.kind}`], BY_TEAM, team, byTeamLabel) as WithConditions[];
+    for (const k of ASO_KINDS)
+      out[k.kind] = this.indexed(this.stores[`aso:${k.kind}`], BY_TEAM, team, byTeamLabel) as WithConditions[];
     return out;
   }
 }

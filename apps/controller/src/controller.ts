@@ -112,7 +112,11 @@ export class Controller {
     }
     this.caches = new Caches(config.platform, stores as never);
 
-    const recorder = new EventRecorder(kubeConfig, { component: "berth-controller", host: config.identity, logger: this.log });
+    const recorder = new EventRecorder(kubeConfig, {
+      component: "berth-controller",
+      host: config.identity,
+      logger: this.log,
+    });
     // Events are best effort, and written only by a leader whose term has not ended, as every other write.
     const leading = () => this.term !== undefined && !this.term.aborted;
     const events: Events = {
@@ -130,7 +134,10 @@ export class Controller {
     const provider = observeFacts(opts.provider, (before, after) => {
       // E.g. a new OIDC issuer: platform-vars must change, and every team's federated credentials be checked
       // again; or the provider stopped (or started again) answering: every team's status says so.
-      this.log.info({ before, after: after ?? "unavailable" }, "cluster facts changed: reconciling the platform and every team");
+      this.log.info(
+        { before, after: after ?? "unavailable" },
+        "cluster facts changed: reconciling the platform and every team",
+      );
       this.enqueue(PLATFORM_KEY);
       for (const team of this.caches.teamNames()) this.enqueue(teamKey(team));
     });
@@ -144,7 +151,14 @@ export class Controller {
       help: "Problems the last platform check in Azure found (role catalog ids that do not match their names, unregistered resource providers); see the Warning Events on platform-vars.",
       registers: [this.registry],
     });
-    const common = { platform: config.platform, cluster: config.cluster, provider, caches: this.caches, writer, events };
+    const common = {
+      platform: config.platform,
+      cluster: config.cluster,
+      provider,
+      caches: this.caches,
+      writer,
+      events,
+    };
     this.platformReconciler = new PlatformReconciler({
       ...common,
       onFreshness: (ok) => fresh.set(ok ? 1 : 0),
@@ -273,7 +287,10 @@ export class Controller {
     this.metrics.isLeader.set(0);
     this.log.info({ why }, "not leading: stopping reconciles");
     // The term's signal has aborted: reconciles in flight stop before their next write.
-    await Promise.all([queues.platform.shutdown({ abort: true, reason: why }), queues.team.shutdown({ abort: true, reason: why })]);
+    await Promise.all([
+      queues.platform.shutdown({ abort: true, reason: why }),
+      queues.team.shutdown({ abort: true, reason: why }),
+    ]);
   }
 }
 
@@ -282,11 +299,17 @@ export class Controller {
  * answer, or when the provider stops or starts answering (whichever reconciler asked), so a change
  * discovered by one pass reaches every key at once — a team's status says whether the values are fresh.
  */
-export function observeFacts(provider: PlatformValuesProvider, onChange: (before: ClusterFacts | undefined, after: ClusterFacts | undefined) => void): PlatformValuesProvider {
+export function observeFacts(
+  provider: PlatformValuesProvider,
+  onChange: (before: ClusterFacts | undefined, after: ClusterFacts | undefined) => void,
+): PlatformValuesProvider {
   let last: ClusterFacts | undefined;
   let answering: boolean | undefined;
   const same = (a: ClusterFacts, b: ClusterFacts) =>
-    a.tenantId === b.tenantId && a.subscriptionId === b.subscriptionId && a.oidcIssuerUrl === b.oidcIssuerUrl && a.location === b.location;
+    a.tenantId === b.tenantId &&
+    a.subscriptionId === b.subscriptionId &&
+    a.oidcIssuerUrl === b.oidcIssuerUrl &&
+    a.location === b.location;
   const { teamIdentity, roleDefinitionId, resourceProviderState } = provider; // the optional ones, called on provider
   return {
     clusterFacts: async (cluster) => {
@@ -308,8 +331,17 @@ export function observeFacts(provider: PlatformValuesProvider, onChange: (before
       return facts;
     },
     platformCredential: (cluster) => provider.platformCredential(cluster),
-    ...(teamIdentity ? { teamIdentity: (team: string, cluster: Cluster) => teamIdentity.call(provider, team, cluster) } : {}),
-    ...(roleDefinitionId ? { roleDefinitionId: (cluster: Cluster, roleName: string) => roleDefinitionId.call(provider, cluster, roleName) } : {}),
-    ...(resourceProviderState ? { resourceProviderState: (cluster: Cluster, namespace: string) => resourceProviderState.call(provider, cluster, namespace) } : {}),
+    ...(teamIdentity
+      ? { teamIdentity: (team: string, cluster: Cluster) => teamIdentity.call(provider, team, cluster) }
+      : {}),
+    ...(roleDefinitionId
+      ? { roleDefinitionId: (cluster: Cluster, roleName: string) => roleDefinitionId.call(provider, cluster, roleName) }
+      : {}),
+    ...(resourceProviderState
+      ? {
+          resourceProviderState: (cluster: Cluster, namespace: string) =>
+            resourceProviderState.call(provider, cluster, namespace),
+        }
+      : {}),
   };
 }

@@ -36,7 +36,9 @@ function structural(node: unknown): unknown {
     if (key === "default") continue;
     if (key === "pattern" && typeof value === "string") out[key] = value.replace(/\\u([0-9A-Fa-f]{4})/g, "\\x{$1}");
     else if (key === "properties" && value && typeof value === "object") {
-      out[key] = Object.fromEntries(Object.entries(value as Record<string, unknown>).map(([field, schema]) => [field, structural(schema)]));
+      out[key] = Object.fromEntries(
+        Object.entries(value as Record<string, unknown>).map(([field, schema]) => [field, structural(schema)]),
+      );
     } else out[key] = structural(value);
   }
   return out;
@@ -50,7 +52,11 @@ const conditionSchema = {
     status: { type: "string", enum: ["True", "False", "Unknown"] },
     reason: { type: "string", maxLength: 1024 },
     message: { type: "string", maxLength: 32768 },
-    severity: { type: "string", enum: ["Error", "Warning", "Info"], description: "ASO's severity, for the per-kind conditions" },
+    severity: {
+      type: "string",
+      enum: ["Error", "Warning", "Info"],
+      description: "ASO's severity, for the per-kind conditions",
+    },
     lastTransitionTime: { type: "string", format: "date-time" },
     observedGeneration: { type: "integer", format: "int64", minimum: 0 },
   },
@@ -61,7 +67,10 @@ export function teamCrd(): Record<string, unknown> {
   return {
     apiVersion: "apiextensions.k8s.io/v1",
     kind: "CustomResourceDefinition",
-    metadata: { name: `${TEAM_PLURAL}.${TEAM_GROUP}`, labels: { "app.kubernetes.io/managed-by": "berth", "app.kubernetes.io/part-of": "berth" } },
+    metadata: {
+      name: `${TEAM_PLURAL}.${TEAM_GROUP}`,
+      labels: { "app.kubernetes.io/managed-by": "berth", "app.kubernetes.io/part-of": "berth" },
+    },
     spec: {
       group: TEAM_GROUP,
       scope: "Cluster",
@@ -82,7 +91,8 @@ export function teamCrd(): Record<string, unknown> {
           schema: {
             openAPIV3Schema: {
               type: "object",
-              description: "A Berth team (metadata.name = team name = namespace). Written by Flux from teams/<team>/base/team.yaml; status by berth-controller.",
+              description:
+                "A Berth team (metadata.name = team name = namespace). Written by Flux from teams/<team>/base/team.yaml; status by berth-controller.",
               required: ["spec"],
               properties: {
                 apiVersion: { type: "string" },
@@ -93,7 +103,10 @@ export function teamCrd(): Record<string, unknown> {
                   type: "object",
                   properties: {
                     observedGeneration: { type: "integer", format: "int64" },
-                    revision: { type: "string", description: "Flux revision of the team's Kustomization (last applied, else last attempted)" },
+                    revision: {
+                      type: "string",
+                      description: "Flux revision of the team's Kustomization (last applied, else last attempted)",
+                    },
                     identity: { type: "object", properties: { clientId: { type: "string" } } },
                     conditions: {
                       type: "array",

@@ -78,7 +78,12 @@ export class KubeClusterWriter implements ClusterWriter {
 
   async setFinalizers(ref: ObjectRef, finalizers: string[], resourceVersion: string | undefined): Promise<void> {
     try {
-      await mergePatchObject(this.kc, ref, { metadata: { finalizers, ...(resourceVersion ? { resourceVersion } : {}) } }, { fieldManager: FIELD_MANAGER, ...this.signal });
+      await mergePatchObject(
+        this.kc,
+        ref,
+        { metadata: { finalizers, ...(resourceVersion ? { resourceVersion } : {}) } },
+        { fieldManager: FIELD_MANAGER, ...this.signal },
+      );
     } catch (err) {
       if (!(err instanceof KubeApiError) || err.kind !== "not-found") throw err;
     }
@@ -86,14 +91,24 @@ export class KubeClusterWriter implements ClusterWriter {
 
   async replaceSecretData(current: SecretLike, data: Record<string, string>): Promise<void> {
     const { managedFields: _drop, ...metadata } = current.metadata ?? {};
-    this.stored(await replaceObject(this.kc, { apiVersion: "v1", kind: "Secret", metadata, type: current.type ?? "Opaque", data } as KubeObject, { fieldManager: FIELD_MANAGER, ...this.signal }));
+    this.stored(
+      await replaceObject(
+        this.kc,
+        { apiVersion: "v1", kind: "Secret", metadata, type: current.type ?? "Opaque", data } as KubeObject,
+        { fieldManager: FIELD_MANAGER, ...this.signal },
+      ),
+    );
   }
 
   async listAsoResources(namespace: string): Promise<string[]> {
     const found: string[] = [];
     for (const k of ASO_KINDS) {
       try {
-        const list = await listPath(this.kc, `/apis/${k.group}/${k.version}/namespaces/${namespace}/${k.plural}`, this.signal);
+        const list = await listPath(
+          this.kc,
+          `/apis/${k.group}/${k.version}/namespaces/${namespace}/${k.plural}`,
+          this.signal,
+        );
         for (const item of list.items ?? []) found.push(`${k.kind}/${item.metadata?.name ?? "?"}`);
       } catch (raw) {
         const err = KubeApiError.from(raw, `list ${k.plural} in ${namespace}`);

@@ -14,11 +14,18 @@ import { StaticValuesProvider } from "./providers/static.js";
  * pod), default endpoints — and only the documented tuning (BERTH_AZURE_TUNING, unset in production).
  * The Azure SDK is imported only then: a static-provider controller does not carry it.
  */
-async function providerFor(config: ControllerConfig, registry: Registry, logger: pino.Logger): Promise<{ provider: PlatformValuesProvider; factsRefreshMs?: number }> {
+async function providerFor(
+  config: ControllerConfig,
+  registry: Registry,
+  logger: pino.Logger,
+): Promise<{ provider: PlatformValuesProvider; factsRefreshMs?: number }> {
   if (config.provider === "static") return { provider: new StaticValuesProvider() };
   const azure = config.cluster.azure;
   // loadControllerConfig refuses BERTH_PROVIDER=azure without them; kept for the type and for callers that build configs by hand.
-  if (!azure) throw new ConfigError([`BERTH_PROVIDER=azure: cluster "${config.cluster.name}" has no azure section in platform config`]);
+  if (!azure)
+    throw new ConfigError([
+      `BERTH_PROVIDER=azure: cluster "${config.cluster.name}" has no azure section in platform config`,
+    ]);
   const { AzureDiscovery, DEFAULT_TTLS } = await import("@berth/azure");
   const { cacheTtlMs, retry, breaker, callTimeoutMs, maxConcurrency } = config.azureTuning;
   let provider: PlatformValuesProvider;
@@ -65,9 +72,20 @@ async function main(): Promise<void> {
     registry,
     ...(values.factsRefreshMs ? { timings: { factsRefreshMs: values.factsRefreshMs } } : {}),
   });
-  const health = await startHealthServer({ port: config.metricsPort, registry, ready: () => controller.ready(), logger });
+  const health = await startHealthServer({
+    port: config.metricsPort,
+    registry,
+    ready: () => controller.ready(),
+    logger,
+  });
   logger.info(
-    { cluster: config.cluster.name, asoNamespace: config.platform.asoNamespace, leaderElection: config.leaderElection, metricsPort: config.metricsPort, provider: config.provider },
+    {
+      cluster: config.cluster.name,
+      asoNamespace: config.platform.asoNamespace,
+      leaderElection: config.leaderElection,
+      metricsPort: config.metricsPort,
+      provider: config.provider,
+    },
     "berth controller starting",
   );
 

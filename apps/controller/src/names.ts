@@ -22,7 +22,12 @@ export const CLIENT_ID_ANNOTATION = "azure.workload.identity/client-id";
 
 export { TEAM_API_VERSION, TEAM_GROUP, TEAM_PLURAL, TEAM_VERSION } from "@berth/core";
 
-export const FLUX_KUSTOMIZATION = { group: "kustomize.toolkit.fluxcd.io", version: "v1", plural: "kustomizations", kind: "Kustomization" } as const;
+export const FLUX_KUSTOMIZATION = {
+  group: "kustomize.toolkit.fluxcd.io",
+  version: "v1",
+  plural: "kustomizations",
+  kind: "Kustomization",
+} as const;
 /** A team's ExternalArtifact (ADR 0019), and the metadata key where source-watcher records the commit it was cut from. */
 export const EXTERNAL_ARTIFACT_API_VERSION = "source.toolkit.fluxcd.io/v1";
 export const ARTIFACT_ORIGIN_REVISION = "org.opencontainers.image.revision";
@@ -38,8 +43,20 @@ export interface AsoKind {
 
 /** The ASO kinds Berth renders (templates/v1), in the order their conditions chain. */
 export const ASO_KINDS: readonly AsoKind[] = [
-  { group: "resources.azure.com", version: "v1api20200601", plural: "resourcegroups", kind: "ResourceGroup", condition: "ResourceGroupReady" },
-  { group: "managedidentity.azure.com", version: "v1api20230131", plural: "userassignedidentities", kind: "UserAssignedIdentity", condition: "IdentityReady" },
+  {
+    group: "resources.azure.com",
+    version: "v1api20200601",
+    plural: "resourcegroups",
+    kind: "ResourceGroup",
+    condition: "ResourceGroupReady",
+  },
+  {
+    group: "managedidentity.azure.com",
+    version: "v1api20230131",
+    plural: "userassignedidentities",
+    kind: "UserAssignedIdentity",
+    condition: "IdentityReady",
+  },
   {
     group: "managedidentity.azure.com",
     version: "v1api20230131",
@@ -47,7 +64,13 @@ export const ASO_KINDS: readonly AsoKind[] = [
     kind: "FederatedIdentityCredential",
     condition: "FederatedCredentialsReady",
   },
-  { group: "authorization.azure.com", version: "v1api20220401", plural: "roleassignments", kind: "RoleAssignment", condition: "RoleAssignmentsReady" },
+  {
+    group: "authorization.azure.com",
+    version: "v1api20220401",
+    plural: "roleassignments",
+    kind: "RoleAssignment",
+    condition: "RoleAssignmentsReady",
+  },
 ];
 
 /** Work queue keys: one for the platform objects, one per team. */

@@ -14,15 +14,28 @@ import { CLIENT_A, clusterOf, platform, TENANT } from "./fixtures.js";
  */
 
 const DELETING = "2026-01-01T00:00:00Z";
-const meta = (name: string, namespace: string | undefined, extra: Record<string, unknown> = {}) => ({ metadata: { name, ...(namespace ? { namespace } : {}), resourceVersion: "7", ...extra } });
+const meta = (name: string, namespace: string | undefined, extra: Record<string, unknown> = {}) => ({
+  metadata: { name, ...(namespace ? { namespace } : {}), resourceVersion: "7", ...extra },
+});
 const teamObj = () => ({ apiVersion: "berth.dev/v1alpha1", kind: "Team", ...meta("payments", undefined) });
-const secret = (extra: Record<string, unknown> = {}) => ({ apiVersion: "v1", kind: "Secret", ...meta("aso-credential", "payments", { finalizers: ["berth.dev/aso-credential"], ...extra }) });
+const secret = (extra: Record<string, unknown> = {}) => ({
+  apiVersion: "v1",
+  kind: "Secret",
+  ...meta("aso-credential", "payments", { finalizers: ["berth.dev/aso-credential"], ...extra }),
+});
 const binding = (deleting: boolean, finalizers = ["berth.dev/controller-access"]) => ({
   apiVersion: "rbac.authorization.k8s.io/v1",
   kind: "RoleBinding",
-  ...meta("berth-controller", "payments", { labels: { "berth.dev/team": "payments" }, finalizers, ...(deleting ? { deletionTimestamp: DELETING } : {}) }),
+  ...meta("berth-controller", "payments", {
+    labels: { "berth.dev/team": "payments" },
+    finalizers,
+    ...(deleting ? { deletionTimestamp: DELETING } : {}),
+  }),
 });
-const identity = () => ({ ...meta("payments-identity", "flux-config"), data: { clientId: CLIENT_A, tenantId: TENANT } });
+const identity = () => ({
+  ...meta("payments-identity", "flux-config"),
+  data: { clientId: CLIENT_A, tenantId: TENANT },
+});
 
 function store(objects: KubeObject[]): Store<KubeObject> {
   return {
@@ -31,7 +44,14 @@ function store(objects: KubeObject[]): Store<KubeObject> {
   };
 }
 
-function setup(world: { team?: KubeObject; secret?: KubeObject; binding?: KubeObject; identity?: KubeObject; serverSecret?: KubeObject | "same"; aso?: string[] }) {
+function setup(world: {
+  team?: KubeObject;
+  secret?: KubeObject;
+  binding?: KubeObject;
+  identity?: KubeObject;
+  serverSecret?: KubeObject | "same";
+  aso?: string[];
+}) {
   const p = platform();
   const stores = new Proxy({} as Record<WatchName, Store<KubeObject>>, {
     get: (_t, name: string) =>
@@ -54,7 +74,8 @@ function setup(world: { team?: KubeObject; secret?: KubeObject; binding?: KubeOb
       writes.push(`read ${r.kind}`);
       return world.serverSecret === "same" ? world.secret : world.serverSecret;
     },
-    setFinalizers: async (r: ObjectRef, f: string[], rv) => void writes.push(`finalizers ${r.kind}/${r.name} ${JSON.stringify(f)} rv=${rv}`),
+    setFinalizers: async (r: ObjectRef, f: string[], rv) =>
+      void writes.push(`finalizers ${r.kind}/${r.name} ${JSON.stringify(f)} rv=${rv}`),
     replaceSecretData: async () => void writes.push("replace"),
     listAsoResources: async () => world.aso ?? [],
   };
@@ -75,7 +96,11 @@ function setup(world: { team?: KubeObject; secret?: KubeObject; binding?: KubeOb
 
 describe("the controller's RoleBinding during offboarding", () => {
   it("keeps the binding while an ASO resource holds the credential", async () => {
-    const w = setup({ secret: secret({ deletionTimestamp: DELETING }), binding: binding(true), aso: ["ResourceGroup/data"] });
+    const w = setup({
+      secret: secret({ deletionTimestamp: DELETING }),
+      binding: binding(true),
+      aso: ["ResourceGroup/data"],
+    });
     expect(await w.reconcile()).toEqual({ requeueAfterMs: 5_000 });
     expect(w.writes).toEqual([]);
   });

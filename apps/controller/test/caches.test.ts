@@ -3,7 +3,9 @@ import { watchSpecs } from "../src/caches.js";
 import { platform } from "./fixtures.js";
 
 const specs = watchSpecs(platform());
-const meta = (name: string, namespace?: string, labels?: Record<string, string>) => ({ metadata: { name, ...(namespace ? { namespace } : {}), ...(labels ? { labels } : {}) } });
+const meta = (name: string, namespace?: string, labels?: Record<string, string>) => ({
+  metadata: { name, ...(namespace ? { namespace } : {}), ...(labels ? { labels } : {}) },
+});
 
 describe("watch → queue key mapping", () => {
   it("maps each watched object to the keys whose reconcile reads it", () => {
@@ -12,16 +14,27 @@ describe("watch → queue key mapping", () => {
     expect(specs.asoConfigMaps.keys(meta("platform-vars", "flux-config"))).toEqual(["platform"]);
     expect(specs.asoConfigMaps.keys(meta("kube-root-ca.crt", "flux-config"))).toEqual([]);
     expect(specs.asoSecrets.keys(meta("aso-credential", "flux-config"))).toEqual(["platform"]);
-    expect(specs.serviceAccounts.keys(meta("workload", "payments", { "berth.dev/team": "payments" }))).toEqual(["team/payments"]);
+    expect(specs.serviceAccounts.keys(meta("workload", "payments", { "berth.dev/team": "payments" }))).toEqual([
+      "team/payments",
+    ]);
     expect(specs.serviceAccounts.keys(meta("default", "payments", { "berth.dev/team": "payments" }))).toEqual([]);
-    expect(specs.kustomizations.keys(meta("team-payments", "flux-config", { "berth.dev/team": "payments" }))).toEqual(["team/payments"]);
-    expect(specs.roleBindings.keys(meta("berth-controller", "payments", { "berth.dev/team": "payments" }))).toEqual(["team/payments"]);
+    expect(specs.kustomizations.keys(meta("team-payments", "flux-config", { "berth.dev/team": "payments" }))).toEqual([
+      "team/payments",
+    ]);
+    expect(specs.roleBindings.keys(meta("berth-controller", "payments", { "berth.dev/team": "payments" }))).toEqual([
+      "team/payments",
+    ]);
     expect(specs.roleBindings.keys(meta("berth-controller", "flux-config"))).toEqual([]);
-    expect(specs["aso:ResourceGroup"]!.keys(meta("payments", "flux-config", { "berth.dev/team": "payments" }))).toEqual(["team/payments"]);
+    expect(specs["aso:ResourceGroup"]!.keys(meta("payments", "flux-config", { "berth.dev/team": "payments" }))).toEqual(
+      ["team/payments"],
+    );
   });
 
   it("looks at both teams when a credential's label names another team", () => {
-    expect(specs.teamSecrets.keys(meta("aso-credential", "payments", { "berth.dev/team": "orders" }))).toEqual(["team/payments", "team/orders"]);
+    expect(specs.teamSecrets.keys(meta("aso-credential", "payments", { "berth.dev/team": "orders" }))).toEqual([
+      "team/payments",
+      "team/orders",
+    ]);
     expect(specs.teamSecrets.keys(meta("other", "payments", { "berth.dev/team": "payments" }))).toEqual([]);
   });
 
@@ -29,6 +42,10 @@ describe("watch → queue key mapping", () => {
     expect(specs.teamSecrets).toMatchObject({ path: "/api/v1/secrets", labelSelector: "berth.dev/team" });
     expect(specs.serviceAccounts.labelSelector).toBe("berth.dev/team");
     expect(specs.asoSecrets.labelSelector).toBe("app.kubernetes.io/managed-by=berth");
-    expect(specs.roleBindings).toMatchObject({ path: "/apis/rbac.authorization.k8s.io/v1/rolebindings", fieldSelector: "metadata.name=berth-controller", labelSelector: "berth.dev/team" });
+    expect(specs.roleBindings).toMatchObject({
+      path: "/apis/rbac.authorization.k8s.io/v1/rolebindings",
+      fieldSelector: "metadata.name=berth-controller",
+      labelSelector: "berth.dev/team",
+    });
   });
 });

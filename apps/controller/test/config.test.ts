@@ -23,7 +23,11 @@ platform:
 
 describe("loadControllerConfig", () => {
   it("reads the platform section of the shared file, env for the rest, with defaults", () => {
-    const c = loadControllerConfig({ BERTH_CONFIG_FILE: file, BERTH_CLUSTER_NAME: "aks-dev-weu", BERTH_POD_NAME: "pod-1" });
+    const c = loadControllerConfig({
+      BERTH_CONFIG_FILE: file,
+      BERTH_CLUSTER_NAME: "aks-dev-weu",
+      BERTH_POD_NAME: "pod-1",
+    });
     expect(c).toMatchObject({
       logLevel: "warn",
       namespace: "berth-system",
@@ -51,7 +55,13 @@ describe("loadControllerConfig", () => {
   it("fails with every problem at once", () => {
     let err: unknown;
     try {
-      loadControllerConfig({ BERTH_CONFIG_FILE: file, BERTH_CLUSTER_NAME: "nope", BERTH_METRICS_PORT: "x", BERTH_LEADER_ELECTION: "maybe", BERTH_PROVIDER: "gcp" });
+      loadControllerConfig({
+        BERTH_CONFIG_FILE: file,
+        BERTH_CLUSTER_NAME: "nope",
+        BERTH_METRICS_PORT: "x",
+        BERTH_LEADER_ELECTION: "maybe",
+        BERTH_PROVIDER: "gcp",
+      });
     } catch (e) {
       err = e;
     }
@@ -63,7 +73,9 @@ describe("loadControllerConfig", () => {
   });
 
   it("names the known clusters when BERTH_CLUSTER_NAME is not one of them", () => {
-    expect(() => loadControllerConfig({ BERTH_CONFIG_FILE: file, BERTH_CLUSTER_NAME: "aks-prod" })).toThrow(/"aks-prod" is not a cluster of platform config \(known: aks-dev-weu\)/);
+    expect(() => loadControllerConfig({ BERTH_CONFIG_FILE: file, BERTH_CLUSTER_NAME: "aks-prod" })).toThrow(
+      /"aks-prod" is not a cluster of platform config \(known: aks-dev-weu\)/,
+    );
   });
 
   it("requires the config file and the cluster name", () => {
@@ -91,7 +103,11 @@ describe("loadControllerConfig", () => {
     );
 
     it("reads the cluster's Azure coordinates (and keeps its vars for what Azure cannot tell)", () => {
-      const c = loadControllerConfig({ BERTH_CONFIG_FILE: withAzure, BERTH_CLUSTER_NAME: "aks-prod-weu", BERTH_PROVIDER: "azure" });
+      const c = loadControllerConfig({
+        BERTH_CONFIG_FILE: withAzure,
+        BERTH_CLUSTER_NAME: "aks-prod-weu",
+        BERTH_PROVIDER: "azure",
+      });
       expect(c.provider).toBe("azure");
       expect(c.cluster.azure).toEqual({
         subscriptionId: "22222222-2222-4222-8222-222222222222",
@@ -104,10 +120,16 @@ describe("loadControllerConfig", () => {
     });
 
     it("refuses to start without them for this cluster (the static provider does not need them)", () => {
-      expect(() => loadControllerConfig({ BERTH_CONFIG_FILE: withAzure, BERTH_CLUSTER_NAME: "aks-prod-neu", BERTH_PROVIDER: "azure" })).toThrow(
-        /BERTH_PROVIDER=azure: cluster "aks-prod-neu" has no Azure coordinates/,
+      expect(() =>
+        loadControllerConfig({
+          BERTH_CONFIG_FILE: withAzure,
+          BERTH_CLUSTER_NAME: "aks-prod-neu",
+          BERTH_PROVIDER: "azure",
+        }),
+      ).toThrow(/BERTH_PROVIDER=azure: cluster "aks-prod-neu" has no Azure coordinates/);
+      expect(loadControllerConfig({ BERTH_CONFIG_FILE: withAzure, BERTH_CLUSTER_NAME: "aks-prod-neu" }).provider).toBe(
+        "static",
       );
-      expect(loadControllerConfig({ BERTH_CONFIG_FILE: withAzure, BERTH_CLUSTER_NAME: "aks-prod-neu" }).provider).toBe("static");
     });
 
     it("validates the coordinates", () => {
@@ -139,11 +161,25 @@ describe("loadControllerConfig", () => {
 
     it("takes BERTH_AZURE_TUNING as JSON with known keys only", () => {
       const env = { BERTH_CONFIG_FILE: withAzure, BERTH_CLUSTER_NAME: "aks-prod-weu", BERTH_PROVIDER: "azure" };
-      const c = loadControllerConfig({ ...env, BERTH_AZURE_TUNING: '{"cacheTtlMs":{"cluster":2000},"retry":{"baseDelayMs":50},"breaker":{"halfOpenAfterMs":1000}}' });
-      expect(c.azureTuning).toEqual({ cacheTtlMs: { cluster: 2000 }, retry: { baseDelayMs: 50 }, breaker: { halfOpenAfterMs: 1000 } });
-      expect(() => loadControllerConfig({ ...env, BERTH_AZURE_TUNING: "{cluster: 2}" })).toThrow(/BERTH_AZURE_TUNING: not JSON/);
-      expect(() => loadControllerConfig({ ...env, BERTH_AZURE_TUNING: '{"cacheTtlMs":{"clustr":2000}}' })).toThrow(/BERTH_AZURE_TUNING\.cacheTtlMs/);
-      expect(() => loadControllerConfig({ ...env, BERTH_AZURE_TUNING: '{"retry":{"maxAttempts":0}}' })).toThrow(/BERTH_AZURE_TUNING\.retry\.maxAttempts/);
+      const c = loadControllerConfig({
+        ...env,
+        BERTH_AZURE_TUNING:
+          '{"cacheTtlMs":{"cluster":2000},"retry":{"baseDelayMs":50},"breaker":{"halfOpenAfterMs":1000}}',
+      });
+      expect(c.azureTuning).toEqual({
+        cacheTtlMs: { cluster: 2000 },
+        retry: { baseDelayMs: 50 },
+        breaker: { halfOpenAfterMs: 1000 },
+      });
+      expect(() => loadControllerConfig({ ...env, BERTH_AZURE_TUNING: "{cluster: 2}" })).toThrow(
+        /BERTH_AZURE_TUNING: not JSON/,
+      );
+      expect(() => loadControllerConfig({ ...env, BERTH_AZURE_TUNING: '{"cacheTtlMs":{"clustr":2000}}' })).toThrow(
+        /BERTH_AZURE_TUNING\.cacheTtlMs/,
+      );
+      expect(() => loadControllerConfig({ ...env, BERTH_AZURE_TUNING: '{"retry":{"maxAttempts":0}}' })).toThrow(
+        /BERTH_AZURE_TUNING\.retry\.maxAttempts/,
+      );
     });
   });
 });

@@ -6,13 +6,28 @@ import { describe, expect, it } from "vitest";
 import { teamCrd } from "../src/crd.js";
 
 const FILE = fileURLToPath(new URL("../../../infra/controller/crds/berth.dev_teams.yaml", import.meta.url));
-const HEADER = "# Generated from packages/core's teamSpecSchema by apps/controller/src/crd.ts — do not edit.\n# Regenerate: UPDATE_CRD=1 pnpm exec vitest run apps/controller/test/crd.test.ts\n";
+const HEADER =
+  "# Generated from packages/core's teamSpecSchema by apps/controller/src/crd.ts — do not edit.\n# Regenerate: UPDATE_CRD=1 pnpm exec vitest run apps/controller/test/crd.test.ts\n";
 
 /** The parts of an OpenAPI v3 schema node these tests read. */
-type SchemaNode = { type?: string; required?: string[]; properties?: Record<string, SchemaNode>; items?: SchemaNode; additionalProperties?: boolean | SchemaNode };
+type SchemaNode = {
+  type?: string;
+  required?: string[];
+  properties?: Record<string, SchemaNode>;
+  items?: SchemaNode;
+  additionalProperties?: boolean | SchemaNode;
+};
 type Crd = {
   metadata: { name: string };
-  spec: { scope: string; versions: Array<{ name: string; subresources?: unknown; additionalPrinterColumns: Array<{ name: string }>; schema: { openAPIV3Schema: SchemaNode } }> };
+  spec: {
+    scope: string;
+    versions: Array<{
+      name: string;
+      subresources?: unknown;
+      additionalPrinterColumns: Array<{ name: string }>;
+      schema: { openAPIV3Schema: SchemaNode };
+    }>;
+  };
 };
 const crd = () => teamCrd() as Crd;
 
@@ -30,7 +45,13 @@ describe("Team CRD (infra/controller/crds/berth.dev_teams.yaml)", () => {
     const v = spec.versions[0]!;
     expect(v.name).toBe("v1alpha1");
     expect(v.subresources).toEqual({ status: {} });
-    expect(v.additionalPrinterColumns.map((c: { name: string }) => c.name)).toEqual(["Ready", "Credential", "Revision", "Templates", "Age"]);
+    expect(v.additionalPrinterColumns.map((c: { name: string }) => c.name)).toEqual([
+      "Ready",
+      "Credential",
+      "Revision",
+      "Templates",
+      "Age",
+    ]);
   });
 
   it("is structural: no additionalProperties:false, propertyNames or JS-only regex escapes", () => {
@@ -47,11 +68,14 @@ describe("Team CRD (infra/controller/crds/berth.dev_teams.yaml)", () => {
       for (const field of node.required ?? []) expect(node.properties?.[field], `${path}.${field}`).toBeDefined();
       for (const [name, child] of Object.entries(node.properties ?? {})) check(child, `${path}.${name}`);
       if (node.items) check(node.items, `${path}[]`);
-      if (node.additionalProperties && typeof node.additionalProperties === "object") check(node.additionalProperties, `${path}{}`);
+      if (node.additionalProperties && typeof node.additionalProperties === "object")
+        check(node.additionalProperties, `${path}{}`);
     };
     const root = crd().spec.versions[0]?.schema.openAPIV3Schema;
     check(root, "");
-    expect(root?.properties?.spec?.properties?.containerLimits?.properties?.default?.properties?.cpu?.type).toBe("string");
+    expect(root?.properties?.spec?.properties?.containerLimits?.properties?.default?.properties?.cpu?.type).toBe(
+      "string",
+    );
   });
 
   it("covers every field of the team spec", () => {

@@ -36,7 +36,12 @@ export function clusterOf(p: Platform): Cluster {
   return { ...env.clusters[0]!, environment: env.name };
 }
 
-export const FACTS = { tenantId: TENANT, subscriptionId: SUBSCRIPTION, oidcIssuerUrl: "https://oidc.example/issuer/", location: "westeurope" };
+export const FACTS = {
+  tenantId: TENANT,
+  subscriptionId: SUBSCRIPTION,
+  oidcIssuerUrl: "https://oidc.example/issuer/",
+  location: "westeurope",
+};
 
 export const decode = (data: Record<string, string> | undefined) =>
   Object.fromEntries(Object.entries(data ?? {}).map(([k, v]) => [k, Buffer.from(v, "base64").toString("utf8")]));

@@ -19,7 +19,10 @@ type Container = {
   env: Array<{ name: string; value?: string; valueFrom?: unknown }>;
   ports: Array<{ containerPort: number }>;
 };
-type PodTemplate = { metadata: { labels: Record<string, string> }; spec: { serviceAccountName: string; securityContext: { runAsNonRoot?: boolean }; containers: Container[] } };
+type PodTemplate = {
+  metadata: { labels: Record<string, string> };
+  spec: { serviceAccountName: string; securityContext: { runAsNonRoot?: boolean }; containers: Container[] };
+};
 type Doc = {
   kind: string;
   metadata: { name: string; namespace?: string };
@@ -31,11 +34,16 @@ type Doc = {
 const docs: Doc[] = readdirSync(DIR)
   .filter((f) => f.endsWith(".yaml"))
   .flatMap((f) => parseAllDocuments(readFileSync(DIR + f, "utf8"), { version: "1.1" }).map((d) => d.toJS() as Doc));
-const find = (kind: string, name: string, ns?: string) => docs.find((d) => d.kind === kind && d.metadata.name === name && d.metadata.namespace === ns)!;
+const find = (kind: string, name: string, ns?: string) =>
+  docs.find((d) => d.kind === kind && d.metadata.name === name && d.metadata.namespace === ns)!;
 
 function allows(rules: Rule[], group: string, resource: string, verb: string, name?: string): boolean {
   return rules.some(
-    (r) => r.apiGroups.includes(group) && r.resources.includes(resource) && r.verbs.includes(verb) && (!r.resourceNames || (name !== undefined && r.resourceNames.includes(name))),
+    (r) =>
+      r.apiGroups.includes(group) &&
+      r.resources.includes(resource) &&
+      r.verbs.includes(verb) &&
+      (!r.resourceNames || (name !== undefined && r.resourceNames.includes(name))),
   );
 }
 
@@ -56,7 +64,8 @@ describe("infra/controller RBAC", () => {
       const rules = namespace ? [...clusterRole.rules!, ...asoRole.rules!] : clusterRole.rules!;
       // A list/watch selecting metadata.name=<name> is authorized against resourceNames with that name.
       const name = /^metadata\.name=([^,]+)$/.exec(spec.fieldSelector ?? "")?.[1];
-      for (const verb of ["list", "watch"]) expect(allows(rules, group, resource, verb, name), `${verb} ${spec.path}`).toBe(true);
+      for (const verb of ["list", "watch"])
+        expect(allows(rules, group, resource, verb, name), `${verb} ${spec.path}`).toBe(true);
     }
   });
 
@@ -79,11 +88,17 @@ describe("infra/controller RBAC", () => {
 
   it("lets the controller remove its RoleBinding's finalizer, and read only that binding", () => {
     const rbac = "rbac.authorization.k8s.io";
-    for (const verb of ["patch", "update"]) expect(allows(teamWriter.rules!, rbac, "rolebindings", verb, TEAM_ROLE_BINDING), verb).toBe(true);
+    for (const verb of ["patch", "update"])
+      expect(allows(teamWriter.rules!, rbac, "rolebindings", verb, TEAM_ROLE_BINDING), verb).toBe(true);
     // Nothing else about bindings: no other binding, no create/delete, no bind/escalate on roles.
     expect(allows(teamWriter.rules!, rbac, "rolebindings", "patch", "owners")).toBe(false);
-    for (const verb of ["create", "delete", "get", "list"]) expect(allows(teamWriter.rules!, rbac, "rolebindings", verb, TEAM_ROLE_BINDING), verb).toBe(false);
-    for (const r of [...teamWriter.rules!, ...clusterRole.rules!]) expect(r.verbs.filter((v) => ["bind", "escalate", "*"].includes(v)), r.resources.join()).toEqual([]);
+    for (const verb of ["create", "delete", "get", "list"])
+      expect(allows(teamWriter.rules!, rbac, "rolebindings", verb, TEAM_ROLE_BINDING), verb).toBe(false);
+    for (const r of [...teamWriter.rules!, ...clusterRole.rules!])
+      expect(
+        r.verbs.filter((v) => ["bind", "escalate", "*"].includes(v)),
+        r.resources.join(),
+      ).toEqual([]);
     // Cluster-wide: list/watch of the bindings named berth-controller only (the informer selects that name).
     expect(allows(clusterRole.rules!, rbac, "rolebindings", "watch", TEAM_ROLE_BINDING)).toBe(true);
     expect(allows(clusterRole.rules!, rbac, "rolebindings", "watch")).toBe(false);
@@ -93,11 +108,17 @@ describe("infra/controller RBAC", () => {
 
   it("the templates render the controller's RoleBinding with the finalizer the controller releases", () => {
     const file = fileURLToPath(new URL("../../../templates/v1/controller-rolebinding.yaml", import.meta.url));
-    const rb = parseAllDocuments(readFileSync(file, "utf8"), { version: "1.1" })[0]!.toJS() as Doc & { metadata: { finalizers?: string[] } };
+    const rb = parseAllDocuments(readFileSync(file, "utf8"), { version: "1.1" })[0]!.toJS() as Doc & {
+      metadata: { finalizers?: string[] };
+    };
     expect(rb.kind).toBe("RoleBinding");
     expect(rb.metadata.name).toBe(TEAM_ROLE_BINDING);
     expect(rb.metadata.finalizers).toEqual([ACCESS_FINALIZER]);
-    expect(rb.roleRef).toEqual({ apiGroup: "rbac.authorization.k8s.io", kind: "ClusterRole", name: teamWriter.metadata.name });
+    expect(rb.roleRef).toEqual({
+      apiGroup: "rbac.authorization.k8s.io",
+      kind: "ClusterRole",
+      name: teamWriter.metadata.name,
+    });
   });
 
   it("lets offboarding list every ASO kind the code checks", () => {
@@ -132,7 +153,11 @@ describe("infra/controller Deployment", () => {
     expect(d.spec?.replicas).toBe(2);
     expect(pod.serviceAccountName).toBe("berth-controller");
     expect(pod.securityContext.runAsNonRoot).toBe(true);
-    expect(c.securityContext).toMatchObject({ readOnlyRootFilesystem: true, allowPrivilegeEscalation: false, capabilities: { drop: ["ALL"] } });
+    expect(c.securityContext).toMatchObject({
+      readOnlyRootFilesystem: true,
+      allowPrivilegeEscalation: false,
+      capabilities: { drop: ["ALL"] },
+    });
     expect(c.resources.requests).toBeDefined();
     expect(c.resources.limits.memory).toBeDefined();
   });
@@ -140,7 +165,9 @@ describe("infra/controller Deployment", () => {
   it("probes the health server's endpoints on the metrics port, with the pod name as Lease identity", () => {
     expect(c.livenessProbe.httpGet.path).toBe("/healthz");
     expect(c.readinessProbe.httpGet.path).toBe("/readyz");
-    const env = Object.fromEntries(c.env.map((e: { name: string; value?: string; valueFrom?: unknown }) => [e.name, e.value ?? e.valueFrom]));
+    const env = Object.fromEntries(
+      c.env.map((e: { name: string; value?: string; valueFrom?: unknown }) => [e.name, e.value ?? e.valueFrom]),
+    );
     expect(env.BERTH_POD_NAME).toEqual({ fieldRef: { fieldPath: "metadata.name" } });
     expect(Number(env.BERTH_METRICS_PORT)).toBe(c.ports[0]?.containerPort);
   });
@@ -151,7 +178,9 @@ describe("infra/controller Deployment", () => {
     // No credential or endpoint in the manifest: the workload-identity webhook injects AZURE_* for DefaultAzureCredential.
     expect(Object.keys(env).filter((k) => k.startsWith("AZURE_"))).toEqual([]);
     expect(d.spec?.template.metadata.labels["azure.workload.identity/use"]).toBe("true");
-    const sa = find("ServiceAccount", pod.serviceAccountName, "berth-system") as Doc & { metadata: { annotations?: Record<string, string> } };
+    const sa = find("ServiceAccount", pod.serviceAccountName, "berth-system") as Doc & {
+      metadata: { annotations?: Record<string, string> };
+    };
     expect(sa.metadata.annotations?.["azure.workload.identity/client-id"]).toMatch(/^[0-9a-f-]{36}$/);
   });
 });

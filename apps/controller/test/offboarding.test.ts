@@ -1,9 +1,20 @@
 import { describe, expect, it } from "vitest";
-import { accessAction, accessEnding, credentialAction, isOffboarding, withoutFinalizer } from "../src/reconcile/offboarding.js";
+import {
+  accessAction,
+  accessEnding,
+  credentialAction,
+  isOffboarding,
+  withoutFinalizer,
+} from "../src/reconcile/offboarding.js";
 
 const team = { metadata: { name: "payments" } };
 const secret = (deleting = false, finalizers = ["berth.dev/aso-credential"]) => ({
-  metadata: { name: "aso-credential", namespace: "payments", finalizers, ...(deleting ? { deletionTimestamp: "2026-01-01T00:00:00Z" } : {}) },
+  metadata: {
+    name: "aso-credential",
+    namespace: "payments",
+    finalizers,
+    ...(deleting ? { deletionTimestamp: "2026-01-01T00:00:00Z" } : {}),
+  },
 });
 
 describe("offboarding decisions", () => {
@@ -14,19 +25,31 @@ describe("offboarding decisions", () => {
   });
 
   it("holds the finalizer while ASO resources remain in the team namespace", () => {
-    expect(credentialAction({ team: undefined, secret: secret(), remainingAso: ["ResourceGroup/rg"] })).toEqual({ action: "hold", remaining: ["ResourceGroup/rg"] });
-    expect(credentialAction({ team, secret: secret(true), remainingAso: ["StorageAccount/x"] })).toMatchObject({ action: "hold" });
+    expect(credentialAction({ team: undefined, secret: secret(), remainingAso: ["ResourceGroup/rg"] })).toEqual({
+      action: "hold",
+      remaining: ["ResourceGroup/rg"],
+    });
+    expect(credentialAction({ team, secret: secret(true), remainingAso: ["StorageAccount/x"] })).toMatchObject({
+      action: "hold",
+    });
   });
 
   it("deletes the credential of a removed team once nothing remains, then releases the finalizer", () => {
     expect(credentialAction({ team: undefined, secret: secret(), remainingAso: [] })).toEqual({ action: "delete" });
-    expect(credentialAction({ team: undefined, secret: secret(true), remainingAso: [] })).toEqual({ action: "release" });
+    expect(credentialAction({ team: undefined, secret: secret(true), remainingAso: [] })).toEqual({
+      action: "release",
+    });
     expect(credentialAction({ team, secret: secret(true), remainingAso: [] })).toEqual({ action: "release" });
   });
 
   it("never re-creates the secret of a deleted team", () => {
     expect(credentialAction({ team: undefined, secret: undefined })).toEqual({ action: "none" });
-    expect(credentialAction({ team: { metadata: { name: "payments", deletionTimestamp: "2026-01-01T00:00:00Z" } }, secret: undefined })).toEqual({ action: "none" });
+    expect(
+      credentialAction({
+        team: { metadata: { name: "payments", deletionTimestamp: "2026-01-01T00:00:00Z" } },
+        secret: undefined,
+      }),
+    ).toEqual({ action: "none" });
   });
 
   it("keeps other finalizers", () => {
@@ -34,7 +57,9 @@ describe("offboarding decisions", () => {
   });
 
   it("keeps other finalizers of the RoleBinding too", () => {
-    expect(withoutFinalizer(binding(true, ["a", "berth.dev/controller-access"]), "berth.dev/controller-access")).toEqual(["a"]);
+    expect(
+      withoutFinalizer(binding(true, ["a", "berth.dev/controller-access"]), "berth.dev/controller-access"),
+    ).toEqual(["a"]);
   });
 
   it("refuses to decide offboarding without knowing what remains", () => {
@@ -43,7 +68,12 @@ describe("offboarding decisions", () => {
 });
 
 const binding = (deleting = false, finalizers = ["berth.dev/controller-access"]) => ({
-  metadata: { name: "berth-controller", namespace: "payments", finalizers, ...(deleting ? { deletionTimestamp: "2026-01-01T00:00:00Z" } : {}) },
+  metadata: {
+    name: "berth-controller",
+    namespace: "payments",
+    finalizers,
+    ...(deleting ? { deletionTimestamp: "2026-01-01T00:00:00Z" } : {}),
+  },
 });
 
 describe("the controller's RoleBinding (finalizer berth.dev/controller-access)", () => {

@@ -24,7 +24,10 @@ async function findingsOf(result: ReturnType<typeof platformFindings>) {
 }
 
 /** A provider answering from tables: role name → id (or an error), namespace → state. */
-function provider(roles: Record<string, string | Error>, providers: Record<string, string | Error> = { "Microsoft.ManagedIdentity": "Registered" }): PlatformValuesProvider & { asked: string[] } {
+function provider(
+  roles: Record<string, string | Error>,
+  providers: Record<string, string | Error> = { "Microsoft.ManagedIdentity": "Registered" },
+): PlatformValuesProvider & { asked: string[] } {
   const asked: string[] = [];
   const answer = (v: string | Error | undefined) => (v instanceof Error ? Promise.reject(v) : Promise.resolve(v));
   return {
@@ -54,8 +57,15 @@ describe("platformFindings", () => {
 
   it("an id that is another role's, a name Azure does not know, an unregistered provider: one finding each", async () => {
     const mismatch = await platformFindings(provider({ Reader: CONTRIBUTOR }), p, cluster, SUBSCRIPTION);
-    expect(mismatch).toEqual([{ reason: "RoleCatalogMismatch", message: expect.stringContaining(`grants roleDefinitionId ${READER}, but 'Reader' is ${CONTRIBUTOR}`) }]);
-    const missing = await findingsOf(platformFindings(provider({}, { "Microsoft.ManagedIdentity": "NotRegistered" }), p, cluster, SUBSCRIPTION));
+    expect(mismatch).toEqual([
+      {
+        reason: "RoleCatalogMismatch",
+        message: expect.stringContaining(`grants roleDefinitionId ${READER}, but 'Reader' is ${CONTRIBUTOR}`),
+      },
+    ]);
+    const missing = await findingsOf(
+      platformFindings(provider({}, { "Microsoft.ManagedIdentity": "NotRegistered" }), p, cluster, SUBSCRIPTION),
+    );
     expect(missing.map((f) => f.reason)).toEqual(["RoleNotFound", "ResourceProviderNotRegistered"]);
     expect(missing[1]?.message).toContain("az provider register --namespace Microsoft.ManagedIdentity");
     const unknown = await findingsOf(platformFindings(provider({ Reader: READER }, {}), p, cluster, SUBSCRIPTION));
@@ -63,13 +73,31 @@ describe("platformFindings", () => {
   });
 
   it("a name two roles share needs a person: a finding; Azure not answering is not one (skipped: cannot tell now)", async () => {
-    const ambiguous = new ValueUnavailableError("role definition 'Reader': 2 role definitions have this name", { reason: "RoleNameAmbiguous", severity: "Error" });
-    expect((await findingsOf(platformFindings(provider({ Reader: ambiguous }), p, cluster, SUBSCRIPTION))).map((f) => f.reason)).toEqual(["RoleNameAmbiguous"]);
+    const ambiguous = new ValueUnavailableError("role definition 'Reader': 2 role definitions have this name", {
+      reason: "RoleNameAmbiguous",
+      severity: "Error",
+    });
+    expect(
+      (await findingsOf(platformFindings(provider({ Reader: ambiguous }), p, cluster, SUBSCRIPTION))).map(
+        (f) => f.reason,
+      ),
+    ).toEqual(["RoleNameAmbiguous"]);
     const away = new ValueUnavailableError("role definition 'Reader': 503", { reason: "AzureUnavailable" });
-    expect(await platformFindings(provider({ Reader: away }), p, cluster, SUBSCRIPTION)).toEqual({ skipped: "role definition 'Reader': 503" });
-    expect(await platformFindings(provider({ Reader: READER }, { "Microsoft.ManagedIdentity": away }), p, cluster, SUBSCRIPTION)).toEqual({ skipped: "role definition 'Reader': 503" });
+    expect(await platformFindings(provider({ Reader: away }), p, cluster, SUBSCRIPTION)).toEqual({
+      skipped: "role definition 'Reader': 503",
+    });
+    expect(
+      await platformFindings(
+        provider({ Reader: READER }, { "Microsoft.ManagedIdentity": away }),
+        p,
+        cluster,
+        SUBSCRIPTION,
+      ),
+    ).toEqual({ skipped: "role definition 'Reader': 503" });
     // Anything else is a bug, not an answer.
-    await expect(platformFindings(provider({ Reader: new TypeError("boom") }), p, cluster, SUBSCRIPTION)).rejects.toThrow("boom");
+    await expect(
+      platformFindings(provider({ Reader: new TypeError("boom") }), p, cluster, SUBSCRIPTION),
+    ).rejects.toThrow("boom");
   });
 
   it("a provider without Azure (static) cannot check: undefined", async () => {

@@ -1,7 +1,13 @@
 import { ValueUnavailableError } from "@berth/core";
 import { describe, expect, it } from "vitest";
 import { StaticValuesProvider } from "../src/providers/static.js";
-import { foreignDataOwners, platformCredentialSecret, platformVarsConfigMap, platformVarsData, satisfies } from "../src/reconcile/platform.js";
+import {
+  foreignDataOwners,
+  platformCredentialSecret,
+  platformVarsConfigMap,
+  platformVarsData,
+  satisfies,
+} from "../src/reconcile/platform.js";
 import { clusterOf, decode, FACTS, platform, PLATFORM_CLIENT, SUBSCRIPTION, TENANT } from "./fixtures.js";
 
 describe("platform-vars", () => {
@@ -41,15 +47,26 @@ describe("platform-vars", () => {
 
 describe("platform aso-credential", () => {
   it("carries the platform identity with workload identity auth", () => {
-    const d = platformCredentialSecret(platform(), { tenantId: TENANT, subscriptionId: SUBSCRIPTION, clientId: PLATFORM_CLIENT });
+    const d = platformCredentialSecret(platform(), {
+      tenantId: TENANT,
+      subscriptionId: SUBSCRIPTION,
+      clientId: PLATFORM_CLIENT,
+    });
     expect(d.ok).toBe(true);
     if (!d.ok) return;
     expect(d.value.metadata).toMatchObject({ name: "aso-credential", namespace: "flux-config" });
-    expect(decode(d.value.data)).toEqual({ AZURE_CLIENT_ID: PLATFORM_CLIENT, AZURE_SUBSCRIPTION_ID: SUBSCRIPTION, AZURE_TENANT_ID: TENANT, USE_WORKLOAD_IDENTITY_AUTH: "true" });
+    expect(decode(d.value.data)).toEqual({
+      AZURE_CLIENT_ID: PLATFORM_CLIENT,
+      AZURE_SUBSCRIPTION_ID: SUBSCRIPTION,
+      AZURE_TENANT_ID: TENANT,
+      USE_WORKLOAD_IDENTITY_AUTH: "true",
+    });
   });
 
   it("refuses an empty value", () => {
-    expect(platformCredentialSecret(platform(), { tenantId: TENANT, subscriptionId: SUBSCRIPTION, clientId: "" }).ok).toBe(false);
+    expect(
+      platformCredentialSecret(platform(), { tenantId: TENANT, subscriptionId: SUBSCRIPTION, clientId: "" }).ok,
+    ).toBe(false);
   });
 });
 
@@ -58,7 +75,11 @@ describe("static provider", () => {
   it("answers from the cluster's vars", async () => {
     const p = platform();
     await expect(provider.clusterFacts(clusterOf(p))).resolves.toEqual(FACTS);
-    await expect(provider.platformCredential(clusterOf(p))).resolves.toEqual({ tenantId: TENANT, subscriptionId: SUBSCRIPTION, clientId: PLATFORM_CLIENT });
+    await expect(provider.platformCredential(clusterOf(p))).resolves.toEqual({
+      tenantId: TENANT,
+      subscriptionId: SUBSCRIPTION,
+      clientId: PLATFORM_CLIENT,
+    });
   });
 
   it("throws ValueUnavailableError naming every missing key, never returns empty", async () => {
@@ -74,7 +95,12 @@ describe("satisfies / foreignDataOwners", () => {
   const desired = { data: { A: "1" }, metadata: { labels: { l: "v" }, finalizers: ["f"] } };
   it("is true only when every desired field is present with its value", () => {
     expect(satisfies(undefined, desired)).toBe(false);
-    expect(satisfies({ data: { A: "1", B: "2" }, metadata: { labels: { l: "v", x: "y" }, finalizers: ["f", "g"] } }, desired)).toBe(true);
+    expect(
+      satisfies(
+        { data: { A: "1", B: "2" }, metadata: { labels: { l: "v", x: "y" }, finalizers: ["f", "g"] } },
+        desired,
+      ),
+    ).toBe(true);
     expect(satisfies({ data: { A: "2" }, metadata: { labels: { l: "v" }, finalizers: ["f"] } }, desired)).toBe(false);
     expect(satisfies({ data: { A: "1" }, metadata: { labels: { l: "v" } } }, desired)).toBe(false);
   });

@@ -1,20 +1,41 @@
 import { describe, expect, it } from "vitest";
-import { failedArtifactAttempt, sameStatus, statusBody, teamStatusView, type TeamStatusInputs } from "../src/reconcile/status.js";
+import {
+  failedArtifactAttempt,
+  sameStatus,
+  statusBody,
+  teamStatusView,
+  type TeamStatusInputs,
+} from "../src/reconcile/status.js";
 import { CLIENT_A } from "./fixtures.js";
 
 const now = new Date("2026-03-01T10:00:00Z");
-const ready = (status = "True", extra: Record<string, unknown> = {}) => ({ status: { conditions: [{ type: "Ready", status, ...extra }] } });
+const ready = (status = "True", extra: Record<string, unknown> = {}) => ({
+  status: { conditions: [{ type: "Ready", status, ...extra }] },
+});
 const obj = (name: string, r: object) => ({ metadata: { name, labels: { "berth.dev/team": "payments" } }, ...r });
 const ISSUER = "https://westeurope.oic.prod-aks.azure.com/tenant/cluster-1/";
 const NEW_ISSUER = "https://westeurope.oic.prod-aks.azure.com/tenant/cluster-2/";
-const fic = (name: string, issuer: string | undefined, r: object = ready()) => ({ ...obj(name, r), spec: { ...(issuer ? { issuer } : {}), subject: "system:serviceaccount:x:y" } });
+const fic = (name: string, issuer: string | undefined, r: object = ready()) => ({
+  ...obj(name, r),
+  spec: { ...(issuer ? { issuer } : {}), subject: "system:serviceaccount:x:y" },
+});
 
 function allGood(): TeamStatusInputs {
   return {
     team: { metadata: { name: "payments", generation: 3 }, spec: { roleAssignments: [{ role: "rg-contributor" }] } },
     kustomization: {
       metadata: { name: "team-payments" },
-      status: { lastAppliedRevision: "main@sha1:abc", conditions: [{ type: "Ready", status: "True", reason: "ReconciliationSucceeded", message: "Applied revision: main@sha1:abc" }] },
+      status: {
+        lastAppliedRevision: "main@sha1:abc",
+        conditions: [
+          {
+            type: "Ready",
+            status: "True",
+            reason: "ReconciliationSucceeded",
+            message: "Applied revision: main@sha1:abc",
+          },
+        ],
+      },
     },
     asoObjects: {
       ResourceGroup: [obj("payments", ready())],
@@ -46,16 +67,30 @@ describe("teamStatusView", () => {
       "CredentialWritten",
       "Ready",
     ]);
-    expect(v.conditions.every((c) => c.status === "True" && c.observedGeneration === 3 && c.lastTransitionTime === now.toISOString())).toBe(true);
+    expect(
+      v.conditions.every(
+        (c) => c.status === "True" && c.observedGeneration === 3 && c.lastTransitionTime === now.toISOString(),
+      ),
+    ).toBe(true);
     expect(v).toMatchObject({ ready: true, revision: "main@sha1:abc", identity: { clientId: CLIENT_A } });
     expect(cond(v, "Rendered").message).toContain("main@sha1:abc");
   });
 
   it("reports a provider outage as PlatformValuesFresh=False with its severity, and stays Ready on the last known values", () => {
     const i = allGood();
-    i.values = { fresh: false, reason: "AzureUnavailable", severity: "Warning", message: "ManagedClusters_Get: 503", lastKnownFrom: "flux-config/platform-vars" };
+    i.values = {
+      fresh: false,
+      reason: "AzureUnavailable",
+      severity: "Warning",
+      message: "ManagedClusters_Get: 503",
+      lastKnownFrom: "flux-config/platform-vars",
+    };
     const v = teamStatusView(i);
-    expect(cond(v, "PlatformValuesFresh")).toMatchObject({ status: "False", reason: "AzureUnavailable", severity: "Warning" });
+    expect(cond(v, "PlatformValuesFresh")).toMatchObject({
+      status: "False",
+      reason: "AzureUnavailable",
+      severity: "Warning",
+    });
     expect(cond(v, "PlatformValuesFresh").message).toContain("last known values (ConfigMap flux-config/platform-vars)");
     expect(cond(v, "CredentialWritten").status).toBe("True");
     expect(cond(v, "Ready")).toMatchObject({ status: "True", reason: "Ready" });
@@ -72,10 +107,20 @@ describe("teamStatusView", () => {
 
   it("a revision Flux failed to build before anything was applied: that revision, failed (severity Error)", () => {
     const i = allGood();
-    i.kustomization = { status: { lastAttemptedRevision: "main@sha1:def", conditions: [{ type: "Ready", status: "False", reason: "BuildFailed", message: "boom" }] } };
+    i.kustomization = {
+      status: {
+        lastAttemptedRevision: "main@sha1:def",
+        conditions: [{ type: "Ready", status: "False", reason: "BuildFailed", message: "boom" }],
+      },
+    };
     const v = teamStatusView(i);
     expect(v.revision).toBe("main@sha1:def");
-    expect(cond(v, "KustomizationReady")).toMatchObject({ status: "False", reason: "BuildFailed", message: "boom", severity: "Error" });
+    expect(cond(v, "KustomizationReady")).toMatchObject({
+      status: "False",
+      reason: "BuildFailed",
+      message: "boom",
+      severity: "Error",
+    });
     expect(cond(v, "Ready")).toMatchObject({ status: "False", reason: "Failed" });
   });
 
@@ -85,14 +130,27 @@ describe("teamStatusView", () => {
       status: {
         lastAppliedRevision: "main@sha1:abc",
         lastAttemptedRevision: "main@sha1:def",
-        conditions: [{ type: "Ready", status: "False", reason: "ReconciliationFailed", message: 'LimitRange/payments/container-defaults dry-run failed: Unsupported value: "Containers"' }],
+        conditions: [
+          {
+            type: "Ready",
+            status: "False",
+            reason: "ReconciliationFailed",
+            message: 'LimitRange/payments/container-defaults dry-run failed: Unsupported value: "Containers"',
+          },
+        ],
       },
     };
     const v = teamStatusView(i);
     expect(v.revision).toBe("main@sha1:def");
-    expect(cond(v, "KustomizationReady")).toMatchObject({ status: "False", reason: "ReconciliationFailed", severity: "Error" });
+    expect(cond(v, "KustomizationReady")).toMatchObject({
+      status: "False",
+      reason: "ReconciliationFailed",
+      severity: "Error",
+    });
     expect(cond(v, "Rendered")).toMatchObject({ status: "False", reason: "ReconciliationFailed", severity: "Error" });
-    expect(cond(v, "Rendered").message).toContain("Flux could not apply revision main@sha1:def: LimitRange/payments/container-defaults dry-run failed");
+    expect(cond(v, "Rendered").message).toContain(
+      "Flux could not apply revision main@sha1:def: LimitRange/payments/container-defaults dry-run failed",
+    );
     expect(cond(v, "Ready")).toMatchObject({ status: "False", reason: "Failed" });
     expect(cond(v, "Ready").message).toContain("Rendered: ReconciliationFailed");
   });
@@ -105,7 +163,14 @@ describe("teamStatusView", () => {
         lastAppliedRevision: artifact,
         lastAttemptedRevision: artifact,
         lastAppliedOriginRevision: "main@sha1:abc",
-        conditions: [{ type: "Ready", status: "True", reason: "ReconciliationSucceeded", message: `Applied revision: ${artifact}` }],
+        conditions: [
+          {
+            type: "Ready",
+            status: "True",
+            reason: "ReconciliationSucceeded",
+            message: `Applied revision: ${artifact}`,
+          },
+        ],
       },
     };
     const v = teamStatusView(i);
@@ -119,22 +184,37 @@ describe("teamStatusView", () => {
         lastAppliedRevision: "latest@sha256:0000000000000000000000000000000000000000000000000000000000000001",
         lastAttemptedRevision: "latest@sha256:0000000000000000000000000000000000000000000000000000000000000002",
         lastAppliedOriginRevision: "main@sha1:abc",
-        conditions: [{ type: "Ready", status: "False", reason: "ReconciliationFailed", message: "LimitRange/payments/container-defaults dry-run failed" }],
+        conditions: [
+          {
+            type: "Ready",
+            status: "False",
+            reason: "ReconciliationFailed",
+            message: "LimitRange/payments/container-defaults dry-run failed",
+          },
+        ],
       },
     };
     expect(failedArtifactAttempt(failed)).toBe(failed.status.lastAttemptedRevision);
     const read = teamStatusView({ ...allGood(), kustomization: failed, attemptedOrigin: "main@sha1:def" });
     expect(read.revision).toBe("main@sha1:def");
-    expect(cond(read, "Rendered")).toMatchObject({ status: "False", severity: "Error", message: expect.stringContaining("Flux could not apply revision main@sha1:def") });
+    expect(cond(read, "Rendered")).toMatchObject({
+      status: "False",
+      severity: "Error",
+      message: expect.stringContaining("Flux could not apply revision main@sha1:def"),
+    });
     // Not read (the artifact moved on meanwhile): the artifact's own revision, which no gate takes for a commit.
     expect(teamStatusView({ ...allGood(), kustomization: failed }).revision).toBe(failed.status.lastAttemptedRevision);
     // A commit Flux failed to apply needs no artifact read.
-    expect(failedArtifactAttempt({ status: { ...failed.status, lastAttemptedRevision: "main@sha1:def" } })).toBeUndefined();
+    expect(
+      failedArtifactAttempt({ status: { ...failed.status, lastAttemptedRevision: "main@sha1:def" } }),
+    ).toBeUndefined();
   });
 
   it("applied while Flux's health checks run: Rendered is True, KustomizationReady waits for the ASO objects", () => {
     const i = allGood();
-    i.asoObjects.ResourceGroup = [obj("payments", ready("False", { reason: "Reconciling", severity: "Info", message: "creating" }))];
+    i.asoObjects.ResourceGroup = [
+      obj("payments", ready("False", { reason: "Reconciling", severity: "Info", message: "creating" })),
+    ];
     const running = "Running health checks for revision main@sha1:def with a timeout of 15m0s";
     i.kustomization = {
       status: {
@@ -147,7 +227,11 @@ describe("teamStatusView", () => {
       },
     };
     const v = teamStatusView(i);
-    expect(cond(v, "Rendered")).toMatchObject({ status: "True", reason: "Applied", message: "Flux applied revision main@sha1:def" });
+    expect(cond(v, "Rendered")).toMatchObject({
+      status: "True",
+      reason: "Applied",
+      message: "Flux applied revision main@sha1:def",
+    });
     expect(cond(v, "KustomizationReady")).toMatchObject({ status: "Unknown", reason: "Progressing" });
     expect(cond(v, "Ready").message).toMatch(/^ResourceGroupReady: Reconciling/);
   });
@@ -155,7 +239,11 @@ describe("teamStatusView", () => {
   it("a newer revision that waits (a dependency, the source) is a wait at the revision Flux runs", () => {
     const i = allGood();
     i.kustomization = {
-      status: { lastAppliedRevision: "main@sha1:abc", lastAttemptedRevision: "main@sha1:def", conditions: [{ type: "Ready", status: "False", reason: "DependencyNotReady", message: "dependency not ready" }] },
+      status: {
+        lastAppliedRevision: "main@sha1:abc",
+        lastAttemptedRevision: "main@sha1:def",
+        conditions: [{ type: "Ready", status: "False", reason: "DependencyNotReady", message: "dependency not ready" }],
+      },
     };
     const v = teamStatusView(i);
     expect(v.revision).toBe("main@sha1:abc");
@@ -171,16 +259,30 @@ describe("teamStatusView", () => {
       obj("payments--b", ready("False", { severity: "Error", reason: "BadRequest", message: "issuer is invalid" })),
     ];
     const v = teamStatusView(i);
-    expect(cond(v, "FederatedCredentialsReady")).toMatchObject({ status: "False", severity: "Error", reason: "BadRequest", message: "2/2 not Ready; payments--b: issuer is invalid" });
+    expect(cond(v, "FederatedCredentialsReady")).toMatchObject({
+      status: "False",
+      severity: "Error",
+      reason: "BadRequest",
+      message: "2/2 not Ready; payments--b: issuer is invalid",
+    });
     expect(cond(v, "Ready")).toMatchObject({ status: "False", reason: "Failed" });
     expect(cond(v, "Ready").message).toContain("FederatedCredentialsReady: BadRequest");
   });
 
   it("a Warning is reported with its severity and the team is not Ready", () => {
     const i = allGood();
-    i.asoObjects.ResourceGroup = [obj("payments", ready("False", { severity: "Warning", reason: "SubscriptionNotRegistered", message: "register" }))];
+    i.asoObjects.ResourceGroup = [
+      obj(
+        "payments",
+        ready("False", { severity: "Warning", reason: "SubscriptionNotRegistered", message: "register" }),
+      ),
+    ];
     const v = teamStatusView(i);
-    expect(cond(v, "ResourceGroupReady")).toMatchObject({ status: "False", severity: "Warning", reason: "SubscriptionNotRegistered" });
+    expect(cond(v, "ResourceGroupReady")).toMatchObject({
+      status: "False",
+      severity: "Warning",
+      reason: "SubscriptionNotRegistered",
+    });
     expect(v.ready).toBe(false);
   });
 
@@ -200,13 +302,21 @@ describe("teamStatusView", () => {
 
   it("a Ready condition for an older generation is Unknown (Reconciling)", () => {
     const i = allGood();
-    i.asoObjects.UserAssignedIdentity = [{ metadata: { name: "payments", generation: 4 }, status: { conditions: [{ type: "Ready", status: "True", observedGeneration: 3 }] } }];
+    i.asoObjects.UserAssignedIdentity = [
+      {
+        metadata: { name: "payments", generation: 4 },
+        status: { conditions: [{ type: "Ready", status: "True", observedGeneration: 3 }] },
+      },
+    ];
     expect(cond(teamStatusView(i), "IdentityReady")).toMatchObject({ status: "Unknown", reason: "Reconciling" });
   });
 
   it("FederationMatchesIssuer: False (IssuerChanged, Warning) naming old and new issuer while a credential trusts the old one; Ready waits", () => {
     const i = allGood();
-    i.asoObjects.FederatedIdentityCredential = [fic("payments--aso-controller", ISSUER), fic("payments--workload", NEW_ISSUER)];
+    i.asoObjects.FederatedIdentityCredential = [
+      fic("payments--aso-controller", ISSUER),
+      fic("payments--workload", NEW_ISSUER),
+    ];
     i.clusterIssuer = NEW_ISSUER;
     const v = teamStatusView(i);
     const c = cond(v, "FederationMatchesIssuer");
@@ -221,7 +331,10 @@ describe("teamStatusView", () => {
     expect(v.ready).toBe(false);
 
     // Flux re-applied both with the new issuer.
-    i.asoObjects.FederatedIdentityCredential = [fic("payments--aso-controller", NEW_ISSUER), fic("payments--workload", NEW_ISSUER)];
+    i.asoObjects.FederatedIdentityCredential = [
+      fic("payments--aso-controller", NEW_ISSUER),
+      fic("payments--workload", NEW_ISSUER),
+    ];
     const after = teamStatusView(i);
     expect(cond(after, "FederationMatchesIssuer")).toMatchObject({ status: "True", reason: "IssuerMatches" });
     expect(after.ready).toBe(true);
@@ -230,12 +343,18 @@ describe("teamStatusView", () => {
   it("FederationMatchesIssuer: Unknown without credentials or without a known issuer; an issuer-less credential does not match", () => {
     const i = allGood();
     i.clusterIssuer = undefined;
-    expect(cond(teamStatusView(i), "FederationMatchesIssuer")).toMatchObject({ status: "Unknown", reason: "IssuerUnknown" });
+    expect(cond(teamStatusView(i), "FederationMatchesIssuer")).toMatchObject({
+      status: "Unknown",
+      reason: "IssuerUnknown",
+    });
     i.clusterIssuer = ISSUER;
     i.asoObjects.FederatedIdentityCredential = [];
     expect(cond(teamStatusView(i), "FederationMatchesIssuer")).toMatchObject({ status: "Unknown", reason: "NotFound" });
     i.asoObjects.FederatedIdentityCredential = [fic("payments--aso-controller", undefined)];
-    expect(cond(teamStatusView(i), "FederationMatchesIssuer")).toMatchObject({ status: "False", reason: "IssuerChanged" });
+    expect(cond(teamStatusView(i), "FederationMatchesIssuer")).toMatchObject({
+      status: "False",
+      reason: "IssuerChanged",
+    });
     // Exact match: a trailing slash is a different issuer for Entra ID.
     i.asoObjects.FederatedIdentityCredential = [fic("payments--aso-controller", ISSUER.replace(/\/$/, ""))];
     expect(cond(teamStatusView(i), "FederationMatchesIssuer").status).toBe("False");
@@ -255,7 +374,11 @@ describe("teamStatusView", () => {
 
   it("sameStatus compares with the stored status regardless of key order", () => {
     const v = teamStatusView(allGood());
-    const stored = JSON.parse(JSON.stringify(statusBody(v), (_k, x) => (x && typeof x === "object" && !Array.isArray(x) ? Object.fromEntries(Object.entries(x).reverse()) : x)));
+    const stored = JSON.parse(
+      JSON.stringify(statusBody(v), (_k, x) =>
+        x && typeof x === "object" && !Array.isArray(x) ? Object.fromEntries(Object.entries(x).reverse()) : x,
+      ),
+    );
     expect(sameStatus(v, stored)).toBe(true);
     expect(sameStatus(v, { ...stored, revision: "other" })).toBe(false);
     expect(sameStatus(v, undefined)).toBe(false);

@@ -1,4 +1,10 @@
-import { ValueUnavailableError, type Cluster, type ClusterFacts, type PlatformValuesProvider, type TeamIdentity } from "@berth/core";
+import {
+  ValueUnavailableError,
+  type Cluster,
+  type ClusterFacts,
+  type PlatformValuesProvider,
+  type TeamIdentity,
+} from "@berth/core";
 import { describe, expect, it } from "vitest";
 import { Caches, type Store, type WatchName } from "../src/caches.js";
 import { observeFacts } from "../src/controller.js";
@@ -6,7 +12,17 @@ import type { ClusterWriter } from "../src/kube.js";
 import type { KubeObject } from "../src/reconcile/objects.js";
 import { TeamReconciler } from "../src/reconcile/team-reconciler.js";
 import { silentLogger } from "@berth/kube-runtime";
-import { CLIENT_A, CLIENT_B, clusterOf, decode, FACTS, PLATFORM_CLIENT, platform, SUBSCRIPTION, TENANT } from "./fixtures.js";
+import {
+  CLIENT_A,
+  CLIENT_B,
+  clusterOf,
+  decode,
+  FACTS,
+  PLATFORM_CLIENT,
+  platform,
+  SUBSCRIPTION,
+  TENANT,
+} from "./fixtures.js";
 
 /**
  * The team reconciler's use of the platform values provider, on fake caches and a recording writer:
@@ -17,7 +33,9 @@ import { CLIENT_A, CLIENT_B, clusterOf, decode, FACTS, PLATFORM_CLIENT, platform
 
 const NEW_ISSUER = "https://oidc.example/issuer-2/";
 const PRINCIPAL = "99999999-9999-4999-8999-999999999999";
-const meta = (name: string, namespace: string | undefined, extra: Record<string, unknown> = {}) => ({ metadata: { name, ...(namespace ? { namespace } : {}), resourceVersion: "7", ...extra } });
+const meta = (name: string, namespace: string | undefined, extra: Record<string, unknown> = {}) => ({
+  metadata: { name, ...(namespace ? { namespace } : {}), resourceVersion: "7", ...extra },
+});
 
 interface World {
   identity?: KubeObject;
@@ -45,7 +63,11 @@ class FakeProvider implements PlatformValuesProvider {
 
 function setup(world: World, provider: PlatformValuesProvider) {
   const p = platform();
-  const team = world.team ?? { apiVersion: "berth.dev/v1alpha1", kind: "Team", ...meta("payments", undefined, { uid: "u-1", generation: 1 }) };
+  const team = world.team ?? {
+    apiVersion: "berth.dev/v1alpha1",
+    kind: "Team",
+    ...meta("payments", undefined, { uid: "u-1", generation: 1 }),
+  };
   const lists: Partial<Record<string, KubeObject[]>> = {
     teams: [team],
     asoConfigMaps: world.identity ? [world.identity] : [],
@@ -55,7 +77,10 @@ function setup(world: World, provider: PlatformValuesProvider) {
   const stores = new Proxy({} as Record<WatchName, Store<KubeObject>>, {
     get: (_t, name: string): Store<KubeObject> => {
       const objects = lists[name] ?? [];
-      return { get: (ns, n) => objects.find((o) => o.metadata?.name === n && (o.metadata?.namespace ?? undefined) === ns), list: () => objects };
+      return {
+        get: (ns, n) => objects.find((o) => o.metadata?.name === n && (o.metadata?.namespace ?? undefined) === ns),
+        list: () => objects,
+      };
     },
   });
   const applied: KubeObject[] = [];
@@ -76,7 +101,10 @@ function setup(world: World, provider: PlatformValuesProvider) {
     provider,
     caches: new Caches(p, stores),
     writer,
-    events: { warning: (ref, reason, message) => void events.push(`Warning ${ref.kind}/${ref.name} ${reason}: ${message}`), normal: (ref, reason) => void events.push(`Normal ${ref.kind}/${ref.name} ${reason}`) },
+    events: {
+      warning: (ref, reason, message) => void events.push(`Warning ${ref.kind}/${ref.name} ${reason}: ${message}`),
+      normal: (ref, reason) => void events.push(`Normal ${ref.kind}/${ref.name} ${reason}`),
+    },
     logger: silentLogger,
     resyncMs: 300_000,
     retryMs: 15_000,
@@ -84,11 +112,29 @@ function setup(world: World, provider: PlatformValuesProvider) {
   });
   const secrets = () => applied.filter((o) => o.kind === "Secret");
   const condition = (type: string) => statuses.at(-1)?.conditions.find((c) => c.type === type);
-  return { applied, secrets, statuses, events, condition, team, lists, reconcile: () => reconciler.reconcile("payments") };
+  return {
+    applied,
+    secrets,
+    statuses,
+    events,
+    condition,
+    team,
+    lists,
+    reconcile: () => reconciler.reconcile("payments"),
+  };
 }
 
-const identityConfigMap = (data: Record<string, string>) => ({ apiVersion: "v1", kind: "ConfigMap", ...meta("payments-identity", "flux-config"), data });
-const fic = (name: string, issuer: string) => ({ ...meta(name, "flux-config", { labels: { "berth.dev/team": "payments" } }), spec: { issuer }, status: { conditions: [{ type: "Ready", status: "True" }] } });
+const identityConfigMap = (data: Record<string, string>) => ({
+  apiVersion: "v1",
+  kind: "ConfigMap",
+  ...meta("payments-identity", "flux-config"),
+  data,
+});
+const fic = (name: string, issuer: string) => ({
+  ...meta(name, "flux-config", { labels: { "berth.dev/team": "payments" } }),
+  spec: { issuer },
+  status: { conditions: [{ type: "Ready", status: "True" }] },
+});
 
 describe("team identity: ASO's ConfigMap first, Azure only when it is missing", () => {
   it("takes the ids from the ConfigMap and never asks Azure (steady state)", async () => {
@@ -128,9 +174,21 @@ describe("team identity: ASO's ConfigMap first, Azure only when it is missing", 
   it.each([
     ["the identity does not exist in Azure yet", undefined, "IdentityPending"],
     ["Azure cannot be read", new ValueUnavailableError("ManagedClusters_Get: 429"), "IdentityUnavailable"],
-    ["Azure reports another tenant", { clientId: CLIENT_B, principalId: PRINCIPAL, tenantId: "44444444-4444-4444-8444-444444444444" }, "TenantMismatch"],
-    ["Azure reports a malformed client id", { clientId: "not-a-guid", principalId: PRINCIPAL, tenantId: TENANT }, "IdentityInvalid"],
-    ["Azure reports an empty client id", { clientId: " ", principalId: PRINCIPAL, tenantId: TENANT }, "IdentityPending"],
+    [
+      "Azure reports another tenant",
+      { clientId: CLIENT_B, principalId: PRINCIPAL, tenantId: "44444444-4444-4444-8444-444444444444" },
+      "TenantMismatch",
+    ],
+    [
+      "Azure reports a malformed client id",
+      { clientId: "not-a-guid", principalId: PRINCIPAL, tenantId: TENANT },
+      "IdentityInvalid",
+    ],
+    [
+      "Azure reports an empty client id",
+      { clientId: " ", principalId: PRINCIPAL, tenantId: TENANT },
+      "IdentityPending",
+    ],
   ] as const)("writes nothing when %s", async (_what, answer, reason) => {
     const provider = new FakeProvider();
     provider.team = answer as TeamIdentity | undefined | Error;
@@ -142,7 +200,11 @@ describe("team identity: ASO's ConfigMap first, Azure only when it is missing", 
 
   it("a provider without teamIdentity (static) waits for ASO's ConfigMap", async () => {
     const provider = new FakeProvider();
-    const { teamIdentity: _none, ...rest } = { clusterFacts: () => provider.clusterFacts(), platformCredential: () => provider.platformCredential(), teamIdentity: undefined };
+    const { teamIdentity: _none, ...rest } = {
+      clusterFacts: () => provider.clusterFacts(),
+      platformCredential: () => provider.platformCredential(),
+      teamIdentity: undefined,
+    };
     const w = setup({}, rest as PlatformValuesProvider);
     expect(await w.reconcile()).toEqual({ requeueAfterMs: 15_000 });
     expect(w.applied).toEqual([]);
@@ -153,7 +215,13 @@ describe("team identity: ASO's ConfigMap first, Azure only when it is missing", 
 describe("OIDC issuer change", () => {
   it("FederationMatchesIssuer goes False with one Warning event on the Team, and back to True with a Normal one", async () => {
     const provider = new FakeProvider();
-    const w = setup({ identity: identityConfigMap({ clientId: CLIENT_A, tenantId: TENANT }), fics: [fic("payments--aso-controller", FACTS.oidcIssuerUrl)] }, provider);
+    const w = setup(
+      {
+        identity: identityConfigMap({ clientId: CLIENT_A, tenantId: TENANT }),
+        fics: [fic("payments--aso-controller", FACTS.oidcIssuerUrl)],
+      },
+      provider,
+    );
     await w.reconcile();
     expect(w.condition("FederationMatchesIssuer")).toMatchObject({ status: "True", reason: "IssuerMatches" });
     expect(w.events.filter((e) => e.includes("Issuer"))).toEqual([]);
@@ -184,7 +252,11 @@ describe("observeFacts", () => {
   it("reports a change of the cluster's facts once, whichever caller saw it, and passes everything else through", async () => {
     const provider = new FakeProvider();
     const changes: string[] = [];
-    const observed = observeFacts(provider, (before, after) => void changes.push(`${before?.oidcIssuerUrl ?? "unavailable"} -> ${after?.oidcIssuerUrl ?? "unavailable"}`));
+    const observed = observeFacts(
+      provider,
+      (before, after) =>
+        void changes.push(`${before?.oidcIssuerUrl ?? "unavailable"} -> ${after?.oidcIssuerUrl ?? "unavailable"}`),
+    );
     const cluster = clusterOf(platform());
     await observed.clusterFacts(cluster);
     await observed.clusterFacts(cluster);
@@ -194,13 +266,25 @@ describe("observeFacts", () => {
     await observed.clusterFacts(cluster);
     expect(changes).toEqual([`${FACTS.oidcIssuerUrl} -> ${NEW_ISSUER}`]);
     expect(await observed.teamIdentity!("payments", cluster)).toMatchObject({ clientId: CLIENT_B });
-    expect(observeFacts({ clusterFacts: provider.clusterFacts.bind(provider), platformCredential: provider.platformCredential.bind(provider) }, () => {}).teamIdentity).toBeUndefined();
+    expect(
+      observeFacts(
+        {
+          clusterFacts: provider.clusterFacts.bind(provider),
+          platformCredential: provider.platformCredential.bind(provider),
+        },
+        () => {},
+      ).teamIdentity,
+    ).toBeUndefined();
   });
 
   it("reports the provider going away and coming back once each (every team's status says whether values are fresh)", async () => {
     const provider = new FakeProvider();
     const changes: string[] = [];
-    const observed = observeFacts(provider, (before, after) => void changes.push(`${before?.oidcIssuerUrl ?? "unavailable"} -> ${after?.oidcIssuerUrl ?? "unavailable"}`));
+    const observed = observeFacts(
+      provider,
+      (before, after) =>
+        void changes.push(`${before?.oidcIssuerUrl ?? "unavailable"} -> ${after?.oidcIssuerUrl ?? "unavailable"}`),
+    );
     const cluster = clusterOf(platform());
     await observed.clusterFacts(cluster);
     const real = provider.clusterFacts.bind(provider);
@@ -213,6 +297,9 @@ describe("observeFacts", () => {
     provider.clusterFacts = real;
     await observed.clusterFacts(cluster);
     await observed.clusterFacts(cluster);
-    expect(changes).toEqual([`${FACTS.oidcIssuerUrl} -> unavailable`, `${FACTS.oidcIssuerUrl} -> ${FACTS.oidcIssuerUrl}`]);
+    expect(changes).toEqual([
+      `${FACTS.oidcIssuerUrl} -> unavailable`,
+      `${FACTS.oidcIssuerUrl} -> ${FACTS.oidcIssuerUrl}`,
+    ]);
   });
 });

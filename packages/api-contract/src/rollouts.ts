@@ -19,16 +19,25 @@ export const gateProgressSchema = z
   })
   .describe("The last gate evaluation of the current wave, by the replica driving the rollout");
 
-export const rolloutResponse = z.object({ rollout: rolloutSchema, revision: revisionSchema, progress: gateProgressSchema.nullable() });
+export const rolloutResponse = z.object({
+  rollout: rolloutSchema,
+  revision: revisionSchema,
+  progress: gateProgressSchema.nullable(),
+});
 export const rolloutListResponse = z.object({ items: z.array(rolloutSchema), revision: revisionSchema });
 export const rolloutCreatedResponse = z.object({
   rollout: rolloutSchema,
   revision: z.string().describe("The commit that created the rollout (unstaged: the commit of the whole change)"),
-  summary: z.object({ teams: z.number().int(), files: z.number().int().describe("Files written (unstaged; 0 for a staged rollout, whose waves commit later)") }),
+  summary: z.object({
+    teams: z.number().int(),
+    files: z.number().int().describe("Files written (unstaged; 0 for a staged rollout, whose waves commit later)"),
+  }),
 });
 export const rolloutWriteResponse = z.object({ rollout: rolloutSchema, revision: z.string() });
 export const rolloutAbortResponse = rolloutWriteResponse.extend({
-  versions: z.record(z.string(), z.array(z.string())).describe("Each team of the rollout by the template version it is on now (offboarded: \"gone\")"),
+  versions: z
+    .record(z.string(), z.array(z.string()))
+    .describe('Each team of the rollout by the template version it is on now (offboarded: "gone")'),
 });
 
 export const teamPreviewSchema = z.object({
@@ -49,9 +58,13 @@ export const rolloutPreviewResponse = z.object({
     files: z.object({ added: z.number().int(), modified: z.number().int(), deleted: z.number().int() }),
   }),
   waves: z.array(z.object({ name: z.string(), teams: z.array(z.string()) })),
-  problems: z.array(z.object({ field: z.string(), rule: z.string() })).describe("Why creating this rollout would be refused; empty: it would be accepted"),
+  problems: z
+    .array(z.object({ field: z.string(), rule: z.string() }))
+    .describe("Why creating this rollout would be refused; empty: it would be accepted"),
   failed: z.array(z.object({ team: z.string(), error: z.string() })),
-  broken: brokenTeamsSchema.describe("Teams whose team file cannot be read that the selector might match: left out of the rollout, each with why"),
+  broken: brokenTeamsSchema.describe(
+    "Teams whose team file cannot be read that the selector might match: left out of the rollout, each with why",
+  ),
   unchanged: z.array(z.string()),
   teams: z.array(teamPreviewSchema),
 });

@@ -43,7 +43,12 @@ export const STATUS_CHAIN = [
   { step: "flux", label: "Flux applied", short: "flux", conditions: ["Rendered"] },
   { step: "resource-group", label: "resource group", short: "rg", conditions: ["ResourceGroupReady"] },
   { step: "identity", label: "identity", short: "identity", conditions: ["IdentityReady"] },
-  { step: "federation", label: "federated credential", short: "fic", conditions: ["FederatedCredentialsReady", "FederationMatchesIssuer"] },
+  {
+    step: "federation",
+    label: "federated credential",
+    short: "fic",
+    conditions: ["FederatedCredentialsReady", "FederationMatchesIssuer"],
+  },
   { step: "role-assignments", label: "role assignments", short: "roles", conditions: ["RoleAssignmentsReady"] },
   { step: "credential", label: "credential written", short: "cred", conditions: ["CredentialWritten"] },
   // Flux's own Ready: its health checks pass once the ASO objects are Ready, so it completes last.
@@ -88,7 +93,11 @@ export const isFailedCondition = (c: Condition) => c.status === "False" && c.sev
 /** The condition that explains why the team is not Ready on this cluster: the first Error, else the first not True. */
 export function blockingCondition(status: ClusterStatus): Condition | undefined {
   const ordered = status.conditions.filter((c) => c.type !== "Ready");
-  return ordered.find(isFailedCondition) ?? ordered.find((c) => c.status !== "True") ?? status.conditions.find((c) => c.type === "Ready" && c.status !== "True");
+  return (
+    ordered.find(isFailedCondition) ??
+    ordered.find((c) => c.status !== "True") ??
+    status.conditions.find((c) => c.type === "Ready" && c.status !== "True")
+  );
 }
 
 export function phaseOf(status: ClusterStatus): Phase {
@@ -104,7 +113,10 @@ export function phaseOf(status: ClusterStatus): Phase {
       // Ready wins: the controller keeps a team Ready through conditions that only inform, such as
       // PlatformValuesFresh=False (Azure unreachable, or the cluster's OIDC issuer off) with severity Error.
       if (status.ready && !status.stale) return "ready";
-      if (status.conditions.some(isFailedCondition) || status.conditions.some((c) => c.type === "Ready" && c.status === "False" && c.reason === "Failed")) {
+      if (
+        status.conditions.some(isFailedCondition) ||
+        status.conditions.some((c) => c.type === "Ready" && c.status === "False" && c.reason === "Failed")
+      ) {
         return "failed";
       }
       return "progressing";
@@ -129,7 +141,11 @@ export function statusChain(status: ClusterStatus): ChainStep[] {
     const firstNotTrue = conditions.findIndex((c) => !isTrue(c));
     const deciding = conditions[firstNotTrue];
     if (firstNotTrue === -1) {
-      return { ...base, state: def.step === "ready" && status.stale ? "active" : "done", ...(conditions[0] ? { condition: conditions[0] } : {}) };
+      return {
+        ...base,
+        state: def.step === "ready" && status.stale ? "active" : "done",
+        ...(conditions[0] ? { condition: conditions[0] } : {}),
+      };
     }
     const failed = conditions.find((c) => c !== undefined && isFailedCondition(c));
     if (failed) {
@@ -155,7 +171,8 @@ export function describeClusterStatus(status: ClusterStatus): string {
       return "waiting for the controller's first status";
     case "reported": {
       if (status.ready && !status.stale) return "Ready";
-      if (status.ready && status.stale) return "Ready (status describes an older generation; the controller has not caught up)";
+      if (status.ready && status.stale)
+        return "Ready (status describes an older generation; the controller has not caught up)";
       const c = blockingCondition(status);
       if (!c) return "waiting for the controller";
       return describeCondition(c);

@@ -28,7 +28,10 @@ export const teamListResponse = z.object({
   items: z.array(teamSchema),
   broken: brokenTeamsSchema,
   revision: revisionSchema,
-  continue: z.string().optional().describe("Present when more teams follow: pass it as `continue` to get the next page"),
+  continue: z
+    .string()
+    .optional()
+    .describe("Present when more teams follow: pass it as `continue` to get the next page"),
 });
 export const writeResponse = z.object({
   team: teamSchema,

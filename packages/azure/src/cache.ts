@@ -72,7 +72,11 @@ export class TtlCache {
     }
   }
 
-  private async load<T>(kind: string, key: string, load: () => Promise<Loaded<T>>): Promise<{ value: unknown; result: CacheResult }> {
+  private async load<T>(
+    kind: string,
+    key: string,
+    load: () => Promise<Loaded<T>>,
+  ): Promise<{ value: unknown; result: CacheResult }> {
     try {
       const { value, ttlMs } = await load();
       const at = this.opts.now();

@@ -184,22 +184,36 @@ export class AzureDiscovery implements PlatformValuesProvider {
     this.ttl = o.ttl;
     this.metrics = o.metrics;
     this.armPolicy = metricsPolicy(o.metrics);
-    this.res = new Resilience({ retry: o.retry, breaker: o.breaker, maxConcurrency: o.maxConcurrency, callTimeoutMs: o.callTimeoutMs, metrics: o.metrics });
+    this.res = new Resilience({
+      retry: o.retry,
+      breaker: o.breaker,
+      maxConcurrency: o.maxConcurrency,
+      callTimeoutMs: o.callTimeoutMs,
+      metrics: o.metrics,
+    });
     this.cache = new TtlCache({
       now: o.now,
       maxEntries: o.maxCacheEntries,
       maxStaleMs: o.ttl.maxStale,
       retryStaleAfterMs: o.ttl.retryStaleAfter,
       onResult: (kind, result) => this.metrics.cache.inc({ kind, result }),
-      onStale: (kind, key, err) => o.logger?.warn({ kind, key, err: describe(err) }, "Azure read failed; serving the last good value"),
+      onStale: (kind, key, err) =>
+        o.logger?.warn({ kind, key, err: describe(err) }, "Azure read failed; serving the last good value"),
     });
   }
 
   static fromConfig(config: AzureDiscoveryConfig): AzureDiscovery {
     for (const [name, c] of Object.entries(config.clusters)) {
-      if (!GUID.test(c.subscriptionId)) throw new Error(`azure discovery: cluster ${name}: subscriptionId must be a GUID`);
-      for (const [k, v] of Object.entries({ resourceGroup: c.resourceGroup, managedClusterName: c.managedClusterName, "platformIdentity.resourceGroup": c.platformIdentity?.resourceGroup, "platformIdentity.name": c.platformIdentity?.name })) {
-        if (typeof v !== "string" || v.trim() === "" || /[/?#\s]/.test(v)) throw new Error(`azure discovery: cluster ${name}: ${k} must be a non-empty Azure name`);
+      if (!GUID.test(c.subscriptionId))
+        throw new Error(`azure discovery: cluster ${name}: subscriptionId must be a GUID`);
+      for (const [k, v] of Object.entries({
+        resourceGroup: c.resourceGroup,
+        managedClusterName: c.managedClusterName,
+        "platformIdentity.resourceGroup": c.platformIdentity?.resourceGroup,
+        "platformIdentity.name": c.platformIdentity?.name,
+      })) {
+        if (typeof v !== "string" || v.trim() === "" || /[/?#\s]/.test(v))
+          throw new Error(`azure discovery: cluster ${name}: ${k} must be a non-empty Azure name`);
       }
     }
     const registry = config.registry ?? defaultRegistry;
@@ -209,8 +223,10 @@ export class AzureDiscovery implements PlatformValuesProvider {
       return v;
     };
     const ttl = { ...DEFAULT_TTLS, ...config.cacheTtlMs };
-    for (const [k, v] of Object.entries(ttl)) if (!Number.isFinite(v) || v < 0) throw new Error(`azure discovery: cacheTtlMs.${k} must be ≥ 0`);
-    const credential = config.credential ?? new DefaultAzureCredential({ additionalPolicies: [credentialMetricsPolicy(registry)] });
+    for (const [k, v] of Object.entries(ttl))
+      if (!Number.isFinite(v) || v < 0) throw new Error(`azure discovery: cacheTtlMs.${k} must be ≥ 0`);
+    const credential =
+      config.credential ?? new DefaultAzureCredential({ additionalPolicies: [credentialMetricsPolicy(registry)] });
     return new AzureDiscovery(credential, { ...config.clusters }, config.clientOptions ?? {}, {
       ttl,
       metrics: discoveryMetrics(registry),
@@ -229,9 +245,20 @@ export class AzureDiscovery implements PlatformValuesProvider {
   async clusterFacts(cluster: Cluster): Promise<ClusterFacts> {
     const cfg = this.config(cluster);
     const what = `cluster facts of ${clusterName(cluster)}`;
-    const [mc, tenantId] = await Promise.all([this.managedCluster(cfg, what), this.subscriptionTenant(cfg.subscriptionId, what)]);
-    if (!mc.found) throw new ValueUnavailableError(`${what}: managed cluster ${cfg.resourceGroup}/${cfg.managedClusterName} not found in subscription ${cfg.subscriptionId}`, { reason: "ManagedClusterNotFound", severity: "Error" });
-    if (!mc.issuerURL) throw new ValueUnavailableError(`${what}: the managed cluster has no OIDC issuer (oidcIssuerProfile not enabled)`, { reason: "OIDCIssuerNotEnabled", severity: "Error" });
+    const [mc, tenantId] = await Promise.all([
+      this.managedCluster(cfg, what),
+      this.subscriptionTenant(cfg.subscriptionId, what),
+    ]);
+    if (!mc.found)
+      throw new ValueUnavailableError(
+        `${what}: managed cluster ${cfg.resourceGroup}/${cfg.managedClusterName} not found in subscription ${cfg.subscriptionId}`,
+        { reason: "ManagedClusterNotFound", severity: "Error" },
+      );
+    if (!mc.issuerURL)
+      throw new ValueUnavailableError(
+        `${what}: the managed cluster has no OIDC issuer (oidcIssuerProfile not enabled)`,
+        { reason: "OIDCIssuerNotEnabled", severity: "Error" },
+      );
     const location = cfg.location ?? mc.location;
     if (!location) throw new ValueUnavailableError(`${what}: the managed cluster reports no location`);
     return { tenantId, subscriptionId: cfg.subscriptionId, oidcIssuerUrl: mc.issuerURL, location };
@@ -241,8 +268,15 @@ export class AzureDiscovery implements PlatformValuesProvider {
     const cfg = this.config(cluster);
     const what = `platform credential of ${clusterName(cluster)}`;
     const { resourceGroup, name } = cfg.platformIdentity;
-    const [id, tenantId] = await Promise.all([this.identity(cfg.subscriptionId, resourceGroup, name, what), this.subscriptionTenant(cfg.subscriptionId, what)]);
-    if (!id.found) throw new ValueUnavailableError(`${what}: identity ${resourceGroup}/${name} not found in subscription ${cfg.subscriptionId}`, { reason: "IdentityNotFound", severity: "Error" });
+    const [id, tenantId] = await Promise.all([
+      this.identity(cfg.subscriptionId, resourceGroup, name, what),
+      this.subscriptionTenant(cfg.subscriptionId, what),
+    ]);
+    if (!id.found)
+      throw new ValueUnavailableError(
+        `${what}: identity ${resourceGroup}/${name} not found in subscription ${cfg.subscriptionId}`,
+        { reason: "IdentityNotFound", severity: "Error" },
+      );
     if (!id.clientId) throw new ValueUnavailableError(`${what}: identity ${resourceGroup}/${name} has no clientId yet`);
     return { tenantId, subscriptionId: cfg.subscriptionId, clientId: id.clientId };
   }
@@ -255,7 +289,10 @@ export class AzureDiscovery implements PlatformValuesProvider {
     const id = await this.identity(cfg.subscriptionId, names.resourceGroup, names.identity, what);
     if (!id.found) return undefined;
     const tenantId = id.tenantId ?? (await this.subscriptionTenant(cfg.subscriptionId, what));
-    if (!id.clientId || !id.principalId || !tenantId) throw new ValueUnavailableError(`${what}: identity ${names.identity} is incomplete (clientId/principalId not assigned yet)`);
+    if (!id.clientId || !id.principalId || !tenantId)
+      throw new ValueUnavailableError(
+        `${what}: identity ${names.identity} is incomplete (clientId/principalId not assigned yet)`,
+      );
     return { clientId: id.clientId, principalId: id.principalId, tenantId };
   }
 
@@ -273,7 +310,8 @@ export class AzureDiscovery implements PlatformValuesProvider {
    * know the namespace. ASO can create no resource of an unregistered namespace.
    */
   async resourceProviderState(cluster: Cluster | string, namespace: string): Promise<string | undefined> {
-    if (!/^[A-Za-z][A-Za-z0-9]*(\.[A-Za-z0-9]+)+$/.test(namespace)) throw new Error(`resourceProviderState: invalid namespace ${JSON.stringify(namespace)}`);
+    if (!/^[A-Za-z][A-Za-z0-9]*(\.[A-Za-z0-9]+)+$/.test(namespace))
+      throw new Error(`resourceProviderState: invalid namespace ${JSON.stringify(namespace)}`);
     const cfg = this.config(cluster);
     const what = `resource provider ${namespace} in subscription ${cfg.subscriptionId}`;
     const key = `provider|${cfg.subscriptionId}|${namespace}`.toLowerCase();
@@ -299,14 +337,21 @@ export class AzureDiscovery implements PlatformValuesProvider {
         const out: string[] = [];
         const filter = `roleName eq '${roleName.replace(/'/g, "''")}'`;
         // A scope without the leading "/" (the SDK puts one in front of it).
-        for await (const d of this.authz(subscriptionId).roleDefinitions.list(`subscriptions/${subscriptionId}`, { filter, abortSignal })) {
+        for await (const d of this.authz(subscriptionId).roleDefinitions.list(`subscriptions/${subscriptionId}`, {
+          filter,
+          abortSignal,
+        })) {
           if (d.id && d.roleName?.toLowerCase() === roleName.toLowerCase()) out.push(d.id);
         }
         return out;
       });
       return { value: found, ttlMs: found.length === 1 ? this.ttl.roleDefinition : this.ttl.negative };
     });
-    if (ids.length > 1) throw new ValueUnavailableError(`${what}: ${ids.length} role definitions have this name`, { reason: "RoleNameAmbiguous", severity: "Error" });
+    if (ids.length > 1)
+      throw new ValueUnavailableError(`${what}: ${ids.length} role definitions have this name`, {
+        reason: "RoleNameAmbiguous",
+        severity: "Error",
+      });
     return ids[0];
   }
 
@@ -334,12 +379,18 @@ export class AzureDiscovery implements PlatformValuesProvider {
     const key = `cluster|${cfg.subscriptionId}|${cfg.resourceGroup}|${cfg.managedClusterName}`.toLowerCase();
     return this.read("cluster", key, what, async () => {
       const mc = await this.res.call(OPERATIONS.managedCluster, cfg.subscriptionId, (abortSignal) =>
-        orUndefinedOn404(() => this.aks(cfg.subscriptionId).managedClusters.get(cfg.resourceGroup, cfg.managedClusterName, { abortSignal })),
+        orUndefinedOn404(() =>
+          this.aks(cfg.subscriptionId).managedClusters.get(cfg.resourceGroup, cfg.managedClusterName, { abortSignal }),
+        ),
       );
       if (!mc) return { value: { found: false }, ttlMs: this.ttl.negative };
       const p = mc.oidcIssuerProfile;
       const issuerURL = p && p.enabled !== false && isHttpsUrl(p.issuerURL) ? p.issuerURL : undefined;
-      const value: ClusterRead = { found: true, ...(issuerURL ? { issuerURL } : {}), ...(mc.location ? { location: mc.location } : {}) };
+      const value: ClusterRead = {
+        found: true,
+        ...(issuerURL ? { issuerURL } : {}),
+        ...(mc.location ? { location: mc.location } : {}),
+      };
       return { value, ttlMs: issuerURL && mc.location ? this.ttl.cluster : this.ttl.negative };
     });
   }
@@ -354,7 +405,8 @@ export class AzureDiscovery implements PlatformValuesProvider {
       // A subscription's tenant changes only when the subscription is moved to another directory: identity TTL.
       return { value: t, ttlMs: t ? this.ttl.identity : this.ttl.negative };
     });
-    if (!tenantId) throw new ValueUnavailableError(`${what}: subscription ${subscriptionId} not found or has no tenantId`);
+    if (!tenantId)
+      throw new ValueUnavailableError(`${what}: subscription ${subscriptionId} not found or has no tenantId`);
     return tenantId;
   }
 
@@ -362,7 +414,9 @@ export class AzureDiscovery implements PlatformValuesProvider {
     const key = `identity|${subscriptionId}|${resourceGroup}|${name}`.toLowerCase();
     return this.read("identity", key, what, async () => {
       const id = await this.res.call(OPERATIONS.identity, subscriptionId, (abortSignal) =>
-        orUndefinedOn404(() => this.msi(subscriptionId).userAssignedIdentities.get(resourceGroup, name, { abortSignal })),
+        orUndefinedOn404(() =>
+          this.msi(subscriptionId).userAssignedIdentities.get(resourceGroup, name, { abortSignal }),
+        ),
       );
       if (!id) return { value: { found: false }, ttlMs: this.ttl.negative };
       const value: IdentityRead = {
@@ -420,19 +474,36 @@ export class AzureDiscovery implements PlatformValuesProvider {
   }
 
   private msi(subscriptionId: string): ManagedServiceIdentityClient {
-    return this.client(`msi|${subscriptionId}`, () => withMetricsAfterSign(new ManagedServiceIdentityClient(this.credential, subscriptionId, this.coreOptions()), this.armPolicy));
+    return this.client(`msi|${subscriptionId}`, () =>
+      withMetricsAfterSign(
+        new ManagedServiceIdentityClient(this.credential, subscriptionId, this.coreOptions()),
+        this.armPolicy,
+      ),
+    );
   }
 
   private authz(subscriptionId: string): AuthorizationManagementClient {
-    return this.client(`authz|${subscriptionId}`, () => withMetricsAfterSign(new AuthorizationManagementClient(this.credential, subscriptionId, this.coreOptions()), this.armPolicy));
+    return this.client(`authz|${subscriptionId}`, () =>
+      withMetricsAfterSign(
+        new AuthorizationManagementClient(this.credential, subscriptionId, this.coreOptions()),
+        this.armPolicy,
+      ),
+    );
   }
 
   private rm(subscriptionId: string): ResourceManagementClient {
-    return this.client(`rm|${subscriptionId}`, () => withMetricsAfterSign(new ResourceManagementClient(this.credential, subscriptionId, this.coreOptions()), this.armPolicy));
+    return this.client(`rm|${subscriptionId}`, () =>
+      withMetricsAfterSign(
+        new ResourceManagementClient(this.credential, subscriptionId, this.coreOptions()),
+        this.armPolicy,
+      ),
+    );
   }
 
   private subscriptions(): SubscriptionClient {
-    return this.client("subs", () => withMetricsAfterSign(new SubscriptionClient(this.credential, this.coreOptions()), this.armPolicy));
+    return this.client("subs", () =>
+      withMetricsAfterSign(new SubscriptionClient(this.credential, this.coreOptions()), this.armPolicy),
+    );
   }
 }
 

@@ -31,10 +31,18 @@ interface ErrorLike {
   response?: { headers?: { get(name: string): string | undefined } };
 }
 
-const AUTH_ERRORS = new Set(["AuthenticationRequiredError", "AuthenticationError", "CredentialUnavailableError", "AggregateAuthenticationError"]);
+const AUTH_ERRORS = new Set([
+  "AuthenticationRequiredError",
+  "AuthenticationError",
+  "CredentialUnavailableError",
+  "AggregateAuthenticationError",
+]);
 
 /** Parse ARM's retry hints: `retry-after-ms`, `x-ms-retry-after-ms` (milliseconds) or `Retry-After` (seconds or an HTTP date). */
-export function retryAfterMs(headers: { get(name: string): string | undefined } | undefined, now = Date.now()): number | undefined {
+export function retryAfterMs(
+  headers: { get(name: string): string | undefined } | undefined,
+  now = Date.now(),
+): number | undefined {
   if (!headers) return undefined;
   for (const name of ["retry-after-ms", "x-ms-retry-after-ms"]) {
     const v = headers.get(name);

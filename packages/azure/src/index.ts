@@ -7,7 +7,15 @@ export {
   type CacheTtls,
   type ClusterAzureConfig,
 } from "./discovery.js";
-export { DEFAULT_BREAKER, DEFAULT_RETRY, RetryBudget, ThrottleGate, type BreakerSettings, type CircuitName, type RetrySettings } from "./resilience.js";
+export {
+  DEFAULT_BREAKER,
+  DEFAULT_RETRY,
+  RetryBudget,
+  ThrottleGate,
+  type BreakerSettings,
+  type CircuitName,
+  type RetrySettings,
+} from "./resilience.js";
 export { TtlCache, type CacheResult, type Loaded } from "./cache.js";
 export { classify, retryAfterMs, type Classified, type FailureKind } from "./errors.js";
 export {

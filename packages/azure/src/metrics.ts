@@ -88,7 +88,12 @@ export function discoveryMetrics(registry: Registry = defaultRegistry): Discover
 
 const upperFirst = (s: string) => s.charAt(0).toUpperCase() + s.slice(1);
 
-const VERB: Record<string, string> = { HEAD: "CheckExistence", PUT: "CreateOrUpdate", PATCH: "Update", DELETE: "Delete" };
+const VERB: Record<string, string> = {
+  HEAD: "CheckExistence",
+  PUT: "CreateOrUpdate",
+  PATCH: "Update",
+  DELETE: "Delete",
+};
 /** Names as in the Azure REST specs where the generic rule differs. */
 const RENAMES: Record<string, string> = { RoleAssignments_List: "RoleAssignments_ListForScope" };
 
@@ -113,7 +118,8 @@ export function operationOf(method: string, url: string): string {
   if (path.endsWith(".well-known/openid-configuration")) return "Entra_OpenIdConfiguration";
   if (path.endsWith("discovery/instance")) return "Entra_InstanceDiscovery";
   if (path.endsWith("discovery/v2.0/keys") || path.endsWith("discovery/keys")) return "Entra_Keys";
-  if (lower[0] !== "subscriptions" && lower[0] !== "providers") return u.hostname.startsWith("login.") ? "Entra_Other" : "Unknown";
+  if (lower[0] !== "subscriptions" && lower[0] !== "providers")
+    return u.hostname.startsWith("login.") ? "Entra_Other" : "Unknown";
 
   let type: string | undefined;
   let collection: boolean;
@@ -181,6 +187,9 @@ export function metricsPolicy(metrics: Pick<DiscoveryMetrics, "requests" | "dura
  * berth_arm_requests_total too. Use it for a credential you build yourself:
  * `new WorkloadIdentityCredential({ additionalPolicies: [credentialMetricsPolicy(registry)] })`.
  */
-export function credentialMetricsPolicy(registry: Registry = defaultRegistry): { policy: PipelinePolicy; position: "perRetry" } {
+export function credentialMetricsPolicy(registry: Registry = defaultRegistry): {
+  policy: PipelinePolicy;
+  position: "perRetry";
+} {
   return { policy: metricsPolicy(discoveryMetrics(registry)), position: "perRetry" };
 }

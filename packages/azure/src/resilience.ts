@@ -114,7 +114,10 @@ export class ThrottleGate {
   async wait(scope: string, maxMs: number): Promise<number> {
     const left = this.remainingMs(scope);
     if (left <= 0) return 0;
-    if (left > maxMs) throw new ThrottledLocallyError(`ARM throttled subscription ${scope}; next call allowed in ${Math.ceil(left / 1000)} s`);
+    if (left > maxMs)
+      throw new ThrottledLocallyError(
+        `ARM throttled subscription ${scope}; next call allowed in ${Math.ceil(left / 1000)} s`,
+      );
     await sleep(left);
     return left;
   }
@@ -159,7 +162,11 @@ export class Resilience {
       b = circuitBreaker(
         handleWhen((err) => !(err instanceof ThrottledLocallyError)),
         {
-          halfOpenAfter: new ExponentialBackoff({ initialDelay: s.halfOpenAfterMs, maxDelay: s.maxHalfOpenAfterMs, generator: noJitterGenerator }),
+          halfOpenAfter: new ExponentialBackoff({
+            initialDelay: s.halfOpenAfterMs,
+            maxDelay: s.maxHalfOpenAfterMs,
+            generator: noJitterGenerator,
+          }),
           breaker: new ConsecutiveBreaker(s.consecutiveFailures),
         },
       );
@@ -187,12 +194,17 @@ export class Resilience {
     // A throttle window longer than this read may wait: fail before the breaker (which would count a
     // half-open probe that never reached ARM as a success).
     const left = this.gate.remainingMs(scope);
-    if (left > this.o.retry.maxWaitMs) throw new ThrottledLocallyError(`ARM throttled subscription ${scope}; next call allowed in ${Math.ceil(left / 1000)} s`);
+    if (left > this.o.retry.maxWaitMs)
+      throw new ThrottledLocallyError(
+        `ARM throttled subscription ${scope}; next call allowed in ${Math.ceil(left / 1000)} s`,
+      );
     try {
       return await this.breaker(operation).execute(() => this.withRetries(operation, scope, fn));
     } catch (err) {
       if (err instanceof BrokenCircuitError) {
-        throw new BrokenCircuitError(`circuit open for ${operation}: Azure calls paused after ${this.o.breaker.consecutiveFailures} failed reads`);
+        throw new BrokenCircuitError(
+          `circuit open for ${operation}: Azure calls paused after ${this.o.breaker.consecutiveFailures} failed reads`,
+        );
       }
       throw err;
     }

@@ -8,7 +8,6 @@ import { ConfigError, portFromEnv, readConfigFile, type Env } from "./load.js";
  * (BERTH_CONFIG_FILE; the controller ignores the API's own sections) plus per-deployment env variables.
  */
 
-
 const booleanFromEnv = z
   .string()
   .trim()
@@ -18,7 +17,9 @@ const booleanFromEnv = z
 
 export const controllerEnvSchema = z.object({
   BERTH_LOG_LEVEL: z.enum(["fatal", "error", "warn", "info", "debug", "trace"]).optional(),
-  BERTH_CLUSTER_NAME: z.string({ error: "is required: the name of this cluster in platform config" }).min(1, "is required"),
+  BERTH_CLUSTER_NAME: z
+    .string({ error: "is required: the name of this cluster in platform config" })
+    .min(1, "is required"),
   BERTH_CONTROLLER_NAMESPACE: z.string().regex(DNS_LABEL, "must be a namespace name").max(63).default("berth-system"),
   BERTH_METRICS_PORT: portFromEnv.default(8081),
   BERTH_LEADER_ELECTION: booleanFromEnv.default(true),
@@ -115,7 +116,8 @@ export function loadControllerConfig(env: Env = process.env, cwd = process.cwd()
     for (const issue of vars.error.issues) problems.push(`${issue.path.join(".")}: ${issue.message}`);
   }
   const fileLogLevel = z.enum(["fatal", "error", "warn", "info", "debug", "trace"]).safeParse(raw.logLevel ?? "info");
-  if (!fileLogLevel.success) problems.push(`logLevel: ${fileLogLevel.error.issues[0]?.message ?? fileLogLevel.error.message}`);
+  if (!fileLogLevel.success)
+    problems.push(`logLevel: ${fileLogLevel.error.issues[0]?.message ?? fileLogLevel.error.message}`);
 
   let cluster: Cluster | undefined;
   if (platform.success && vars.success) {
@@ -145,10 +147,13 @@ export function loadControllerConfig(env: Env = process.env, cwd = process.cwd()
     if (json !== undefined) {
       const tuning = azureTuningSchema.safeParse(json);
       if (tuning.success) azureTuning = tuning.data;
-      else for (const issue of tuning.error.issues) problems.push(`BERTH_AZURE_TUNING${issue.path.length ? `.${issue.path.join(".")}` : ""}: ${issue.message}`);
+      else
+        for (const issue of tuning.error.issues)
+          problems.push(`BERTH_AZURE_TUNING${issue.path.length ? `.${issue.path.join(".")}` : ""}: ${issue.message}`);
     }
   }
-  if (problems.length || !platform.success || !vars.success || !cluster || !fileLogLevel.success) throw new ConfigError(problems);
+  if (problems.length || !platform.success || !vars.success || !cluster || !fileLogLevel.success)
+    throw new ConfigError(problems);
 
   return {
     logLevel: vars.data.BERTH_LOG_LEVEL ?? fileLogLevel.data,

@@ -20,12 +20,24 @@ export const fluxRepoSchema = z
   .object({
     url: z
       .string()
-      .regex(/^(file:\/\/|https:\/\/|http:\/\/127\.0\.0\.1|http:\/\/localhost|ssh:\/\/|git@)/, "must be a file://, https:// or ssh remote"),
-    branch: z.string().regex(/^[A-Za-z0-9][A-Za-z0-9._/-]{0,100}$/, "must be a plain branch name").default("main"),
+      .regex(
+        /^(file:\/\/|https:\/\/|http:\/\/127\.0\.0\.1|http:\/\/localhost|ssh:\/\/|git@)/,
+        "must be a file://, https:// or ssh remote",
+      ),
+    branch: z
+      .string()
+      .regex(/^[A-Za-z0-9][A-Za-z0-9._/-]{0,100}$/, "must be a plain branch name")
+      .default("main"),
     /** Where the long-lived clone lives. */
     workDir: nonEmpty,
     author: z
-      .object({ name: nonEmpty.default("Berth"), email: z.string().regex(/^[^\s@<>]+@[^\s@<>]+$/, "must be an email address").default("berth@localhost") })
+      .object({
+        name: nonEmpty.default("Berth"),
+        email: z
+          .string()
+          .regex(/^[^\s@<>]+@[^\s@<>]+$/, "must be an email address")
+          .default("berth@localhost"),
+      })
       .strict()
       .default({ name: "Berth", email: "berth@localhost" }),
     auth: gitAuthSchema.default({ kind: "none" }),
@@ -42,7 +54,10 @@ export const apiAuthSchema = z.discriminatedUnion("mode", [
       /** JWKS location; discovered from the issuer's openid-configuration when absent. */
       jwksUri: z.url().optional(),
       audience: nonEmpty,
-      algorithms: z.array(z.enum(["RS256", "RS384", "RS512", "PS256", "ES256", "ES384"])).min(1).default(["RS256"]),
+      algorithms: z
+        .array(z.enum(["RS256", "RS384", "RS512", "PS256", "ES256", "ES384"]))
+        .min(1)
+        .default(["RS256"]),
       /** Claim holding app roles (Entra ID: `roles`). */
       rolesClaim: nonEmpty.default("roles"),
       readRole: nonEmpty.default("Berth.Read"),
@@ -177,7 +192,12 @@ export const rateLimitSchema = z
 export const idempotencySchema = z
   .object({
     /** A key is honoured this long after its commit (the IETF draft's expiry); later, the request runs again. */
-    windowHours: z.number().int().min(1).max(24 * 30).default(24),
+    windowHours: z
+      .number()
+      .int()
+      .min(1)
+      .max(24 * 30)
+      .default(24),
     /** At most this many recent commits are indexed, however young. */
     maxCommits: z.number().int().min(100).max(1_000_000).default(20_000),
   })
@@ -198,7 +218,9 @@ export const apiSchema = z
      * Proxies in front whose X-Forwarded-For is believed (fastify's trustProxy): false, a hop count, or
      * addresses/CIDRs. Per-address rate limits need the client's address, not the ingress's.
      */
-    trustProxy: z.union([z.boolean(), z.number().int().min(1).max(10), z.array(z.string().min(1)).min(1)]).default(false),
+    trustProxy: z
+      .union([z.boolean(), z.number().int().min(1).max(10), z.array(z.string().min(1)).min(1)])
+      .default(false),
     /** Clusters by name whose Team status GET /v1/teams/{name}/status reports; others show "not-configured". */
     clusters: z.record(z.string(), clusterAccessSchema).default({}),
     /** Clusters by name whose Flux the API asks to fetch after each push that concerns them; others wait for their poll. */
@@ -213,7 +235,12 @@ export const apiSchema = z
         /** How often a committed wave's gate is checked (Team status on every cluster of the wave). */
         pollIntervalMs: z.number().int().min(100).max(600_000).default(10_000),
         /** How long a wave may take to become Ready when the rollout does not say; then it halts. */
-        gateTimeoutSeconds: z.number().int().min(10).max(7 * 86_400).default(1_800),
+        gateTimeoutSeconds: z
+          .number()
+          .int()
+          .min(10)
+          .max(7 * 86_400)
+          .default(1_800),
       })
       .strict()
       .default({ pollIntervalMs: 10_000, gateTimeoutSeconds: 1_800 }),
@@ -221,7 +248,8 @@ export const apiSchema = z
   .strict()
   // The OIDC redirect URI must not come from the request's Host header, which any caller chooses.
   .refine((api) => !(api.auth.mode === "oidc" && api.ui.enabled && api.ui.oidc && !api.ui.publicUrl), {
-    message: "is required in oidc mode with the status page's sign-in (api.ui.oidc): the URL browsers use, e.g. https://berth.example.com (BERTH_UI_PUBLIC_URL)",
+    message:
+      "is required in oidc mode with the status page's sign-in (api.ui.oidc): the URL browsers use, e.g. https://berth.example.com (BERTH_UI_PUBLIC_URL)",
     path: ["ui", "publicUrl"],
   });
 

@@ -145,7 +145,9 @@ export class RolloutConflictError extends DomainError {
     readonly other: string,
     readonly teams: string[],
   ) {
-    super(`rollout "${other}" (not finished) already moves ${teams.length} of these teams: ${teams.slice(0, 10).join(", ")}${teams.length > 10 ? ", ..." : ""}`);
+    super(
+      `rollout "${other}" (not finished) already moves ${teams.length} of these teams: ${teams.slice(0, 10).join(", ")}${teams.length > 10 ? ", ..." : ""}`,
+    );
   }
 }
 
@@ -154,7 +156,12 @@ export class FleetRenderError extends DomainError {
   override readonly name = "FleetRenderError";
   readonly code = "rollout-render-failed";
   constructor(readonly failures: Array<{ team: string; error: string }>) {
-    super(`${failures.length} team(s) cannot be rendered: ${failures.slice(0, 5).map((f) => `${f.team} (${f.error})`).join("; ")}${failures.length > 5 ? "; ..." : ""}`);
+    super(
+      `${failures.length} team(s) cannot be rendered: ${failures
+        .slice(0, 5)
+        .map((f) => `${f.team} (${f.error})`)
+        .join("; ")}${failures.length > 5 ? "; ..." : ""}`,
+    );
   }
 
   /** Each team that cannot be rendered, and why: the team file or the platform config must change first. */

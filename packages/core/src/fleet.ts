@@ -115,12 +115,17 @@ export class Fleet {
     }
     // A re-render keeps each team on its clusters; the indexes change only if they were out of date (or the
     // teams move out of the pre-shard layout). Every index is checked: a hand edit of one is drift too.
-    for (const [path, content] of await this.onboarding.indexChanges(tree, memberships, { every: true })) plan.files.set(path, content);
+    for (const [path, content] of await this.onboarding.indexChanges(tree, memberships, { every: true }))
+      plan.files.set(path, content);
     return plan;
   }
 
   /** Per changed team: each file's status and a unified diff against the tree (when `diffs`). */
-  async preview(tree: RepoTree, plan: FleetPlan, options: { diffs: boolean; contents?: boolean }): Promise<TeamPreview[]> {
+  async preview(
+    tree: RepoTree,
+    plan: FleetPlan,
+    options: { diffs: boolean; contents?: boolean },
+  ): Promise<TeamPreview[]> {
     return Promise.all(
       plan.changed.map(async (t) => {
         const files: TeamPreview["files"] = [];
@@ -152,7 +157,9 @@ export class Fleet {
       plan.changed.map(async (t) => ({
         team: t.team,
         templateVersion: t.from,
-        files: await Promise.all([...t.files].sort(([a], [b]) => (a < b ? -1 : 1)).map(([path, content]) => describe(path, content))),
+        files: await Promise.all(
+          [...t.files].sort(([a], [b]) => (a < b ? -1 : 1)).map(([path, content]) => describe(path, content)),
+        ),
       })),
     );
     const teamPaths = new Set(plan.changed.flatMap((t) => [...t.files.keys()]));
@@ -201,7 +208,11 @@ export class Fleet {
       const team = { ...validateTeam(stored, this.onboarding.platform), templateVersion: to };
       const rendered = this.render(team, text);
       const files = await this.onboarding.teamFileChanges(tree, name, rendered);
-      return { kind: "ok", plan: { team: name, from, to, files }, clusters: this.onboarding.clustersIn(name, rendered) };
+      return {
+        kind: "ok",
+        plan: { team: name, from, to, files },
+        clusters: this.onboarding.clustersIn(name, rendered),
+      };
     } catch (err) {
       if (err instanceof RenderError || err instanceof RepoContentError || err instanceof TeamValidationError) {
         return { kind: "failed", team: name, error: err.message };

@@ -34,7 +34,8 @@ export async function clustersReading(tree: RepoTree, layout: RepoLayout, paths:
       else wholeTeams.add(team);
     }
   }
-  for (const team of wholeTeams) for (const cluster of await folderNames(tree, `${layout.teamDir(team)}/clusters`)) clusters.add(cluster);
+  for (const team of wholeTeams)
+    for (const cluster of await folderNames(tree, `${layout.teamDir(team)}/clusters`)) clusters.add(cluster);
   return [...clusters].sort();
 }
 
@@ -42,7 +43,13 @@ export async function clustersReading(tree: RepoTree, layout: RepoLayout, paths:
  * Whether Flux on `cluster` reads the same for `team` in both trees: then a cluster that applied `a` runs what `b`
  * holds for the team, though `a` is older (Flux reconciles a team only when its own inputs change).
  */
-export async function sameTeamOnCluster(a: RepoTree, b: RepoTree, layout: RepoLayout, team: string, cluster: string): Promise<boolean> {
+export async function sameTeamOnCluster(
+  a: RepoTree,
+  b: RepoTree,
+  layout: RepoLayout,
+  team: string,
+  cluster: string,
+): Promise<boolean> {
   for (const path of teamInputsOnCluster(layout, team, cluster)) {
     const [x, y] = await Promise.all([contentOf(a, path), contentOf(b, path)]);
     if (x !== y) return false;

@@ -45,7 +45,12 @@ const WITH_DEFAULT = /^([_a-zA-Z][_a-zA-Z0-9]*)(:=|:-|=|-)(.*)$/s;
  * One string substituted. `escape` writes a literal `${` (from `$${`) back as `$${`, for text that Flux
  * substitutes again later (kept variables must survive; literal ones must stay literal).
  */
-export function substituteString(text: string, resolve: (name: string) => VarResolution, problems: SubstitutionProblem[], escape = false): string {
+export function substituteString(
+  text: string,
+  resolve: (name: string) => VarResolution,
+  problems: SubstitutionProblem[],
+  escape = false,
+): string {
   if (!text.includes("${")) return text;
   return text.replace(EXPRESSION, (whole, escaped: string, body: string) => {
     if (escaped) return escape ? whole : whole.slice(1);
@@ -70,8 +75,13 @@ export function substituteString(text: string, resolve: (name: string) => VarRes
 }
 
 /** Whether Flux skips the object (label or annotation `kustomize.toolkit.fluxcd.io/substitute: disabled`). */
-export function substitutionDisabled(obj: { metadata?: { labels?: Record<string, unknown>; annotations?: Record<string, unknown> } }): boolean {
-  return obj.metadata?.labels?.[SUBSTITUTE_DISABLED_KEY] === "disabled" || obj.metadata?.annotations?.[SUBSTITUTE_DISABLED_KEY] === "disabled";
+export function substitutionDisabled(obj: {
+  metadata?: { labels?: Record<string, unknown>; annotations?: Record<string, unknown> };
+}): boolean {
+  return (
+    obj.metadata?.labels?.[SUBSTITUTE_DISABLED_KEY] === "disabled" ||
+    obj.metadata?.annotations?.[SUBSTITUTE_DISABLED_KEY] === "disabled"
+  );
 }
 
 /**
@@ -79,7 +89,12 @@ export function substitutionDisabled(obj: { metadata?: { labels?: Record<string,
  * reports them instead). A PlainVar becomes what its substituted text reads as in YAML 1.1; a value that
  * would turn the scalar into a mapping or a list is a "structure" problem.
  */
-export function substituteValue(value: unknown, resolve: (name: string) => VarResolution, problems: SubstitutionProblem[], escape = false): unknown {
+export function substituteValue(
+  value: unknown,
+  resolve: (name: string) => VarResolution,
+  problems: SubstitutionProblem[],
+  escape = false,
+): unknown {
   if (typeof value === "string") return substituteString(value, resolve, problems, escape);
   if (value instanceof PlainVar) {
     const text = substituteString(value.text, resolve, problems, escape);
@@ -112,6 +127,7 @@ export function substituteValue(value: unknown, resolve: (name: string) => VarRe
 export function withoutPlainVars(value: unknown): unknown {
   if (value instanceof PlainVar) return value.text;
   if (Array.isArray(value)) return value.map(withoutPlainVars);
-  if (value !== null && typeof value === "object") return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, withoutPlainVars(v)]));
+  if (value !== null && typeof value === "object")
+    return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, withoutPlainVars(v)]));
   return value;
 }

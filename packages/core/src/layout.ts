@@ -59,7 +59,10 @@ export function repoLayout(platform: Platform) {
   /** Where the team's Flux file was before shards: still the team's, deleted by its next write. */
   const flatFluxKustomization = (cluster: string, team: string) => `${clusterTeamsDir(cluster)}/${team}.yaml`;
   /** Every path the team's Flux file on `cluster` may have: in its shard, and where it was before shards. */
-  const fluxKustomizationPaths = (cluster: string, team: string) => [fluxKustomization(cluster, team), flatFluxKustomization(cluster, team)];
+  const fluxKustomizationPaths = (cluster: string, team: string) => [
+    fluxKustomization(cluster, team),
+    flatFluxKustomization(cluster, team),
+  ];
   const teamSpec = (team: string) => `${teamDir(team)}/base/${TEAM_SPEC_FILE}`;
 
   // ownerOf is pure and asked for many paths on every write: remembered per path, the answers shared and frozen.
@@ -77,11 +80,13 @@ export function repoLayout(platform: Platform) {
     }
     return owner;
   };
-  const yamlStem = (file: string) => (file.endsWith(".yaml") && file.length > ".yaml".length ? file.slice(0, -".yaml".length) : undefined);
+  const yamlStem = (file: string) =>
+    file.endsWith(".yaml") && file.length > ".yaml".length ? file.slice(0, -".yaml".length) : undefined;
   const computeOwner = (path: string): PathOwner => {
     // Only a canonical path can be owned: "teams/a/../../x", "teams/a//x" or "./x" name another file than
     // their prefix says, so a guard that trusted the prefix would let them through.
-    if (path.split("/").some((segment) => segment === "" || segment === "." || segment === "..")) return { kind: "unowned" };
+    if (path.split("/").some((segment) => segment === "" || segment === "." || segment === ".."))
+      return { kind: "unowned" };
     const clusterPrefix = `${clustersDir}/`;
     if (path.startsWith(clusterPrefix)) {
       const [cluster, teams, first, second, ...rest] = path.slice(clusterPrefix.length).split("/");
@@ -124,13 +129,21 @@ export function repoLayout(platform: Platform) {
       const rest = path.slice(prefix.length);
       const slash = rest.indexOf("/");
       if (slash === -1) {
-        if (rest !== "kustomization.yaml" && rest.length > ".yaml".length) out.flat.push(rest.slice(0, -".yaml".length));
+        if (rest !== "kustomization.yaml" && rest.length > ".yaml".length)
+          out.flat.push(rest.slice(0, -".yaml".length));
         continue;
       }
       const shard = rest.slice(0, slash);
       if (SHARD.test(shard)) out.folders.add(shard);
       const team = rest.slice(slash + 1, -".yaml".length);
-      if (team === "" || team === "kustomization" || team.includes("/") || !SHARD.test(shard) || teamShard(team) !== shard) continue;
+      if (
+        team === "" ||
+        team === "kustomization" ||
+        team.includes("/") ||
+        !SHARD.test(shard) ||
+        teamShard(team) !== shard
+      )
+        continue;
       let members = out.shards.get(shard);
       if (!members) out.shards.set(shard, (members = []));
       members.push(team);
@@ -170,7 +183,8 @@ export function repoLayout(platform: Platform) {
     assertOwnedBy(team: string, paths: Iterable<string>): void {
       for (const path of paths) {
         const owner = ownerOf(path);
-        if (owner.kind !== "team" || owner.team !== team) throw new PathOwnershipError(team, path, describeOwner(owner));
+        if (owner.kind !== "team" || owner.team !== team)
+          throw new PathOwnershipError(team, path, describeOwner(owner));
       }
     },
     /**

@@ -1,5 +1,11 @@
 import { createTwoFilesPatch, formatPatch, structuredPatch } from "diff";
-import { RepoContentError, TeamExistsError, TeamNotFoundError, TeamValidationError, type FieldIssue } from "./errors.js";
+import {
+  RepoContentError,
+  TeamExistsError,
+  TeamNotFoundError,
+  TeamValidationError,
+  type FieldIssue,
+} from "./errors.js";
 import { repoLayout, TEAM_SPEC_FILE, teamShard, type RepoLayout } from "./layout.js";
 import { allClusters, type Platform } from "./platform.js";
 import { renderClusterTeamsIndex, renderShardIndex, renderTeam } from "./render.js";
@@ -66,7 +72,8 @@ type ParsedFolder = VersionedTeam | null | { unreadable: RepoContentError };
 
 /** A tree that lists a folder's entries with their content ids (the git adapter): listings can be reused. */
 type FolderListingTree = RepoTree & Required<Pick<RepoTree, "entries" | "contentId">>;
-const listsFolders = (tree: RepoTree): tree is FolderListingTree => tree.entries !== undefined && tree.contentId !== undefined;
+const listsFolders = (tree: RepoTree): tree is FolderListingTree =>
+  tree.entries !== undefined && tree.contentId !== undefined;
 
 export class Onboarding {
   private readonly layout: RepoLayout;
@@ -97,7 +104,11 @@ export class Onboarding {
    * The team in folder `name`, parsed once per folder content id: a team whose folder did not change since it
    * was last read is not read or parsed again, whatever else the commit changed.
    */
-  private async parsedTeam(tree: RepoTree, name: string, folderId: string | undefined): Promise<VersionedTeam | undefined> {
+  private async parsedTeam(
+    tree: RepoTree,
+    name: string,
+    folderId: string | undefined,
+  ): Promise<VersionedTeam | undefined> {
     const key = folderId === undefined ? undefined : `${name}\0${folderId}`;
     const hit = key === undefined ? undefined : this.parsed.get(key);
     if (hit !== undefined) {
@@ -173,13 +184,19 @@ export class Onboarding {
   private async collect(reads: Array<{ name: string; read: Promise<Team | undefined> }>): Promise<TeamListing> {
     type Settled = { name: string; ok: true; team: Team | undefined } | { name: string; ok: false; reason: unknown };
     const settled = await Promise.all(
-      reads.map(({ name, read }) => read.then((team): Settled => ({ name, ok: true, team }), (reason: unknown): Settled => ({ name, ok: false, reason }))),
+      reads.map(({ name, read }) =>
+        read.then(
+          (team): Settled => ({ name, ok: true, team }),
+          (reason: unknown): Settled => ({ name, ok: false, reason }),
+        ),
+      ),
     );
     const listing: TeamListing = { teams: [], broken: [] };
     for (const read of settled) {
       if (read.ok) {
         if (read.team) listing.teams.push(read.team);
-      } else if (read.reason instanceof RepoContentError) listing.broken.push({ team: read.name, error: read.reason.message });
+      } else if (read.reason instanceof RepoContentError)
+        listing.broken.push({ team: read.name, error: read.reason.message });
       else throw read.reason;
     }
     listing.teams.sort((a, b) => codePointOrder(a.name, b.name));
@@ -217,13 +234,18 @@ export class Onboarding {
     return { team, change: { files, subject: `berth: onboard team ${team.name}`, body: this.describe(team) } };
   }
 
-  async planUpdate(tree: RepoTree, name: string, spec: unknown | PreparedTeam): Promise<{ team: Team; change: RepoChange }> {
+  async planUpdate(
+    tree: RepoTree,
+    name: string,
+    spec: unknown | PreparedTeam,
+  ): Promise<{ team: Team; change: RepoChange }> {
     const current = await this.readTeam(tree, name);
     if (current === undefined) throw new TeamNotFoundError(name);
     let prepared = isPrepared(spec) ? spec : this.prepareUpdate(name, spec, current.templateVersion);
     if (prepared.team.templateVersion !== current.templateVersion) {
       // A rollout moved the team since the request was prepared: render on the version it is on now.
-      if (prepared.requestedVersion !== undefined) throw versionChangeRefused(prepared.requestedVersion, current.templateVersion);
+      if (prepared.requestedVersion !== undefined)
+        throw versionChangeRefused(prepared.requestedVersion, current.templateVersion);
       prepared = this.prepared({ ...prepared.team, templateVersion: current.templateVersion });
     }
     const { team } = prepared;
@@ -263,15 +285,27 @@ export class Onboarding {
     const issues: FieldIssue[] = [];
     if (requested !== undefined && currentVersion !== undefined && requested !== currentVersion) {
       issues.push(...versionChangeRefused(requested, currentVersion).issues);
-    } else if (requested !== undefined && typeof requested === "string" && !this.catalog.has(requested) && currentVersion === undefined) {
-      issues.push({ field: "templateVersion", rule: `must be one of the template versions: ${this.catalog.versions().join(", ")}` });
+    } else if (
+      requested !== undefined &&
+      typeof requested === "string" &&
+      !this.catalog.has(requested) &&
+      currentVersion === undefined
+    ) {
+      issues.push({
+        field: "templateVersion",
+        rule: `must be one of the template versions: ${this.catalog.versions().join(", ")}`,
+      });
     }
     try {
       const team = validate();
       if (issues.length) throw new TeamValidationError(issues);
       return team;
     } catch (err) {
-      if (err instanceof TeamValidationError && issues.length && !err.issues.some((i) => i.field === "templateVersion")) {
+      if (
+        err instanceof TeamValidationError &&
+        issues.length &&
+        !err.issues.some((i) => i.field === "templateVersion")
+      ) {
         throw new TeamValidationError([...err.issues, ...issues]);
       }
       throw err;
@@ -291,14 +325,23 @@ export class Onboarding {
    * teams index updated for it. Files of the team that are no longer rendered are deleted. Only paths the
    * team owns (layout.ownerOf) are written or deleted as the team's; the indexes are rebuilt as indexes.
    */
-  async changeFor(tree: RepoTree, team: string, desired: ReadonlyMap<string, string>): Promise<Map<string, string | null>> {
+  async changeFor(
+    tree: RepoTree,
+    team: string,
+    desired: ReadonlyMap<string, string>,
+  ): Promise<Map<string, string | null>> {
     const changes = await this.teamFileChanges(tree, team, desired);
-    for (const [path, content] of await this.indexChanges(tree, [{ team, clusters: this.clustersIn(team, desired) }])) changes.set(path, content);
+    for (const [path, content] of await this.indexChanges(tree, [{ team, clusters: this.clustersIn(team, desired) }]))
+      changes.set(path, content);
     return changes;
   }
 
   /** The team's own files (layout.ownerOf) that must change so the repo holds exactly `desired` for it. */
-  async teamFileChanges(tree: RepoTree, team: string, desired: ReadonlyMap<string, string>): Promise<Map<string, string | null>> {
+  async teamFileChanges(
+    tree: RepoTree,
+    team: string,
+    desired: ReadonlyMap<string, string>,
+  ): Promise<Map<string, string | null>> {
     this.layout.assertOwnedBy(team, desired.keys());
     const owned = (path: string) => {
       const owner = this.layout.ownerOf(path);
@@ -309,7 +352,9 @@ export class Onboarding {
     const fluxFiles = allClusters(this.platform)
       .flatMap((c) => this.layout.fluxKustomizationPaths(c.name, team))
       .filter((flux) => owned(flux) && !desired.has(flux));
-    const present = await Promise.all(fluxFiles.map(async (flux) => ((await tree.read(flux)) !== undefined ? flux : undefined)));
+    const present = await Promise.all(
+      fluxFiles.map(async (flux) => ((await tree.read(flux)) !== undefined ? flux : undefined)),
+    );
     for (const flux of present) if (flux) existing.add(flux);
     const changes = new Map<string, string | null>();
     // Compared concurrently: a git tree answers from its index, or pipelines the reads.
@@ -341,21 +386,25 @@ export class Onboarding {
       else byShard.set(shard, [update]);
     }
     for (const cluster of allClusters(this.platform).map((c) => c.name)) {
-      const whole = options.every ? this.layout.clusterTeamsListing(cluster, await tree.list(this.layout.clusterTeamsDir(cluster))) : undefined;
+      const whole = options.every
+        ? this.layout.clusterTeamsListing(cluster, await tree.list(this.layout.clusterTeamsDir(cluster)))
+        : undefined;
       let topChanges = options.every === true;
       const shardsAfter = new Map<string, boolean>();
       const shards = new Set([...byShard.keys(), ...(whole?.folders ?? [])]);
       for (const shard of shards) {
         const before = whole
           ? (whole.shards.get(shard) ?? [])
-          : (this.layout.clusterTeamsListing(cluster, await tree.list(this.layout.shardDir(cluster, shard))).shards.get(shard) ?? []);
+          : (this.layout
+              .clusterTeamsListing(cluster, await tree.list(this.layout.shardDir(cluster, shard)))
+              .shards.get(shard) ?? []);
         const members = new Set(before);
         for (const { team, clusters } of byShard.get(shard) ?? []) {
           if (clusters.has(cluster)) members.add(team);
           else members.delete(team);
         }
         shardsAfter.set(shard, members.size > 0);
-        if ((before.length > 0) !== (members.size > 0)) topChanges = true;
+        if (before.length > 0 !== members.size > 0) topChanges = true;
         const index = this.layout.shardIndex(cluster, shard);
         if (members.size === 0) {
           if ((await tree.read(index)) !== undefined) changes.set(index, null);
@@ -365,17 +414,23 @@ export class Onboarding {
         if (!(await tree.hasContent(index, content))) changes.set(index, content);
       }
       if (!topChanges) {
-        const flat = await Promise.all(updates.map(({ team }) => tree.read(this.layout.flatFluxKustomization(cluster, team))));
+        const flat = await Promise.all(
+          updates.map(({ team }) => tree.read(this.layout.flatFluxKustomization(cluster, team))),
+        );
         if (flat.some((text) => text !== undefined)) topChanges = true;
       }
       // Berth keeps a top index on every cluster, even one without teams (Flux applies the folder).
       if (!topChanges && (await tree.read(this.layout.clusterTeamsIndex(cluster))) !== undefined) continue;
       // The top index changes: rebuilt from the whole folder (rare once most shards hold a team).
-      const listing = whole ?? this.layout.clusterTeamsListing(cluster, await tree.list(this.layout.clusterTeamsDir(cluster)));
+      const listing =
+        whole ?? this.layout.clusterTeamsListing(cluster, await tree.list(this.layout.clusterTeamsDir(cluster)));
       const updated = new Set(updates.map((u) => u.team));
       const nonEmpty = new Set([...listing.shards.keys()].filter((shard) => shardsAfter.get(shard) ?? true));
       for (const [shard, holds] of shardsAfter) if (holds) nonEmpty.add(shard);
-      const content = renderClusterTeamsIndex(nonEmpty, listing.flat.filter((team) => !updated.has(team)));
+      const content = renderClusterTeamsIndex(
+        nonEmpty,
+        listing.flat.filter((team) => !updated.has(team)),
+      );
       const index = this.layout.clusterTeamsIndex(cluster);
       if (!(await tree.hasContent(index, content))) changes.set(index, content);
     }
@@ -384,7 +439,11 @@ export class Onboarding {
 
   /** The clusters whose Flux file is among a team's rendered files. */
   clustersIn(team: string, files: ReadonlyMap<string, string>): Set<string> {
-    return new Set(allClusters(this.platform).map((c) => c.name).filter((c) => files.has(this.layout.fluxKustomization(c, team))));
+    return new Set(
+      allClusters(this.platform)
+        .map((c) => c.name)
+        .filter((c) => files.has(this.layout.fluxKustomization(c, team))),
+    );
   }
 }
 
@@ -426,7 +485,8 @@ export function unifiedDiff(path: string, before: string | undefined, after: str
   let head = 0;
   while (head < la.length && head < lb.length && la[head] === lb[head]) head++;
   let tail = 0;
-  while (tail < la.length - head && tail < lb.length - head && la[la.length - 1 - tail] === lb[lb.length - 1 - tail]) tail++;
+  while (tail < la.length - head && tail < lb.length - head && la[la.length - 1 - tail] === lb[lb.length - 1 - tail])
+    tail++;
   const start = Math.max(0, head - DIFF_CONTEXT);
   const cut = Math.max(0, tail - DIFF_CONTEXT);
   if (start === 0 && cut === 0) return reference();
@@ -440,7 +500,8 @@ export function unifiedDiff(path: string, before: string | undefined, after: str
 }
 
 function versionOf(input: unknown): string | undefined {
-  const v = input !== null && typeof input === "object" ? (input as { templateVersion?: unknown }).templateVersion : undefined;
+  const v =
+    input !== null && typeof input === "object" ? (input as { templateVersion?: unknown }).templateVersion : undefined;
   return typeof v === "string" ? v : undefined;
 }
 
@@ -451,6 +512,9 @@ function isPrepared(value: unknown): value is PreparedTeam {
 
 function versionChangeRefused(requested: string, current: string): TeamValidationError {
   return new TeamValidationError([
-    { field: "templateVersion", rule: `is ${current}; an update cannot change it to ${requested}: a rollout moves teams between versions (POST /v1/rollouts)` },
+    {
+      field: "templateVersion",
+      rule: `is ${current}; an update cannot change it to ${requested}: a rollout moves teams between versions (POST /v1/rollouts)`,
+    },
   ]);
 }

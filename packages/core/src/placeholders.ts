@@ -38,7 +38,10 @@ function interpolate(text: string, context: Context, source: string): string {
   return text.replace(INLINE, (_match, path: string) => {
     const value = lookup(context, path, source);
     if (typeof value !== "string" && typeof value !== "number") {
-      throw new RenderError(`{{ ${path} }} is a ${Array.isArray(value) ? "list" : typeof value} and cannot stand inside text`, source);
+      throw new RenderError(
+        `{{ ${path} }} is a ${Array.isArray(value) ? "list" : typeof value} and cannot stand inside text`,
+        source,
+      );
     }
     return String(value);
   });
@@ -68,7 +71,8 @@ export function resolvePlaceholders(node: unknown, context: Context, source: str
         continue;
       }
       const key = interpolate(rawKey, context, source);
-      if (Object.hasOwn(own, key)) throw new RenderError(`key "${key}" appears twice after resolving placeholders`, source);
+      if (Object.hasOwn(own, key))
+        throw new RenderError(`key "${key}" appears twice after resolving placeholders`, source);
       own[key] = value;
     }
     return { ...merged, ...own };

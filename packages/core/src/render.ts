@@ -31,7 +31,10 @@ function renderEntry(entry: TemplateEntry, templates: TemplateSet, context: Cont
     // Flux 2.9 substitutes strictly: a reference platform-vars may not define would fail the whole build.
     for (const name of fluxVariables(obj)) {
       if (!known.has(name)) {
-        throw new RenderError(`references \${${name}}, which is not a platform-vars key (known: ${[...known].sort().join(", ")})`, source);
+        throw new RenderError(
+          `references \${${name}}, which is not a platform-vars key (known: ${[...known].sort().join(", ")})`,
+          source,
+        );
       }
     }
     return obj;
@@ -56,7 +59,10 @@ export function renderTeam(team: Team, platform: Platform, templates: TemplateSe
   const known = knownPlatformVars(platform);
   const files: RenderedFiles = new Map();
   const teamSpec = layout.teamSpec(team.name);
-  const header = (entry: TemplateEntry) => [GENERATED_HEADER, `Source: ${teamSpec} + templates/${templates.version}/${entry.template}`];
+  const header = (entry: TemplateEntry) => [
+    GENERATED_HEADER,
+    `Source: ${teamSpec} + templates/${templates.version}/${entry.template}`,
+  ];
 
   const renderGroup = (entries: TemplateEntry[], context: Context, dir: string): string[] => {
     const written: string[] = [];
@@ -82,20 +88,33 @@ export function renderTeam(team: Team, platform: Platform, templates: TemplateSe
   const extraFile = (dir: string, cluster: string | undefined): string[] => {
     const objects = extras.filter((e) => e.cluster === cluster).map((e) => e.object);
     if (objects.length === 0) return [];
-    files.set(`${dir}/${EXTRA_MANIFESTS_FILE}`, toYamlFile(objects, [GENERATED_HEADER, `Source: ${teamSpec} spec.extraManifests (the team's own manifests)`]));
+    files.set(
+      `${dir}/${EXTRA_MANIFESTS_FILE}`,
+      toYamlFile(objects, [GENERATED_HEADER, `Source: ${teamSpec} spec.extraManifests (the team's own manifests)`]),
+    );
     return [EXTRA_MANIFESTS_FILE];
   };
-  files.set(`${baseDir}/kustomization.yaml`, kustomizeFile([TEAM_SPEC_FILE, ...baseFiles, ...extraFile(baseDir, undefined)]));
+  files.set(
+    `${baseDir}/kustomization.yaml`,
+    kustomizeFile([TEAM_SPEC_FILE, ...baseFiles, ...extraFile(baseDir, undefined)]),
+  );
 
   for (const cluster of clustersOf(team, platform)) {
     const context = { ...clusterContext(team, cluster, platform, layout), template };
     const clusterDir = layout.clusterDir(team.name, cluster.name);
     const clusterFiles = renderGroup(templates.cluster, context, clusterDir);
-    files.set(`${clusterDir}/kustomization.yaml`, kustomizeFile(["../../base", ...clusterFiles, ...extraFile(clusterDir, cluster.name)]));
+    files.set(
+      `${clusterDir}/kustomization.yaml`,
+      kustomizeFile(["../../base", ...clusterFiles, ...extraFile(clusterDir, cluster.name)]),
+    );
 
     const [fluxEntry] = templates.flux;
-    if (fluxEntry === undefined) throw new RenderError("a template set has exactly one flux entry", `templates/${templates.version}`); // (the index schema says so)
-    files.set(layout.fluxKustomization(cluster.name, team.name), toYamlFile(renderEntry(fluxEntry, templates, context, known), header(fluxEntry)));
+    if (fluxEntry === undefined)
+      throw new RenderError("a template set has exactly one flux entry", `templates/${templates.version}`); // (the index schema says so)
+    files.set(
+      layout.fluxKustomization(cluster.name, team.name),
+      toYamlFile(renderEntry(fluxEntry, templates, context, known), header(fluxEntry)),
+    );
   }
   if (extras.length) assertExtrasAreTheTeams(files, extras);
   return files;
@@ -106,7 +125,8 @@ export const EXTRA_MANIFESTS_FILE = "extra.yaml";
 
 /** An extra manifest may not be an object Berth renders itself: Flux would apply two versions of it. */
 function assertExtrasAreTheTeams(files: RenderedFiles, extras: NonNullable<Team["extraManifests"]>): void {
-  const id = (o: LooseKubeObject) => `${String(o.apiVersion).split("/")[0]}|${o.kind}|${o.metadata?.namespace ?? ""}|${o.metadata?.name}`;
+  const id = (o: LooseKubeObject) =>
+    `${String(o.apiVersion).split("/")[0]}|${o.kind}|${o.metadata?.namespace ?? ""}|${o.metadata?.name}`;
   const rendered = new Set<string>();
   for (const [path, text] of files) {
     if (path.endsWith(`/${EXTRA_MANIFESTS_FILE}`)) continue;
@@ -116,7 +136,14 @@ function assertExtrasAreTheTeams(files: RenderedFiles, extras: NonNullable<Team[
     }
   }
   const issues = extras.flatMap((e: { object: LooseKubeObject }, i) =>
-    rendered.has(id(e.object)) ? [{ field: `extraManifests.${i}.object`, rule: `is ${e.object.kind} ${e.object.metadata?.namespace}/${e.object.metadata?.name}, which Berth renders itself: change it through the team's fields` }] : [],
+    rendered.has(id(e.object))
+      ? [
+          {
+            field: `extraManifests.${i}.object`,
+            rule: `is ${e.object.kind} ${e.object.metadata?.namespace}/${e.object.metadata?.name}, which Berth renders itself: change it through the team's fields`,
+          },
+        ]
+      : [],
   );
   if (issues.length) throw new TeamValidationError(issues);
 }

@@ -44,7 +44,11 @@ export function yamlDocument(obj: unknown): string {
   // Strings other YAML readers would take for numbers are quoted too (numericElsewhere).
   visit(doc, {
     Scalar(_key, node) {
-      if (isScalar(node) && typeof node.value === "string" && (node.value.includes("${") || numericElsewhere(node.value))) {
+      if (
+        isScalar(node) &&
+        typeof node.value === "string" &&
+        (node.value.includes("${") || numericElsewhere(node.value))
+      ) {
         node.type = "QUOTE_DOUBLE";
       }
     },
@@ -60,7 +64,8 @@ type ScalarPosition = "key0" | "key" | "itemKey" | "value" | "item";
 /** A letter, then letters, digits, `_`, `.`, `/`, `-`: no indicator, no space, no number, no timestamp. */
 const OBVIOUSLY_PLAIN = /^[A-Za-z][A-Za-z0-9_./-]*$/;
 /** ...except YAML 1.1's booleans and nulls, and `e5` (its float pattern has every part optional): quoted to stay strings. */
-const YAML11_WORDS = /^(?:y|Y|yes|Yes|YES|n|N|no|No|NO|true|True|TRUE|false|False|FALSE|on|On|ON|off|Off|OFF|null|Null|NULL|[eE][-+]?[0-9]+)$/;
+const YAML11_WORDS =
+  /^(?:y|Y|yes|Yes|YES|n|N|no|No|NO|true|True|TRUE|false|False|FALSE|on|On|ON|off|Off|OFF|null|Null|NULL|[eE][-+]?[0-9]+)$/;
 /** Per position and scalar type, value → representation (no key strings built on the hot path). */
 const scalarMemo = new Map<string, Map<string | number | boolean | null, string>>();
 const SCALAR_MEMO_MAX = 20_000;
@@ -87,7 +92,8 @@ function scalar(value: string | number | boolean | null, position: ScalarPositio
     out = text.endsWith(": 0\n") ? text.slice(0, -": 0\n".length) : undefined;
   } else if (position === "key") {
     text = yamlDocument({ k: { [String(value)]: 0 } });
-    out = text.startsWith("k:\n  ") && text.endsWith(": 0\n") ? text.slice("k:\n  ".length, -": 0\n".length) : undefined;
+    out =
+      text.startsWith("k:\n  ") && text.endsWith(": 0\n") ? text.slice("k:\n  ".length, -": 0\n".length) : undefined;
   } else if (position === "itemKey") {
     text = yamlDocument([{ [String(value)]: 0 }]);
     out = text.startsWith("- ") && text.endsWith(": 0\n") ? text.slice(2, -": 0\n".length) : undefined;

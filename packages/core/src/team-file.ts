@@ -37,17 +37,24 @@ export function teamObject(team: Team) {
     if (team.azureNames.identities) names.identities = sortedByKey(team.azureNames.identities);
     spec.azureNames = names;
   }
-  if (team.extraManifests?.length) spec.extraManifests = team.extraManifests.map((e) => ({ ...(e.cluster !== undefined ? { cluster: e.cluster } : {}), object: structuredClone(e.object) }));
+  if (team.extraManifests?.length)
+    spec.extraManifests = team.extraManifests.map((e) => ({
+      ...(e.cluster !== undefined ? { cluster: e.cluster } : {}),
+      object: structuredClone(e.object),
+    }));
   if (team.templateVersion !== undefined) spec.templateVersion = team.templateVersion;
   return { apiVersion: TEAM_API_VERSION, kind: TEAM_KIND, metadata: { name: team.name }, spec };
 }
 
 export function serializeTeamFile(team: Team): string {
-  return toYamlFile([teamObject(team)], [
-    "Berth team spec: the source of truth for this team; every other file of the team is rendered from it.",
-    "Flux applies it as the cluster-scoped Team object (CRD teams.berth.dev): `kubectl get teams` lists it.",
-    "Change it through Berth's API (PUT /v1/teams/" + team.name + "), not by hand.",
-  ]);
+  return toYamlFile(
+    [teamObject(team)],
+    [
+      "Berth team spec: the source of truth for this team; every other file of the team is rendered from it.",
+      "Flux applies it as the cluster-scoped Team object (CRD teams.berth.dev): `kubectl get teams` lists it.",
+      "Change it through Berth's API (PUT /v1/teams/" + team.name + "), not by hand.",
+    ],
+  );
 }
 
 /**
@@ -56,5 +63,9 @@ export function serializeTeamFile(team: Team): string {
  */
 export function parseTeamFile(text: string, path: string): VersionedTeam {
   const file = parseRepoFile(text, path, teamFileSchema);
-  return { ...file.spec, name: file.metadata.name, templateVersion: file.spec.templateVersion ?? LEGACY_TEMPLATE_VERSION };
+  return {
+    ...file.spec,
+    name: file.metadata.name,
+    templateVersion: file.spec.templateVersion ?? LEGACY_TEMPLATE_VERSION,
+  };
 }

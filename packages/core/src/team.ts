@@ -89,10 +89,7 @@ export const safeTextSchema = (max: number) =>
     .max(max, `must be at most ${max} characters`)
     .regex(SAFE_TEXT, "must be printable text without newlines, '$', '\\', '`', '<' or '>'");
 
-export const quantitySchema = z
-  .string()
-  .max(32)
-  .regex(QUANTITY, "must be a Kubernetes quantity such as 500m, 2, 4Gi");
+export const quantitySchema = z.string().max(32).regex(QUANTITY, "must be a Kubernetes quantity such as 500m, 2, 4Gi");
 
 const labelKeySchema = z
   .string()
@@ -127,7 +124,9 @@ export const containerLimitsSchema = z
 
 /** A template version: the name of a folder under templates/ (`v1`, `v2`, ...). */
 export const TEMPLATE_VERSION = /^v[1-9][0-9]{0,3}$/;
-export const templateVersionSchema = z.string().regex(TEMPLATE_VERSION, "must name a template version such as v1 or v2");
+export const templateVersionSchema = z
+  .string()
+  .regex(TEMPLATE_VERSION, "must name a template version such as v1 or v2");
 
 export const roleAssignmentRequestSchema = z
   .object({
@@ -221,12 +220,16 @@ export const teamSpecSchema = z
     labels: labelsSchema.default({}),
     azureNames: azureNamesSchema
       .optional()
-      .describe("Azure names kept from before Berth (set by adoption, POST /v1/teams/{name}/adopt); Berth's own names otherwise"),
+      .describe(
+        "Azure names kept from before Berth (set by adoption, POST /v1/teams/{name}/adopt); Berth's own names otherwise",
+      ),
     extraManifests: z
       .array(extraManifestSchema)
       .max(100)
       .optional()
-      .describe("The team's own manifests Berth does not render, applied with the team's (adoption carries them; docs/adoption.md)"),
+      .describe(
+        "The team's own manifests Berth does not render, applied with the team's (adoption carries them; docs/adoption.md)",
+      ),
     templateVersion: templateVersionSchema
       .optional()
       .describe(

@@ -25,7 +25,9 @@ export class TemplateCatalog {
     }
     this.sets = byVersion;
     if (!byVersion.has(defaultVersion)) {
-      throw new RenderError(`the default template version ${defaultVersion} is not among the template folders (${this.versions().join(", ") || "none"})`);
+      throw new RenderError(
+        `the default template version ${defaultVersion} is not among the template folders (${this.versions().join(", ") || "none"})`,
+      );
     }
   }
 
@@ -50,7 +52,11 @@ export class TemplateCatalog {
   /** The set of `version`; a version without a folder is a RenderError (the team cannot be rendered). */
   get(version: string): TemplateSet {
     const set = this.sets.get(version);
-    if (!set) throw new RenderError(`template version ${version} does not exist (available: ${this.versions().join(", ")})`, `templates/${version}`);
+    if (!set)
+      throw new RenderError(
+        `template version ${version} does not exist (available: ${this.versions().join(", ")})`,
+        `templates/${version}`,
+      );
     return set;
   }
 }

@@ -13,10 +13,19 @@ const entrySchema = z
   .object({
     template: z.string().regex(/^[a-z0-9][a-z0-9-]*\.yaml$/, "must be a .yaml file name in the template folder"),
     /** Output file name; defaults to the template's. */
-    output: z.string().regex(/^[a-z0-9][a-z0-9-]*\.yaml$/).optional(),
+    output: z
+      .string()
+      .regex(/^[a-z0-9][a-z0-9-]*\.yaml$/)
+      .optional(),
     /** Render once per element of this context list, bound to `as`; no file when the list is empty. */
-    forEach: z.string().regex(/^[a-zA-Z][a-zA-Z0-9_.]*$/).optional(),
-    as: z.string().regex(/^[a-zA-Z][a-zA-Z0-9_]*$/).optional(),
+    forEach: z
+      .string()
+      .regex(/^[a-zA-Z][a-zA-Z0-9_.]*$/)
+      .optional(),
+    as: z
+      .string()
+      .regex(/^[a-zA-Z][a-zA-Z0-9_]*$/)
+      .optional(),
   })
   .strict()
   .refine((e) => (e.forEach === undefined) === (e.as === undefined), "forEach and as go together");
@@ -56,7 +65,8 @@ function parseSingleDocument(text: string, source: string): unknown {
   const docs = parseAllDocuments(text, YAML_PARSE_OPTIONS);
   if (!Array.isArray(docs)) throw new RenderError("not a YAML stream", source);
   const [doc] = docs;
-  if (doc === undefined || docs.length !== 1) throw new RenderError(`must hold exactly one YAML document, found ${docs.length}`, source);
+  if (doc === undefined || docs.length !== 1)
+    throw new RenderError(`must hold exactly one YAML document, found ${docs.length}`, source);
   const [error] = doc.errors;
   if (error) throw new RenderError(error.message, source);
   try {
@@ -71,31 +81,46 @@ function parseSingleDocument(text: string, source: string): unknown {
 export function parseTemplateSet(version: string, files: ReadonlyMap<string, string>): TemplateSet {
   const indexText = files.get(TEMPLATE_INDEX);
   if (indexText === undefined) throw new RenderError(`missing ${TEMPLATE_INDEX}`, `templates/${version}`);
-  const index = templateSetIndexSchema.safeParse(parseSingleDocument(indexText, `templates/${version}/${TEMPLATE_INDEX}`));
+  const index = templateSetIndexSchema.safeParse(
+    parseSingleDocument(indexText, `templates/${version}/${TEMPLATE_INDEX}`),
+  );
   if (!index.success) {
     const [first] = index.error.issues; // a failed parse has at least one
-    throw new RenderError(first ? `${first.path.join(".")}: ${first.message}` : index.error.message, `templates/${version}/${TEMPLATE_INDEX}`);
+    throw new RenderError(
+      first ? `${first.path.join(".")}: ${first.message}` : index.error.message,
+      `templates/${version}/${TEMPLATE_INDEX}`,
+    );
   }
   const templates = new Map<string, unknown>();
   const entries = [...index.data.spec.team, ...index.data.spec.cluster, ...index.data.spec.flux];
   for (const entry of entries) {
     const text = files.get(entry.template);
-    if (text === undefined) throw new RenderError(`names ${entry.template}, which does not exist`, `templates/${version}/${TEMPLATE_INDEX}`);
+    if (text === undefined)
+      throw new RenderError(`names ${entry.template}, which does not exist`, `templates/${version}/${TEMPLATE_INDEX}`);
     templates.set(entry.template, parseSingleDocument(text, `templates/${version}/${entry.template}`));
   }
   const outputs = (list: TemplateEntry[]) => list.map((e) => e.output ?? e.template);
   for (const group of [outputs(index.data.spec.team), outputs(index.data.spec.cluster)]) {
     if (new Set(group).size !== group.length || group.includes("kustomization.yaml")) {
-      throw new RenderError("output names must be unique and must not be kustomization.yaml", `templates/${version}/${TEMPLATE_INDEX}`);
+      throw new RenderError(
+        "output names must be unique and must not be kustomization.yaml",
+        `templates/${version}/${TEMPLATE_INDEX}`,
+      );
     }
   }
   // The base and cluster folders also hold the team's extra manifests (render.ts EXTRA_MANIFESTS_FILE).
   if ([...outputs(index.data.spec.team), ...outputs(index.data.spec.cluster)].includes("extra.yaml")) {
-    throw new RenderError("output extra.yaml is the file of a team's extra manifests, no template may render into it", `templates/${version}/${TEMPLATE_INDEX}`);
+    throw new RenderError(
+      "output extra.yaml is the file of a team's extra manifests, no template may render into it",
+      `templates/${version}/${TEMPLATE_INDEX}`,
+    );
   }
   // The base folder also holds the team spec (layout.teamSpec).
   if (outputs(index.data.spec.team).includes(TEAM_SPEC_FILE)) {
-    throw new RenderError(`spec.team: output ${TEAM_SPEC_FILE} is the team spec's file, no template may render into it`, `templates/${version}/${TEMPLATE_INDEX}`);
+    throw new RenderError(
+      `spec.team: output ${TEAM_SPEC_FILE} is the team spec's file, no template may render into it`,
+      `templates/${version}/${TEMPLATE_INDEX}`,
+    );
   }
   return { version, ...index.data.spec, templates };
 }

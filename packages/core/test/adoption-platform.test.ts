@@ -8,13 +8,21 @@ import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { parse, parseAllDocuments } from "yaml";
 import { describe, expect, it } from "vitest";
-import { Adoption, AdoptionUnmappableError, adoptionRequestSchema, Onboarding, platformSchema, type Team } from "@berth/core";
+import {
+  Adoption,
+  AdoptionUnmappableError,
+  adoptionRequestSchema,
+  Onboarding,
+  platformSchema,
+  type Team,
+} from "@berth/core";
 import { loadCatalog, MemoryRepoTree, REPO_ROOT, rerender, treeFromFolder } from "./fixtures.js";
 
 const FIXTURE = join(REPO_ROOT, "tests/fixtures/adoption/platform");
 /** The part of infra/local/berth.yaml's platform these tests change (platformSchema checks the whole). */
 type RawPlatform = { environments: Array<{ clusters: Array<{ name: string; vars?: Record<string, string> }> }> };
-const raw = (parse(readFileSync(join(REPO_ROOT, "infra/local/berth.yaml"), "utf8")) as { platform: RawPlatform }).platform;
+const raw = (parse(readFileSync(join(REPO_ROOT, "infra/local/berth.yaml"), "utf8")) as { platform: RawPlatform })
+  .platform;
 /** The per-cluster values the platform keeps in its cluster-vars ConfigMaps, in Berth's config. */
 const VARS: Record<string, Record<string, string>> = {
   "aks-dev-weu": { ENVIRONMENT_ID: "01", SERVICEBUS_NAMESPACE: "sb-shared-dev-01" },
@@ -34,9 +42,16 @@ const request = adoptionRequestSchema.parse({ keepAzureNames: true });
 const platformTree = (): MemoryRepoTree => treeFromFolder(FIXTURE);
 
 /** An extra manifest's object as these tests read it. */
-type Carried = { kind: string; metadata: { name: string; namespace: string; annotations?: Record<string, string> }; spec: Record<string, unknown> };
+type Carried = {
+  kind: string;
+  metadata: { name: string; namespace: string; annotations?: Record<string, string> };
+  spec: Record<string, unknown>;
+};
 const carried = (e: { object: Record<string, unknown> }) => e.object as Carried;
-const extraRefs = (team: Team) => (team.extraManifests ?? []).map((e) => `${e.cluster ?? "*"} ${e.object.kind} ${carried(e).metadata.namespace}/${carried(e).metadata.name}`);
+const extraRefs = (team: Team) =>
+  (team.extraManifests ?? []).map(
+    (e) => `${e.cluster ?? "*"} ${e.object.kind} ${carried(e).metadata.namespace}/${carried(e).metadata.name}`,
+  );
 
 describe("a team behind Flux substitution, with objects Berth does not render", () => {
   it("builds each cluster's Kustomization as Flux would and infers the team from the substituted objects", async () => {
@@ -52,8 +67,16 @@ describe("a team behind Flux substitution, with objects Berth does not render", 
       roleAssignments: [{ role: "rg-contributor" }, { role: "servicebus-data-owner" }],
       labels: { team: "ledger", "platform.example.org/managed-by": "tenant-base" },
       azureNames: {
-        resourceGroups: { "aks-dev-weu": "rg-ledger-dev-01", "aks-prod-weu": "rg-ledger-prod-01", "aks-prod-neu": "rg-ledger-prod-02" },
-        identities: { "aks-dev-weu": "id-ledger-dev-01", "aks-prod-weu": "id-ledger-prod-01", "aks-prod-neu": "id-ledger-prod-02" },
+        resourceGroups: {
+          "aks-dev-weu": "rg-ledger-dev-01",
+          "aks-prod-weu": "rg-ledger-prod-01",
+          "aks-prod-neu": "rg-ledger-prod-02",
+        },
+        identities: {
+          "aks-dev-weu": "id-ledger-dev-01",
+          "aks-prod-weu": "id-ledger-prod-01",
+          "aks-prod-neu": "id-ledger-prod-02",
+        },
       },
     });
     // Only the platform's own files besides: the cluster's root kustomization and variables are not objects to adopt.
@@ -84,15 +107,34 @@ describe("a team behind Flux substitution, with objects Berth does not render", 
       "aks-prod-weu LimitRange ledger/tenant-limits",
     ]);
     const extra = (kind: string, name: string, cluster = "aks-prod-neu") =>
-      carried(team.extraManifests!.find((e) => e.object.kind === kind && carried(e).metadata.name === name && (e.cluster === undefined || e.cluster === cluster))!);
+      carried(
+        team.extraManifests!.find(
+          (e) =>
+            e.object.kind === kind &&
+            carried(e).metadata.name === name &&
+            (e.cluster === undefined || e.cluster === cluster),
+        )!,
+      );
     // The LimitRange keeps what Berth's does not hold (min, max); Berth's container-defaults holds the defaults.
-    expect(extra("LimitRange", "tenant-limits").spec.limits).toEqual([{ type: "Container", min: { cpu: "10m", memory: "16Mi" }, max: { cpu: "4", memory: "8Gi" } }]);
+    expect(extra("LimitRange", "tenant-limits").spec.limits).toEqual([
+      { type: "Container", min: { cpu: "10m", memory: "16Mi" }, max: { cpu: "4", memory: "8Gi" } },
+    ]);
     // The credential follows the identity to Berth's object (same Azure identity); the issuer stays a variable.
-    expect(extra("FederatedIdentityCredential", "ledger-db-admin").spec).toMatchObject({ owner: { name: "ledger" }, issuer: "${CLUSTER_OIDC_ISSUER_URL}", subject: "system:serviceaccount:ledger:db-admin" });
+    expect(extra("FederatedIdentityCredential", "ledger-db-admin").spec).toMatchObject({
+      owner: { name: "ledger" },
+      issuer: "${CLUSTER_OIDC_ISSUER_URL}",
+      subject: "system:serviceaccount:ledger:db-admin",
+    });
     // Team values resolved; a platform-vars key stays a variable for Berth's Kustomization to substitute.
-    expect(extra("HelmRepository", "team-charts").spec.url).toBe("oci://acrplatform${ENVIRONMENT}.azurecr.io/charts/ledger");
-    expect(extra("AzureAppConfigurationProvider", "app-settings").spec.endpoint).toBe("https://appcs-ledger-${ENVIRONMENT}-02.azconfig.io");
-    expect(extra("LimitRange", "tenant-limits").metadata.annotations).toEqual({ "platform.example.org/reviewed": "PLAT-2311" });
+    expect(extra("HelmRepository", "team-charts").spec.url).toBe(
+      "oci://acrplatform${ENVIRONMENT}.azurecr.io/charts/ledger",
+    );
+    expect(extra("AzureAppConfigurationProvider", "app-settings").spec.endpoint).toBe(
+      "https://appcs-ledger-${ENVIRONMENT}-02.azconfig.io",
+    );
+    expect(extra("LimitRange", "tenant-limits").metadata.annotations).toEqual({
+      "platform.example.org/reviewed": "PLAT-2311",
+    });
   });
 
   it("accounts for every object of the tree: mapped, carried, written by the controller, or left behind with advice", async () => {
@@ -124,8 +166,19 @@ describe("a team behind Flux substitution, with objects Berth does not render", 
     // The shared-resource role: the catalog's ARM id with the cluster's SERVICEBUS_NAMESPACE, and the
     // subscription (which only the live cluster knows) matched as a pattern, said so.
     expect(plan.report.roles.filter((r) => r.cluster === "aks-prod-neu")).toEqual([
-      { cluster: "aks-prod-neu", object: "tenant-azure/role-assignments.yaml#RoleAssignment/flux-config/ledger-rg-contributor", role: "rg-contributor", scope: "team-resource-group" },
-      { cluster: "aks-prod-neu", object: "tenant-azure/role-assignments.yaml#RoleAssignment/flux-config/ledger-servicebus", role: "servicebus-data-owner", scope: "pattern", variables: { SUBSCRIPTION_ID: "${SUBSCRIPTION_ID}" } },
+      {
+        cluster: "aks-prod-neu",
+        object: "tenant-azure/role-assignments.yaml#RoleAssignment/flux-config/ledger-rg-contributor",
+        role: "rg-contributor",
+        scope: "team-resource-group",
+      },
+      {
+        cluster: "aks-prod-neu",
+        object: "tenant-azure/role-assignments.yaml#RoleAssignment/flux-config/ledger-servicebus",
+        role: "servicebus-data-owner",
+        scope: "pattern",
+        variables: { SUBSCRIPTION_ID: "${SUBSCRIPTION_ID}" },
+      },
     ]);
     // Committed: the carried objects are in Berth's layout, applied by the team's Kustomization, and a
     // re-render (an update, a rollout) changes nothing.
@@ -138,7 +191,9 @@ describe("a team behind Flux substitution, with objects Berth does not render", 
 
   it("a variable Berth cannot resolve is a 422 that names it, the file and where Flux would take it from", async () => {
     const withoutId = platformWith({ ...VARS, "aks-prod-neu": { SERVICEBUS_NAMESPACE: "sb-shared-prod-02" } });
-    const err = await new Adoption(new Onboarding(withoutId, loadCatalog("v2"))).plan(platformTree(), "ledger", request).catch((e: unknown) => e);
+    const err = await new Adoption(new Onboarding(withoutId, loadCatalog("v2")))
+      .plan(platformTree(), "ledger", request)
+      .catch((e: unknown) => e);
     expect(err).toBeInstanceOf(AdoptionUnmappableError);
     expect((err as AdoptionUnmappableError).issues).toEqual([
       {
@@ -146,10 +201,20 @@ describe("a team behind Flux substitution, with objects Berth does not render", 
         rule: "${ENVIRONMENT_ID} cannot be resolved: its parent Kustomization substitutes it from the cluster's variables, and Berth's config for cluster aks-prod-neu has no value for it (platform.environments[].clusters[].vars); Berth never guesses a value",
       },
     ]);
-    const tree = platformTree().apply(new Map([["tenant-base/helm-repository.yaml", readFileSync(join(FIXTURE, "tenant-base/helm-repository.yaml"), "utf8").replace("charts/", "${CHART_PATH}/")]]));
+    const tree = platformTree().apply(
+      new Map([
+        [
+          "tenant-base/helm-repository.yaml",
+          readFileSync(join(FIXTURE, "tenant-base/helm-repository.yaml"), "utf8").replace("charts/", "${CHART_PATH}/"),
+        ],
+      ]),
+    );
     const err2 = (await adoption.plan(tree, "ledger", request).catch((e: unknown) => e)) as AdoptionUnmappableError;
     expect(err2.issues[0]).toEqual({
-      field: "tenant-base/helm-repository.yaml#HelmRepository/${TEAM_NAMESPACE}/team-charts".replace("${TEAM_NAMESPACE}/", ""),
+      field: "tenant-base/helm-repository.yaml#HelmRepository/${TEAM_NAMESPACE}/team-charts".replace(
+        "${TEAM_NAMESPACE}/",
+        "",
+      ),
       rule: "${CHART_PATH} cannot be resolved: not in tenant-ledger's postBuild.substitute (clusters/aks-dev-weu/tenants/ledger.yaml); Flux would take it from ConfigMap flux-system/cluster-vars, and Berth's config for cluster aks-dev-weu has no value for it (platform.environments[].clusters[].vars); Berth never guesses a value",
     });
   });

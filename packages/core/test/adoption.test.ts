@@ -20,7 +20,9 @@ import {
 import { loadCatalog, MemoryRepoTree, REPO_ROOT, rerender, treeFromFolder } from "./fixtures.js";
 
 const FIXTURE = join(REPO_ROOT, "tests/fixtures/adoption/repo");
-const PLATFORM = platformSchema.parse((parse(readFileSync(join(REPO_ROOT, "infra/local/berth.yaml"), "utf8")) as { platform: unknown }).platform);
+const PLATFORM = platformSchema.parse(
+  (parse(readFileSync(join(REPO_ROOT, "infra/local/berth.yaml"), "utf8")) as { platform: unknown }).platform,
+);
 const onboarding = new Onboarding(PLATFORM, loadCatalog("v2"));
 const adoption = new Adoption(onboarding);
 
@@ -63,14 +65,26 @@ describe("adopting the hand-written payments tenant", () => {
       roleAssignments: [{ role: "rg-contributor" }],
       labels: { "cost-center": "cc-4711", team: "payments" },
       azureNames: {
-        resourceGroups: { "aks-dev-weu": "rg-payments-dev-weu", "aks-prod-neu": "rg-payments-prod-neu", "aks-prod-weu": "rg-payments-prod-weu" },
-        identities: { "aks-dev-weu": "id-payments-dev-aks-dev-weu", "aks-prod-neu": "id-payments-prod-aks-prod-neu", "aks-prod-weu": "id-payments-prod-aks-prod-weu" },
+        resourceGroups: {
+          "aks-dev-weu": "rg-payments-dev-weu",
+          "aks-prod-neu": "rg-payments-prod-neu",
+          "aks-prod-weu": "rg-payments-prod-weu",
+        },
+        identities: {
+          "aks-dev-weu": "id-payments-dev-aks-dev-weu",
+          "aks-prod-neu": "id-payments-prod-aks-prod-neu",
+          "aks-prod-weu": "id-payments-prod-aks-prod-weu",
+        },
       },
       templateVersion: "v2",
     });
     const files = plan.change.files;
-    expect(files.get("teams/payments/clusters/aks-dev-weu/identity.yaml")).toContain("azureName: id-payments-dev-aks-dev-weu");
-    expect(files.get("teams/payments/clusters/aks-prod-neu/resource-group.yaml")).toContain("azureName: rg-payments-prod-neu");
+    expect(files.get("teams/payments/clusters/aks-dev-weu/identity.yaml")).toContain(
+      "azureName: id-payments-dev-aks-dev-weu",
+    );
+    expect(files.get("teams/payments/clusters/aks-prod-neu/resource-group.yaml")).toContain(
+      "azureName: rg-payments-prod-neu",
+    );
     expect(files.get("teams/payments/base/team.yaml")).toContain("rg-payments-prod-weu");
     // The hand-written Kustomizations: kept, comments and all, but suspended and no longer pruning.
     for (const c of ["aks-dev-weu", "aks-prod-weu", "aks-prod-neu"]) {
@@ -83,7 +97,11 @@ describe("adopting the hand-written payments tenant", () => {
     }
     // Nothing of the hand-written tree is deleted or edited, apart from the three Kustomizations.
     const touched = [...files.keys()].filter((p) => tree.get(p) !== undefined);
-    expect(touched.sort()).toEqual(["clusters/aks-dev-weu/tenants/payments.yaml", "clusters/aks-prod-neu/tenants/payments.yaml", "clusters/aks-prod-weu/tenants/payments.yaml"]);
+    expect(touched.sort()).toEqual([
+      "clusters/aks-dev-weu/tenants/payments.yaml",
+      "clusters/aks-prod-neu/tenants/payments.yaml",
+      "clusters/aks-prod-weu/tenants/payments.yaml",
+    ]);
     expect([...files.values()].every((c) => c !== null)).toBe(true);
 
     const { report } = plan;
@@ -92,15 +110,27 @@ describe("adopting the hand-written payments tenant", () => {
       ["aks-prod-neu", "tenant-payments", "suspended"],
       ["aks-prod-weu", "tenant-payments", "suspended"],
     ]);
-    expect(report.mapped.find((m) => m.field === "quota")?.from).toBe("tenants/payments/base/quota.yaml#ResourceQuota/payments/payments-quota");
+    expect(report.mapped.find((m) => m.field === "quota")?.from).toBe(
+      "tenants/payments/base/quota.yaml#ResourceQuota/payments/payments-quota",
+    );
     expect(report.azureNames.every((a) => a.kept)).toBe(true);
-    const fate = (ref: string, cluster = "aks-dev-weu") => report.objects.find((o) => o.ref === ref && o.cluster === cluster);
+    const fate = (ref: string, cluster = "aks-dev-weu") =>
+      report.objects.find((o) => o.ref === ref && o.cluster === cluster);
     expect(fate("Namespace payments")?.fate).toBe("updated");
     expect(fate("ServiceAccount payments/workload")?.fate).toBe("updated");
     // The old resource group detaches on delete already; the old identity would take the identity with it.
-    expect(fate("ResourceGroup flux-config/payments-rg")).toMatchObject({ fate: "left-behind", note: expect.stringContaining("detaches, so deleting it leaves") });
-    expect(fate("UserAssignedIdentity flux-config/payments-identity")).toMatchObject({ fate: "left-behind", note: expect.stringContaining("or ASO deletes") });
-    expect(fate("ResourceQuota payments/payments-quota")).toMatchObject({ fate: "left-behind", note: expect.stringContaining("delete it") });
+    expect(fate("ResourceGroup flux-config/payments-rg")).toMatchObject({
+      fate: "left-behind",
+      note: expect.stringContaining("detaches, so deleting it leaves"),
+    });
+    expect(fate("UserAssignedIdentity flux-config/payments-identity")).toMatchObject({
+      fate: "left-behind",
+      note: expect.stringContaining("or ASO deletes"),
+    });
+    expect(fate("ResourceQuota payments/payments-quota")).toMatchObject({
+      fate: "left-behind",
+      note: expect.stringContaining("delete it"),
+    });
     expect(report.warnings).toEqual([
       "values only the live cluster knows (platform-vars written by Berth's controller): ${CLUSTER_OIDC_ISSUER_URL}, ${SUBSCRIPTION_ID}; kept as variables",
       "9 hand-written ASO object(s) would delete their Azure resource if deleted as they are (UserAssignedIdentity flux-config/payments-identity, FederatedIdentityCredential flux-config/payments-workload, RoleAssignment flux-config/payments-rg-contributor): see objects[].note",
@@ -126,7 +156,11 @@ describe("adopting the hand-written payments tenant", () => {
   });
 
   it("fields given in the request win over what is inferred", async () => {
-    const plan = await adoption.plan(handWritten(), "payments", request({ keepAzureNames: true, spec: { description: "Payments", roleAssignments: [] } }));
+    const plan = await adoption.plan(
+      handWritten(),
+      "payments",
+      request({ keepAzureNames: true, spec: { description: "Payments", roleAssignments: [] } }),
+    );
     expect(plan.team.description).toBe("Payments");
     expect(plan.team.roleAssignments).toEqual([]);
     expect(plan.report.mapped.find((m) => m.field === "description")?.from).toBe("the request");
@@ -136,18 +170,33 @@ describe("adopting the hand-written payments tenant", () => {
 describe("kept Azure names in the team spec", () => {
   it("must name clusters the team lands on, with valid Azure names", () => {
     const base = { name: "ledger", owners: ["0b9a3c1e-1111-4222-8333-444455556666"], environments: ["dev"] };
-    expect(() => validateTeam({ ...base, azureNames: { identities: { "aks-prod-weu": "id-ledger" } } }, PLATFORM)).toThrow(/azureNames.identities.aks-prod-weu must name a cluster the team lands on: aks-dev-weu/);
-    expect(() => validateTeam({ ...base, azureNames: { resourceGroups: { "aks-dev-weu": "rg/../x" } } }, PLATFORM)).toThrow(/must be an Azure resource group name/);
-    expect(validateTeam({ ...base, azureNames: { resourceGroups: { "aks-dev-weu": "rg-ledger" } } }, PLATFORM).azureNames).toEqual({ resourceGroups: { "aks-dev-weu": "rg-ledger" } });
+    expect(() =>
+      validateTeam({ ...base, azureNames: { identities: { "aks-prod-weu": "id-ledger" } } }, PLATFORM),
+    ).toThrow(/azureNames.identities.aks-prod-weu must name a cluster the team lands on: aks-dev-weu/);
+    expect(() =>
+      validateTeam({ ...base, azureNames: { resourceGroups: { "aks-dev-weu": "rg/../x" } } }, PLATFORM),
+    ).toThrow(/must be an Azure resource group name/);
+    expect(
+      validateTeam({ ...base, azureNames: { resourceGroups: { "aks-dev-weu": "rg-ledger" } } }, PLATFORM).azureNames,
+    ).toEqual({ resourceGroups: { "aks-dev-weu": "rg-ledger" } });
   });
 });
 
 describe("what adoption cannot map is a report, never a guess", () => {
   it("search: a quota with different requests and limits, a PVC limit, a role outside the catalog (its view binding and NetworkPolicy are carried)", async () => {
-    const err = await failure(adoption.plan(handWritten(), "search", request({ keepAzureNames: true })), AdoptionUnmappableError);
+    const err = await failure(
+      adoption.plan(handWritten(), "search", request({ keepAzureNames: true })),
+      AdoptionUnmappableError,
+    );
     expect(err.issues).toEqual([
-      { field: "tenants/search/base/quota.yaml#ResourceQuota/search/search-quota spec.hard.persistentvolumeclaims", rule: "Berth's quota has cpu, memory and pods only" },
-      { field: "tenants/search/base/quota.yaml#ResourceQuota/search/search-quota spec.hard", rule: "requests.cpu and limits.cpu differ (2 vs 4); Berth sets them equal" },
+      {
+        field: "tenants/search/base/quota.yaml#ResourceQuota/search/search-quota spec.hard.persistentvolumeclaims",
+        rule: "Berth's quota has cpu, memory and pods only",
+      },
+      {
+        field: "tenants/search/base/quota.yaml#ResourceQuota/search/search-quota spec.hard",
+        rule: "requests.cpu and limits.cpu differ (2 vs 4); Berth sets them equal",
+      },
       {
         field: "tenants/search/dev-weu/azure.yaml#RoleAssignment/flux-config/search-owner spec.roleDefinitionReference",
         rule: "role definition 8e3af657-a8ff-443c-a75c-2fe8c4bcb635 on the team's resource group is not in the platform's role catalog",
@@ -159,9 +208,17 @@ describe("what adoption cannot map is a report, never a guess", () => {
     const none = await failure(adoption.plan(handWritten(), "orders", request()), AdoptionUnmappableError);
     expect(none.issues[0]!.rule).toContain("builds a Namespace named orders: nothing to adopt");
     const patched = handWritten().apply(
-      new Map([["tenants/payments/base/kustomization.yaml", "resources:\n  - namespace.yaml\nconfigMapGenerator:\n  - name: settings\n    literals: [a=b]\n"]]),
+      new Map([
+        [
+          "tenants/payments/base/kustomization.yaml",
+          "resources:\n  - namespace.yaml\nconfigMapGenerator:\n  - name: settings\n    literals: [a=b]\n",
+        ],
+      ]),
     );
-    const err = await failure(adoption.plan(patched, "payments", request({ keepAzureNames: true })), AdoptionUnmappableError);
+    const err = await failure(
+      adoption.plan(patched, "payments", request({ keepAzureNames: true })),
+      AdoptionUnmappableError,
+    );
     expect(err.issues).toContainEqual({
       field: "clusters/aks-dev-weu/tenants/payments.yaml",
       rule: "cannot build tenants/payments/dev-weu: tenants/payments/base/kustomization.yaml: uses configMapGenerator, which adoption does not build (it builds resources, namespace, namePrefix, nameSuffix, commonLabels, labels, commonAnnotations, patches, patchesStrategicMerge, patchesJson6902)",
@@ -169,10 +226,27 @@ describe("what adoption cannot map is a report, never a guess", () => {
   });
 
   it("owners nobody named: the request must give them", async () => {
-    const tree = handWritten().apply(new Map([["tenants/payments/base/rbac.yaml", null], ["tenants/payments/base/kustomization.yaml", "resources:\n  - namespace.yaml\n  - quota.yaml\n  - limitrange.yaml\n  - serviceaccount.yaml\n"]]));
-    const err = await failure(adoption.plan(tree, "payments", request({ keepAzureNames: true })), AdoptionUnmappableError);
-    expect(err.issues).toEqual([{ field: "spec.owners", rule: expect.stringContaining("give spec.owners in the request") }]);
-    const plan = await adoption.plan(tree, "payments", request({ keepAzureNames: true, spec: { owners: ["9c8b7a65-4321-4fed-8cba-0987654321fe"] } }));
+    const tree = handWritten().apply(
+      new Map([
+        ["tenants/payments/base/rbac.yaml", null],
+        [
+          "tenants/payments/base/kustomization.yaml",
+          "resources:\n  - namespace.yaml\n  - quota.yaml\n  - limitrange.yaml\n  - serviceaccount.yaml\n",
+        ],
+      ]),
+    );
+    const err = await failure(
+      adoption.plan(tree, "payments", request({ keepAzureNames: true })),
+      AdoptionUnmappableError,
+    );
+    expect(err.issues).toEqual([
+      { field: "spec.owners", rule: expect.stringContaining("give spec.owners in the request") },
+    ]);
+    const plan = await adoption.plan(
+      tree,
+      "payments",
+      request({ keepAzureNames: true, spec: { owners: ["9c8b7a65-4321-4fed-8cba-0987654321fe"] } }),
+    );
     expect(plan.team.owners).toEqual(["9c8b7a65-4321-4fed-8cba-0987654321fe"]);
   });
 });

@@ -38,7 +38,11 @@ function loadCrdSchemas(): Map<string, Schema> {
         for (const doc of parseAllDocuments(readFileSync(full, "utf8"))) {
           const crd = doc.toJS() as {
             kind?: string;
-            spec: { group: string; names: { kind: string }; versions: Array<{ name: string; served: boolean; schema: { openAPIV3Schema: Schema } }> };
+            spec: {
+              group: string;
+              names: { kind: string };
+              versions: Array<{ name: string; served: boolean; schema: { openAPIV3Schema: Schema } }>;
+            };
           } | null;
           if (crd?.kind !== "CustomResourceDefinition") continue;
           for (const v of crd.spec.versions) {
@@ -66,14 +70,16 @@ function schemaProblems(value: unknown, schema: Schema, path: string): string[] 
   }
   switch (schema.type) {
     case "object": {
-      if (value === null || typeof value !== "object" || Array.isArray(value)) return [`${path}: expected object, got ${JSON.stringify(value)}`];
+      if (value === null || typeof value !== "object" || Array.isArray(value))
+        return [`${path}: expected object, got ${JSON.stringify(value)}`];
       const obj = value as Record<string, unknown>;
       for (const req of schema.required ?? []) if (!(req in obj)) out.push(`${path}.${req}: required`);
       for (const [k, v] of Object.entries(obj)) {
         if (path === "" && k === "metadata") continue; // ObjectMeta: the apiserver's, not the CRD's (see naming.test.ts)
         const prop = schema.properties?.[k];
         if (prop) out.push(...schemaProblems(v, prop, `${path}.${k}`));
-        else if (typeof schema.additionalProperties === "object") out.push(...schemaProblems(v, schema.additionalProperties, `${path}.${k}`));
+        else if (typeof schema.additionalProperties === "object")
+          out.push(...schemaProblems(v, schema.additionalProperties, `${path}.${k}`));
         else if (!schema["x-kubernetes-preserve-unknown-fields"] && schema.additionalProperties !== true) {
           // The apiserver prunes it (structural schema): the field would silently not exist.
           out.push(`${path}.${k}: unknown field`);
@@ -86,9 +92,12 @@ function schemaProblems(value: unknown, schema: Schema, path: string): string[] 
       return value.flatMap((item, i) => (schema.items ? schemaProblems(item, schema.items, `${path}[${i}]`) : []));
     case "string":
       if (typeof value !== "string") return [`${path}: expected string, got ${JSON.stringify(value)}`];
-      if (schema.pattern && !goRegex(schema.pattern).test(value)) out.push(`${path}: ${JSON.stringify(value)} does not match ${schema.pattern}`);
-      if (schema.maxLength !== undefined && value.length > schema.maxLength) out.push(`${path}: longer than ${schema.maxLength}`);
-      if (schema.minLength !== undefined && value.length < schema.minLength) out.push(`${path}: shorter than ${schema.minLength}`);
+      if (schema.pattern && !goRegex(schema.pattern).test(value))
+        out.push(`${path}: ${JSON.stringify(value)} does not match ${schema.pattern}`);
+      if (schema.maxLength !== undefined && value.length > schema.maxLength)
+        out.push(`${path}: longer than ${schema.maxLength}`);
+      if (schema.minLength !== undefined && value.length < schema.minLength)
+        out.push(`${path}: shorter than ${schema.minLength}`);
       break;
     case "integer":
       if (!Number.isInteger(value)) return [`${path}: expected integer`];
@@ -97,7 +106,8 @@ function schemaProblems(value: unknown, schema: Schema, path: string): string[] 
       if (typeof value !== "boolean") return [`${path}: expected boolean`];
       break;
   }
-  if (schema.enum && !schema.enum.includes(value)) out.push(`${path}: ${JSON.stringify(value)} is not one of ${JSON.stringify(schema.enum)}`);
+  if (schema.enum && !schema.enum.includes(value))
+    out.push(`${path}: ${JSON.stringify(value)} is not one of ${JSON.stringify(schema.enum)}`);
   return out;
 }
 
@@ -107,8 +117,10 @@ const PLATFORM_VARS: Record<string, string> = {
   SUBSCRIPTION_ID: "00000000-1111-4222-8333-444444444444",
   CLUSTER_NAME: "aks-dev-weu",
   ENVIRONMENT: "dev",
-  CLUSTER_OIDC_ISSUER_URL: "https://westeurope.oic.prod-aks.azure.com/72f988bf-86f1-41af-91ab-2d7cd011db47/1c0f2d5e-0000-4000-8000-000000000000/",
-  CLUSTER_OIDC: "https://westeurope.oic.prod-aks.azure.com/72f988bf-86f1-41af-91ab-2d7cd011db47/1c0f2d5e-0000-4000-8000-000000000000/",
+  CLUSTER_OIDC_ISSUER_URL:
+    "https://westeurope.oic.prod-aks.azure.com/72f988bf-86f1-41af-91ab-2d7cd011db47/1c0f2d5e-0000-4000-8000-000000000000/",
+  CLUSTER_OIDC:
+    "https://westeurope.oic.prod-aks.azure.com/72f988bf-86f1-41af-91ab-2d7cd011db47/1c0f2d5e-0000-4000-8000-000000000000/",
   AZURE_LOCATION: "westeurope",
   SERVICEBUS_NAMESPACE: "sb-platform-dev",
   POSTGRES_SERVER: "pg-platform-dev",
@@ -130,13 +142,30 @@ describe("rendered custom resources match their CRD schemas", () => {
   it("the validator catches a wrong field, type, enum and pattern", () => {
     const schemas = loadCrdSchemas();
     const ra = schemas.get("authorization.azure.com/v1api20220401/RoleAssignment")!;
-    const base = { apiVersion: "x", kind: "RoleAssignment", metadata: {}, spec: { owner: { name: "rg" }, roleDefinitionReference: { armId: "/subscriptions/x/providers/a/b/c" }, principalType: "ServicePrincipal" } };
+    const base = {
+      apiVersion: "x",
+      kind: "RoleAssignment",
+      metadata: {},
+      spec: {
+        owner: { name: "rg" },
+        roleDefinitionReference: { armId: "/subscriptions/x/providers/a/b/c" },
+        principalType: "ServicePrincipal",
+      },
+    };
     expect(schemaProblems(base, ra, "")).toEqual([]);
-    expect(schemaProblems({ ...base, spec: { ...base.spec, principalIdFromConfigMap: {} } }, ra, "")).toEqual([".spec.principalIdFromConfigMap: unknown field"]);
-    expect(schemaProblems({ ...base, spec: { ...base.spec, principalType: "Robot" } }, ra, "")[0]).toMatch(/not one of/);
-    expect(schemaProblems({ ...base, spec: { ...base.spec, owner: { armId: "subscriptions/x" } } }, ra, "")[0]).toMatch(/does not match/);
+    expect(schemaProblems({ ...base, spec: { ...base.spec, principalIdFromConfigMap: {} } }, ra, "")).toEqual([
+      ".spec.principalIdFromConfigMap: unknown field",
+    ]);
+    expect(schemaProblems({ ...base, spec: { ...base.spec, principalType: "Robot" } }, ra, "")[0]).toMatch(
+      /not one of/,
+    );
+    expect(schemaProblems({ ...base, spec: { ...base.spec, owner: { armId: "subscriptions/x" } } }, ra, "")[0]).toMatch(
+      /does not match/,
+    );
     expect(schemaProblems({ ...base, spec: { ...base.spec, owner: "rg" } }, ra, "")[0]).toMatch(/expected object/);
-    expect(schemaProblems({ ...base, spec: { owner: { name: "rg" } } }, ra, "")).toEqual([".spec.roleDefinitionReference: required"]);
+    expect(schemaProblems({ ...base, spec: { owner: { name: "rg" } } }, ra, "")).toEqual([
+      ".spec.roleDefinitionReference: required",
+    ]);
   });
 
   it.each(EXAMPLES.map((e) => [e.name, e] as const))("example %s", async (_name, ex) => {
@@ -146,7 +175,13 @@ describe("rendered custom resources match their CRD schemas", () => {
     for (const [path, text] of await renderExample(ex)) {
       for (const obj of parseManifests(substitute(text), "1.1")) {
         const group = obj.apiVersion.split("/")[0]!;
-        if (!group.includes(".") || group.startsWith("rbac.") || group === "berth.dev" || group === "kustomize.config.k8s.io") continue;
+        if (
+          !group.includes(".") ||
+          group.startsWith("rbac.") ||
+          group === "berth.dev" ||
+          group === "kustomize.config.k8s.io"
+        )
+          continue;
         const schema = schemas.get(`${obj.apiVersion}/${obj.kind}`);
         if (!schema) {
           problems.push(`${path}: no served CRD version for ${obj.apiVersion} ${obj.kind}`);

@@ -49,7 +49,10 @@ export function loadTemplates(version = "v1"): TemplateSet {
 
 /** Every version, side by side, with `defaultVersion` as the one new teams get. */
 export function loadCatalog(defaultVersion = "v1"): TemplateCatalog {
-  return new TemplateCatalog(TEMPLATE_VERSIONS.map((v) => loadTemplates(v)), defaultVersion);
+  return new TemplateCatalog(
+    TEMPLATE_VERSIONS.map((v) => loadTemplates(v)),
+    defaultVersion,
+  );
 }
 
 // ---------------------------------------------------------------------------------------------------
@@ -73,7 +76,10 @@ export function platformInput(overrides: Partial<PlatformInput> = {}): PlatformI
     environments: [
       { name: "dev", clusters: [{ name: "aks-dev-weu", vars: { AZURE_LOCATION: "westeurope" } }] },
       { name: "staging", clusters: [{ name: "aks-stg-weu" }] },
-      { name: "prod", clusters: [{ name: "aks-prod-weu" }, { name: "aks-prod-neu", vars: { AZURE_LOCATION: "northeurope" } }] },
+      {
+        name: "prod",
+        clusters: [{ name: "aks-prod-weu" }, { name: "aks-prod-neu", vars: { AZURE_LOCATION: "northeurope" } }],
+      },
     ],
     platformVars: {
       SERVICEBUS_NAMESPACE: "Shared Service Bus namespace of the cluster's environment",
@@ -162,7 +168,8 @@ export const EXAMPLES: readonly Example[] = [
   },
   {
     name: "payments",
-    covers: "two environments (three clusters), explicit quota and limits, one teamResourceGroup role, labels given unsorted, two owners",
+    covers:
+      "two environments (three clusters), explicit quota and limits, one teamResourceGroup role, labels given unsorted, two owners",
     platform: PLATFORM,
     team: {
       name: "payments",
@@ -177,7 +184,8 @@ export const EXAMPLES: readonly Example[] = [
   },
   {
     name: "data-workload",
-    covers: "subject mode aso-workload (per-team ASO ServiceAccount), staging + prod, many roles incl. armId scopes, explicit quota with default limits",
+    covers:
+      "subject mode aso-workload (per-team ASO ServiceAccount), staging + prod, many roles incl. armId scopes, explicit quota with default limits",
     platform: platformWithSubjectMode("aso-workload"),
     team: {
       name: "data-platform",
@@ -185,7 +193,12 @@ export const EXAMPLES: readonly Example[] = [
       owners: [OWNERS.data],
       environments: ["staging", "prod"],
       quota: { cpu: "8", memory: "64Gi", pods: 120 },
-      roleAssignments: [{ role: "rg-contributor" }, { role: "servicebus-data-owner" }, { role: "postgres-reader" }, { role: "rg-keyvault-secrets" }],
+      roleAssignments: [
+        { role: "rg-contributor" },
+        { role: "servicebus-data-owner" },
+        { role: "postgres-reader" },
+        { role: "rg-keyvault-secrets" },
+      ],
       labels: { "data-classification": "confidential" },
     },
   },
@@ -212,7 +225,8 @@ export const EXAMPLES: readonly Example[] = [
   },
   {
     name: "adopted",
-    covers: "a team adopted from hand-written manifests that keeps its Azure resource group and identity names on two of its clusters",
+    covers:
+      "a team adopted from hand-written manifests that keeps its Azure resource group and identity names on two of its clusters",
     platform: PLATFORM,
     team: {
       name: "ledger",
@@ -236,7 +250,13 @@ export function example(name: string): Example {
 
 /** A valid team input with overrides; the base lands on dev only. */
 export function teamInput(overrides: Partial<TeamInput> & Record<string, unknown> = {}): TeamInput {
-  return { name: "orders", description: "Orders", owners: [OWNERS.payments], environments: ["dev"], ...overrides } as TeamInput;
+  return {
+    name: "orders",
+    description: "Orders",
+    owners: [OWNERS.payments],
+    environments: ["dev"],
+    ...overrides,
+  } as TeamInput;
 }
 
 // ---------------------------------------------------------------------------------------------------
@@ -264,7 +284,8 @@ export class MemoryRepoTree implements RepoTree {
     files: Iterable<readonly [string, string]> | Record<string, string> = [],
     readonly revision: string | undefined = undefined,
   ) {
-    const entries = Symbol.iterator in files ? [...(files as Iterable<readonly [string, string]>)] : Object.entries(files);
+    const entries =
+      Symbol.iterator in files ? [...(files as Iterable<readonly [string, string]>)] : Object.entries(files);
     this.files = new Map(entries.map(([p, c]) => [MemoryRepoTree.normalize(p), c] as const));
   }
 
@@ -309,7 +330,8 @@ export class MemoryRepoTree implements RepoTree {
 
   /** A new tree with the change applied (null deletes); this tree is left as it is. */
   apply(change: RepoChange | ReadonlyMap<string, string | null>, revision?: string): MemoryRepoTree {
-    const files = "files" in change && change.files instanceof Map ? change.files : (change as ReadonlyMap<string, string | null>);
+    const files =
+      "files" in change && change.files instanceof Map ? change.files : (change as ReadonlyMap<string, string | null>);
     const next = new Map(this.files);
     for (const [path, content] of files) {
       if (content === null) {
@@ -329,14 +351,23 @@ export class MemoryRepoTree implements RepoTree {
  * A one-team rollout plan, as the rollout API makes it (Fleet.plan): the team re-rendered on `version`
  * (default: its own). Throws the render failure, if any.
  */
-export async function rerender(onboarding: Onboarding, tree: RepoTree, name: string, version?: string): Promise<{ from: string | undefined; to: string | undefined; files: Map<string, string | null> }> {
+export async function rerender(
+  onboarding: Onboarding,
+  tree: RepoTree,
+  name: string,
+  version?: string,
+): Promise<{ from: string | undefined; to: string | undefined; files: Map<string, string | null> }> {
   const plan = await new Fleet(onboarding).plan(tree, [name], version);
   if (plan.failed.length) throw new Error(plan.failed[0]!.error);
   const moved = plan.changed[0];
   return { from: moved?.from, to: moved?.to, files: plan.files };
 }
 
-export async function treeWithTeams(onboarding: Onboarding, teams: readonly TeamInput[], start = new MemoryRepoTree()): Promise<MemoryRepoTree> {
+export async function treeWithTeams(
+  onboarding: Onboarding,
+  teams: readonly TeamInput[],
+  start = new MemoryRepoTree(),
+): Promise<MemoryRepoTree> {
   let tree = start;
   for (const team of teams) tree = tree.apply((await onboarding.planCreate(tree, team)).change);
   return tree;

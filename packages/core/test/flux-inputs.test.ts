@@ -4,13 +4,33 @@
  */
 import { describe, expect, it } from "vitest";
 import { parseAllDocuments } from "yaml";
-import { clustersReading, Onboarding, repoLayout, sameTeamOnCluster, teamInputsOnCluster, validateTeam, type Platform } from "@berth/core";
-import { loadCatalog, makePlatform, MemoryRepoTree, OWNERS, PLATFORM, teamInput, TEMPLATE_VERSIONS } from "./fixtures.js";
+import {
+  clustersReading,
+  Onboarding,
+  repoLayout,
+  sameTeamOnCluster,
+  teamInputsOnCluster,
+  validateTeam,
+  type Platform,
+} from "@berth/core";
+import {
+  loadCatalog,
+  makePlatform,
+  MemoryRepoTree,
+  OWNERS,
+  PLATFORM,
+  teamInput,
+  TEMPLATE_VERSIONS,
+} from "./fixtures.js";
 
 const ARTIFACTS: Platform = makePlatform({ fluxSource: { kind: "ExternalArtifact" } });
 const layout = repoLayout(PLATFORM);
 
-function render(platform: Platform, version: string, input = teamInput({ environments: ["dev", "prod"] })): Map<string, string> {
+function render(
+  platform: Platform,
+  version: string,
+  input = teamInput({ environments: ["dev", "prod"] }),
+): Map<string, string> {
   const onboarding = new Onboarding(platform, loadCatalog(version));
   return onboarding.render({ ...validateTeam(input, platform), templateVersion: version });
 }
@@ -37,36 +57,63 @@ describe("the team Kustomization's source (platform.fluxSource)", () => {
     const fromRepo = render(PLATFORM, "v1");
     const fromArtifact = render(ARTIFACTS, "v1");
     const differ = [...fromRepo.keys()].filter((p) => fromRepo.get(p) !== fromArtifact.get(p));
-    expect(differ.sort()).toEqual(["aks-dev-weu", "aks-prod-neu", "aks-prod-weu"].map((c) => layout.fluxKustomization(c, "orders")).sort());
+    expect(differ.sort()).toEqual(
+      ["aks-dev-weu", "aks-prod-neu", "aks-prod-weu"].map((c) => layout.fluxKustomization(c, "orders")).sort(),
+    );
   });
 });
 
 describe("clustersReading: whose Flux a push concerns", () => {
-  const tree = new MemoryRepoTree([...render(PLATFORM, "v1"), ...render(PLATFORM, "v1", teamInput({ name: "billing", owners: [OWNERS.payments], environments: ["dev"] }))]);
+  const tree = new MemoryRepoTree([
+    ...render(PLATFORM, "v1"),
+    ...render(PLATFORM, "v1", teamInput({ name: "billing", owners: [OWNERS.payments], environments: ["dev"] })),
+  ]);
 
   it("a team's folder for a cluster, and a cluster's own folder, concern that cluster", async () => {
-    expect(await clustersReading(tree, layout, ["teams/orders/clusters/aks-prod-weu/identity.yaml"])).toEqual(["aks-prod-weu"]);
-    expect(await clustersReading(tree, layout, [layout.fluxKustomization("aks-dev-weu", "orders"), layout.clusterTeamsIndex("aks-stg-weu")])).toEqual(["aks-dev-weu", "aks-stg-weu"]);
+    expect(await clustersReading(tree, layout, ["teams/orders/clusters/aks-prod-weu/identity.yaml"])).toEqual([
+      "aks-prod-weu",
+    ]);
+    expect(
+      await clustersReading(tree, layout, [
+        layout.fluxKustomization("aks-dev-weu", "orders"),
+        layout.clusterTeamsIndex("aks-stg-weu"),
+      ]),
+    ).toEqual(["aks-dev-weu", "aks-stg-weu"]);
   });
 
   it("a team's base concerns every cluster the team has a folder for", async () => {
-    expect(await clustersReading(tree, layout, ["teams/orders/base/team.yaml"])).toEqual(["aks-dev-weu", "aks-prod-neu", "aks-prod-weu"]);
+    expect(await clustersReading(tree, layout, ["teams/orders/base/team.yaml"])).toEqual([
+      "aks-dev-weu",
+      "aks-prod-neu",
+      "aks-prod-weu",
+    ]);
     expect(await clustersReading(tree, layout, ["teams/billing/base/namespace.yaml"])).toEqual(["aks-dev-weu"]);
   });
 
   it("an offboarded team's paths name its clusters themselves; a rollout's state file concerns none", async () => {
     const offboarding = [...render(PLATFORM, "v1").keys()];
-    expect(await clustersReading(new MemoryRepoTree(), layout, offboarding)).toEqual(["aks-dev-weu", "aks-prod-neu", "aks-prod-weu"]);
+    expect(await clustersReading(new MemoryRepoTree(), layout, offboarding)).toEqual([
+      "aks-dev-weu",
+      "aks-prod-neu",
+      "aks-prod-weu",
+    ]);
     expect(await clustersReading(tree, layout, ["rollouts/ro-1.yaml"])).toEqual([]);
   });
 });
 
 describe("sameTeamOnCluster: an older commit still holds what Flux reads for the team", () => {
-  const before = new MemoryRepoTree([...render(PLATFORM, "v1"), ...render(PLATFORM, "v1", teamInput({ name: "billing", owners: [OWNERS.payments], environments: ["dev"] }))]);
+  const before = new MemoryRepoTree([
+    ...render(PLATFORM, "v1"),
+    ...render(PLATFORM, "v1", teamInput({ name: "billing", owners: [OWNERS.payments], environments: ["dev"] })),
+  ]);
   const change = (files: Record<string, string | null>) => before.apply(new Map(Object.entries(files)));
 
   it("is true when only another cluster's folder, another team or a rollout changed", async () => {
-    const after = change({ "teams/orders/clusters/aks-prod-weu/identity.yaml": "changed\n", "teams/billing/base/team.yaml": "changed\n", "rollouts/ro-1.yaml": "x\n" });
+    const after = change({
+      "teams/orders/clusters/aks-prod-weu/identity.yaml": "changed\n",
+      "teams/billing/base/team.yaml": "changed\n",
+      "rollouts/ro-1.yaml": "x\n",
+    });
     expect(await sameTeamOnCluster(before, after, layout, "orders", "aks-dev-weu")).toBe(true);
     expect(await sameTeamOnCluster(before, after, layout, "orders", "aks-prod-neu")).toBe(true);
     expect(await sameTeamOnCluster(before, after, layout, "orders", "aks-prod-weu")).toBe(false);
@@ -74,7 +121,8 @@ describe("sameTeamOnCluster: an older commit still holds what Flux reads for the
 
   it("is false when the team's base or its Flux file on that cluster changed", async () => {
     const base = change({ "teams/orders/base/namespace.yaml": "changed\n" });
-    for (const cluster of ["aks-dev-weu", "aks-prod-weu", "aks-prod-neu"]) expect(await sameTeamOnCluster(before, base, layout, "orders", cluster)).toBe(false);
+    for (const cluster of ["aks-dev-weu", "aks-prod-weu", "aks-prod-neu"])
+      expect(await sameTeamOnCluster(before, base, layout, "orders", cluster)).toBe(false);
     const flux = change({ [layout.fluxKustomization("aks-dev-weu", "orders")]: "changed\n" });
     expect(await sameTeamOnCluster(before, flux, layout, "orders", "aks-dev-weu")).toBe(false);
     expect(await sameTeamOnCluster(before, flux, layout, "orders", "aks-prod-weu")).toBe(true);

@@ -39,26 +39,34 @@ describe.each(CASES)("golden files of templates %s, example %s", (version, name,
       }
     }
     const onDisk = filesUnder(dir);
-    expect(onDisk.length, `no golden files in ${dir}: run UPDATE_GOLDEN=1 pnpm exec vitest run packages/core`).toBeGreaterThan(0);
+    expect(
+      onDisk.length,
+      `no golden files in ${dir}: run UPDATE_GOLDEN=1 pnpm exec vitest run packages/core`,
+    ).toBeGreaterThan(0);
     // The team file records the version that rendered it.
     expect([...rendered.values()].find((c) => c.includes("kind: Team\n"))).toContain(`templateVersion: ${version}`);
     // Same set of paths: a file that is no longer rendered (or newly rendered) is a golden diff too.
     expect([...rendered.keys()].sort()).toEqual(onDisk);
     for (const path of onDisk) {
       // Exact text (so exact bytes): a stray BOM, CRLF or trailing-space change fails here.
-      expect(rendered.get(path), `${name}/${path} differs from its golden file`).toBe(readFileSync(join(dir, path), "utf8"));
+      expect(rendered.get(path), `${name}/${path} differs from its golden file`).toBe(
+        readFileSync(join(dir, path), "utf8"),
+      );
     }
   });
 });
 
-const subfolders = (dir: string) => (existsSync(dir) ? readdirSync(dir).filter((n) => statSync(join(dir, n)).isDirectory()) : []);
+const subfolders = (dir: string) =>
+  existsSync(dir) ? readdirSync(dir).filter((n) => statSync(join(dir, n)).isDirectory()) : [];
 
 it("every version and example has a golden folder and no golden folder is left without one", () => {
   const examples = new Set(EXAMPLES.map((e) => e.name));
   if (UPDATE) {
     for (const v of subfolders(GOLDEN_DIR)) {
       if (!TEMPLATE_VERSIONS.includes(v)) rmSync(join(GOLDEN_DIR, v), { recursive: true });
-      else for (const n of subfolders(join(GOLDEN_DIR, v))) if (!examples.has(n)) rmSync(join(GOLDEN_DIR, v, n), { recursive: true });
+      else
+        for (const n of subfolders(join(GOLDEN_DIR, v)))
+          if (!examples.has(n)) rmSync(join(GOLDEN_DIR, v, n), { recursive: true });
     }
   }
   expect(subfolders(GOLDEN_DIR).sort()).toEqual([...TEMPLATE_VERSIONS].sort());
@@ -88,7 +96,11 @@ it("v2 differs from v1 only where the platform changed it: labels on every objec
         .join("\n")
         .replace("templateVersion: v2", "templateVersion: v1")
         .replace("templates/v2/", "templates/v1/");
-      const v1Text = v1.get(path)!.split("\n").filter((l) => !/berth-environment: /.test(l)).join("\n");
+      const v1Text = v1
+        .get(path)!
+        .split("\n")
+        .filter((l) => !/berth-environment: /.test(l))
+        .join("\n");
       const v1Lines = new Set(v1Text.split("\n"));
       for (const line of stripped.split("\n")) {
         if (/app\.kubernetes\.io\/managed-by: berth|^ {2}tags:|^ {4}berth-(team|cluster): /.test(line)) continue;

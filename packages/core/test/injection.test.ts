@@ -29,7 +29,7 @@ const PAYLOADS: Record<string, string> = {
   "inline ---": "---",
   "inline ...": "...",
   "colon space": ": x",
-  "comment": " # x",
+  comment: " # x",
   "bare #": "#x",
   "python tag": "!!python/object/apply:os.system",
   "local tag": "!x",
@@ -56,7 +56,7 @@ const PAYLOADS: Record<string, string> = {
   "Flux default": "${X:=a}",
   "Flux escaped substitution": "$${TENANT_ID}",
   "bare $VAR": "$TENANT_ID",
-  "placeholder": "{{ names.namespace }}",
+  placeholder: "{{ names.namespace }}",
   backslash: "\\",
   backtick: "`",
   space: " x",
@@ -79,18 +79,38 @@ const FIELDS: Field[] = [
   { field: "environments.0", input: (v) => teamInput({ environments: [v("dev")] }) },
   { field: "environments.1", input: (v) => teamInput({ environments: ["dev", v("prod")] }) },
   { field: "roleAssignments.0.role", input: (v) => teamInput({ roleAssignments: [{ role: v("rg-contributor") }] }) },
-  { field: "roleAssignments.1.role", input: (v) => teamInput({ roleAssignments: [{ role: "rg-contributor" }, { role: v("postgres-reader") }] }) },
+  {
+    field: "roleAssignments.1.role",
+    input: (v) => teamInput({ roleAssignments: [{ role: "rg-contributor" }, { role: v("postgres-reader") }] }),
+  },
   { field: "labels.tier", input: (v) => teamInput({ labels: { tier: v("gold") } }) },
   { field: "labels.example.com/tier", input: (v) => teamInput({ labels: { "example.com/tier": v("gold") } }) },
   { field: "quota.cpu", input: (v) => teamInput({ quota: { cpu: v("2"), memory: "4Gi", pods: 10 } }) },
   { field: "quota.memory", input: (v) => teamInput({ quota: { cpu: "2", memory: v("4Gi"), pods: 10 } }) },
-  { field: "containerLimits.defaultRequest.cpu", input: (v) => teamInput({ containerLimits: limits({ defaultRequestCpu: v("100m") }) }) },
-  { field: "containerLimits.defaultRequest.memory", input: (v) => teamInput({ containerLimits: limits({ defaultRequestMemory: v("128Mi") }) }) },
-  { field: "containerLimits.default.cpu", input: (v) => teamInput({ containerLimits: limits({ defaultCpu: v("500m") }) }) },
-  { field: "containerLimits.default.memory", input: (v) => teamInput({ containerLimits: limits({ defaultMemory: v("512Mi") }) }) },
+  {
+    field: "containerLimits.defaultRequest.cpu",
+    input: (v) => teamInput({ containerLimits: limits({ defaultRequestCpu: v("100m") }) }),
+  },
+  {
+    field: "containerLimits.defaultRequest.memory",
+    input: (v) => teamInput({ containerLimits: limits({ defaultRequestMemory: v("128Mi") }) }),
+  },
+  {
+    field: "containerLimits.default.cpu",
+    input: (v) => teamInput({ containerLimits: limits({ defaultCpu: v("500m") }) }),
+  },
+  {
+    field: "containerLimits.default.memory",
+    input: (v) => teamInput({ containerLimits: limits({ defaultMemory: v("512Mi") }) }),
+  },
 ];
 
-function limits(o: { defaultRequestCpu?: string; defaultRequestMemory?: string; defaultCpu?: string; defaultMemory?: string }) {
+function limits(o: {
+  defaultRequestCpu?: string;
+  defaultRequestMemory?: string;
+  defaultCpu?: string;
+  defaultMemory?: string;
+}) {
   return {
     defaultRequest: { cpu: o.defaultRequestCpu ?? "100m", memory: o.defaultRequestMemory ?? "128Mi" },
     default: { cpu: o.defaultCpu ?? "500m", memory: o.defaultMemory ?? "512Mi" },
@@ -112,18 +132,23 @@ function refusalProblems(input: unknown, field: string, platform: Platform = PLA
   const problems: string[] = [];
   for (const [how, run] of [
     ["validateTeam", () => validateTeam(input, platform)],
-    ["validateTeamSpec", () => {
-      const { name, ...spec } = input as TeamInput;
-      return validateTeamSpec(name, spec, platform);
-    }],
+    [
+      "validateTeamSpec",
+      () => {
+        const { name, ...spec } = input as TeamInput;
+        return validateTeamSpec(name, spec, platform);
+      },
+    ],
   ] as const) {
     if (how === "validateTeamSpec" && field === "name") continue; // the name comes from the URL there
     const result = issuesOf(run);
     if (result === "accepted") problems.push(`${how} accepted it`);
     else if (result instanceof Error) problems.push(`${how} threw ${result.name}: ${result.message}`);
     else {
-      if (!result.some((i) => i.field === field)) problems.push(`${how}: no issue names ${field}: ${JSON.stringify(result)}`);
-      if (result.some((i) => !i.rule || i.rule === "Invalid key in record")) problems.push(`${how}: an issue does not name its rule: ${JSON.stringify(result)}`);
+      if (!result.some((i) => i.field === field))
+        problems.push(`${how}: no issue names ${field}: ${JSON.stringify(result)}`);
+      if (result.some((i) => !i.rule || i.rule === "Invalid key in record"))
+        problems.push(`${how}: an issue does not name its rule: ${JSON.stringify(result)}`);
     }
   }
   return problems;
@@ -132,14 +157,26 @@ function refusalProblems(input: unknown, field: string, platform: Platform = PLA
 describe("crafted values in structured fields are refused, naming the field", () => {
   it.each(FIELDS.map((f) => [f.field, f] as const))("%s", (_name, { field, input }) => {
     // The unmodified value is valid, so each refusal below is the payload's doing.
-    expect(() => validateTeam(input((v) => v), PLATFORM)).not.toThrow();
+    expect(() =>
+      validateTeam(
+        input((v) => v),
+        PLATFORM,
+      ),
+    ).not.toThrow();
     const problems: string[] = [];
     for (const [label, payload] of Object.entries(PAYLOADS)) {
-      for (const [where, wrap] of [["suffix", (v: string) => v + payload], ["prefix", (v: string) => payload + v]] as const) {
+      for (const [where, wrap] of [
+        ["suffix", (v: string) => v + payload],
+        ["prefix", (v: string) => payload + v],
+      ] as const) {
         for (const p of refusalProblems(input(wrap), field)) problems.push(`${label} as ${where}: ${p}`);
       }
       // The payload alone, too.
-      for (const p of refusalProblems(input(() => payload), field)) problems.push(`${label} alone: ${p}`);
+      for (const p of refusalProblems(
+        input(() => payload),
+        field,
+      ))
+        problems.push(`${label} alone: ${p}`);
     }
     expect(problems).toEqual([]);
   });
@@ -147,10 +184,18 @@ describe("crafted values in structured fields are refused, naming the field", ()
   it("refuses crafted label keys, naming the key and the rule", () => {
     const problems: string[] = [];
     for (const [label, payload] of Object.entries(PAYLOADS)) {
-      for (const key of [`team${payload}`, `${payload}team`, `example.com/team${payload}`, `${payload}example.com/team`, payload]) {
+      for (const key of [
+        `team${payload}`,
+        `${payload}team`,
+        `example.com/team${payload}`,
+        `${payload}example.com/team`,
+        payload,
+      ]) {
         const result = issuesOf(() => validateTeam(teamInput({ labels: { [key]: "x" } }), PLATFORM));
         if (!Array.isArray(result)) problems.push(`${label} in key ${JSON.stringify(key)}: ${String(result)}`);
-        else if (!result.some((i) => i.field === `labels.${key}` && i.rule === "must be a valid Kubernetes label key")) {
+        else if (
+          !result.some((i) => i.field === `labels.${key}` && i.rule === "must be a valid Kubernetes label key")
+        ) {
           problems.push(`${label} in key ${JSON.stringify(key)}: ${JSON.stringify(result)}`);
         }
       }
@@ -179,17 +224,30 @@ describe("crafted values in structured fields are refused, naming the field", ()
       ["(body)", { ...teamInput(), apiVersion: "v1" }],
       ["(body)", { ...teamInput(), metadata: { name: "x" } }],
       ["quota", teamInput({ quota: { cpu: "1", memory: "1Gi", pods: 5, "limits.cpu": "100" } as never })],
-      ["containerLimits.default", teamInput({ containerLimits: { ...limits({}), default: { cpu: "1", memory: "1Gi", ephemeral: "1" } } as never })],
-      ["roleAssignments.0", teamInput({ roleAssignments: [{ role: "rg-contributor", scope: "/subscriptions/x" }] as never })],
+      [
+        "containerLimits.default",
+        teamInput({
+          containerLimits: { ...limits({}), default: { cpu: "1", memory: "1Gi", ephemeral: "1" } } as never,
+        }),
+      ],
+      [
+        "roleAssignments.0",
+        teamInput({ roleAssignments: [{ role: "rg-contributor", scope: "/subscriptions/x" }] as never }),
+      ],
     ];
     for (const [field, input] of cases) {
       const result = issuesOf(() => validateTeam(input, PLATFORM));
-      expect(Array.isArray(result) && result.some((i) => i.field === field && /unrecognized/i.test(i.rule)), `${field}: ${JSON.stringify(result)}`).toBe(true);
+      expect(
+        Array.isArray(result) && result.some((i) => i.field === field && /unrecognized/i.test(i.rule)),
+        `${field}: ${JSON.stringify(result)}`,
+      ).toBe(true);
     }
   });
 
   it("does not let a `__proto__` label key through or pollute prototypes", () => {
-    const input = JSON.parse(`{"name":"orders","owners":["${OWNER}"],"environments":["dev"],"labels":{"__proto__":{"polluted":"yes"},"tier":"gold"}}`);
+    const input = JSON.parse(
+      `{"name":"orders","owners":["${OWNER}"],"environments":["dev"],"labels":{"__proto__":{"polluted":"yes"},"tier":"gold"}}`,
+    );
     // zod drops the key rather than refusing it; either way it must not reach the team or its manifests.
     const team = validateTeam(input, PLATFORM);
     expect(Object.getOwnPropertyNames(team.labels)).toEqual(["tier"]);
@@ -205,7 +263,9 @@ describe("the description", () => {
   it("refuses control, format and separator characters, `$`, `\\`, backtick and angle brackets", () => {
     expect(REFUSED.length).toBeGreaterThan(20);
     const problems = REFUSED.flatMap(([label, payload]) =>
-      [`Orders ${payload}`, `${payload} Orders`].flatMap((d) => refusalProblems(teamInput({ description: d }), "description").map((p) => `${label}: ${p}`)),
+      [`Orders ${payload}`, `${payload} Orders`].flatMap((d) =>
+        refusalProblems(teamInput({ description: d }), "description").map((p) => `${label}: ${p}`),
+      ),
     );
     expect(problems).toEqual([]);
   });
@@ -217,7 +277,8 @@ describe("the description", () => {
 
   const ALLOWED = Object.entries(PAYLOADS).filter(([label]) => !REFUSED.some(([l]) => l === label));
   it.each(ALLOWED)("keeps %s as one string, in the Namespace annotation and in team.yaml", (_label, payload) => {
-    for (const description of [`Orders ${payload}`, `${payload} Orders`, payload]) expectDescriptionRoundTrips(description);
+    for (const description of [`Orders ${payload}`, `${payload} Orders`, payload])
+      expectDescriptionRoundTrips(description);
   });
 });
 
@@ -249,7 +310,15 @@ function renderParsed(input: TeamInput, platform: Platform = PLATFORM, only?: { 
     expect(parseObjects(text, "1.2"), path).toEqual(v11);
     for (const doc of parseDocs(text, "1.1")) expect(goDisagreements(doc), path).toEqual([]);
     // No payload can add a document or change a file's shape.
-    expect(v11.length, path).toBe(path.endsWith("role-assignment.yaml") ? team.roleAssignments.length : path.endsWith("federated-credential.yaml") ? (platform.federatedCredential.subjectMode === "both" ? 3 : 2) : 1);
+    expect(v11.length, path).toBe(
+      path.endsWith("role-assignment.yaml")
+        ? team.roleAssignments.length
+        : path.endsWith("federated-credential.yaml")
+          ? platform.federatedCredential.subjectMode === "both"
+            ? 3
+            : 2
+          : 1,
+    );
     parsed.set(path, v11 as Manifest[]);
   }
   return { team, files, parsed };
@@ -267,40 +336,139 @@ function expectDescriptionRoundTrips(description: string) {
   const spec = parsed.get(`teams/${team.name}/base/team.yaml`)![0]!;
   expect(spec.spec?.description).toBe(description);
   // Berth reads its own team file back to the same team.
-  expect(parseTeamFile(files.get(`teams/${team.name}/base/team.yaml`)!, "team.yaml")).toEqual({ ...team, templateVersion: "v1" });
+  expect(parseTeamFile(files.get(`teams/${team.name}/base/team.yaml`)!, "team.yaml")).toEqual({
+    ...team,
+    templateVersion: "v1",
+  });
 }
 
 describe("allowed values that YAML would read as something else stay strings", () => {
-  const SCALARS = ["yes", "no", "on", "off", "y", "n", "Y", "N", "null", "Null", "NULL", "~", "true", "True", "FALSE", "0x1F", "0X1F", "1e3", "1E3", "0777",
-    "0o17", "0O17", "0B1", "0b101", "1_000", "0x_1F", "12:30", "190:20:30", "2001-12-14", "2001-1-2", ".inf", "-.inf", ".nan", "1.5", "-1", "+1", "0", "=", "-", "?",
-    "a: b # c", "- item", "? key", "--- x", "... x", "&a *a", "!!python/object:os.system", "{a: 1}", "[1, 2]", "'single'", '"double"', "%YAML 1.1", "@x", "| x", "trailing ",
-    " leading", "{{ names.namespace }}", "#", "a #b", "é ü ß 日本", "emoji 🚀", "nbsp\u00a0x"];
+  const SCALARS = [
+    "yes",
+    "no",
+    "on",
+    "off",
+    "y",
+    "n",
+    "Y",
+    "N",
+    "null",
+    "Null",
+    "NULL",
+    "~",
+    "true",
+    "True",
+    "FALSE",
+    "0x1F",
+    "0X1F",
+    "1e3",
+    "1E3",
+    "0777",
+    "0o17",
+    "0O17",
+    "0B1",
+    "0b101",
+    "1_000",
+    "0x_1F",
+    "12:30",
+    "190:20:30",
+    "2001-12-14",
+    "2001-1-2",
+    ".inf",
+    "-.inf",
+    ".nan",
+    "1.5",
+    "-1",
+    "+1",
+    "0",
+    "=",
+    "-",
+    "?",
+    "a: b # c",
+    "- item",
+    "? key",
+    "--- x",
+    "... x",
+    "&a *a",
+    "!!python/object:os.system",
+    "{a: 1}",
+    "[1, 2]",
+    "'single'",
+    '"double"',
+    "%YAML 1.1",
+    "@x",
+    "| x",
+    "trailing ",
+    " leading",
+    "{{ names.namespace }}",
+    "#",
+    "a #b",
+    "é ü ß 日本",
+    "emoji 🚀",
+    "nbsp\u00a0x",
+  ];
 
   it.each(SCALARS)("description %j", (value) => expectDescriptionRoundTrips(value));
 
   const LABEL_VALUES = SCALARS.filter((v) => /^([A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?)?$/.test(v));
   it("label values and keys", () => {
-    expect(LABEL_VALUES).toEqual(expect.arrayContaining(["yes", "no", "on", "off", "y", "n", "null", "true", "0x1F", "1e3", "0777", "0o17", "1_000"]));
+    expect(LABEL_VALUES).toEqual(
+      expect.arrayContaining([
+        "yes",
+        "no",
+        "on",
+        "off",
+        "y",
+        "n",
+        "null",
+        "true",
+        "0x1F",
+        "1e3",
+        "0777",
+        "0o17",
+        "1_000",
+      ]),
+    );
     for (const value of LABEL_VALUES) {
-      const { team, parsed } = renderParsed(teamInput({ labels: { [value]: value, tier: value } }), PLATFORM, TEXT_FILES);
+      const { team, parsed } = renderParsed(
+        teamInput({ labels: { [value]: value, tier: value } }),
+        PLATFORM,
+        TEXT_FILES,
+      );
       const ns = parsed.get(`teams/${team.name}/base/namespace.yaml`)![0]!;
       expect(ns.metadata.labels?.[value], value).toBe(value);
       expect(ns.metadata.labels?.tier, value).toBe(value);
-      expect(parsed.get(`teams/${team.name}/base/team.yaml`)![0]!.spec!.labels).toEqual({ [value]: value, tier: value });
+      expect(parsed.get(`teams/${team.name}/base/team.yaml`)![0]!.spec!.labels).toEqual({
+        [value]: value,
+        tier: value,
+      });
     }
   });
 
   it("quantities", () => {
     for (const q of ["1e3", "0777", "08", "1", "0", "1.5", "2E", "1e9", "010"]) {
       const { team, parsed } = renderParsed(
-        teamInput({ quota: { cpu: q, memory: q, pods: 7 }, containerLimits: limits({ defaultRequestCpu: q, defaultRequestMemory: q, defaultCpu: q, defaultMemory: q }) }),
+        teamInput({
+          quota: { cpu: q, memory: q, pods: 7 },
+          containerLimits: limits({ defaultRequestCpu: q, defaultRequestMemory: q, defaultCpu: q, defaultMemory: q }),
+        }),
         PLATFORM,
         TEXT_FILES,
       );
       const hard = parsed.get(`teams/${team.name}/base/resource-quota.yaml`)![0]!.spec!.hard;
-      expect(hard, q).toEqual({ "requests.cpu": q, "limits.cpu": q, "requests.memory": q, "limits.memory": q, pods: "7" });
+      expect(hard, q).toEqual({
+        "requests.cpu": q,
+        "limits.cpu": q,
+        "requests.memory": q,
+        "limits.memory": q,
+        pods: "7",
+      });
       const [limit] = parsed.get(`teams/${team.name}/base/limit-range.yaml`)![0]!.spec!.limits as unknown[];
-      expect(limit, q).toEqual({ type: "Container", defaultRequest: { cpu: q, memory: q }, default: { cpu: q, memory: q } });
+      expect(limit, q).toEqual({
+        type: "Container",
+        defaultRequest: { cpu: q, memory: q },
+        default: { cpu: q, memory: q },
+      });
     }
   });
 
@@ -311,11 +479,21 @@ describe("allowed values that YAML would read as something else stay strings", (
         { name: "on", clusters: [{ name: "yes" }] },
         { name: "no", clusters: [{ name: "null" }, { name: "true" }] },
       ],
-      roleCatalog: words.map((id) => ({ id, roleDefinitionId: "b24988ac-6180-42a0-ab88-20f7382dd24c", scope: { kind: "teamResourceGroup" as const } })),
+      roleCatalog: words.map((id) => ({
+        id,
+        roleDefinitionId: "b24988ac-6180-42a0-ab88-20f7382dd24c",
+        scope: { kind: "teamResourceGroup" as const },
+      })),
     });
     for (const name of ["no", "off", "null", "true", "yes"]) {
       const { parsed } = renderParsed(
-        { name, owners: [OWNER], environments: ["on", "no"], roleAssignments: words.map((role) => ({ role })), labels: {} },
+        {
+          name,
+          owners: [OWNER],
+          environments: ["on", "no"],
+          roleAssignments: words.map((role) => ({ role })),
+          labels: {},
+        },
         platform,
       );
       const ns = parsed.get(`teams/${name}/base/namespace.yaml`)![0]!;
@@ -324,9 +502,13 @@ describe("allowed values that YAML would read as something else stay strings", (
       expect(parsed.get(`teams/${name}/base/team.yaml`)![0]!.spec!.environments).toEqual(["on", "no"]);
       const rg = parsed.get(`teams/${name}/clusters/null/resource-group.yaml`)![0]!;
       expect(rg.spec?.tags).toEqual({ "berth-team": name, "berth-cluster": "null" });
-      const roles = parsed.get(`teams/${name}/clusters/true/role-assignment.yaml`)!.map((ra) => ra.metadata.labels?.["berth.dev/role"]);
+      const roles = parsed
+        .get(`teams/${name}/clusters/true/role-assignment.yaml`)!
+        .map((ra) => ra.metadata.labels?.["berth.dev/role"]);
       expect(roles).toEqual(words);
-      expect(parsed.get(`clusters/yes/teams/${teamShard(name)}/${name}.yaml`)![0]!.spec!.path).toBe(`./teams/${name}/clusters/yes`);
+      expect(parsed.get(`clusters/yes/teams/${teamShard(name)}/${name}.yaml`)![0]!.spec!.path).toBe(
+        `./teams/${name}/clusters/yes`,
+      );
     }
   });
 });

@@ -15,18 +15,27 @@ import { BuildBudget, kustomizeBuild, KustomizeBuildError, withoutPlainVars } fr
 import { REPO_ROOT, treeFromFolder } from "./fixtures.js";
 
 const run = promisify(execFile);
-const ROOTS = ["tests/fixtures/adoption/repo", "tests/fixtures/adoption/platform", "tests/fixtures/kustomize/features"].map((r) => join(REPO_ROOT, r));
+const ROOTS = [
+  "tests/fixtures/adoption/repo",
+  "tests/fixtures/adoption/platform",
+  "tests/fixtures/kustomize/features",
+].map((r) => join(REPO_ROOT, r));
 
 async function kubectlKustomize(dir: string): Promise<Array<Record<string, unknown>>> {
-  const { stdout } = await run("kubectl", ["kustomize", "--load-restrictor", "LoadRestrictionsNone", dir], { maxBuffer: 16 * 1024 * 1024 });
-  return parseAllDocuments(stdout, { version: "1.1" }).map((d) => d.toJS() as Record<string, unknown>).filter((o) => o !== null);
+  const { stdout } = await run("kubectl", ["kustomize", "--load-restrictor", "LoadRestrictionsNone", dir], {
+    maxBuffer: 16 * 1024 * 1024,
+  });
+  return parseAllDocuments(stdout, { version: "1.1" })
+    .map((d) => d.toJS() as Record<string, unknown>)
+    .filter((o) => o !== null);
 }
 
 const key = (o: Record<string, unknown>) => {
   const meta = o.metadata as { name?: string; namespace?: string } | undefined;
   return `${o.apiVersion}|${o.kind}|${meta?.namespace ?? ""}|${meta?.name}`;
 };
-const sorted = (objects: Array<Record<string, unknown>>) => [...objects].sort((a, b) => (key(a) < key(b) ? -1 : key(a) > key(b) ? 1 : 0));
+const sorted = (objects: Array<Record<string, unknown>>) =>
+  [...objects].sort((a, b) => (key(a) < key(b) ? -1 : key(a) > key(b) ? 1 : 0));
 
 function kustomizationDirs(root: string): string[] {
   const out: string[] = [];
@@ -48,7 +57,9 @@ describe("adoption builds what kustomize builds", () => {
       const rel = relative(root, dir);
       it(`${relative(REPO_ROOT, root)}: ${rel}`, async () => {
         const ours = await kustomizeBuild(tree, rel, new BuildBudget());
-        expect(sorted(ours.objects.map((o) => withoutPlainVars(o.obj) as Record<string, unknown>))).toEqual(sorted(await kubectlKustomize(dir)));
+        expect(sorted(ours.objects.map((o) => withoutPlainVars(o.obj) as Record<string, unknown>))).toEqual(
+          sorted(await kubectlKustomize(dir)),
+        );
       });
     }
   }
@@ -59,7 +70,9 @@ describe("adoption builds what kustomize builds", () => {
     );
     const err = await kustomizeBuild(tree, "twice", new BuildBudget()).catch((e: unknown) => e);
     expect(err).toBeInstanceOf(KustomizeBuildError);
-    expect((err as Error).message).toBe("twice/kustomization.yaml: lists resource ../base/policy.yaml twice (kustomize refuses a resource it already has)");
+    expect((err as Error).message).toBe(
+      "twice/kustomization.yaml: lists resource ../base/policy.yaml twice (kustomize refuses a resource it already has)",
+    );
     const { mkdtemp, writeFile, cp, rm } = await import("node:fs/promises");
     const tmp = await mkdtemp(join((await import("node:os")).tmpdir(), "berth-kustomize-"));
     try {

@@ -36,7 +36,11 @@ function longPlatform(mode: "aso-controller" | "aso-workload" | "both"): Platfor
     environments: [{ name: `e${"n".repeat(29)}`, clusters: [{ name: LONG_CLUSTER }, { name: "c" }] }],
     roleCatalog: [
       { id: LONG_ROLE, roleDefinitionId: "b24988ac-6180-42a0-ab88-20f7382dd24c", scope: { kind: "teamResourceGroup" } },
-      { id: "r", roleDefinitionId: "acdd72a7-3385-48ef-bd42-f606fba81ae7", scope: { kind: "armId", armId: "/subscriptions/${SUBSCRIPTION_ID}/resourceGroups/x" } },
+      {
+        id: "r",
+        roleDefinitionId: "acdd72a7-3385-48ef-bd42-f606fba81ae7",
+        scope: { kind: "armId", armId: "/subscriptions/${SUBSCRIPTION_ID}/resourceGroups/x" },
+      },
     ],
   });
 }
@@ -57,9 +61,20 @@ describe("for the longest team and cluster names", () => {
         const azure = azureNames(team, cluster);
         expect(names.namespace.length).toBeLessThanOrEqual(LIMITS.namespace);
         expect(names.namespace).toMatch(DNS1123_LABEL);
-        for (const n of [names.resourceGroup, names.identity, names.identityConfigMap, names.fluxKustomization, names.serviceAccount, names.asoWorkloadServiceAccount,
-          names.asoCredentialSecret, names.ownersRoleBinding, names.federatedCredential("aso-controller"), names.federatedCredential("aso-workload"),
-          names.roleAssignment(LONG_ROLE), names.roleAssignment("r")]) {
+        for (const n of [
+          names.resourceGroup,
+          names.identity,
+          names.identityConfigMap,
+          names.fluxKustomization,
+          names.serviceAccount,
+          names.asoWorkloadServiceAccount,
+          names.asoCredentialSecret,
+          names.ownersRoleBinding,
+          names.federatedCredential("aso-controller"),
+          names.federatedCredential("aso-workload"),
+          names.roleAssignment(LONG_ROLE),
+          names.roleAssignment("r"),
+        ]) {
           expect(n.length, n).toBeLessThanOrEqual(LIMITS.kubernetesObject);
           expect(n, n).toMatch(DNS1123_SUBDOMAIN);
         }
@@ -82,7 +97,13 @@ describe("for the longest team and cluster names", () => {
   it.each(["aso-controller", "aso-workload", "both"] as const)("every rendered name fits (subject mode %s)", (mode) => {
     const platform = longPlatform(mode);
     const team = validateTeam(
-      { name: LONG_TEAM, owners: [OWNERS.payments], environments: [platform.environments[0]!.name], roleAssignments: [{ role: LONG_ROLE }, { role: "r" }], labels: { [`k${"x".repeat(62)}`]: "v".repeat(63) } },
+      {
+        name: LONG_TEAM,
+        owners: [OWNERS.payments],
+        environments: [platform.environments[0]!.name],
+        roleAssignments: [{ role: LONG_ROLE }, { role: "r" }],
+        labels: { [`k${"x".repeat(62)}`]: "v".repeat(63) },
+      },
       platform,
     );
     const files = new Onboarding(platform, loadTemplates()).render(team);
@@ -113,7 +134,10 @@ describe("for the longest team and cluster names", () => {
         if (o.kind === "FederatedIdentityCredential") expect(o.spec!.azureName, path).toMatch(ASO_FIC_AZURE_NAME);
         if (o.kind === "RoleAssignment") expect(o.spec!.azureName, path).toMatch(UUID);
         if (o.kind === "UserAssignedIdentity") {
-          for (const ref of Object.values((o.spec!.operatorSpec as { configMaps: Record<string, { name: string }> }).configMaps)) expect(ref.name).toMatch(DNS1123_SUBDOMAIN);
+          for (const ref of Object.values(
+            (o.spec!.operatorSpec as { configMaps: Record<string, { name: string }> }).configMaps,
+          ))
+            expect(ref.name).toMatch(DNS1123_SUBDOMAIN);
         }
       }
     }
@@ -152,18 +176,26 @@ describe("RoleAssignment azureName", () => {
   it("differs per cluster and per role in rendered output, for both scope kinds", () => {
     const platform = makePlatform();
     const team = validateTeam(
-      { name: "payments", owners: [OWNERS.payments], environments: ["prod"], roleAssignments: [{ role: "rg-contributor" }, { role: "servicebus-data-owner" }] },
+      {
+        name: "payments",
+        owners: [OWNERS.payments],
+        environments: ["prod"],
+        roleAssignments: [{ role: "rg-contributor" }, { role: "servicebus-data-owner" }],
+      },
       platform,
     );
     const files = new Onboarding(platform, loadTemplates()).render(team);
     const ids: string[] = [];
     for (const cluster of ["aks-prod-weu", "aks-prod-neu"]) {
-      for (const ra of parseManifests(files.get(`teams/payments/clusters/${cluster}/role-assignment.yaml`)!, "1.1")) ids.push(ra.spec!.azureName!);
+      for (const ra of parseManifests(files.get(`teams/payments/clusters/${cluster}/role-assignment.yaml`)!, "1.1"))
+        ids.push(ra.spec!.azureName!);
     }
     expect(ids).toHaveLength(4);
     expect(new Set(ids).size).toBe(4);
     const again = new Onboarding(platform, loadTemplates()).render(team);
-    expect(again.get("teams/payments/clusters/aks-prod-weu/role-assignment.yaml")).toBe(files.get("teams/payments/clusters/aks-prod-weu/role-assignment.yaml"));
+    expect(again.get("teams/payments/clusters/aks-prod-weu/role-assignment.yaml")).toBe(
+      files.get("teams/payments/clusters/aks-prod-weu/role-assignment.yaml"),
+    );
   });
 });
 
@@ -212,13 +244,25 @@ describe("no two teams share a name", () => {
   it("in rendered output of several teams on one cluster", () => {
     const platform = makePlatform({
       environments: [{ name: "dev", clusters: [{ name: "c" }, { name: "b-c" }] }],
-      roleCatalog: ["reader", "rg-reader", "c", "b-c"].map((id) => ({ id, roleDefinitionId: "acdd72a7-3385-48ef-bd42-f606fba81ae7", scope: { kind: "teamResourceGroup" as const } })),
+      roleCatalog: ["reader", "rg-reader", "c", "b-c"].map((id) => ({
+        id,
+        roleDefinitionId: "acdd72a7-3385-48ef-bd42-f606fba81ae7",
+        scope: { kind: "teamResourceGroup" as const },
+      })),
     });
     const onboarding = new Onboarding(platform, loadTemplates());
     const k8s = new Map<string, string>();
     const azure = new Map<string, string>();
     for (const name of ["ab", "ab-rg", "ab-b"]) {
-      const team = validateTeam({ name, owners: [OWNERS.payments], environments: ["dev"], roleAssignments: platform.roleCatalog.map((r) => ({ role: r.id })) }, platform);
+      const team = validateTeam(
+        {
+          name,
+          owners: [OWNERS.payments],
+          environments: ["dev"],
+          roleAssignments: platform.roleCatalog.map((r) => ({ role: r.id })),
+        },
+        platform,
+      );
       for (const [path, text] of onboarding.render(team)) {
         const cluster = /clusters\/([^/]+)\//.exec(path)?.[1] ?? "all";
         for (const o of parseManifests(text, "1.1")) {
@@ -231,7 +275,10 @@ describe("no two teams share a name", () => {
             }
           }
           if (o.spec?.azureName && o.kind !== "FederatedIdentityCredential") {
-            expect(azure.get(o.spec.azureName), `${name} and ${azure.get(o.spec.azureName)} share Azure name ${o.spec.azureName}`).toBeUndefined();
+            expect(
+              azure.get(o.spec.azureName),
+              `${name} and ${azure.get(o.spec.azureName)} share Azure name ${o.spec.azureName}`,
+            ).toBeUndefined();
             azure.set(o.spec.azureName, name);
           }
         }

@@ -15,7 +15,16 @@ import {
   validateTeam,
   type RepoChange,
 } from "@berth/core";
-import { CLUSTERS, EXAMPLES, loadTemplates, MemoryRepoTree, PLATFORM, platformWithSubjectMode, rerender, treeWithTeams } from "./fixtures.js";
+import {
+  CLUSTERS,
+  EXAMPLES,
+  loadTemplates,
+  MemoryRepoTree,
+  PLATFORM,
+  platformWithSubjectMode,
+  rerender,
+  treeWithTeams,
+} from "./fixtures.js";
 import { parseManifests, parseObjects } from "./yaml-helpers.js";
 
 const onboarding = new Onboarding(PLATFORM, loadTemplates());
@@ -25,7 +34,8 @@ const layout = repoLayout(PLATFORM);
 const indexPath = (cluster: string) => layout.clusterTeamsIndex(cluster);
 const shardIndexOf = (cluster: string, team: string) => layout.shardIndex(cluster, teamShard(team));
 const flux = (cluster: string, team: string) => layout.fluxKustomization(cluster, team);
-const resourcesOf = (tree: MemoryRepoTree, path: string) => (parseObjects(tree.get(path)!, "1.1")[0] as { resources: string[] }).resources;
+const resourcesOf = (tree: MemoryRepoTree, path: string) =>
+  (parseObjects(tree.get(path)!, "1.1")[0] as { resources: string[] }).resources;
 
 /** The Flux files a cluster's indexes reach, from the top index through each shard's, as `<team>.yaml`. */
 function indexOf(tree: MemoryRepoTree, cluster: string): string[] {
@@ -39,16 +49,38 @@ const ownedBy = (team: string) => (path: string) => {
   return owner.kind === "team" && owner.team === team;
 };
 const paths = (change: RepoChange) => [...change.files.keys()].sort();
-const deleted = (change: RepoChange) => [...change.files].filter(([, c]) => c === null).map(([p]) => p).sort();
-const written = (change: RepoChange) => [...change.files].filter(([, c]) => c !== null).map(([p]) => p).sort();
+const deleted = (change: RepoChange) =>
+  [...change.files]
+    .filter(([, c]) => c === null)
+    .map(([p]) => p)
+    .sort();
+const written = (change: RepoChange) =>
+  [...change.files]
+    .filter(([, c]) => c !== null)
+    .map(([p]) => p)
+    .sort();
 
 describe("MemoryRepoTree", () => {
-  const tree = new MemoryRepoTree({ "teams/b/team.yaml": "b", "teams/a/team.yaml": "a", "teams/a/base/x.yaml": "x", "teams/ab/team.yaml": "ab", "README.md": "r" }, "rev1");
+  const tree = new MemoryRepoTree(
+    {
+      "teams/b/team.yaml": "b",
+      "teams/a/team.yaml": "a",
+      "teams/a/base/x.yaml": "x",
+      "teams/ab/team.yaml": "ab",
+      "README.md": "r",
+    },
+    "rev1",
+  );
 
   it("reads files and lists a folder recursively, sorted", async () => {
     expect(await tree.read("teams/a/team.yaml")).toBe("a");
     expect(await tree.read("teams/a")).toBeUndefined();
-    expect(await tree.list("teams")).toEqual(["teams/a/base/x.yaml", "teams/a/team.yaml", "teams/ab/team.yaml", "teams/b/team.yaml"]);
+    expect(await tree.list("teams")).toEqual([
+      "teams/a/base/x.yaml",
+      "teams/a/team.yaml",
+      "teams/ab/team.yaml",
+      "teams/b/team.yaml",
+    ]);
     expect(await tree.list("teams/a")).toEqual(["teams/a/base/x.yaml", "teams/a/team.yaml"]); // not teams/ab
     expect(await tree.list("teams/a/")).toEqual(["teams/a/base/x.yaml", "teams/a/team.yaml"]);
     expect(await tree.list("nothing")).toEqual([]);
@@ -57,8 +89,20 @@ describe("MemoryRepoTree", () => {
   });
 
   it("applies a change to a copy", () => {
-    const next = tree.apply(new Map([["teams/a/team.yaml", null], ["teams/c/team.yaml", "c"]]), "rev2");
-    expect(next.paths()).toEqual(["README.md", "teams/a/base/x.yaml", "teams/ab/team.yaml", "teams/b/team.yaml", "teams/c/team.yaml"]);
+    const next = tree.apply(
+      new Map([
+        ["teams/a/team.yaml", null],
+        ["teams/c/team.yaml", "c"],
+      ]),
+      "rev2",
+    );
+    expect(next.paths()).toEqual([
+      "README.md",
+      "teams/a/base/x.yaml",
+      "teams/ab/team.yaml",
+      "teams/b/team.yaml",
+      "teams/c/team.yaml",
+    ]);
     expect(next.revision).toBe("rev2");
     expect(tree.get("teams/a/team.yaml")).toBe("a");
     expect(() => tree.apply(new Map([["nope", null]]))).toThrow(/does not exist/);
@@ -71,7 +115,9 @@ describe("planCreate", () => {
     const { team, change } = await onboarding.planCreate(new MemoryRepoTree(), PAYMENTS);
     const rendered = onboarding.render(team);
     const teamClusters = ["aks-dev-weu", "aks-prod-neu", "aks-prod-weu"];
-    expect(written(change)).toEqual([...rendered.keys(), ...CLUSTERS.map(indexPath), ...teamClusters.map((c) => shardIndexOf(c, "payments"))].sort());
+    expect(written(change)).toEqual(
+      [...rendered.keys(), ...CLUSTERS.map(indexPath), ...teamClusters.map((c) => shardIndexOf(c, "payments"))].sort(),
+    );
     expect(deleted(change)).toEqual([]);
     for (const [path, content] of rendered) expect(change.files.get(path)).toBe(content);
     expect(change.subject).toBe("berth: onboard team payments");
@@ -84,10 +130,17 @@ describe("planCreate", () => {
     expect(indexOf(tree, "aks-stg-weu")).toEqual([]);
     expect(resourcesOf(tree, indexPath("aks-dev-weu"))).toEqual([teamShard("payments")]);
     // Exactly the clusters of the team's environments get a Flux Kustomization (in the team's shard) and a cluster folder.
-    expect(tree.paths().filter((p) => p.startsWith("clusters/") && ownedBy("payments")(p))).toEqual(teamClusters.map((c) => flux(c, "payments")));
-    expect(new Set(tree.paths().filter((p) => p.startsWith("teams/payments/clusters/")).map((p) => p.split("/")[3]))).toEqual(
-      new Set(["aks-dev-weu", "aks-prod-weu", "aks-prod-neu"]),
+    expect(tree.paths().filter((p) => p.startsWith("clusters/") && ownedBy("payments")(p))).toEqual(
+      teamClusters.map((c) => flux(c, "payments")),
     );
+    expect(
+      new Set(
+        tree
+          .paths()
+          .filter((p) => p.startsWith("teams/payments/clusters/"))
+          .map((p) => p.split("/")[3]),
+      ),
+    ).toEqual(new Set(["aks-dev-weu", "aks-prod-weu", "aks-prod-neu"]));
   });
 
   it("adds a second team to the shared indexes without touching the first team's files", async () => {
@@ -96,7 +149,9 @@ describe("planCreate", () => {
     expect(paths(change).filter((p) => p.startsWith("teams/payments/") || p.includes("/payments.yaml"))).toEqual([]);
     // Only the dev cluster's indexes change: search's shard, and the top one when that shard was empty.
     expect(teamShard("search")).not.toBe(teamShard("payments"));
-    expect(paths(change).filter((p) => p.startsWith("clusters/") && p.endsWith("/kustomization.yaml"))).toEqual([indexPath("aks-dev-weu"), shardIndexOf("aks-dev-weu", "search")].sort());
+    expect(paths(change).filter((p) => p.startsWith("clusters/") && p.endsWith("/kustomization.yaml"))).toEqual(
+      [indexPath("aks-dev-weu"), shardIndexOf("aks-dev-weu", "search")].sort(),
+    );
     const two = one.apply(change);
     expect(indexOf(two, "aks-dev-weu")).toEqual(["payments.yaml", "search.yaml"]);
     expect(indexOf(two, "aks-prod-weu")).toEqual(["payments.yaml"]);
@@ -105,11 +160,15 @@ describe("planCreate", () => {
   it("refuses a team that exists, whatever the new spec", async () => {
     const tree = await treeWithTeams(onboarding, [PAYMENTS]);
     await expect(onboarding.planCreate(tree, PAYMENTS)).rejects.toBeInstanceOf(TeamExistsError);
-    await expect(onboarding.planCreate(tree, { ...PAYMENTS, environments: ["staging"] })).rejects.toThrow(/team "payments" already exists/);
+    await expect(onboarding.planCreate(tree, { ...PAYMENTS, environments: ["staging"] })).rejects.toThrow(
+      /team "payments" already exists/,
+    );
   });
 
   it("refuses an invalid team before reading the repo", async () => {
-    await expect(onboarding.planCreate(new MemoryRepoTree(), { ...PAYMENTS, name: "Payments" })).rejects.toBeInstanceOf(TeamValidationError);
+    await expect(onboarding.planCreate(new MemoryRepoTree(), { ...PAYMENTS, name: "Payments" })).rejects.toBeInstanceOf(
+      TeamValidationError,
+    );
   });
 });
 
@@ -125,7 +184,10 @@ describe("planUpdate", () => {
 
   it("changes only the files a spec change affects", async () => {
     const tree = await treeWithTeams(onboarding, [PAYMENTS, SEARCH]);
-    const { change } = await onboarding.planUpdate(tree, "payments", { ...paymentsSpec, quota: { cpu: "20", memory: "32Gi", pods: 200 } });
+    const { change } = await onboarding.planUpdate(tree, "payments", {
+      ...paymentsSpec,
+      quota: { cpu: "20", memory: "32Gi", pods: 200 },
+    });
     expect(paths(change)).toEqual(["teams/payments/base/resource-quota.yaml", "teams/payments/base/team.yaml"]);
     expect(change.subject).toBe("berth: update team payments");
   });
@@ -136,7 +198,9 @@ describe("planUpdate", () => {
     const devFiles = tree.paths().filter((p) => p.startsWith("teams/payments/clusters/aks-dev-weu/"));
     expect(devFiles.length).toBeGreaterThanOrEqual(5);
     // payments was alone in its shard on dev: the shard's index goes with its file, and the top index changes.
-    expect(deleted(change)).toEqual([...devFiles, flux("aks-dev-weu", "payments"), shardIndexOf("aks-dev-weu", "payments")].sort());
+    expect(deleted(change)).toEqual(
+      [...devFiles, flux("aks-dev-weu", "payments"), shardIndexOf("aks-dev-weu", "payments")].sort(),
+    );
     expect(written(change)).toEqual([indexPath("aks-dev-weu"), "teams/payments/base/team.yaml"]);
     const next = tree.apply(change);
     expect(indexOf(next, "aks-dev-weu")).toEqual(["search.yaml"]);
@@ -146,7 +210,10 @@ describe("planUpdate", () => {
 
   it("adding an environment adds that cluster's files and index entry", async () => {
     const tree = await treeWithTeams(onboarding, [PAYMENTS]);
-    const { change } = await onboarding.planUpdate(tree, "payments", { ...paymentsSpec, environments: ["prod", "dev", "staging"] });
+    const { change } = await onboarding.planUpdate(tree, "payments", {
+      ...paymentsSpec,
+      environments: ["prod", "dev", "staging"],
+    });
     expect(deleted(change)).toEqual([]);
     expect(written(change)).toContain(flux("aks-stg-weu", "payments"));
     expect(written(change)).toContain("teams/payments/clusters/aks-stg-weu/identity.yaml");
@@ -156,13 +223,19 @@ describe("planUpdate", () => {
   it("dropping every role deletes the role-assignment files and their kustomization entries", async () => {
     const tree = await treeWithTeams(onboarding, [PAYMENTS]);
     const { change } = await onboarding.planUpdate(tree, "payments", { ...paymentsSpec, roleAssignments: [] });
-    expect(deleted(change)).toEqual(["aks-dev-weu", "aks-prod-neu", "aks-prod-weu"].map((c) => `teams/payments/clusters/${c}/role-assignment.yaml`));
+    expect(deleted(change)).toEqual(
+      ["aks-dev-weu", "aks-prod-neu", "aks-prod-weu"].map((c) => `teams/payments/clusters/${c}/role-assignment.yaml`),
+    );
     const next = tree.apply(change);
-    expect(parseManifests(next.get("teams/payments/clusters/aks-dev-weu/kustomization.yaml")!, "1.1")[0]?.resources).not.toContain("role-assignment.yaml");
+    expect(
+      parseManifests(next.get("teams/payments/clusters/aks-dev-weu/kustomization.yaml")!, "1.1")[0]?.resources,
+    ).not.toContain("role-assignment.yaml");
   });
 
   it("deletes files in the team's folder that Berth does not render", async () => {
-    const tree = (await treeWithTeams(onboarding, [PAYMENTS])).apply(new Map([["teams/payments/base/hand-added.yaml", "kind: Secret\n"]]));
+    const tree = (await treeWithTeams(onboarding, [PAYMENTS])).apply(
+      new Map([["teams/payments/base/hand-added.yaml", "kind: Secret\n"]]),
+    );
     const { change } = await onboarding.planUpdate(tree, "payments", paymentsSpec);
     expect([...change.files]).toEqual([["teams/payments/base/hand-added.yaml", null]]);
   });
@@ -170,8 +243,12 @@ describe("planUpdate", () => {
   it("refuses an unknown team and an invalid spec", async () => {
     const tree = await treeWithTeams(onboarding, [PAYMENTS]);
     await expect(onboarding.planUpdate(tree, "search", paymentsSpec)).rejects.toBeInstanceOf(TeamNotFoundError);
-    await expect(onboarding.planUpdate(tree, "payments", { ...paymentsSpec, environments: ["qa"] })).rejects.toBeInstanceOf(TeamValidationError);
-    await expect(onboarding.planUpdate(tree, "payments", { ...paymentsSpec, name: "payments" })).rejects.toBeInstanceOf(TeamValidationError);
+    await expect(
+      onboarding.planUpdate(tree, "payments", { ...paymentsSpec, environments: ["qa"] }),
+    ).rejects.toBeInstanceOf(TeamValidationError);
+    await expect(onboarding.planUpdate(tree, "payments", { ...paymentsSpec, name: "payments" })).rejects.toBeInstanceOf(
+      TeamValidationError,
+    );
   });
 });
 
@@ -194,7 +271,7 @@ describe("re-render (a rollout's plan, Fleet.plan)", () => {
 
 describe("a repo written before shards (each Flux file at its cluster folder's top)", () => {
   /** `teams` as an earlier Berth wrote them: Flux files at `clusters/<c>/teams/<team>.yaml`, one flat index. */
-  async function flatTree(teams: typeof PAYMENTS[]): Promise<MemoryRepoTree> {
+  async function flatTree(teams: (typeof PAYMENTS)[]): Promise<MemoryRepoTree> {
     const sharded = await treeWithTeams(onboarding, teams);
     const files = new Map<string, string | null>();
     const flat = new Map<string, string[]>();
@@ -216,18 +293,26 @@ describe("a repo written before shards (each Flux file at its cluster folder's t
     const { change } = await onboarding.planCreate(tree, { ...SEARCH, name: "orders" });
     expect(deleted(change)).toEqual([]);
     const next = tree.apply(change);
-    expect(resourcesOf(next, indexPath("aks-dev-weu"))).toEqual(["payments.yaml", "search.yaml", teamShard("orders")].sort());
+    expect(resourcesOf(next, indexPath("aks-dev-weu"))).toEqual(
+      ["payments.yaml", "search.yaml", teamShard("orders")].sort(),
+    );
     expect(indexOf(next, "aks-dev-weu")).toEqual(["orders.yaml", "payments.yaml", "search.yaml"]);
-    expect(next.get(layout.flatFluxKustomization("aks-dev-weu", "payments"))).toBe(tree.get(layout.flatFluxKustomization("aks-dev-weu", "payments")));
+    expect(next.get(layout.flatFluxKustomization("aks-dev-weu", "payments"))).toBe(
+      tree.get(layout.flatFluxKustomization("aks-dev-weu", "payments")),
+    );
   });
 
   it("moves a team's Flux files into its shard on the team's next write, in the same commit", async () => {
     const tree = await flatTree([PAYMENTS, SEARCH]);
     const { name: _n, ...spec } = PAYMENTS;
-    const { change } = await onboarding.planUpdate(tree, "payments", { ...spec, quota: { cpu: "20", memory: "32Gi", pods: 200 } });
+    const { change } = await onboarding.planUpdate(tree, "payments", {
+      ...spec,
+      quota: { cpu: "20", memory: "32Gi", pods: 200 },
+    });
     const teamClusters = ["aks-dev-weu", "aks-prod-neu", "aks-prod-weu"];
     expect(deleted(change)).toEqual(teamClusters.map((c) => layout.flatFluxKustomization(c, "payments")));
-    for (const c of teamClusters) expect(change.files.get(flux(c, "payments"))).toBe(tree.get(layout.flatFluxKustomization(c, "payments")));
+    for (const c of teamClusters)
+      expect(change.files.get(flux(c, "payments"))).toBe(tree.get(layout.flatFluxKustomization(c, "payments")));
     const next = tree.apply(change);
     expect(resourcesOf(next, indexPath("aks-dev-weu"))).toEqual([teamShard("payments"), "search.yaml"].sort());
     expect(resourcesOf(next, indexPath("aks-prod-weu"))).toEqual([teamShard("payments")]);
@@ -259,7 +344,9 @@ describe("a repo written before shards (each Flux file at its cluster folder's t
 
 describe("planDelete", () => {
   it("removes every file of the team and updates the indexes, leaving other teams intact", async () => {
-    const tree = (await treeWithTeams(onboarding, [PAYMENTS, SEARCH])).apply(new Map([["teams/payments/NOTES.md", "x"]]));
+    const tree = (await treeWithTeams(onboarding, [PAYMENTS, SEARCH])).apply(
+      new Map([["teams/payments/NOTES.md", "x"]]),
+    );
     const { team, change } = await onboarding.planDelete(tree, "payments");
     expect(team.name).toBe("payments");
     expect(change.subject).toBe("berth: offboard team payments");
@@ -313,7 +400,11 @@ describe("preview", () => {
     const { change } = await onboarding.planUpdate(tree, "payments", next);
     expect(preview.files.map((f) => f.path).sort()).toEqual(paths(change));
     const status = (p: string) => preview.files.find((f) => f.path === p);
-    expect(status("teams/payments/clusters/aks-dev-weu/identity.yaml")).toEqual({ path: "teams/payments/clusters/aks-dev-weu/identity.yaml", status: "deleted", content: null });
+    expect(status("teams/payments/clusters/aks-dev-weu/identity.yaml")).toEqual({
+      path: "teams/payments/clusters/aks-dev-weu/identity.yaml",
+      status: "deleted",
+      content: null,
+    });
     expect(status("teams/payments/clusters/aks-stg-weu/identity.yaml")?.status).toBe("added");
     expect(status("teams/payments/base/team.yaml")?.status).toBe("modified");
     expect(preview.diff).toContain("--- a/teams/payments/clusters/aks-dev-weu/identity.yaml\n+++ /dev/null\n");
@@ -326,7 +417,9 @@ describe("preview", () => {
     const { name: _n, ...spec } = PAYMENTS;
     expect(await onboarding.preview(tree, spec, "payments")).toMatchObject({ files: [], diff: "" });
     await expect(onboarding.preview(tree, spec, "search")).rejects.toBeInstanceOf(TeamNotFoundError);
-    await expect(onboarding.preview(tree, { ...spec, owners: [] }, "payments")).rejects.toBeInstanceOf(TeamValidationError);
+    await expect(onboarding.preview(tree, { ...spec, owners: [] }, "payments")).rejects.toBeInstanceOf(
+      TeamValidationError,
+    );
   });
 });
 
@@ -360,10 +453,16 @@ describe("reading teams from the repo", () => {
   it("keeps the spec in the base, listed first, so Flux applies it as the Team object", async () => {
     const { change } = await onboarding.planCreate(new MemoryRepoTree(), PAYMENTS);
     const spec = change.files.get("teams/payments/base/team.yaml")!;
-    expect(parseObjects(spec, "1.1")[0]).toMatchObject({ apiVersion: "berth.dev/v1alpha1", kind: "Team", metadata: { name: "payments" } });
+    expect(parseObjects(spec, "1.1")[0]).toMatchObject({
+      apiVersion: "berth.dev/v1alpha1",
+      kind: "Team",
+      metadata: { name: "payments" },
+    });
     expect(spec.startsWith("# Berth team spec: the source of truth for this team")).toBe(true);
     expect(change.files.has("teams/payments/team.yaml")).toBe(false);
-    const base = parseObjects(change.files.get("teams/payments/base/kustomization.yaml")!, "1.1")[0] as { resources: string[] };
+    const base = parseObjects(change.files.get("teams/payments/base/kustomization.yaml")!, "1.1")[0] as {
+      resources: string[];
+    };
     expect(base.resources[0]).toBe("team.yaml");
     expect(base.resources.filter((r) => r === "team.yaml")).toHaveLength(1);
   });
@@ -373,16 +472,40 @@ describe("reading teams from the repo", () => {
   const spec = (extra: string) => good.replace("spec:\n", `spec:\n${extra}`);
 
   it.each([
-    ["an unknown spec field", spec("  serviceAccountName: cluster-admin\n"), /spec Unrecognized key.*serviceAccountName/s],
+    [
+      "an unknown spec field",
+      spec("  serviceAccountName: cluster-admin\n"),
+      /spec Unrecognized key.*serviceAccountName/s,
+    ],
     ["an unknown top-level field", `${good}status: {}\n`, /Unrecognized key.*status/s],
-    ["metadata annotations", good.replace("  name: payments\n", "  name: payments\n  annotations:\n    x: y\n"), /metadata.*annotations/s],
-    ["a managed label", good.replace("  labels:\n", "  labels:\n    berth.dev/team: other\n"), /spec\.labels\.berth\.dev\/team/],
-    ["a quota field Kubernetes has but Berth does not", good.replace("    pods: 200\n", "    pods: 200\n    services.loadbalancers: \"10\"\n"), /spec\.quota/],
-    ["a newline-injected description", good.replace(/description: .*\n/, 'description: "x\\nkind: Secret"\n'), /spec\.description/],
+    [
+      "metadata annotations",
+      good.replace("  name: payments\n", "  name: payments\n  annotations:\n    x: y\n"),
+      /metadata.*annotations/s,
+    ],
+    [
+      "a managed label",
+      good.replace("  labels:\n", "  labels:\n    berth.dev/team: other\n"),
+      /spec\.labels\.berth\.dev\/team/,
+    ],
+    [
+      "a quota field Kubernetes has but Berth does not",
+      good.replace("    pods: 200\n", '    pods: 200\n    services.loadbalancers: "10"\n'),
+      /spec\.quota/,
+    ],
+    [
+      "a newline-injected description",
+      good.replace(/description: .*\n/, 'description: "x\\nkind: Secret"\n'),
+      /spec\.description/,
+    ],
     ["a Flux substitution", good.replace(/description: .*\n/, 'description: "${TENANT_ID}"\n'), /spec\.description/],
     ["a second document", `${good}---\napiVersion: v1\nkind: Secret\n`, /not valid YAML/],
     ["an alias bomb", good.replace("  owners:\n", "  x: &a [1]\n  owners:\n"), /spec/],
-    ["a YAML tag", good.replace(/description: .*\n/, "description: !!binary aGVsbG8=\n"), /spec\.description|not valid YAML/],
+    [
+      "a YAML tag",
+      good.replace(/description: .*\n/, "description: !!binary aGVsbG8=\n"),
+      /spec\.description|not valid YAML/,
+    ],
     ["another kind", good.replace("kind: Team", "kind: Secret"), /kind/],
     ["another apiVersion", good.replace("apiVersion: berth.dev/v1alpha1", "apiVersion: berth.dev/v1"), /apiVersion/],
     ["a reserved name", good.replace("  name: payments\n", "  name: kube-system\n"), /metadata\.name/],
@@ -404,17 +527,28 @@ describe("reading teams from the repo", () => {
   it("refuses a team file whose name is not its folder's, and a tampered file on every plan", async () => {
     const tree = await treeWithTeams(onboarding, [PAYMENTS]);
     const renamed = tree.apply(new Map([[PATH, good.replace("  name: payments\n", "  name: search\n")]]));
-    await expect(onboarding.readTeam(renamed, "payments")).rejects.toThrow(/teams\/payments\/base\/team.yaml: metadata.name is "search", expected "payments"/);
+    await expect(onboarding.readTeam(renamed, "payments")).rejects.toThrow(
+      /teams\/payments\/base\/team.yaml: metadata.name is "search", expected "payments"/,
+    );
     const tampered = tree.apply(new Map([[PATH, spec("  serviceAccountName: cluster-admin\n")]]));
     const { name: _n, ...payments } = PAYMENTS;
-    for (const plan of [() => onboarding.planUpdate(tampered, "payments", payments), () => onboarding.planDelete(tampered, "payments"), () => onboarding.planCreate(tampered, PAYMENTS)]) {
-      await expect(plan()).rejects.toSatisfy((e: unknown) => e instanceof RepoContentError || e instanceof TeamExistsError);
+    for (const plan of [
+      () => onboarding.planUpdate(tampered, "payments", payments),
+      () => onboarding.planDelete(tampered, "payments"),
+      () => onboarding.planCreate(tampered, PAYMENTS),
+    ]) {
+      await expect(plan()).rejects.toSatisfy(
+        (e: unknown) => e instanceof RepoContentError || e instanceof TeamExistsError,
+      );
     }
     // A rollout's plan reports the team as failed and writes nothing for it.
     const rollout = await new Fleet(onboarding).plan(tampered, ["payments"]);
     expect(rollout.failed).toEqual([{ team: "payments", error: expect.stringContaining(PATH) }]);
     expect(rollout.files.size).toBe(0);
-    await expect(onboarding.planUpdate(tampered, "payments", payments)).rejects.toMatchObject({ name: "RepoContentError", path: PATH });
+    await expect(onboarding.planUpdate(tampered, "payments", payments)).rejects.toMatchObject({
+      name: "RepoContentError",
+      path: PATH,
+    });
   });
 
   it("re-validates a stored team against the platform on re-render", async () => {

@@ -18,7 +18,15 @@ import {
   validateTeam,
   type Platform,
 } from "@berth/core";
-import { CLUSTERS, loadTemplates, makePlatform, MemoryRepoTree, PLATFORM, platformInput, teamInput } from "./fixtures.js";
+import {
+  CLUSTERS,
+  loadTemplates,
+  makePlatform,
+  MemoryRepoTree,
+  PLATFORM,
+  platformInput,
+  teamInput,
+} from "./fixtures.js";
 import { parseObjects } from "./yaml-helpers.js";
 
 const CUSTOM_LAYOUT = makePlatform({ layout: { teamsDir: "tenants", clustersDir: "fleet/clusters" } });
@@ -44,10 +52,19 @@ function nameIssues(name: string, platform: Platform): string[] {
  */
 function candidateNames(platform: Platform): fc.Arbitrary<string> {
   const layout = repoLayout(platform);
-  const layoutStems = CLUSTERS.map((c) => layout.clusterTeamsIndex(c).split("/").pop()!.replace(/\.yaml$/, ""));
+  const layoutStems = CLUSTERS.map((c) =>
+    layout
+      .clusterTeamsIndex(c)
+      .split("/")
+      .pop()!
+      .replace(/\.yaml$/, ""),
+  );
   const templateStems = [...loadTemplates().templates.keys()].map((t) => t.replace(/\.yaml$/, ""));
   const label = fc.stringMatching(/^[a-z][a-z0-9-]{0,38}[a-z0-9]$/);
-  return fc.oneof(fc.constantFrom(...new Set([...layoutStems, ...templateStems, "teams", "base", "clusters", "team"])), label);
+  return fc.oneof(
+    fc.constantFrom(...new Set([...layoutStems, ...templateStems, "teams", "base", "clusters", "team"])),
+    label,
+  );
 }
 
 describe.each(PLATFORMS)("team names against the layout (%s)", (_, platform) => {
@@ -57,15 +74,24 @@ describe.each(PLATFORMS)("team names against the layout (%s)", (_, platform) => 
   it("refuses a team named kustomization: its Flux file would be a shard's teams index on every cluster", () => {
     const issues = nameIssues("kustomization", platform);
     expect(issues).toHaveLength(1);
-    expect(issues[0]).toContain(`${layout.clustersDir}/aks-dev-weu/teams/${teamShard("kustomization")}/kustomization.yaml`);
+    expect(issues[0]).toContain(
+      `${layout.clustersDir}/aks-dev-weu/teams/${teamShard("kustomization")}/kustomization.yaml`,
+    );
     expect(issues[0]).toContain(`teams index of shard ${teamShard("kustomization")}`);
     // Its Flux file from before shards would have been the top index: that path is refused too.
-    expect(layout.teamPathCollisions("kustomization", ["aks-dev-weu"]).map((c) => c.path)).toContain(layout.clusterTeamsIndex("aks-dev-weu"));
+    expect(layout.teamPathCollisions("kustomization", ["aks-dev-weu"]).map((c) => c.path)).toContain(
+      layout.clusterTeamsIndex("aks-dev-weu"),
+    );
   });
 
   it("for any name: either refused, or every file its create writes is its own or an index listing teams only", async () => {
     // A neighbour team, so a create that touched another team's files would show.
-    const neighbour = (await onboarding.planCreate(new MemoryRepoTree(), teamInput({ name: "neighbour", environments: ALL_ENVIRONMENTS }))).change;
+    const neighbour = (
+      await onboarding.planCreate(
+        new MemoryRepoTree(),
+        teamInput({ name: "neighbour", environments: ALL_ENVIRONMENTS }),
+      )
+    ).change;
     const start = new MemoryRepoTree().apply(neighbour);
     await fc.assert(
       fc.asyncProperty(candidateNames(platform), async (name) => {
@@ -73,7 +99,10 @@ describe.each(PLATFORMS)("team names against the layout (%s)", (_, platform) => 
         const collisions = layout.teamPathCollisions(name, CLUSTERS);
         const issues = nameIssues(name, platform);
         // The validation rule is exactly the derived collision check, for every name.
-        expect(issues.some((r) => r.includes("would be")), name).toBe(collisions.length > 0);
+        expect(
+          issues.some((r) => r.includes("would be")),
+          name,
+        ).toBe(collisions.length > 0);
         if (issues.length > 0) return;
         const { change } = await onboarding.planCreate(start, teamInput({ name, environments: ALL_ENVIRONMENTS }));
         for (const [path, content] of change.files) {
@@ -103,7 +132,10 @@ describe.each(PLATFORMS)("team names against the layout (%s)", (_, platform) => 
     fc.assert(
       fc.property(candidateNames(platform), candidateNames(platform), (a, b) => {
         if (a === b || nameIssues(a, platform).length || nameIssues(b, platform).length) return;
-        const pathsOf = (t: string) => [layout.teamSpec(t), ...CLUSTERS.flatMap((c) => layout.fluxKustomizationPaths(c, t))];
+        const pathsOf = (t: string) => [
+          layout.teamSpec(t),
+          ...CLUSTERS.flatMap((c) => layout.fluxKustomizationPaths(c, t)),
+        ];
         const mine = new Set(pathsOf(a));
         for (const p of pathsOf(b)) expect(mine.has(p), p).toBe(false);
         for (const p of pathsOf(a)) expect(layout.ownerOf(p)).toEqual({ kind: "team", team: a });
@@ -127,7 +159,10 @@ describe("the write guard", () => {
     return new MemoryRepoTree().apply(orders.change).apply(
       new Map([
         [layout.teamSpec("kustomization"), spec],
-        [layout.clusterTeamsIndex("aks-dev-weu"), "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nresources:\n  - kustomization.yaml\n"],
+        [
+          layout.clusterTeamsIndex("aks-dev-weu"),
+          "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nresources:\n  - kustomization.yaml\n",
+        ],
       ]),
     );
   }
@@ -138,9 +173,13 @@ describe("the write guard", () => {
     expect(refuse([layout.clusterTeamsIndex("aks-dev-weu")])).toThrow(
       /may not write clusters\/aks-dev-weu\/teams\/kustomization\.yaml: it is cluster aks-dev-weu's teams index/,
     );
-    expect(refuse(["teams/kustomization/base/namespace.yaml", "teams/orders/base/namespace.yaml"])).toThrow(/it is a file of team orders/);
+    expect(refuse(["teams/kustomization/base/namespace.yaml", "teams/orders/base/namespace.yaml"])).toThrow(
+      /it is a file of team orders/,
+    );
     expect(refuse(["clusters/aks-dev-weu/flux-system/gotk-sync.yaml"])).toThrow(/outside the teams layout/);
-    expect(refuse(["teams/kustomization/base/namespace.yaml", "clusters/aks-prod-weu/teams/kustomization.yaml"])).toThrow(/aks-prod-weu/);
+    expect(
+      refuse(["teams/kustomization/base/namespace.yaml", "clusters/aks-prod-weu/teams/kustomization.yaml"]),
+    ).toThrow(/aks-prod-weu/);
     expect(refuse(["teams/kustomization/base/namespace.yaml"])).not.toThrow();
   });
 
@@ -148,10 +187,18 @@ describe("the write guard", () => {
     // Template sets from git are checked on load; this one is built by hand, so only the guard stands between
     // its output and the dev cluster's teams index.
     const templates = loadTemplates();
-    const escaping = { ...templates, team: templates.team.map((entry) => ({ ...entry, output: "../../../clusters/aks-dev-weu/teams/kustomization.yaml" })) };
+    const escaping = {
+      ...templates,
+      team: templates.team.map((entry) => ({
+        ...entry,
+        output: "../../../clusters/aks-dev-weu/teams/kustomization.yaml",
+      })),
+    };
     const planned = new Onboarding(PLATFORM, escaping).planCreate(new MemoryRepoTree(), teamInput({ name: "orders" }));
     await expect(planned).rejects.toThrow(PathOwnershipError);
-    await expect(planned).rejects.toThrow(/may not write teams\/orders\/base\/\.\.\/\.\.\/\.\.\/clusters\/aks-dev-weu\/teams\/kustomization\.yaml: it is a file outside the teams layout/);
+    await expect(planned).rejects.toThrow(
+      /may not write teams\/orders\/base\/\.\.\/\.\.\/\.\.\/clusters\/aks-dev-weu\/teams\/kustomization\.yaml: it is a file outside the teams layout/,
+    );
   });
 
   it("refuses an update of a colliding team that is already in the repo, before it is rendered", async () => {
@@ -164,7 +211,9 @@ describe("the write guard", () => {
     expect(plan.failed).toEqual([{ team: "kustomization", error: expect.stringMatching(/kustomization/) }]);
     const index = layout.clusterTeamsIndex("aks-dev-weu");
     expect([...plan.files.keys()]).toEqual([index]);
-    expect((parseObjects(plan.files.get(index)!, "1.1")[0] as { resources: string[] }).resources).toEqual([teamShard("orders")]);
+    expect((parseObjects(plan.files.get(index)!, "1.1")[0] as { resources: string[] }).resources).toEqual([
+      teamShard("orders"),
+    ]);
   });
 
   it("offboarding a colliding team never deletes the index: it deletes the team's folder and rebuilds the index", async () => {
@@ -172,26 +221,43 @@ describe("the write guard", () => {
     const { change } = await onboarding.planDelete(tree, "kustomization");
     const index = layout.clusterTeamsIndex("aks-dev-weu");
     expect(change.files.get(index)).not.toBeNull();
-    expect((parseObjects(change.files.get(index)!, "1.1")[0] as { resources: string[] }).resources).toEqual([teamShard("orders")]);
+    expect((parseObjects(change.files.get(index)!, "1.1")[0] as { resources: string[] }).resources).toEqual([
+      teamShard("orders"),
+    ]);
     for (const [path, content] of change.files) {
-      if (path !== index) expect({ path, content }).toEqual({ path: expect.stringMatching(/^teams\/kustomization\//), content: null });
+      if (path !== index)
+        expect({ path, content }).toEqual({ path: expect.stringMatching(/^teams\/kustomization\//), content: null });
     }
   });
 
   it("names the owner of the path it refused", () => {
-    const err = new PathOwnershipError("a", "clusters/x/teams/kustomization.yaml", "cluster x's teams index, which Berth's layout owns");
-    expect(err.message).toBe('a change for team "a" may not write clusters/x/teams/kustomization.yaml: it is cluster x\'s teams index, which Berth\'s layout owns');
+    const err = new PathOwnershipError(
+      "a",
+      "clusters/x/teams/kustomization.yaml",
+      "cluster x's teams index, which Berth's layout owns",
+    );
+    expect(err.message).toBe(
+      "a change for team \"a\" may not write clusters/x/teams/kustomization.yaml: it is cluster x's teams index, which Berth's layout owns",
+    );
   });
 
   it("resolves owners from the layout's own paths", () => {
-    expect(layout.ownerOf("clusters/c1/teams/kustomization.yaml")).toEqual({ kind: "cluster-teams-index", cluster: "c1" });
+    expect(layout.ownerOf("clusters/c1/teams/kustomization.yaml")).toEqual({
+      kind: "cluster-teams-index",
+      cluster: "c1",
+    });
     expect(layout.ownerOf("clusters/c1/teams/payments.yaml")).toEqual({ kind: "team", team: "payments" });
     expect(layout.ownerOf("teams/payments/base/namespace.yaml")).toEqual({ kind: "team", team: "payments" });
     expect(layout.ownerOf("clusters/c1/flux-system/gotk-sync.yaml")).toEqual({ kind: "unowned" });
     expect(layout.ownerOf("clusters/c1/teams/sub/x.yaml")).toEqual({ kind: "unowned" });
     expect(layout.ownerOf("teams")).toEqual({ kind: "unowned" });
     expect(layout.ownerOf("README.md")).toEqual({ kind: "unowned" });
-    for (const path of ["teams/orders/base/../../../clusters/c1/teams/kustomization.yaml", "teams/orders//x.yaml", "teams/orders/./x.yaml", "clusters/c1/teams/../teams/kustomization.yaml"]) {
+    for (const path of [
+      "teams/orders/base/../../../clusters/c1/teams/kustomization.yaml",
+      "teams/orders//x.yaml",
+      "teams/orders/./x.yaml",
+      "clusters/c1/teams/../teams/kustomization.yaml",
+    ]) {
       expect(layout.ownerOf(path), path).toEqual({ kind: "unowned" });
     }
   });
@@ -202,7 +268,19 @@ describe("the write guard", () => {
     // Entries of the folder as a hand edit might leave them: Flux files in their shard, in another shard and
     // at the top (before shards), indexes, nested and odd names.
     const entry = fc.oneof(
-      fc.constantFrom("kustomization.yaml", ".yaml", "..yaml", "a.yml", "sub/x.yaml", "sub/kustomization.yaml", "README.md", "x.yaml.bak", "0a/kustomization.yaml", "0a/sub/x.yaml", "ff/.yaml"),
+      fc.constantFrom(
+        "kustomization.yaml",
+        ".yaml",
+        "..yaml",
+        "a.yml",
+        "sub/x.yaml",
+        "sub/kustomization.yaml",
+        "README.md",
+        "x.yaml.bak",
+        "0a/kustomization.yaml",
+        "0a/sub/x.yaml",
+        "ff/.yaml",
+      ),
       name.map((n) => `${n}.yaml`),
       name.map((n) => `${teamShard(n)}/${n}.yaml`),
       name.map((n) => `${teamShard(`${n}x`)}/${n}.yaml`),
@@ -233,7 +311,11 @@ describe("the write guard", () => {
     expect(layout.fluxKustomization("c1", "payments")).toBe(`clusters/c1/teams/${teamShard("payments")}/payments.yaml`);
     expect(layout.ownerOf(layout.fluxKustomization("c1", "payments"))).toEqual({ kind: "team", team: "payments" });
     expect(layout.ownerOf("clusters/c1/teams/payments.yaml")).toEqual({ kind: "team", team: "payments" });
-    expect(layout.ownerOf(layout.shardIndex("c1", "3f"))).toEqual({ kind: "cluster-teams-index", cluster: "c1", shard: "3f" });
+    expect(layout.ownerOf(layout.shardIndex("c1", "3f"))).toEqual({
+      kind: "cluster-teams-index",
+      cluster: "c1",
+      shard: "3f",
+    });
     // In another team's shard, a file named after the team is nobody's: no write may touch it.
     const other = teamShard("payments") === "00" ? "01" : "00";
     expect(layout.ownerOf(`clusters/c1/teams/${other}/payments.yaml`)).toEqual({ kind: "unowned" });
@@ -252,6 +334,10 @@ describe("layout config", () => {
   });
 
   it("accepts disjoint folders that share a prefix of characters", () => {
-    expect(platformSchema.safeParse(platformInput({ layout: { teamsDir: "fleet/teams", clustersDir: "fleet/teams-clusters" } })).success).toBe(true);
+    expect(
+      platformSchema.safeParse(
+        platformInput({ layout: { teamsDir: "fleet/teams", clustersDir: "fleet/teams-clusters" } }),
+      ).success,
+    ).toBe(true);
   });
 });

@@ -32,7 +32,14 @@ const NOW = new Date("2026-11-24T12:00:00Z");
 const later = (s: number) => new Date(NOW.getTime() + s * 1000);
 
 describe("selection and waves", () => {
-  const teams = [team("dev-a", ["dev"]), team("dev-b", ["dev"]), team("both", ["dev", "prod"]), ...Array.from({ length: 20 }, (_, i) => team(`prod-${i}`, ["prod"], { labels: { tier: i < 5 ? "gold" : "bronze" } }))];
+  const teams = [
+    team("dev-a", ["dev"]),
+    team("dev-b", ["dev"]),
+    team("both", ["dev", "prod"]),
+    ...Array.from({ length: 20 }, (_, i) =>
+      team(`prod-${i}`, ["prod"], { labels: { tier: i < 5 ? "gold" : "bronze" } }),
+    ),
+  ];
 
   it("matches every given field: environments (any), onlyEnvironments (none but), labels, names, versions", () => {
     const both = teams[2]!;
@@ -74,12 +81,19 @@ describe("selection and waves", () => {
 });
 
 describe("transitions", () => {
-  const request = rolloutRequestSchema.parse({ description: "v2", target: { templateVersion: "v2" }, waves: [{ name: "one" }, { name: "two" }] });
+  const request = rolloutRequestSchema.parse({
+    description: "v2",
+    target: { templateVersion: "v2" },
+    waves: [{ name: "one" }, { name: "two" }],
+  });
   const fresh = () =>
     newRollout({
       id: rolloutId(NOW, Buffer.from([1, 2, 3])),
       request,
-      waves: [{ name: "one", teams: ["aa", "bb"] }, { name: "two", teams: ["cc"] }],
+      waves: [
+        { name: "one", teams: ["aa", "bb"] },
+        { name: "two", teams: ["cc"] },
+      ],
       requestedBy: "alice",
       now: NOW,
       gateTimeoutSeconds: 900,
@@ -103,7 +117,14 @@ describe("transitions", () => {
   });
 
   it("an unstaged rollout (no gate) is done when its wave is committed", () => {
-    const r = newRollout({ id: "ro-20261124-120000-aaaaaa", request: rolloutRequestSchema.parse({}), waves: [{ name: "all", teams: ["aa"] }], requestedBy: "x", now: NOW, gateTimeoutSeconds: null });
+    const r = newRollout({
+      id: "ro-20261124-120000-aaaaaa",
+      request: rolloutRequestSchema.parse({}),
+      waves: [{ name: "all", teams: ["aa"] }],
+      requestedBy: "x",
+      now: NOW,
+      gateTimeoutSeconds: null,
+    });
     expect(commitWave(r, later(1), []).status.phase).toBe("Completed");
   });
 
@@ -147,10 +168,17 @@ describe("the gate", () => {
   });
   const failedConditions = [
     { type: "ResourceGroupReady", status: "True" },
-    { type: "IdentityReady", status: "False", reason: "AuthorizationFailed", severity: "Error", message: "no permission" },
+    {
+      type: "IdentityReady",
+      status: "False",
+      reason: "AuthorizationFailed",
+      severity: "Error",
+      message: "no permission",
+    },
     { type: "Ready", status: "False", reason: "Failed" },
   ];
-  const decide = (observations: GateObservation[], seconds = 10) => gateDecision({ observations, now: later(seconds), gateSince: NOW, timeoutSeconds: 60 });
+  const decide = (observations: GateObservation[], seconds = 10) =>
+    gateDecision({ observations, now: later(seconds), gateSince: NOW, timeoutSeconds: 60 });
 
   it("passes when every team is Ready on every cluster for the wave's commit", () => {
     expect(decide([obs("a"), obs("b", { cluster: "aks-prod-weu" })]).verdict).toBe("pass");
@@ -160,25 +188,56 @@ describe("the gate", () => {
   it("halts at once on a condition False with severity Error, naming team, cluster, condition and ASO's reason", () => {
     const d = decide([obs("a"), obs("b", { ready: false, conditions: failedConditions })]);
     expect(d).toMatchObject({ verdict: "halt", reason: "Failed" });
-    expect(d.teams).toEqual([{ team: "b", cluster: "aks-dev-weu", state: "reported", result: "failed", condition: "IdentityReady", reason: "AuthorizationFailed", severity: "Error", message: "no permission" }]);
+    expect(d.teams).toEqual([
+      {
+        team: "b",
+        cluster: "aks-dev-weu",
+        state: "reported",
+        result: "failed",
+        condition: "IdentityReady",
+        reason: "AuthorizationFailed",
+        severity: "Error",
+        message: "no permission",
+      },
+    ]);
   });
 
   it("waits for a status that does not describe the wave yet (older revision, stale, not applied), even a failed one", () => {
-    expect(decide([obs("a", { includesWave: false, ready: false, conditions: failedConditions })]).verdict).toBe("wait");
+    expect(decide([obs("a", { includesWave: false, ready: false, conditions: failedConditions })]).verdict).toBe(
+      "wait",
+    );
     expect(decide([obs("a", { stale: true, ready: false, conditions: failedConditions })]).verdict).toBe("wait");
-    expect(decide([obs("a", { state: "absent", includesWave: undefined })]).teams[0]!.message).toContain("has not applied the Team");
+    expect(decide([obs("a", { state: "absent", includesWave: undefined })]).teams[0]!.message).toContain(
+      "has not applied the Team",
+    );
     expect(decide([obs("a", { state: "unreachable" })]).verdict).toBe("wait");
-    const w = decide([obs("a", { ready: false, conditions: [{ type: "IdentityReady", status: "Unknown", reason: "Reconciling" }, { type: "Ready", status: "False" }] })]);
+    const w = decide([
+      obs("a", {
+        ready: false,
+        conditions: [
+          { type: "IdentityReady", status: "Unknown", reason: "Reconciling" },
+          { type: "Ready", status: "False" },
+        ],
+      }),
+    ]);
     expect(w.teams[0]).toMatchObject({ result: "waiting", condition: "IdentityReady", reason: "Reconciling" });
   });
 
   it("while Flux has not applied the wave's commit, reports what holds the revision it applied (ASO's reason and severity), and only waits", () => {
     const held = [
       { type: "Rendered", status: "True" },
-      { type: "RoleAssignmentsReady", status: "False", reason: "AuthorizationFailed", severity: "Warning", message: "payments--rg-contributor: does not have authorization" },
+      {
+        type: "RoleAssignmentsReady",
+        status: "False",
+        reason: "AuthorizationFailed",
+        severity: "Warning",
+        message: "payments--rg-contributor: does not have authorization",
+      },
       { type: "Ready", status: "False", reason: "Waiting" },
     ];
-    const d = decide([obs("a", { includesWave: false, ready: false, revision: "main@sha1:0123456", conditions: held })]);
+    const d = decide([
+      obs("a", { includesWave: false, ready: false, revision: "main@sha1:0123456", conditions: held }),
+    ]);
     expect(d.verdict).toBe("wait");
     expect(d.teams[0]).toEqual({
       team: "a",
@@ -188,9 +247,16 @@ describe("the gate", () => {
       condition: "RoleAssignmentsReady",
       reason: "AuthorizationFailed",
       severity: "Warning",
-      message: "Flux has not applied the wave's commit on this cluster yet (applied: main@sha1:0123456); it is held by RoleAssignmentsReady: payments--rg-contributor: does not have authorization",
+      message:
+        "Flux has not applied the wave's commit on this cluster yet (applied: main@sha1:0123456); it is held by RoleAssignmentsReady: payments--rg-contributor: does not have authorization",
     });
-    expect(decide([obs("a", { includesWave: false, ready: true })]).teams[0]).toEqual({ team: "a", cluster: "aks-dev-weu", state: "reported", result: "waiting", message: "Flux has not applied the wave's commit on this cluster yet" });
+    expect(decide([obs("a", { includesWave: false, ready: true })]).teams[0]).toEqual({
+      team: "a",
+      cluster: "aks-dev-weu",
+      state: "reported",
+      result: "waiting",
+      message: "Flux has not applied the wave's commit on this cluster yet",
+    });
   });
 
   it("halts on timeout, reporting what is still waiting", () => {

@@ -1,6 +1,14 @@
 /** Properties of every rendered file of every example: valid, stable, self-consistent YAML. */
 import { beforeAll, describe, expect, it } from "vitest";
-import { allClusters, GENERATED_HEADER, knownPlatformVars, Onboarding, repoLayout, toYamlFile, validateTeam } from "@berth/core";
+import {
+  allClusters,
+  GENERATED_HEADER,
+  knownPlatformVars,
+  Onboarding,
+  repoLayout,
+  toYamlFile,
+  validateTeam,
+} from "@berth/core";
 import { EXAMPLES, loadTemplates, renderExample, type Example } from "./fixtures.js";
 import { goDisagreements, hasAnchorsOrAliases, parseDocs, parseObjects, type Manifest } from "./yaml-helpers.js";
 
@@ -123,7 +131,8 @@ describe("every rendered file", () => {
         expect(known.has(m[1]!), `${path}: \${${m[1]}} is not a platform-vars key`).toBe(true);
       }
       expect(text.split("${").length - 1, `${path}: unbalanced \${`).toBe([...text.matchAll(/\$\{[^}]*\}/g)].length);
-      for (const line of text.split("\n").filter((l) => l.includes("${"))) expect(line, path).toMatch(/: "[^"]*\$\{[^"]*"$/);
+      for (const line of text.split("\n").filter((l) => l.includes("${")))
+        expect(line, path).toMatch(/: "[^"]*\$\{[^"]*"$/);
     }),
   );
 
@@ -146,10 +155,17 @@ describe("the rendered file set", () => {
       for (const k of kustomizations) {
         const dir = k.slice(0, -"/kustomization.yaml".length);
         const resources = (objectsOf(files.get(k)!)[0] as { resources: string[] }).resources;
-        const siblings = [...files.keys()].filter((p) => p !== k && p.startsWith(`${dir}/`) && !p.slice(dir.length + 1).includes("/"));
+        const siblings = [...files.keys()].filter(
+          (p) => p !== k && p.startsWith(`${dir}/`) && !p.slice(dir.length + 1).includes("/"),
+        );
         // A cluster's top index lists shard folders, each with its own kustomization.yaml.
-        const subFolders = [...files.keys()].filter((p) => p !== k && p.startsWith(`${dir}/`) && /^[^/]+\/kustomization\.yaml$/.test(p.slice(dir.length + 1)));
-        const expected = [...siblings.map((p) => p.slice(dir.length + 1)), ...subFolders.map((p) => p.slice(dir.length + 1, -"/kustomization.yaml".length))];
+        const subFolders = [...files.keys()].filter(
+          (p) => p !== k && p.startsWith(`${dir}/`) && /^[^/]+\/kustomization\.yaml$/.test(p.slice(dir.length + 1)),
+        );
+        const expected = [
+          ...siblings.map((p) => p.slice(dir.length + 1)),
+          ...subFolders.map((p) => p.slice(dir.length + 1, -"/kustomization.yaml".length)),
+        ];
         if (dir.startsWith(`${layout.teamDir(team)}/clusters/`)) {
           expect(resources[0], k).toBe("../../base");
           expect(files.has(`${layout.baseDir(team)}/kustomization.yaml`)).toBe(true);
@@ -166,14 +182,18 @@ describe("the rendered file set", () => {
     for (const ex of EXAMPLES) {
       const files = rendered.get(ex.name)!;
       const layout = repoLayout(ex.platform);
-      const fluxFiles = [...files.keys()].filter((p) => p.startsWith(`${layout.clustersDir}/`) && !p.endsWith("/kustomization.yaml"));
+      const fluxFiles = [...files.keys()].filter(
+        (p) => p.startsWith(`${layout.clustersDir}/`) && !p.endsWith("/kustomization.yaml"),
+      );
       expect(fluxFiles.length).toBeGreaterThan(0);
       for (const p of fluxFiles) {
         const k = objectsOf(files.get(p)!)[0] as Manifest;
         expect(k.kind).toBe("Kustomization");
         expect(k.spec?.path?.startsWith("./")).toBe(true);
         expect(files.has(`${k.spec?.path?.slice(2)}/kustomization.yaml`), p).toBe(true);
-        const cluster = allClusters(ex.platform).find((c) => layout.fluxKustomization(c.name, ex.team.name) === p)?.name;
+        const cluster = allClusters(ex.platform).find(
+          (c) => layout.fluxKustomization(c.name, ex.team.name) === p,
+        )?.name;
         expect(cluster, p).toBeDefined();
         expect(k.spec?.path, p).toBe(`./${layout.clusterDir(ex.team.name, cluster!)}`);
       }
@@ -184,7 +204,8 @@ describe("the rendered file set", () => {
     for (const ex of EXAMPLES) {
       for (const [path, text] of rendered.get(ex.name)!) {
         for (const o of objectsOf(text) as Manifest[]) {
-          if (o.apiVersion === "kustomize.config.k8s.io/v1beta1" || o.kind === "Team" || o.kind === "Namespace") continue;
+          if (o.apiVersion === "kustomize.config.k8s.io/v1beta1" || o.kind === "Team" || o.kind === "Namespace")
+            continue;
           const azure = /\.azure\.com\//.test(o.apiVersion) || o.apiVersion.startsWith("kustomize.toolkit.fluxcd.io/");
           expect(o.metadata.namespace, `${path} ${o.kind}`).toBe(azure ? ex.platform.asoNamespace : ex.team.name);
           expect(o.metadata.labels?.["berth.dev/team"], path).toBe(ex.team.name);
@@ -208,7 +229,9 @@ describe("determinism", () => {
     const onboarding = new Onboarding(ex.platform, loadTemplates());
     const labels = Object.entries(ex.team.labels!);
     const orders = [labels, [...labels].reverse(), [...labels.slice(1), labels[0]!]];
-    const outputs = orders.map((order) => onboarding.render(validateTeam({ ...ex.team, labels: Object.fromEntries(order) }, ex.platform)));
+    const outputs = orders.map((order) =>
+      onboarding.render(validateTeam({ ...ex.team, labels: Object.fromEntries(order) }, ex.platform)),
+    );
     expect(orders[1]!.map(([k]) => k)).not.toEqual(orders[0]!.map(([k]) => k)); // the orders do differ
     expect([...outputs[1]!]).toEqual([...outputs[0]!]);
     expect([...outputs[2]!]).toEqual([...outputs[0]!]);
@@ -216,7 +239,10 @@ describe("determinism", () => {
 
   it("orders labels by code point, not by locale", () => {
     const ex = EXAMPLES[0]!;
-    const team = validateTeam({ ...ex.team, labels: { b: "1", B: "2", a: "3", "a-b": "4", a_b: "5", aa: "6" } }, ex.platform);
+    const team = validateTeam(
+      { ...ex.team, labels: { b: "1", B: "2", a: "3", "a-b": "4", a_b: "5", aa: "6" } },
+      ex.platform,
+    );
     const files = new Onboarding(ex.platform, loadTemplates()).render(team);
     const ns = objectsOf(files.get(`teams/${team.name}/base/namespace.yaml`)!)[0] as Manifest;
     const spec = objectsOf(files.get(`teams/${team.name}/base/team.yaml`)!)[0] as Manifest;

@@ -9,16 +9,112 @@ import { describe, expect, it } from "vitest";
 import { fastYamlDocument, toYamlFile, yamlDocument } from "@berth/core";
 
 const TRICKY = [
-  "yes", "no", "on", "off", "y", "n", "Y", "N", "~", "null", "Null", "true", "False", "Yes", "YES", "No", "NO", "On", "ON", "Off", "OFF", "TRUE",
-  "NULL", "True", "FALSE", "nan", "NaN", "inf", "Infinity", "e3", "E5", "x1", "a.b", "a/b", "a-", "a_", "A.1", "v1", "_a", "a..b", "yes.no", "ya", "onn", "1e3", "0x1F", "0o17", "0777", "1_000", "2026-11-24",
-  "- a", "a: b", "a:b", "#c", "a #c", "${X}", "$${X}", "${X:=y}", "'q'", '"q"', "- ", "? x", "---", "...", "<<", "a\tb", " lead", "trail ",
-  "", "%x", "@x", "`x", "!x", "&x", "*x", "|", ">", "[a]", "{a: b}", "é", "ü:", "\u2028", "\u00a0", "\\", "a,b", ".5", "-1", "+1", ".inf", "NaN",
+  "yes",
+  "no",
+  "on",
+  "off",
+  "y",
+  "n",
+  "Y",
+  "N",
+  "~",
+  "null",
+  "Null",
+  "true",
+  "False",
+  "Yes",
+  "YES",
+  "No",
+  "NO",
+  "On",
+  "ON",
+  "Off",
+  "OFF",
+  "TRUE",
+  "NULL",
+  "True",
+  "FALSE",
+  "nan",
+  "NaN",
+  "inf",
+  "Infinity",
+  "e3",
+  "E5",
+  "x1",
+  "a.b",
+  "a/b",
+  "a-",
+  "a_",
+  "A.1",
+  "v1",
+  "_a",
+  "a..b",
+  "yes.no",
+  "ya",
+  "onn",
+  "1e3",
+  "0x1F",
+  "0o17",
+  "0777",
+  "1_000",
+  "2026-11-24",
+  "- a",
+  "a: b",
+  "a:b",
+  "#c",
+  "a #c",
+  "${X}",
+  "$${X}",
+  "${X:=y}",
+  "'q'",
+  '"q"',
+  "- ",
+  "? x",
+  "---",
+  "...",
+  "<<",
+  "a\tb",
+  " lead",
+  "trail ",
+  "",
+  "%x",
+  "@x",
+  "`x",
+  "!x",
+  "&x",
+  "*x",
+  "|",
+  ">",
+  "[a]",
+  "{a: b}",
+  "é",
+  "ü:",
+  "\u2028",
+  "\u00a0",
+  "\\",
+  "a,b",
+  ".5",
+  "-1",
+  "+1",
+  ".inf",
+  "NaN",
 ];
 // Words of the charset the serializer writes plain without asking the yaml package, so the shortcut is tested too.
 const word = fc.stringMatching(/^[A-Za-z][A-Za-z0-9_./-]{0,5}$/);
-const str = fc.oneof(fc.constantFrom(...TRICKY), word, fc.string({ maxLength: 12 }), fc.string({ unit: "grapheme", maxLength: 6 }));
+const str = fc.oneof(
+  fc.constantFrom(...TRICKY),
+  word,
+  fc.string({ maxLength: 12 }),
+  fc.string({ unit: "grapheme", maxLength: 6 }),
+);
 const key = str.filter((k) => k !== "__proto__");
-const scalarArb = fc.oneof(str, fc.integer(), fc.double({ noNaN: true, noDefaultInfinity: true }), fc.boolean(), fc.constant(null));
+const scalarArb = fc.oneof(
+  str,
+  fc.integer(),
+  fc.double({ noNaN: true, noDefaultInfinity: true }),
+  fc.boolean(),
+  fc.constant(null),
+);
 const { tree } = fc.letrec((tie) => ({
   tree: fc.oneof({ depthSize: "small", withCrossShrink: true }, scalarArb, tie("map"), tie("seq")),
   map: fc.dictionary(key, tie("tree"), { maxKeys: 5 }),
@@ -46,12 +142,19 @@ describe("toYamlFile", () => {
   });
 
   it("takes the fast path for manifests, and declines what it does not handle", () => {
-    const manifest = { apiVersion: "v1", kind: "Namespace", metadata: { name: "a", labels: { "x/y": "yes", n: "0777" } }, spec: { list: [{ a: 1, b: [] }, "${X}"], empty: {} } };
+    const manifest = {
+      apiVersion: "v1",
+      kind: "Namespace",
+      metadata: { name: "a", labels: { "x/y": "yes", n: "0777" } },
+      spec: { list: [{ a: 1, b: [] }, "${X}"], empty: {} },
+    };
     expect(fastYamlDocument(manifest)).toBe(yamlDocument(manifest));
     expect(fastYamlDocument({ a: "two\nlines" })).toBeUndefined();
     expect(fastYamlDocument({ a: [[1]] })).toBeUndefined();
     expect(fastYamlDocument({ a: undefined })).toBeUndefined();
     expect(fastYamlDocument({})).toBeUndefined();
-    expect(toYamlFile([{ a: "two\nlines" }, { b: [[1]] }], [])).toBe(`${yamlDocument({ a: "two\nlines" })}---\n${yamlDocument({ b: [[1]] })}`);
+    expect(toYamlFile([{ a: "two\nlines" }, { b: [[1]] }], [])).toBe(
+      `${yamlDocument({ a: "two\nlines" })}---\n${yamlDocument({ b: [[1]] })}`,
+    );
   });
 });

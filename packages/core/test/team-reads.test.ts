@@ -19,7 +19,11 @@ class ContentIdTree extends MemoryRepoTree {
     return hash.digest("hex");
   }
   async entries(dir: string): Promise<TreeEntry[]> {
-    const names = new Set(this.paths().filter((p) => p.startsWith(`${dir}/`)).map((p) => p.slice(dir.length + 1).split("/")[0]!));
+    const names = new Set(
+      this.paths()
+        .filter((p) => p.startsWith(`${dir}/`))
+        .map((p) => p.slice(dir.length + 1).split("/")[0]!),
+    );
     const out: TreeEntry[] = [];
     for (const name of [...names].sort()) {
       const path = `${dir}/${name}`;
@@ -28,7 +32,10 @@ class ContentIdTree extends MemoryRepoTree {
     return out;
   }
   static of(tree: MemoryRepoTree): ContentIdTree {
-    return new ContentIdTree(tree.paths().map((p) => [p, tree.get(p)!] as const), tree.revision);
+    return new ContentIdTree(
+      tree.paths().map((p) => [p, tree.get(p)!] as const),
+      tree.revision,
+    );
   }
 }
 
@@ -36,7 +43,10 @@ describe("listing teams by content id", () => {
   it("parses each team folder once, and only the changed one after a change", async () => {
     const onboarding = new Onboarding(PLATFORM, loadTemplates());
     const names = ["alpha", "bravo", "charlie", "delta"];
-    const base = await treeWithTeams(onboarding, names.map((name) => teamInput({ name })));
+    const base = await treeWithTeams(
+      onboarding,
+      names.map((name) => teamInput({ name })),
+    );
     const tree = ContentIdTree.of(base);
 
     const { teams: first } = await onboarding.listTeams(tree);
@@ -73,7 +83,12 @@ describe("listing teams by content id", () => {
   it("reports a team whose file cannot be read beside the others, and parses that file once", async () => {
     const onboarding = new Onboarding(PLATFORM, loadTemplates());
     const base = await treeWithTeams(onboarding, [teamInput({ name: "alpha" }), teamInput({ name: "charlie" })]);
-    const aliasBomb = ["a: &a [x, x, x, x, x, x, x, x, x]", "b: &b [*a, *a, *a, *a, *a, *a, *a, *a, *a]", "c: &c [*b, *b, *b, *b, *b, *b, *b, *b, *b]", "d: [*c, *c, *c, *c, *c, *c, *c, *c, *c]"].join("\n");
+    const aliasBomb = [
+      "a: &a [x, x, x, x, x, x, x, x, x]",
+      "b: &b [*a, *a, *a, *a, *a, *a, *a, *a, *a]",
+      "c: &c [*b, *b, *b, *b, *b, *b, *b, *b, *b]",
+      "d: [*c, *c, *c, *c, *c, *c, *c, *c, *c]",
+    ].join("\n");
     const broken = new Map([
       ["teams/bravo/base/team.yaml", aliasBomb],
       ["teams/delta/base/team.yaml", "apiVersion: berth.dev/v1alpha1\nkind: Team\nmetadata: { name: delta\n"],

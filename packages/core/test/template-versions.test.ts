@@ -14,7 +14,16 @@ import {
   validateTeam,
   type TeamInput,
 } from "@berth/core";
-import { loadCatalog, loadTemplates, MemoryRepoTree, OWNERS, PLATFORM, rerender, teamInput, treeWithTeams } from "./fixtures.js";
+import {
+  loadCatalog,
+  loadTemplates,
+  MemoryRepoTree,
+  OWNERS,
+  PLATFORM,
+  rerender,
+  teamInput,
+  treeWithTeams,
+} from "./fixtures.js";
 
 const SPEC = "teams/orders/base/team.yaml";
 const onV2 = new Onboarding(PLATFORM, loadCatalog("v2"));
@@ -83,7 +92,12 @@ describe("updates keep the team's version", () => {
     const tree = await treeWithTeams(onV1, [teamInput()]);
     await expect(onV2.planUpdate(tree, "orders", { ...ORDERS_SPEC, templateVersion: "v1" })).resolves.toBeTruthy();
     const issues = await issuesOf(onV2.planUpdate(tree, "orders", { ...ORDERS_SPEC, templateVersion: "v2" }));
-    expect(issues).toEqual([{ field: "templateVersion", rule: expect.stringMatching(/is v1; an update cannot change it to v2: a rollout moves teams/) }]);
+    expect(issues).toEqual([
+      {
+        field: "templateVersion",
+        rule: expect.stringMatching(/is v1; an update cannot change it to v2: a rollout moves teams/),
+      },
+    ]);
   });
 
   it("an update prepared before a rollout moved the team renders on the team's new version", async () => {
@@ -111,7 +125,13 @@ describe("team files written before versions were recorded", () => {
   });
 
   it("move to v2 through a rollout's plan: every generated file changes, names do not", async () => {
-    const tree = await treeWithTeams(onV1, [teamInput({ environments: ["dev", "prod"], roleAssignments: [{ role: "rg-contributor" }], owners: [OWNERS.payments] })]);
+    const tree = await treeWithTeams(onV1, [
+      teamInput({
+        environments: ["dev", "prod"],
+        roleAssignments: [{ role: "rg-contributor" }],
+        owners: [OWNERS.payments],
+      }),
+    ]);
     const { from, to, files } = await rerender(onV2, tree, "orders", "v2");
     expect([from, to]).toEqual(["v1", "v2"]);
     const teamFiles = (await tree.list("teams/orders")).filter((p) => !p.endsWith("kustomization.yaml"));

@@ -28,8 +28,14 @@ function issues(input: unknown, platform: Platform = PLATFORM): FieldIssue[] {
 /** Asserts the input is refused with issues on `field` only, one of them with a rule matching `rule`. */
 function refused(input: unknown, field: string, rule: RegExp, platform: Platform = PLATFORM) {
   const found = issues(input, platform);
-  expect(found.map((i) => i.field), JSON.stringify(found)).toEqual(found.map(() => field));
-  expect(found.some((i) => rule.test(i.rule)), JSON.stringify(found)).toBe(true);
+  expect(
+    found.map((i) => i.field),
+    JSON.stringify(found),
+  ).toEqual(found.map(() => field));
+  expect(
+    found.some((i) => rule.test(i.rule)),
+    JSON.stringify(found),
+  ).toBe(true);
 }
 
 const accepted = (input: unknown, platform: Platform = PLATFORM) => validateTeam(input, platform);
@@ -45,9 +51,12 @@ describe("name", () => {
     refused(teamInput({ name: "" }), "name", /at least 2/);
   });
 
-  it.each(["Orders", "orders_eu", "1orders", "-orders", "orders-", "orders.eu", "orders eu", "ördérs", "orders\u0131"])("refuses %j: not a DNS label", (name) => {
-    refused(teamInput({ name }), "name", /DNS-1123 label/);
-  });
+  it.each(["Orders", "orders_eu", "1orders", "-orders", "orders-", "orders.eu", "orders eu", "ördérs", "orders\u0131"])(
+    "refuses %j: not a DNS label",
+    (name) => {
+      refused(teamInput({ name }), "name", /DNS-1123 label/);
+    },
+  );
 
   it("refuses '--'", () => {
     refused(teamInput({ name: "orders--eu" }), "name", /must not contain '--'/);
@@ -56,19 +65,27 @@ describe("name", () => {
 
   it.each([...RESERVED_TEAM_NAMES])("refuses the reserved name %s", (name) => {
     const found = issues(teamInput({ name }));
-    expect(found.some((i) => i.field === "name" && /reserved/.test(i.rule)), JSON.stringify(found)).toBe(true);
+    expect(
+      found.some((i) => i.field === "name" && /reserved/.test(i.rule)),
+      JSON.stringify(found),
+    ).toBe(true);
   });
 
-  it.each(["kube-public", "kube-x", "azure-x", "aks-x", "flux-x", "berth-x", "openshift", "openshift-x", "openshiftx"])("refuses the reserved prefix in %s", (name) => {
-    refused(teamInput({ name }), "name", /reserved/);
-  });
+  it.each(["kube-public", "kube-x", "azure-x", "aks-x", "flux-x", "berth-x", "openshift", "openshift-x", "openshiftx"])(
+    "refuses the reserved prefix in %s",
+    (name) => {
+      refused(teamInput({ name }), "name", /reserved/);
+    },
+  );
 
   it("allows names that merely contain a reserved word", () => {
-    for (const name of ["kube", "my-kube-app", "azure", "flux", "team-berth", "defaults", "platforms"]) expect(accepted(teamInput({ name })).name).toBe(name);
+    for (const name of ["kube", "my-kube-app", "azure", "flux", "team-berth", "defaults", "platforms"])
+      expect(accepted(teamInput({ name })).name).toBe(name);
   });
 
   it("refuses the fixture platform's reservedNames", () => {
-    for (const name of ["monitoring", "ingress-nginx", "flux-config", "flux-system", "azureserviceoperator-system"]) refused(teamInput({ name }), "name", /reserved/);
+    for (const name of ["monitoring", "ingress-nginx", "flux-config", "flux-system", "azureserviceoperator-system"])
+      refused(teamInput({ name }), "name", /reserved/);
   });
 
   it("refuses the platform's reservedNames and namespaces, on create and on update", () => {
@@ -91,7 +108,8 @@ describe("name", () => {
     const { name: _n, ...spec } = teamInput();
     expect(validateTeamSpec("orders", spec, PLATFORM).name).toBe("orders");
     expect(() => validateTeamSpec("orders", { ...spec, name: "other" }, PLATFORM)).toThrow(TeamValidationError);
-    for (const bad of ["Bad", "kube-x", "a"]) expect(() => validateTeamSpec(bad, spec, PLATFORM)).toThrow(TeamValidationError);
+    for (const bad of ["Bad", "kube-x", "a"])
+      expect(() => validateTeamSpec(bad, spec, PLATFORM)).toThrow(TeamValidationError);
   });
 });
 
@@ -104,9 +122,15 @@ describe("owners", () => {
     refused(teamInput({ owners: [OWNERS.payments, OWNERS.payments] }), "owners", /must not repeat/);
   });
 
-  it.each([OWNERS.payments.toUpperCase(), "not-a-uuid", `{${OWNERS.payments}}`, OWNERS.payments.replaceAll("-", ""), `${OWNERS.payments} `, "payments-owners@example.com"])(
-    "refuses %j",
-    (owner) => refused(teamInput({ owners: [OWNERS.data, owner] }), "owners.1", /Entra ID group object id/),
+  it.each([
+    OWNERS.payments.toUpperCase(),
+    "not-a-uuid",
+    `{${OWNERS.payments}}`,
+    OWNERS.payments.replaceAll("-", ""),
+    `${OWNERS.payments} `,
+    "payments-owners@example.com",
+  ])("refuses %j", (owner) =>
+    refused(teamInput({ owners: [OWNERS.data, owner] }), "owners.1", /Entra ID group object id/),
   );
 });
 
@@ -117,11 +141,21 @@ describe("environments", () => {
     // Eleven unknown environments: too many, and each unknown (both reported at once).
     const tooMany = issues(teamInput({ environments: Array.from({ length: 11 }, (_, i) => `e${i}`) }));
     expect(tooMany).toContainEqual({ field: "environments", rule: expect.stringMatching(/10/) });
-    expect(tooMany.filter((i) => i.field !== "environments").map((i) => i.field)).toEqual(Array.from({ length: 11 }, (_, i) => `environments.${i}`));
-    refused(teamInput({ environments: ["dev", "qa"] }), "environments.1", /must be one of the platform's environments: dev, staging, prod/);
+    expect(tooMany.filter((i) => i.field !== "environments").map((i) => i.field)).toEqual(
+      Array.from({ length: 11 }, (_, i) => `environments.${i}`),
+    );
+    refused(
+      teamInput({ environments: ["dev", "qa"] }),
+      "environments.1",
+      /must be one of the platform's environments: dev, staging, prod/,
+    );
     refused(teamInput({ environments: ["Dev"] }), "environments.0", /Invalid|match/i);
     refused(teamInput({ environments: [`e${"x".repeat(30)}`] }), "environments.0", /30/);
-    expect(accepted(teamInput({ environments: ["prod", "dev", "staging"] })).environments).toEqual(["prod", "dev", "staging"]);
+    expect(accepted(teamInput({ environments: ["prod", "dev", "staging"] })).environments).toEqual([
+      "prod",
+      "dev",
+      "staging",
+    ]);
   });
 
   it("reports schema and platform problems in one answer", () => {
@@ -146,10 +180,21 @@ describe("environments", () => {
 
 describe("roleAssignments", () => {
   it("name catalog roles, at most once each, at most 20", () => {
-    expect(accepted(teamInput({ roleAssignments: [{ role: "postgres-reader" }, { role: "rg-contributor" }] })).roleAssignments).toHaveLength(2);
+    expect(
+      accepted(teamInput({ roleAssignments: [{ role: "postgres-reader" }, { role: "rg-contributor" }] }))
+        .roleAssignments,
+    ).toHaveLength(2);
     expect(accepted(teamInput()).roleAssignments).toEqual([]);
-    refused(teamInput({ roleAssignments: [{ role: "rg-contributor" }, { role: "owner" }] }), "roleAssignments.1.role", /role catalog's ids: rg-contributor, .*postgres-reader/);
-    refused(teamInput({ roleAssignments: [{ role: "rg-contributor" }, { role: "rg-contributor" }] }), "roleAssignments", /must not repeat a role/);
+    refused(
+      teamInput({ roleAssignments: [{ role: "rg-contributor" }, { role: "owner" }] }),
+      "roleAssignments.1.role",
+      /role catalog's ids: rg-contributor, .*postgres-reader/,
+    );
+    refused(
+      teamInput({ roleAssignments: [{ role: "rg-contributor" }, { role: "rg-contributor" }] }),
+      "roleAssignments",
+      /must not repeat a role/,
+    );
     const tooMany = issues(teamInput({ roleAssignments: Array.from({ length: 21 }, (_, i) => ({ role: `r${i}` })) }));
     expect(tooMany).toContainEqual({ field: "roleAssignments", rule: expect.stringMatching(/20/) });
     expect(tooMany.filter((i) => i.field !== "roleAssignments").every((i) => /role catalog/.test(i.rule))).toBe(true);
@@ -159,16 +204,36 @@ describe("roleAssignments", () => {
   });
 
   it("are refused when the platform offers no roles", () => {
-    refused(teamInput({ roleAssignments: [{ role: "rg-contributor" }] }), "roleAssignments.0.role", /no roles are offered/, makePlatform({ roleCatalog: [] }));
+    refused(
+      teamInput({ roleAssignments: [{ role: "rg-contributor" }] }),
+      "roleAssignments.0.role",
+      /no roles are offered/,
+      makePlatform({ roleCatalog: [] }),
+    );
   });
 });
 
 describe("labels", () => {
   it("accept valid Kubernetes label keys and values, at most 20", () => {
-    const labels = { "cost-center": "cc-4711", "example.com/tier": "gold", "app.kubernetes.io/part-of": "shop", A_b: "", [`k${"x".repeat(62)}`]: "v".repeat(63) };
+    const labels = {
+      "cost-center": "cc-4711",
+      "example.com/tier": "gold",
+      "app.kubernetes.io/part-of": "shop",
+      A_b: "",
+      [`k${"x".repeat(62)}`]: "v".repeat(63),
+    };
     expect(accepted(teamInput({ labels })).labels).toEqual(labels);
-    expect(Object.keys(accepted(teamInput({ labels: Object.fromEntries(Array.from({ length: 20 }, (_, i) => [`k${i}`, "v"])) })).labels)).toHaveLength(20);
-    refused(teamInput({ labels: Object.fromEntries(Array.from({ length: 21 }, (_, i) => [`k${i}`, "v"])) }), "labels", /at most 20 labels/);
+    expect(
+      Object.keys(
+        accepted(teamInput({ labels: Object.fromEntries(Array.from({ length: 20 }, (_, i) => [`k${i}`, "v"])) }))
+          .labels,
+      ),
+    ).toHaveLength(20);
+    refused(
+      teamInput({ labels: Object.fromEntries(Array.from({ length: 21 }, (_, i) => [`k${i}`, "v"])) }),
+      "labels",
+      /at most 20 labels/,
+    );
   });
 
   it.each([
@@ -196,11 +261,21 @@ describe("labels", () => {
     "helm.toolkit.fluxcd.io/name",
     "x.berth.dev/y",
   ])("refuse the managed key %s", (key) => {
-    refused(teamInput({ labels: { [key]: "v" } }), `labels.${key}`, /^is managed by the platform and cannot be set by a team$/);
+    refused(
+      teamInput({ labels: { [key]: "v" } }),
+      `labels.${key}`,
+      /^is managed by the platform and cannot be set by a team$/,
+    );
   });
 
   it("leave keys that only resemble managed ones to the team", () => {
-    const labels = { "app.kubernetes.io/name": "shop", "app.kubernetes.io/part-of": "shop", "notkubernetes.io/x": "v", "kubernetes.io.example.com/x": "v", "berth-dev/x": "v" };
+    const labels = {
+      "app.kubernetes.io/name": "shop",
+      "app.kubernetes.io/part-of": "shop",
+      "notkubernetes.io/x": "v",
+      "kubernetes.io.example.com/x": "v",
+      "berth-dev/x": "v",
+    };
     expect(accepted(teamInput({ labels })).labels).toEqual(labels);
   });
 
@@ -210,13 +285,58 @@ describe("labels", () => {
 });
 
 describe("quota and container limits", () => {
-  it.each(["500m", "2", "1.5", "4Gi", "128Mi", "1Ki", "2k", "3M", "1G", "1T", "1P", "1E", "1Ti", "1Pi", "1Ei", "1e3", "0", "0777"])("accept the quantity %s", (q) => {
-    expect(accepted(teamInput({ quota: { cpu: q, memory: q, pods: 1 } })).quota).toEqual({ cpu: q, memory: q, pods: 1 });
+  it.each([
+    "500m",
+    "2",
+    "1.5",
+    "4Gi",
+    "128Mi",
+    "1Ki",
+    "2k",
+    "3M",
+    "1G",
+    "1T",
+    "1P",
+    "1E",
+    "1Ti",
+    "1Pi",
+    "1Ei",
+    "1e3",
+    "0",
+    "0777",
+  ])("accept the quantity %s", (q) => {
+    expect(accepted(teamInput({ quota: { cpu: q, memory: q, pods: 1 } })).quota).toEqual({
+      cpu: q,
+      memory: q,
+      pods: 1,
+    });
   });
 
-  it.each(["", "-1", "+1", "1.5.5", ".5", "5.", "4GB", "4gi", "4 Gi", " 1", "1 ", "1e", "1e-3", "0x10", "Infinity", "NaN", "1".repeat(33)])("refuse the quantity %j", (q) => {
+  it.each([
+    "",
+    "-1",
+    "+1",
+    "1.5.5",
+    ".5",
+    "5.",
+    "4GB",
+    "4gi",
+    "4 Gi",
+    " 1",
+    "1 ",
+    "1e",
+    "1e-3",
+    "0x10",
+    "Infinity",
+    "NaN",
+    "1".repeat(33),
+  ])("refuse the quantity %j", (q) => {
     refused(teamInput({ quota: { cpu: q, memory: "1Gi", pods: 1 } }), "quota.cpu", /Kubernetes quantity|<=32/);
-    refused(teamInput({ containerLimits: { defaultRequest: { cpu: "1", memory: q }, default: { cpu: "1", memory: "1Gi" } } }), "containerLimits.defaultRequest.memory", /Kubernetes quantity|<=32/);
+    refused(
+      teamInput({ containerLimits: { defaultRequest: { cpu: "1", memory: q }, default: { cpu: "1", memory: "1Gi" } } }),
+      "containerLimits.defaultRequest.memory",
+      /Kubernetes quantity|<=32/,
+    );
   });
 
   it("count pods as an integer from 1 to 10000", () => {
@@ -228,7 +348,11 @@ describe("quota and container limits", () => {
 
   it("need every field when given", () => {
     refused(teamInput({ quota: { cpu: "1", memory: "1Gi" } as never }), "quota.pods", /expected number/);
-    refused(teamInput({ containerLimits: { defaultRequest: { cpu: "1", memory: "1Gi" } } as never }), "containerLimits.default", /expected object/);
+    refused(
+      teamInput({ containerLimits: { defaultRequest: { cpu: "1", memory: "1Gi" } } as never }),
+      "containerLimits.default",
+      /expected object/,
+    );
   });
 
   it("are optional: the team then has none and renders the platform defaults", () => {
@@ -241,7 +365,14 @@ describe("quota and container limits", () => {
 describe("the other fields", () => {
   it("default description, roleAssignments and labels", () => {
     const team = accepted({ name: "orders", owners: [OWNERS.payments], environments: ["dev"] });
-    expect(team).toEqual({ name: "orders", description: "", owners: [OWNERS.payments], environments: ["dev"], roleAssignments: [], labels: {} });
+    expect(team).toEqual({
+      name: "orders",
+      description: "",
+      owners: [OWNERS.payments],
+      environments: ["dev"],
+      roleAssignments: [],
+      labels: {},
+    });
   });
 
   it("refuses a body that is not an object", () => {
@@ -252,35 +383,79 @@ describe("the other fields", () => {
   });
 
   it("reports every schema issue at once, each with its field", () => {
-    const found = issues({ name: "Bad", owners: ["x"], environments: [], labels: { "berth.dev/team": "x" }, quota: { cpu: "x", memory: "1Gi", pods: 1 } });
-    expect(found.map((i) => i.field).sort()).toEqual(["environments", "labels.berth.dev/team", "name", "owners.0", "quota.cpu"]);
+    const found = issues({
+      name: "Bad",
+      owners: ["x"],
+      environments: [],
+      labels: { "berth.dev/team": "x" },
+      quota: { cpu: "x", memory: "1Gi", pods: 1 },
+    });
+    expect(found.map((i) => i.field).sort()).toEqual([
+      "environments",
+      "labels.berth.dev/team",
+      "name",
+      "owners.0",
+      "quota.cpu",
+    ]);
   });
 });
 
 describe("the platform", () => {
   it("refuses role ids that could not be label values or end object names", () => {
     for (const id of ["reader-", "Reader", "1reader", `r${"x".repeat(30)}`]) {
-      const input = platformInput({ roleCatalog: [{ id, roleDefinitionId: "acdd72a7-3385-48ef-bd42-f606fba81ae7", scope: { kind: "teamResourceGroup" } }] });
+      const input = platformInput({
+        roleCatalog: [
+          { id, roleDefinitionId: "acdd72a7-3385-48ef-bd42-f606fba81ae7", scope: { kind: "teamResourceGroup" } },
+        ],
+      });
       expect(platformSchema.safeParse(input).success, id).toBe(false);
     }
-    const ok = platformInput({ roleCatalog: [{ id: "r", roleDefinitionId: "acdd72a7-3385-48ef-bd42-f606fba81ae7", scope: { kind: "teamResourceGroup" } }] });
+    const ok = platformInput({
+      roleCatalog: [
+        { id: "r", roleDefinitionId: "acdd72a7-3385-48ef-bd42-f606fba81ae7", scope: { kind: "teamResourceGroup" } },
+      ],
+    });
     expect(platformSchema.safeParse(ok).success).toBe(true);
   });
 
   it("refuses a role scope that references a platform-vars key nobody defines", () => {
     const scoped = (armId: string) =>
-      platformInput({ roleCatalog: [{ id: "sb", roleDefinitionId: "090c5cfd-751d-490a-894a-3ce6f1109419", scope: { kind: "armId", armId } }] });
-    const bad = platformSchema.safeParse(scoped("/subscriptions/${SUBSCRIPTION_ID}/resourceGroups/shared/providers/Microsoft.ServiceBus/namespaces/${SB_NAME}"));
+      platformInput({
+        roleCatalog: [
+          { id: "sb", roleDefinitionId: "090c5cfd-751d-490a-894a-3ce6f1109419", scope: { kind: "armId", armId } },
+        ],
+      });
+    const bad = platformSchema.safeParse(
+      scoped(
+        "/subscriptions/${SUBSCRIPTION_ID}/resourceGroups/shared/providers/Microsoft.ServiceBus/namespaces/${SB_NAME}",
+      ),
+    );
     expect(bad.success).toBe(false);
-    expect(bad.error!.issues.map((i) => [i.path.join("."), i.message])).toEqual([["roleCatalog.0.scope.armId", "${SB_NAME} is not a platform-vars key (declare it in platformVars)"]]);
-    expect(platformSchema.safeParse(scoped("/subscriptions/${SUBSCRIPTION_ID}/resourceGroups/shared/providers/Microsoft.ServiceBus/namespaces/${SERVICEBUS_NAMESPACE}")).success).toBe(true);
+    expect(bad.error!.issues.map((i) => [i.path.join("."), i.message])).toEqual([
+      ["roleCatalog.0.scope.armId", "${SB_NAME} is not a platform-vars key (declare it in platformVars)"],
+    ]);
+    expect(
+      platformSchema.safeParse(
+        scoped(
+          "/subscriptions/${SUBSCRIPTION_ID}/resourceGroups/shared/providers/Microsoft.ServiceBus/namespaces/${SERVICEBUS_NAMESPACE}",
+        ),
+      ).success,
+    ).toBe(true);
   });
 
   it("refuses cluster names over 40 characters and duplicate clusters or environments", () => {
     const env = (name: string, ...clusters: string[]) => ({ name, clusters: clusters.map((c) => ({ name: c })) });
-    expect(platformSchema.safeParse(platformInput({ environments: [env("dev", `c${"x".repeat(39)}`)] })).success).toBe(true);
-    expect(platformSchema.safeParse(platformInput({ environments: [env("dev", `c${"x".repeat(40)}`)] })).success).toBe(false);
-    expect(platformSchema.safeParse(platformInput({ environments: [env("dev", "a"), env("prod", "a")] })).success).toBe(false);
-    expect(platformSchema.safeParse(platformInput({ environments: [env("dev", "a"), env("dev", "b")] })).success).toBe(false);
+    expect(platformSchema.safeParse(platformInput({ environments: [env("dev", `c${"x".repeat(39)}`)] })).success).toBe(
+      true,
+    );
+    expect(platformSchema.safeParse(platformInput({ environments: [env("dev", `c${"x".repeat(40)}`)] })).success).toBe(
+      false,
+    );
+    expect(platformSchema.safeParse(platformInput({ environments: [env("dev", "a"), env("prod", "a")] })).success).toBe(
+      false,
+    );
+    expect(platformSchema.safeParse(platformInput({ environments: [env("dev", "a"), env("dev", "b")] })).success).toBe(
+      false,
+    );
   });
 });

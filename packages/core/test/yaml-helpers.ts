@@ -35,7 +35,9 @@ export function hasAnchorsOrAliases(doc: Document.Parsed): boolean {
  * nulls, then for anything starting with a digit, sign or dot: `_` removed, strconv base-0 integers,
  * YAML-style floats, 0b binaries, and timestamps.
  */
-const GO_BOOL = new Set("y Y yes Yes YES on On ON true True TRUE n N no No NO off Off OFF false False FALSE".split(" "));
+const GO_BOOL = new Set(
+  "y Y yes Yes YES on On ON true True TRUE n N no No NO off Off OFF false False FALSE".split(" "),
+);
 const GO_NULL = new Set(["", "~", "null", "Null", "NULL"]);
 const GO_SPECIAL_FLOAT = new Set(".inf .Inf .INF +.inf +.Inf +.INF -.inf -.Inf -.INF .nan .NaN .NAN".split(" "));
 export function goYamlType(plain: string): "bool" | "null" | "int" | "float" | "timestamp" | "merge" | "str" {
@@ -56,7 +58,8 @@ export function plainScalars(doc: Document.Parsed): Array<{ source: string; valu
   const out: Array<{ source: string; value: unknown }> = [];
   visit(doc, {
     Scalar(_key, node) {
-      if (isScalar(node) && node.type === Scalar.PLAIN && node.source !== undefined) out.push({ source: node.source, value: node.value });
+      if (isScalar(node) && node.type === Scalar.PLAIN && node.source !== undefined)
+        out.push({ source: node.source, value: node.value });
     },
   });
   return out;
@@ -67,7 +70,8 @@ export function goDisagreements(doc: Document.Parsed): string[] {
   return plainScalars(doc)
     .filter(({ source, value }) => {
       const go = goYamlType(source);
-      const js = value === null ? "null" : typeof value === "boolean" ? "bool" : typeof value === "number" ? "num" : "str";
+      const js =
+        value === null ? "null" : typeof value === "boolean" ? "bool" : typeof value === "number" ? "num" : "str";
       if (go === "int" || go === "float") return js !== "num";
       if (go === "timestamp" || go === "merge") return true; // never acceptable unquoted in output
       return go !== js;
@@ -87,7 +91,13 @@ export interface Manifest {
   apiVersion: string;
   kind: string;
   metadata: { name: string; namespace?: string; labels?: Record<string, string>; annotations?: Record<string, string> };
-  spec?: { azureName?: string; path?: string; labels?: Record<string, string>; description?: string; [field: string]: unknown };
+  spec?: {
+    azureName?: string;
+    path?: string;
+    labels?: Record<string, string>;
+    description?: string;
+    [field: string]: unknown;
+  };
   /** A kustomization's. */
   resources?: string[];
 }

@@ -17,10 +17,7 @@ export interface QueuedTxn {
 }
 
 export type CommitTxn = { kind: "commit"; files: Map<string, string | null>; message: string; view: TxnView };
-export type PlannedTxn =
-  | CommitTxn
-  | { kind: "noop"; view: TxnView }
-  | { kind: "error"; error: unknown; view: TxnView };
+export type PlannedTxn = CommitTxn | { kind: "noop"; view: TxnView } | { kind: "error"; error: unknown; view: TxnView };
 
 export interface Plan {
   /** The remote head the plan builds on; undefined for a branch that does not exist yet. */
@@ -60,7 +57,8 @@ export async function effectiveChanges(view: TxnView, change: RepoChange): Promi
       if (await isFile(path)) {
         if (typeof out.get(path) === "string") track(path, -1);
         out.set(path, null);
-      } else if (out.has(path)) continue; // already deleted by this change
+      } else if (out.has(path))
+        continue; // already deleted by this change
       else if (await view.isDir(path)) throw new GitOpsError("invalid-change", `cannot delete ${path}: it is a folder`);
       continue;
     }
@@ -116,7 +114,8 @@ export class BatchPlanner {
     try {
       const change = await txn.mutate(view);
       if (change === null || change === undefined) return { kind: "noop", view };
-      if (!isRepoChange(change)) throw new GitOpsError("invalid-change", "mutate must resolve with a RepoChange (files: Map, subject) or null");
+      if (!isRepoChange(change))
+        throw new GitOpsError("invalid-change", "mutate must resolve with a RepoChange (files: Map, subject) or null");
       const files = await effectiveChanges(view, change);
       if (files.size === 0) return { kind: "noop", view };
       const message = buildCommitMessage(change, txn.origin);

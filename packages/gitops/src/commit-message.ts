@@ -45,7 +45,10 @@ function extraTrailers(origin: ChangeOrigin): Trailer[] {
   const out: Trailer[] = [];
   for (const { key, value } of given) {
     if (typeof key !== "string" || !TRAILER_KEY.test(key) || key.length > 60) {
-      throw new GitOpsError("invalid-change", `invalid trailer key ${JSON.stringify(String(key).slice(0, 80))}: must match ${TRAILER_KEY}`);
+      throw new GitOpsError(
+        "invalid-change",
+        `invalid trailer key ${JSON.stringify(String(key).slice(0, 80))}: must match ${TRAILER_KEY}`,
+      );
     }
     if (seen.has(key.toLowerCase())) throw new GitOpsError("invalid-change", `trailer ${key} given twice`);
     seen.add(key.toLowerCase());

@@ -2,7 +2,6 @@ import { isAbsolute, resolve } from "node:path";
 import { silentLogger, type Logger } from "@berth/core";
 import { GitOpsError } from "./errors.js";
 
-
 export type FluxRepoAuth =
   | { kind: "none" }
   /** HTTPS: sent as `Authorization: Basic base64(username:token)`; username defaults to `x-access-token`. */
@@ -74,7 +73,6 @@ export interface ResolvedConfig {
   onBatch: (batch: FluxRepoBatch) => void;
 }
 
-
 function fail(message: string): never {
   throw new GitOpsError("config", message);
 }
@@ -115,16 +113,25 @@ export function assertRemoteUrl(url: string): void {
       fail("url is not a valid URL");
     }
     if (parsed.password) fail("url holds a password: pass the credential in auth instead");
-    if (/^https?:$/i.test(parsed.protocol) && parsed.username) fail("url holds a user name: pass it in auth.username instead");
+    if (/^https?:$/i.test(parsed.protocol) && parsed.username)
+      fail("url holds a user name: pass it in auth.username instead");
     return;
   }
   if (/^[A-Za-z0-9._-]+@[A-Za-z0-9.-]+:[^/]/.test(url) || /^[A-Za-z0-9._-]+@[A-Za-z0-9.-]+:\//.test(url)) return; // git@host:org/repo
   if (isAbsolute(url)) return;
-  fail("url must be https://, http://, ssh://, git@host:path, file:// or an absolute path (ext:: and other transports are refused)");
+  fail(
+    "url must be https://, http://, ssh://, git@host:path, file:// or an absolute path (ext:: and other transports are refused)",
+  );
 }
 
 function assertIdentity(what: string, value: string): void {
-  if (typeof value !== "string" || value.trim() === "" || value.length > 200 || CONTROL.test(value) || /[<>]/.test(value)) {
+  if (
+    typeof value !== "string" ||
+    value.trim() === "" ||
+    value.length > 200 ||
+    CONTROL.test(value) ||
+    /[<>]/.test(value)
+  ) {
     fail(`author.${what} must be 1-200 printable characters without '<' or '>'`);
   }
 }
@@ -148,20 +155,32 @@ export function resolveConfig(cfg: FluxRepoConfig): ResolvedConfig {
     case "none":
       break;
     case "token":
-      if (typeof auth.token !== "string" || auth.token === "" || CONTROL.test(auth.token)) fail("auth.token must be a non-empty string");
-      if (auth.username !== undefined && (auth.username === "" || /[:\s]/.test(auth.username) || CONTROL.test(auth.username))) {
+      if (typeof auth.token !== "string" || auth.token === "" || CONTROL.test(auth.token))
+        fail("auth.token must be a non-empty string");
+      if (
+        auth.username !== undefined &&
+        (auth.username === "" || /[:\s]/.test(auth.username) || CONTROL.test(auth.username))
+      ) {
         fail("auth.username must be non-empty without ':' or whitespace");
       }
       if (!/^https?:\/\//i.test(cfg.url)) fail("token auth needs an http(s) url");
       break;
     case "ssh":
-      if (typeof auth.privateKeyPath !== "string" || !isAbsolute(auth.privateKeyPath) || CONTROL.test(auth.privateKeyPath)) {
+      if (
+        typeof auth.privateKeyPath !== "string" ||
+        !isAbsolute(auth.privateKeyPath) ||
+        CONTROL.test(auth.privateKeyPath)
+      ) {
         fail("auth.privateKeyPath must be an absolute path");
       }
-      if (auth.knownHostsPath !== undefined && (!isAbsolute(auth.knownHostsPath) || CONTROL.test(auth.knownHostsPath))) {
+      if (
+        auth.knownHostsPath !== undefined &&
+        (!isAbsolute(auth.knownHostsPath) || CONTROL.test(auth.knownHostsPath))
+      ) {
         fail("auth.knownHostsPath must be an absolute path");
       }
-      if (/^(https?|file):\/\//i.test(cfg.url) || isAbsolute(cfg.url)) fail("ssh auth needs an ssh:// or git@host:path url");
+      if (/^(https?|file):\/\//i.test(cfg.url) || isAbsolute(cfg.url))
+        fail("ssh auth needs an ssh:// or git@host:path url");
       break;
     default:
       fail('auth.kind must be "none", "token" or "ssh"');

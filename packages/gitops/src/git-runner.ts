@@ -51,12 +51,18 @@ export class GitRunner {
     try {
       return await (opts.probe ? this.probeGit : this.git).raw(args);
     } catch (err) {
-      throw this.toError(err, opts.what ?? `git ${args[0]}`, opts.probe ? this.opts.pingTimeoutMs : this.opts.timeoutMs);
+      throw this.toError(
+        err,
+        opts.what ?? `git ${args[0]}`,
+        opts.probe ? this.opts.pingTimeoutMs : this.opts.timeoutMs,
+      );
     }
   }
 
   /** Like run, but resolves with the raw failure text instead of throwing on a non-zero exit. */
-  async tryRun(args: string[]): Promise<{ ok: true; stdout: string } | { ok: false; output: string; error: GitOpsError }> {
+  async tryRun(
+    args: string[],
+  ): Promise<{ ok: true; stdout: string } | { ok: false; output: string; error: GitOpsError }> {
     try {
       return { ok: true, stdout: await this.git.raw(args) };
     } catch (err) {
@@ -114,7 +120,10 @@ export class GitRunner {
         child.stdin.end();
         const code = await closed;
         clearTimeout(timer);
-        if (spawnError) throw new GitOpsError("unavailable", `${what}: cannot run git: ${this.redact(spawnError.message)}`, { cause: spawnError });
+        if (spawnError)
+          throw new GitOpsError("unavailable", `${what}: cannot run git: ${this.redact(spawnError.message)}`, {
+            cause: spawnError,
+          });
         if (timedOut) throw new GitOpsError("timeout", `${what}: no result after ${this.opts.timeoutMs} ms`);
         if (code !== 0) {
           const text = this.redact(Buffer.concat(err).toString("utf8").trim()).slice(0, 2000);
@@ -138,7 +147,9 @@ export class GitRunner {
     if (err instanceof GitPluginError && err.plugin === "timeout") kind = "timeout";
     else if (AUTH_FAILURE.test(raw)) kind = "auth";
     const message =
-      kind === "timeout" ? `${what}: git made no progress for ${timeoutMs} ms and was killed` : `${what} failed: ${text}`;
+      kind === "timeout"
+        ? `${what}: git made no progress for ${timeoutMs} ms and was killed`
+        : `${what} failed: ${text}`;
     // No `cause`: the simple-git error carries the argument list and raw output; keep only the redacted text.
     return new GitOpsError(kind, message);
   }

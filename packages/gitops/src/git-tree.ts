@@ -47,10 +47,14 @@ export class IndexCache {
 
   /** The index of `revision`, known without git: `base`'s with `changes` applied (Berth's own commit). */
   derive(base: string | undefined, revision: string, changes: Iterable<readonly [string, string | null]>): void {
-    const from = base === undefined ? Promise.resolve(new TreeIndex(new Map(), formatOf(revision))) : this.entries.get(base);
+    const from =
+      base === undefined ? Promise.resolve(new TreeIndex(new Map(), formatOf(revision))) : this.entries.get(base);
     if (!from) return;
     const list = [...changes];
-    this.remember(revision, from.then((index) => index.withChanges(list)));
+    this.remember(
+      revision,
+      from.then((index) => index.withChanges(list)),
+    );
   }
 
   /** When `revision` is first read, diff it against `older` (if that index is loaded) instead of listing it. */
@@ -71,7 +75,9 @@ export class IndexCache {
     this.diffBases.delete(revision);
     const base = older === undefined ? undefined : this.entries.get(older);
     if (base && older !== undefined) {
-      const out = await this.runner.run(["diff-tree", "-r", "-z", "--no-renames", older, revision], { what: "git diff-tree" });
+      const out = await this.runner.run(["diff-tree", "-r", "-z", "--no-renames", older, revision], {
+        what: "git diff-tree",
+      });
       return (await base).withDiff(out);
     }
     const out = await this.runner.run(["ls-tree", "-r", "-z", "--full-tree", revision], { what: "git ls-tree" });

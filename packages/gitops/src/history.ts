@@ -45,12 +45,20 @@ const RECORD = "\x1e";
  * The newest commits reachable from `revision` that touch any of `paths` (files or folders), newest first.
  * Paths are matched literally (no globs or pathspec magic), and reach git only after `--`.
  */
-export async function commitsTouching(runner: GitRunner, revision: string, paths: readonly string[], limit: number): Promise<CommitSummary[]> {
+export async function commitsTouching(
+  runner: GitRunner,
+  revision: string,
+  paths: readonly string[],
+  limit: number,
+): Promise<CommitSummary[]> {
   if (!/^[0-9a-f]{40}([0-9a-f]{24})?$/.test(revision)) throw new TypeError(`not a commit id: ${revision}`);
   for (const path of paths) assertReadablePath(path);
   if (paths.length === 0 || limit < 1) return [];
   const format = ["%H", "%aI", "%an", "%s", "%(trailers:only,unfold)"].join(FIELD) + RECORD;
-  const out = await runner.run(["--literal-pathspecs", "log", `--max-count=${Math.floor(limit)}`, `--format=${format}`, revision, "--", ...paths], { what: "git log" });
+  const out = await runner.run(
+    ["--literal-pathspecs", "log", `--max-count=${Math.floor(limit)}`, `--format=${format}`, revision, "--", ...paths],
+    { what: "git log" },
+  );
   return out
     .split(RECORD)
     .map((record) => record.replace(/^\n+/, ""))
@@ -67,7 +75,9 @@ const LOG_FORMAT = `--format=%H${FIELD}%ct${FIELD}%ce${FIELD}%(trailers:only,unf
 const trailerKey = (t: Trailer) => `${t.key.toLowerCase()}\0${t.value}`;
 
 function matches(commit: IndexedCommit, wanted: readonly Trailer[]): boolean {
-  return wanted.every((w) => commit.trailers.some((t) => t.key.toLowerCase() === w.key.toLowerCase() && t.value === w.value));
+  return wanted.every((w) =>
+    commit.trailers.some((t) => t.key.toLowerCase() === w.key.toLowerCase() && t.value === w.value),
+  );
 }
 
 /** The trailer paragraph of a message Berth built (its last paragraph). */
@@ -103,7 +113,8 @@ export class TrailerIndex {
         const c = this.commits.get(rev);
         if (!c || c.committedAt < oldest || !matches(c, wanted)) continue;
         // Behind the index (a snapshot older than our last push): only the commits it can reach count.
-        if (position === "behind" && c.revision !== revision && !(await this.runner.isAncestor(c.revision, revision))) continue;
+        if (position === "behind" && c.revision !== revision && !(await this.runner.isAncestor(c.revision, revision)))
+          continue;
         return c;
       }
       return undefined;
@@ -116,10 +127,19 @@ export class TrailerIndex {
    * Commits this process just pushed on top of `parent`, recorded without asking git. Ignored unless the
    * index is at `parent` (the next find() then catches up through git).
    */
-  recordPushed(parent: string | undefined, pushed: ReadonlyArray<{ revision: string; message: string }>, at: Date): void {
+  recordPushed(
+    parent: string | undefined,
+    pushed: ReadonlyArray<{ revision: string; message: string }>,
+    at: Date,
+  ): void {
     const last = pushed.at(-1);
     if (parent === undefined || this.tip !== parent || last === undefined) return;
-    for (const p of pushed) this.add({ revision: p.revision, committedAt: Math.floor(at.getTime() / 1000) * 1000, trailers: trailersOfMessage(p.message) });
+    for (const p of pushed)
+      this.add({
+        revision: p.revision,
+        committedAt: Math.floor(at.getTime() / 1000) * 1000,
+        trailers: trailersOfMessage(p.message),
+      });
     this.tip = last.revision;
     this.trim();
   }
@@ -155,7 +175,10 @@ export class TrailerIndex {
   /** Berth's own commits in `range` within the window, newest first. */
   private async log(range: string[]): Promise<IndexedCommit[]> {
     const since = Math.floor((this.now() - this.window.windowMs) / 1000);
-    const out = await this.runner.run(["log", LOG_FORMAT, `--max-count=${this.window.maxCommits}`, `--since=@${since}`, ...range, "--"], { what: "git log" });
+    const out = await this.runner.run(
+      ["log", LOG_FORMAT, `--max-count=${this.window.maxCommits}`, `--since=@${since}`, ...range, "--"],
+      { what: "git log" },
+    );
     const commits: IndexedCommit[] = [];
     for (const record of out.split(RECORD)) {
       const [sha, time, email, trailers] = record.replace(/^\n/, "").split(FIELD);
@@ -194,7 +217,10 @@ export class TrailerIndex {
 
 /** What a commit changed against its first parent (every file added for a root commit), sorted by path. */
 export async function commitChanges(runner: GitRunner, revision: string): Promise<FileChange[]> {
-  const out = await runner.run(["diff-tree", "-r", "--root", "--no-commit-id", "--no-renames", "--name-status", "-z", revision], { what: "git diff-tree" });
+  const out = await runner.run(
+    ["diff-tree", "-r", "--root", "--no-commit-id", "--no-renames", "--name-status", "-z", revision],
+    { what: "git diff-tree" },
+  );
   const parts = out.split("\0").filter((p) => p !== "");
   const changes: FileChange[] = [];
   for (const [code, path] of pairs(parts)) {

@@ -3,5 +3,13 @@ export type { FluxRepoAuth, FluxRepoBatch, FluxRepoConfig } from "./config.js";
 export { GitOpsError, type GitOpsErrorKind } from "./errors.js";
 export { GitTree } from "./git-tree.js";
 export { assertWritablePath } from "./paths.js";
-export { buildCommitMessage, parseTrailers, sanitizeLine, trailerValue, TRAILER_ACTOR, TRAILER_KEY, TRAILER_REQUEST_ID } from "./commit-message.js";
+export {
+  buildCommitMessage,
+  parseTrailers,
+  sanitizeLine,
+  trailerValue,
+  TRAILER_ACTOR,
+  TRAILER_KEY,
+  TRAILER_REQUEST_ID,
+} from "./commit-message.js";
 export type { CommitSummary } from "./history.js";

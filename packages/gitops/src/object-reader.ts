@@ -79,7 +79,9 @@ export class ObjectReader {
     const obj = await this.request(spec);
     // A bare object name that is missing may arrive with the next fetch: only `<sha>:<path>` misses are final.
     if (obj !== undefined || spec.includes(":")) {
-      this.cache.set(spec, obj ?? false, { size: spec.length + (obj?.text.length ?? 0) + (obj?.entries.length ?? 0) * 96 + 64 });
+      this.cache.set(spec, obj ?? false, {
+        size: spec.length + (obj?.text.length ?? 0) + (obj?.entries.length ?? 0) * 96 + 64,
+      });
     }
     return obj;
   }
@@ -91,7 +93,8 @@ export class ObjectReader {
 
   private request(spec: string): Promise<GitObject | undefined> {
     if (this.closed) return Promise.reject(new GitOpsError("closed", "object reader closed"));
-    if (/[\r\n]/.test(spec)) return Promise.reject(new GitOpsError("invalid-change", "object name contains a line break"));
+    if (/[\r\n]/.test(spec))
+      return Promise.reject(new GitOpsError("invalid-change", "object name contains a line break"));
     return new Promise((resolve, reject) => {
       const proc = this.ensureProcess();
       if (this.queue.length === 0) this.arm();

@@ -13,7 +13,12 @@ import type { FluxRepoAuth } from "./config.js";
  */
 
 /** Inherited GIT_* variables that are safe and useful to keep (this machine sets GIT_SSL_CAINFO). */
-const INHERITED_GIT_VARS = new Set(["GIT_SSL_CAINFO", "GIT_SSL_CAPATH", "GIT_HTTP_LOW_SPEED_LIMIT", "GIT_HTTP_LOW_SPEED_TIME"]);
+const INHERITED_GIT_VARS = new Set([
+  "GIT_SSL_CAINFO",
+  "GIT_SSL_CAPATH",
+  "GIT_HTTP_LOW_SPEED_LIMIT",
+  "GIT_HTTP_LOW_SPEED_TIME",
+]);
 /** Non-GIT_ variables git would run as programs; simple-git refuses them, and we never want them. */
 const DROPPED_VARS = new Set(["editor", "visual", "pager", "prefix", "ssh_askpass", "ssh_askpass_require"]);
 
@@ -40,7 +45,11 @@ function askPassProgram(): string {
   return existsSync("/bin/true") ? "/bin/true" : "true";
 }
 
-export function buildGitEnvironment(opts: { gitDir: string; auth: FluxRepoAuth; connectTimeoutSec: number }): GitEnvironment {
+export function buildGitEnvironment(opts: {
+  gitDir: string;
+  auth: FluxRepoAuth;
+  connectTimeoutSec: number;
+}): GitEnvironment {
   const env: Record<string, string> = {};
   for (const [key, value] of Object.entries(process.env)) {
     if (value === undefined) continue;

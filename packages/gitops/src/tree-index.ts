@@ -114,7 +114,11 @@ export class TreeIndex {
    */
   private derived(next: ReadonlyMap<string, string>): TreeIndex {
     const added = [...next.keys()].filter((p) => !this.blobs.has(p));
-    return new TreeIndex(next, this.format, mergeSorted(this.sorted, added, (p) => !next.has(p)));
+    return new TreeIndex(
+      next,
+      this.format,
+      mergeSorted(this.sorted, added, (p) => !next.has(p)),
+    );
   }
 }
 
@@ -130,7 +134,11 @@ export function blobId(content: string, format: "sha1" | "sha256" = "sha1"): str
  * `sorted` (paths in code-point order) without the `removed` ones, with `added` merged in at their places;
  * a path in both is listed once. Linear in `sorted`: the few paths a change adds are sorted, not all.
  */
-export function mergeSorted(sorted: readonly string[], added: readonly string[], removed: (path: string) => boolean): string[] {
+export function mergeSorted(
+  sorted: readonly string[],
+  added: readonly string[],
+  removed: (path: string) => boolean,
+): string[] {
   const extra = [...added].sort(compare);
   const out: string[] = [];
   let a = 0;

@@ -13,20 +13,24 @@ afterEach(async () => {
 const INDEX = "clusters/c1/teams/kustomization.yaml";
 
 /** Like the domain's onboarding: a team folder plus a read-modify-write of a shared per-cluster index. */
-const onboard = (name: string, renderMs = 0) => async (tree: RepoTree) => {
-  if (renderMs) await new Promise((r) => setTimeout(r, renderMs)); // rendering templates takes a while
-  if ((await tree.read(`teams/${name}/team.yaml`)) !== undefined) throw new TeamExistsError(name);
-  const members = (await tree.list("clusters/c1/teams")).filter((p) => p !== INDEX).map((p) => p.slice("clusters/c1/teams/".length, -".yaml".length));
-  members.push(name);
-  return change(`berth: onboard team ${name}`, {
-    [`teams/${name}/team.yaml`]: `name: ${name}\n`,
-    [`clusters/c1/teams/${name}.yaml`]: `team: ${name}\n`,
-    [INDEX]: `resources:\n${members
-      .sort()
-      .map((m) => `  - ${m}.yaml\n`)
-      .join("")}`,
-  });
-};
+const onboard =
+  (name: string, renderMs = 0) =>
+  async (tree: RepoTree) => {
+    if (renderMs) await new Promise((r) => setTimeout(r, renderMs)); // rendering templates takes a while
+    if ((await tree.read(`teams/${name}/team.yaml`)) !== undefined) throw new TeamExistsError(name);
+    const members = (await tree.list("clusters/c1/teams"))
+      .filter((p) => p !== INDEX)
+      .map((p) => p.slice("clusters/c1/teams/".length, -".yaml".length));
+    members.push(name);
+    return change(`berth: onboard team ${name}`, {
+      [`teams/${name}/team.yaml`]: `name: ${name}\n`,
+      [`clusters/c1/teams/${name}.yaml`]: `team: ${name}\n`,
+      [INDEX]: `resources:\n${members
+        .sort()
+        .map((m) => `  - ${m}.yaml\n`)
+        .join("")}`,
+    });
+  };
 
 describe("FluxRepo under concurrency", () => {
   it("commits 50 concurrent transactions, one commit each, while another bot keeps pushing", async () => {
@@ -55,7 +59,12 @@ describe("FluxRepo under concurrency", () => {
             if (i === 20 && !raced) {
               // Whatever the bot's timing, at least one batch push loses a race.
               raced = true;
-              await pushForeignCommit({ url: remote.url, path: "image-automation/extra.txt", content: "x", subject: "image-automation: extra" });
+              await pushForeignCommit({
+                url: remote.url,
+                path: "image-automation/extra.txt",
+                content: "x",
+                subject: "image-automation: extra",
+              });
             }
             return onboard(n, 10)(tree);
           },
@@ -86,7 +95,11 @@ describe("FluxRepo under concurrency", () => {
     // Every foreign commit survived, none of ours is duplicated, each transaction got its own commit.
     for (const f of foreign.files) expect(state.files.has(f), f).toBe(true);
     const subjects = state.commits.map((c) => c.subject);
-    for (const s of foreign.subjects) expect(subjects.filter((x) => x === s), s).toHaveLength(1);
+    for (const s of foreign.subjects)
+      expect(
+        subjects.filter((x) => x === s),
+        s,
+      ).toHaveLength(1);
     expect(subjects.filter((s) => s.startsWith("image-automation:"))).toHaveLength(foreign.commits + 1);
     expect(state.files.get("image-automation/extra.txt")).toBe("x");
     expect(stats.pushRejections).toBeGreaterThan(0);
@@ -161,11 +174,17 @@ describe("FluxRepo under concurrency", () => {
     await repo.init();
     const outcomes = await Promise.allSettled(
       Array.from({ length: 20 }, (_, i) =>
-        repo.transact(async (tree) => {
-          if (i % 5 === 3) throw new Error(`mutate ${i} failed`);
-          if (i % 5 === 4) return null;
-          return change(`write ${i}`, { [`f/${i}.txt`]: `${i}`, "f/count.txt": `${Number((await tree.read("f/count.txt")) ?? 0) + 1}` });
-        }, { actor: "a", requestId: String(i) }),
+        repo.transact(
+          async (tree) => {
+            if (i % 5 === 3) throw new Error(`mutate ${i} failed`);
+            if (i % 5 === 4) return null;
+            return change(`write ${i}`, {
+              [`f/${i}.txt`]: `${i}`,
+              "f/count.txt": `${Number((await tree.read("f/count.txt")) ?? 0) + 1}`,
+            });
+          },
+          { actor: "a", requestId: String(i) },
+        ),
       ),
     );
     const state = await inspectRemote(remote.url);

@@ -26,15 +26,24 @@ describe("FluxRepo over file://", () => {
     await repo.init();
     expect((await inspectRemote(remote.url)).head).toBeUndefined();
 
-    const created = await repo.transact(write("berth: onboard team a", { "teams/a/team.yaml": "name: a\n", "teams/a/ns.yaml": "kind: Namespace\n" }), origin);
+    const created = await repo.transact(
+      write("berth: onboard team a", { "teams/a/team.yaml": "name: a\n", "teams/a/ns.yaml": "kind: Namespace\n" }),
+      origin,
+    );
     expect(created.committed).toBe(true);
     expect(created.files).toEqual(["teams/a/ns.yaml", "teams/a/team.yaml"]);
     let state = await inspectRemote(remote.url);
     expect(state.head).toBe(created.revision);
-    expect(Object.fromEntries(state.files)).toEqual({ "teams/a/team.yaml": "name: a\n", "teams/a/ns.yaml": "kind: Namespace\n" });
+    expect(Object.fromEntries(state.files)).toEqual({
+      "teams/a/team.yaml": "name: a\n",
+      "teams/a/ns.yaml": "kind: Namespace\n",
+    });
     expect(state.commits).toHaveLength(1);
     expect(state.commits[0]?.subject).toBe("berth: onboard team a");
-    expect(state.commits[0]?.trailers).toEqual({ "Berth-Requested-By": "alice@example.com", "Berth-Request-Id": "req-1" });
+    expect(state.commits[0]?.trailers).toEqual({
+      "Berth-Requested-By": "alice@example.com",
+      "Berth-Request-Id": "req-1",
+    });
 
     const updated = await repo.transact(write("berth: update team a", { "teams/a/team.yaml": "name: a\nsize: 2\n" }), {
       actor: "bob",
@@ -48,7 +57,10 @@ describe("FluxRepo over file://", () => {
     expect(state.commits.map((c) => c.subject)).toEqual(["berth: update team a", "berth: onboard team a"]);
     expect(state.commits[0]?.trailers["Berth-Requested-By"]).toBe("bob");
 
-    const deleted = await repo.transact(write("berth: offboard team a", { "teams/a/team.yaml": null, "teams/a/ns.yaml": null }), origin);
+    const deleted = await repo.transact(
+      write("berth: offboard team a", { "teams/a/team.yaml": null, "teams/a/ns.yaml": null }),
+      origin,
+    );
     expect(deleted.committed).toBe(true);
     state = await inspectRemote(remote.url);
     expect(state.files.size).toBe(0);
@@ -60,7 +72,12 @@ describe("FluxRepo over file://", () => {
     await repo.transact(write("seed", { "teams/index.txt": "a\n", "teams/a/team.yaml": "a" }), origin);
     const seen: (readonly string[])[] = [];
     await repo.transact(async (tree) => {
-      seen.push(await tree.list("teams"), await tree.list(""), await tree.list("nope"), await tree.list("teams/index.txt"));
+      seen.push(
+        await tree.list("teams"),
+        await tree.list(""),
+        await tree.list("nope"),
+        await tree.list("teams/index.txt"),
+      );
       const index = (await tree.read("teams/index.txt")) ?? "";
       expect(await tree.read("teams")).toBeUndefined(); // a folder is not a file
       expect(await tree.read("teams/missing.yaml")).toBeUndefined();
@@ -69,7 +86,9 @@ describe("FluxRepo over file://", () => {
     expect(seen).toEqual([["teams/a/team.yaml", "teams/index.txt"], ["teams/a/team.yaml", "teams/index.txt"], [], []]);
     const state = await inspectRemote(remote.url);
     expect(state.files.get("teams/index.txt")).toBe("a\nb\n");
-    expect(state.commits[0]?.message).toBe("add b\n\nline one\nline two\n\nBerth-Requested-By: alice@example.com\nBerth-Request-Id: req-1\n");
+    expect(state.commits[0]?.message).toBe(
+      "add b\n\nline one\nline two\n\nBerth-Requested-By: alice@example.com\nBerth-Request-Id: req-1\n",
+    );
   });
 
   it("commits nothing when nothing changes", async () => {
@@ -137,7 +156,11 @@ describe("FluxRepo over file://", () => {
   it("never lets request data act as a git option or forge message lines", async () => {
     const { remote, repo } = await setup();
     await repo.transact(
-      async () => change("--amend\nBerth-Requested-By: root", { "f.yaml": "1" }, ["-c core.sshCommand=touch /tmp/pwned", "Berth-Request-Id: forged"]),
+      async () =>
+        change("--amend\nBerth-Requested-By: root", { "f.yaml": "1" }, [
+          "-c core.sshCommand=touch /tmp/pwned",
+          "Berth-Request-Id: forged",
+        ]),
       { actor: "--author=evil <e@e>\nBerth-Requested-By: admin", requestId: `r\u0000\u001b[31m${"x".repeat(500)}` },
     );
     const [c] = (await inspectRemote(remote.url)).commits;
@@ -199,7 +222,13 @@ describe("FluxRepo over file://", () => {
     expect(state.files.get("teams/index.txt")).toBe("a\nb\nz\nc\n");
     expect(state.files.get("image-automation/1.txt")).toBe("1");
     expect(state.head).toBe(r2.revision);
-    expect(state.commits.map((c) => c.subject)).toEqual(["add c", "foreign: write teams/index.txt", "add b", "foreign: write image-automation/1.txt", "seed"]);
+    expect(state.commits.map((c) => c.subject)).toEqual([
+      "add c",
+      "foreign: write teams/index.txt",
+      "add b",
+      "foreign: write image-automation/1.txt",
+      "seed",
+    ]);
     expect(state.commits.find((c) => c.subject === "add b")?.sha).toBe(r1.revision);
   });
 
@@ -211,7 +240,8 @@ describe("FluxRepo over file://", () => {
       .transact(async (tree) => {
         calls += 1;
         if ((await tree.read("teams/x/team.yaml")) !== undefined) throw new TeamExistsError("x");
-        if (calls === 1) await pushForeignCommit({ url: remote.url, path: "teams/x/team.yaml", content: "someone else" });
+        if (calls === 1)
+          await pushForeignCommit({ url: remote.url, path: "teams/x/team.yaml", content: "someone else" });
         return change("onboard x", { "teams/x/team.yaml": "mine" });
       }, origin)
       .catch((e: unknown) => e);
@@ -260,7 +290,13 @@ describe("FluxRepo over file://", () => {
     expect(r.committed).toBe(true);
     expect((await inspectRemote(remote.url)).commits.map((c) => c.subject)).toEqual(["second", "seed"]);
     // Two FluxRepos on one workDir in one process are refused.
-    const twin = FluxRepo.fromConfig({ url: remote.url, branch: "main", workDir, author: { name: "B", email: "b@e" }, auth: { kind: "none" } });
+    const twin = FluxRepo.fromConfig({
+      url: remote.url,
+      branch: "main",
+      workDir,
+      author: { name: "B", email: "b@e" },
+      auth: { kind: "none" },
+    });
     await expect(twin.init()).rejects.toMatchObject({ kind: "config" });
     await again.close();
     await expect(again.transact(write("late", { "c.txt": "3" }), origin)).rejects.toMatchObject({ kind: "closed" });
@@ -269,13 +305,25 @@ describe("FluxRepo over file://", () => {
     cleanups.push(() => rm(other, { recursive: true, force: true }));
     await mkdir(join(other, "stuff"));
     await writeFile(join(other, "stuff", "x"), "x");
-    const foreign = FluxRepo.fromConfig({ url: remote.url, branch: "main", workDir: other, author: { name: "B", email: "b@e" }, auth: { kind: "none" } });
+    const foreign = FluxRepo.fromConfig({
+      url: remote.url,
+      branch: "main",
+      workDir: other,
+      author: { name: "B", email: "b@e" },
+      auth: { kind: "none" },
+    });
     await expect(foreign.init()).rejects.toMatchObject({ kind: "config" });
     expect(await readFile(join(other, "stuff", "x"), "utf8")).toBe("x");
   });
 
   it("validates its config up front", () => {
-    const base = { url: "file:///tmp/x.git", branch: "main", workDir: "/tmp/w", author: { name: "B", email: "b@e" }, auth: { kind: "none" as const } };
+    const base = {
+      url: "file:///tmp/x.git",
+      branch: "main",
+      workDir: "/tmp/w",
+      author: { name: "B", email: "b@e" },
+      auth: { kind: "none" as const },
+    };
     expect(() => FluxRepo.fromConfig({ ...base, url: "ext::sh -c touch% /tmp/pwned" })).toThrow(GitOpsError);
     expect(() => FluxRepo.fromConfig({ ...base, url: "--upload-pack=touch" })).toThrow(GitOpsError);
     expect(() => FluxRepo.fromConfig({ ...base, url: "https://user:secret@example.com/x.git" })).toThrow(/password/);
@@ -284,6 +332,8 @@ describe("FluxRepo over file://", () => {
     expect(() => FluxRepo.fromConfig({ ...base, author: { name: "x <y>", email: "b@e" } })).toThrow(GitOpsError);
     expect(() => FluxRepo.fromConfig({ ...base, auth: { kind: "token", token: "t" } })).toThrow(/http/);
     expect(() => FluxRepo.fromConfig({ ...base, maxPushAttempts: 0 })).toThrow(GitOpsError);
-    expect(FluxRepo.fromConfig({ ...base, url: "git@github.com:org/flux.git", auth: { kind: "ssh", privateKeyPath: "/k" } })).toBeInstanceOf(FluxRepo);
+    expect(
+      FluxRepo.fromConfig({ ...base, url: "git@github.com:org/flux.git", auth: { kind: "ssh", privateKeyPath: "/k" } }),
+    ).toBeInstanceOf(FluxRepo);
   });
 });

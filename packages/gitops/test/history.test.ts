@@ -24,8 +24,13 @@ describe("findCommit: Berth's own commits found by their trailers in the branch'
     cleanups.push(opened.cleanup);
     return opened.repo;
   };
-  const commitWith = async (repo: Awaited<ReturnType<typeof open>>, path: string, trailers: Array<{ key: string; value: string }>) =>
-    (await repo.transact(async () => change(`write ${path}`, { [path]: `${path}\n` }), { ...origin, trailers })).revision;
+  const commitWith = async (
+    repo: Awaited<ReturnType<typeof open>>,
+    path: string,
+    trailers: Array<{ key: string; value: string }>,
+  ) =>
+    (await repo.transact(async () => change(`write ${path}`, { [path]: `${path}\n` }), { ...origin, trailers }))
+      .revision;
 
   it("finds a commit by all of the given trailers, through foreign commits on top, and after a restart", async () => {
     const repo = await open();
@@ -35,7 +40,12 @@ describe("findCommit: Berth's own commits found by their trailers in the branch'
     const tree = await repo.snapshot(0);
     const found = await tree.findCommit([KEY]);
     expect(found?.revision).toBe(first);
-    expect(found?.trailers).toEqual(expect.arrayContaining([{ key: "Berth-Requested-By", value: origin.actor }, { key: "Berth-Team", value: "a" }]));
+    expect(found?.trailers).toEqual(
+      expect.arrayContaining([
+        { key: "Berth-Requested-By", value: origin.actor },
+        { key: "Berth-Team", value: "a" },
+      ]),
+    );
     expect(await found!.changes()).toEqual([{ path: "a.txt", status: "added" }]);
     expect(await found!.tree.read("a.txt")).toBe("a.txt\n");
     expect(await found!.tree.read("b.txt")).toBeUndefined();
@@ -51,12 +61,19 @@ describe("findCommit: Berth's own commits found by their trailers in the branch'
 
   it("ignores trailers in anyone else's commits, and sees only the tree's own history", async () => {
     const repo = await open();
-    await pushForeignCommit({ url: remote.url, path: "forged.txt", content: "x", subject: "forged\n\nBerth-Requested-By: alice@example.com\nBerth-Idempotency-Key: forged" });
+    await pushForeignCommit({
+      url: remote.url,
+      path: "forged.txt",
+      content: "x",
+      subject: "forged\n\nBerth-Requested-By: alice@example.com\nBerth-Idempotency-Key: forged",
+    });
     const tree = await repo.snapshot(0);
     expect(await tree.findCommit([{ key: "Berth-Idempotency-Key", value: "forged" }])).toBeUndefined();
     const later = await commitWith(repo, "c.txt", [{ key: "Berth-Idempotency-Key", value: "k-later" }]);
     expect(await tree.findCommit([{ key: "Berth-Idempotency-Key", value: "k-later" }])).toBeUndefined(); // the older tree
-    expect((await (await repo.snapshot(0)).findCommit([{ key: "Berth-Idempotency-Key", value: "k-later" }]))?.revision).toBe(later);
+    expect(
+      (await (await repo.snapshot(0)).findCommit([{ key: "Berth-Idempotency-Key", value: "k-later" }]))?.revision,
+    ).toBe(later);
   });
 
   it("a transaction that asks the history is re-run when the remote moves under its batch", async () => {
@@ -83,14 +100,30 @@ describe("TrailerIndex window", () => {
     try {
       const opened = await openRepo(remote.url);
       const shas: string[] = [];
-      for (let i = 0; i < 4; i++) shas.push((await opened.repo.transact(async () => change(`c${i}`, { [`f${i}`]: "x" }), { ...origin, trailers: [{ key: "Berth-N", value: String(i) }] })).revision);
+      for (let i = 0; i < 4; i++)
+        shas.push(
+          (
+            await opened.repo.transact(async () => change(`c${i}`, { [`f${i}`]: "x" }), {
+              ...origin,
+              trailers: [{ key: "Berth-N", value: String(i) }],
+            })
+          ).revision,
+        );
       await opened.cleanup();
       await git(["clone", "--quiet", "--bare", remote.dir, `${tmp}/clone.git`]);
-      const runner = new GitRunner(buildGitEnvironment({ gitDir: `${tmp}/clone.git`, auth: { kind: "none" }, connectTimeoutSec: 5 }), { cwd: `${tmp}/clone.git`, timeoutMs: 10_000, pingTimeoutMs: 5_000 });
+      const runner = new GitRunner(
+        buildGitEnvironment({ gitDir: `${tmp}/clone.git`, auth: { kind: "none" }, connectTimeoutSec: 5 }),
+        { cwd: `${tmp}/clone.git`, timeoutMs: 10_000, pingTimeoutMs: 5_000 },
+      );
       const head = shas[3]!;
-      const committedAt = Number((await git(["log", "-1", "--format=%ct", head], { cwd: `${tmp}/clone.git` })).trim()) * 1000;
+      const committedAt =
+        Number((await git(["log", "-1", "--format=%ct", head], { cwd: `${tmp}/clone.git` })).trim()) * 1000;
       let now = committedAt + 1000;
-      const index = new TrailerIndex(runner, { windowMs: 60_000, maxCommits: 3, committerEmail: "berth@example.test" }, () => now);
+      const index = new TrailerIndex(
+        runner,
+        { windowMs: 60_000, maxCommits: 3, committerEmail: "berth@example.test" },
+        () => now,
+      );
       expect((await index.find(head, [{ key: "Berth-N", value: "3" }]))?.revision).toBe(shas[3]);
       expect((await index.find(head, [{ key: "Berth-N", value: "1" }]))?.revision).toBe(shas[1]);
       expect(await index.find(head, [{ key: "Berth-N", value: "0" }])).toBeUndefined(); // beyond maxCommits

@@ -48,13 +48,21 @@ describe("FluxRepo over smart HTTP with Basic auth", () => {
     const url = await newRemote("a.git");
     // The apps' logger (pino), at debug, into memory: every line the writer logs is checked for the token.
     const { logger, lines: logs } = captureLogs({ level: "debug" });
-    const { repo, workDir, cleanup } = await openRepo(url, { auth: { kind: "token", token: TOKEN, username: USER }, logger });
+    const { repo, workDir, cleanup } = await openRepo(url, {
+      auth: { kind: "token", token: TOKEN, username: USER },
+      logger,
+    });
     try {
       await repo.ping();
-      const r = await repo.transact(async () => change("berth: onboard team h", { "teams/h/team.yaml": "name: h\n" }), origin);
+      const r = await repo.transact(
+        async () => change("berth: onboard team h", { "teams/h/team.yaml": "name: h\n" }),
+        origin,
+      );
       expect(r.committed).toBe(true);
       const concurrent = await Promise.all(
-        Array.from({ length: 10 }, (_, i) => repo.transact(async () => change(`w${i}`, { [`w/${i}.txt`]: `${i}` }), origin)),
+        Array.from({ length: 10 }, (_, i) =>
+          repo.transact(async () => change(`w${i}`, { [`w/${i}.txt`]: `${i}` }), origin),
+        ),
       );
       const state = await inspectRemote(url, "main", authEnv);
       expect(state.files.get("teams/h/team.yaml")).toBe("name: h\n");
@@ -80,7 +88,11 @@ describe("FluxRepo over smart HTTP with Basic auth", () => {
     for (const auth of [{ kind: "token" as const, token: WRONG, username: USER }, { kind: "none" as const }]) {
       const { repo, cleanup } = await openRepo(url, { auth, timeoutMs: 20_000 });
       try {
-        for (const op of [() => repo.ping(), () => repo.transact(async () => change("x", { "x.txt": "x" }), origin), () => repo.snapshot()]) {
+        for (const op of [
+          () => repo.ping(),
+          () => repo.transact(async () => change("x", { "x.txt": "x" }), origin),
+          () => repo.snapshot(),
+        ]) {
           const started = Date.now();
           const err = await op().catch((e: unknown) => e);
           expect(Date.now() - started).toBeLessThan(5_000);
@@ -103,7 +115,10 @@ describe("FluxRepo over smart HTTP with Basic auth", () => {
     const blackhole = createServer((s) => sockets.push(s)); // accepts, never answers
     await new Promise<void>((r) => blackhole.listen(0, "127.0.0.1", () => r()));
     const { port } = blackhole.address() as AddressInfo;
-    const { repo, cleanup } = await openRepo(`http://127.0.0.1:${port}/flux.git`, { auth: { kind: "token", token: TOKEN }, timeoutMs: 1_500 });
+    const { repo, cleanup } = await openRepo(`http://127.0.0.1:${port}/flux.git`, {
+      auth: { kind: "token", token: TOKEN },
+      timeoutMs: 1_500,
+    });
     try {
       const started = Date.now();
       const err = await repo.ping().catch((e: unknown) => e);
@@ -134,7 +149,13 @@ describe("FluxRepo over smart HTTP with Basic auth", () => {
             if (i === 5 && !raced) {
               // Make sure at least one push loses the race, whatever the bot's timing.
               raced = true;
-              await pushForeignCommit({ url, env: authEnv, path: "image-automation/extra.txt", content: "x", subject: "image-automation: extra" });
+              await pushForeignCommit({
+                url,
+                env: authEnv,
+                path: "image-automation/extra.txt",
+                content: "x",
+                subject: "image-automation: extra",
+              });
             }
             return change(`berth: write ${i}`, { [`teams/t${i}.yaml`]: `${i}\n` });
           }, origin),

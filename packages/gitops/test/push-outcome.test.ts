@@ -24,10 +24,12 @@ describe("a push whose outcome is not a plain rejection", () => {
       const hook = join(remote.dir, "hooks", "pre-receive");
       await writeFile(hook, "#!/bin/sh\ncat >/dev/null\necho 'policy says no' >&2\nexit 1\n", { mode: 0o755 });
       try {
-        const outcome = await repo.transact(async () => change("second", { "b.txt": "b" }), origin).then(
-          (r) => ({ ok: true as const, r }),
-          (e: unknown) => ({ ok: false as const, e }),
-        );
+        const outcome = await repo
+          .transact(async () => change("second", { "b.txt": "b" }), origin)
+          .then(
+            (r) => ({ ok: true as const, r }),
+            (e: unknown) => ({ ok: false as const, e }),
+          );
         expect(outcome.ok, JSON.stringify(outcome)).toBe(false);
         expect((outcome as { e: unknown }).e).toBeInstanceOf(GitOpsError);
       } finally {

@@ -27,7 +27,9 @@ describe("FluxRepo over SSH with a deploy key", () => {
     try {
       await repo.ping();
       const results = await Promise.all(
-        Array.from({ length: 5 }, (_, i) => repo.transact(async () => change(`ssh ${i}`, { [`s/${i}.txt`]: `${i}` }), origin)),
+        Array.from({ length: 5 }, (_, i) =>
+          repo.transact(async () => change(`ssh ${i}`, { [`s/${i}.txt`]: `${i}` }), origin),
+        ),
       );
       expect(results.every((r) => r.committed)).toBe(true);
       const state = await inspectRemote(remote.url);
@@ -41,7 +43,9 @@ describe("FluxRepo over SSH with a deploy key", () => {
   it("trusts the host key on first use when no known_hosts is given", async () => {
     const remote = await createBareRepo();
     remotes.push(remote);
-    const { repo, cleanup } = await openRepo(server.repoUrl(remote.dir), { auth: { kind: "ssh", privateKeyPath: server.privateKeyPath } });
+    const { repo, cleanup } = await openRepo(server.repoUrl(remote.dir), {
+      auth: { kind: "ssh", privateKeyPath: server.privateKeyPath },
+    });
     try {
       await repo.transact(async () => change("tofu", { "a.txt": "a" }), origin);
       expect((await inspectRemote(remote.url)).files.get("a.txt")).toBe("a");

@@ -8,7 +8,13 @@ import { buildGitEnvironment } from "../src/remote-auth.js";
 
 describe("paths", () => {
   it("accepts plain relative POSIX paths", () => {
-    for (const p of ["a", "teams/a/team.yaml", "clusters/c-1/teams/kustomization.yaml", "x/.hidden", "a/b_c.d+e=f@g,h~i"]) {
+    for (const p of [
+      "a",
+      "teams/a/team.yaml",
+      "clusters/c-1/teams/kustomization.yaml",
+      "x/.hidden",
+      "a/b_c.d+e=f@g,h~i",
+    ]) {
       expect(() => assertWritablePath(p), p).not.toThrow();
     }
   });
@@ -23,9 +29,9 @@ describe("paths", () => {
 
 describe("commit messages", () => {
   it("puts subject, body and trailers in separate paragraphs", () => {
-    expect(buildCommitMessage({ subject: "s", body: ["b1", "b2"], files: new Map() }, { actor: "a", requestId: "r" })).toBe(
-      "s\n\nb1\nb2\n\nBerth-Requested-By: a\nBerth-Request-Id: r\n",
-    );
+    expect(
+      buildCommitMessage({ subject: "s", body: ["b1", "b2"], files: new Map() }, { actor: "a", requestId: "r" }),
+    ).toBe("s\n\nb1\nb2\n\nBerth-Requested-By: a\nBerth-Request-Id: r\n");
     expect(buildCommitMessage({ subject: "", files: new Map() }, { actor: "", requestId: "" })).toBe(
       "berth: update\n\nBerth-Requested-By: unknown\nBerth-Request-Id: unknown\n",
     );
@@ -41,7 +47,9 @@ describe("commit messages", () => {
       ],
     };
     const message = buildCommitMessage({ subject: "s", files: new Map() }, origin);
-    expect(message).toBe("s\n\nBerth-Requested-By: alice\nBerth-Request-Id: r1\nBerth-Action: create\nBerth-Idempotency-Key: k-1 Berth-Requested-By: mallory\n");
+    expect(message).toBe(
+      "s\n\nBerth-Requested-By: alice\nBerth-Request-Id: r1\nBerth-Action: create\nBerth-Idempotency-Key: k-1 Berth-Requested-By: mallory\n",
+    );
     const parsedByGit = execFileSync("git", ["interpret-trailers", "--parse"], { input: message, encoding: "utf8" });
     expect(parseTrailers(parsedByGit)).toEqual([
       { key: "Berth-Requested-By", value: "alice" },
@@ -51,10 +59,17 @@ describe("commit messages", () => {
     ]);
   });
   it("refuses trailer keys outside Berth-*, and a key given twice", () => {
-    const build = (trailers: Array<{ key: string; value: string }>) => () => buildCommitMessage({ subject: "s", files: new Map() }, { actor: "a", requestId: "r", trailers });
-    for (const key of ["Signed-off-by", "Berth-", "Berth-a b", "Berth-x:y", "berth-lower", "Berth-A\nB"]) expect(build([{ key, value: "v" }]), key).toThrow(/invalid trailer key/);
+    const build = (trailers: Array<{ key: string; value: string }>) => () =>
+      buildCommitMessage({ subject: "s", files: new Map() }, { actor: "a", requestId: "r", trailers });
+    for (const key of ["Signed-off-by", "Berth-", "Berth-a b", "Berth-x:y", "berth-lower", "Berth-A\nB"])
+      expect(build([{ key, value: "v" }]), key).toThrow(/invalid trailer key/);
     expect(build([{ key: "Berth-Requested-By", value: "mallory" }])).toThrow(/twice/);
-    expect(build([{ key: "Berth-X", value: "1" }, { key: "Berth-x", value: "2" }])).toThrow(/twice/);
+    expect(
+      build([
+        { key: "Berth-X", value: "1" },
+        { key: "Berth-x", value: "2" },
+      ]),
+    ).toThrow(/twice/);
   });
   it("sanitizes to one bounded line", () => {
     expect(sanitizeLine("a\r\nb\u2028c\u202ed\u0000e", 100)).toBe("a b c d e");
@@ -63,11 +78,19 @@ describe("commit messages", () => {
 });
 
 describe("planConflicts", () => {
-  const view = (reads: string[], lists: string[] = []) => ({ reads: new Set(reads), lists: new Set(lists) }) as unknown as TxnView;
+  const view = (reads: string[], lists: string[] = []) =>
+    ({ reads: new Set(reads), lists: new Set(lists) }) as unknown as TxnView;
   const plan = (txns: Plan["txns"]): Plan => ({ base: "x", txns });
 
   it("ignores changes to paths nobody touched", () => {
-    const p = plan([{ kind: "commit", files: new Map([["teams/a.yaml", "a"]]), message: "m", view: view(["teams/a.yaml"], ["clusters/c1/teams"]) }]);
+    const p = plan([
+      {
+        kind: "commit",
+        files: new Map([["teams/a.yaml", "a"]]),
+        message: "m",
+        view: view(["teams/a.yaml"], ["clusters/c1/teams"]),
+      },
+    ]);
     expect(planConflicts(p, ["image-automation/1.txt", "clusters/c2/teams/x.yaml", "teams/ab.yaml"])).toBe(false);
     expect(planConflicts(p, [])).toBe(false);
   });
@@ -75,7 +98,12 @@ describe("planConflicts", () => {
   it("sees a changed read, write, listed folder or file/folder clash", () => {
     const p = plan([
       { kind: "noop", view: view(["teams/index.txt"]) },
-      { kind: "commit", files: new Map([["teams/b/team.yaml", "b"]]), message: "m", view: view([], ["clusters/c1/teams"]) },
+      {
+        kind: "commit",
+        files: new Map([["teams/b/team.yaml", "b"]]),
+        message: "m",
+        view: view([], ["clusters/c1/teams"]),
+      },
       { kind: "error", error: new Error("x"), view: view(["teams/z/team.yaml"]) },
     ]);
     expect(planConflicts(p, ["teams/index.txt"])).toBe(true); // read
@@ -97,8 +125,18 @@ describe("git environment", () => {
   it("keeps credentials out of argv, drops dangerous inherited variables, redacts secrets", () => {
     const saved = { ...process.env };
     try {
-      Object.assign(process.env, { GIT_DIR: "/elsewhere", GIT_SSH_COMMAND: "evil", EDITOR: "vim", GIT_SSL_CAINFO: "/ca.pem", GIT_TRACE: "1" });
-      const e = buildGitEnvironment({ gitDir: "/w", auth: { kind: "token", token: "s3cr3t-t0ken" }, connectTimeoutSec: 5 });
+      Object.assign(process.env, {
+        GIT_DIR: "/elsewhere",
+        GIT_SSH_COMMAND: "evil",
+        EDITOR: "vim",
+        GIT_SSL_CAINFO: "/ca.pem",
+        GIT_TRACE: "1",
+      });
+      const e = buildGitEnvironment({
+        gitDir: "/w",
+        auth: { kind: "token", token: "s3cr3t-t0ken" },
+        connectTimeoutSec: 5,
+      });
       expect(e.env.GIT_DIR).toBe("/w");
       expect(e.env.GIT_SSH_COMMAND).toBeUndefined();
       expect(e.env.GIT_TRACE).toBeUndefined();
@@ -112,7 +150,11 @@ describe("git environment", () => {
       expect(e.redact(`fatal: token s3cr3t-t0ken header Authorization: Basic ${b64} and ${b64}`)).toBe(
         "fatal: token *** header Authorization: Basic *** and ***",
       );
-      const ssh = buildGitEnvironment({ gitDir: "/w", auth: { kind: "ssh", privateKeyPath: "/keys/it's key" }, connectTimeoutSec: 5 });
+      const ssh = buildGitEnvironment({
+        gitDir: "/w",
+        auth: { kind: "ssh", privateKeyPath: "/keys/it's key" },
+        connectTimeoutSec: 5,
+      });
       const cmd = Object.values(ssh.env).find((v) => v.startsWith("ssh "));
       expect(cmd).toContain(`-i '/keys/it'\\''s key'`);
       expect(cmd).toContain("StrictHostKeyChecking=accept-new");
@@ -128,8 +170,20 @@ describe("BatchOverlay", () => {
   // Transaction 0 writes a and b/x; 1 deletes a and rewrites b/x; 2 writes b/c/y. Each transaction's window
   // must show the changes of the transactions before it, never its own or later ones.
   const overlay = new BatchOverlay();
-  overlay.add(0, new Map([["a", "a0"], ["b/x", "x0"]]));
-  overlay.add(1, new Map<string, string | null>([["a", null], ["b/x", "x1"]]));
+  overlay.add(
+    0,
+    new Map([
+      ["a", "a0"],
+      ["b/x", "x0"],
+    ]),
+  );
+  overlay.add(
+    1,
+    new Map<string, string | null>([
+      ["a", null],
+      ["b/x", "x1"],
+    ]),
+  );
   overlay.add(2, new Map([["b/c/y", "y2"]]));
   const below = (position: number, dir: string) => Object.fromEntries(overlay.at(position).below(dir));
 

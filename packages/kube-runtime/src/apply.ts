@@ -38,7 +38,12 @@ const NEGATIVE_DISCOVERY_MS = 30_000;
 
 const discovered = new WeakMap<KubeClient, Map<string, { at: number; kinds: Map<string, Resource> | undefined }>>();
 
-async function resourceOf(client: KubeClient, apiVersion: string, kind: string, signal?: AbortSignal): Promise<Resource> {
+async function resourceOf(
+  client: KubeClient,
+  apiVersion: string,
+  kind: string,
+  signal?: AbortSignal,
+): Promise<Resource> {
   let byGroupVersion = discovered.get(client);
   if (!byGroupVersion) discovered.set(client, (byGroupVersion = new Map()));
   const cached = byGroupVersion.get(apiVersion);
@@ -48,8 +53,15 @@ async function resourceOf(client: KubeClient, apiVersion: string, kind: string, 
     const path = apiVersion.includes("/") ? `/apis/${apiVersion}` : `/api/${apiVersion}`;
     let kinds: Map<string, Resource> | undefined;
     try {
-      const list = await client.request<{ resources?: Array<{ name: string; kind: string; namespaced: boolean }> }>(path, signal ? { signal } : {});
-      kinds = new Map((list.resources ?? []).filter((r) => !r.name.includes("/")).map((r) => [r.kind, { plural: r.name, namespaced: r.namespaced }]));
+      const list = await client.request<{ resources?: Array<{ name: string; kind: string; namespaced: boolean }> }>(
+        path,
+        signal ? { signal } : {},
+      );
+      kinds = new Map(
+        (list.resources ?? [])
+          .filter((r) => !r.name.includes("/"))
+          .map((r) => [r.kind, { plural: r.name, namespaced: r.namespaced }]),
+      );
     } catch (err) {
       if (!(err instanceof KubeApiError) || err.kind !== "not-found") throw err;
     }
@@ -57,11 +69,20 @@ async function resourceOf(client: KubeClient, apiVersion: string, kind: string, 
     const r = kinds?.get(kind);
     if (r) return r;
   }
-  throw new KubeApiError({ status: 404, reason: "NotFound", kind: "not-found", message: `${apiVersion} ${kind} is not served by the apiserver (CRD not installed?)` });
+  throw new KubeApiError({
+    status: 404,
+    reason: "NotFound",
+    kind: "not-found",
+    message: `${apiVersion} ${kind} is not served by the apiserver (CRD not installed?)`,
+  });
 }
 
 /** The object's path (`…/namespaces/<ns>/<plural>/<name>`), or its collection's without a name. */
-export async function objectPath(kc: KubeConfigLike, ref: { apiVersion: string; kind: string; namespace?: string | undefined; name?: string | undefined }, signal?: AbortSignal): Promise<string> {
+export async function objectPath(
+  kc: KubeConfigLike,
+  ref: { apiVersion: string; kind: string; namespace?: string | undefined; name?: string | undefined },
+  signal?: AbortSignal,
+): Promise<string> {
   const r = await resourceOf(clientFor(kc), ref.apiVersion, ref.kind, signal);
   const prefix = ref.apiVersion.includes("/") ? `/apis/${ref.apiVersion}` : `/api/${ref.apiVersion}`;
   const ns = r.namespaced ? `/namespaces/${encodeURIComponent(ref.namespace || "default")}` : "";
@@ -76,7 +97,11 @@ const refOf = (obj: KubernetesObject): ObjectRef => ({
 });
 
 /** Server-side apply of `obj` (its full desired state for the fields this manager owns); resolves with the object as stored. */
-export async function applyObject<T extends KubernetesObject>(kc: KubeConfigLike, obj: T, opts: ApplyOptions): Promise<T> {
+export async function applyObject<T extends KubernetesObject>(
+  kc: KubeConfigLike,
+  obj: T,
+  opts: ApplyOptions,
+): Promise<T> {
   return apply(kc, obj, prepareForApply(obj), opts, "", "apply");
 }
 
@@ -90,7 +115,11 @@ export async function applyObject<T extends KubernetesObject>(kc: KubeConfigLike
  * ownership, so each pair bumps resourceVersion. Use a distinct manager for status there when the same
  * process applies both.
  */
-export async function applyStatus<T extends KubernetesObject>(kc: KubeConfigLike, obj: T, opts: ApplyOptions): Promise<T> {
+export async function applyStatus<T extends KubernetesObject>(
+  kc: KubeConfigLike,
+  obj: T,
+  opts: ApplyOptions,
+): Promise<T> {
   const { apiVersion, kind, metadata } = obj;
   const body = {
     apiVersion,
@@ -101,7 +130,14 @@ export async function applyStatus<T extends KubernetesObject>(kc: KubeConfigLike
   return apply(kc, obj, body, opts, "/status", "apply status");
 }
 
-async function apply<T extends KubernetesObject>(kc: KubeConfigLike, obj: T, body: unknown, opts: ApplyOptions, sub: string, verb: string): Promise<T> {
+async function apply<T extends KubernetesObject>(
+  kc: KubeConfigLike,
+  obj: T,
+  body: unknown,
+  opts: ApplyOptions,
+  sub: string,
+  verb: string,
+): Promise<T> {
   const ref = refOf(obj);
   try {
     const path = (await objectPath(kc, ref, opts.signal)) + sub;
@@ -110,7 +146,11 @@ async function apply<T extends KubernetesObject>(kc: KubeConfigLike, obj: T, bod
       // JSON is YAML: the apply content type takes it as it is.
       body,
       contentType: CONTENT_TYPE.apply,
-      query: { fieldManager: opts.fieldManager, force: opts.force ? true : undefined, dryRun: opts.dryRun ? "All" : undefined },
+      query: {
+        fieldManager: opts.fieldManager,
+        force: opts.force ? true : undefined,
+        dryRun: opts.dryRun ? "All" : undefined,
+      },
       ...(opts.signal ? { signal: opts.signal } : {}),
     });
   } catch (err) {
@@ -119,9 +159,16 @@ async function apply<T extends KubernetesObject>(kc: KubeConfigLike, obj: T, bod
 }
 
 /** The object as the server has it now, or undefined (404). */
-export async function getObject<T extends KubernetesObject>(kc: KubeConfigLike, ref: ObjectRef, opts: { signal?: AbortSignal } = {}): Promise<T | undefined> {
+export async function getObject<T extends KubernetesObject>(
+  kc: KubeConfigLike,
+  ref: ObjectRef,
+  opts: { signal?: AbortSignal } = {},
+): Promise<T | undefined> {
   try {
-    return await clientFor(kc).request<T>(await objectPath(kc, ref, opts.signal), opts.signal ? { signal: opts.signal } : {});
+    return await clientFor(kc).request<T>(
+      await objectPath(kc, ref, opts.signal),
+      opts.signal ? { signal: opts.signal } : {},
+    );
   } catch (err) {
     const e = rewrap(err, `get ${describe(ref)}`);
     if (e.kind === "not-found") return undefined;
@@ -130,7 +177,12 @@ export async function getObject<T extends KubernetesObject>(kc: KubeConfigLike, 
 }
 
 /** A JSON merge patch (e.g. finalizers with a resourceVersion precondition); resolves with the object as stored. */
-export async function mergePatchObject<T extends KubernetesObject>(kc: KubeConfigLike, ref: ObjectRef, patch: unknown, opts: WriteOptions & { fieldManager?: string } = {}): Promise<T> {
+export async function mergePatchObject<T extends KubernetesObject>(
+  kc: KubeConfigLike,
+  ref: ObjectRef,
+  patch: unknown,
+  opts: WriteOptions & { fieldManager?: string } = {},
+): Promise<T> {
   try {
     return await clientFor(kc).request<T>(await objectPath(kc, ref, opts.signal), {
       method: "PATCH",
@@ -145,7 +197,11 @@ export async function mergePatchObject<T extends KubernetesObject>(kc: KubeConfi
 }
 
 /** PUT of the whole object (optimistic concurrency through its metadata.resourceVersion). */
-export async function replaceObject<T extends KubernetesObject>(kc: KubeConfigLike, obj: T, opts: WriteOptions & { fieldManager?: string } = {}): Promise<T> {
+export async function replaceObject<T extends KubernetesObject>(
+  kc: KubeConfigLike,
+  obj: T,
+  opts: WriteOptions & { fieldManager?: string } = {},
+): Promise<T> {
   const ref = refOf(obj);
   try {
     return await clientFor(kc).request<T>(await objectPath(kc, ref, opts.signal), {
@@ -163,7 +219,11 @@ export async function replaceObject<T extends KubernetesObject>(kc: KubeConfigLi
  * Deletes the object; resolves false when it was already gone (404), true otherwise.
  * Accepts a reference (`{apiVersion, kind, name, namespace}`) or an object with metadata.
  */
-export async function deleteObject(kc: KubeConfigLike, ref: ObjectRef | KubernetesObject, opts: DeleteOptions = {}): Promise<boolean> {
+export async function deleteObject(
+  kc: KubeConfigLike,
+  ref: ObjectRef | KubernetesObject,
+  opts: DeleteOptions = {},
+): Promise<boolean> {
   const r = "name" in ref && typeof ref.name === "string" ? (ref as ObjectRef) : refOf(ref as KubernetesObject);
   try {
     await clientFor(kc).request(await objectPath(kc, r, opts.signal), {
@@ -204,7 +264,16 @@ function prepareForApply<T extends KubernetesObject>(obj: T): T {
 
 function rewrap(err: unknown, context: string): KubeApiError {
   const e = KubeApiError.from(err);
-  return e.message.startsWith(context) ? e : new KubeApiError({ status: e.status, reason: e.reason, kind: e.kind, message: `${context}: ${e.message}`, ...(e.details ? { details: e.details } : {}), cause: err });
+  return e.message.startsWith(context)
+    ? e
+    : new KubeApiError({
+        status: e.status,
+        reason: e.reason,
+        kind: e.kind,
+        message: `${context}: ${e.message}`,
+        ...(e.details ? { details: e.details } : {}),
+        cause: err,
+      });
 }
 
 function describe(ref: ObjectRef): string {

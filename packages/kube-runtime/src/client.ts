@@ -55,7 +55,13 @@ export class KubeClient {
     try {
       return (body ? JSON.parse(body) : undefined) as T;
     } catch (err) {
-      throw new KubeApiError({ status: code, reason: "BadResponse", kind: "other", message: `${method} ${path}: response is not JSON`, cause: err });
+      throw new KubeApiError({
+        status: code,
+        reason: "BadResponse",
+        kind: "other",
+        message: `${method} ${path}: response is not JSON`,
+        cause: err,
+      });
     }
   }
 
@@ -63,7 +69,12 @@ export class KubeClient {
    * A watch: one JSON event per line, delivered to `onEvent` in order. Resolves when the server closes the
    * stream, rejects (KubeApiError) on an HTTP error or a broken connection, and ends quietly on `signal`.
    */
-  async watch(path: string, query: RequestInit["query"], onEvent: (type: string, object: unknown) => void, signal: AbortSignal): Promise<void> {
+  async watch(
+    path: string,
+    query: RequestInit["query"],
+    onEvent: (type: string, object: unknown) => void,
+    signal: AbortSignal,
+  ): Promise<void> {
     const res = await this.send(path, { query: { ...query, watch: true }, signal, timeoutMs: 0 }, true);
     const code = res.statusCode ?? 0;
     if (code < 200 || code > 299) throw KubeApiError.fromResponse(code, await readBody(res), `watch ${path}`);
@@ -81,7 +92,15 @@ export class KubeClient {
           try {
             event = JSON.parse(line) as { type?: string; object?: unknown };
           } catch (err) {
-            res.destroy(new KubeApiError({ status: code, reason: "BadResponse", kind: "other", message: `watch ${path}: event is not JSON`, cause: err }));
+            res.destroy(
+              new KubeApiError({
+                status: code,
+                reason: "BadResponse",
+                kind: "other",
+                message: `watch ${path}: event is not JSON`,
+                cause: err,
+              }),
+            );
             return;
           }
           onEvent(event.type ?? "", event.object);
@@ -95,10 +114,12 @@ export class KubeClient {
 
   private async send(path: string, init: RequestInit, stream: boolean): Promise<IncomingMessage> {
     const url = new URL(this.server.pathname.replace(/\/$/, "") + path, this.server);
-    for (const [k, v] of Object.entries(init.query ?? {})) if (v !== undefined && v !== "") url.searchParams.set(k, String(v));
+    for (const [k, v] of Object.entries(init.query ?? {}))
+      if (v !== undefined && v !== "") url.searchParams.set(k, String(v));
     const opts: RequestOptions = { method: init.method ?? "GET", headers: { Accept: CONTENT_TYPE.json } };
     await this.kc.applyToHTTPSOptions(opts);
-    const payload = init.body === undefined ? undefined : typeof init.body === "string" ? init.body : JSON.stringify(init.body);
+    const payload =
+      init.body === undefined ? undefined : typeof init.body === "string" ? init.body : JSON.stringify(init.body);
     const headers: Record<string, string | number> = { ...(opts.headers as Record<string, string>) };
     if (payload !== undefined) {
       headers["Content-Type"] = init.contentType ?? CONTENT_TYPE.json;
@@ -123,7 +144,14 @@ export class KubeClient {
       };
       init.signal?.addEventListener("abort", onAbort, { once: true });
       // For a request: the whole exchange; for a watch (0): no limit (its own watchdog ends it).
-      if (timeoutMs > 0) timer = setTimeout(() => req.destroy(Object.assign(new Error(`${context} timed out after ${timeoutMs} ms`), { name: "TimeoutError" })), timeoutMs);
+      if (timeoutMs > 0)
+        timer = setTimeout(
+          () =>
+            req.destroy(
+              Object.assign(new Error(`${context} timed out after ${timeoutMs} ms`), { name: "TimeoutError" }),
+            ),
+          timeoutMs,
+        );
       req.on("response", (res) => {
         if (stream) {
           // A watch lives on past the response: stop listening for abort only when it ends.
@@ -148,7 +176,13 @@ export class KubeClient {
     this.agentFor = fingerprint;
     // Bounded: a burst (a thousand Events at a cold start) queues for a pooled connection instead of opening
     // a thousand, each a TLS handshake on both sides. Watches hold one each for their lifetime.
-    const options = { keepAlive: true, keepAliveMsecs: 30_000, maxSockets: 64, maxFreeSockets: 64, scheduling: "lifo" as const };
+    const options = {
+      keepAlive: true,
+      keepAliveMsecs: 30_000,
+      maxSockets: 64,
+      maxFreeSockets: 64,
+      scheduling: "lifo" as const,
+    };
     this.agent = protocol === "http:" ? new HttpAgent(options) : new HttpsAgent({ ...options, ...tls });
     return this.agent;
   }
@@ -162,7 +196,9 @@ export class KubeClient {
 
 function abortError(context: string, signal: AbortSignal): Error {
   const reason = signal.reason as { name?: string; message?: string } | undefined;
-  return Object.assign(new Error(`${context}: ${reason?.message ?? "aborted"}`), { name: reason?.name === "TimeoutError" ? "TimeoutError" : "AbortError" });
+  return Object.assign(new Error(`${context}: ${reason?.message ?? "aborted"}`), {
+    name: reason?.name === "TimeoutError" ? "TimeoutError" : "AbortError",
+  });
 }
 
 function readBody(res: IncomingMessage): Promise<string> {
@@ -195,14 +231,25 @@ export interface RawList<T> {
 export async function listPath<T extends KubernetesObject>(
   kc: KubeConfigLike,
   path: string,
-  opts: { labelSelector?: string; fieldSelector?: string; pageSize?: number; timeoutMs?: number; signal?: AbortSignal } = {},
+  opts: {
+    labelSelector?: string;
+    fieldSelector?: string;
+    pageSize?: number;
+    timeoutMs?: number;
+    signal?: AbortSignal;
+  } = {},
 ): Promise<RawList<T>> {
   const items: T[] = [];
   let cont: string | undefined;
   let resourceVersion: string | undefined;
   do {
     const page = await clientFor(kc).request<RawList<T> & { metadata?: { continue?: string } }>(path, {
-      query: { labelSelector: opts.labelSelector, fieldSelector: opts.fieldSelector, limit: opts.pageSize ?? 500, continue: cont },
+      query: {
+        labelSelector: opts.labelSelector,
+        fieldSelector: opts.fieldSelector,
+        limit: opts.pageSize ?? 500,
+        continue: cont,
+      },
       ...(opts.timeoutMs ? { timeoutMs: opts.timeoutMs } : {}),
       ...(opts.signal ? { signal: opts.signal } : {}),
     });

@@ -12,7 +12,12 @@ export interface KubeStatus {
   message?: string;
   reason?: string;
   code?: number;
-  details?: { name?: string; group?: string; kind?: string; causes?: Array<{ reason?: string; message?: string; field?: string }> };
+  details?: {
+    name?: string;
+    group?: string;
+    kind?: string;
+    causes?: Array<{ reason?: string; message?: string; field?: string }>;
+  };
 }
 
 export class KubeApiError extends Error {
@@ -25,7 +30,14 @@ export class KubeApiError extends Error {
   /** The parsed Status body, when there was one. */
   readonly details?: KubeStatus;
 
-  constructor(init: { status: number; reason: string; kind?: KubeApiErrorKind; message: string; details?: KubeStatus; cause?: unknown }) {
+  constructor(init: {
+    status: number;
+    reason: string;
+    kind?: KubeApiErrorKind;
+    message: string;
+    details?: KubeStatus;
+    cause?: unknown;
+  }) {
     super(init.message, init.cause === undefined ? undefined : { cause: init.cause });
     this.status = init.status;
     this.reason = init.reason;
@@ -51,19 +63,48 @@ export class KubeApiError extends Error {
     const e = err as { name?: string; message?: string; code?: string | number; statusCode?: number; type?: string };
     // Watch (and other raw requests) report an HTTP failure as an Error with statusCode.
     if (typeof e?.statusCode === "number") {
-      return new KubeApiError({ status: e.statusCode, reason: defaultReason(e.statusCode), message: `${prefix}${e.message ?? "request failed"} (HTTP ${e.statusCode})`, cause: err });
+      return new KubeApiError({
+        status: e.statusCode,
+        reason: defaultReason(e.statusCode),
+        message: `${prefix}${e.message ?? "request failed"} (HTTP ${e.statusCode})`,
+        cause: err,
+      });
     }
     if (e?.name === "TimeoutError") {
-      return new KubeApiError({ status: 0, reason: "Timeout", kind: "unavailable", message: `${prefix}${e.message ?? "request timed out"}`, cause: err });
+      return new KubeApiError({
+        status: 0,
+        reason: "Timeout",
+        kind: "unavailable",
+        message: `${prefix}${e.message ?? "request timed out"}`,
+        cause: err,
+      });
     }
     // Aborted by the caller (a reconcile whose leadership ended, a stopping informer): not the server's fault.
     if (e?.name === "AbortError") {
-      return new KubeApiError({ status: 0, reason: "Aborted", kind: "aborted", message: `${prefix}${e.message ?? "request aborted"}`, cause: err });
+      return new KubeApiError({
+        status: 0,
+        reason: "Aborted",
+        kind: "aborted",
+        message: `${prefix}${e.message ?? "request aborted"}`,
+        cause: err,
+      });
     }
     if (e?.name === "FetchError" || (typeof e?.code === "string" && /^(E[A-Z_]+|UND_ERR.*)$/.test(e.code))) {
-      return new KubeApiError({ status: 0, reason: "NetworkError", kind: "unavailable", message: `${prefix}${e.message ?? String(err)}`, cause: err });
+      return new KubeApiError({
+        status: 0,
+        reason: "NetworkError",
+        kind: "unavailable",
+        message: `${prefix}${e.message ?? String(err)}`,
+        cause: err,
+      });
     }
-    return new KubeApiError({ status: 0, reason: "Unknown", kind: "other", message: `${prefix}${e?.message ?? String(err)}`, cause: err });
+    return new KubeApiError({
+      status: 0,
+      reason: "Unknown",
+      kind: "other",
+      message: `${prefix}${e?.message ?? String(err)}`,
+      cause: err,
+    });
   }
 }
 

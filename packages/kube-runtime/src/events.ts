@@ -59,7 +59,10 @@ export class EventRecorder {
     this.log = (opts.logger ?? silentLogger).child({ component: "events" });
     this.windowMs = opts.dedupeWindowMs ?? 600_000;
     // The TTL only frees memory early; whether a repeat merges is decided on lastSeen (write()).
-    this.recorded = new LRUCache<string, Recorded>({ max: opts.maxCached ?? 4096, ...(this.windowMs > 0 ? { ttl: this.windowMs } : {}) });
+    this.recorded = new LRUCache<string, Recorded>({
+      max: opts.maxCached ?? 4096,
+      ...(this.windowMs > 0 ? { ttl: this.windowMs } : {}),
+    });
   }
 
   warning(ref: EventRef, reason: string, message: string): Promise<void> {
@@ -73,7 +76,16 @@ export class EventRecorder {
   private record(ref: EventRef, type: "Normal" | "Warning", reason: string, message: string): Promise<void> {
     // The apiserver caps an Event message at 1 KiB of text in practice; keep them readable.
     const msg = message.length > 1024 ? `${message.slice(0, 1021)}...` : message;
-    const key = JSON.stringify([ref.apiVersion, ref.kind, ref.namespace ?? "", ref.name, ref.uid ?? "", type, reason, msg]);
+    const key = JSON.stringify([
+      ref.apiVersion,
+      ref.kind,
+      ref.namespace ?? "",
+      ref.name,
+      ref.uid ?? "",
+      type,
+      reason,
+      msg,
+    ]);
     const prev = this.chains.get(key) ?? Promise.resolve();
     const next = prev.then(() => this.write(key, ref, type, reason, msg));
     this.chains.set(key, next);
@@ -82,7 +94,13 @@ export class EventRecorder {
     });
   }
 
-  private async write(key: string, ref: EventRef, type: "Normal" | "Warning", reason: string, message: string): Promise<void> {
+  private async write(
+    key: string,
+    ref: EventRef,
+    type: "Normal" | "Warning",
+    reason: string,
+    message: string,
+  ): Promise<void> {
     const now = Date.now();
     const seen = this.recorded.get(key);
     try {
@@ -128,10 +146,17 @@ export class EventRecorder {
         reportingComponent: this.component,
         reportingInstance: this.instance,
       };
-      await this.client.request(`/api/v1/namespaces/${namespace}/events`, { method: "POST", body, timeoutMs: this.timeoutMs });
+      await this.client.request(`/api/v1/namespaces/${namespace}/events`, {
+        method: "POST",
+        body,
+        timeoutMs: this.timeoutMs,
+      });
       this.recorded.set(key, { namespace, name, count: 1, firstSeen: now, lastSeen: now });
     } catch (err) {
-      const e = KubeApiError.from(err, `record event ${reason} for ${ref.kind} ${ref.namespace ? `${ref.namespace}/` : ""}${ref.name}`);
+      const e = KubeApiError.from(
+        err,
+        `record event ${reason} for ${ref.kind} ${ref.namespace ? `${ref.namespace}/` : ""}${ref.name}`,
+      );
       this.log.warn({ err: e, kind: e.kind }, "cannot record event");
     }
   }

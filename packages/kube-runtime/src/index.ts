@@ -11,7 +11,16 @@ export {
   type WriteOptions,
 } from "./apply.js";
 export { backoffDelay, type BackoffPolicy } from "./backoff.js";
-export { clientFor, getJson, listPath, KubeClient, CONTENT_TYPE, DEFAULT_REQUEST_TIMEOUT_MS, type RawList, type RequestInit } from "./client.js";
+export {
+  clientFor,
+  getJson,
+  listPath,
+  KubeClient,
+  CONTENT_TYPE,
+  DEFAULT_REQUEST_TIMEOUT_MS,
+  type RawList,
+  type RequestInit,
+} from "./client.js";
 export { KubeApiError, isKubeApiError, parseStatus, type KubeApiErrorKind, type KubeStatus } from "./errors.js";
 export { EventRecorder, type EventRecorderOptions, type EventRef } from "./events.js";
 export {

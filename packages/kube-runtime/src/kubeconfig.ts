@@ -34,7 +34,12 @@ function inCluster(host: string, env: NodeJS.ProcessEnv): KubeConfigLike {
 }
 
 /** A bound ServiceAccount token rotates (kubelet refreshes the file): re-read it, at most once a minute. */
-function tokenFileAccess(server: string, ca: string | undefined, tokenFile: string, rejectUnauthorized = true): KubeConfigLike {
+function tokenFileAccess(
+  server: string,
+  ca: string | undefined,
+  tokenFile: string,
+  rejectUnauthorized = true,
+): KubeConfigLike {
   let token = "";
   let readAt = 0;
   return {
@@ -58,8 +63,22 @@ interface RawKubeconfig {
   users?: Array<{ name: string; user?: Record<string, unknown> }>;
 }
 
-const SIMPLE_USER_KEYS = new Set(["token", "tokenFile", "client-certificate", "client-certificate-data", "client-key", "client-key-data"]);
-const SIMPLE_CLUSTER_KEYS = new Set(["server", "certificate-authority", "certificate-authority-data", "insecure-skip-tls-verify", "tls-server-name", "extensions"]);
+const SIMPLE_USER_KEYS = new Set([
+  "token",
+  "tokenFile",
+  "client-certificate",
+  "client-certificate-data",
+  "client-key",
+  "client-key-data",
+]);
+const SIMPLE_CLUSTER_KEYS = new Set([
+  "server",
+  "certificate-authority",
+  "certificate-authority-data",
+  "insecure-skip-tls-verify",
+  "tls-server-name",
+  "extensions",
+]);
 
 /** A kubeconfig with certificates or a static token; undefined when it needs more than that (client-node then loads it). */
 async function fromFile(file: string): Promise<KubeConfigLike | undefined> {
@@ -69,7 +88,11 @@ async function fromFile(file: string): Promise<KubeConfigLike | undefined> {
   const cluster = doc.clusters?.find((c) => c.name === ctx?.cluster)?.cluster;
   const user = doc.users?.find((u) => u.name === ctx?.user)?.user ?? {};
   if (!cluster || typeof cluster.server !== "string") return undefined;
-  if (Object.keys(user).some((k) => !SIMPLE_USER_KEYS.has(k)) || Object.keys(cluster).some((k) => !SIMPLE_CLUSTER_KEYS.has(k))) return undefined;
+  if (
+    Object.keys(user).some((k) => !SIMPLE_USER_KEYS.has(k)) ||
+    Object.keys(cluster).some((k) => !SIMPLE_CLUSTER_KEYS.has(k))
+  )
+    return undefined;
   const base = dirname(resolvePath(file));
   const material = (data: unknown, path: unknown): string | undefined => {
     if (typeof data === "string") return Buffer.from(data, "base64").toString("utf8");
@@ -78,7 +101,8 @@ async function fromFile(file: string): Promise<KubeConfigLike | undefined> {
   };
   const ca = material(cluster["certificate-authority-data"], cluster["certificate-authority"]);
   const rejectUnauthorized = cluster["insecure-skip-tls-verify"] !== true;
-  if (typeof user.tokenFile === "string") return tokenFileAccess(cluster.server, ca, resolvePath(base, user.tokenFile), rejectUnauthorized);
+  if (typeof user.tokenFile === "string")
+    return tokenFileAccess(cluster.server, ca, resolvePath(base, user.tokenFile), rejectUnauthorized);
   const cert = material(user["client-certificate-data"], user["client-certificate"]);
   const key = material(user["client-key-data"], user["client-key"]);
   const token = typeof user.token === "string" ? user.token : undefined;

@@ -114,8 +114,10 @@ export class LeaderElector {
     this.leaseDurationSec = Math.ceil(opts.leaseDurationSec ?? 15);
     this.renewDeadlineMs = (opts.renewDeadlineSec ?? 10) * 1000;
     this.retryPeriodMs = (opts.retryPeriodSec ?? 2) * 1000;
-    if (!(this.leaseDurationSec * 1000 > this.renewDeadlineMs)) throw new Error("leader election: leaseDurationSec must exceed renewDeadlineSec");
-    if (!(this.renewDeadlineMs > this.retryPeriodMs * 1.2)) throw new Error("leader election: renewDeadlineSec must exceed 1.2 × retryPeriodSec");
+    if (!(this.leaseDurationSec * 1000 > this.renewDeadlineMs))
+      throw new Error("leader election: leaseDurationSec must exceed renewDeadlineSec");
+    if (!(this.renewDeadlineMs > this.retryPeriodMs * 1.2))
+      throw new Error("leader election: renewDeadlineSec must exceed 1.2 × retryPeriodSec");
     if (!opts.identity) throw new Error("leader election: identity is required");
     // A request may not outlive the renew deadline: a hung renewal must not hold the loop.
     this.api = new LeaseApi(clientFor(kc), Math.max(1000, this.renewDeadlineMs));
@@ -180,7 +182,13 @@ export class LeaderElector {
           apiVersion: "coordination.k8s.io/v1",
           kind: "Lease",
           metadata: { name, namespace },
-          spec: { holderIdentity: identity, leaseDurationSeconds: this.leaseDurationSec, acquireTime: t, renewTime: t, leaseTransitions: 0 },
+          spec: {
+            holderIdentity: identity,
+            leaseDurationSeconds: this.leaseDurationSec,
+            acquireTime: t,
+            renewTime: t,
+            leaseTransitions: 0,
+          },
         });
         this.observedHolder = identity;
         return true;
@@ -223,7 +231,8 @@ export class LeaderElector {
     } catch (err) {
       const e = KubeApiError.from(err, "update lease");
       // conflict: another candidate (or the holder) wrote first; we re-read on the next attempt.
-      if (e.kind !== "conflict") this.log.warn({ err: e, kind: e.kind }, mine ? "cannot renew the lease" : "cannot acquire the lease");
+      if (e.kind !== "conflict")
+        this.log.warn({ err: e, kind: e.kind }, mine ? "cannot renew the lease" : "cannot acquire the lease");
       return false;
     }
   }
@@ -244,10 +253,13 @@ export class LeaderElector {
   private armDeadline(sentAt: number): void {
     if (this.deadlineTimer) clearTimeout(this.deadlineTimer);
     const remaining = sentAt + this.renewDeadlineMs - performance.now();
-    this.deadlineTimer = setTimeout(() => {
-      this.deadlineTimer = undefined;
-      void this.stepDown(`no renewal for ${this.renewDeadlineMs} ms`);
-    }, Math.max(0, remaining));
+    this.deadlineTimer = setTimeout(
+      () => {
+        this.deadlineTimer = undefined;
+        void this.stepDown(`no renewal for ${this.renewDeadlineMs} ms`);
+      },
+      Math.max(0, remaining),
+    );
   }
 
   private async stepDown(why: string): Promise<void> {
@@ -280,7 +292,12 @@ export class LeaderElector {
         const t = microTime();
         await this.api.replace(namespace, name, {
           ...lease,
-          spec: { leaseDurationSeconds: 1, acquireTime: t, renewTime: t, leaseTransitions: lease.spec?.leaseTransitions ?? 0 },
+          spec: {
+            leaseDurationSeconds: 1,
+            acquireTime: t,
+            renewTime: t,
+            leaseTransitions: lease.spec?.leaseTransitions ?? 0,
+          },
         });
         this.log.info("released the lease");
         return;

@@ -126,7 +126,10 @@ export class WorkQueue {
    */
   async shutdown(opts: { abort?: boolean; reason?: string } = {}): Promise<void> {
     this.stopping = true;
-    if (opts.abort) this.lifetime.abort(Object.assign(new Error(opts.reason ?? `work queue ${this.name} shut down`), { name: "AbortError" }));
+    if (opts.abort)
+      this.lifetime.abort(
+        Object.assign(new Error(opts.reason ?? `work queue ${this.name} shut down`), { name: "AbortError" }),
+      );
     for (const { timer } of this.delayed.values()) clearTimeout(timer);
     this.delayed.clear();
     this.ready.length = 0;

@@ -3,7 +3,13 @@
  * kube-apiserver (one cluster for the file).
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { CoreV1Api, type KubeConfig, type KubernetesObject, type V1ConfigMap, type V1Secret } from "@kubernetes/client-node";
+import {
+  CoreV1Api,
+  type KubeConfig,
+  type KubernetesObject,
+  type V1ConfigMap,
+  type V1Secret,
+} from "@kubernetes/client-node";
 import { applyObject, applyStatus, deleteObject, getObject } from "../src/apply.js";
 import { KubeApiError } from "../src/errors.js";
 import { EventRecorder } from "../src/events.js";
@@ -103,7 +109,10 @@ describe("applyObject / deleteObject / EventRecorder (real kube-apiserver)", () 
       const second = await applyObject(admin, secret, { fieldManager: FM });
       expect(second.metadata?.resourceVersion).toBe(first.metadata?.resourceVersion);
       expect(first.data).toEqual({ token: b64("s3cret"), extra: b64("x") });
-      const owned = first.metadata?.managedFields?.find((m) => m.manager === FM)?.fieldsV1 as Record<string, Record<string, unknown>>;
+      const owned = first.metadata?.managedFields?.find((m) => m.manager === FM)?.fieldsV1 as Record<
+        string,
+        Record<string, unknown>
+      >;
       expect(Object.keys(owned["f:data"] ?? {}).sort()).toEqual(["f:extra", "f:token"]);
       // A key no longer applied is removed (with raw stringData the server would keep it forever).
       const pruned = await applyObject(admin, { ...secret, stringData: { token: "s3cret" } }, { fieldManager: FM });
@@ -112,7 +121,12 @@ describe("applyObject / deleteObject / EventRecorder (real kube-apiserver)", () 
     });
 
     it("applies a ConfigMap idempotently and updates it on change", async () => {
-      const cm: V1ConfigMap = { apiVersion: "v1", kind: "ConfigMap", metadata: { name: "platform-vars", namespace: NS }, data: { a: "1" } };
+      const cm: V1ConfigMap = {
+        apiVersion: "v1",
+        kind: "ConfigMap",
+        metadata: { name: "platform-vars", namespace: NS },
+        data: { a: "1" },
+      };
       const first = await applyObject(admin, cm, { fieldManager: FM });
       const again = await applyObject(admin, cm, { fieldManager: FM });
       expect(again.metadata?.resourceVersion).toBe(first.metadata?.resourceVersion);
@@ -129,35 +143,60 @@ describe("applyObject / deleteObject / EventRecorder (real kube-apiserver)", () 
       const result = await applyObject(admin, cm, { fieldManager: FM, dryRun: true });
       expect(result.metadata?.name).toBe("dry");
       // Nothing was stored: the server answers 404 for it.
-      expect(await getObject(admin, { apiVersion: "v1", kind: "ConfigMap", name: "dry", namespace: NS })).toBeUndefined();
+      expect(
+        await getObject(admin, { apiVersion: "v1", kind: "ConfigMap", name: "dry", namespace: NS }),
+      ).toBeUndefined();
     });
 
     it("applies a cluster-scoped custom resource and, separately, its status", async () => {
-      const widget: Widget = { apiVersion: "runtime-test.berth.dev/v1alpha1", kind: "Widget", metadata: { name: "w1" }, spec: { size: 3 } };
+      const widget: Widget = {
+        apiVersion: "runtime-test.berth.dev/v1alpha1",
+        kind: "Widget",
+        metadata: { name: "w1" },
+        spec: { size: 3 },
+      };
       const created = await applyObject(admin, widget, { fieldManager: FM });
       expect(created.metadata?.namespace).toBeUndefined();
       expect(created.spec).toEqual({ size: 3 });
       // The status subresource takes status only: the spec in the body is neither written nor owned.
       const statusFM = `${FM}-status`;
-      const withStatus = await applyStatus(admin, { ...widget, spec: { size: 99 }, status: { phase: "Ready", observedSize: 3 } } as Widget, { fieldManager: statusFM });
+      const withStatus = await applyStatus(
+        admin,
+        { ...widget, spec: { size: 99 }, status: { phase: "Ready", observedSize: 3 } } as Widget,
+        { fieldManager: statusFM },
+      );
       expect(withStatus.status).toEqual({ phase: "Ready", observedSize: 3 });
       expect(withStatus.spec).toEqual({ size: 3 });
-      const owned = withStatus.metadata?.managedFields?.find((m) => m.manager === statusFM)?.fieldsV1 as Record<string, unknown>;
+      const owned = withStatus.metadata?.managedFields?.find((m) => m.manager === statusFM)?.fieldsV1 as Record<
+        string,
+        unknown
+      >;
       expect(Object.keys(owned)).toEqual(["f:status"]);
-      const again = await applyStatus(admin, { ...widget, status: { phase: "Ready", observedSize: 3 } } as Widget, { fieldManager: statusFM });
+      const again = await applyStatus(admin, { ...widget, status: { phase: "Ready", observedSize: 3 } } as Widget, {
+        fieldManager: statusFM,
+      });
       expect(again.metadata?.resourceVersion).toBe(withStatus.metadata?.resourceVersion);
       const specAgain = await applyObject(admin, widget, { fieldManager: FM });
       expect(specAgain.metadata?.resourceVersion).toBe(withStatus.metadata?.resourceVersion);
     });
 
     it("sorts failures into KubeApiError kinds", async () => {
-      const cm = (name: string, ns = NS, data: Record<string, string> = { k: "v" }) => ({ apiVersion: "v1", kind: "ConfigMap", metadata: { name, namespace: ns }, data });
+      const cm = (name: string, ns = NS, data: Record<string, string> = { k: "v" }) => ({
+        apiVersion: "v1",
+        kind: "ConfigMap",
+        metadata: { name, namespace: ns },
+        data,
+      });
 
-      const forbidden = await expectKubeError(applyObject(cluster.kubeConfigFor("tester"), cm("nope"), { fieldManager: FM }));
+      const forbidden = await expectKubeError(
+        applyObject(cluster.kubeConfigFor("tester"), cm("nope"), { fieldManager: FM }),
+      );
       expect(forbidden).toMatchObject({ kind: "forbidden", status: 403, reason: "Forbidden" });
       expect(forbidden.message).toMatch(/tester/);
 
-      const invalid = await expectKubeError(applyObject(admin, cm("bad-key", NS, { "not a valid key!": "v" }), { fieldManager: FM }));
+      const invalid = await expectKubeError(
+        applyObject(admin, cm("bad-key", NS, { "not a valid key!": "v" }), { fieldManager: FM }),
+      );
       expect(invalid).toMatchObject({ kind: "invalid", status: 422, reason: "Invalid" });
       expect(invalid.details?.details?.causes?.[0]?.field).toMatch(/data/);
       const badName = await expectKubeError(applyObject(admin, cm("Not_A_Valid_Name"), { fieldManager: FM }));
@@ -167,29 +206,65 @@ describe("applyObject / deleteObject / EventRecorder (real kube-apiserver)", () 
       expect(missingNs).toMatchObject({ kind: "not-found", status: 404, reason: "NotFound" });
 
       await applyObject(admin, cm("shared", NS, { owner: "a" }), { fieldManager: "manager-a" });
-      const conflict = await expectKubeError(applyObject(admin, cm("shared", NS, { owner: "b" }), { fieldManager: "manager-b" }));
+      const conflict = await expectKubeError(
+        applyObject(admin, cm("shared", NS, { owner: "b" }), { fieldManager: "manager-b" }),
+      );
       expect(conflict).toMatchObject({ kind: "conflict", status: 409, reason: "Conflict" });
-      const forced = await applyObject(admin, cm("shared", NS, { owner: "b" }), { fieldManager: "manager-b", force: true });
+      const forced = await applyObject(admin, cm("shared", NS, { owner: "b" }), {
+        fieldManager: "manager-b",
+        force: true,
+      });
       expect((forced as V1ConfigMap).data).toEqual({ owner: "b" });
 
       const unknownKind = await expectKubeError(
-        applyObject(admin, { apiVersion: "runtime-test.berth.dev/v1alpha1", kind: "Gadget", metadata: { name: "g" } }, { fieldManager: FM }),
+        applyObject(
+          admin,
+          { apiVersion: "runtime-test.berth.dev/v1alpha1", kind: "Gadget", metadata: { name: "g" } },
+          { fieldManager: FM },
+        ),
       );
       expect(unknownKind.kind).toBe("not-found");
 
-      const down = await expectKubeError(applyObject(viaServer(admin, "https://127.0.0.1:1"), cm("down"), { fieldManager: FM }));
+      const down = await expectKubeError(
+        applyObject(viaServer(admin, "https://127.0.0.1:1"), cm("down"), { fieldManager: FM }),
+      );
       expect(down).toMatchObject({ kind: "unavailable", status: 0 });
     });
   });
 
   describe("deleteObject", () => {
     it("deletes by reference or object and treats 404 as done", async () => {
-      await applyObject(admin, { apiVersion: "v1", kind: "ConfigMap", metadata: { name: "gone-soon", namespace: NS } }, { fieldManager: FM });
-      expect(await deleteObject(admin, { apiVersion: "v1", kind: "ConfigMap", name: "gone-soon", namespace: NS })).toBe(true);
-      expect(await deleteObject(admin, { apiVersion: "v1", kind: "ConfigMap", metadata: { name: "gone-soon", namespace: NS } })).toBe(false);
-      await applyObject(admin, { apiVersion: "runtime-test.berth.dev/v1alpha1", kind: "Widget", metadata: { name: "w-del" } }, { fieldManager: FM });
-      expect(await deleteObject(admin, { apiVersion: "runtime-test.berth.dev/v1alpha1", kind: "Widget", name: "w-del" })).toBe(true);
-      const forbidden = await expectKubeError(deleteObject(cluster.kubeConfigFor("tester"), { apiVersion: "v1", kind: "ConfigMap", name: "platform-vars", namespace: NS }));
+      await applyObject(
+        admin,
+        { apiVersion: "v1", kind: "ConfigMap", metadata: { name: "gone-soon", namespace: NS } },
+        { fieldManager: FM },
+      );
+      expect(await deleteObject(admin, { apiVersion: "v1", kind: "ConfigMap", name: "gone-soon", namespace: NS })).toBe(
+        true,
+      );
+      expect(
+        await deleteObject(admin, {
+          apiVersion: "v1",
+          kind: "ConfigMap",
+          metadata: { name: "gone-soon", namespace: NS },
+        }),
+      ).toBe(false);
+      await applyObject(
+        admin,
+        { apiVersion: "runtime-test.berth.dev/v1alpha1", kind: "Widget", metadata: { name: "w-del" } },
+        { fieldManager: FM },
+      );
+      expect(
+        await deleteObject(admin, { apiVersion: "runtime-test.berth.dev/v1alpha1", kind: "Widget", name: "w-del" }),
+      ).toBe(true);
+      const forbidden = await expectKubeError(
+        deleteObject(cluster.kubeConfigFor("tester"), {
+          apiVersion: "v1",
+          kind: "ConfigMap",
+          name: "platform-vars",
+          namespace: NS,
+        }),
+      );
       expect(forbidden.kind).toBe("forbidden");
     });
   });
@@ -218,14 +293,20 @@ describe("applyObject / deleteObject / EventRecorder (real kube-apiserver)", () 
         reportingComponent: "berth-controller",
         reportingInstance: "pod-0",
       });
-      expect(new Date(boom!.lastTimestamp!).getTime()).toBeGreaterThanOrEqual(new Date(boom!.firstTimestamp!).getTime());
+      expect(new Date(boom!.lastTimestamp!).getTime()).toBeGreaterThanOrEqual(
+        new Date(boom!.firstTimestamp!).getTime(),
+      );
       expect(events.find((e) => e.message === "another message")?.count).toBe(1);
       expect(events.find((e) => e.reason === "Applied")?.type).toBe("Normal");
     });
 
     it("puts Events about cluster-scoped objects into `default`", async () => {
       const recorder = new EventRecorder(admin, { component: "berth-controller", instance: "pod-0" });
-      await recorder.normal({ apiVersion: "runtime-test.berth.dev/v1alpha1", kind: "Widget", name: "w1" }, "Reconciled", "all good");
+      await recorder.normal(
+        { apiVersion: "runtime-test.berth.dev/v1alpha1", kind: "Widget", name: "w1" },
+        "Reconciled",
+        "all good",
+      );
       const events = await eventsFor("default", "w1");
       expect(events).toHaveLength(1);
       expect(events[0]?.involvedObject.namespace).toBeUndefined();
@@ -251,7 +332,11 @@ describe("applyObject / deleteObject / EventRecorder (real kube-apiserver)", () 
       expect(await eventsFor(NS, "windowed")).toHaveLength(2);
 
       const log = recordingLogger();
-      const forbidden = new EventRecorder(cluster.kubeConfigFor("tester"), { component: "c", instance: "i", logger: log });
+      const forbidden = new EventRecorder(cluster.kubeConfigFor("tester"), {
+        component: "c",
+        instance: "i",
+        logger: log,
+      });
       await expect(forbidden.warning(ref, "R", "m")).resolves.toBeUndefined();
       expect(log.entries.find((e) => e.level === "warn")?.obj.kind).toBe("forbidden");
     });

@@ -42,7 +42,10 @@ describe.concurrent("startInformer (real kube-apiserver)", () => {
   }
 
   const cm = (ns: string, name: string, data: Record<string, string> = { v: "1" }, labels?: Record<string, string>) =>
-    core.createNamespacedConfigMap({ namespace: ns, body: { metadata: { name, namespace: ns, ...(labels ? { labels } : {}) }, data } });
+    core.createNamespacedConfigMap({
+      namespace: ns,
+      body: { metadata: { name, namespace: ns, ...(labels ? { labels } : {}) }, data },
+    });
 
   function watchConfigMaps(
     kc: KubeConfig,
@@ -62,7 +65,12 @@ describe.concurrent("startInformer (real kube-apiserver)", () => {
         list: () => listPath<CM>(kc, path, labelSelector ? { labelSelector } : {}),
       },
       (e) => {
-        events.push({ type: e.type, name: e.object.metadata?.name ?? "", rv: e.object.metadata?.resourceVersion, ...(e.object.data ? { data: e.object.data } : {}) });
+        events.push({
+          type: e.type,
+          name: e.object.metadata?.name ?? "",
+          rv: e.object.metadata?.resourceVersion,
+          ...(e.object.data ? { data: e.object.data } : {}),
+        });
         return handler?.(e);
       },
       rest,
@@ -87,11 +95,21 @@ describe.concurrent("startInformer (real kube-apiserver)", () => {
 
     await cm(ns, "after");
     await vi.waitFor(() => expect(has("ADDED", "after"), "ADDED after").toBe(true), { timeout: 10_000, interval: 25 });
-    await core.patchNamespacedConfigMap({ name: "after", namespace: ns, body: [{ op: "replace", path: "/data/v", value: "2" }] });
-    await vi.waitFor(() => expect(informer.get(ns, "after")?.data?.v === "2", "MODIFIED after").toBe(true), { timeout: 10_000, interval: 25 });
+    await core.patchNamespacedConfigMap({
+      name: "after",
+      namespace: ns,
+      body: [{ op: "replace", path: "/data/v", value: "2" }],
+    });
+    await vi.waitFor(() => expect(informer.get(ns, "after")?.data?.v === "2", "MODIFIED after").toBe(true), {
+      timeout: 10_000,
+      interval: 25,
+    });
     expect(events.at(-1)).toMatchObject({ type: "MODIFIED", name: "after", data: { v: "2" } });
     await core.deleteNamespacedConfigMap({ name: "before", namespace: ns });
-    await vi.waitFor(() => expect(has("DELETED", "before"), "DELETED before").toBe(true), { timeout: 10_000, interval: 25 });
+    await vi.waitFor(() => expect(has("DELETED", "before"), "DELETED before").toBe(true), {
+      timeout: 10_000,
+      interval: 25,
+    });
     expect(informer.get(ns, "before")).toBeUndefined();
     expect(informer.list().map((o) => o.metadata?.name)).toEqual(["after"]);
     // Raw JSON, as watch events carry it: times stay strings.
@@ -105,12 +123,23 @@ describe.concurrent("startInformer (real kube-apiserver)", () => {
     await informer.synced;
 
     // Our write: its answer is cached at once.
-    const ours = await core.patchNamespacedConfigMap({ name: "credential", namespace: ns, body: [{ op: "replace", path: "/data/v", value: "ours" }] });
+    const ours = await core.patchNamespacedConfigMap({
+      name: "credential",
+      namespace: ns,
+      body: [{ op: "replace", path: "/data/v", value: "ours" }],
+    });
     informer.observe(ours);
     expect(informer.get(ns, "credential")?.data).toEqual({ v: "ours" });
     // Someone writes right after us, and the watch delivers it...
-    await core.patchNamespacedConfigMap({ name: "credential", namespace: ns, body: [{ op: "add", path: "/data/extra", value: "theirs" }] });
-    await vi.waitFor(() => expect(informer.get(ns, "credential")?.data?.extra, "their change watched").toBe("theirs"), { timeout: 10_000, interval: 25 });
+    await core.patchNamespacedConfigMap({
+      name: "credential",
+      namespace: ns,
+      body: [{ op: "add", path: "/data/extra", value: "theirs" }],
+    });
+    await vi.waitFor(() => expect(informer.get(ns, "credential")?.data?.extra, "their change watched").toBe("theirs"), {
+      timeout: 10_000,
+      interval: 25,
+    });
     expect(events.at(-1)).toMatchObject({ type: "MODIFIED", data: { v: "ours", extra: "theirs" } });
     // ...before the answer to our write comes back (a slow response): the cache keeps their newer change.
     informer.observe(ours);
@@ -124,13 +153,23 @@ describe.concurrent("startInformer (real kube-apiserver)", () => {
     const { informer, has } = watchConfigMaps(admin, ns);
     await informer.synced;
     // Our write (e.g. the one removing the last finalizer), then the deletion, watched before our answer is handled.
-    const ours = await core.patchNamespacedConfigMap({ name: "leaving", namespace: ns, body: [{ op: "replace", path: "/data/v", value: "ours" }] });
+    const ours = await core.patchNamespacedConfigMap({
+      name: "leaving",
+      namespace: ns,
+      body: [{ op: "replace", path: "/data/v", value: "ours" }],
+    });
     await core.deleteNamespacedConfigMap({ name: "leaving", namespace: ns });
-    await vi.waitFor(() => expect(has("DELETED", "leaving"), "DELETED watched").toBe(true), { timeout: 10_000, interval: 25 });
+    await vi.waitFor(() => expect(has("DELETED", "leaving"), "DELETED watched").toBe(true), {
+      timeout: 10_000,
+      interval: 25,
+    });
     informer.observe(ours);
     expect(informer.get(ns, "leaving")).toBeUndefined();
     // Created again (by us): its answer is newer than the deletion, and is cached at once.
-    const again = await core.createNamespacedConfigMap({ namespace: ns, body: { metadata: { name: "leaving" }, data: { v: "again" } } });
+    const again = await core.createNamespacedConfigMap({
+      namespace: ns,
+      body: { metadata: { name: "leaving" }, data: { v: "again" } },
+    });
     informer.observe(again);
     expect(informer.get(ns, "leaving")?.data).toEqual({ v: "again" });
   });
@@ -147,11 +186,27 @@ describe.concurrent("startInformer (real kube-apiserver)", () => {
     await cm(ns, "in-after", {}, { app: "berth" });
     await vi.waitFor(() => expect(has("ADDED", "in-after"), "in-after").toBe(true), { timeout: 10_000, interval: 25 });
     // Relabelling moves objects into and out of the selection.
-    await core.patchNamespacedConfigMap({ name: "out-before", namespace: ns, body: [{ op: "replace", path: "/metadata/labels/app", value: "berth" }] });
-    await core.patchNamespacedConfigMap({ name: "in-before", namespace: ns, body: [{ op: "replace", path: "/metadata/labels/app", value: "gone" }] });
-    await vi.waitFor(() => expect(has("ADDED", "out-before") && has("DELETED", "in-before"), "relabel events").toBe(true), { timeout: 10_000, interval: 25 });
+    await core.patchNamespacedConfigMap({
+      name: "out-before",
+      namespace: ns,
+      body: [{ op: "replace", path: "/metadata/labels/app", value: "berth" }],
+    });
+    await core.patchNamespacedConfigMap({
+      name: "in-before",
+      namespace: ns,
+      body: [{ op: "replace", path: "/metadata/labels/app", value: "gone" }],
+    });
+    await vi.waitFor(
+      () => expect(has("ADDED", "out-before") && has("DELETED", "in-before"), "relabel events").toBe(true),
+      { timeout: 10_000, interval: 25 },
+    );
     expect(events.some((e) => e.name === "out-after")).toBe(false);
-    expect(informer.list().map((o) => o.metadata?.name).sort()).toEqual(["in-after", "out-before"]);
+    expect(
+      informer
+        .list()
+        .map((o) => o.metadata?.name)
+        .sort(),
+    ).toEqual(["in-after", "out-before"]);
   });
 
   it("sends the field selector with its default list and with the watch", async () => {
@@ -160,15 +215,28 @@ describe.concurrent("startInformer (real kube-apiserver)", () => {
     await cm(ns, "other");
     const events: string[] = [];
     // No `list`: the informer lists `path` itself, with the same selectors as the watch.
-    const informer = startInformer<CM>(admin, { name: "cm-field", path: `/api/v1/namespaces/${ns}/configmaps`, fieldSelector: "metadata.name=wanted" }, (e) =>
-      void events.push(`${e.type} ${e.object.metadata?.name ?? ""}`),
+    const informer = startInformer<CM>(
+      admin,
+      { name: "cm-field", path: `/api/v1/namespaces/${ns}/configmaps`, fieldSelector: "metadata.name=wanted" },
+      (e) => void events.push(`${e.type} ${e.object.metadata?.name ?? ""}`),
     );
     informers.push(informer);
     await informer.synced;
     expect(events).toEqual(["ADDED wanted"]);
-    await core.patchNamespacedConfigMap({ name: "other", namespace: ns, body: [{ op: "replace", path: "/data/v", value: "2" }] });
-    await core.patchNamespacedConfigMap({ name: "wanted", namespace: ns, body: [{ op: "replace", path: "/data/v", value: "2" }] });
-    await vi.waitFor(() => expect(informer.get(ns, "wanted")?.data?.v === "2", "MODIFIED wanted").toBe(true), { timeout: 10_000, interval: 25 });
+    await core.patchNamespacedConfigMap({
+      name: "other",
+      namespace: ns,
+      body: [{ op: "replace", path: "/data/v", value: "2" }],
+    });
+    await core.patchNamespacedConfigMap({
+      name: "wanted",
+      namespace: ns,
+      body: [{ op: "replace", path: "/data/v", value: "2" }],
+    });
+    await vi.waitFor(() => expect(informer.get(ns, "wanted")?.data?.v === "2", "MODIFIED wanted").toBe(true), {
+      timeout: 10_000,
+      interval: 25,
+    });
     expect(events).toEqual(["ADDED wanted", "MODIFIED wanted"]);
     expect(informer.list().map((o) => o.metadata?.name)).toEqual(["wanted"]);
   });
@@ -186,10 +254,21 @@ describe.concurrent("startInformer (real kube-apiserver)", () => {
     await cm(ns, "boom-1");
     await cm(ns, "async-1");
     await cm(ns, "fine");
-    await vi.waitFor(() => expect(has("ADDED", "fine"), "event after the throwing ones").toBe(true), { timeout: 10_000, interval: 25 });
-    await vi.waitFor(() => expect(errors.length >= 2, "both handler errors reported").toBe(true), { timeout: 5_000, interval: 25 });
+    await vi.waitFor(() => expect(has("ADDED", "fine"), "event after the throwing ones").toBe(true), {
+      timeout: 10_000,
+      interval: 25,
+    });
+    await vi.waitFor(() => expect(errors.length >= 2, "both handler errors reported").toBe(true), {
+      timeout: 5_000,
+      interval: 25,
+    });
     expect(errors.map((e) => e.kind)).toEqual(["handler", "handler"]);
-    expect(log.entries.filter((e) => e.level === "error").map((e) => e.msg).join("\n")).toMatch(/boom-1[\s\S]*async-1/);
+    expect(
+      log.entries
+        .filter((e) => e.level === "error")
+        .map((e) => e.msg)
+        .join("\n"),
+    ).toMatch(/boom-1[\s\S]*async-1/);
     expect(informer.get(ns, "boom-1")).toBeDefined();
     await sleep(50);
     expect(unhandled).toEqual([]);
@@ -200,14 +279,22 @@ describe.concurrent("startInformer (real kube-apiserver)", () => {
     const proxy = proxyFor(admin);
     await proxy.start();
     try {
-      const { informer, has } = watchConfigMaps(viaServer(admin, `https://127.0.0.1:${proxy.port}`), ns, { backoffBaseMs: 50 });
+      const { informer, has } = watchConfigMaps(viaServer(admin, `https://127.0.0.1:${proxy.port}`), ns, {
+        backoffBaseMs: 50,
+      });
       await informer.synced;
       for (let i = 1; i <= 3; i++) {
         const before = proxy.connections;
         proxy.cut();
-        await vi.waitFor(() => expect(proxy.connections > before, "a new connection after the cut").toBe(true), { timeout: 10_000, interval: 25 });
+        await vi.waitFor(() => expect(proxy.connections > before, "a new connection after the cut").toBe(true), {
+          timeout: 10_000,
+          interval: 25,
+        });
         await cm(ns, `after-cut-${i}`);
-        await vi.waitFor(() => expect(has("ADDED", `after-cut-${i}`), `ADDED after cut ${i}`).toBe(true), { timeout: 10_000, interval: 25 });
+        await vi.waitFor(() => expect(has("ADDED", `after-cut-${i}`), `ADDED after cut ${i}`).toBe(true), {
+          timeout: 10_000,
+          interval: 25,
+        });
       }
     } finally {
       await proxy.stop();
@@ -237,17 +324,25 @@ describe.concurrent("startInformer (real kube-apiserver)", () => {
       proxy.block();
       await core.deleteNamespacedConfigMap({ name: "doomed", namespace: ns });
       await cm(ns, "born-in-outage");
-      await vi.waitFor(() => expect(errors.length >= 2, "failed attempts while blocked").toBe(true), { timeout: 10_000, interval: 25 });
+      await vi.waitFor(() => expect(errors.length >= 2, "failed attempts while blocked").toBe(true), {
+        timeout: 10_000,
+        interval: 25,
+      });
       expect(informer.get(ns, "doomed")).toBeDefined(); // nothing seen yet
       proxy.unblock();
 
-      await vi.waitFor(() => expect(has("DELETED", "doomed") && has("ADDED", "born-in-outage"), "events after the outage").toBe(true), { timeout: 10_000, interval: 25 });
+      await vi.waitFor(
+        () => expect(has("DELETED", "doomed") && has("ADDED", "born-in-outage"), "events after the outage").toBe(true),
+        { timeout: 10_000, interval: 25 },
+      );
       const del = events.find((e) => e.type === "DELETED" && e.name === "doomed");
       // Synthetic: it carries the last state we had (the real DELETED would have a newer resourceVersion).
       expect(del?.rv).toBe(doomedRv);
       expect(events.filter((e) => e.name === "survivor").map((e) => e.type)).toEqual(["ADDED"]);
       expect(await restarts(metrics, `cm-${ns}`)).toBeGreaterThanOrEqual(2);
-      expect(errors.some((e) => e.kind === "list" && e.cause instanceof KubeApiError && e.cause.kind === "unavailable")).toBe(true);
+      expect(
+        errors.some((e) => e.kind === "list" && e.cause instanceof KubeApiError && e.cause.kind === "unavailable"),
+      ).toBe(true);
     } finally {
       await proxy.stop();
     }
@@ -258,12 +353,24 @@ describe.concurrent("startInformer (real kube-apiserver)", () => {
     const registry = new Registry();
     const metrics = createControllerMetrics(registry);
     const errors: InformerError[] = [];
-    const { informer, has } = watchConfigMaps(admin, ns, { watchdogMs: 300, backoffBaseMs: 20, backoffMaxMs: 200, metrics, onError: (e) => errors.push(e) });
+    const { informer, has } = watchConfigMaps(admin, ns, {
+      watchdogMs: 300,
+      backoffBaseMs: 20,
+      backoffMaxMs: 200,
+      metrics,
+      onError: (e) => errors.push(e),
+    });
     await informer.synced;
-    await vi.waitFor(async () => expect((await restarts(metrics, `cm-${ns}`)) >= 2, "two watchdog restarts").toBe(true), { timeout: 10_000, interval: 25 });
+    await vi.waitFor(
+      async () => expect((await restarts(metrics, `cm-${ns}`)) >= 2, "two watchdog restarts").toBe(true),
+      { timeout: 10_000, interval: 25 },
+    );
     expect(errors.filter((e) => e.kind === "watchdog").length).toBeGreaterThanOrEqual(2);
     await cm(ns, "after-watchdog");
-    await vi.waitFor(() => expect(has("ADDED", "after-watchdog"), "ADDED after watchdog restarts").toBe(true), { timeout: 10_000, interval: 25 });
+    await vi.waitFor(() => expect(has("ADDED", "after-watchdog"), "ADDED after watchdog restarts").toBe(true), {
+      timeout: 10_000,
+      interval: 25,
+    });
   });
 
   it("resyncs: relists periodically and re-emits unchanged objects as MODIFIED", async () => {
@@ -272,7 +379,13 @@ describe.concurrent("startInformer (real kube-apiserver)", () => {
     const { informer, events } = watchConfigMaps(admin, ns, { resyncMs: 400 });
     await informer.synced;
     const rv = informer.get(ns, "steady")?.metadata?.resourceVersion;
-    await vi.waitFor(() => expect(events.filter((e) => e.type === "MODIFIED" && e.name === "steady").length >= 2, "two resyncs").toBe(true), { timeout: 10_000, interval: 25 });
+    await vi.waitFor(
+      () =>
+        expect(events.filter((e) => e.type === "MODIFIED" && e.name === "steady").length >= 2, "two resyncs").toBe(
+          true,
+        ),
+      { timeout: 10_000, interval: 25 },
+    );
     expect(events.filter((e) => e.type === "MODIFIED").every((e) => e.rv === rv)).toBe(true);
   });
 
@@ -282,16 +395,26 @@ describe.concurrent("startInformer (real kube-apiserver)", () => {
     const rbac = admin.makeApiClient(RbacAuthorizationV1Api);
     const tester = cluster.kubeConfigFor("tester");
     const errors: InformerError[] = [];
-    const { informer, has } = watchConfigMaps(tester, ns, { backoffBaseMs: 50, backoffMaxMs: 300, onError: (e) => errors.push(e) });
+    const { informer, has } = watchConfigMaps(tester, ns, {
+      backoffBaseMs: 50,
+      backoffMaxMs: 300,
+      onError: (e) => errors.push(e),
+    });
 
-    await vi.waitFor(() => expect(errors.filter((e) => e.kind === "list").length >= 2, "failed lists").toBe(true), { timeout: 10_000, interval: 25 });
+    await vi.waitFor(() => expect(errors.filter((e) => e.kind === "list").length >= 2, "failed lists").toBe(true), {
+      timeout: 10_000,
+      interval: 25,
+    });
     const listErr = errors.find((e) => e.kind === "list")?.cause;
     expect(listErr).toBeInstanceOf(KubeApiError);
     expect((listErr as KubeApiError).kind).toBe("forbidden");
     expect(informer.hasSynced()).toBe(false);
 
     // Allow list only: the informer syncs, its watches fail with 403 and are retried.
-    const role = (verbs: string[]) => ({ metadata: { name: "cm-reader", namespace: ns }, rules: [{ apiGroups: [""], resources: ["configmaps"], verbs }] });
+    const role = (verbs: string[]) => ({
+      metadata: { name: "cm-reader", namespace: ns },
+      rules: [{ apiGroups: [""], resources: ["configmaps"], verbs }],
+    });
     await rbac.createNamespacedRole({ namespace: ns, body: role(["list"]) });
     await rbac.createNamespacedRoleBinding({
       namespace: ns,
@@ -303,14 +426,27 @@ describe.concurrent("startInformer (real kube-apiserver)", () => {
     });
     await informer.synced;
     expect(has("ADDED", "present")).toBe(true);
-    await vi.waitFor(() => expect(errors.some((e) => e.kind === "watch" && (e.cause as KubeApiError)?.status === 403), "a forbidden watch").toBe(true), { timeout: 10_000, interval: 25 });
+    await vi.waitFor(
+      () =>
+        expect(
+          errors.some((e) => e.kind === "watch" && (e.cause as KubeApiError)?.status === 403),
+          "a forbidden watch",
+        ).toBe(true),
+      { timeout: 10_000, interval: 25 },
+    );
 
     await rbac.replaceNamespacedRole({ name: "cm-reader", namespace: ns, body: role(["list", "watch"]) });
     await cm(ns, "later");
-    await vi.waitFor(() => expect(has("ADDED", "later"), "events once watch is allowed").toBe(true), { timeout: 10_000, interval: 25 });
+    await vi.waitFor(() => expect(has("ADDED", "later"), "events once watch is allowed").toBe(true), {
+      timeout: 10_000,
+      interval: 25,
+    });
     const settled = errors.length;
     await cm(ns, "latest");
-    await vi.waitFor(() => expect(has("ADDED", "latest"), "events over the watch").toBe(true), { timeout: 10_000, interval: 25 });
+    await vi.waitFor(() => expect(has("ADDED", "latest"), "events over the watch").toBe(true), {
+      timeout: 10_000,
+      interval: 25,
+    });
     await sleep(700);
     expect(errors.length).toBe(settled);
   });

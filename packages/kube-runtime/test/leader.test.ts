@@ -4,7 +4,13 @@
  * are refused (RBAC removed) stepping down by its renew deadline.
  */
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
-import { CoordinationV1Api, CoreV1Api, RbacAuthorizationV1Api, V1MicroTime, type KubeConfig } from "@kubernetes/client-node";
+import {
+  CoordinationV1Api,
+  CoreV1Api,
+  RbacAuthorizationV1Api,
+  V1MicroTime,
+  type KubeConfig,
+} from "@kubernetes/client-node";
 import { Registry } from "prom-client";
 import { kubeRequest } from "../../../tests/support/kube-http.js";
 import { LeaderElector } from "../src/leader.js";
@@ -33,7 +39,12 @@ describe.concurrent("LeaderElector (real kube-apiserver)", () => {
     await cluster?.stop();
   });
 
-  function candidate(kc: KubeConfig, name: string, identity: string, extra: Partial<ConstructorParameters<typeof LeaderElector>[1]> = {}) {
+  function candidate(
+    kc: KubeConfig,
+    name: string,
+    identity: string,
+    extra: Partial<ConstructorParameters<typeof LeaderElector>[1]> = {},
+  ) {
     const state = { started: 0, stopped: 0, signals: [] as AbortSignal[] };
     const elector = new LeaderElector(kc, {
       namespace: "election",
@@ -62,7 +73,10 @@ describe.concurrent("LeaderElector (real kube-apiserver)", () => {
     const b = candidate(admin, "pair", "b");
     a.elector.start();
     b.elector.start();
-    await vi.waitFor(() => expect(a.elector.isLeader() || b.elector.isLeader(), "a leader").toBe(true), { timeout: 10_000, interval: 25 });
+    await vi.waitFor(() => expect(a.elector.isLeader() || b.elector.isLeader(), "a leader").toBe(true), {
+      timeout: 10_000,
+      interval: 25,
+    });
     // Sample for a while: never two leaders, never none once elected.
     for (let i = 0; i < 10; i++) {
       expect(Number(a.elector.isLeader()) + Number(b.elector.isLeader())).toBe(1);
@@ -77,13 +91,18 @@ describe.concurrent("LeaderElector (real kube-apiserver)", () => {
     expect(follower.state.started).toBe(0);
     if (leader === a) expect((await metrics.isLeader.get()).values[0]?.value).toBe(1);
     // Times are MicroTime on the wire: RFC 3339 with 6 fractional digits.
-    const raw = await kubeRequest(admin, { method: "GET", path: "/apis/coordination.k8s.io/v1/namespaces/election/leases/pair" });
+    const raw = await kubeRequest(admin, {
+      method: "GET",
+      path: "/apis/coordination.k8s.io/v1/namespaces/election/leases/pair",
+    });
     const wire = (raw.json as { spec: { renewTime: string; acquireTime: string } }).spec;
     expect(wire.renewTime).toMatch(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{6}Z$/);
     expect(wire.acquireTime).toMatch(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{6}Z$/);
     // Renewals move renewTime.
     await sleep(600);
-    expect(Date.parse((await readLease("pair")).spec?.renewTime as unknown as string)).toBeGreaterThan(Date.parse(wire.renewTime));
+    expect(Date.parse((await readLease("pair")).spec?.renewTime as unknown as string)).toBeGreaterThan(
+      Date.parse(wire.renewTime),
+    );
 
     const t0 = performance.now();
     await leader.elector.stop();
@@ -91,7 +110,10 @@ describe.concurrent("LeaderElector (real kube-apiserver)", () => {
     expect(leader.state.stopped).toBe(1);
     expect(leader.state.signals[0]?.aborted).toBe(true);
     if (leader === a) expect((await metrics.isLeader.get()).values[0]?.value).toBe(0);
-    await vi.waitFor(() => expect(follower.elector.isLeader(), "takeover").toBe(true), { timeout: 5_000, interval: 25 });
+    await vi.waitFor(() => expect(follower.elector.isLeader(), "takeover").toBe(true), {
+      timeout: 5_000,
+      interval: 25,
+    });
     const takeoverMs = performance.now() - t0;
     // Far below leaseDuration (2 s): the released Lease is taken on the follower's next retry.
     expect(takeoverMs).toBeLessThan(1_500);
@@ -186,8 +208,18 @@ describe.concurrent("LeaderElector (real kube-apiserver)", () => {
   });
 
   it("rejects timings that could let two leaders overlap", () => {
-    const base = { namespace: "election", name: "x", identity: "i", onStartedLeading: () => {}, onStoppedLeading: () => {} };
-    expect(() => new LeaderElector(admin, { ...base, leaseDurationSec: 10, renewDeadlineSec: 10 })).toThrow(/leaseDurationSec/);
-    expect(() => new LeaderElector(admin, { ...base, renewDeadlineSec: 2, retryPeriodSec: 2 })).toThrow(/retryPeriodSec/);
+    const base = {
+      namespace: "election",
+      name: "x",
+      identity: "i",
+      onStartedLeading: () => {},
+      onStoppedLeading: () => {},
+    };
+    expect(() => new LeaderElector(admin, { ...base, leaseDurationSec: 10, renewDeadlineSec: 10 })).toThrow(
+      /leaseDurationSec/,
+    );
+    expect(() => new LeaderElector(admin, { ...base, renewDeadlineSec: 2, retryPeriodSec: 2 })).toThrow(
+      /retryPeriodSec/,
+    );
   });
 });

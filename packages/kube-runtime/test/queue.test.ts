@@ -54,7 +54,10 @@ describe("WorkQueue", () => {
     // While "hot" is in flight: add it 10 times, plus 7 other keys.
     for (let i = 0; i < 10; i++) q.add("hot");
     for (let i = 0; i < 7; i++) q.add(`k${i}`);
-    await vi.waitFor(() => expect(q.inFlight === 0 && q.depth === 0, "queue drained").toBe(true), { timeout: 5_000, interval: 25 });
+    await vi.waitFor(() => expect(q.inFlight === 0 && q.depth === 0, "queue drained").toBe(true), {
+      timeout: 5_000,
+      interval: 25,
+    });
     expect(maxPerKey).toBe(1);
     expect(maxTotal).toBe(4);
     expect(runs.get("hot")).toBe(2);
@@ -89,7 +92,10 @@ describe("WorkQueue", () => {
     // Failing again starts from the base delay.
     failNext = 1;
     q.add("k");
-    await vi.waitFor(() => expect(times.length === 7, "retry after reset").toBe(true), { timeout: 5_000, interval: 25 });
+    await vi.waitFor(() => expect(times.length === 7, "retry after reset").toBe(true), {
+      timeout: 5_000,
+      interval: 25,
+    });
     const after = log.entries.filter((e) => e.msg.includes("retrying")).map((e) => e.obj.retryInMs as number);
     expect(after).toHaveLength(5);
     expect(after[4]).toBeLessThanOrEqual(36);
@@ -194,7 +200,10 @@ describe("WorkQueue", () => {
       if (key === "x" && n <= 2) throw Object.assign(new Error("nope"), { kind: "conflict" });
       if (key === "y" && n <= 2) return { requeueAfterMs: 1 };
     });
-    await vi.waitFor(() => expect(n >= 4 && q.inFlight === 0 && q.delayedCount === 0).toBe(true), { timeout: 3_000, interval: 25 });
+    await vi.waitFor(() => expect(n >= 4 && q.inFlight === 0 && q.delayedCount === 0).toBe(true), {
+      timeout: 3_000,
+      interval: 25,
+    });
     const text = await registry.metrics();
     expect(text).toMatch(/berth_controller_reconcile_total\{controller="metered",result="success"\} \d+/);
     expect(text).toMatch(/berth_controller_reconcile_total\{controller="metered",result="error"\} [1-9]/);

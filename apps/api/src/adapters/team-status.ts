@@ -73,7 +73,10 @@ function withTimeout<T>(promise: Promise<T>, ms: number): Promise<T> {
 const TEAMS_PATH = `/apis/${TEAM_GROUP}/${TEAM_VERSION}/${TEAM_PLURAL}`;
 
 const metadataSchema = z.object({ name: z.string(), resourceVersion: z.string().optional() });
-const pageSchema = z.object({ items: z.array(z.unknown()), metadata: z.object({ continue: z.string().optional() }).optional() });
+const pageSchema = z.object({
+  items: z.array(z.unknown()),
+  metadata: z.object({ continue: z.string().optional() }).optional(),
+});
 
 /** A Team object as the status views show it: "unreachable" for one that is not a Team object as Berth knows it. */
 function viewOf(object: unknown): TeamView {
@@ -85,7 +88,10 @@ function viewOf(object: unknown): TeamView {
     ...base,
     state: "reported",
     ready: status.conditions.some((c) => c.type === "Ready" && c.status === "True"),
-    stale: metadata.generation !== undefined && status.observedGeneration !== undefined && status.observedGeneration < metadata.generation,
+    stale:
+      metadata.generation !== undefined &&
+      status.observedGeneration !== undefined &&
+      status.observedGeneration < metadata.generation,
     conditions: status.conditions,
     ...(status.revision ? { revision: status.revision } : {}),
     ...(status.identity ? { clientId: status.identity.clientId } : {}),
@@ -152,7 +158,11 @@ class ClusterTeamsCache {
   private startListing(): { at: number; value: Promise<Listing>; settled: boolean } {
     this.stats.lists += 1;
     const at = this.options.now();
-    const entry: { at: number; value: Promise<Listing>; settled: boolean } = { at, value: Promise.resolve({ ok: false, forbidden: false }), settled: false };
+    const entry: { at: number; value: Promise<Listing>; settled: boolean } = {
+      at,
+      value: Promise.resolve({ ok: false, forbidden: false }),
+      settled: false,
+    };
     entry.value = this.listAll().then(
       (teams): Listing => {
         entry.settled = true;
@@ -177,7 +187,10 @@ class ClusterTeamsCache {
     let next: string | undefined;
     do {
       // Each page must come within the timeout: a cluster that stops answering is unreachable, a large one is not.
-      const request = this.client.request(TEAMS_PATH, { query: { limit: this.options.pageSize, continue: next }, timeoutMs: this.options.timeoutMs });
+      const request = this.client.request(TEAMS_PATH, {
+        query: { limit: this.options.pageSize, continue: next },
+        timeoutMs: this.options.timeoutMs,
+      });
       const raw: unknown = await withTimeout(request, this.options.timeoutMs);
       const page = pageSchema.safeParse(raw);
       if (!page.success) throw new Error("not a list of Team objects");
@@ -186,7 +199,10 @@ class ClusterTeamsCache {
         if (!meta.success) continue;
         const { name, resourceVersion } = meta.data;
         const known = this.views.get(name);
-        const entry = known && resourceVersion !== undefined && known.version === resourceVersion ? known : { version: resourceVersion ?? "", view: viewOf(item) };
+        const entry =
+          known && resourceVersion !== undefined && known.version === resourceVersion
+            ? known
+            : { version: resourceVersion ?? "", view: viewOf(item) };
         views.set(name, entry);
         teams.set(name, entry.view);
       }
@@ -204,14 +220,17 @@ class ClusterTeamsCache {
     }
     this.stats.gets += 1;
     this.stats.misses += 1;
-    const request = this.client.request(`${TEAMS_PATH}/${encodeURIComponent(team)}`, { timeoutMs: this.options.timeoutMs });
+    const request = this.client.request(`${TEAMS_PATH}/${encodeURIComponent(team)}`, {
+      timeoutMs: this.options.timeoutMs,
+    });
     const value = withTimeout(request, this.options.timeoutMs).then(
       (object): Lookup => ({ kind: "found", view: viewOf(object) }),
       (err: unknown): Lookup => (isKubeApiError(err, "not-found") ? { kind: "absent" } : { kind: "unreachable" }),
     );
     this.single.set(team, { at: this.options.now(), value });
     // Forget expired entries now and then, so teams nobody looks at any more do not pile up.
-    if (this.single.size > 1000) for (const [key, entry] of this.single) if (!this.fresh(entry)) this.single.delete(key);
+    if (this.single.size > 1000)
+      for (const [key, entry] of this.single) if (!this.fresh(entry)) this.single.delete(key);
     return value;
   }
 }
@@ -234,8 +253,14 @@ export class KubeTeamStatusReader implements TeamStatusReader {
   }
 
   constructor(clients: Map<string, KubeClient>, options: StatusCacheOptions = {}) {
-    const resolved: Required<StatusCacheOptions> = { ttlMs: options.ttlMs ?? 5_000, timeoutMs: options.timeoutMs ?? 5_000, pageSize: options.pageSize ?? 500, now: options.now ?? Date.now };
-    for (const [cluster, client] of clients) this.caches.set(cluster, new ClusterTeamsCache(client, resolved, this.counters));
+    const resolved: Required<StatusCacheOptions> = {
+      ttlMs: options.ttlMs ?? 5_000,
+      timeoutMs: options.timeoutMs ?? 5_000,
+      pageSize: options.pageSize ?? 500,
+      now: options.now ?? Date.now,
+    };
+    for (const [cluster, client] of clients)
+      this.caches.set(cluster, new ClusterTeamsCache(client, resolved, this.counters));
   }
 
   stats(): StatusCacheStats {

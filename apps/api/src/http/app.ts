@@ -69,7 +69,9 @@ export async function app(instance: FastifyInstance, deps: AppDeps): Promise<voi
   instance.addHook("onRoute", (route) => {
     const isPublic = PUBLIC_ROUTES.some((re) => re.test(route.url));
     if (!isPublic && !route.config?.requiredRole) {
-      throw new Error(`route ${String(route.method)} ${route.url} declares no required role: every non-public route must`);
+      throw new Error(
+        `route ${String(route.method)} ${route.url} declares no required role: every non-public route must`,
+      );
     }
   });
   // First, so every route registered after it is measured.
@@ -84,20 +86,30 @@ export async function app(instance: FastifyInstance, deps: AppDeps): Promise<voi
   await instance.register(auditPlugin);
   await instance.register(openapiPlugin);
   await instance.register(healthRoutes, { ping: () => deps.store.ping() });
-  await instance.register(async (v1) => {
-    // zod compilers only under /v1: on the root they break plain-JSON-schema routes.
-    v1.setValidatorCompiler(validatorCompiler);
-    v1.setSerializerCompiler(serializerCompiler);
-    // JSON only: fastify would otherwise hand text/plain bodies to the schema as strings (415 instead).
-    v1.removeContentTypeParser("text/plain");
-    await v1.register(teamRoutes, { teams: deps.teams });
-    if (deps.board) await v1.register(statusRoutes, { board: deps.board });
-    await v1.register(templateRoutes, { fleet: deps.fleet });
-    await v1.register(fleetRoutes, { fleet: deps.fleet });
-    await v1.register(rolloutRoutes, { rollouts: deps.rollouts });
-    await v1.register(adoptionRoutes, { adoption: deps.adoption });
-  }, { prefix: "/v1" });
+  await instance.register(
+    async (v1) => {
+      // zod compilers only under /v1: on the root they break plain-JSON-schema routes.
+      v1.setValidatorCompiler(validatorCompiler);
+      v1.setSerializerCompiler(serializerCompiler);
+      // JSON only: fastify would otherwise hand text/plain bodies to the schema as strings (415 instead).
+      v1.removeContentTypeParser("text/plain");
+      await v1.register(teamRoutes, { teams: deps.teams });
+      if (deps.board) await v1.register(statusRoutes, { board: deps.board });
+      await v1.register(templateRoutes, { fleet: deps.fleet });
+      await v1.register(fleetRoutes, { fleet: deps.fleet });
+      await v1.register(rolloutRoutes, { rollouts: deps.rollouts });
+      await v1.register(adoptionRoutes, { adoption: deps.adoption });
+    },
+    { prefix: "/v1" },
+  );
   if (deps.board && deps.ui?.config.enabled) {
-    await instance.register(uiPlugin, { prefix: "/ui", board: deps.board, rollouts: deps.rollouts, auth: deps.ui.auth, ui: deps.ui.config, authenticator: deps.authenticator });
+    await instance.register(uiPlugin, {
+      prefix: "/ui",
+      board: deps.board,
+      rollouts: deps.rollouts,
+      auth: deps.ui.auth,
+      ui: deps.ui.config,
+      authenticator: deps.authenticator,
+    });
   }
 }

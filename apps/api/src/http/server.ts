@@ -15,7 +15,15 @@ export function loggerOptions(level: string): LoggerOptions {
   return {
     level,
     redact: {
-      paths: ["req.headers.authorization", "req.headers.cookie", "headers.authorization", "*.token", "*.password", "*.secret", "config.fluxRepo.auth"],
+      paths: [
+        "req.headers.authorization",
+        "req.headers.cookie",
+        "headers.authorization",
+        "*.token",
+        "*.password",
+        "*.secret",
+        "config.fluxRepo.auth",
+      ],
       censor: "[redacted]",
     },
     serializers: {
@@ -95,10 +103,14 @@ export async function buildServer(deps: AppDeps, options: ServerOptions = {}): P
       if (err.code === "ECONNRESET" || socket.destroyed) return;
       const status = clientErrorStatus(err.code);
       const requestId = randomUUID();
-      this.log.info({ requestId, status, code: err.code, remoteAddress: socket.remoteAddress }, "refused a malformed request before routing");
+      this.log.info(
+        { requestId, status, code: err.code, remoteAddress: socket.remoteAddress },
+        "refused a malformed request before routing",
+      );
       // Never write into a response already on the wire (a pipelined request failing mid-answer).
       const inFlight = (socket as Socket & { _httpMessage?: { headersSent?: boolean } })._httpMessage;
-      if (socket.writable && !inFlight?.headersSent) socket.end(rawProblemResponse(status, requestId, CLIENT_ERROR_DETAIL[status] ?? NOT_HTTP_DETAIL));
+      if (socket.writable && !inFlight?.headersSent)
+        socket.end(rawProblemResponse(status, requestId, CLIENT_ERROR_DETAIL[status] ?? NOT_HTTP_DETAIL));
       else socket.destroy();
     },
   }).withTypeProvider<ZodTypeProvider>();

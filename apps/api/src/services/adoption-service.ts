@@ -1,4 +1,11 @@
-import { describeChange, type Adoption, type AdoptionPlan, type AdoptionRequest, type ChangeOrigin, type FileChange } from "@berth/core";
+import {
+  describeChange,
+  type Adoption,
+  type AdoptionPlan,
+  type AdoptionRequest,
+  type ChangeOrigin,
+  type FileChange,
+} from "@berth/core";
 import type { TeamStore } from "./team-service.js";
 
 /** Adoption of hand-written teams (docs/adoption.md): a preview, and the commit of team file and layout. */
@@ -12,11 +19,21 @@ export class AdoptionService {
   async preview(name: string, request: AdoptionRequest) {
     const tree = await this.store.snapshot(0);
     const preview = await this.adoption.preview(tree, name, request);
-    return { revision: tree.revision, team: preview.team, report: preview.report, files: preview.files, diff: preview.diff };
+    return {
+      revision: tree.revision,
+      team: preview.team,
+      report: preview.report,
+      files: preview.files,
+      diff: preview.diff,
+    };
   }
 
   /** One commit: the team file, Berth's layout, the hand-written Flux Kustomizations suspended. */
-  async adopt(name: string, request: AdoptionRequest, origin: ChangeOrigin): Promise<{ team: AdoptionPlan["team"]; report: AdoptionPlan["report"]; revision: string; files: FileChange[] }> {
+  async adopt(
+    name: string,
+    request: AdoptionRequest,
+    origin: ChangeOrigin,
+  ): Promise<{ team: AdoptionPlan["team"]; report: AdoptionPlan["report"]; revision: string; files: FileChange[] }> {
     // Planned once on a snapshot first: a refusal (or a limit) answers without queueing in the writer's
     // lane, so a hostile tree never holds other teams' writes. The commit plans again on the lane's tree,
     // which records what it reads (the writer re-plans when the remote moves under those paths).

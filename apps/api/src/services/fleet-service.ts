@@ -47,7 +47,12 @@ export class FleetService {
   }
 
   /** Every template version (on disk, or still used by a team) with how many teams use it. */
-  async templates(): Promise<{ revision: string | undefined; default: string; items: TemplateVersionInfo[]; broken: TeamFailure[] }> {
+  async templates(): Promise<{
+    revision: string | undefined;
+    default: string;
+    items: TemplateVersionInfo[];
+    broken: TeamFailure[];
+  }> {
     const tree = await this.store.snapshot();
     const { teams, broken } = await this.onboarding.listTeams(tree);
     const counts = new Map<string, number>(this.onboarding.catalog.versions().map((v) => [v, 0]));
@@ -57,7 +62,12 @@ export class FleetService {
     }
     const items = [...counts]
       .sort(([a], [b]) => compareVersions(a, b))
-      .map(([version, n]) => ({ version, default: version === this.onboarding.catalog.defaultVersion, available: this.onboarding.catalog.has(version), teams: n }));
+      .map(([version, n]) => ({
+        version,
+        default: version === this.onboarding.catalog.defaultVersion,
+        available: this.onboarding.catalog.has(version),
+        teams: n,
+      }));
     return { revision: tree.revision, default: this.onboarding.catalog.defaultVersion, items, broken };
   }
 }

@@ -39,7 +39,10 @@ export function idempotencyKeyOf(request: FastifyRequest): string | undefined {
   if (more.length > 0) throw badKey("more than one Idempotency-Key header");
   const value = first.trim();
   const key = value.startsWith('"') && value.endsWith('"') && value.length >= 2 ? value.slice(1, -1) : value;
-  if (!KEY.test(key)) throw badKey("Idempotency-Key must be 1-128 visible ASCII characters (a UUID is ideal), optionally in double quotes");
+  if (!KEY.test(key))
+    throw badKey(
+      "Idempotency-Key must be 1-128 visible ASCII characters (a UUID is ideal), optionally in double quotes",
+    );
   return key;
 }
 
@@ -54,7 +57,9 @@ function canonical(value: unknown): string {
 }
 
 export function requestFingerprint(method: string, path: string, body: unknown): string {
-  const hash = createHash("sha256").update(`${method.toUpperCase()} ${path}\n${canonical(body ?? null)}`).digest("base64url");
+  const hash = createHash("sha256")
+    .update(`${method.toUpperCase()} ${path}\n${canonical(body ?? null)}`)
+    .digest("base64url");
   return `sha256:${hash}`;
 }
 
@@ -67,7 +72,13 @@ export class KeysInFlight {
 
   acquire(scope: string): () => void {
     if (this.held.has(scope)) {
-      throw new HttpProblem(409, "idempotency-key-in-use", "Request in progress", "a request with this Idempotency-Key is still being processed; retry when it has finished", { "retry-after": "1" });
+      throw new HttpProblem(
+        409,
+        "idempotency-key-in-use",
+        "Request in progress",
+        "a request with this Idempotency-Key is still being processed; retry when it has finished",
+        { "retry-after": "1" },
+      );
     }
     this.held.add(scope);
     return () => this.held.delete(scope);
@@ -122,12 +133,21 @@ export class IdempotentWrites {
       { key: TRAILER_ACTOR, value: trailerValue(origin.actor) },
     ]);
     if (found && trailerOf(found, TRAILER_REQUEST_FINGERPRINT) !== idempotency.fingerprint) {
-      throw new HttpProblem(422, "idempotency-key-reused", "Idempotency-Key reused", `this Idempotency-Key was used for a different request (commit ${found.revision}); use a new key for a new request`);
+      throw new HttpProblem(
+        422,
+        "idempotency-key-reused",
+        "Idempotency-Key reused",
+        `this Idempotency-Key was used for a different request (commit ${found.revision}); use a new key for a new request`,
+      );
     }
     return found;
   }
 
-  async write(request: WriteRequest, trailers: readonly Trailer[], mutate: (tree: RepoTree) => Promise<RepoChange | null>): Promise<IdempotentOutcome> {
+  async write(
+    request: WriteRequest,
+    trailers: readonly Trailer[],
+    mutate: (tree: RepoTree) => Promise<RepoChange | null>,
+  ): Promise<IdempotentOutcome> {
     const { origin, idempotency } = request;
     const release = idempotency ? this.keysInFlight.acquire(`${origin.actor}\0${idempotency.key}`) : () => {};
     try {

@@ -1,12 +1,24 @@
 import type { ClusterStatus, FleetResponse } from "@berth/api-contract";
-import { allClusters, clustersOf, repoLayout, type Cluster, type Onboarding, type RepoTree, type Team, type TeamListing } from "@berth/core";
+import {
+  allClusters,
+  clustersOf,
+  repoLayout,
+  type Cluster,
+  type Onboarding,
+  type RepoTree,
+  type Team,
+  type TeamListing,
+} from "@berth/core";
 import type { CommitSummary } from "@berth/gitops";
 import type { TeamStatusReader } from "../adapters/team-status.js";
 
 /** What the board reads from the Flux repo; @berth/gitops' FluxRepo provides it. */
 export interface RepoReader {
   snapshot(maxAgeMs?: number): Promise<RepoTree>;
-  history(paths: readonly string[], options?: { revision?: string | undefined; limit?: number }): Promise<CommitSummary[]>;
+  history(
+    paths: readonly string[],
+    options?: { revision?: string | undefined; limit?: number },
+  ): Promise<CommitSummary[]>;
 }
 
 export interface TeamFile {
@@ -79,14 +91,22 @@ export class StatusBoard {
     const [clusters, commits, teamPaths] = await Promise.all([
       this.statusReader.read(name, targets),
       // Every cluster's Flux file, not only today's targets: the history shows moves between environments.
-      this.repo.history([this.layout.teamDir(name), ...this.clusters().flatMap((c) => this.layout.fluxKustomizationPaths(c.name, name))], {
-        revision: tree.revision,
-        limit: options.commits ?? 10,
-      }),
+      this.repo.history(
+        [
+          this.layout.teamDir(name),
+          ...this.clusters().flatMap((c) => this.layout.fluxKustomizationPaths(c.name, name)),
+        ],
+        {
+          revision: tree.revision,
+          limit: options.commits ?? 10,
+        },
+      ),
       tree.list(this.layout.teamDir(name)),
     ]);
     const paths = [...teamPaths, ...kustomizations].sort();
-    const files = (await Promise.all(paths.map(async (path) => ({ path, content: await tree.read(path) })))).filter((f): f is TeamFile => f.content !== undefined);
+    const files = (await Promise.all(paths.map(async (path) => ({ path, content: await tree.read(path) })))).filter(
+      (f): f is TeamFile => f.content !== undefined,
+    );
     return { team, revision: tree.revision, ready: everyReady(clusters), clusters, commits, files };
   }
 }

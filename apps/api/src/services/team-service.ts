@@ -67,7 +67,9 @@ export class TeamService {
   }
 
   /** The team's status on every cluster it lands on, as each cluster's controller reports it. */
-  async status(name: string): Promise<{ team: string; revision: string | undefined; ready: boolean; clusters: ClusterStatus[] }> {
+  async status(
+    name: string,
+  ): Promise<{ team: string; revision: string | undefined; ready: boolean; clusters: ClusterStatus[] }> {
     const { revision, team } = await this.get(name);
     if (!team) throw new TeamNotFoundError(name);
     const clusters = await this.statusReader.read(name, clustersOf(team, this.onboarding.platform));
@@ -116,8 +118,15 @@ export class TeamService {
   /** Rendered on the team's version as last seen; planUpdate re-renders if a rollout moved it meanwhile. */
   async update(name: string, spec: unknown, request: WriteRequest): Promise<WriteResult> {
     const current = await this.onboarding.readTeam(await this.store.snapshot(), name);
-    const prepared = this.onboarding.prepareUpdate(name, spec, current?.templateVersion ?? this.onboarding.catalog.defaultVersion);
-    return this.withTeam(await this.write("update", name, (tree) => this.onboarding.planUpdate(tree, name, prepared), request), name);
+    const prepared = this.onboarding.prepareUpdate(
+      name,
+      spec,
+      current?.templateVersion ?? this.onboarding.catalog.defaultVersion,
+    );
+    return this.withTeam(
+      await this.write("update", name, (tree) => this.onboarding.planUpdate(tree, name, prepared), request),
+      name,
+    );
   }
 
   async delete(name: string, request: WriteRequest): Promise<DeleteResult> {
@@ -132,7 +141,13 @@ export class TeamService {
 
   /** The original outcome of a write, from its commit. */
   private async replayed(original: CommitInfo): Promise<Outcome & { tree: RepoTree }> {
-    return { revision: original.revision, committed: true, files: await original.changes(), replayed: true, tree: original.tree };
+    return {
+      revision: original.revision,
+      committed: true,
+      files: await original.changes(),
+      replayed: true,
+      tree: original.tree,
+    };
   }
 
   /** A replayed create or update answers with the team as its commit left it. */
@@ -163,6 +178,12 @@ export class TeamService {
     });
     if (outcome.replayed) return this.replayed(outcome.original);
     if (!planned) throw new Error("transaction finished without planning a change");
-    return { team: planned.team, revision: outcome.revision, committed: outcome.committed, files: outcome.committed ? planned.files : [], replayed: false };
+    return {
+      team: planned.team,
+      revision: outcome.revision,
+      committed: outcome.committed,
+      files: outcome.committed ? planned.files : [],
+      replayed: false,
+    };
   }
 }

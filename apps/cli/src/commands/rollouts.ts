@@ -39,15 +39,30 @@ function answered<T>(body: T | undefined, what: string): T {
   return body;
 }
 
-const PHASE_STYLE: Record<RolloutPhase, Style> = { Running: "blue", Paused: "yellow", Halted: "red", Completed: "green", Aborted: "gray" };
+const PHASE_STYLE: Record<RolloutPhase, Style> = {
+  Running: "blue",
+  Paused: "yellow",
+  Halted: "red",
+  Completed: "green",
+  Aborted: "gray",
+};
 /** Phases a rollout does not leave on its own. */
 const SETTLED: ReadonlySet<RolloutPhase> = new Set(["Completed", "Halted", "Aborted", "Paused"]);
 
 /** The request from -f, or from the flags; never both (which would win would be a guess). */
 async function requestOf(rt: Runtime, src: RolloutSource): Promise<RolloutRequest> {
-  const flagged = src.to !== undefined || src.team.length > 0 || src.env.length > 0 || src.label.length > 0 || src.description !== undefined;
+  const flagged =
+    src.to !== undefined ||
+    src.team.length > 0 ||
+    src.env.length > 0 ||
+    src.label.length > 0 ||
+    src.description !== undefined;
   if (src.filename !== undefined) {
-    if (flagged) throw new CliError("give the rollout as a file (-f) or as flags (--to, --team, --env, --label, --description), not both", EXIT.usage);
+    if (flagged)
+      throw new CliError(
+        "give the rollout as a file (-f) or as flags (--to, --team, --env, --label, --description), not both",
+        EXIT.usage,
+      );
     return readRolloutRequest(src.filename, { cwd: rt.io.cwd, stdin: rt.io.stdin });
   }
   const labels: Record<string, string> = {};
@@ -75,17 +90,29 @@ async function requestOf(rt: Runtime, src: RolloutSource): Promise<RolloutReques
 export async function rolloutPreview(rt: Runtime, src: RolloutSource, options: { diffs: boolean }): Promise<number> {
   const request = await requestOf(rt, src);
   const client = await rt.client();
-  const { body } = await client.request("POST", `/v1/rollouts/preview?diffs=${options.diffs}`, { body: request, schema: rolloutPreviewResponse, timeoutMs: 300_000 });
+  const { body } = await client.request("POST", `/v1/rollouts/preview?diffs=${options.diffs}`, {
+    body: request,
+    schema: rolloutPreviewResponse,
+    timeoutMs: 300_000,
+  });
   const p = answered(body, "the rollout preview");
   const { files } = p.summary;
-  rt.out(`Rollout preview at commit ${shortSha(p.revision)}: ${plural(p.summary.selected, "team")} selected, ${target(p.target.templateVersion)}`);
-  rt.out(`  ${p.summary.changed} would change (${plural(files.added + files.modified + files.deleted, "file")}: ${files.added} added, ${files.modified} modified, ${files.deleted} deleted), ${p.summary.unchanged} unchanged, ${p.summary.failed} cannot be rendered`);
-  if (p.waves.length > 1 || request.waves) rt.out(`  waves: ${p.waves.map((w) => `${w.name} (${plural(w.teams.length, "team")})`).join(", ")}`);
+  rt.out(
+    `Rollout preview at commit ${shortSha(p.revision)}: ${plural(p.summary.selected, "team")} selected, ${target(p.target.templateVersion)}`,
+  );
+  rt.out(
+    `  ${p.summary.changed} would change (${plural(files.added + files.modified + files.deleted, "file")}: ${files.added} added, ${files.modified} modified, ${files.deleted} deleted), ${p.summary.unchanged} unchanged, ${p.summary.failed} cannot be rendered`,
+  );
+  if (p.waves.length > 1 || request.waves)
+    rt.out(`  waves: ${p.waves.map((w) => `${w.name} (${plural(w.teams.length, "team")})`).join(", ")}`);
   for (const f of p.failed) rt.out(`  ${rt.paint("red", "cannot render")} ${f.team}: ${f.error}`);
-  for (const b of p.broken) rt.out(`  ${rt.paint("yellow", "left out")} ${b.team}: its team file cannot be read: ${b.error}`);
-  for (const problem of p.problems) rt.out(`  ${rt.paint("red", "would be refused")}: ${problem.field}: ${problem.rule}`);
+  for (const b of p.broken)
+    rt.out(`  ${rt.paint("yellow", "left out")} ${b.team}: its team file cannot be read: ${b.error}`);
+  for (const problem of p.problems)
+    rt.out(`  ${rt.paint("red", "would be refused")}: ${problem.field}: ${problem.rule}`);
   if (options.diffs) {
-    for (const t of p.teams) if (t.diff) rt.io.stdout.write(colorDiff(t.diff.endsWith("\n") ? t.diff : `${t.diff}\n`, rt.paint));
+    for (const t of p.teams)
+      if (t.diff) rt.io.stdout.write(colorDiff(t.diff.endsWith("\n") ? t.diff : `${t.diff}\n`, rt.paint));
   }
   // Like `diff`: a script can tell "would be accepted" from "would be refused".
   return p.problems.length ? EXIT.invalid : EXIT.ok;
@@ -94,16 +121,24 @@ export async function rolloutPreview(rt: Runtime, src: RolloutSource, options: {
 export async function rolloutStart(rt: Runtime, src: RolloutSource): Promise<number> {
   const request = await requestOf(rt, src);
   const client = await rt.client();
-  const { body } = await client.request("POST", "/v1/rollouts", { body: request, schema: rolloutCreatedResponse, timeoutMs: 300_000 });
+  const { body } = await client.request("POST", "/v1/rollouts", {
+    body: request,
+    schema: rolloutCreatedResponse,
+    timeoutMs: 300_000,
+  });
   const { rollout, revision, summary } = answered(body, "the new rollout");
   const id = rollout.metadata.name;
   const version = target(rollout.spec.target.templateVersion);
   if (!rollout.spec.gate) {
-    rt.out(`rollout/${id} ${rollout.status.phase.toLowerCase()}: ${plural(summary.teams, "team")} ${version} in one commit (${shortSha(revision)}, ${plural(summary.files, "file")})`);
+    rt.out(
+      `rollout/${id} ${rollout.status.phase.toLowerCase()}: ${plural(summary.teams, "team")} ${version} in one commit (${shortSha(revision)}, ${plural(summary.files, "file")})`,
+    );
     return EXIT.ok;
   }
   const waves = rollout.spec.waves.map((w) => `${w.name} (${w.teams.length})`).join(" → ");
-  rt.out(`rollout/${id} started: ${plural(summary.teams, "team")} ${version} in waves ${waves}, each gated on Ready (commit ${shortSha(revision)})`);
+  rt.out(
+    `rollout/${id} started: ${plural(summary.teams, "team")} ${version} in waves ${waves}, each gated on Ready (commit ${shortSha(revision)})`,
+  );
   rt.err(`Follow it with: berth rollout get ${id} --watch`);
   return EXIT.ok;
 }
@@ -128,8 +163,11 @@ function teamReport(t: GateTeamReport): string {
 function describe(rt: Runtime, r: Rollout, progress: GateProgress | null): void {
   const { spec, status } = r;
   rt.out(`Rollout ${rt.paint("bold", r.metadata.name)}: ${rt.paint(PHASE_STYLE[status.phase], status.phase)}`);
-  rt.out(`  ${plural(teamCount(r), "team")} ${target(spec.target.templateVersion)}; requested by ${spec.requestedBy} at ${spec.createdAt}${spec.description ? `: ${spec.description}` : ""}`);
-  if (spec.gate) rt.out(`  gate: every team Ready on every cluster within ${spec.gate.timeoutSeconds}s of its wave's commit`);
+  rt.out(
+    `  ${plural(teamCount(r), "team")} ${target(spec.target.templateVersion)}; requested by ${spec.requestedBy} at ${spec.createdAt}${spec.description ? `: ${spec.description}` : ""}`,
+  );
+  if (spec.gate)
+    rt.out(`  gate: every team Ready on every cluster within ${spec.gate.timeoutSeconds}s of its wave's commit`);
   rt.out("");
   const rows = spec.waves.map((w, i) => {
     const s = status.waves[i];
@@ -145,14 +183,17 @@ function describe(rt: Runtime, r: Rollout, progress: GateProgress | null): void 
   }
   if (progress && status.phase === "Running") {
     rt.out("");
-    rt.out(`Gate of wave ${progress.wave} (${progress.evaluatedAt}): ${progress.verdict}: ${progress.message} (${progress.ready} ready, ${progress.waiting} waiting, ${progress.failed} failed)`);
+    rt.out(
+      `Gate of wave ${progress.wave} (${progress.evaluatedAt}): ${progress.verdict}: ${progress.message} (${progress.ready} ready, ${progress.waiting} waiting, ${progress.failed} failed)`,
+    );
     for (const t of progress.teams.filter((x) => x.result !== "ready").slice(0, 10)) rt.out(`  ${teamReport(t)}`);
   }
   const recent = status.history.slice(-5);
   if (recent.length) {
     rt.out("");
     rt.out("History (latest last):");
-    for (const e of recent) rt.out(`  ${e.at} ${e.event}${e.by ? ` by ${e.by}` : ""}${e.message ? `: ${e.message}` : ""}`);
+    for (const e of recent)
+      rt.out(`  ${e.at} ${e.event}${e.by ? ` by ${e.by}` : ""}${e.message ? `: ${e.message}` : ""}`);
   }
 }
 
@@ -168,15 +209,17 @@ export async function getRollouts(rt: Runtime, id: string | undefined, output: R
     else if (output === "name") for (const r of items) rt.out(`rollout/${r.metadata.name}`);
     else if (items.length === 0) rt.err("No rollouts found.");
     else {
-      const rows = [...items].reverse().map((r) => [
-        r.metadata.name,
-        rt.paint(PHASE_STYLE[r.status.phase], r.status.phase),
-        waveLabel(r),
-        r.spec.target.templateVersion ?? "(own)",
-        String(teamCount(r)),
-        r.spec.createdAt,
-        r.spec.description.length > 40 ? `${r.spec.description.slice(0, 39)}…` : r.spec.description,
-      ]);
+      const rows = [...items]
+        .reverse()
+        .map((r) => [
+          r.metadata.name,
+          rt.paint(PHASE_STYLE[r.status.phase], r.status.phase),
+          waveLabel(r),
+          r.spec.target.templateVersion ?? "(own)",
+          String(teamCount(r)),
+          r.spec.createdAt,
+          r.spec.description.length > 40 ? `${r.spec.description.slice(0, 39)}…` : r.spec.description,
+        ]);
       rt.out(formatTable(["name", "phase", "wave", "target", "teams", "created", "description"], rows));
     }
     return EXIT.ok;
@@ -195,7 +238,11 @@ export async function getRollouts(rt: Runtime, id: string | undefined, output: R
  * it completes, 1 when it halts, is aborted or paused (someone must act), 8 on --timeout; the rollout
  * itself goes on either way (the API drives it, not this command).
  */
-export async function watchRollout(rt: Runtime, id: string, options: { timeoutMs: number; intervalMs: number }): Promise<number> {
+export async function watchRollout(
+  rt: Runtime,
+  id: string,
+  options: { timeoutMs: number; intervalMs: number },
+): Promise<number> {
   const client = await rt.client();
   const deadline = Date.now() + options.timeoutMs;
   let last = "";
@@ -206,7 +253,12 @@ export async function watchRollout(rt: Runtime, id: string, options: { timeoutMs
   for (;;) {
     let answer: { rollout: Rollout; progress: GateProgress | null } | undefined;
     try {
-      answer = (await client.request("GET", rolloutPath(id), { schema: rolloutResponse, timeoutMs: pollTimeoutMs(deadline - Date.now()) })).body;
+      answer = (
+        await client.request("GET", rolloutPath(id), {
+          schema: rolloutResponse,
+          timeoutMs: pollTimeoutMs(deadline - Date.now()),
+        })
+      ).body;
     } catch (err) {
       if (endsWatch(err)) throw err;
       // A poll that the watch's own --timeout cut short says nothing about the API: the last answer stands.
@@ -219,7 +271,8 @@ export async function watchRollout(rt: Runtime, id: string, options: { timeoutMs
     if (answer) {
       const { rollout, progress } = answer;
       const phase = rollout.status.phase;
-      const gate = progress && phase === "Running" ? ` · gate ${progress.wave}: ${progress.verdict}: ${progress.message}` : "";
+      const gate =
+        progress && phase === "Running" ? ` · gate ${progress.wave}: ${progress.verdict}: ${progress.message}` : "";
       const line = `${rt.paint(PHASE_STYLE[phase], phase)} · wave ${waveLabel(rollout)}${gate}`;
       if (line !== last) rt.out(`[${new Date().toISOString()}] rollout/${id}: ${line}`);
       last = line;
@@ -251,11 +304,15 @@ export async function rolloutAction(rt: Runtime, id: string, action: "pause" | "
       .sort(([a], [b]) => (a < b ? -1 : 1))
       .map(([version, teams]) => `${version}: ${plural(teams.length, "team")}`)
       .join(", ");
-    rt.out(`rollout/${rollout.metadata.name} aborted (commit ${shortSha(revision)}); nothing was reverted, each team is on one version: ${on || "no teams"}`);
+    rt.out(
+      `rollout/${rollout.metadata.name} aborted (commit ${shortSha(revision)}); nothing was reverted, each team is on one version: ${on || "no teams"}`,
+    );
     return EXIT.ok;
   }
   const { body } = await client.request("POST", `${rolloutPath(id)}/${action}`, { schema: rolloutWriteResponse });
   const { rollout, revision } = answered(body, `the ${action} of rollout ${id}`);
-  rt.out(`rollout/${rollout.metadata.name} ${action === "pause" ? "paused" : "resumed"} (phase ${rollout.status.phase}, commit ${shortSha(revision)})`);
+  rt.out(
+    `rollout/${rollout.metadata.name} ${action === "pause" ? "paused" : "resumed"} (phase ${rollout.status.phase}, commit ${shortSha(revision)})`,
+  );
   return EXIT.ok;
 }

@@ -21,7 +21,8 @@ export interface StatusOptions {
 export function parseDuration(text: string): number {
   if (/^\d+(\.\d+)?$/.test(text)) return Number(text) * 1000;
   const parts = [...text.matchAll(/(\d+(?:\.\d+)?)(ms|h|m|s)/g)];
-  if (!parts.length || parts.map((p) => p[0]).join("") !== text) throw new CliError(`"${text}" is not a duration (e.g. 90s, 10m, 1h)`, EXIT.usage);
+  if (!parts.length || parts.map((p) => p[0]).join("") !== text)
+    throw new CliError(`"${text}" is not a duration (e.g. 90s, 10m, 1h)`, EXIT.usage);
   const unit = { ms: 1, s: 1000, m: 60_000, h: 3_600_000 } as const;
   return parts.reduce((ms, p) => ms + Number(p[1]) * unit[p[2] as keyof typeof unit], 0);
 }
@@ -32,9 +33,13 @@ export function pollTimeoutMs(leftMs: number): number {
 }
 
 async function fetchStatus(client: BerthClient, team: string, timeoutMs = 30_000): Promise<StatusResponse> {
-  const { body } = await client.request("GET", `/v1/teams/${encodeURIComponent(team)}/status`, { schema: statusResponse, timeoutMs });
+  const { body } = await client.request("GET", `/v1/teams/${encodeURIComponent(team)}/status`, {
+    schema: statusResponse,
+    timeoutMs,
+  });
   // `body` is undefined only for a status the caller lists in `empty`, and this request lists none.
-  if (body === undefined) throw new CliError(`the API answered the status of team ${team} with no body`, EXIT.unavailable);
+  if (body === undefined)
+    throw new CliError(`the API answered the status of team ${team} with no body`, EXIT.unavailable);
   return body;
 }
 
@@ -47,7 +52,9 @@ export async function status(rt: Runtime, team: string, options: StatusOptions):
     else {
       const state = new WatchState();
       state.update(response, 0);
-      rt.out(renderFrame(state, { elapsedMs: 0, tick: 0, width: rt.io.stdout.columns ?? 100, paint: rt.paint, live: false }));
+      rt.out(
+        renderFrame(state, { elapsedMs: 0, tick: 0, width: rt.io.stdout.columns ?? 100, paint: rt.paint, live: false }),
+      );
     }
     return EXIT.ok;
   }
@@ -61,14 +68,31 @@ async function watch(rt: Runtime, client: BerthClient, team: string, options: St
   const tty = Boolean(rt.io.stdout.isTTY);
   const log = tty ? createLogUpdate(rt.io.stdout as NodeJS.WriteStream, { showCursor: false }) : undefined;
   let tick = 0;
-  const draw = () => log?.(renderFrame(state, { elapsedMs: elapsed(), tick: tick++, width: (rt.io.stdout.columns ?? 100) - 1, paint: rt.paint, live: true }));
+  const draw = () =>
+    log?.(
+      renderFrame(state, {
+        elapsedMs: elapsed(),
+        tick: tick++,
+        width: (rt.io.stdout.columns ?? 100) - 1,
+        paint: rt.paint,
+        live: true,
+      }),
+    );
   const spinner = log ? setInterval(draw, 100) : undefined;
   const signal = rt.io.signal;
 
   const finish = (code: number, summary: string[]): number => {
     if (spinner) clearInterval(spinner);
     if (log) {
-      log(renderFrame(state, { elapsedMs: elapsed(), tick, width: (rt.io.stdout.columns ?? 100) - 1, paint: rt.paint, live: false }));
+      log(
+        renderFrame(state, {
+          elapsedMs: elapsed(),
+          tick,
+          width: (rt.io.stdout.columns ?? 100) - 1,
+          paint: rt.paint,
+          live: false,
+        }),
+      );
       log.done();
     }
     for (const line of summary) (code === EXIT.ok ? rt.out.bind(rt) : rt.err.bind(rt))(line);
@@ -88,7 +112,10 @@ async function watch(rt: Runtime, client: BerthClient, team: string, options: St
         const response = await fetchStatus(client, team, pollTimeoutMs(options.timeoutMs - elapsed()));
         const changes = state.update(response, elapsed());
         if (!tty) {
-          if (first) rt.out(`[${formatElapsed(elapsed())}] team ${response.team}: in the Flux repo at ${shortSha(response.revision)}; watching ${plural(response.clusters.length, "cluster")}`);
+          if (first)
+            rt.out(
+              `[${formatElapsed(elapsed())}] team ${response.team}: in the Flux repo at ${shortSha(response.revision)}; watching ${plural(response.clusters.length, "cluster")}`,
+            );
           for (const line of changes) rt.out(line);
         }
       } catch (err) {
@@ -110,16 +137,26 @@ async function watch(rt: Runtime, client: BerthClient, team: string, options: St
 
       const outcome = state.outcome();
       const unobserved = state.unobserved();
-      const note = unobserved.length ? [`note: the API cannot see ${unobserved.join(", ")} (api.clusters), so the team is not checked there`] : [];
+      const note = unobserved.length
+        ? [`note: the API cannot see ${unobserved.join(", ")} (api.clusters), so the team is not checked there`]
+        : [];
       if (outcome === "ready") {
         const n = state.observable().length;
-        return finish(EXIT.ok, [`team ${team} is Ready on ${plural(n, "cluster")} (${formatElapsed(elapsed())})`, ...note]);
+        return finish(EXIT.ok, [
+          `team ${team} is Ready on ${plural(n, "cluster")} (${formatElapsed(elapsed())})`,
+          ...note,
+        ]);
       }
       if (outcome === "failed") {
-        return finish(EXIT.no, state.failures().map((f) => `error: team ${team} failed on ${f.cluster}: ${f.reason}`));
+        return finish(
+          EXIT.no,
+          state.failures().map((f) => `error: team ${team} failed on ${f.cluster}: ${f.reason}`),
+        );
       }
       if (outcome === "unobservable") {
-        return finish(EXIT.unavailable, [`error: the API cannot see any cluster of team ${team} (${unobserved.join(", ")}): configure api.clusters, or watch with kubectl`]);
+        return finish(EXIT.unavailable, [
+          `error: the API cannot see any cluster of team ${team} (${unobserved.join(", ")}): configure api.clusters, or watch with kubectl`,
+        ]);
       }
       if (elapsed() >= options.timeoutMs) return timedOut();
       await sleep(Math.min(options.intervalMs, Math.max(0, options.timeoutMs - elapsed())), undefined, { signal });
@@ -127,7 +164,8 @@ async function watch(rt: Runtime, client: BerthClient, team: string, options: St
       if (elapsed() >= options.timeoutMs) return timedOut();
     }
   } catch (err) {
-    if ((err as Error).name === "AbortError" || signal.aborted) return finish(EXIT.interrupted, ["stopped watching (the rollout goes on)"]);
+    if ((err as Error).name === "AbortError" || signal.aborted)
+      return finish(EXIT.interrupted, ["stopped watching (the rollout goes on)"]);
     throw err;
   }
 }

@@ -23,7 +23,9 @@ export function withVisibleText(value: unknown): unknown {
   if (typeof value === "string") return visibleText(value);
   if (Array.isArray(value)) return value.map(withVisibleText);
   if (value !== null && typeof value === "object") {
-    return Object.fromEntries(Object.entries(value as Record<string, unknown>).map(([k, v]) => [visibleText(k), withVisibleText(v)]));
+    return Object.fromEntries(
+      Object.entries(value as Record<string, unknown>).map(([k, v]) => [visibleText(k), withVisibleText(v)]),
+    );
   }
   return value;
 }

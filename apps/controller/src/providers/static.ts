@@ -14,7 +14,12 @@ import {
 export class StaticValuesProvider implements PlatformValuesProvider {
   async clusterFacts(cluster: Cluster): Promise<ClusterFacts> {
     const v = required(cluster, ["TENANT_ID", "SUBSCRIPTION_ID", "CLUSTER_OIDC_ISSUER_URL", "AZURE_LOCATION"]);
-    return { tenantId: v.TENANT_ID, subscriptionId: v.SUBSCRIPTION_ID, oidcIssuerUrl: v.CLUSTER_OIDC_ISSUER_URL, location: v.AZURE_LOCATION };
+    return {
+      tenantId: v.TENANT_ID,
+      subscriptionId: v.SUBSCRIPTION_ID,
+      oidcIssuerUrl: v.CLUSTER_OIDC_ISSUER_URL,
+      location: v.AZURE_LOCATION,
+    };
   }
 
   async platformCredential(cluster: Cluster): Promise<PlatformCredential> {
@@ -32,10 +37,13 @@ function required<K extends string>(cluster: Cluster, keys: readonly K[]): Recor
     else missing.push(key);
   }
   if (missing.length) {
-    throw new ValueUnavailableError(`cluster ${cluster.name} has no value for ${missing.join(", ")} in platform config (environments[].clusters[].vars)`, {
-      reason: missing.includes("CLUSTER_OIDC_ISSUER_URL") ? "OIDCIssuerNotConfigured" : "ValuesNotConfigured",
-      severity: "Error",
-    });
+    throw new ValueUnavailableError(
+      `cluster ${cluster.name} has no value for ${missing.join(", ")} in platform config (environments[].clusters[].vars)`,
+      {
+        reason: missing.includes("CLUSTER_OIDC_ISSUER_URL") ? "OIDCIssuerNotConfigured" : "ValuesNotConfigured",
+        severity: "Error",
+      },
+    );
   }
   return out;
 }

@@ -25,19 +25,50 @@ export function clientIdOf(identity: ConfigMapLike | undefined): string | undefi
  * `<team>-identity` ConfigMap, the subscription (and tenant otherwise) from the provider. Anything
  * missing or malformed → not ok, and nothing is written.
  */
-export function desiredTeamCredential(team: string, identity: ConfigMapLike | undefined, facts: Pick<ClusterFacts, "tenantId" | "subscriptionId"> | undefined, asoNamespace: string): Decision<TeamCredential> {
+export function desiredTeamCredential(
+  team: string,
+  identity: ConfigMapLike | undefined,
+  facts: Pick<ClusterFacts, "tenantId" | "subscriptionId"> | undefined,
+  asoNamespace: string,
+): Decision<TeamCredential> {
   const cmName = teamNames(team).identityConfigMap;
-  if (!identity) return { ok: false, reason: "IdentityPending", message: `waiting for ASO to write ConfigMap ${asoNamespace}/${cmName}` };
+  if (!identity)
+    return {
+      ok: false,
+      reason: "IdentityPending",
+      message: `waiting for ASO to write ConfigMap ${asoNamespace}/${cmName}`,
+    };
   const clientId = clientIdOf(identity);
-  if (!clientId) return { ok: false, reason: "IdentityPending", message: `ConfigMap ${asoNamespace}/${cmName} has no clientId yet` };
-  if (!GUID.test(clientId)) return { ok: false, reason: "IdentityInvalid", message: `ConfigMap ${asoNamespace}/${cmName} has a clientId that is not a GUID` };
+  if (!clientId)
+    return { ok: false, reason: "IdentityPending", message: `ConfigMap ${asoNamespace}/${cmName} has no clientId yet` };
+  if (!GUID.test(clientId))
+    return {
+      ok: false,
+      reason: "IdentityInvalid",
+      message: `ConfigMap ${asoNamespace}/${cmName} has a clientId that is not a GUID`,
+    };
   const tenantId = identity.data?.tenantId?.trim() || facts?.tenantId;
-  if (!tenantId) return { ok: false, reason: "TenantUnknown", message: "the tenant id is not known yet (neither ASO nor the platform values provider gave one)" };
-  if (!GUID.test(tenantId)) return { ok: false, reason: "IdentityInvalid", message: `tenant id of ${cmName} is not a GUID` };
+  if (!tenantId)
+    return {
+      ok: false,
+      reason: "TenantUnknown",
+      message: "the tenant id is not known yet (neither ASO nor the platform values provider gave one)",
+    };
+  if (!GUID.test(tenantId))
+    return { ok: false, reason: "IdentityInvalid", message: `tenant id of ${cmName} is not a GUID` };
   if (facts?.tenantId && tenantId !== facts.tenantId) {
-    return { ok: false, reason: "TenantMismatch", message: `ConfigMap ${cmName} names tenant ${tenantId}, the cluster's tenant is ${facts.tenantId}` };
+    return {
+      ok: false,
+      reason: "TenantMismatch",
+      message: `ConfigMap ${cmName} names tenant ${tenantId}, the cluster's tenant is ${facts.tenantId}`,
+    };
   }
-  if (!facts?.subscriptionId) return { ok: false, reason: "SubscriptionUnknown", message: "the subscription id is not known yet (platform values provider)" };
+  if (!facts?.subscriptionId)
+    return {
+      ok: false,
+      reason: "SubscriptionUnknown",
+      message: "the subscription id is not known yet (platform values provider)",
+    };
   return { ok: true, value: { tenantId, subscriptionId: facts.subscriptionId, clientId } };
 }
 
@@ -69,7 +100,11 @@ export function workloadServiceAccountPatch(team: string, clientId: string): Kub
   return {
     apiVersion: "v1",
     kind: "ServiceAccount",
-    metadata: { name: names.serviceAccount, namespace: names.namespace, annotations: { [CLIENT_ID_ANNOTATION]: clientId } },
+    metadata: {
+      name: names.serviceAccount,
+      namespace: names.namespace,
+      annotations: { [CLIENT_ID_ANNOTATION]: clientId },
+    },
   };
 }
 
@@ -81,20 +116,36 @@ export type CredentialDrift =
   /** Our own earlier value (the identity's client id changed, or a new subscription/tenant): a rotation. */
   | { kind: "rotated"; fromClientId: string | undefined; toClientId: string }
   /** Someone else changed or added data: reverted, and reported as a Warning. */
-  | { kind: "tampered"; changed: string[]; extraKeys: string[]; owners: string[]; clientId: string | undefined; otherTeam: string | undefined };
+  | {
+      kind: "tampered";
+      changed: string[];
+      extraKeys: string[];
+      owners: string[];
+      clientId: string | undefined;
+      otherTeam: string | undefined;
+    };
 
 /**
  * How the live Secret differs from the desired one. A change is "tampered" when another field manager
  * owns a changed key, when a key was added, or when the client id is another team's (ASO #4810: a team
  * pointing its credential at another team's identity is privilege escalation).
  */
-export function classifyDrift(current: SecretLike | undefined, desired: SecretLike, clientIdOwners: { get(clientId: string): string | undefined }, team: string): CredentialDrift {
+export function classifyDrift(
+  current: SecretLike | undefined,
+  desired: SecretLike,
+  clientIdOwners: { get(clientId: string): string | undefined },
+  team: string,
+): CredentialDrift {
   if (!current) return { kind: "missing" };
   const have = current.data ?? {};
   const want = desired.data ?? {};
   const changed = Object.keys(want).filter((k) => have[k] !== want[k]);
-  const extraKeys = Object.keys(have).filter((k) => !(k in want)).sort();
-  const labelsOk = Object.entries(desired.metadata?.labels ?? {}).every(([k, v]) => current.metadata?.labels?.[k] === v);
+  const extraKeys = Object.keys(have)
+    .filter((k) => !(k in want))
+    .sort();
+  const labelsOk = Object.entries(desired.metadata?.labels ?? {}).every(
+    ([k, v]) => current.metadata?.labels?.[k] === v,
+  );
   const finalizerOk = (desired.metadata?.finalizers ?? []).every((f) => current.metadata?.finalizers?.includes(f));
   if (!changed.length && !extraKeys.length) return labelsOk && finalizerOk ? { kind: "in-sync" } : { kind: "metadata" };
 
@@ -115,10 +166,10 @@ export function classifyDrift(current: SecretLike | undefined, desired: SecretLi
 /** One line for the Warning Event; never includes secret values other than client ids (which are not secret). */
 export function tamperMessage(team: string, d: Extract<CredentialDrift, { kind: "tampered" }>): string {
   const parts: string[] = [];
-  if (d.otherTeam) parts.push(`AZURE_CLIENT_ID was set to the identity of team ${d.otherTeam} (privilege escalation, ASO #4810)`);
+  if (d.otherTeam)
+    parts.push(`AZURE_CLIENT_ID was set to the identity of team ${d.otherTeam} (privilege escalation, ASO #4810)`);
   else if (d.changed.length) parts.push(`${d.changed.join(", ")} changed`);
   if (d.extraKeys.length) parts.push(`unexpected keys ${d.extraKeys.join(", ")} added`);
   if (d.owners.length) parts.push(`by ${d.owners.join(", ")}`);
   return `aso-credential of team ${team} was modified outside Berth: ${parts.join("; ")}; restored to the team's own identity`;
 }
-

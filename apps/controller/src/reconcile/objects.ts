@@ -51,4 +51,5 @@ export interface TeamObject extends KubeObject {
 export const isDeleting = (o: KubeObject | undefined): boolean => Boolean(o?.metadata?.deletionTimestamp);
 
 export const b64 = (value: string) => Buffer.from(value, "utf8").toString("base64");
-export const unb64 = (value: string | undefined) => (value === undefined ? undefined : Buffer.from(value, "base64").toString("utf8"));
+export const unb64 = (value: string | undefined) =>
+  value === undefined ? undefined : Buffer.from(value, "base64").toString("utf8");

@@ -58,7 +58,8 @@ export function credentialAction({ team, secret, remainingAso }: OffboardingInpu
 export type AccessAction = { action: "none" } | { action: "keep" } | { action: "release" };
 
 export function accessAction(roleBinding: KubeObject | undefined, secret: SecretLike | undefined): AccessAction {
-  if (!roleBinding || !isDeleting(roleBinding) || !hasFinalizer(roleBinding, ACCESS_FINALIZER)) return { action: "none" };
+  if (!roleBinding || !isDeleting(roleBinding) || !hasFinalizer(roleBinding, ACCESS_FINALIZER))
+    return { action: "none" };
   return credentialFinalizerPending(secret) ? { action: "keep" } : { action: "release" };
 }
 
@@ -75,7 +76,8 @@ export function accessEnding(roleBinding: KubeObject | undefined): boolean {
   return isDeleting(roleBinding);
 }
 
-const hasFinalizer = (o: KubeObject | undefined, finalizer: string) => Boolean(o?.metadata?.finalizers?.includes(finalizer));
+const hasFinalizer = (o: KubeObject | undefined, finalizer: string) =>
+  Boolean(o?.metadata?.finalizers?.includes(finalizer));
 
 /** The finalizers left after removing `finalizer` (ours; the merge patch keeps everyone else's). */
 export function withoutFinalizer(obj: KubeObject, finalizer: string = CREDENTIAL_FINALIZER): string[] {

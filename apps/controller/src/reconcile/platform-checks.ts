@@ -32,7 +32,9 @@ export async function platformFindings(
   if (!roleDefinitionId || !resourceProviderState) return undefined;
   const where = `in subscription ${subscriptionId} (cluster ${cluster.name})`;
   try {
-    const roles = platform.roleCatalog.flatMap((entry) => (entry.roleName ? [{ entry, roleName: entry.roleName }] : []));
+    const roles = platform.roleCatalog.flatMap((entry) =>
+      entry.roleName ? [{ entry, roleName: entry.roleName }] : [],
+    );
     const [roleFindings, providerFindings] = await Promise.all([
       Promise.all(
         roles.map(async ({ entry, roleName }): Promise<PlatformFinding | undefined> => {
@@ -41,10 +43,18 @@ export async function platformFindings(
             id = await roleDefinitionId.call(provider, cluster, roleName);
           } catch (err) {
             // Several roles with one name: which one the catalog meant needs a person, not a retry.
-            if (err instanceof ValueUnavailableError && err.severity === "Error") return { reason: "RoleNameAmbiguous", message: `role catalog entry '${entry.id}': ${err.message} ${where}` };
+            if (err instanceof ValueUnavailableError && err.severity === "Error")
+              return {
+                reason: "RoleNameAmbiguous",
+                message: `role catalog entry '${entry.id}': ${err.message} ${where}`,
+              };
             throw err;
           }
-          if (id === undefined) return { reason: "RoleNotFound", message: `role catalog entry '${entry.id}': no role named '${roleName}' ${where}; its roleDefinitionId ${entry.roleDefinitionId} cannot be checked` };
+          if (id === undefined)
+            return {
+              reason: "RoleNotFound",
+              message: `role catalog entry '${entry.id}': no role named '${roleName}' ${where}; its roleDefinitionId ${entry.roleDefinitionId} cannot be checked`,
+            };
           if (id !== entry.roleDefinitionId.toLowerCase()) {
             return {
               reason: "RoleCatalogMismatch",

@@ -1,6 +1,13 @@
 import { ValueUnavailableError, type PlatformCredential } from "@berth/core";
 import { clusterFactsOrLastKnown, type ReconcilerDeps } from "./team-reconciler.js";
-import { PLATFORM_CREDENTIAL_SECRET, platformCredentialSecret, platformVarsConfigMap, platformVarsData, satisfies, type Decision } from "./platform.js";
+import {
+  PLATFORM_CREDENTIAL_SECRET,
+  platformCredentialSecret,
+  platformVarsConfigMap,
+  platformVarsData,
+  satisfies,
+  type Decision,
+} from "./platform.js";
 import type { ObjectRef } from "./objects.js";
 import { platformFindings } from "./platform-checks.js";
 
@@ -36,25 +43,60 @@ export class PlatformReconciler {
     const { platform, cluster, provider, caches, events, logger } = this.deps;
     const writer = signal && this.deps.writer.withSignal ? this.deps.writer.withSignal(signal) : this.deps.writer;
     const problems: string[] = [];
-    const cmRef: ObjectRef = { apiVersion: "v1", kind: "ConfigMap", name: platform.platformVarsConfigMap, namespace: platform.asoNamespace };
-    const secretRef: ObjectRef = { apiVersion: "v1", kind: "Secret", name: PLATFORM_CREDENTIAL_SECRET, namespace: platform.asoNamespace };
+    const cmRef: ObjectRef = {
+      apiVersion: "v1",
+      kind: "ConfigMap",
+      name: platform.platformVarsConfigMap,
+      namespace: platform.asoNamespace,
+    };
+    const secretRef: ObjectRef = {
+      apiVersion: "v1",
+      kind: "Secret",
+      name: PLATFORM_CREDENTIAL_SECRET,
+      namespace: platform.asoNamespace,
+    };
 
     const { facts, values } = await clusterFactsOrLastKnown(this.deps);
     this.deps.onFreshness?.(values.fresh);
     if (!values.fresh) problems.push(values.message);
-    const vars: Decision<Record<string, string>> | undefined = facts && values.fresh ? platformVarsData(platform, cluster, facts) : undefined;
+    const vars: Decision<Record<string, string>> | undefined =
+      facts && values.fresh ? platformVarsData(platform, cluster, facts) : undefined;
     if (vars && !vars.ok) problems.push(vars.message);
     if (vars?.ok) {
       const desired = platformVarsConfigMap(platform, vars.value);
       const current = caches.platformVars();
       if (!satisfies(current, desired)) {
         // Keys whose value differs from what the ConfigMap holds: a provider change (e.g. a new OIDC issuer) or an edit reverted.
-        const changed = Object.keys(vars.value).filter((k) => current?.data?.[k] !== undefined && current.data[k] !== vars.value[k]);
+        const changed = Object.keys(vars.value).filter(
+          (k) => current?.data?.[k] !== undefined && current.data[k] !== vars.value[k],
+        );
         await writer.apply(desired);
-        logger.info({ configMap: `${platform.asoNamespace}/${platform.platformVarsConfigMap}`, restored: Boolean(current), changed }, "platform-vars written");
-        if (!current) events.normal(cmRef, "PlatformVarsWritten", `${Object.keys(vars.value).length} keys written for cluster ${cluster.name}`);
-        else if (changed.length) events.normal(cmRef, "PlatformVarsUpdated", `${changed.join(", ")} set for cluster ${cluster.name} (${changed.includes("CLUSTER_OIDC_ISSUER_URL") ? `OIDC issuer now ${vars.value.CLUSTER_OIDC_ISSUER_URL}` : "values changed or an edit reverted"})`);
-        else events.normal(cmRef, "PlatformVarsRestored", `${Object.keys(vars.value).length} keys restored for cluster ${cluster.name}`);
+        logger.info(
+          {
+            configMap: `${platform.asoNamespace}/${platform.platformVarsConfigMap}`,
+            restored: Boolean(current),
+            changed,
+          },
+          "platform-vars written",
+        );
+        if (!current)
+          events.normal(
+            cmRef,
+            "PlatformVarsWritten",
+            `${Object.keys(vars.value).length} keys written for cluster ${cluster.name}`,
+          );
+        else if (changed.length)
+          events.normal(
+            cmRef,
+            "PlatformVarsUpdated",
+            `${changed.join(", ")} set for cluster ${cluster.name} (${changed.includes("CLUSTER_OIDC_ISSUER_URL") ? `OIDC issuer now ${vars.value.CLUSTER_OIDC_ISSUER_URL}` : "values changed or an edit reverted"})`,
+          );
+        else
+          events.normal(
+            cmRef,
+            "PlatformVarsRestored",
+            `${Object.keys(vars.value).length} keys restored for cluster ${cluster.name}`,
+          );
       }
     }
 
@@ -71,7 +113,10 @@ export class PlatformReconciler {
         const current = caches.platformSecret();
         if (!satisfies(current, secret.value)) {
           await writer.apply(secret.value);
-          logger.info({ secret: `${platform.asoNamespace}/${PLATFORM_CREDENTIAL_SECRET}`, restored: Boolean(current) }, "platform aso-credential written");
+          logger.info(
+            { secret: `${platform.asoNamespace}/${PLATFORM_CREDENTIAL_SECRET}`, restored: Boolean(current) },
+            "platform aso-credential written",
+          );
         }
       }
     }
@@ -83,7 +128,8 @@ export class PlatformReconciler {
       // Once per distinct problem: the reason nothing (or not everything) was written.
       logger.warn({ problem }, "platform values incomplete: not writing");
       events.warning(cmRef, "PlatformValuesUnavailable", problem);
-      if (refusal && !values.fresh && values.severity === "Error") events.warning(secretRef, "WorkloadIdentityUnavailable", refusal);
+      if (refusal && !values.fresh && values.severity === "Error")
+        events.warning(secretRef, "WorkloadIdentityUnavailable", refusal);
     }
     this.lastProblem = problem;
     return { requeueAfterMs: problem ? this.deps.retryMs : this.deps.resyncMs };
@@ -96,7 +142,8 @@ export class PlatformReconciler {
     if (!findings) return;
     if (!Array.isArray(findings)) {
       // E.g. the role lacks Microsoft.Authorization/roleDefinitions/read: said once, the last findings stand.
-      if (findings.skipped !== this.lastSkipped) logger.info({ reason: findings.skipped }, "platform check in Azure skipped: Azure did not answer");
+      if (findings.skipped !== this.lastSkipped)
+        logger.info({ reason: findings.skipped }, "platform check in Azure skipped: Azure did not answer");
       this.lastSkipped = findings.skipped;
       return;
     }
@@ -105,15 +152,26 @@ export class PlatformReconciler {
     const now = new Set(findings.map((f) => f.message));
     const appeared = findings.filter((f) => !this.lastFindings.has(f.message));
     for (const f of appeared) events.warning(ref, f.reason, f.message);
-    if (appeared.length) logger.warn({ findings: findings.map((f) => `${f.reason}: ${f.message}`) }, "platform check in Azure: problems found");
+    if (appeared.length)
+      logger.warn(
+        { findings: findings.map((f) => `${f.reason}: ${f.message}`) },
+        "platform check in Azure: problems found",
+      );
     else if (now.size === 0 && this.lastFindings.size > 0) {
       logger.info("platform check in Azure: the problems found before are gone");
-      events.normal(ref, "PlatformChecksPassed", `role catalog and resource providers check out in Azure for cluster ${cluster.name}`);
+      events.normal(
+        ref,
+        "PlatformChecksPassed",
+        `role catalog and resource providers check out in Azure for cluster ${cluster.name}`,
+      );
     }
     this.lastFindings = now;
   }
 
-  private async known(get: () => Promise<PlatformCredential>, problems: string[]): Promise<PlatformCredential | undefined> {
+  private async known(
+    get: () => Promise<PlatformCredential>,
+    problems: string[],
+  ): Promise<PlatformCredential | undefined> {
     try {
       return await get();
     } catch (err) {

@@ -1,4 +1,10 @@
-import { CORE_PLATFORM_VARS, type Cluster, type ClusterFacts, type Platform, type PlatformCredential } from "@berth/core";
+import {
+  CORE_PLATFORM_VARS,
+  type Cluster,
+  type ClusterFacts,
+  type Platform,
+  type PlatformCredential,
+} from "@berth/core";
 import { FIELD_MANAGER, MANAGED_BY, MANAGED_BY_LABEL } from "../names.js";
 import { b64, type ConfigMapLike, type SecretLike } from "./objects.js";
 
@@ -11,7 +17,11 @@ import { b64, type ConfigMapLike, type SecretLike } from "./objects.js";
 export type Decision<T> = { ok: true; value: T } | { ok: false; reason: string; message: string };
 
 /** The platform-vars data: the core keys from the provider's facts, plus every key the platform declares. */
-export function platformVarsData(platform: Platform, cluster: Cluster, facts: ClusterFacts): Decision<Record<string, string>> {
+export function platformVarsData(
+  platform: Platform,
+  cluster: Cluster,
+  facts: ClusterFacts,
+): Decision<Record<string, string>> {
   const core: Record<keyof typeof CORE_PLATFORM_VARS, string> = {
     TENANT_ID: facts.tenantId,
     SUBSCRIPTION_ID: facts.subscriptionId,
@@ -47,7 +57,11 @@ export function platformVarsConfigMap(platform: Platform, data: Record<string, s
   return {
     apiVersion: "v1",
     kind: "ConfigMap",
-    metadata: { name: platform.platformVarsConfigMap, namespace: platform.asoNamespace, labels: { [MANAGED_BY_LABEL]: MANAGED_BY } },
+    metadata: {
+      name: platform.platformVarsConfigMap,
+      namespace: platform.asoNamespace,
+      labels: { [MANAGED_BY_LABEL]: MANAGED_BY },
+    },
     data,
   };
 }
@@ -56,15 +70,30 @@ export const PLATFORM_CREDENTIAL_SECRET = "aso-credential";
 
 /** ASO's credential for the platform's own resources (in the ASO namespace); data base64 as SSA needs. */
 export function platformCredentialSecret(platform: Platform, cred: PlatformCredential): Decision<SecretLike> {
-  const values = { AZURE_TENANT_ID: cred.tenantId, AZURE_SUBSCRIPTION_ID: cred.subscriptionId, AZURE_CLIENT_ID: cred.clientId };
-  const empty = Object.entries(values).filter(([, v]) => !v.trim()).map(([k]) => k);
-  if (empty.length) return { ok: false, reason: "PlatformCredentialIncomplete", message: `not writing the platform aso-credential: no value for ${empty.join(", ")}` };
+  const values = {
+    AZURE_TENANT_ID: cred.tenantId,
+    AZURE_SUBSCRIPTION_ID: cred.subscriptionId,
+    AZURE_CLIENT_ID: cred.clientId,
+  };
+  const empty = Object.entries(values)
+    .filter(([, v]) => !v.trim())
+    .map(([k]) => k);
+  if (empty.length)
+    return {
+      ok: false,
+      reason: "PlatformCredentialIncomplete",
+      message: `not writing the platform aso-credential: no value for ${empty.join(", ")}`,
+    };
   return {
     ok: true,
     value: {
       apiVersion: "v1",
       kind: "Secret",
-      metadata: { name: PLATFORM_CREDENTIAL_SECRET, namespace: platform.asoNamespace, labels: { [MANAGED_BY_LABEL]: MANAGED_BY } },
+      metadata: {
+        name: PLATFORM_CREDENTIAL_SECRET,
+        namespace: platform.asoNamespace,
+        labels: { [MANAGED_BY_LABEL]: MANAGED_BY },
+      },
       type: "Opaque",
       data: encodeData({ ...values, USE_WORKLOAD_IDENTITY_AUTH: "true" }),
     },
@@ -83,7 +112,10 @@ function sortKeys(o: Record<string, string>): Record<string, string> {
  * True when `current` already holds everything `desired` sets (data, labels, annotations, finalizers):
  * the apply would change nothing, so it is skipped. Fields others added are not our business here.
  */
-export function satisfies(current: (ConfigMapLike & SecretLike) | undefined, desired: ConfigMapLike & SecretLike): boolean {
+export function satisfies(
+  current: (ConfigMapLike & SecretLike) | undefined,
+  desired: ConfigMapLike & SecretLike,
+): boolean {
   if (!current) return false;
   const sub = (have: Record<string, string> | undefined, want: Record<string, string> | undefined) =>
     Object.entries(want ?? {}).every(([k, v]) => have?.[k] === v);

@@ -1,11 +1,37 @@
 import { knownPlatformVars } from "../render.js";
-import { PlainVar, substituteValue, substitutionDisabled, withoutPlainVars, type SubstitutionProblem, type VarResolution } from "../flux-substitute.js";
-import { BuildLimitError, CLUSTER_SCOPED_KINDS, KUSTOMIZATION_FILES, kustomizeBuild, KustomizeBuildError, parseManifestFile, repoPath, type Build, type BuildBudget } from "../kustomize.js";
+import {
+  PlainVar,
+  substituteValue,
+  substitutionDisabled,
+  withoutPlainVars,
+  type SubstitutionProblem,
+  type VarResolution,
+} from "../flux-substitute.js";
+import {
+  BuildLimitError,
+  CLUSTER_SCOPED_KINDS,
+  KUSTOMIZATION_FILES,
+  kustomizeBuild,
+  KustomizeBuildError,
+  parseManifestFile,
+  repoPath,
+  type Build,
+  type BuildBudget,
+} from "../kustomize.js";
 import { describeOwner, type RepoLayout } from "../layout.js";
 import { teamNames } from "../naming.js";
 import { allClusters, type Cluster, type Platform } from "../platform.js";
 import type { RepoTree } from "../repo.js";
-import { isFluxKustomization, kindOf, nameOf, namespaceOf, recordAt, valueAt, type Manifest, type SourceObject } from "./manifests.js";
+import {
+  isFluxKustomization,
+  kindOf,
+  nameOf,
+  namespaceOf,
+  recordAt,
+  valueAt,
+  type Manifest,
+  type SourceObject,
+} from "./manifests.js";
 import type { Unmappable } from "./model.js";
 
 /**
@@ -14,7 +40,23 @@ import type { Unmappable } from "./model.js";
  */
 
 /** Flux Kustomization spec fields adoption understands; any other changes what is applied and is refused. */
-const FLUX_SPEC_FIELDS = new Set(["interval", "retryInterval", "timeout", "path", "prune", "wait", "sourceRef", "postBuild", "healthChecks", "healthCheckExprs", "force", "suspend", "dependsOn", "serviceAccountName", "decryption"]);
+const FLUX_SPEC_FIELDS = new Set([
+  "interval",
+  "retryInterval",
+  "timeout",
+  "path",
+  "prune",
+  "wait",
+  "sourceRef",
+  "postBuild",
+  "healthChecks",
+  "healthCheckExprs",
+  "force",
+  "suspend",
+  "dependsOn",
+  "serviceAccountName",
+  "decryption",
+]);
 
 /** One of the team's Flux Kustomizations, built. */
 export interface FoundKustomization {
@@ -71,7 +113,12 @@ export async function discover(tree: RepoTree, team: string, ctx: DiscoverContex
   const unreadable: Discovery["unreadable"] = [];
   const token = new RegExp(`(^|[^a-z0-9])${team}($|[^a-z0-9])`);
   const mentions = (ks: Manifest) =>
-    [nameOf(ks), valueAt(ks, "spec", "path"), valueAt(ks, "spec", "targetNamespace"), ...Object.values(recordAt(ks, "spec", "postBuild", "substitute"))]
+    [
+      nameOf(ks),
+      valueAt(ks, "spec", "path"),
+      valueAt(ks, "spec", "targetNamespace"),
+      ...Object.values(recordAt(ks, "spec", "postBuild", "substitute")),
+    ]
       .map((v) => (v instanceof PlainVar ? v.text : v))
       .some((v) => typeof v === "string" && (v === team || v.split("/").includes(team) || token.test(v)));
   for (const path of await tree.list(layout.clustersDir)) {
@@ -79,7 +126,11 @@ export async function discover(tree: RepoTree, team: string, ctx: DiscoverContex
     if (!/\.ya?ml$/.test(path) || KUSTOMIZATION_FILES.includes(path.slice(path.lastIndexOf("/") + 1))) continue;
     // Berth's own files of other teams and the indexes are not hand-written: never read as such.
     const owner = layout.ownerOf(path);
-    if (owner.kind === "cluster-teams-index" || (owner.kind === "team" && owner.team !== team && berthTeams.has(owner.team))) continue;
+    if (
+      owner.kind === "cluster-teams-index" ||
+      (owner.kind === "team" && owner.team !== team && berthTeams.has(owner.team))
+    )
+      continue;
     const [cluster = ""] = path.slice(prefix.length).split("/"); // split gives one part at least
     const text = (await readOrUnreadable(tree, path, budget, unreadable)) ?? "";
     let docs: Manifest[];
@@ -100,7 +151,14 @@ export async function discover(tree: RepoTree, team: string, ctx: DiscoverContex
       // Its parent Kustomization applies it with the cluster's variables (e.g. spec.path with ${ENVIRONMENT}).
       const ks = substituteObject(raw, (v) => valueIn(vars, v), problems);
       if (problems.length) {
-        for (const p of problems) issue(`${path} (Flux Kustomization ${String(nameOf(raw))})`, problemText(p, `its parent Kustomization substitutes it from the cluster's variables, and Berth's config for cluster ${cluster} has no value for it (platform.environments[].clusters[].vars)`));
+        for (const p of problems)
+          issue(
+            `${path} (Flux Kustomization ${String(nameOf(raw))})`,
+            problemText(
+              p,
+              `its parent Kustomization substitutes it from the cluster's variables, and Berth's config for cluster ${cluster} has no value for it (platform.environments[].clusters[].vars)`,
+            ),
+          );
         continue;
       }
       let target: string;
@@ -121,9 +179,15 @@ export async function discover(tree: RepoTree, team: string, ctx: DiscoverContex
       }
       const unsupported = Object.keys(recordAt(ks, "spec")).filter((k) => !FLUX_SPEC_FIELDS.has(k));
       const substituted = fluxSubstitution(ctx.platform, ks, built, c, path);
-      const holdsTeam = substituted.objects.some((o) => o.obj.kind === "Namespace" && (nameOf(o.obj) === team || String(nameOf(o.obj)).includes("${")));
+      const holdsTeam = substituted.objects.some(
+        (o) => o.obj.kind === "Namespace" && (nameOf(o.obj) === team || String(nameOf(o.obj)).includes("${")),
+      );
       if (!holdsTeam) continue;
-      for (const k of unsupported) issue(`${path} spec.${k}`, `Flux Kustomization ${String(nameOf(ks))}: adoption cannot map spec.${k} (it changes what Flux applies)`);
+      for (const k of unsupported)
+        issue(
+          `${path} spec.${k}`,
+          `Flux Kustomization ${String(nameOf(ks))}: adoption cannot map spec.${k} (it changes what Flux applies)`,
+        );
       for (const p of substituted.problems) issue(p.field, p.rule);
       // Each object as mapping reads it, and as Berth's Kustomization must apply it.
       const carried = new Map<SourceObject, Manifest>();
@@ -134,10 +198,21 @@ export async function discover(tree: RepoTree, team: string, ctx: DiscoverContex
       });
       for (const o of objects) {
         if (!namespaceOf(o.obj) && !CLUSTER_SCOPED_KINDS.has(kindOf(o.obj)) && o.obj.kind !== "Team") {
-          issue(`${o.file}#${kindOf(o.obj)}/${String(nameOf(o.obj))}`, "has no metadata.namespace: where Flux puts it depends on the Kustomization; give it one");
+          issue(
+            `${o.file}#${kindOf(o.obj)}/${String(nameOf(o.obj))}`,
+            "has no metadata.namespace: where Flux puts it depends on the Kustomization; give it one",
+          );
         }
       }
-      found.push({ cluster, path, kustomization: ks, objects, carried, files: built.files, liveOnly: substituted.liveOnly });
+      found.push({
+        cluster,
+        path,
+        kustomization: ks,
+        objects,
+        carried,
+        files: built.files,
+        liveOnly: substituted.liveOnly,
+      });
     }
   }
   return { found, unreadable };
@@ -148,7 +223,12 @@ export async function discover(tree: RepoTree, team: string, ctx: DiscoverContex
  * — the repository failing to answer — is thrown: it says nothing about the file, and hiding it would
  * turn a broken read into "not searched".
  */
-async function readOrUnreadable(tree: RepoTree, path: string, budget: BuildBudget, unreadable: Discovery["unreadable"]): Promise<string | undefined> {
+async function readOrUnreadable(
+  tree: RepoTree,
+  path: string,
+  budget: BuildBudget,
+  unreadable: Discovery["unreadable"],
+): Promise<string | undefined> {
   try {
     return await budget.read(tree, path);
   } catch (err) {
@@ -170,21 +250,36 @@ export function checkHandWritten(found: readonly FoundKustomization[], name: str
   for (const f of found) {
     const owner = layout.ownerOf(f.path);
     if (owner.kind !== "unowned" && !(owner.kind === "team" && owner.team === name)) {
-      issue(f.path, `is ${describeOwner(owner)}: adoption never edits Berth's files (a hand-edited Berth file? restore it through the API)`);
+      issue(
+        f.path,
+        `is ${describeOwner(owner)}: adoption never edits Berth's files (a hand-edited Berth file? restore it through the API)`,
+      );
     }
-    const other = namespaceOf(f.kustomization) === platform.asoNamespace ? fluxObjectOwner.get(String(nameOf(f.kustomization))) : undefined;
+    const other =
+      namespaceOf(f.kustomization) === platform.asoNamespace
+        ? fluxObjectOwner.get(String(nameOf(f.kustomization)))
+        : undefined;
     if (other !== undefined && other !== name) {
-      issue(f.path, `Flux Kustomization ${platform.asoNamespace}/${String(nameOf(f.kustomization))} is the Flux object of Berth's team ${other}: adoption never suspends another team's Kustomization; rename the hand-written one`);
+      issue(
+        f.path,
+        `Flux Kustomization ${platform.asoNamespace}/${String(nameOf(f.kustomization))} is the Flux object of Berth's team ${other}: adoption never suspends another team's Kustomization; rename the hand-written one`,
+      );
     }
     for (const file of f.files) {
       const o = layout.ownerOf(file);
-      if (o.kind === "team" && o.team !== name && berthTeams.has(o.team)) issue(file, `is a file of Berth's team ${o.team}: the team's tree may not include another team's files`);
+      if (o.kind === "team" && o.team !== name && berthTeams.has(o.team))
+        issue(file, `is a file of Berth's team ${o.team}: the team's tree may not include another team's files`);
     }
   }
 }
 
 /** An object substituted: still an object (substitution changes values, never the shape around them). */
-function substituteObject(obj: Manifest, resolve: (name: string) => VarResolution, problems: SubstitutionProblem[], escape = false): Manifest {
+function substituteObject(
+  obj: Manifest,
+  resolve: (name: string) => VarResolution,
+  problems: SubstitutionProblem[],
+  escape = false,
+): Manifest {
   return substituteValue(obj, resolve, problems, escape) as Manifest;
 }
 
@@ -199,7 +294,8 @@ function fluxSubstitution(platform: Platform, ks: Manifest, built: Build, cluste
   const inline = recordAt(postBuild, "substitute");
   const substituteFrom = valueAt(postBuild, "substituteFrom");
   const sources = (Array.isArray(substituteFrom) ? substituteFrom : []).map(
-    (s: unknown) => `${String(valueAt(s, "kind") ?? "ConfigMap")} ${String(namespaceOf(ks) ?? "?")}/${String(valueAt(s, "name"))}${valueAt(s, "optional") ? " (optional)" : ""}`,
+    (s: unknown) =>
+      `${String(valueAt(s, "kind") ?? "ConfigMap")} ${String(namespaceOf(ks) ?? "?")}/${String(valueAt(s, "name"))}${valueAt(s, "optional") ? " (optional)" : ""}`,
   );
   const config = cluster ? configVars(cluster) : {};
   const known = knownPlatformVars(platform);
@@ -231,11 +327,19 @@ function fluxSubstitution(platform: Platform, ks: Manifest, built: Build, cluste
     if (!postBuild || substitutionDisabled(o.obj)) {
       const plain = withoutPlainVars(o.obj) as Manifest; // an object with its PlainVars as text: still an object
       // Literal `${` stays literal under Berth's Kustomization too, unless Flux skips the object there as well.
-      objects.push({ obj: plain, file: o.file, carried: substitutionDisabled(o.obj) ? plain : substituteObject(plain, () => undefined, [], true) });
+      objects.push({
+        obj: plain,
+        file: o.file,
+        carried: substitutionDisabled(o.obj) ? plain : substituteObject(plain, () => undefined, [], true),
+      });
       continue;
     }
     const found: SubstitutionProblem[] = [];
-    objects.push({ obj: substituteObject(o.obj, forMapping, found), file: o.file, carried: substituteObject(o.obj, forBerth, [], true) });
+    objects.push({
+      obj: substituteObject(o.obj, forMapping, found),
+      file: o.file,
+      carried: substituteObject(o.obj, forBerth, [], true),
+    });
     const at = `${o.file}#${kindOf(o.obj)}/${String(withoutPlainVars(nameOf(o.obj)))}`;
     for (const p of found) {
       problems.push({
@@ -252,6 +356,7 @@ function fluxSubstitution(platform: Platform, ks: Manifest, built: Build, cluste
 
 function problemText(p: SubstitutionProblem, where: string): string {
   if (p.kind === "unset") return `\${${p.variable}} cannot be resolved: ${where}; Berth never guesses a value`;
-  if (p.kind === "structure") return `${p.variable}: its value would change the YAML structure, which adoption does not model`;
+  if (p.kind === "structure")
+    return `${p.variable}: its value would change the YAML structure, which adoption does not model`;
   return `${p.variable} is a substitution adoption does not evaluate (it knows \${VAR} and \${VAR:=default}); write it out`;
 }

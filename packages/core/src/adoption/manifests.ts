@@ -39,7 +39,8 @@ export const namespaceOf = (o: Manifest): unknown => valueAt(o, "metadata", "nam
 /** The API group of `apiVersion` ("" for the core group). */
 export const groupOf = (o: Manifest): string => /^([^/]*)\//.exec(String(o.apiVersion))?.[1] ?? "";
 /** What makes two objects the same object on a cluster: group, kind, namespace and name. */
-export const identityOf = (o: Manifest): string => `${String(o.apiVersion).split("/")[0]}|${kindOf(o)}|${String(namespaceOf(o) ?? "")}|${String(nameOf(o))}`;
+export const identityOf = (o: Manifest): string =>
+  `${String(o.apiVersion).split("/")[0]}|${kindOf(o)}|${String(namespaceOf(o) ?? "")}|${String(nameOf(o))}`;
 
 /** `Kind namespace/name`, as the report names an object. */
 export function describeObject(o: Manifest): string {
@@ -61,7 +62,11 @@ export const RECONCILE_POLICY = "serviceoperator.azure.com/reconcile-policy";
 
 export function isFluxKustomization(o: unknown): o is Manifest {
   const apiVersion = valueAt(o, "apiVersion");
-  return valueAt(o, "kind") === "Kustomization" && typeof apiVersion === "string" && apiVersion.startsWith(`${FLUX_KUSTOMIZATION_GROUP}/`);
+  return (
+    valueAt(o, "kind") === "Kustomization" &&
+    typeof apiVersion === "string" &&
+    apiVersion.startsWith(`${FLUX_KUSTOMIZATION_GROUP}/`)
+  );
 }
 
 /**
@@ -85,5 +90,7 @@ export function suspendKustomization(text: string | undefined, name: string, tea
 
 /** Every object of rendered YAML files (Berth's own render: well formed by construction). */
 export function renderedObjects(files: Iterable<string>): Manifest[] {
-  return [...files].flatMap((text) => parseAllDocuments(text, YAML_PARSE_OPTIONS).map((d): unknown => d.toJS())).filter((o): o is Manifest => o !== null && typeof o === "object");
+  return [...files]
+    .flatMap((text) => parseAllDocuments(text, YAML_PARSE_OPTIONS).map((d): unknown => d.toJS()))
+    .filter((o): o is Manifest => o !== null && typeof o === "object");
 }

@@ -4,7 +4,18 @@ import { teamNames } from "../naming.js";
 import type { Cluster, Platform } from "../platform.js";
 import { MANAGED_LABEL_PREFIXES } from "../team.js";
 import { configVars } from "./discover.js";
-import { ASO_GROUPS, groupOf, kindOf, nameOf, namespaceOf, recordAt, sourceRef, valueAt, type Manifest, type SourceObject } from "./manifests.js";
+import {
+  ASO_GROUPS,
+  groupOf,
+  kindOf,
+  nameOf,
+  namespaceOf,
+  recordAt,
+  sourceRef,
+  valueAt,
+  type Manifest,
+  type SourceObject,
+} from "./manifests.js";
 import type { MappedField, RoleMatch, Unmappable } from "./model.js";
 
 /**
@@ -16,7 +27,8 @@ import type { MappedField, RoleMatch, Unmappable } from "./model.js";
  */
 
 /** Namespace labels Berth sets itself (or Kubernetes does): not team labels, compared in the diff instead. */
-const BERTH_NAMESPACE_LABELS = /^(kubernetes\.io\/metadata\.name|pod-security\.kubernetes\.io\/.*|toolkit\.fluxcd\.io\/tenant|app\.kubernetes\.io\/managed-by|backstage\.io\/kubernetes-id|berth\.dev\/.*)$/;
+const BERTH_NAMESPACE_LABELS =
+  /^(kubernetes\.io\/metadata\.name|pod-security\.kubernetes\.io\/.*|toolkit\.fluxcd\.io\/tenant|app\.kubernetes\.io\/managed-by|backstage\.io\/kubernetes-id|berth\.dev\/.*)$/;
 
 /** A field's value as one cluster's objects give it, and where it came from. */
 interface Sourced {
@@ -101,7 +113,10 @@ class ObjectMapper {
     this.mapNamespaces(objects);
     for (const o of this.ofKind(objects, "Team")) {
       this.handled.add(o);
-      this.issue(sourceRef(o), "is a Team object: the team is already Berth's, or someone wrote Berth's object by hand");
+      this.issue(
+        sourceRef(o),
+        "is a Team object: the team is already Berth's, or someone wrote Berth's object by hand",
+      );
     }
     this.mapQuotas(objects);
     this.mapLimitRanges(cluster.name, objects);
@@ -119,11 +134,22 @@ class ObjectMapper {
   /** The spec every cluster agrees on, and where each field came from. */
   result(clusters: Cluster[]): SpecMapping {
     const spec: Record<string, unknown> = { environments: [...this.envs].sort() };
-    const mapped: MappedField[] = [{ field: "environments", from: `clusters ${clusters.map((c) => c.name).sort().join(", ")}` }];
+    const mapped: MappedField[] = [
+      {
+        field: "environments",
+        from: `clusters ${clusters
+          .map((c) => c.name)
+          .sort()
+          .join(", ")}`,
+      },
+    ];
     for (const [field, values] of Object.entries(this.values)) {
       const distinct = new Map(values.map((v) => [JSON.stringify(v.value), v]));
       if (distinct.size > 1) {
-        this.issue(field, `the clusters disagree: ${[...distinct.values()].map((v) => `${JSON.stringify(v.value)} (${v.from})`).join(" vs ")}; Berth has one value per team`);
+        this.issue(
+          field,
+          `the clusters disagree: ${[...distinct.values()].map((v) => `${JSON.stringify(v.value)} (${v.from})`).join(" vs ")}; Berth has one value per team`,
+        );
         continue;
       }
       const only = [...distinct.values()][0];
@@ -161,10 +187,16 @@ class ObjectMapper {
       if (kind === "Namespace" || kind === "Team") continue;
       if (CLUSTER_SCOPED_KINDS.has(kind)) {
         this.handled.add(o);
-        this.issue(sourceRef(o), `is a cluster-scoped ${kind}: not a team's; remove it from the team's tree (or move it to the platform's)`);
+        this.issue(
+          sourceRef(o),
+          `is a cluster-scoped ${kind}: not a team's; remove it from the team's tree (or move it to the platform's)`,
+        );
       } else if (ns !== name && !(aso && ns === platform.asoNamespace)) {
         this.handled.add(o);
-        this.issue(sourceRef(o), `is in namespace ${String(ns ?? "(none)")}: adoption takes the objects of namespace ${name}${aso ? ` and, for ASO objects, of ${platform.asoNamespace}` : ""}, nothing of another namespace`);
+        this.issue(
+          sourceRef(o),
+          `is in namespace ${String(ns ?? "(none)")}: adoption takes the objects of namespace ${name}${aso ? ` and, for ASO objects, of ${platform.asoNamespace}` : ""}, nothing of another namespace`,
+        );
       }
     }
   }
@@ -174,14 +206,20 @@ class ObjectMapper {
     for (const ns of this.ofKind(objects, "Namespace")) {
       this.handled.add(ns);
       if (nameOf(ns.obj) !== this.name) {
-        this.issue(sourceRef(ns), `a second Namespace in the team's build; Berth gives a team exactly one, named ${this.name}`);
+        this.issue(
+          sourceRef(ns),
+          `a second Namespace in the team's build; Berth gives a team exactly one, named ${this.name}`,
+        );
         continue;
       }
       const teamLabels: Record<string, string> = {};
       for (const [k, v] of Object.entries(recordAt(ns.obj, "metadata", "labels"))) {
         if (BERTH_NAMESPACE_LABELS.test(k)) continue;
         if (MANAGED_LABEL_PREFIXES.some((p) => k === p || k.startsWith(p))) {
-          this.issue(`${sourceRef(ns)} metadata.labels.${k}`, "is a label key the platform manages; a team cannot set it");
+          this.issue(
+            `${sourceRef(ns)} metadata.labels.${k}`,
+            "is a label key the platform manages; a team cannot set it",
+          );
           continue;
         }
         teamLabels[k] = String(v);
@@ -189,7 +227,8 @@ class ObjectMapper {
       this.values.labels.push({ value: teamLabels, from: sourceRef(ns) });
       const annotations = recordAt(ns.obj, "metadata", "annotations");
       const desc = annotations["berth.dev/description"] ?? annotations.description;
-      if (desc !== undefined) this.values.description.push({ value: String(desc), from: `${sourceRef(ns)} metadata.annotations` });
+      if (desc !== undefined)
+        this.values.description.push({ value: String(desc), from: `${sourceRef(ns)} metadata.annotations` });
     }
   }
 
@@ -218,7 +257,10 @@ class ObjectMapper {
       const listed = valueAt(rb.obj, "subjects");
       const subjects: unknown[] = Array.isArray(listed) ? listed : [];
       const ownersBinding =
-        role.kind === "ClusterRole" && role.name === "admin" && subjects.length > 0 && subjects.every((s) => valueAt(s, "kind") === "Group" && LOWERCASE_GUID.test(String(valueAt(s, "name"))));
+        role.kind === "ClusterRole" &&
+        role.name === "admin" &&
+        subjects.length > 0 &&
+        subjects.every((s) => valueAt(s, "kind") === "Group" && LOWERCASE_GUID.test(String(valueAt(s, "name"))));
       if (!ownersBinding) {
         this.carry(cluster, rb); // another role, or other subjects: the team's own binding
         continue;
@@ -226,7 +268,8 @@ class ObjectMapper {
       this.handled.add(rb);
       groups.push(...subjects.map((s) => String(valueAt(s, "name"))));
     }
-    if (groups.length) this.values.owners.push({ value: [...new Set(groups)].sort(), from: `RoleBinding(s) on ${cluster}` });
+    if (groups.length)
+      this.values.owners.push({ value: [...new Set(groups)].sort(), from: `RoleBinding(s) on ${cluster}` });
   }
 
   /** The team's ServiceAccount and the ASO credential Secret, which Berth renders or writes itself; other Secrets are refused. */
@@ -239,14 +282,21 @@ class ObjectMapper {
     for (const secret of this.unhandled(objects, "Secret")) {
       this.handled.add(secret);
       if (nameOf(secret.obj) === names.asoCredentialSecret) this.out.controllerOwned.add(secret);
-      else this.issue(sourceRef(secret), "is a Secret: adoption does not carry secrets into the team spec (it is readable as the Team object); keep it out of git (sealed or external secrets) and adopt again");
+      else
+        this.issue(
+          sourceRef(secret),
+          "is a Secret: adoption does not carry secrets into the team spec (it is readable as the Team object); keep it out of git (sealed or external secrets) and adopt again",
+        );
     }
   }
 
   /** One resource group and one identity per cluster: their Azure names are compared with Berth's in plan.ts. */
   private mapAzureObjects(cluster: string, objects: SourceObject[]): AzureObjects {
     const found: AzureObjects = {};
-    for (const [kind, key] of [["ResourceGroup", "rg"], ["UserAssignedIdentity", "identity"]] as const) {
+    for (const [kind, key] of [
+      ["ResourceGroup", "rg"],
+      ["UserAssignedIdentity", "identity"],
+    ] as const) {
       const list = this.unhandled(objects, kind);
       for (const o of list) this.handled.add(o);
       const [first, second] = list;
@@ -268,7 +318,10 @@ class ObjectMapper {
         this.out.roles.push({ cluster: cluster.name, object: sourceRef(ra), ...match });
       }
     }
-    this.values.roleAssignments.push({ value: [...new Set(clusterRoles)].sort().map((role) => ({ role })), from: `RoleAssignments on ${cluster.name}` });
+    this.values.roleAssignments.push({
+      value: [...new Set(clusterRoles)].sort().map((role) => ({ role })),
+      from: `RoleAssignments on ${cluster.name}`,
+    });
   }
 
   /** Everything not mapped is the team's own manifest, except Flux objects and ASO objects of other kinds in the ASO namespace. */
@@ -277,12 +330,21 @@ class ObjectMapper {
       if (this.handled.has(o)) continue;
       const kind = kindOf(o.obj);
       const group = groupOf(o.obj);
-      if ((group === "kustomize.toolkit.fluxcd.io" && kind === "Kustomization") || (group === "helm.toolkit.fluxcd.io" && kind === "HelmRelease")) {
+      if (
+        (group === "kustomize.toolkit.fluxcd.io" && kind === "Kustomization") ||
+        (group === "helm.toolkit.fluxcd.io" && kind === "HelmRelease")
+      ) {
         this.handled.add(o);
-        this.issue(sourceRef(o), `is a Flux ${kind}: it applies with Flux's own rights, beyond the team's namespace, so Berth does not carry it`);
+        this.issue(
+          sourceRef(o),
+          `is a Flux ${kind}: it applies with Flux's own rights, beyond the team's namespace, so Berth does not carry it`,
+        );
       } else if (namespaceOf(o.obj) !== this.name) {
         this.handled.add(o);
-        this.issue(sourceRef(o), `${String(o.obj.apiVersion)} ${kind} in ${String(namespaceOf(o.obj))}: the only ASO objects Berth carries in ${this.platform.asoNamespace} are federated credentials of the team's identity`);
+        this.issue(
+          sourceRef(o),
+          `${String(o.obj.apiVersion)} ${kind} in ${String(namespaceOf(o.obj))}: the only ASO objects Berth carries in ${this.platform.asoNamespace} are federated credentials of the team's identity`,
+        );
       } else this.carry(cluster, o);
     }
   }
@@ -293,7 +355,8 @@ function mapQuota(q: Manifest, at: string, issue: Unmappable["add"]): unknown {
   const hard = recordAt(q, "spec", "hard");
   const pick = (a: string, b: string, c?: string) => {
     const values = [hard[a], hard[b], ...(c ? [hard[c]] : [])].filter((v) => v !== undefined).map(String);
-    if (new Set(values).size > 1) issue(`${at} spec.hard`, `${a} and ${b} differ (${values.join(" vs ")}); Berth sets them equal`);
+    if (new Set(values).size > 1)
+      issue(`${at} spec.hard`, `${a} and ${b} differ (${values.join(" vs ")}); Berth sets them equal`);
     return values[0];
   };
   for (const k of Object.keys(hard)) {
@@ -327,9 +390,17 @@ function withoutDefaults(entry: unknown): unknown {
  * A LimitRange's Container defaults (Berth's containerLimits), and — when it holds more (min, max,
  * maxLimitRequestRatio, entries for Pods or claims) — how to keep the rest as the team's own LimitRange.
  */
-function mapLimits(l: Manifest, at: string, issue: Unmappable["add"]): { value: unknown; rest?: (o: Manifest) => Manifest } {
+function mapLimits(
+  l: Manifest,
+  at: string,
+  issue: Unmappable["add"],
+): { value: unknown; rest?: (o: Manifest) => Manifest } {
   const entries = limitEntries(l);
-  const containers = entries.filter((e) => valueAt(e, "type") === "Container" && (valueAt(e, "default") !== undefined || valueAt(e, "defaultRequest") !== undefined));
+  const containers = entries.filter(
+    (e) =>
+      valueAt(e, "type") === "Container" &&
+      (valueAt(e, "default") !== undefined || valueAt(e, "defaultRequest") !== undefined),
+  );
   const restOf = (o: Manifest): Manifest => {
     // An entry with nothing left but its type says nothing: dropped.
     recordAt(o, "spec").limits = limitEntries(o)
@@ -340,18 +411,26 @@ function mapLimits(l: Manifest, at: string, issue: Unmappable["add"]): { value: 
   const hasRest = limitEntries(restOf(structuredClone(l))).length > 0;
   if (containers.length === 0) return { value: undefined, ...(hasRest ? { rest: restOf } : {}) };
   if (containers.length > 1) {
-    issue(`${at} spec.limits`, "two Container entries with defaults; Berth's LimitRange has one (default and defaultRequest)");
+    issue(
+      `${at} spec.limits`,
+      "two Container entries with defaults; Berth's LimitRange has one (default and defaultRequest)",
+    );
     return { value: undefined };
   }
   const entry = containers[0];
   const pair = (o: unknown) => {
     const r = recordAt(o);
-    return r.cpu !== undefined && r.memory !== undefined && Object.keys(r).length === 2 ? { cpu: String(r.cpu), memory: String(r.memory) } : undefined;
+    return r.cpu !== undefined && r.memory !== undefined && Object.keys(r).length === 2
+      ? { cpu: String(r.cpu), memory: String(r.memory) }
+      : undefined;
   };
   const def = pair(valueAt(entry, "default"));
   const req = pair(valueAt(entry, "defaultRequest"));
   if (!def || !req) {
-    issue(`${at} spec.limits`, "Berth's LimitRange needs default and defaultRequest, each with cpu and memory (nothing else)");
+    issue(
+      `${at} spec.limits`,
+      "Berth's LimitRange needs default and defaultRequest, each with cpu and memory (nothing else)",
+    );
     return { value: undefined };
   }
   return { value: { defaultRequest: req, default: def }, ...(hasRest ? { rest: restOf } : {}) };
@@ -365,8 +444,18 @@ type RoleCatalog = Platform["roleCatalog"];
  * ("exact"), or, for a variable Berth does not know, matched as any one path segment ("pattern", with
  * the value found). ARM ids compare case-insensitively, as Azure does.
  */
-function mapRole(ra: Manifest, rg: Manifest | undefined, catalog: RoleCatalog, vars: Record<string, string>, at: string, issue: Unmappable["add"]): Omit<RoleMatch, "cluster" | "object"> | undefined {
-  const definition = String(valueAt(ra, "spec", "roleDefinitionReference", "armId") ?? "").split("/").at(-1)?.toLowerCase();
+function mapRole(
+  ra: Manifest,
+  rg: Manifest | undefined,
+  catalog: RoleCatalog,
+  vars: Record<string, string>,
+  at: string,
+  issue: Unmappable["add"],
+): Omit<RoleMatch, "cluster" | "object"> | undefined {
+  const definition = String(valueAt(ra, "spec", "roleDefinitionReference", "armId") ?? "")
+    .split("/")
+    .at(-1)
+    ?.toLowerCase();
   const owner = recordAt(ra, "spec", "owner");
   const scope =
     owner.armId !== undefined
@@ -383,14 +472,26 @@ function mapRole(ra: Manifest, rg: Manifest | undefined, catalog: RoleCatalog, v
     if (scope.kind === "teamResourceGroup") return { role: entry.id, scope: "team-resource-group" };
     if (entry.scope.kind !== "armId") continue;
     const m = matchArmId(entry.scope.armId, scope.armId, vars);
-    if (m) return { role: entry.id, scope: m.unresolved.length ? "pattern" : "exact", ...(m.unresolved.length ? { variables: Object.fromEntries(m.unresolved) } : {}) };
+    if (m)
+      return {
+        role: entry.id,
+        scope: m.unresolved.length ? "pattern" : "exact",
+        ...(m.unresolved.length ? { variables: Object.fromEntries(m.unresolved) } : {}),
+      };
   }
-  issue(`${at} spec.roleDefinitionReference`, `role definition ${definition} on ${scope.kind === "armId" ? scope.armId : "the team's resource group"} is not in the platform's role catalog`);
+  issue(
+    `${at} spec.roleDefinitionReference`,
+    `role definition ${definition} on ${scope.kind === "armId" ? scope.armId : "the team's resource group"} is not in the platform's role catalog`,
+  );
   return undefined;
 }
 
 /** `pattern` (an ARM id with `${VAR}`s) against a concrete ARM id, case-insensitively. */
-export function matchArmId(pattern: string, armId: string, vars: Record<string, string>): { unresolved: Array<[string, string]> } | undefined {
+export function matchArmId(
+  pattern: string,
+  armId: string,
+  vars: Record<string, string>,
+): { unresolved: Array<[string, string]> } | undefined {
   const names: string[] = [];
   let source = "";
   let last = 0;

@@ -17,7 +17,9 @@ function withoutDefault(field: z.ZodType): z.ZodType {
 const specOverridesSchema = z
   .object(
     Object.fromEntries(
-      Object.entries(teamSpecSchema.omit({ templateVersion: true, azureNames: true, extraManifests: true }).shape).map(([key, field]) => [key, withoutDefault(field).optional()]),
+      Object.entries(teamSpecSchema.omit({ templateVersion: true, azureNames: true, extraManifests: true }).shape).map(
+        ([key, field]) => [key, withoutDefault(field).optional()],
+      ),
     ),
   )
   .strict();
@@ -27,7 +29,9 @@ export const adoptionRequestSchema = z
     keepAzureNames: z
       .boolean()
       .default(false)
-      .describe("Keep the resource group and identity names the team has in Azure (recorded in spec.azureNames); without it, a rename is refused"),
+      .describe(
+        "Keep the resource group and identity names the team has in Azure (recorded in spec.azureNames); without it, a rename is refused",
+      ),
     spec: specOverridesSchema
       .optional()
       .describe("Fields to set instead of what is inferred (e.g. owners when no RoleBinding names them)"),
@@ -83,7 +87,13 @@ export interface AdoptionPlan {
   change: RepoChange;
   report: {
     /** The hand-written Flux Kustomizations adopted, per cluster. */
-    kustomizations: Array<{ cluster: string; path: string; name: string; namespace: string; fate: "replaced" | "suspended" }>;
+    kustomizations: Array<{
+      cluster: string;
+      path: string;
+      name: string;
+      namespace: string;
+      fate: "replaced" | "suspended";
+    }>;
     /** Where each spec field came from. */
     mapped: MappedField[];
     /** Each hand-written RoleAssignment and the catalog role it matched, and how. */

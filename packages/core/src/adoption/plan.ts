@@ -8,10 +8,39 @@ import { allClusters, type Cluster } from "../platform.js";
 import type { FileChange, RepoTree } from "../repo.js";
 import type { AzureNames, ExtraManifest, Team } from "../team.js";
 import { validateTeam } from "../validate.js";
-import { checkHandWritten, discover, type DiscoverContext, type Discovery, type FoundKustomization } from "./discover.js";
-import { ASO_GROUPS, describeObject, groupOf, identityOf, nameOf, namespaceOf, RECONCILE_POLICY, recordAt, renderedObjects, sourceRef, suspendKustomization, valueAt, type Manifest, type SourceObject } from "./manifests.js";
+import {
+  checkHandWritten,
+  discover,
+  type DiscoverContext,
+  type Discovery,
+  type FoundKustomization,
+} from "./discover.js";
+import {
+  ASO_GROUPS,
+  describeObject,
+  groupOf,
+  identityOf,
+  nameOf,
+  namespaceOf,
+  RECONCILE_POLICY,
+  recordAt,
+  renderedObjects,
+  sourceRef,
+  suspendKustomization,
+  valueAt,
+  type Manifest,
+  type SourceObject,
+} from "./manifests.js";
 import { mapObjects, type Carried, type SpecMapping } from "./map.js";
-import { AdoptionRecreatesError, AdoptionUnmappableError, Unmappable, type AdoptedObject, type AdoptionPlan, type AdoptionRequest, type AzureNameChange } from "./model.js";
+import {
+  AdoptionRecreatesError,
+  AdoptionUnmappableError,
+  Unmappable,
+  type AdoptedObject,
+  type AdoptionPlan,
+  type AdoptionRequest,
+  type AzureNameChange,
+} from "./model.js";
 
 /**
  * Adoption: bring a team that was hand-written into the Flux repo before Berth under Berth (docs/adoption.md).
@@ -64,10 +93,21 @@ export class Adoption {
     const carriedOf = new Map<SourceObject, Manifest>(found.flatMap((f) => [...f.carried]));
     const liveOnly = new Set(found.flatMap((f) => [...f.liveOnly]));
     if (liveOnly.size) {
-      warnings.push(`values only the live cluster knows (platform-vars written by Berth's controller): ${[...liveOnly].sort().map((v) => `\${${v}}`).join(", ")}; kept as variables`);
+      warnings.push(
+        `values only the live cluster knows (platform-vars written by Berth's controller): ${[...liveOnly]
+          .sort()
+          .map((v) => `\${${v}}`)
+          .join(", ")}; kept as variables`,
+      );
     }
 
-    const mapping = mapObjects(name, this.onboarding.platform, new Map([...perCluster.values()].map((c) => [c.cluster, c.objects])), carriedOf, unmappable);
+    const mapping = mapObjects(
+      name,
+      this.onboarding.platform,
+      new Map([...perCluster.values()].map((c) => [c.cluster, c.objects])),
+      carriedOf,
+      unmappable,
+    );
     const mapped = withRequested(mapping, request);
     unmappable.refuseIfAny(name);
     let team = this.validated(name, { ...mapping.spec, name });
@@ -76,13 +116,17 @@ export class Adoption {
     unmappable.refuseIfAny(name);
     const recreated = azure.changes.filter((a) => !a.kept);
     if (recreated.length) throw new AdoptionRecreatesError(name, recreated);
-    if (azure.kept.resourceGroups || azure.kept.identities) team = this.validated(name, { ...team, azureNames: azure.kept });
+    if (azure.kept.resourceGroups || azure.kept.identities)
+      team = this.validated(name, { ...team, azureNames: azure.kept });
     team = { ...team, templateVersion: this.onboarding.catalog.defaultVersion };
 
     this.carryFederatedCredentials(name, team, mapping, carriedOf, unmappable);
     unmappable.refuseIfAny(name);
 
-    const extraManifests = groupExtras(mapping.extras, clustersOf(team, this.onboarding.platform).map((c) => c.name));
+    const extraManifests = groupExtras(
+      mapping.extras,
+      clustersOf(team, this.onboarding.platform).map((c) => c.name),
+    );
     if (extraManifests.length) team = this.validated(name, { ...team, extraManifests });
 
     const rendered = this.renderAdopted(name, team);
@@ -93,15 +137,24 @@ export class Adoption {
 
     const dangerous = objects.filter((o) => o.note?.includes("or ASO deletes"));
     if (dangerous.length) {
-      warnings.push(`${dangerous.length} hand-written ASO object(s) would delete their Azure resource if deleted as they are (${[...new Set(dangerous.map((o) => o.ref))].join(", ")}): see objects[].note`);
+      warnings.push(
+        `${dangerous.length} hand-written ASO object(s) would delete their Azure resource if deleted as they are (${[...new Set(dangerous.map((o) => o.ref))].join(", ")}): see objects[].note`,
+      );
     }
     const envClusters = clustersOf(team, this.onboarding.platform)
       .map((c) => c.name)
       .filter((c) => !perCluster.has(c));
-    if (envClusters.length) warnings.push(`Berth also lands the team on ${envClusters.join(", ")} (every cluster of its environments), where it was not before`);
+    if (envClusters.length)
+      warnings.push(
+        `Berth also lands the team on ${envClusters.join(", ")} (every cluster of its environments), where it was not before`,
+      );
 
     const sources = [...new Set(adopted.flatMap((f) => f.files))].sort();
-    const cleanup = [...new Set([...sources, ...kustomizations.filter((k) => k.fate === "suspended").map((k) => k.path)])].filter((p) => !files.has(p) || files.get(p) !== null).sort();
+    const cleanup = [
+      ...new Set([...sources, ...kustomizations.filter((k) => k.fate === "suspended").map((k) => k.path)]),
+    ]
+      .filter((p) => !files.has(p) || files.get(p) !== null)
+      .sort();
     return {
       team,
       change: {
@@ -109,7 +162,9 @@ export class Adoption {
         subject: `berth: adopt team ${name}`,
         body: [
           `from ${kustomizations.map((k) => `${k.path} (${k.fate})`).join(", ")}`,
-          ...(azure.changes.length ? [`kept Azure names: ${azure.changes.map((a) => `${a.kind} ${a.from} on ${a.cluster}`).join(", ")}`] : []),
+          ...(azure.changes.length
+            ? [`kept Azure names: ${azure.changes.map((a) => `${a.kind} ${a.from} on ${a.cluster}`).join(", ")}`]
+            : []),
           ...(extraManifests.length ? [`carried: ${extraManifests.length} of the team's own manifest(s)`] : []),
           `environments: ${team.environments.join(", ")}`,
           `templates: ${team.templateVersion}`,
@@ -120,7 +175,11 @@ export class Adoption {
   }
 
   /** The plan with per-file status and a unified diff, for the preview. */
-  async preview(tree: RepoTree, name: string, request: AdoptionRequest): Promise<AdoptionPlan & { files: Array<FileChange & { content: string | null }>; diff: string }> {
+  async preview(
+    tree: RepoTree,
+    name: string,
+    request: AdoptionRequest,
+  ): Promise<AdoptionPlan & { files: Array<FileChange & { content: string | null }>; diff: string }> {
     const plan = await this.plan(tree, name, request);
     return { ...plan, ...(await describeWithDiff(tree, plan.change.files)) };
   }
@@ -128,7 +187,12 @@ export class Adoption {
   // ---- the steps ----------------------------------------------------------------------------------
 
   /** Step 1 (discover.ts): the team's hand-written Flux Kustomizations, built; refused when there is none. */
-  private async find(tree: RepoTree, name: string, unmappable: Unmappable, warnings: string[]): Promise<FoundKustomization[]> {
+  private async find(
+    tree: RepoTree,
+    name: string,
+    unmappable: Unmappable,
+    warnings: string[],
+  ): Promise<FoundKustomization[]> {
     const ctx: DiscoverContext = {
       platform: this.onboarding.platform,
       layout: this.layout,
@@ -139,18 +203,27 @@ export class Adoption {
     const { found, unreadable }: Discovery = await discover(tree, name, ctx);
     if (found.length === 0) {
       unmappable.refuseIfAny(name);
-      unmappable.add(this.layout.clustersDir, `no Flux Kustomization under ${this.layout.clustersDir}/ builds a Namespace named ${name}: nothing to adopt`);
+      unmappable.add(
+        this.layout.clustersDir,
+        `no Flux Kustomization under ${this.layout.clustersDir}/ builds a Namespace named ${name}: nothing to adopt`,
+      );
       // A file that cannot be read may be the one that holds the team: say which, and why.
-      for (const u of unreadable) unmappable.add(u.path, `cannot be read, so adoption could not look for ${name} in it: ${u.reason}`);
+      for (const u of unreadable)
+        unmappable.add(u.path, `cannot be read, so adoption could not look for ${name} in it: ${u.reason}`);
       unmappable.refuseIfAny(name);
     }
-    for (const u of unreadable) warnings.push(`${u.path} under ${this.layout.clustersDir}/ cannot be read and was not searched: ${u.reason}`);
+    for (const u of unreadable)
+      warnings.push(`${u.path} under ${this.layout.clustersDir}/ cannot be read and was not searched: ${u.reason}`);
     checkHandWritten(found, name, ctx);
     return found;
   }
 
   /** One Flux Kustomization per cluster of the platform: another cluster, or a second one, cannot be mapped. */
-  private onePerCluster(name: string, found: FoundKustomization[], unmappable: Unmappable): Map<string, { cluster: Cluster; objects: SourceObject[] }> {
+  private onePerCluster(
+    name: string,
+    found: FoundKustomization[],
+    unmappable: Unmappable,
+  ): Map<string, { cluster: Cluster; objects: SourceObject[] }> {
     const clusters = new Map(allClusters(this.onboarding.platform).map((c) => [c.name, c]));
     const perCluster = new Map<string, { cluster: Cluster; objects: SourceObject[] }>();
     for (const f of found) {
@@ -161,7 +234,10 @@ export class Adoption {
       }
       const first = found.find((o) => o.cluster === f.cluster);
       if (perCluster.has(f.cluster) && first) {
-        unmappable.add(f.path, `a second Flux Kustomization for team ${name} on cluster ${f.cluster} (${first.path}): ambiguous`);
+        unmappable.add(
+          f.path,
+          `a second Flux Kustomization for team ${name} on cluster ${f.cluster} (${first.path}): ambiguous`,
+        );
         continue;
       }
       perCluster.set(f.cluster, { cluster, objects: f.objects });
@@ -173,13 +249,22 @@ export class Adoption {
    * Azure names: anything Berth would rename is a new resource in Azure. Returns each name Berth would change,
    * and the names to keep (spec.azureNames) when the request keeps them.
    */
-  private azureNames(name: string, mapping: SpecMapping, request: AdoptionRequest, unmappable: Unmappable, warnings: string[]): { changes: AzureNameChange[]; kept: AzureNames } {
+  private azureNames(
+    name: string,
+    mapping: SpecMapping,
+    request: AdoptionRequest,
+    unmappable: Unmappable,
+    warnings: string[],
+  ): { changes: AzureNameChange[]; kept: AzureNames } {
     const clusters = new Map(allClusters(this.onboarding.platform).map((c) => [c.name, c]));
     const changes: AzureNameChange[] = [];
     const kept: AzureNames = {};
     for (const [cluster, objs] of mapping.azureObjects) {
       const berth = berthAzureNames(name, cluster);
-      for (const [key, kind, to] of [["rg", "ResourceGroup", berth.resourceGroup], ["identity", "UserAssignedIdentity", berth.identity]] as const) {
+      for (const [key, kind, to] of [
+        ["rg", "ResourceGroup", berth.resourceGroup],
+        ["identity", "UserAssignedIdentity", berth.identity],
+      ] as const) {
         const o = objs[key];
         if (!o) {
           warnings.push(`${cluster}: no ${kind} in the hand-written manifests; Berth creates ${to}`);
@@ -187,7 +272,10 @@ export class Adoption {
         }
         const from = String(valueAt(o.obj, "spec", "azureName") ?? nameOf(o.obj) ?? "");
         if (from.includes("${")) {
-          unmappable.add(`${sourceRef(o)} spec.azureName`, `"${from}" uses a platform variable only the cluster knows: Berth cannot tell the Azure name`);
+          unmappable.add(
+            `${sourceRef(o)} spec.azureName`,
+            `"${from}" uses a platform variable only the cluster knows: Berth cannot tell the Azure name`,
+          );
           continue;
         }
         if (from === to) continue;
@@ -200,10 +288,20 @@ export class Adoption {
       if (objs.rg) {
         const location = valueAt(objs.rg.obj, "spec", "location");
         const platformLocation = clusters.get(cluster)?.vars.AZURE_LOCATION;
-        if (typeof location === "string" && !location.includes("${") && platformLocation !== undefined && location !== platformLocation) {
-          unmappable.add(`${sourceRef(objs.rg)} spec.location`, `is ${location}; Berth renders \${AZURE_LOCATION} (${platformLocation} on ${cluster}): a resource group cannot move, Azure would need a new one`);
+        if (
+          typeof location === "string" &&
+          !location.includes("${") &&
+          platformLocation !== undefined &&
+          location !== platformLocation
+        ) {
+          unmappable.add(
+            `${sourceRef(objs.rg)} spec.location`,
+            `is ${location}; Berth renders \${AZURE_LOCATION} (${platformLocation} on ${cluster}): a resource group cannot move, Azure would need a new one`,
+          );
         } else if (typeof location === "string" && !location.includes("${") && platformLocation === undefined) {
-          warnings.push(`${cluster}: the resource group is in ${location}; Berth renders \${AZURE_LOCATION}: make sure platform-vars on ${cluster} says ${location}`);
+          warnings.push(
+            `${cluster}: the resource group is in ${location}; Berth renders \${AZURE_LOCATION}: make sure platform-vars on ${cluster} says ${location}`,
+          );
         }
       }
     }
@@ -214,7 +312,13 @@ export class Adoption {
    * Federated credentials: Berth renders its own subjects; one for another subject is the team's, carried
    * with its owner renamed to Berth's identity object (the same Azure identity, its name kept).
    */
-  private carryFederatedCredentials(name: string, team: Team, mapping: SpecMapping, carriedOf: ReadonlyMap<SourceObject, Manifest>, unmappable: Unmappable): void {
+  private carryFederatedCredentials(
+    name: string,
+    team: Team,
+    mapping: SpecMapping,
+    carriedOf: ReadonlyMap<SourceObject, Manifest>,
+    unmappable: Unmappable,
+  ): void {
     const berthSubjects = new Set(
       renderedObjects(this.renderAdopted(name, team).values())
         .filter((o) => o.kind === "FederatedIdentityCredential")
@@ -227,7 +331,10 @@ export class Adoption {
       const object = structuredClone(carriedOf.get(o) ?? o.obj);
       const owner = recordAt(object, "spec", "owner");
       if (identityName === undefined || owner.name !== identityName) {
-        unmappable.add(`${sourceRef(o)} spec.owner`, `is owned by ${String(owner.name ?? "(nothing)")}, not the team's identity: Berth carries federated credentials of the team's identity only`);
+        unmappable.add(
+          `${sourceRef(o)} spec.owner`,
+          `is owned by ${String(owner.name ?? "(nothing)")}, not the team's identity: Berth carries federated credentials of the team's identity only`,
+        );
         continue;
       }
       // The same Azure identity (its name is kept), now under Berth's object: the credential follows it.
@@ -243,22 +350,48 @@ export class Adoption {
    * suspended in place (its file edited in `files`). A hand-written one at the path where Berth writes its
    * own, under another name, is refused.
    */
-  private async replaceOrSuspend(tree: RepoTree, name: string, team: Team, adopted: FoundKustomization[], berthIds: ReadonlySet<string>, files: Map<string, string | null>): Promise<Report["kustomizations"]> {
+  private async replaceOrSuspend(
+    tree: RepoTree,
+    name: string,
+    team: Team,
+    adopted: FoundKustomization[],
+    berthIds: ReadonlySet<string>,
+    files: Map<string, string | null>,
+  ): Promise<Report["kustomizations"]> {
     const kustomizations: Report["kustomizations"] = [];
     // Berth's own Flux file paths, and the ones from before shards (Berth's write deletes what is there).
-    const berthFlux = new Set(clustersOf(team, this.onboarding.platform).flatMap((c) => this.layout.fluxKustomizationPaths(c.name, name)));
+    const berthFlux = new Set(
+      clustersOf(team, this.onboarding.platform).flatMap((c) => this.layout.fluxKustomizationPaths(c.name, name)),
+    );
     for (const f of adopted) {
       const ksName = String(nameOf(f.kustomization));
       const ksNamespace = String(namespaceOf(f.kustomization));
       if (berthIds.has(identityOf(f.kustomization)) && berthFlux.has(f.path)) {
-        kustomizations.push({ cluster: f.cluster, path: f.path, name: ksName, namespace: ksNamespace, fate: "replaced" });
+        kustomizations.push({
+          cluster: f.cluster,
+          path: f.path,
+          name: ksName,
+          namespace: ksNamespace,
+          fate: "replaced",
+        });
         continue;
       }
       if (berthFlux.has(f.path)) {
-        throw new AdoptionUnmappableError(name, [{ field: f.path, rule: `holds Flux Kustomization ${ksNamespace}/${ksName}, and Berth writes its own (${teamNames(name).fluxKustomization}) there: move the hand-written file first` }]);
+        throw new AdoptionUnmappableError(name, [
+          {
+            field: f.path,
+            rule: `holds Flux Kustomization ${ksNamespace}/${ksName}, and Berth writes its own (${teamNames(name).fluxKustomization}) there: move the hand-written file first`,
+          },
+        ]);
       }
       files.set(f.path, suspendKustomization(await tree.read(f.path), ksName, this.layout.teamSpec(name)));
-      kustomizations.push({ cluster: f.cluster, path: f.path, name: ksName, namespace: ksNamespace, fate: "suspended" });
+      kustomizations.push({
+        cluster: f.cluster,
+        path: f.path,
+        name: ksName,
+        namespace: ksNamespace,
+        fate: "suspended",
+      });
     }
     return kustomizations;
   }
@@ -269,7 +402,8 @@ export class Adoption {
       return validateTeam(input, this.onboarding.platform);
     } catch (err) {
       if (err instanceof TeamValidationError) {
-        const hint = (f: string) => (f === "owners" ? " (no RoleBinding grants admin to Entra ID groups: give spec.owners in the request)" : "");
+        const hint = (f: string) =>
+          f === "owners" ? " (no RoleBinding grants admin to Entra ID groups: give spec.owners in the request)" : "";
         throw new AdoptionUnmappableError(
           name,
           err.issues.map((i) => ({ field: `spec.${i.field}`, rule: `${i.rule}${hint(i.field)}` })),
@@ -283,7 +417,11 @@ export class Adoption {
     try {
       return this.onboarding.render(team);
     } catch (err) {
-      if (err instanceof TeamValidationError) throw new AdoptionUnmappableError(name, err.issues.map((i) => ({ field: `spec.${i.field}`, rule: i.rule })));
+      if (err instanceof TeamValidationError)
+        throw new AdoptionUnmappableError(
+          name,
+          err.issues.map((i) => ({ field: `spec.${i.field}`, rule: i.rule })),
+        );
       throw err;
     }
   }
@@ -303,23 +441,41 @@ function withRequested(mapping: SpecMapping, request: AdoptionRequest): Report["
 }
 
 /** What became of each hand-written object: updated in place, carried, the controller's, or left behind (with what to do). */
-function objectFates(perCluster: ReadonlyMap<string, { objects: SourceObject[] }>, mapping: SpecMapping, berthIds: ReadonlySet<string>): AdoptedObject[] {
+function objectFates(
+  perCluster: ReadonlyMap<string, { objects: SourceObject[] }>,
+  mapping: SpecMapping,
+  berthIds: ReadonlySet<string>,
+): AdoptedObject[] {
   const carriedSources = new Set([...mapping.extras.values()].flat().map((e) => e.source));
   const objects: AdoptedObject[] = [];
   for (const [cluster, { objects: list }] of perCluster) {
     for (const o of list) {
       const ref = describeObject(o.obj);
       if (mapping.controllerOwned.has(o)) {
-        objects.push({ ref, source: o.file, cluster, fate: "controller", note: "the namespace's ASO credential, which Berth's controller writes now (from Azure discovery or static config): nothing to carry" });
+        objects.push({
+          ref,
+          source: o.file,
+          cluster,
+          fate: "controller",
+          note: "the namespace's ASO credential, which Berth's controller writes now (from Azure discovery or static config): nothing to carry",
+        });
         continue;
       }
       if (carriedSources.has(o)) {
-        objects.push({ ref, source: o.file, cluster, fate: "carried", note: "kept as the team's own manifest (spec.extraManifests), applied in place by Berth's Kustomization" });
+        objects.push({
+          ref,
+          source: o.file,
+          cluster,
+          fate: "carried",
+          note: "kept as the team's own manifest (spec.extraManifests), applied in place by Berth's Kustomization",
+        });
         continue;
       }
       const updated = berthIds.has(identityOf(o.obj));
       const aso = ASO_GROUPS.has(groupOf(o.obj));
-      const detaches = ["detach-on-delete", "skip"].includes(String(recordAt(o.obj, "metadata", "annotations")[RECONCILE_POLICY] ?? "manage"));
+      const detaches = ["detach-on-delete", "skip"].includes(
+        String(recordAt(o.obj, "metadata", "annotations")[RECONCILE_POLICY] ?? "manage"),
+      );
       objects.push({
         ref,
         source: o.file,
@@ -330,8 +486,12 @@ function objectFates(perCluster: ReadonlyMap<string, { objects: SourceObject[] }
           : !aso
             ? { note: "still on the cluster, unmanaged: delete it once Berth's object is in place" }
             : detaches
-              ? { note: `still on the cluster, unmanaged; its ${RECONCILE_POLICY} detaches, so deleting it leaves the Azure resource to Berth's object` }
-              : { note: `still on the cluster and still managing its Azure resource: set ${RECONCILE_POLICY}: detach-on-delete on it before deleting it, or ASO deletes the Azure resource Berth's object now manages` }),
+              ? {
+                  note: `still on the cluster, unmanaged; its ${RECONCILE_POLICY} detaches, so deleting it leaves the Azure resource to Berth's object`,
+                }
+              : {
+                  note: `still on the cluster and still managing its Azure resource: set ${RECONCILE_POLICY}: detach-on-delete on it before deleting it, or ASO deletes the Azure resource Berth's object now manages`,
+                }),
       });
     }
   }
@@ -356,6 +516,7 @@ function groupExtras(extras: ReadonlyMap<string, Carried[]>, teamClusters: strin
     if (first && texts.size === 1 && teamClusters.every((c) => perCluster.has(c))) out.push({ object: first });
     else for (const [cluster, object] of perCluster) out.push({ cluster, object });
   }
-  const key = (e: ExtraManifest) => `${e.cluster ?? ""}\0${String(e.object.kind)}\0${String(namespaceOf(e.object))}\0${String(nameOf(e.object))}`;
+  const key = (e: ExtraManifest) =>
+    `${e.cluster ?? ""}\0${String(e.object.kind)}\0${String(namespaceOf(e.object))}\0${String(nameOf(e.object))}`;
   return out.sort((a, b) => (key(a) < key(b) ? -1 : key(a) > key(b) ? 1 : 0));
 }

@@ -16,7 +16,13 @@ export interface GateObservation {
   /** Does the revision this status describes include the wave's commit? undefined: no revision reported. */
   includesWave: boolean | undefined;
   revision?: string | undefined;
-  conditions: ReadonlyArray<{ type: string; status: string; reason?: string | undefined; message?: string | undefined; severity?: string | undefined }>;
+  conditions: ReadonlyArray<{
+    type: string;
+    status: string;
+    reason?: string | undefined;
+    message?: string | undefined;
+    severity?: string | undefined;
+  }>;
 }
 
 export interface GateDecision {
@@ -37,14 +43,27 @@ export function judge(o: GateObservation): GateTeamReport {
     const holding = o.conditions.find((c) => c.type !== "Ready" && c.status !== "True");
     if (!holding) return { ...base, result: "waiting", message: notApplied };
     const fields = conditionFields(holding);
-    return { ...base, result: "waiting", ...fields, message: `${notApplied}; it is held by ${holding.type}${fields.message ? `: ${fields.message}` : ""}`.slice(0, 1000) };
+    return {
+      ...base,
+      result: "waiting",
+      ...fields,
+      message: `${notApplied}; it is held by ${holding.type}${fields.message ? `: ${fields.message}` : ""}`.slice(
+        0,
+        1000,
+      ),
+    };
   }
   if (o.stale) return { ...base, result: "waiting", message: "the controller has not observed the applied Team yet" };
   const failed = o.conditions.find((c) => c.status === "False" && c.severity === "Error");
   if (failed) return { ...base, result: "failed", ...conditionFields(failed) };
   if (o.ready) return { ...base, result: "ready" };
-  const holding = o.conditions.find((c) => c.type !== "Ready" && c.status !== "True") ?? o.conditions.find((c) => c.type === "Ready");
-  return { ...base, result: "waiting", ...(holding ? conditionFields(holding) : { message: "no conditions reported yet" }) };
+  const holding =
+    o.conditions.find((c) => c.type !== "Ready" && c.status !== "True") ?? o.conditions.find((c) => c.type === "Ready");
+  return {
+    ...base,
+    result: "waiting",
+    ...(holding ? conditionFields(holding) : { message: "no conditions reported yet" }),
+  };
 }
 
 function conditionFields(c: GateObservation["conditions"][number]): Partial<GateTeamReport> {
@@ -76,7 +95,12 @@ function stateMessage(state: string): string {
  * wave's commit), halt at once when one failed, halt when the wave is not Ready `timeoutSeconds` after
  * `gateSince`, otherwise wait. Pure: the observations and the time are the caller's.
  */
-export function gateDecision(input: { observations: readonly GateObservation[]; now: Date; gateSince: Date; timeoutSeconds: number }): GateDecision {
+export function gateDecision(input: {
+  observations: readonly GateObservation[];
+  now: Date;
+  gateSince: Date;
+  timeoutSeconds: number;
+}): GateDecision {
   const teams = input.observations.map(judge);
   const failed = teams.filter((t) => t.result === "failed");
   const [first] = failed;
@@ -84,7 +108,8 @@ export function gateDecision(input: { observations: readonly GateObservation[]; 
     return {
       verdict: "halt",
       reason: "Failed",
-      message: `${failed.length} team/cluster pair(s) failed; first: ${first.team} on ${first.cluster}: ${first.condition} ${first.reason ?? ""}`.trim(),
+      message:
+        `${failed.length} team/cluster pair(s) failed; first: ${first.team} on ${first.cluster}: ${first.condition} ${first.reason ?? ""}`.trim(),
       teams: failed,
     };
   }
@@ -92,7 +117,12 @@ export function gateDecision(input: { observations: readonly GateObservation[]; 
   if (waiting.length === 0) return { verdict: "pass", message: `${teams.length} team/cluster pair(s) Ready`, teams };
   const elapsed = (input.now.getTime() - input.gateSince.getTime()) / 1000;
   if (elapsed > input.timeoutSeconds) {
-    return { verdict: "halt", reason: "Timeout", message: `${waiting.length} team/cluster pair(s) not Ready after ${input.timeoutSeconds} s`, teams: waiting };
+    return {
+      verdict: "halt",
+      reason: "Timeout",
+      message: `${waiting.length} team/cluster pair(s) not Ready after ${input.timeoutSeconds} s`,
+      teams: waiting,
+    };
   }
   return { verdict: "wait", message: `${teams.length - waiting.length}/${teams.length} Ready`, teams };
 }

@@ -28,19 +28,31 @@ export function rolloutId(at: Date, random: Buffer): string {
 
 const environmentName = z.string().regex(DNS_LABEL).max(30);
 
-
 export const teamSelectorSchema = z
   .object({
     names: z.array(teamNameSchema).min(1).max(10_000).optional().describe("These teams"),
-    environments: z.array(environmentName).min(1).max(10).optional().describe("Teams that land on at least one of these environments"),
+    environments: z
+      .array(environmentName)
+      .min(1)
+      .max(10)
+      .optional()
+      .describe("Teams that land on at least one of these environments"),
     onlyEnvironments: z
       .array(environmentName)
       .min(1)
       .max(10)
       .optional()
       .describe("Teams that land on none but these environments (a dev wave that must not reach prod)"),
-    labels: z.record(z.string().max(317), z.string().max(63)).optional().describe("Teams whose labels include all of these"),
-    templateVersions: z.array(templateVersionSchema).min(1).max(20).optional().describe("Teams currently rendered with one of these versions"),
+    labels: z
+      .record(z.string().max(317), z.string().max(63))
+      .optional()
+      .describe("Teams whose labels include all of these"),
+    templateVersions: z
+      .array(templateVersionSchema)
+      .min(1)
+      .max(20)
+      .optional()
+      .describe("Teams currently rendered with one of these versions"),
   })
   .strict()
   .describe("Every field given must match; an empty selector selects every team");
@@ -50,7 +62,13 @@ export const waveRequestSchema = z
   .object({
     name: z.string().regex(DNS_LABEL, "must be a DNS label").max(40),
     selector: teamSelectorSchema.optional().describe("Which of the teams no earlier wave took; default: all of them"),
-    percent: z.number().int().min(1).max(100).optional().describe("Keep this share of the matched teams (rounded up), by a stable hash of the name"),
+    percent: z
+      .number()
+      .int()
+      .min(1)
+      .max(100)
+      .optional()
+      .describe("Keep this share of the matched teams (rounded up), by a stable hash of the name"),
   })
   .strict();
 export type WaveRequest = z.infer<typeof waveRequestSchema>;
@@ -59,7 +77,11 @@ export const rolloutRequestSchema = z
   .object({
     description: safeTextSchema(256).default(""),
     target: z
-      .object({ templateVersion: templateVersionSchema.optional().describe("Move the teams to this version; absent: re-render each on its own version") })
+      .object({
+        templateVersion: templateVersionSchema
+          .optional()
+          .describe("Move the teams to this version; absent: re-render each on its own version"),
+      })
       .strict()
       .default({}),
     selector: teamSelectorSchema.default({}),
@@ -69,9 +91,20 @@ export const rolloutRequestSchema = z
       .max(20)
       .optional()
       .describe("Ordered waves, each gated on Ready; absent: one commit for the whole selection")
-      .refine((ws) => ws === undefined || new Set(ws.map((w) => w.name)).size === ws.length, "wave names must be unique"),
+      .refine(
+        (ws) => ws === undefined || new Set(ws.map((w) => w.name)).size === ws.length,
+        "wave names must be unique",
+      ),
     gate: z
-      .object({ timeoutSeconds: z.number().int().min(10).max(7 * 86_400).optional().describe("How long a wave may take to become Ready; default: the API's") })
+      .object({
+        timeoutSeconds: z
+          .number()
+          .int()
+          .min(10)
+          .max(7 * 86_400)
+          .optional()
+          .describe("How long a wave may take to become Ready; default: the API's"),
+      })
       .strict()
       .default({}),
   })
@@ -162,12 +195,14 @@ export const rolloutSchema = z
   .strict();
 export type Rollout = z.infer<typeof rolloutSchema>;
 
-
 export function serializeRollout(rollout: Rollout): string {
-  return toYamlFile([rollout], [
-    `Berth rollout ${rollout.metadata.name}: its spec and state. Written by Berth's API only (docs/rollouts.md);`,
-    "every commit of the rollout carries the trailer Berth-Rollout-Id. Not applied by Flux.",
-  ]);
+  return toYamlFile(
+    [rollout],
+    [
+      `Berth rollout ${rollout.metadata.name}: its spec and state. Written by Berth's API only (docs/rollouts.md);`,
+      "every commit of the rollout carries the trailer Berth-Rollout-Id. Not applied by Flux.",
+    ],
+  );
 }
 
 export function parseRollout(text: string, path: string): Rollout {

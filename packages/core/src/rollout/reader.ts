@@ -44,7 +44,8 @@ export class RolloutReader {
       if (this.parsed.size > 2_000) this.parsed.clear();
       this.parsed.set(text, r);
     }
-    if (r.metadata.name !== id) throw new RepoContentError(path, `metadata.name is "${r.metadata.name}", expected "${id}"`);
+    if (r.metadata.name !== id)
+      throw new RepoContentError(path, `metadata.name is "${r.metadata.name}", expected "${id}"`);
     return r;
   }
 }

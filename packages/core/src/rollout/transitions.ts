@@ -1,5 +1,15 @@
 import { RolloutStateError, RolloutValidationError } from "../errors.js";
-import { ACTIVE_PHASES, type Halt, type HistoryEntry, type Rollout, type RolloutPhase, type RolloutRequest, type WaveStatus, ROLLOUT_API_VERSION, ROLLOUT_KIND } from "./model.js";
+import {
+  ACTIVE_PHASES,
+  type Halt,
+  type HistoryEntry,
+  type Rollout,
+  type RolloutPhase,
+  type RolloutRequest,
+  type WaveStatus,
+  ROLLOUT_API_VERSION,
+  ROLLOUT_KIND,
+} from "./model.js";
 
 /**
  * The rollout's state machine: Running → (Paused | Halted ⇄ Running) → Completed | Aborted, and each
@@ -23,7 +33,8 @@ export interface NewRolloutInput {
 
 export function newRollout(input: NewRolloutInput): Rollout {
   const at = input.now.toISOString();
-  if (input.waves.length === 0) throw new RolloutValidationError([{ field: "waves", rule: "a rollout needs at least one wave" }]);
+  if (input.waves.length === 0)
+    throw new RolloutValidationError([{ field: "waves", rule: "a rollout needs at least one wave" }]);
   return {
     apiVersion: ROLLOUT_API_VERSION,
     kind: ROLLOUT_KIND,
@@ -34,7 +45,10 @@ export function newRollout(input: NewRolloutInput): Rollout {
       createdAt: at,
       target: input.request.target,
       selector: input.request.selector,
-      gate: input.gateTimeoutSeconds === null ? null : { timeoutSeconds: input.request.gate.timeoutSeconds ?? input.gateTimeoutSeconds },
+      gate:
+        input.gateTimeoutSeconds === null
+          ? null
+          : { timeoutSeconds: input.request.gate.timeoutSeconds ?? input.gateTimeoutSeconds },
       waves: input.waves.map((w) => ({ name: w.name, teams: [...w.teams] })),
     },
     status: {
@@ -55,7 +69,9 @@ function mustBe(r: Rollout, phases: readonly RolloutPhase[], action: string): vo
 }
 
 /** The current wave (undefined once every wave is done). */
-export function currentWave(r: Rollout): { index: number; spec: Rollout["spec"]["waves"][number]; status: WaveStatus } | undefined {
+export function currentWave(
+  r: Rollout,
+): { index: number; spec: Rollout["spec"]["waves"][number]; status: WaveStatus } | undefined {
   const index = r.status.wave;
   const spec = r.spec.waves[index];
   const status = r.status.waves[index];
@@ -66,12 +82,29 @@ export function currentWave(r: Rollout): { index: number; spec: Rollout["spec"][
 export function commitWave(r: Rollout, now: Date, skipped: string[]): Rollout {
   mustBe(r, ["Running"], "committed");
   const wave = currentWave(r);
-  if (!wave || wave.status.phase !== "Pending") throw new RolloutStateError(r.metadata.name, r.status.phase, "committed again");
+  if (!wave || wave.status.phase !== "Pending")
+    throw new RolloutStateError(r.metadata.name, r.status.phase, "committed again");
   const at = now.toISOString();
   const waves = r.status.waves.map((w, i) =>
-    i === wave.index ? { ...w, phase: "Committed" as const, committedAt: at, gateSince: at, ...(skipped.length ? { skipped: [...skipped].sort() } : {}) } : w,
+    i === wave.index
+      ? {
+          ...w,
+          phase: "Committed" as const,
+          committedAt: at,
+          gateSince: at,
+          ...(skipped.length ? { skipped: [...skipped].sort() } : {}),
+        }
+      : w,
   );
-  const status = { ...r.status, waves, history: withHistory(r, { at, event: "WaveCommitted", message: `wave ${wave.spec.name}: ${wave.spec.teams.length - skipped.length} team(s)` }) };
+  const status = {
+    ...r.status,
+    waves,
+    history: withHistory(r, {
+      at,
+      event: "WaveCommitted",
+      message: `wave ${wave.spec.name}: ${wave.spec.teams.length - skipped.length} team(s)`,
+    }),
+  };
   // No gate (unstaged): the wave is done as soon as it is committed.
   return r.spec.gate === null ? passWave({ ...r, status }, now) : { ...r, status };
 }
@@ -80,7 +113,8 @@ export function commitWave(r: Rollout, now: Date, skipped: string[]): Rollout {
 export function passWave(r: Rollout, now: Date): Rollout {
   mustBe(r, ["Running"], "advanced");
   const wave = currentWave(r);
-  if (!wave || wave.status.phase !== "Committed") throw new RolloutStateError(r.metadata.name, r.status.phase, "advanced before its wave is committed");
+  if (!wave || wave.status.phase !== "Committed")
+    throw new RolloutStateError(r.metadata.name, r.status.phase, "advanced before its wave is committed");
   const at = now.toISOString();
   const waves = r.status.waves.map((w, i) => (i === wave.index ? { ...w, phase: "Ready" as const, readyAt: at } : w));
   const next = wave.index + 1;
@@ -107,26 +141,39 @@ export function haltRollout(r: Rollout, now: Date, halt: Omit<Halt, "at" | "wave
 
 export function pauseRollout(r: Rollout, now: Date, by: string): Rollout {
   mustBe(r, ["Running"], "paused");
-  return { ...r, status: { ...r.status, phase: "Paused", history: withHistory(r, { at: now.toISOString(), event: "Paused", by }) } };
+  return {
+    ...r,
+    status: { ...r.status, phase: "Paused", history: withHistory(r, { at: now.toISOString(), event: "Paused", by }) },
+  };
 }
 
 /** Back to Running; the current wave's gate clock starts again (a halt's cause was fixed meanwhile). */
 export function resumeRollout(r: Rollout, now: Date, by: string): Rollout {
   mustBe(r, ["Paused", "Halted"], "resumed");
   const at = now.toISOString();
-  const waves = r.status.waves.map((w, i) => (i === r.status.wave && w.phase === "Committed" ? { ...w, gateSince: at } : w));
+  const waves = r.status.waves.map((w, i) =>
+    i === r.status.wave && w.phase === "Committed" ? { ...w, gateSince: at } : w,
+  );
   const { halt: _halt, ...status } = r.status;
-  return { ...r, status: { ...status, phase: "Running", waves, history: withHistory(r, { at, event: "Resumed", by }) } };
+  return {
+    ...r,
+    status: { ...status, phase: "Running", waves, history: withHistory(r, { at, event: "Resumed", by }) },
+  };
 }
 
 export function abortRollout(r: Rollout, now: Date, by: string): Rollout {
   mustBe(r, ACTIVE_PHASES, "aborted");
-  return { ...r, status: { ...r.status, phase: "Aborted", history: withHistory(r, { at: now.toISOString(), event: "Aborted", by }) } };
+  return {
+    ...r,
+    status: { ...r.status, phase: "Aborted", history: withHistory(r, { at: now.toISOString(), event: "Aborted", by }) },
+  };
 }
 
 /** Teams of waves already committed (they are on the target), in wave order. */
 export function committedTeams(r: Rollout): string[] {
-  return r.spec.waves.flatMap((w, i) => (r.status.waves[i]?.phase !== "Pending" ? w.teams.filter((t) => !r.status.waves[i]?.skipped?.includes(t)) : []));
+  return r.spec.waves.flatMap((w, i) =>
+    r.status.waves[i]?.phase !== "Pending" ? w.teams.filter((t) => !r.status.waves[i]?.skipped?.includes(t)) : [],
+  );
 }
 
 export function rolloutTeams(r: Rollout): string[] {

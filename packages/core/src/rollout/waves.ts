@@ -24,7 +24,10 @@ function canaryKey(name: string): string {
  * those its selector matches, then keeps `percent` of them (rounded up, at least one). Teams no wave takes
  * are returned as `unassigned` (the caller refuses such a request).
  */
-export function assignWaves(teams: readonly Team[], waves: readonly WaveRequest[]): { waves: Array<{ name: string; teams: string[] }>; unassigned: string[] } {
+export function assignWaves(
+  teams: readonly Team[],
+  waves: readonly WaveRequest[],
+): { waves: Array<{ name: string; teams: string[] }>; unassigned: string[] } {
   const remaining = new Map(teams.map((t) => [t.name, t]));
   const out = waves.map((wave) => {
     let matched = [...remaining.values()].filter((t) => matchesSelector(t, wave.selector ?? {})).map((t) => t.name);

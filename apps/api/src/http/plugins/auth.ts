@@ -43,7 +43,10 @@ export class IssuerUnavailableError extends Error {}
 
 /** Every refused token gets this same answer: which check failed is for the server log, not an attacker. */
 const WWW_AUTHENTICATE_INVALID = 'Bearer realm="berth", error="invalid_token"';
-const refused = () => new HttpProblem(401, "unauthorized", "Unauthorized", "the bearer token is missing or not valid", { "www-authenticate": WWW_AUTHENTICATE_INVALID });
+const refused = () =>
+  new HttpProblem(401, "unauthorized", "Unauthorized", "the bearer token is missing or not valid", {
+    "www-authenticate": WWW_AUTHENTICATE_INVALID,
+  });
 
 const claimText = z.string().min(1).max(200);
 /** Keeps an actor safe to put in a commit trailer: one printable line. */
@@ -66,17 +69,24 @@ export function oidcAuthenticator(config: Extract<ApiAuth, { mode: "oidc" }>): A
   const discover = async () => {
     let uri = config.jwksUri;
     if (!uri) {
-      const res = await fetch(`${config.issuer.replace(/\/$/, "")}/.well-known/openid-configuration`, { signal: AbortSignal.timeout(5000) });
+      const res = await fetch(`${config.issuer.replace(/\/$/, "")}/.well-known/openid-configuration`, {
+        signal: AbortSignal.timeout(5000),
+      });
       if (!res.ok) throw new IssuerUnavailableError(`openid-configuration answered ${res.status}`);
       uri = z.object({ jwks_uri: z.url() }).parse(await res.json()).jwks_uri;
     }
     // An unknown key id makes jose fetch the JWKS again (a key rotated at the issuer), at most once per cooldown.
-    return createRemoteJWKSet(new URL(uri), { timeoutDuration: 5000, cooldownDuration: config.jwksCooldownSeconds * 1000 });
+    return createRemoteJWKSet(new URL(uri), {
+      timeoutDuration: 5000,
+      cooldownDuration: config.jwksCooldownSeconds * 1000,
+    });
   };
   const keySet = () => {
     jwks ??= discover().catch((err: unknown) => {
       jwks = undefined;
-      throw err instanceof IssuerUnavailableError ? err : new IssuerUnavailableError(`OIDC discovery failed: ${(err as Error).message}`);
+      throw err instanceof IssuerUnavailableError
+        ? err
+        : new IssuerUnavailableError(`OIDC discovery failed: ${(err as Error).message}`);
     });
     return jwks;
   };
@@ -99,12 +109,15 @@ export function oidcAuthenticator(config: Extract<ApiAuth, { mode: "oidc" }>): A
         }
         throw new AuthenticationError(code ?? "verification failed");
       }
-      if (config.tenantId !== undefined && payload.tid !== config.tenantId) throw new AuthenticationError("tid is not the configured tenant");
+      if (config.tenantId !== undefined && payload.tid !== config.tenantId)
+        throw new AuthenticationError("tid is not the configured tenant");
       const claimed = z.array(z.string()).catch([]).parse(payload[config.rolesClaim]);
       const roles = new Set<Role>();
       if (claimed.includes(config.writeRole)) roles.add("write").add("read");
       if (claimed.includes(config.readRole)) roles.add("read");
-      const actor = [payload.preferred_username, payload.upn, payload.oid, payload.sub].map((c) => claimText.safeParse(c)).find((r) => r.success)?.data;
+      const actor = [payload.preferred_username, payload.upn, payload.oid, payload.sub]
+        .map((c) => claimText.safeParse(c))
+        .find((r) => r.success)?.data;
       return { actor: safeActor(actor ?? "unknown"), roles };
     },
   };
@@ -135,11 +148,15 @@ function bearerToken(request: FastifyRequest): string {
   const raw = request.raw.rawHeaders; // name, value, name, value, …
   const count = raw.filter((name, i) => i % 2 === 0 && name.toLowerCase() === "authorization").length;
   if (count > 1) {
-    throw new HttpProblem(400, "bad-request", "Bad Request", "more than one Authorization header", { "www-authenticate": 'Bearer realm="berth", error="invalid_request"' });
+    throw new HttpProblem(400, "bad-request", "Bad Request", "more than one Authorization header", {
+      "www-authenticate": 'Bearer realm="berth", error="invalid_request"',
+    });
   }
   const token = BEARER.exec(request.headers.authorization ?? "")?.[1];
   if (token === undefined) {
-    throw new HttpProblem(401, "unauthorized", "Unauthorized", "a bearer token is required", { "www-authenticate": 'Bearer realm="berth"' });
+    throw new HttpProblem(401, "unauthorized", "Unauthorized", "a bearer token is required", {
+      "www-authenticate": 'Bearer realm="berth"',
+    });
   }
   return token;
 }
@@ -161,7 +178,13 @@ export const authenticatePlugin = fp(async (app: FastifyInstance, opts: { authen
         request.authFailure = refused();
       } else if (err instanceof IssuerUnavailableError) {
         request.log.warn({ reason: err.message }, "cannot verify tokens: the OIDC issuer is unavailable");
-        request.authFailure = new HttpProblem(503, "auth-unavailable", "Authentication unavailable", "tokens cannot be verified right now; try again", { "retry-after": "5" });
+        request.authFailure = new HttpProblem(
+          503,
+          "auth-unavailable",
+          "Authentication unavailable",
+          "tokens cannot be verified right now; try again",
+          { "retry-after": "5" },
+        );
       } else {
         throw err;
       }
@@ -179,7 +202,9 @@ export const authorizePlugin = fp(async (app: FastifyInstance) => {
     if (!required) return;
     if (request.authFailure) throw request.authFailure;
     if (!request.principal?.roles.has(required)) {
-      throw new HttpProblem(403, "forbidden", "Forbidden", `this operation needs the ${required} role`, { "www-authenticate": 'Bearer realm="berth", error="insufficient_scope"' });
+      throw new HttpProblem(403, "forbidden", "Forbidden", `this operation needs the ${required} role`, {
+        "www-authenticate": 'Bearer realm="berth", error="insufficient_scope"',
+      });
     }
   });
 });

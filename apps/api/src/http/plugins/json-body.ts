@@ -18,7 +18,12 @@ function badBody(detail: string): HttpProblem {
 }
 
 function pathText(path: readonly (string | number)[]): string {
-  return path.length === 0 ? "the top level" : path.map((p) => (typeof p === "number" ? `[${p}]` : `.${p}`)).join("").replace(/^\./, "");
+  return path.length === 0
+    ? "the top level"
+    : path
+        .map((p) => (typeof p === "number" ? `[${p}]` : `.${p}`))
+        .join("")
+        .replace(/^\./, "");
 }
 
 function check(node: ValueNode, path: (string | number)[]): void {
@@ -33,7 +38,11 @@ function check(node: ValueNode, path: (string | number)[]): void {
       if (seen.has(key)) throw badBody(`duplicate key ${shown} at ${pathText(path)}`);
       seen.add(key);
       if (key === "__proto__") throw badBody(`the key "__proto__" is not allowed (at ${pathText(path)})`);
-      if (key === "constructor" && member.value.type === "Object" && member.value.members.some((m) => m.name.type === "String" && m.name.value === "prototype")) {
+      if (
+        key === "constructor" &&
+        member.value.type === "Object" &&
+        member.value.members.some((m) => m.name.type === "String" && m.name.value === "prototype")
+      ) {
         throw badBody(`"constructor.prototype" is not allowed (at ${pathText(path)})`);
       }
       check(member.value, [...path, key]);
@@ -72,7 +81,15 @@ export const jsonBodyPlugin = fp(async (app: FastifyInstance) => {
   app.addContentTypeParser("application/json", { parseAs: "buffer" }, (request, body, done) => {
     const charset = CHARSET.exec(request.headers["content-type"] ?? "")?.[1];
     if (charset && !/^utf-?8$/i.test(charset)) {
-      done(new HttpProblem(415, "bad-request", "Unsupported Media Type", "a JSON body must be UTF-8 (charset=utf-8 or none)"), undefined);
+      done(
+        new HttpProblem(
+          415,
+          "bad-request",
+          "Unsupported Media Type",
+          "a JSON body must be UTF-8 (charset=utf-8 or none)",
+        ),
+        undefined,
+      );
       return;
     }
     try {

@@ -54,7 +54,11 @@ export function pathOf(url: string | undefined): string {
   return path.slice(0, 512);
 }
 
-export function sendProblem(request: FastifyRequest, reply: FastifyReply, problem: Omit<Problem, "instance" | "requestId">) {
+export function sendProblem(
+  request: FastifyRequest,
+  reply: FastifyReply,
+  problem: Omit<Problem, "instance" | "requestId">,
+) {
   request.problemType = problem.type.startsWith(PROBLEM_BASE) ? problem.type.slice(PROBLEM_BASE.length) : problem.type;
   return reply
     .code(problem.status)
@@ -97,7 +101,11 @@ function protocolType(status: number): string {
 }
 
 /** What fastify raises before a handler runs (no route, malformed body, limits), as a problem. */
-export function frameworkProblem(error: { code?: string; statusCode?: number; message?: string }): Omit<Problem, "instance" | "requestId"> {
+export function frameworkProblem(error: {
+  code?: string;
+  statusCode?: number;
+  message?: string;
+}): Omit<Problem, "instance" | "requestId"> {
   const status = error.statusCode && error.statusCode >= 400 && error.statusCode < 500 ? error.statusCode : 400;
   return {
     type: `${PROBLEM_BASE}${protocolType(status)}`,
@@ -120,7 +128,13 @@ export function frameworkErrorHandler(error: FastifyError, request: FastifyReque
  * (unparseable request, headers too large or too slow). Same vocabulary, same headers.
  */
 export function rawProblemResponse(status: number, requestId: string, detail: string): string {
-  const body = JSON.stringify({ type: `${PROBLEM_BASE}${protocolType(status)}`, title: reasonPhrase(status), status, detail, requestId } satisfies Problem);
+  const body = JSON.stringify({
+    type: `${PROBLEM_BASE}${protocolType(status)}`,
+    title: reasonPhrase(status),
+    status,
+    detail,
+    requestId,
+  } satisfies Problem);
   const headers = {
     "Content-Type": PROBLEM_CONTENT_TYPE,
     "Content-Length": String(Buffer.byteLength(body)),
@@ -138,12 +152,25 @@ export function rawProblemResponse(status: number, requestId: string, detail: st
  * so it is logged whole; `opaque`: its message may name internals, so the client gets the request id instead;
  * `uncommitted`: the detail says that nothing was committed.
  */
-const DOMAIN_PROBLEMS: Record<DomainErrorCode, { status: number; title: string; logged?: string; opaque?: true; uncommitted?: true }> = {
+const DOMAIN_PROBLEMS: Record<
+  DomainErrorCode,
+  { status: number; title: string; logged?: string; opaque?: true; uncommitted?: true }
+> = {
   "invalid-team": { status: 422, title: "Invalid team" },
   "team-exists": { status: 409, title: "Team already exists" },
   "team-not-found": { status: 404, title: "Team not found" },
-  "render-failed": { status: 500, title: "Cannot render the team", logged: "cannot render from the Flux repo or templates", opaque: true },
-  "path-ownership": { status: 409, title: "Change outside the team's files", logged: "refused a change outside the team's own files", uncommitted: true },
+  "render-failed": {
+    status: 500,
+    title: "Cannot render the team",
+    logged: "cannot render from the Flux repo or templates",
+    opaque: true,
+  },
+  "path-ownership": {
+    status: 409,
+    title: "Change outside the team's files",
+    logged: "refused a change outside the team's own files",
+    uncommitted: true,
+  },
   "invalid-rollout": { status: 422, title: "Invalid rollout" },
   "rollout-not-found": { status: 404, title: "Rollout not found" },
   "rollout-state": { status: 409, title: "Not possible in the rollout's phase" },
@@ -151,22 +178,42 @@ const DOMAIN_PROBLEMS: Record<DomainErrorCode, { status: number; title: string; 
   "rollout-render-failed": { status: 422, title: "Teams cannot be rendered", uncommitted: true },
   "adoption-limit": { status: 422, title: "The hand-written tree is beyond adoption's limits", uncommitted: true },
   "adoption-unmappable": { status: 422, title: "Cannot be mapped onto a Berth team", uncommitted: true },
-  "adoption-recreates-azure-resources": { status: 422, title: "Adoption would recreate Azure resources", uncommitted: true },
+  "adoption-recreates-azure-resources": {
+    status: 422,
+    title: "Adoption would recreate Azure resources",
+    uncommitted: true,
+  },
 };
 
 /** The one error handler: maps domain and HTTP errors to problems; details only below 500. */
 export const problemPlugin = fp(async (app: FastifyInstance) => {
   app.setNotFoundHandler((request, reply) =>
-    sendProblem(request, reply, { type: `${PROBLEM_BASE}not-found`, title: "Not Found", status: 404, detail: `no route ${request.method} ${pathOf(request.url)}` }),
+    sendProblem(request, reply, {
+      type: `${PROBLEM_BASE}not-found`,
+      title: "Not Found",
+      status: 404,
+      detail: `no route ${request.method} ${pathOf(request.url)}`,
+    }),
   );
 
   app.setErrorHandler((error: FastifyError, request, reply) => {
     if (error instanceof HttpProblem) {
       reply.headers(error.headers);
-      return sendProblem(request, reply, { type: `${PROBLEM_BASE}${error.problemType}`, title: error.title, status: error.status, detail: error.message });
+      return sendProblem(request, reply, {
+        type: `${PROBLEM_BASE}${error.problemType}`,
+        title: error.title,
+        status: error.status,
+        detail: error.message,
+      });
     }
     if (error instanceof RequestValidationError) {
-      return sendProblem(request, reply, { type: `${PROBLEM_BASE}invalid-request`, title: "Invalid request", status: 422, detail: error.message, errors: error.issues });
+      return sendProblem(request, reply, {
+        type: `${PROBLEM_BASE}invalid-request`,
+        title: "Invalid request",
+        status: 422,
+        detail: error.message,
+        errors: error.issues,
+      });
     }
     if (error instanceof DomainError) {
       const problem = DOMAIN_PROBLEMS[error.code];
@@ -176,7 +223,11 @@ export const problemPlugin = fp(async (app: FastifyInstance) => {
         type: `${PROBLEM_BASE}${error.code}`,
         title: problem.title,
         status: problem.status,
-        detail: problem.opaque ? "see the server log for this request id" : problem.uncommitted ? `${error.message}; nothing was committed` : error.message,
+        detail: problem.opaque
+          ? "see the server log for this request id"
+          : problem.uncommitted
+            ? `${error.message}; nothing was committed`
+            : error.message,
         ...(issues.length ? { errors: issues } : {}),
       });
     }
@@ -187,7 +238,10 @@ export const problemPlugin = fp(async (app: FastifyInstance) => {
         type: `${PROBLEM_BASE}repo-unavailable`,
         title: "Flux repo unavailable",
         status: 503,
-        detail: error.kind === "conflict" ? "the Flux repo branch kept moving; nothing was committed, try again" : "the Flux repo cannot be written right now; nothing was committed",
+        detail:
+          error.kind === "conflict"
+            ? "the Flux repo branch kept moving; nothing was committed, try again"
+            : "the Flux repo cannot be written right now; nothing was committed",
       });
     }
     const status = error.statusCode ?? 500;
@@ -197,6 +251,11 @@ export const problemPlugin = fp(async (app: FastifyInstance) => {
       return sendProblem(request, reply, frameworkProblem(error));
     }
     request.log.error({ err: error }, "request failed");
-    return sendProblem(request, reply, { type: `${PROBLEM_BASE}internal`, title: "Internal Server Error", status: 500, detail: "see the server log for this request id" });
+    return sendProblem(request, reply, {
+      type: `${PROBLEM_BASE}internal`,
+      title: "Internal Server Error",
+      status: 500,
+      detail: "see the server log for this request id",
+    });
   });
 });

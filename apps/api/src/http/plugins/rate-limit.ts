@@ -16,7 +16,11 @@ declare module "fastify" {
 export type RateLimitClass = "reads" | "writes" | "unauthenticated";
 
 type StoreAnswer = { current: number; ttl: number };
-type LocalStoreCtor = new (continueExceeding: boolean, exponentialBackoff: boolean, cache?: number) => FastifyRateLimitStore;
+type LocalStoreCtor = new (
+  continueExceeding: boolean,
+  exponentialBackoff: boolean,
+  cache?: number,
+) => FastifyRateLimitStore;
 // The library's in-memory fixed-window store (not among its typed exports; the version is pinned).
 const LocalStore = createRequire(import.meta.url)("@fastify/rate-limit/store/LocalStore.js") as LocalStoreCtor;
 const CACHE_ENTRIES = 20_000;
@@ -28,8 +32,18 @@ const CACHE_ENTRIES = 20_000;
  */
 class SnapshotStore implements FastifyRateLimitStore {
   private readonly inner = new LocalStore(false, false, CACHE_ENTRIES);
-  incr(key: string, callback: (error: Error | null, result?: StoreAnswer) => void, timeWindow: number, max: number): void {
-    this.inner.incr(key, (error, result) => callback(error, result && { current: result.current, ttl: result.ttl }), timeWindow, max);
+  incr(
+    key: string,
+    callback: (error: Error | null, result?: StoreAnswer) => void,
+    timeWindow: number,
+    max: number,
+  ): void {
+    this.inner.incr(
+      key,
+      (error, result) => callback(error, result && { current: result.current, ttl: result.ttl }),
+      timeWindow,
+      max,
+    );
   }
   child(): FastifyRateLimitStore {
     return new SnapshotStore();

@@ -29,7 +29,11 @@ export interface SignInTransaction {
   next: string;
 }
 
-const sessionClaims = z.object({ actor: z.string().min(1).max(200), roles: z.array(z.enum(["read", "write"])), exp: z.number() });
+const sessionClaims = z.object({
+  actor: z.string().min(1).max(200),
+  roles: z.array(z.enum(["read", "write"])),
+  exp: z.number(),
+});
 const transactionClaims = z.object({ state: z.string(), nonce: z.string(), verifier: z.string(), next: z.string() });
 
 export interface SessionOptions {
@@ -56,13 +60,24 @@ export class SessionCookies {
   }
 
   private async seal(claims: JWTPayload, purpose: string, expiresAt: number): Promise<string> {
-    return new EncryptJWT(claims).setProtectedHeader({ alg: "dir", enc: "A256GCM" }).setAudience(purpose).setIssuedAt().setExpirationTime(expiresAt).encrypt(this.key);
+    return new EncryptJWT(claims)
+      .setProtectedHeader({ alg: "dir", enc: "A256GCM" })
+      .setAudience(purpose)
+      .setIssuedAt()
+      .setExpirationTime(expiresAt)
+      .encrypt(this.key);
   }
 
   private async open(value: string | undefined, purpose: string): Promise<JWTPayload | undefined> {
     if (!value) return undefined;
     try {
-      return (await jwtDecrypt(value, this.key, { audience: purpose, keyManagementAlgorithms: ["dir"], contentEncryptionAlgorithms: ["A256GCM"] })).payload;
+      return (
+        await jwtDecrypt(value, this.key, {
+          audience: purpose,
+          keyManagementAlgorithms: ["dir"],
+          contentEncryptionAlgorithms: ["A256GCM"],
+        })
+      ).payload;
     } catch {
       return undefined; // expired, tampered with, or sealed with another key: not a session
     }
@@ -80,16 +95,29 @@ export class SessionCookies {
   }
 
   private clear(request: FastifyRequest, reply: FastifyReply, base: string): void {
-    reply.clearCookie(this.name(request, base), { path: "/", httpOnly: true, secure: this.options.secure(request), sameSite: "lax" });
+    reply.clearCookie(this.name(request, base), {
+      path: "/",
+      httpOnly: true,
+      secure: this.options.secure(request),
+      sameSite: "lax",
+    });
   }
 
   async read(request: FastifyRequest): Promise<UiSession | undefined> {
-    const claims = sessionClaims.safeParse(await this.open(request.cookies[this.name(request, "berth-session")], "berth-ui-session"));
-    return claims.success ? { actor: claims.data.actor, roles: claims.data.roles, expiresAt: claims.data.exp } : undefined;
+    const claims = sessionClaims.safeParse(
+      await this.open(request.cookies[this.name(request, "berth-session")], "berth-ui-session"),
+    );
+    return claims.success
+      ? { actor: claims.data.actor, roles: claims.data.roles, expiresAt: claims.data.exp }
+      : undefined;
   }
 
   async start(request: FastifyRequest, reply: FastifyReply, session: UiSession): Promise<void> {
-    const value = await this.seal({ actor: session.actor, roles: session.roles }, "berth-ui-session", session.expiresAt);
+    const value = await this.seal(
+      { actor: session.actor, roles: session.roles },
+      "berth-ui-session",
+      session.expiresAt,
+    );
     this.set(request, reply, "berth-session", value, Math.max(0, session.expiresAt - Math.floor(Date.now() / 1000)));
   }
 
@@ -98,13 +126,19 @@ export class SessionCookies {
   }
 
   async beginSignIn(request: FastifyRequest, reply: FastifyReply, transaction: SignInTransaction): Promise<void> {
-    const value = await this.seal({ ...transaction }, "berth-ui-sign-in", Math.floor(Date.now() / 1000) + SIGN_IN_SECONDS);
+    const value = await this.seal(
+      { ...transaction },
+      "berth-ui-sign-in",
+      Math.floor(Date.now() / 1000) + SIGN_IN_SECONDS,
+    );
     this.set(request, reply, "berth-sign-in", value, SIGN_IN_SECONDS);
   }
 
   /** The sign-in in progress, consumed: its cookie is cleared whatever the outcome. */
   async finishSignIn(request: FastifyRequest, reply: FastifyReply): Promise<SignInTransaction | undefined> {
-    const claims = transactionClaims.safeParse(await this.open(request.cookies[this.name(request, "berth-sign-in")], "berth-ui-sign-in"));
+    const claims = transactionClaims.safeParse(
+      await this.open(request.cookies[this.name(request, "berth-sign-in")], "berth-ui-sign-in"),
+    );
     this.clear(request, reply, "berth-sign-in");
     return claims.success ? claims.data : undefined;
   }

@@ -9,20 +9,61 @@ import { originOf } from "./teams.js";
 
 export const adoptionReportSchema = z.object({
   kustomizations: z
-    .array(z.object({ cluster: z.string(), path: z.string(), name: z.string(), namespace: z.string(), fate: z.enum(["replaced", "suspended"]) }))
-    .describe("The hand-written Flux Kustomizations: replaced by Berth's, or suspended with pruning off (delete them after the clusters applied the adoption)"),
+    .array(
+      z.object({
+        cluster: z.string(),
+        path: z.string(),
+        name: z.string(),
+        namespace: z.string(),
+        fate: z.enum(["replaced", "suspended"]),
+      }),
+    )
+    .describe(
+      "The hand-written Flux Kustomizations: replaced by Berth's, or suspended with pruning off (delete them after the clusters applied the adoption)",
+    ),
   mapped: z.array(z.object({ field: z.string(), from: z.string() })).describe("Where each team field came from"),
   roles: z
-    .array(z.object({ cluster: z.string(), object: z.string(), role: z.string(), scope: z.enum(["team-resource-group", "exact", "pattern"]), variables: z.record(z.string(), z.string()).optional() }))
-    .describe("Each hand-written RoleAssignment and the catalog role it matched: on the team's resource group, on the entry's ARM id with known values (exact), or with variables Berth does not know matched as any value (pattern, with the values found)"),
+    .array(
+      z.object({
+        cluster: z.string(),
+        object: z.string(),
+        role: z.string(),
+        scope: z.enum(["team-resource-group", "exact", "pattern"]),
+        variables: z.record(z.string(), z.string()).optional(),
+      }),
+    )
+    .describe(
+      "Each hand-written RoleAssignment and the catalog role it matched: on the team's resource group, on the entry's ARM id with known values (exact), or with variables Berth does not know matched as any value (pattern, with the values found)",
+    ),
   azureNames: z
-    .array(z.object({ cluster: z.string(), kind: z.enum(["ResourceGroup", "UserAssignedIdentity"]), object: z.string(), from: z.string(), to: z.string(), kept: z.boolean() }))
+    .array(
+      z.object({
+        cluster: z.string(),
+        kind: z.enum(["ResourceGroup", "UserAssignedIdentity"]),
+        object: z.string(),
+        from: z.string(),
+        to: z.string(),
+        kept: z.boolean(),
+      }),
+    )
     .describe("Azure names that differ from Berth's; all kept (an adoption that would rename is refused)"),
   objects: z
-    .array(z.object({ ref: z.string(), source: z.string(), cluster: z.string(), fate: z.enum(["updated", "carried", "controller", "left-behind"]), note: z.string().optional() }))
-    .describe("Each hand-written object: updated in place by Berth's, carried as the team's own manifest (spec.extraManifests), written by Berth's controller now (aso-credential), or left behind on the cluster (what to do with it)"),
+    .array(
+      z.object({
+        ref: z.string(),
+        source: z.string(),
+        cluster: z.string(),
+        fate: z.enum(["updated", "carried", "controller", "left-behind"]),
+        note: z.string().optional(),
+      }),
+    )
+    .describe(
+      "Each hand-written object: updated in place by Berth's, carried as the team's own manifest (spec.extraManifests), written by Berth's controller now (aso-credential), or left behind on the cluster (what to do with it)",
+    ),
   warnings: z.array(z.string()),
-  cleanup: z.array(z.string()).describe("Hand-written files no longer used: delete them once every cluster applied the adoption commit"),
+  cleanup: z
+    .array(z.string())
+    .describe("Hand-written files no longer used: delete them once every cluster applied the adoption commit"),
 });
 export const adoptionPreviewResponse = z.object({
   team: teamSchema,
@@ -31,7 +72,12 @@ export const adoptionPreviewResponse = z.object({
   files: z.array(fileChangeSchema.extend({ content: z.string().nullable() })),
   diff: z.string().describe("Unified diff against the repo"),
 });
-export const adoptionResponse = z.object({ team: teamSchema, revision: z.string(), report: adoptionReportSchema, files: z.array(fileChangeSchema) });
+export const adoptionResponse = z.object({
+  team: teamSchema,
+  revision: z.string(),
+  report: adoptionReportSchema,
+  files: z.array(fileChangeSchema),
+});
 
 const security = [{ bearerAuth: [] }];
 const errors = problemResponses(409, 422);
@@ -42,7 +88,14 @@ export const adoptionRoutes: FastifyPluginAsyncZod<{ adoption: AdoptionService }
     "/teams/:name/adopt/preview",
     {
       config: write,
-      schema: { tags: ["teams"], summary: "Preview adopting a hand-written team: the inferred team, a report and the diff (no commit)", security, params: teamNameParams, body: adoptionRequestSchema, response: { 200: adoptionPreviewResponse, ...errors } },
+      schema: {
+        tags: ["teams"],
+        summary: "Preview adopting a hand-written team: the inferred team, a report and the diff (no commit)",
+        security,
+        params: teamNameParams,
+        body: adoptionRequestSchema,
+        response: { 200: adoptionPreviewResponse, ...errors },
+      },
     },
     async (request) => {
       const preview = await adoption.preview(request.params.name, request.body);
@@ -53,7 +106,14 @@ export const adoptionRoutes: FastifyPluginAsyncZod<{ adoption: AdoptionService }
     "/teams/:name/adopt",
     {
       config: write,
-      schema: { tags: ["teams"], summary: "Adopt a hand-written team: team file and Berth's layout in one commit", security, params: teamNameParams, body: adoptionRequestSchema, response: { 201: adoptionResponse, ...errors } },
+      schema: {
+        tags: ["teams"],
+        summary: "Adopt a hand-written team: team file and Berth's layout in one commit",
+        security,
+        params: teamNameParams,
+        body: adoptionRequestSchema,
+        response: { 201: adoptionResponse, ...errors },
+      },
     },
     async (request, reply) => {
       const result = await adoption.adopt(request.params.name, request.body, originOf(request));

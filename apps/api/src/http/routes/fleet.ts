@@ -7,15 +7,26 @@ import { problemResponses } from "./schemas.js";
 
 export const driftedFileSchema = z.object({
   path: z.string(),
-  drift: z.enum(["modified", "missing", "unexpected"]).describe("modified: differs; missing: Berth renders it, the repo lacks it; unexpected: in the team's files, not rendered"),
+  drift: z
+    .enum(["modified", "missing", "unexpected"])
+    .describe(
+      "modified: differs; missing: Berth renders it, the repo lacks it; unexpected: in the team's files, not rendered",
+    ),
   diff: z.string().describe("Unified diff from the repo's content to Berth's render (empty with diffs=false)"),
 });
 export const driftResponse = z.object({
   revision: z.string().nullable(),
-  summary: z.object({ checked: z.number().int(), drifted: z.number().int(), files: z.number().int(), failed: z.number().int() }),
+  summary: z.object({
+    checked: z.number().int(),
+    drifted: z.number().int(),
+    files: z.number().int(),
+    failed: z.number().int(),
+  }),
   teams: z.array(z.object({ team: z.string(), templateVersion: z.string(), files: z.array(driftedFileSchema) })),
   layout: z.array(driftedFileSchema).describe("Cluster teams indexes that do not list exactly the teams present"),
-  failed: z.array(z.object({ team: z.string(), error: z.string() })).describe("Teams that cannot be rendered, so their drift cannot be told"),
+  failed: z
+    .array(z.object({ team: z.string(), error: z.string() }))
+    .describe("Teams that cannot be rendered, so their drift cannot be told"),
   fix: z
     .object({ selector: z.object({ names: z.array(z.string()) }) })
     .nullable()
@@ -46,7 +57,12 @@ export const fleetRoutes: FastifyPluginAsyncZod<{ fleet: FleetService }> = async
       const drifted = teams.map((t) => t.team);
       return {
         revision: revision ?? null,
-        summary: { checked, drifted: teams.length, files: teams.reduce((n, t) => n + t.files.length, 0) + layout.length, failed: failed.length },
+        summary: {
+          checked,
+          drifted: teams.length,
+          files: teams.reduce((n, t) => n + t.files.length, 0) + layout.length,
+          failed: failed.length,
+        },
         teams,
         layout,
         failed,

@@ -2,7 +2,10 @@ import type { FastifyPluginAsync } from "fastify";
 import { sendProblem, PROBLEM_BASE } from "../plugins/problem.js";
 
 /** Liveness and readiness. Public: no token needed, nothing sensitive returned. */
-export const healthRoutes: FastifyPluginAsync<{ ping: () => Promise<void>; cacheMs?: number }> = async (app, { ping, cacheMs = 5000 }) => {
+export const healthRoutes: FastifyPluginAsync<{ ping: () => Promise<void>; cacheMs?: number }> = async (
+  app,
+  { ping, cacheMs = 5000 },
+) => {
   let last: { at: number; ok: boolean; reason?: string } | undefined;
 
   const probe = { exemptFromRateLimit: true };
@@ -20,6 +23,11 @@ export const healthRoutes: FastifyPluginAsync<{ ping: () => Promise<void>; cache
       }
     }
     if (last.ok) return { status: "ready" };
-    return sendProblem(request, reply, { type: `${PROBLEM_BASE}not-ready`, title: "Not ready", status: 503, detail: last.reason });
+    return sendProblem(request, reply, {
+      type: `${PROBLEM_BASE}not-ready`,
+      title: "Not ready",
+      status: 503,
+      detail: last.reason,
+    });
   });
 };

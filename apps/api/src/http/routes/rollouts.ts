@@ -35,7 +35,14 @@ export const rolloutRoutes: FastifyPluginAsyncZod<{ rollouts: RolloutService }> 
     "/rollouts/preview",
     {
       config: write,
-      schema: { tags, summary: "Preview a rollout: teams and files that would change, with diffs (no commit)", security, querystring: previewQuery, body: rolloutRequestSchema, response: { 200: rolloutPreviewResponse, ...errors } },
+      schema: {
+        tags,
+        summary: "Preview a rollout: teams and files that would change, with diffs (no commit)",
+        security,
+        querystring: previewQuery,
+        body: rolloutRequestSchema,
+        response: { 200: rolloutPreviewResponse, ...errors },
+      },
     },
     async (request) => {
       const preview = await rollouts.preview(request.body, { diffs: request.query.diffs });
@@ -63,14 +70,35 @@ export const rolloutRoutes: FastifyPluginAsyncZod<{ rollouts: RolloutService }> 
     },
   );
 
-  app.get("/rollouts", { config: read, schema: { tags, summary: "Every rollout, oldest first", security, response: { 200: rolloutListResponse, ...errors } } }, async () => {
-    const { revision: rev, items } = await rollouts.list();
-    return { items, revision: rev ?? null };
-  });
+  app.get(
+    "/rollouts",
+    {
+      config: read,
+      schema: {
+        tags,
+        summary: "Every rollout, oldest first",
+        security,
+        response: { 200: rolloutListResponse, ...errors },
+      },
+    },
+    async () => {
+      const { revision: rev, items } = await rollouts.list();
+      return { items, revision: rev ?? null };
+    },
+  );
 
   app.get(
     "/rollouts/:id",
-    { config: read, schema: { tags, summary: "A rollout: its state from the Flux repo and the last gate evaluation", security, params: rolloutIdParams, response: { 200: rolloutResponse, 404: problemResponse, ...errors } } },
+    {
+      config: read,
+      schema: {
+        tags,
+        summary: "A rollout: its state from the Flux repo and the last gate evaluation",
+        security,
+        params: rolloutIdParams,
+        response: { 200: rolloutResponse, 404: problemResponse, ...errors },
+      },
+    },
     async (request) => {
       const { revision: rev, rollout, progress } = await rollouts.get(request.params.id);
       return { rollout, revision: rev ?? null, progress: progress ?? null };
@@ -84,7 +112,10 @@ export const rolloutRoutes: FastifyPluginAsyncZod<{ rollouts: RolloutService }> 
         config: write,
         schema: {
           tags,
-          summary: action === "pause" ? "Pause: no further wave is committed" : "Resume a paused or halted rollout (the wave's gate clock restarts)",
+          summary:
+            action === "pause"
+              ? "Pause: no further wave is committed"
+              : "Resume a paused or halted rollout (the wave's gate clock restarts)",
           security,
           params: rolloutIdParams,
           response: { 200: rolloutWriteResponse, 404: problemResponse, 409: problemResponse, ...errors },

@@ -34,18 +34,25 @@ export function encodeContinue(after: string): string {
   return Buffer.from(JSON.stringify({ after } satisfies z.infer<typeof teamCursor>)).toString("base64url");
 }
 
-export const teamListQuery = z
-  .object({
-    limit: z.coerce.number().int().min(1).max(1000).optional().describe("At most this many teams (1-1000); all when absent"),
-    continue: continueToken.optional().describe("The `continue` of the previous page"),
-  });
+export const teamListQuery = z.object({
+  limit: z.coerce
+    .number()
+    .int()
+    .min(1)
+    .max(1000)
+    .optional()
+    .describe("At most this many teams (1-1000); all when absent"),
+  continue: continueToken.optional().describe("The `continue` of the previous page"),
+});
 
 /** Request headers the API reads, declared for the OpenAPI document (other headers pass through). */
 export const writeHeaders = z.looseObject({
   "idempotency-key": z
     .string()
     .optional()
-    .describe("Makes a retry safe: the same key with the same request answers the original outcome (IETF draft-ietf-httpapi-idempotency-key-header). 1-128 visible ASCII characters, e.g. a UUID."),
+    .describe(
+      "Makes a retry safe: the same key with the same request answers the original outcome (IETF draft-ietf-httpapi-idempotency-key-header). 1-128 visible ASCII characters, e.g. a UUID.",
+    ),
 });
 export const conditionalHeaders = z.looseObject({
   "if-none-match": z.string().optional().describe("An ETag from an earlier answer: 304 when nothing changed since"),

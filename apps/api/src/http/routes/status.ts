@@ -15,9 +15,14 @@ export const statusRoutes: FastifyPluginAsyncZod<{ board: StatusBoard }> = async
       config: { requiredRole: "read" },
       schema: {
         tags: ["teams"],
-        summary: "Every team's status on every cluster it lands on (ETag: send If-None-Match to get 304 while nothing changed)",
+        summary:
+          "Every team's status on every cluster it lands on (ETag: send If-None-Match to get 304 while nothing changed)",
         security,
-        response: { 200: fleetResponse, 304: z.void().describe("Not Modified: the If-None-Match tag is current"), ...problemResponses() },
+        response: {
+          200: fleetResponse,
+          304: z.void().describe("Not Modified: the If-None-Match tag is current"),
+          ...problemResponses(),
+        },
       },
     },
     async (request, reply) => {

@@ -48,8 +48,17 @@ export function writeRequest(request: FastifyRequest, body: unknown): WriteReque
 }
 
 /** Records the outcome for the audit line and marks a replayed answer (Stripe's header name; the draft has none). */
-function settle(request: FastifyRequest, reply: FastifyReply, team: string, result: { revision: string; committed: boolean; replayed: boolean }) {
-  request.auditResult = { team, revision: result.revision, outcome: result.replayed ? "replayed" : result.committed ? "committed" : "unchanged" };
+function settle(
+  request: FastifyRequest,
+  reply: FastifyReply,
+  team: string,
+  result: { revision: string; committed: boolean; replayed: boolean },
+) {
+  request.auditResult = {
+    team,
+    revision: result.revision,
+    outcome: result.replayed ? "replayed" : result.committed ? "committed" : "unchanged",
+  };
   if (result.replayed) reply.header("idempotent-replayed", "true");
 }
 
@@ -57,8 +66,16 @@ function settle(request: FastifyRequest, reply: FastifyReply, team: string, resu
  * A strong ETag for a read at `revision`: the body is a function of the revision and the request, so equal
  * tags mean equal bodies. Answers 304 (and true) when If-None-Match already holds it.
  */
-function notModifiedSince(request: FastifyRequest, reply: FastifyReply, revision: string | undefined, variant: string): boolean {
-  const etag = `"${createHash("sha256").update(`${revision ?? "empty"}\n${variant}`).digest("base64url").slice(0, 32)}"`;
+function notModifiedSince(
+  request: FastifyRequest,
+  reply: FastifyReply,
+  revision: string | undefined,
+  variant: string,
+): boolean {
+  const etag = `"${createHash("sha256")
+    .update(`${revision ?? "empty"}\n${variant}`)
+    .digest("base64url")
+    .slice(0, 32)}"`;
   reply.header("etag", etag);
   if (!matchesEtag(request.headers["if-none-match"], etag)) return false;
   void reply.code(304).send();
@@ -66,7 +83,11 @@ function notModifiedSince(request: FastifyRequest, reply: FastifyReply, revision
 }
 
 export const teamRoutes: FastifyPluginAsyncZod<{ teams: TeamService }> = async (app, { teams }) => {
-  const listBodies = new LRUCache<string, Buffer>({ max: 32, maxSize: 64 * 1024 * 1024, maxEntrySize: 16 * 1024 * 1024 });
+  const listBodies = new LRUCache<string, Buffer>({
+    max: 32,
+    maxSize: 64 * 1024 * 1024,
+    maxEntrySize: 16 * 1024 * 1024,
+  });
   const read = { requiredRole: "read" as const };
   const write = { requiredRole: "write" as const };
 
@@ -93,7 +114,12 @@ export const teamRoutes: FastifyPluginAsyncZod<{ teams: TeamService }> = async (
       const key = `${page.revision ?? ""}\n${variant}`;
       let body = listBodies.get(key);
       if (body === undefined) {
-        const value = { items: page.teams, broken: page.broken, revision: page.revision ?? null, ...(page.lastOfPage ? { continue: encodeContinue(page.lastOfPage) } : {}) };
+        const value = {
+          items: page.teams,
+          broken: page.broken,
+          revision: page.revision ?? null,
+          ...(page.lastOfPage ? { continue: encodeContinue(page.lastOfPage) } : {}),
+        };
         body = Buffer.from(JSON.stringify(teamListResponse.parse(value)), "utf8");
         listBodies.set(key, body, { size: body.length });
       }
@@ -107,18 +133,37 @@ export const teamRoutes: FastifyPluginAsyncZod<{ teams: TeamService }> = async (
     "/teams",
     {
       config: { ...write, action: "create" },
-      schema: { tags: ["teams"], summary: "Onboard a team", security, headers: writeHeaders, body: createTeamBody, response: { 201: writeResponse, ...conflict, ...bodyErrors, ...errors } },
+      schema: {
+        tags: ["teams"],
+        summary: "Onboard a team",
+        security,
+        headers: writeHeaders,
+        body: createTeamBody,
+        response: { 201: writeResponse, ...conflict, ...bodyErrors, ...errors },
+      },
     },
     async (request, reply) => {
       const result = await teams.create(request.body, writeRequest(request, request.body));
       settle(request, reply, result.team.name, result);
-      return reply.code(201).header("location", `/v1/teams/${result.team.name}`).send({ team: result.team, revision: result.revision, committed: result.committed, files: result.files });
+      return reply
+        .code(201)
+        .header("location", `/v1/teams/${result.team.name}`)
+        .send({ team: result.team, revision: result.revision, committed: result.committed, files: result.files });
     },
   );
 
   app.post(
     "/teams/preview",
-    { config: write, schema: { tags: ["teams"], summary: "Preview onboarding a new team (no commit)", security, body: createTeamBody, response: { 200: previewResponse, ...conflict, ...bodyErrors, ...errors } } },
+    {
+      config: write,
+      schema: {
+        tags: ["teams"],
+        summary: "Preview onboarding a new team (no commit)",
+        security,
+        body: createTeamBody,
+        response: { 200: previewResponse, ...conflict, ...bodyErrors, ...errors },
+      },
+    },
     async (request) => {
       const preview = await teams.preview(request.body);
       return { ...preview, revision: preview.revision ?? null };
@@ -129,11 +174,19 @@ export const teamRoutes: FastifyPluginAsyncZod<{ teams: TeamService }> = async (
     "/teams/:name",
     {
       config: read,
-      schema: { tags: ["teams"], summary: "Get a team (ETag)", security, params: teamNameParams, headers: conditionalHeaders, response: { 200: teamResponse, ...notModified, 404: problemResponse, ...errors } },
+      schema: {
+        tags: ["teams"],
+        summary: "Get a team (ETag)",
+        security,
+        params: teamNameParams,
+        headers: conditionalHeaders,
+        response: { 200: teamResponse, ...notModified, 404: problemResponse, ...errors },
+      },
     },
     async (request, reply) => {
       const { revision, team } = await teams.get(request.params.name);
-      if (!team) throw new HttpProblem(404, "team-not-found", "Team not found", `team "${request.params.name}" does not exist`);
+      if (!team)
+        throw new HttpProblem(404, "team-not-found", "Team not found", `team "${request.params.name}" does not exist`);
       if (notModifiedSince(request, reply, revision, `team\n${team.name}`)) return reply;
       return { team, revision: revision ?? null };
     },
@@ -143,7 +196,13 @@ export const teamRoutes: FastifyPluginAsyncZod<{ teams: TeamService }> = async (
     "/teams/:name/status",
     {
       config: read,
-      schema: { tags: ["teams"], summary: "Team status per cluster, as the controller reports it", security, params: teamNameParams, response: { 200: statusResponse, 404: problemResponse, ...errors } },
+      schema: {
+        tags: ["teams"],
+        summary: "Team status per cluster, as the controller reports it",
+        security,
+        params: teamNameParams,
+        response: { 200: statusResponse, 404: problemResponse, ...errors },
+      },
     },
     async (request) => {
       const status = await teams.status(request.params.name);
@@ -176,7 +235,14 @@ export const teamRoutes: FastifyPluginAsyncZod<{ teams: TeamService }> = async (
     "/teams/:name/preview",
     {
       config: write,
-      schema: { tags: ["teams"], summary: "Preview an update (no commit)", security, params: teamNameParams, body: updateTeamBody, response: { 200: previewResponse, 404: problemResponse, ...conflict, ...bodyErrors, ...errors } },
+      schema: {
+        tags: ["teams"],
+        summary: "Preview an update (no commit)",
+        security,
+        params: teamNameParams,
+        body: updateTeamBody,
+        response: { 200: previewResponse, 404: problemResponse, ...conflict, ...bodyErrors, ...errors },
+      },
     },
     async (request) => {
       const preview = await teams.preview(request.body, request.params.name);
@@ -188,7 +254,14 @@ export const teamRoutes: FastifyPluginAsyncZod<{ teams: TeamService }> = async (
     "/teams/:name",
     {
       config: { ...write, action: "delete" },
-      schema: { tags: ["teams"], summary: "Offboard a team in one commit", security, params: teamNameParams, headers: writeHeaders, response: { 200: deleteResponse, 404: problemResponse, ...conflict, ...errors } },
+      schema: {
+        tags: ["teams"],
+        summary: "Offboard a team in one commit",
+        security,
+        params: teamNameParams,
+        headers: writeHeaders,
+        response: { 200: deleteResponse, 404: problemResponse, ...conflict, ...errors },
+      },
     },
     async (request, reply) => {
       const result = await teams.delete(request.params.name, writeRequest(request, null));

@@ -7,7 +7,9 @@ import { problemResponses } from "./schemas.js";
 export const templateVersionInfoSchema = z.object({
   version: z.string(),
   default: z.boolean().describe("New teams get this version (platform.templateVersion)"),
-  available: z.boolean().describe("The version's folder is loaded; false for a version teams still use whose folder is gone"),
+  available: z
+    .boolean()
+    .describe("The version's folder is loaded; false for a version teams still use whose folder is gone"),
   teams: z.number().int().describe("Teams rendered with this version"),
 });
 export const templateListResponse = z.object({

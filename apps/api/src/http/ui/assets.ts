@@ -40,10 +40,17 @@ export interface Assets {
 
 export async function loadAssets(log: FastifyBaseLogger): Promise<Assets> {
   const script = await loadClientScript();
-  if (!script) log.warn("the status page script is not built (apps/api/dist/ui/client/live.js): pages will not refresh themselves");
+  if (!script)
+    log.warn(
+      "the status page script is not built (apps/api/dist/ui/client/live.js): pages will not refresh themselves",
+    );
   const version = (text: string) => etagOf(text).slice(3, 13);
   const css: Asset = { body: STYLES, type: "text/css; charset=utf-8", url: `/ui/assets/ui.css?v=${version(STYLES)}` };
-  const js: Asset = { body: script ?? "", type: "text/javascript; charset=utf-8", url: `/ui/assets/live.js?v=${version(script ?? "")}` };
+  const js: Asset = {
+    body: script ?? "",
+    type: "text/javascript; charset=utf-8",
+    url: `/ui/assets/live.js?v=${version(script ?? "")}`,
+  };
   const assets = new Map<string, Asset>([
     ["ui.css", css],
     ["live.js", js],
@@ -52,7 +59,8 @@ export async function loadAssets(log: FastifyBaseLogger): Promise<Assets> {
   const register = (app: FastifyInstance) => {
     app.get("/assets/:file", { config: { uiAccess: "public" } }, async (request, reply) => {
       const asset = assets.get((request.params as { file: string }).file);
-      if (!asset || (asset === js && !script)) return reply.code(404).type("text/plain; charset=utf-8").send("not found");
+      if (!asset || (asset === js && !script))
+        return reply.code(404).type("text/plain; charset=utf-8").send("not found");
       // Versioned URLs (?v=<content hash>): a new build changes the URL, so the old content can be kept.
       return reply.header("cache-control", "public, max-age=31536000, immutable").type(asset.type).send(asset.body);
     });

@@ -4,7 +4,14 @@
  * nothing reaches the page unescaped by accident, and no text is ever concatenated into markup.
  */
 
-const ESCAPES: Record<string, string> = { "&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "'": "&#39;", "`": "&#96;" };
+const ESCAPES: Record<string, string> = {
+  "&": "&amp;",
+  "<": "&lt;",
+  ">": "&gt;",
+  '"': "&quot;",
+  "'": "&#39;",
+  "`": "&#96;",
+};
 /** The characters ESCAPES covers (none is special in a character class), so the two cannot drift apart. */
 const SPECIAL = new RegExp(`[${Object.keys(ESCAPES).join("")}]`, "g");
 

@@ -45,17 +45,23 @@ export async function uiPlugin(app: FastifyInstance, opts: UiOptions): Promise<v
   const { board, rollouts, auth, ui, authenticator } = opts;
 
   app.addHook("onRoute", (route) => {
-    if (!route.config?.uiAccess) throw new Error(`route ${String(route.method)} ${route.url} declares no uiAccess: every /ui route must`);
+    if (!route.config?.uiAccess)
+      throw new Error(`route ${String(route.method)} ${route.url} declares no uiAccess: every /ui route must`);
     route.schema = { ...route.schema, hide: true }; // pages, not API: kept out of /openapi.json
   });
 
   await app.register(cookie);
-  app.addContentTypeParser("application/x-www-form-urlencoded", { parseAs: "string", bodyLimit: 16_384 }, (_request, body, done) => {
-    done(null, Object.fromEntries(new URLSearchParams(String(body))));
-  });
+  app.addContentTypeParser(
+    "application/x-www-form-urlencoded",
+    { parseAs: "string", bodyLimit: 16_384 },
+    (_request, body, done) => {
+      done(null, Object.fromEntries(new URLSearchParams(String(body))));
+    },
+  );
 
   const publicUrl = ui.publicUrl ? new URL(ui.publicUrl) : undefined;
-  const secure = (request: FastifyRequest) => (publicUrl ? publicUrl.protocol === "https:" : request.protocol === "https");
+  const secure = (request: FastifyRequest) =>
+    publicUrl ? publicUrl.protocol === "https:" : request.protocol === "https";
   const origin = (request: FastifyRequest) => (publicUrl ? publicUrl.origin : `${request.protocol}://${request.host}`);
   const sessions = new SessionCookies({ secret: ui.sessionSecret, secure });
   const method = signInMethod(auth, ui);
@@ -76,11 +82,19 @@ export async function uiPlugin(app: FastifyInstance, opts: UiOptions): Promise<v
     return reply.redirect(`/ui/sign-in?next=${encodeURIComponent(safeNext(request.url))}`, 303);
   });
 
-  app.setNotFoundHandler((request, reply) => respond.error(request, reply, 404, "Not found", `Nothing lives at ${request.url.split("?")[0]}.`));
+  app.setNotFoundHandler((request, reply) =>
+    respond.error(request, reply, 404, "Not found", `Nothing lives at ${request.url.split("?")[0]}.`),
+  );
   app.setErrorHandler((error: FastifyError, request, reply) => {
     const status = error.statusCode && error.statusCode >= 400 ? error.statusCode : 500;
     if (status >= 500) request.log.error({ err: error }, "status page failed");
-    return respond.error(request, reply, status, status >= 500 ? "Something went wrong" : "Bad request", status >= 500 ? `See the server log for request ${String(request.id)}.` : error.message);
+    return respond.error(
+      request,
+      reply,
+      status,
+      status >= 500 ? "Something went wrong" : "Bad request",
+      status >= 500 ? `See the server log for request ${String(request.id)}.` : error.message,
+    );
   });
 
   registerPages(app, { board, rollouts, respond });

@@ -74,7 +74,10 @@ export class OidcSignIn {
    * Exchanges the code from the callback URL for tokens, checking state, nonce and the ID token's issuer,
    * audience and lifetime. Returns the access token, which the caller verifies like any API token.
    */
-  async finish(callbackUrl: URL, expected: { state: string; nonce: string; verifier: string }): Promise<{ accessToken: string }> {
+  async finish(
+    callbackUrl: URL,
+    expected: { state: string; nonce: string; verifier: string },
+  ): Promise<{ accessToken: string }> {
     const configuration = await this.discover();
     try {
       const tokens = await client.authorizationCodeGrant(configuration, callbackUrl, {
@@ -86,7 +89,9 @@ export class OidcSignIn {
       return { accessToken: tokens.access_token };
     } catch (err) {
       const e = err as Error & { error?: string; error_description?: string };
-      throw new OidcSignInError(e.error ? `${e.error}${e.error_description ? `: ${e.error_description}` : ""}` : e.message);
+      throw new OidcSignInError(
+        e.error ? `${e.error}${e.error_description ? `: ${e.error_description}` : ""}` : e.message,
+      );
     }
   }
 }

@@ -17,7 +17,10 @@ const fleetQuery = z.object({
   fragment: z.literal("main").optional().catch(undefined),
 });
 
-export function registerPages(app: FastifyInstance, { board, rollouts, respond }: { board: StatusBoard; rollouts: RolloutService; respond: Responder }): void {
+export function registerPages(
+  app: FastifyInstance,
+  { board, rollouts, respond }: { board: StatusBoard; rollouts: RolloutService; respond: Responder },
+): void {
   app.get("/", { config: { uiAccess: "read" } }, async (request, reply) => {
     const query = fleetQuery.parse(request.query ?? {});
     const filter = { q: query.q, phase: query.phase };
@@ -28,7 +31,14 @@ export function registerPages(app: FastifyInstance, { board, rollouts, respond }
   app.get("/teams/:name", { config: { uiAccess: "read" } }, async (request, reply) => {
     const name = teamNameSchema.safeParse((request.params as { name?: unknown }).name);
     const detail = name.success ? await board.team(name.data) : undefined;
-    if (!detail) return respond.error(request, reply, 404, "Team not found", `There is no team "${String((request.params as { name?: unknown }).name)}" in the Flux repo.`);
+    if (!detail)
+      return respond.error(
+        request,
+        reply,
+        404,
+        "Team not found",
+        `There is no team "${String((request.params as { name?: unknown }).name)}" in the Flux repo.`,
+      );
     return respond.page(request, reply, detail.team.name, teamMain(detail));
   });
 
@@ -40,7 +50,15 @@ export function registerPages(app: FastifyInstance, { board, rollouts, respond }
   app.get("/rollouts/:id", { config: { uiAccess: "read" } }, async (request, reply) => {
     const raw = (request.params as { id?: unknown }).id;
     const id = rolloutIdSchema.safeParse(raw);
-    const notFound = () => respond.error(request, reply, 404, "Rollout not found", `There is no rollout "${String(raw)}" in the Flux repo.`, { href: "/ui/rollouts", text: "All rollouts" });
+    const notFound = () =>
+      respond.error(
+        request,
+        reply,
+        404,
+        "Rollout not found",
+        `There is no rollout "${String(raw)}" in the Flux repo.`,
+        { href: "/ui/rollouts", text: "All rollouts" },
+      );
     if (!id.success) return notFound();
     try {
       const { revision, rollout, progress } = await rollouts.get(id.data);

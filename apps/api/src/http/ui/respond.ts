@@ -12,7 +12,8 @@ import { errorMain, signInMain, type SignInMode } from "./views/sign-in.js";
 const fragmentQuery = z.object({ fragment: z.literal("main").optional().catch(undefined) });
 
 /** The live refresh asks for `?fragment=main`: only the page's <main>, with an ETag. */
-export const isFragment = (request: FastifyRequest): boolean => fragmentQuery.parse(request.query ?? {}).fragment === "main";
+export const isFragment = (request: FastifyRequest): boolean =>
+  fragmentQuery.parse(request.query ?? {}).fragment === "main";
 
 export class Responder {
   constructor(
@@ -33,14 +34,40 @@ export class Responder {
       if (matchesEtag(request.headers["if-none-match"], etag)) return reply.code(304).send();
       return this.html(reply, main);
     }
-    return this.html(reply, page({ title, session: request.uiSession, refreshSeconds: this.ui.refreshSeconds, etag, before, main, assets: this.assets }));
+    return this.html(
+      reply,
+      page({
+        title,
+        session: request.uiSession,
+        refreshSeconds: this.ui.refreshSeconds,
+        etag,
+        before,
+        main,
+        assets: this.assets,
+      }),
+    );
   }
 
-  error(request: FastifyRequest, reply: FastifyReply, status: number, title: string, detail: string, action?: { href: string; text: string }) {
-    return this.html(reply, page({ title, session: request.uiSession, main: errorMain(status, title, detail, action), assets: this.assets }), status);
+  error(
+    request: FastifyRequest,
+    reply: FastifyReply,
+    status: number,
+    title: string,
+    detail: string,
+    action?: { href: string; text: string },
+  ) {
+    return this.html(
+      reply,
+      page({ title, session: request.uiSession, main: errorMain(status, title, detail, action), assets: this.assets }),
+      status,
+    );
   }
 
   signIn(reply: FastifyReply, next: string, error?: string, status = 200) {
-    return this.html(reply, page({ title: "Sign in", main: signInMain(this.signInMode, next, error), assets: this.assets }), status);
+    return this.html(
+      reply,
+      page({ title: "Sign in", main: signInMain(this.signInMode, next, error), assets: this.assets }),
+      status,
+    );
   }
 }

@@ -47,15 +47,30 @@ export function registerSignIn(app: FastifyInstance, opts: SignInOptions): void 
   const { auth, ui, authenticator, sessions, respond, origin } = opts;
   const { mode: signInMode, oidc } = opts.method;
 
-  const startSession = async (request: FastifyRequest, reply: FastifyReply, principal: Principal, tokenExpiresAt?: number) => {
+  const startSession = async (
+    request: FastifyRequest,
+    reply: FastifyReply,
+    principal: Principal,
+    tokenExpiresAt?: number,
+  ) => {
     const now = Math.floor(Date.now() / 1000);
     const expiresAt = Math.min(now + ui.sessionTtlSeconds, tokenExpiresAt ?? Number.POSITIVE_INFINITY);
     await sessions.start(request, reply, { actor: principal.actor, roles: [...principal.roles], expiresAt });
   };
 
   const crossSite = (request: FastifyRequest, reply: FastifyReply) => {
-    request.log.warn({ origin: request.headers.origin, secFetchSite: request.headers["sec-fetch-site"] }, "status page: cross-site form refused");
-    return respond.error(request, reply, 403, "Cross-site request refused", "This form can only be sent from Berth's own pages. Open the status page and try again.", { href: "/ui", text: "Open the status page" });
+    request.log.warn(
+      { origin: request.headers.origin, secFetchSite: request.headers["sec-fetch-site"] },
+      "status page: cross-site form refused",
+    );
+    return respond.error(
+      request,
+      reply,
+      403,
+      "Cross-site request refused",
+      "This form can only be sent from Berth's own pages. Open the status page and try again.",
+      { href: "/ui", text: "Open the status page" },
+    );
   };
 
   app.get("/sign-in", { config: { uiAccess: "public" } }, async (request, reply) => {
@@ -89,9 +104,20 @@ export function registerSignIn(app: FastifyInstance, opts: SignInOptions): void 
       started = await oidc.start(`${origin(request)}/ui/auth/callback`);
     } catch (err) {
       request.log.error({ err }, "status page sign-in cannot start");
-      return respond.error(request, reply, 503, "Sign-in is unavailable", "The identity provider cannot be reached right now. Try again in a minute.");
+      return respond.error(
+        request,
+        reply,
+        503,
+        "Sign-in is unavailable",
+        "The identity provider cannot be reached right now. Try again in a minute.",
+      );
     }
-    await sessions.beginSignIn(request, reply, { state: started.state, nonce: started.nonce, verifier: started.verifier, next });
+    await sessions.beginSignIn(request, reply, {
+      state: started.state,
+      nonce: started.nonce,
+      verifier: started.verifier,
+      next,
+    });
     return reply.redirect(started.url, 302);
   });
 
@@ -99,7 +125,15 @@ export function registerSignIn(app: FastifyInstance, opts: SignInOptions): void 
     const transaction = await sessions.finishSignIn(request, reply);
     const retry = { href: "/ui/sign-in", text: "Sign in again" };
     if (!oidc) return respond.error(request, reply, 404, "Not found", "OIDC sign-in is not configured.");
-    if (!transaction) return respond.error(request, reply, 400, "Sign-in failed", "The sign-in expired or was started in another browser.", retry);
+    if (!transaction)
+      return respond.error(
+        request,
+        reply,
+        400,
+        "Sign-in failed",
+        "The sign-in expired or was started in another browser.",
+        retry,
+      );
     const query = request.url.includes("?") ? request.url.slice(request.url.indexOf("?")) : "";
     let accessToken: string;
     try {
@@ -107,20 +141,41 @@ export function registerSignIn(app: FastifyInstance, opts: SignInOptions): void 
     } catch (err) {
       const reason = err instanceof OidcSignInError ? err.message : "unexpected error";
       request.log.warn({ reason }, "status page sign-in failed");
-      return respond.error(request, reply, 400, "Sign-in failed", `The identity provider's answer was not accepted (${reason}).`, retry);
+      return respond.error(
+        request,
+        reply,
+        400,
+        "Sign-in failed",
+        `The identity provider's answer was not accepted (${reason}).`,
+        retry,
+      );
     }
     let principal: Principal;
     try {
       principal = await authenticator.authenticate(accessToken);
     } catch (err) {
-      if (err instanceof IssuerUnavailableError) return respond.error(request, reply, 503, "Sign-in unavailable", "The identity provider cannot be reached right now; try again shortly.", retry);
+      if (err instanceof IssuerUnavailableError)
+        return respond.error(
+          request,
+          reply,
+          503,
+          "Sign-in unavailable",
+          "The identity provider cannot be reached right now; try again shortly.",
+          retry,
+        );
       if (!(err instanceof AuthenticationError)) throw err;
       // Why it was refused goes to the log only, as for the API's bearer tokens.
       request.log.warn({ reason: err.reason }, "status page sign-in: access token refused");
       return respond.error(request, reply, 401, "Sign-in failed", "The access token was not accepted.", retry);
     }
     if (!principal.roles.has("read")) {
-      return respond.error(request, reply, 403, "Not allowed", `${principal.actor} is signed in but lacks Berth's read role, which the status page needs.`);
+      return respond.error(
+        request,
+        reply,
+        403,
+        "Not allowed",
+        `${principal.actor} is signed in but lacks Berth's read role, which the status page needs.`,
+      );
     }
     await startSession(request, reply, principal, decodeJwt(accessToken).exp);
     return reply.redirect(transaction.next, 303);

@@ -145,7 +145,10 @@ export class RolloutService {
    * nothing if any team fails to render. Staged: the rollout file (Running); the engine takes it from there.
    * With an Idempotency-Key, a retry is answered from the commit of the original (nothing more is written).
    */
-  async create(request: RolloutRequest, write: WriteRequest): Promise<{ rollout: Rollout; revision: string; summary: { teams: number; files: number }; replayed: boolean }> {
+  async create(
+    request: RolloutRequest,
+    write: WriteRequest,
+  ): Promise<{ rollout: Rollout; revision: string; summary: { teams: number; files: number }; replayed: boolean }> {
     const snapshot = await this.opts.store.snapshot(0);
     // A retry is answered before planning: once the original committed, its teams would change no more.
     const original = await this.writes.original(write, snapshot);
@@ -168,37 +171,61 @@ export class RolloutService {
     const target = request.target.templateVersion;
     let result: Rollout = draft;
     let fileCount = 0;
-    const outcome = await this.writes.write({ ...write, origin: withRolloutTrailer(write.origin, id) }, [], async (tree): Promise<RepoChange> => {
-      await this.assertNoConflict(tree, draft);
-      const path = this.reader.path(id);
-      if (!staged) {
-        // Planned again on the tree the commit builds on: what the preview showed, unless the repo moved. The
-        // file lists the teams this commit moves: a team another rollout moved meanwhile is unchanged here.
-        const plan = await this.opts.fleet.plan(tree, unstagedTeams, target);
-        if (plan.failed.length) throw new FleetRenderError(plan.failed);
-        if (plan.changed.length === 0) throw new RolloutValidationError([{ field: "selector", rule: "no selected team's files would change any more: the repo moved since the rollout was planned" }]);
-        const kept = new Set([...plan.changed.map((t) => t.team), ...plan.gone]);
-        const moved = { ...draft, spec: { ...draft.spec, waves: [{ name: UNSTAGED_WAVE, teams: unstagedTeams.filter((t) => kept.has(t)) }] } };
-        result = commitWave(moved, clock.now(), plan.gone);
-        const files = new Map(plan.files);
-        fileCount = files.size;
-        files.set(path, serializeRollout(result));
-        return { files, subject: `berth: rollout ${id}: ${plan.changed.length} team(s) ${describeTarget(target)}`, body: rolloutBody(result, plan) };
-      }
-      result = draft;
-      return {
-        files: new Map([[path, serializeRollout(draft)]]),
-        subject: `berth: rollout ${id} created: ${draft.spec.waves.length} wave(s), ${rolloutTeams(draft).length} team(s) ${describeTarget(target)}`,
-        body: rolloutBody(draft),
-      };
-    });
+    const outcome = await this.writes.write(
+      { ...write, origin: withRolloutTrailer(write.origin, id) },
+      [],
+      async (tree): Promise<RepoChange> => {
+        await this.assertNoConflict(tree, draft);
+        const path = this.reader.path(id);
+        if (!staged) {
+          // Planned again on the tree the commit builds on: what the preview showed, unless the repo moved. The
+          // file lists the teams this commit moves: a team another rollout moved meanwhile is unchanged here.
+          const plan = await this.opts.fleet.plan(tree, unstagedTeams, target);
+          if (plan.failed.length) throw new FleetRenderError(plan.failed);
+          if (plan.changed.length === 0)
+            throw new RolloutValidationError([
+              {
+                field: "selector",
+                rule: "no selected team's files would change any more: the repo moved since the rollout was planned",
+              },
+            ]);
+          const kept = new Set([...plan.changed.map((t) => t.team), ...plan.gone]);
+          const moved = {
+            ...draft,
+            spec: { ...draft.spec, waves: [{ name: UNSTAGED_WAVE, teams: unstagedTeams.filter((t) => kept.has(t)) }] },
+          };
+          result = commitWave(moved, clock.now(), plan.gone);
+          const files = new Map(plan.files);
+          fileCount = files.size;
+          files.set(path, serializeRollout(result));
+          return {
+            files,
+            subject: `berth: rollout ${id}: ${plan.changed.length} team(s) ${describeTarget(target)}`,
+            body: rolloutBody(result, plan),
+          };
+        }
+        result = draft;
+        return {
+          files: new Map([[path, serializeRollout(draft)]]),
+          subject: `berth: rollout ${id} created: ${draft.spec.waves.length} wave(s), ${rolloutTeams(draft).length} team(s) ${describeTarget(target)}`,
+          body: rolloutBody(draft),
+        };
+      },
+    );
     if (outcome.replayed) return { ...(await this.createdBy(outcome.original)), replayed: true };
     this.engine?.kick();
-    return { rollout: result, revision: outcome.revision, summary: { teams: rolloutTeams(result).length, files: fileCount }, replayed: false };
+    return {
+      rollout: result,
+      revision: outcome.revision,
+      summary: { teams: rolloutTeams(result).length, files: fileCount },
+      replayed: false,
+    };
   }
 
   /** The answer of the create that made `commit`: the rollout as that commit wrote it, and what it changed. */
-  private async createdBy(commit: CommitInfo): Promise<{ rollout: Rollout; revision: string; summary: { teams: number; files: number } }> {
+  private async createdBy(
+    commit: CommitInfo,
+  ): Promise<{ rollout: Rollout; revision: string; summary: { teams: number; files: number } }> {
     const id = commit.trailers.find((t) => t.key === ROLLOUT_TRAILER)?.value;
     const rollout = id === undefined ? undefined : await this.reader.read(commit.tree, id);
     if (!rollout) throw new Error(`the commit ${commit.revision} holds no rollout created with this Idempotency-Key`);
@@ -212,7 +239,9 @@ export class RolloutService {
     return { revision: tree.revision, items: await this.reader.list(tree) };
   }
 
-  async get(id: string): Promise<{ revision: string | undefined; rollout: Rollout; progress: GateProgress | undefined }> {
+  async get(
+    id: string,
+  ): Promise<{ revision: string | undefined; rollout: Rollout; progress: GateProgress | undefined }> {
     const tree = await this.opts.store.snapshot();
     const rollout = await this.reader.read(tree, id);
     if (!rollout) throw new RolloutNotFoundError(id);
@@ -228,18 +257,29 @@ export class RolloutService {
   }
 
   /** Ends the rollout; nothing is reverted. Says which version each of its teams is on now. */
-  async abort(id: string, origin: ChangeOrigin): Promise<{ rollout: Rollout; revision: string; versions: Record<string, string[]> }> {
+  async abort(
+    id: string,
+    origin: ChangeOrigin,
+  ): Promise<{ rollout: Rollout; revision: string; versions: Record<string, string[]> }> {
     let versions: Record<string, string[]> = {};
-    const result = await this.transition(id, origin, "aborted", (r, now) => abortRollout(r, now, origin.actor), async (tree, r) => {
-      versions = await this.versionsOf(tree, rolloutTeams(r));
-    });
+    const result = await this.transition(
+      id,
+      origin,
+      "aborted",
+      (r, now) => abortRollout(r, now, origin.actor),
+      async (tree, r) => {
+        versions = await this.versionsOf(tree, rolloutTeams(r));
+      },
+    );
     return { ...result, versions };
   }
 
   /** The version each team is on in the tree, grouped: `{ v2: [a, b], v1: [c] }`; offboarded teams under "gone". */
   async versionsOf(tree: RepoTree, teams: readonly string[]): Promise<Record<string, string[]>> {
     const out: Record<string, string[]> = {};
-    const read = await Promise.all(teams.map(async (name) => [name, await this.opts.onboarding.readTeam(tree, name)] as const));
+    const read = await Promise.all(
+      teams.map(async (name) => [name, await this.opts.onboarding.readTeam(tree, name)] as const),
+    );
     for (const [name, team] of read) (out[team?.templateVersion ?? "gone"] ??= []).push(name);
     for (const list of Object.values(out)) list.sort();
     return out;
@@ -253,13 +293,19 @@ export class RolloutService {
     inspect?: (tree: RepoTree, r: Rollout) => Promise<void>,
   ): Promise<{ rollout: Rollout; revision: string }> {
     let result: Rollout | undefined;
-    const committed = await this.opts.store.transact(async (tree) => {
-      const current = await this.reader.read(tree, id);
-      if (!current) throw new RolloutNotFoundError(id);
-      result = apply(current, this.opts.clock.now());
-      await inspect?.(tree, result);
-      return { files: new Map([[this.reader.path(id), serializeRollout(result)]]), subject: `berth: rollout ${id} ${what}` };
-    }, withRolloutTrailer(origin, id));
+    const committed = await this.opts.store.transact(
+      async (tree) => {
+        const current = await this.reader.read(tree, id);
+        if (!current) throw new RolloutNotFoundError(id);
+        result = apply(current, this.opts.clock.now());
+        await inspect?.(tree, result);
+        return {
+          files: new Map([[this.reader.path(id), serializeRollout(result)]]),
+          subject: `berth: rollout ${id} ${what}`,
+        };
+      },
+      withRolloutTrailer(origin, id),
+    );
     // transact commits only what the callback returned, so a commit means the callback ran and set result.
     if (result === undefined) throw new Error(`rollout ${id} ${what}: committed without applying the transition`);
     this.engine?.kick();
@@ -270,11 +316,22 @@ export class RolloutService {
   private async prepare(
     tree: RepoTree,
     request: RolloutRequest,
-  ): Promise<{ selected: Team[]; plan: FleetPlan; waves: Array<{ name: string; teams: string[] }>; problems: FieldIssue[]; broken: TeamFailure[] }> {
+  ): Promise<{
+    selected: Team[];
+    plan: FleetPlan;
+    waves: Array<{ name: string; teams: string[] }>;
+    problems: FieldIssue[];
+    broken: TeamFailure[];
+  }> {
     const { onboarding, fleet } = this.opts;
     const target = request.target.templateVersion;
     if (target !== undefined && !onboarding.catalog.has(target)) {
-      throw new RolloutValidationError([{ field: "target.templateVersion", rule: `must be one of the template versions: ${onboarding.catalog.versions().join(", ")}` }]);
+      throw new RolloutValidationError([
+        {
+          field: "target.templateVersion",
+          rule: `must be one of the template versions: ${onboarding.catalog.versions().join(", ")}`,
+        },
+      ]);
     }
     const { teams: selected, broken } = await fleet.select(tree, request.selector);
     // A broken team the request names is planned, so it fails like any team that cannot be rendered (and an
@@ -297,7 +354,9 @@ export class RolloutService {
           rule: `${assigned.unassigned.length} team(s) are in no wave (${assigned.unassigned.slice(0, 10).join(", ")}${assigned.unassigned.length > 10 ? ", ..." : ""}): add a last wave without a selector`,
         });
       }
-      const unobserved = [...new Set(changed.flatMap((t) => clustersOf(t, onboarding.platform).map((c) => c.name)))].filter((c) => !this.opts.observedClusters.has(c)).sort();
+      const unobserved = [...new Set(changed.flatMap((t) => clustersOf(t, onboarding.platform).map((c) => c.name)))]
+        .filter((c) => !this.opts.observedClusters.has(c))
+        .sort();
       if (unobserved.length) {
         problems.push({
           field: "waves",

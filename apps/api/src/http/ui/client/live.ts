@@ -65,7 +65,9 @@ function start(): void {
         const markup = await response.text();
         if (request.signal.aborted) return;
         etag = response.headers.get("etag");
-        const open = new Set(Array.from(main.querySelectorAll<HTMLDetailsElement>("details[open]")).map((d) => d.dataset.path));
+        const open = new Set(
+          Array.from(main.querySelectorAll<HTMLDetailsElement>("details[open]")).map((d) => d.dataset.path),
+        );
         setHtml(main, markup);
         for (const details of Array.from(main.querySelectorAll<HTMLDetailsElement>("details"))) {
           if (open.has(details.dataset.path)) details.open = true;

@@ -17,5 +17,8 @@ export function timestamp(iso: string | undefined): Html {
   if (!iso) return html``;
   const date = new Date(iso);
   if (Number.isNaN(date.getTime())) return html`${iso}`;
-  return html`<time datetime="${date.toISOString()}">${date.toISOString().replace("T", " ").replace(/\.\d+Z$/, " UTC")}</time>`;
+  return html`<time datetime="${date.toISOString()}">${date
+    .toISOString()
+    .replace("T", " ")
+    .replace(/\.\d+Z$/, " UTC")}</time>`;
 }

@@ -1,4 +1,11 @@
-import { describeClusterStatus, PHASES, phaseOf, type ClusterStatus, type FleetResponse, type Phase } from "@berth/api-contract";
+import {
+  describeClusterStatus,
+  PHASES,
+  phaseOf,
+  type ClusterStatus,
+  type FleetResponse,
+  type Phase,
+} from "@berth/api-contract";
 import type { Cluster } from "@berth/core";
 import { html, type Html } from "../html.js";
 import { PHASE_LABELS, phaseBadge, shortSha } from "./common.js";
@@ -30,7 +37,10 @@ export function fleetView(fleet: FleetResponse, columns: Cluster[], filter: Flee
   const rows = fleet.teams
     .filter((t) => !q || t.team.toLowerCase().includes(q))
     .filter((t) => !filter.phase || t.clusters.some((c) => phaseOf(c) === filter.phase))
-    .map((t) => ({ team: t.team, cells: columns.map((col) => ({ cluster: col.name, status: t.clusters.find((c) => c.cluster === col.name) })) }));
+    .map((t) => ({
+      team: t.team,
+      cells: columns.map((col) => ({ cluster: col.name, status: t.clusters.find((c) => c.cluster === col.name) })),
+    }));
   return { columns, rows, counts, teams: fleet.teams.length, revision: fleet.revision, broken: fleet.broken };
 }
 

@@ -32,10 +32,12 @@ export function page(options: PageOptions): Html {
 <header class="top">
   <a class="brand" href="/ui">Berth</a>
   <nav aria-label="Main"><a href="/ui">Fleet</a> <a href="/ui/rollouts">Rollouts</a></nav>
-  ${options.session
-    ? html`<span class="who">Signed in as <strong>${options.session.actor}</strong></span>
+  ${
+    options.session
+      ? html`<span class="who">Signed in as <strong>${options.session.actor}</strong></span>
   <form method="post" action="/ui/sign-out"><button type="submit">Sign out</button></form>`
-    : ""}
+      : ""
+  }
 </header>
 <div class="page">
 ${options.before ?? ""}

@@ -103,27 +103,37 @@ export function rolloutMain(rollout: Rollout, progress: GateProgress | undefined
   <dt>Requested by</dt><dd>${spec.requestedBy}, ${timestamp(spec.createdAt)}</dd>
   <dt>Flux repo</dt><dd>${shortSha(revision)}</dd>
 </dl>
-${halt
-  ? html`<section class="halt" data-halt-reason="${halt.reason}" aria-labelledby="halt">
+${
+  halt
+    ? html`<section class="halt" data-halt-reason="${halt.reason}" aria-labelledby="halt">
 <h2 id="halt">Halted in wave ${halt.wave}: ${halt.reason}</h2>
 <p>${halt.message}</p>
 <p>Fix the cause, then resume (<code>berth rollout resume ${rollout.metadata.name}</code>), or abort it.</p>
 ${teamReports(halt.teams, "What the gate saw when it halted")}
 </section>`
-  : ""}
+    : ""
+}
 <h2>Waves</h2>
 <table>
 <caption>In order; a wave is committed only when the one before is Ready everywhere</caption>
 <thead><tr><th scope="col">Wave</th><th scope="col">Phase</th><th scope="col">Teams</th><th scope="col">Committed</th><th scope="col">Ready</th></tr></thead>
 <tbody>${waves}</tbody>
 </table>
-${progress
-  ? html`<h2>Last gate evaluation</h2>
+${
+  progress
+    ? html`<h2>Last gate evaluation</h2>
 <p data-gate-verdict="${progress.verdict}">Wave ${progress.wave}, ${timestamp(progress.evaluatedAt)}: ${progress.verdict} (${progress.ready} ready, ${progress.waiting} waiting, ${progress.failed} failed). ${progress.message}</p>
-${teamReports(progress.teams.filter((t) => t.result !== "ready"), "Teams not ready yet")}`
-  : ""}
+${teamReports(
+  progress.teams.filter((t) => t.result !== "ready"),
+  "Teams not ready yet",
+)}`
+    : ""
+}
 <h2>History</h2>
-<ol class="history">${[...status.history].reverse().map(
-    (h) => html`<li>${timestamp(h.at)} <strong>${h.event}</strong>${h.by ? ` by ${h.by}` : ""}${h.message ? html`: ${h.message}` : ""}</li>`,
-  )}</ol>`;
+<ol class="history">${[...status.history]
+    .reverse()
+    .map(
+      (h) =>
+        html`<li>${timestamp(h.at)} <strong>${h.event}</strong>${h.by ? ` by ${h.by}` : ""}${h.message ? html`: ${h.message}` : ""}</li>`,
+    )}</ol>`;
 }

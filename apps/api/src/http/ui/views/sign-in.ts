@@ -37,7 +37,12 @@ ${notice}
 </div>`;
 }
 
-export function errorMain(status: number, title: string, detail: string, action?: { href: string; text: string }): Html {
+export function errorMain(
+  status: number,
+  title: string,
+  detail: string,
+  action?: { href: string; text: string },
+): Html {
   return html`<h1>${title}</h1>
 <p class="notice" role="alert">${detail}</p>
 <p>${action ? html`<a href="${action.href}">${action.text}</a> · ` : ""}<a href="/ui">Back to the fleet</a></p>

@@ -3,13 +3,19 @@ import type { TeamDetail } from "../../../services/status-board.js";
 import { html, type Html } from "../html.js";
 import { phaseBadge, shortSha, timestamp } from "./common.js";
 
-const STEP_STATE_WORDS: Record<ChainStep["state"], string> = { done: "done", active: "in progress", failed: "failed", waiting: "waiting" };
+const STEP_STATE_WORDS: Record<ChainStep["state"], string> = {
+  done: "done",
+  active: "in progress",
+  failed: "failed",
+  waiting: "waiting",
+};
 
 function stepItem(step: ChainStep, cluster: ClusterStatus): Html {
   const c = step.condition;
   let detail: Html | string = "";
   if (step.step === "committed") detail = html`<span class="reason">in the Flux repo</span>`;
-  else if (cluster.state !== "reported" && step.state === "active") detail = html`<span class="reason">${describeClusterStatus(cluster)}</span>`;
+  else if (cluster.state !== "reported" && step.state === "active")
+    detail = html`<span class="reason">${describeClusterStatus(cluster)}</span>`;
   else if (c && step.state !== "done") {
     detail = html`<span class="reason${step.state === "failed" ? " failed" : ""}">${c.type}${c.reason ? html`: <strong>${c.reason}</strong>` : ""}${c.severity ? ` (severity ${c.severity})` : ""}${c.message && c.message !== c.reason ? html` — ${c.message}` : ""}</span>`;
   } else if (c?.reason) detail = html`<span class="reason">${c.reason}</span>`;
@@ -33,7 +39,9 @@ function clusterCard(cluster: ClusterStatus): Html {
 }
 
 function list(values: readonly string[]): Html {
-  return values.length ? html`${values.map((v, i) => html`${i ? ", " : ""}<code>${v}</code>`)}` : html`<span class="none">none</span>`;
+  return values.length
+    ? html`${values.map((v, i) => html`${i ? ", " : ""}<code>${v}</code>`)}`
+    : html`<span class="none">none</span>`;
 }
 
 export function teamMain(detail: TeamDetail): Html {
@@ -56,18 +64,22 @@ export function teamMain(detail: TeamDetail): Html {
 <h2>Status per cluster</h2>
 <div class="clusters">${detail.clusters.map(clusterCard)}</div>
 <h2>Last commits touching the team</h2>
-${detail.commits.length
-  ? html`<table>
+${
+  detail.commits.length
+    ? html`<table>
 <caption>Newest first</caption>
 <thead><tr><th scope="col">Commit</th><th scope="col">Date</th><th scope="col">Change</th><th scope="col">Requested by</th></tr></thead>
 <tbody>${detail.commits.map(
-      (c) => html`<tr><td>${shortSha(c.sha)}</td><td>${timestamp(c.date)}</td><td>${c.subject}</td><td>${c.trailers["Berth-Requested-By"] ?? c.author}</td></tr>`,
-    )}</tbody>
+        (c) =>
+          html`<tr><td>${shortSha(c.sha)}</td><td>${timestamp(c.date)}</td><td>${c.subject}</td><td>${c.trailers["Berth-Requested-By"] ?? c.author}</td></tr>`,
+      )}</tbody>
 </table>`
-  : html`<p class="none">No commits found.</p>`}
+    : html`<p class="none">No commits found.</p>`
+}
 <h2>Rendered files</h2>
 <p>${detail.files.length} files at ${shortSha(detail.revision)}.</p>
 ${detail.files.map(
-  (f, i) => html`<details id="file-${i}" data-path="${f.path}"><summary>${f.path}</summary><pre><code>${f.content}</code></pre></details>`,
+  (f, i) =>
+    html`<details id="file-${i}" data-path="${f.path}"><summary>${f.path}</summary><pre><code>${f.content}</code></pre></details>`,
 )}`;
 }
