@@ -72,16 +72,7 @@ export async function createServices(
   if (statusReader instanceof KubeTeamStatusReader) metrics.watchStatusCache(() => statusReader.stats());
   const clock = options.clock ?? systemClock;
   const fleet = new Fleet(onboarding);
-  const rollouts = new RolloutService({
-    onboarding,
-    fleet,
-    store: repo,
-    observedClusters: new Set(Object.keys(config.api.clusters)),
-    gateTimeoutSeconds: config.api.rollouts.gateTimeoutSeconds,
-    clock,
-  });
   const engine = new RolloutEngine({
-    service: rollouts,
     onboarding,
     fleet,
     store: repo,
@@ -90,6 +81,15 @@ export async function createServices(
     pollIntervalMs: config.api.rollouts.pollIntervalMs,
     logger: logger.child({ component: "rollout-engine" }),
     metrics,
+  });
+  const rollouts = new RolloutService({
+    onboarding,
+    fleet,
+    store: repo,
+    observedClusters: new Set(Object.keys(config.api.clusters)),
+    gateTimeoutSeconds: config.api.rollouts.gateTimeoutSeconds,
+    clock,
+    engine,
   });
   const deps: AppDeps = {
     teams: new TeamService(onboarding, repo, statusReader),

@@ -8,6 +8,7 @@ import {
   passWave,
   repoLayout,
   ROLLOUT_PHASES,
+  RolloutReader,
   sameTeamOnCluster,
   serializeRollout,
   type Fleet,
@@ -29,12 +30,10 @@ import {
   withRolloutTrailer,
   type EngineHandle,
   type GateProgress,
-  type RolloutService,
   type RolloutStore,
 } from "./service.js";
 
 export interface RolloutEngineOptions {
-  service: RolloutService;
   onboarding: Onboarding;
   fleet: Fleet;
   store: RolloutStore;
@@ -66,10 +65,11 @@ export class RolloutEngine implements EngineHandle {
   private kicked = false;
 
   private readonly layout: RepoLayout;
+  private readonly reader: RolloutReader;
 
   constructor(private readonly opts: RolloutEngineOptions) {
     this.layout = repoLayout(opts.onboarding.platform);
-    opts.service.attach(this);
+    this.reader = new RolloutReader(opts.onboarding.platform);
   }
 
   start(): void {
@@ -95,7 +95,7 @@ export class RolloutEngine implements EngineHandle {
   /** One pass over every Running rollout; public so tests can step the engine deterministically. */
   async tick(): Promise<void> {
     const tree = await this.opts.store.snapshot(Math.min(1_000, this.opts.pollIntervalMs / 2));
-    const rollouts = await this.opts.service.reader.list(tree);
+    const rollouts = await this.reader.list(tree);
     if (this.opts.metrics) {
       const gauge = this.opts.metrics.rollouts;
       gauge.reset();
@@ -137,7 +137,7 @@ export class RolloutEngine implements EngineHandle {
   private async drive(id: string): Promise<void> {
     for (let step = 0; step < MAX_STEPS_PER_TICK && !this.stopper.signal.aborted; step++) {
       const tree = await this.opts.store.snapshot(0);
-      const r = await this.opts.service.reader.read(tree, id);
+      const r = await this.reader.read(tree, id);
       if (!r || r.status.phase !== "Running") return;
       const wave = currentWave(r);
       if (!wave) return;
@@ -155,14 +155,14 @@ export class RolloutEngine implements EngineHandle {
     const { fleet, clock, store, logger } = this.opts;
     await store.transact(
       async (tree): Promise<RepoChange | null> => {
-        const r = await this.opts.service.reader.read(tree, id);
+        const r = await this.reader.read(tree, id);
         const wave = r && currentWave(r);
         // Another replica (or an earlier attempt) took the step, or the rollout was paused or aborted.
         if (!r || r.status.phase !== "Running" || !wave || wave.index !== index || wave.status.phase !== "Pending")
           return null;
         const target = r.spec.target.templateVersion;
         const plan = await fleet.plan(tree, wave.spec.teams, target);
-        const path = this.opts.service.reader.path(id);
+        const path = this.reader.path(id);
         if (plan.failed.length) {
           const halted = haltRollout(r, clock.now(), {
             reason: "RenderFailed",
@@ -233,7 +233,7 @@ export class RolloutEngine implements EngineHandle {
     const gateSince = wave.status.gateSince;
     await this.opts.store.transact(
       async (head): Promise<RepoChange | null> => {
-        const current = await this.opts.service.reader.read(head, id);
+        const current = await this.reader.read(head, id);
         const w = current && currentWave(current);
         // Only if nothing moved meanwhile: same wave, still committed, not resumed (gateSince) or paused.
         if (
@@ -258,7 +258,7 @@ export class RolloutEngine implements EngineHandle {
             ? `berth: rollout ${id} wave ${wave.spec.name} Ready${next.status.phase === "Completed" ? ": rollout completed" : ""}`
             : `berth: rollout ${id} halted in wave ${wave.spec.name}: ${decision.reason}`;
         return {
-          files: new Map([[this.opts.service.reader.path(id), serializeRollout(next)]]),
+          files: new Map([[this.reader.path(id), serializeRollout(next)]]),
           subject,
           body: decision.verdict === "halt" ? [decision.message] : rolloutBody(next).slice(0, 1),
         };
@@ -284,7 +284,7 @@ export class RolloutEngine implements EngineHandle {
       if (!p) {
         p = (async () => {
           const at = await store.treeAt(sha);
-          const seen = at && (await this.opts.service.reader.read(at, r.metadata.name));
+          const seen = at && (await this.reader.read(at, r.metadata.name));
           return {
             at,
             includesWave: seen !== undefined && (seen.status.waves[index]?.phase ?? "Pending") !== "Pending",

@@ -87,6 +87,8 @@ export interface RolloutServiceOptions {
   observedClusters: ReadonlySet<string>;
   gateTimeoutSeconds: number;
   clock: Clock;
+  /** The engine that drives Running rollouts: woken after each change; its last gate evaluation is shown. */
+  engine: EngineHandle;
   random?: (n: number) => Buffer;
 }
 
@@ -100,7 +102,6 @@ const UNSTAGED_WAVE = "all";
  */
 export class RolloutService {
   readonly reader: RolloutReader;
-  private engine: EngineHandle | undefined;
   private readonly random: (n: number) => Buffer;
   private readonly writes: IdempotentWrites;
 
@@ -108,10 +109,6 @@ export class RolloutService {
     this.reader = new RolloutReader(opts.onboarding.platform);
     this.random = opts.random ?? randomBytes;
     this.writes = new IdempotentWrites(opts.store);
-  }
-
-  attach(engine: EngineHandle): void {
-    this.engine = engine;
   }
 
   /** Read from a fresh fetch (as create is): a rollout must not be planned on a view seconds old. */
@@ -213,7 +210,7 @@ export class RolloutService {
       },
     );
     if (outcome.replayed) return { ...(await this.createdBy(outcome.original)), replayed: true };
-    this.engine?.kick();
+    this.opts.engine.kick();
     return {
       rollout: result,
       revision: outcome.revision,
@@ -245,7 +242,7 @@ export class RolloutService {
     const tree = await this.opts.store.snapshot();
     const rollout = await this.reader.read(tree, id);
     if (!rollout) throw new RolloutNotFoundError(id);
-    return { revision: tree.revision, rollout, progress: this.engine?.progress(id) };
+    return { revision: tree.revision, rollout, progress: this.opts.engine.progress(id) };
   }
 
   pause(id: string, origin: ChangeOrigin) {
@@ -308,7 +305,7 @@ export class RolloutService {
     );
     // transact commits only what the callback returned, so a commit means the callback ran and set result.
     if (result === undefined) throw new Error(`rollout ${id} ${what}: committed without applying the transition`);
-    this.engine?.kick();
+    this.opts.engine.kick();
     return { rollout: result, revision: committed.revision };
   }
 
