@@ -223,7 +223,6 @@ export async function startFakeAzure(opts: FakeAzureOptions = {}): Promise<FakeA
     },
     entra,
   );
-  const armRef = arm;
   for (const app of opts.apps ?? []) entra.addApp(app);
 
   const handle = async (req: IncomingMessage, res: ServerResponse): Promise<void> => {
@@ -323,7 +322,7 @@ export async function startFakeAzure(opts: FakeAzureOptions = {}): Promise<FakeA
         if (fault.delayMs) await sleep(fault.delayMs);
         await readBody(req).catch(() => Buffer.alloc(0));
         const headers: Record<string, string> =
-          service === "arm" ? armRef.commonHeaders(method, armRoute?.subscriptionId, undefined) : {};
+          service === "arm" ? arm.commonHeaders(method, armRoute?.subscriptionId, undefined) : {};
         if (fault.retryAfter !== undefined) headers["Retry-After"] = String(fault.retryAfter);
         if (fault.retryAfterMs !== undefined) headers["retry-after-ms"] = String(fault.retryAfterMs);
         if (service === "arm") headers["x-ms-failure-cause"] = "gateway";
@@ -376,7 +375,7 @@ export async function startFakeAzure(opts: FakeAzureOptions = {}): Promise<FakeA
     // ARM
     const route = armRoute!;
     const correlation = req.headers["x-ms-correlation-request-id"];
-    const common = armRef.commonHeaders(
+    const common = arm.commonHeaders(
       method,
       route.subscriptionId,
       typeof correlation === "string" ? correlation : undefined,
@@ -384,7 +383,7 @@ export async function startFakeAzure(opts: FakeAzureOptions = {}): Promise<FakeA
     const check = await entra.checkArmToken(req.headers.authorization);
     if (!check.ok) {
       const subTenant = route.subscriptionId
-        ? armRef.subscriptions.get(route.subscriptionId.toLowerCase())?.tenantId
+        ? arm.subscriptions.get(route.subscriptionId.toLowerCase())?.tenantId
         : undefined;
       reply({
         status: 401,
@@ -400,9 +399,9 @@ export async function startFakeAzure(opts: FakeAzureOptions = {}): Promise<FakeA
     let spec: ResponseSpec;
     try {
       const request = { method, segments, query: url.searchParams, body, base, claims: check.claims, route };
-      armRef.precheck(route, url.searchParams, segments, check.claims);
-      armRef.authorize(request);
-      spec = await armRef.handle(request);
+      arm.precheck(route, url.searchParams, segments, check.claims);
+      arm.authorize(request);
+      spec = await arm.handle(request);
     } catch (err) {
       if (err instanceof NotImplementedByFake) unknown = true;
       if (err instanceof ArmError) {
@@ -437,11 +436,11 @@ export async function startFakeAzure(opts: FakeAzureOptions = {}): Promise<FakeA
           faults.clear();
           return { status: 204 };
         case "POST clusters": {
-          const c = armRef.seedManagedCluster(json() as unknown as ClusterSeed);
+          const c = arm.seedManagedCluster(json() as unknown as ClusterSeed);
           return { status: 201, body: { issuerURL: c.issuerURL ?? null } };
         }
         case "POST oidc-issuer":
-          armRef.setClusterOidcIssuer(json() as unknown as { resourceGroup: string; name: string; issuerURL?: string });
+          arm.setClusterOidcIssuer(json() as unknown as { resourceGroup: string; name: string; issuerURL?: string });
           return { status: 204 };
         case "POST apps": {
           const a = entra.addApp(json() as unknown as AppRegistration);
@@ -510,13 +509,13 @@ export async function startFakeAzure(opts: FakeAzureOptions = {}): Promise<FakeA
     url,
     port,
     tenantId,
-    subscriptionId: armRef.defaultSubscriptionId(),
+    subscriptionId: arm.defaultSubscriptionId(),
     ca,
     caFile,
     proxyUrl: proxy?.url,
     proxy,
     entra,
-    arm: armRef,
+    arm,
     faults,
     stats,
     addApp(app) {
@@ -524,17 +523,17 @@ export async function startFakeAzure(opts: FakeAzureOptions = {}): Promise<FakeA
       return { clientId: a.clientId, objectId: a.objectId, tenantId: a.tenantId };
     },
     seedResourceGroup(o) {
-      armRef.seedResourceGroup(o);
+      arm.seedResourceGroup(o);
     },
     seedManagedCluster(seed) {
-      const c = armRef.seedManagedCluster(seed);
+      const c = arm.seedManagedCluster(seed);
       return {
         id: `/subscriptions/${c.subscriptionId}/resourcegroups/${c.resourceGroup}/providers/Microsoft.ContainerService/managedClusters/${c.name}`,
         issuerURL: c.issuerURL,
       };
     },
     setOidcIssuer(o) {
-      armRef.setClusterOidcIssuer(o);
+      arm.setClusterOidcIssuer(o);
     },
     issueToken(o = {}) {
       return entra.issueToken({ tenantId, oid: guid(), ...o });
@@ -579,7 +578,7 @@ export async function startFakeAzure(opts: FakeAzureOptions = {}): Promise<FakeA
       };
     },
     async close() {
-      armRef.close();
+      arm.close();
       directAgent.destroy();
       await proxy?.close();
       server.closeAllConnections();
