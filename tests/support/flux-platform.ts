@@ -405,12 +405,22 @@ async function startPlatformCluster(
     } as Obj);
   }
 
-  // Berth's controller, once Flux has applied what it runs under (namespace, RBAC, its Deployment).
+  // Berth's controller, once Flux has applied what it runs under (namespace, RBAC, its Deployment). Flux's defaults
+  // make that about a minute (berth-controller waits on berth-crds through the 30 s dependency requeue); the bound
+  // is for a loaded machine, and a timeout says where each Kustomization stood.
   await eventually(
     `Flux applied Deployment berth-system/berth-controller on ${name}`,
     () => admin.get("apps/v1", "Deployment", "berth-system", "berth-controller"),
-    120_000,
-  );
+    240_000,
+  ).catch(async (err: unknown) => {
+    const standing = (await admin.list("kustomize.toolkit.fluxcd.io/v1", "Kustomization", "flux-system")).map((k) => {
+      const status = k.status as
+        { conditions?: Array<{ type: string; reason?: string; message?: string }> } | undefined;
+      const ready = status?.conditions?.find((c) => c.type === "Ready");
+      return `${k.metadata.name}: ${ready ? `${ready.reason}: ${ready.message}` : "not reconciled yet"}`;
+    });
+    throw new Error(`${(err as Error).message}; Kustomizations: ${standing.join("; ") || "none"}`, { cause: err });
+  });
   await built;
   const controller = startControllerProcess({
     BERTH_CONFIG_FILE: controllerConfigFile,
