@@ -362,6 +362,11 @@ describe("berth controller on a real apiserver, under its own RBAC", () => {
     });
     const events = await admin.list(V1, "Event", "payments");
     expect(events.some((e) => e.reason === "CredentialRotated")).toBe(true);
+    // The status write follows the credential's in the same pass, so it may land a moment after the Event.
+    await eventually(
+      "Team status names the new client id",
+      async () => (await teamStatus("payments"))?.identity?.clientId === clientId(11),
+    );
     expect((await teamStatus("payments"))?.identity).toEqual({ clientId: clientId(11) });
   });
 

@@ -108,7 +108,21 @@ export async function startFlux(cluster: KubeCluster, opts: FluxOptions = {}): P
     await Promise.all([...children.values()].map(kill));
   };
 
-  try {
+  // Free ports are picked then released; another process may grab one before the controller binds it: start all
+  // of them again on new ports then, as startKubeCluster does.
+  for (let attempt = 1; ; attempt++) {
+    try {
+      await startControllers();
+      break;
+    } catch (err) {
+      await stop();
+      if (attempt >= 3 || !/address already in use/i.test((err as Error).message)) throw err;
+      children.clear();
+      processes.clear();
+    }
+  }
+
+  async function startControllers(): Promise<void> {
     for (const controller of controllers) {
       const [metricsPort, healthPort] = [await freePort(), await freePort()];
       const args = [
@@ -191,9 +205,6 @@ export async function startFlux(cluster: KubeCluster, opts: FluxOptions = {}): P
         await sleep(100);
       }
     }
-  } catch (err) {
-    await stop();
-    throw err;
   }
 
   const proc = (controller: FluxController): FluxProcess => {
