@@ -4,7 +4,7 @@
  * --timeout, not after a request's own 30 s), one whose status and rollout answers carry terminal escape
  * sequences (printed as text), and a --server URL holding a password (refused, never echoed).
  */
-import { createServer as createHttpServer } from "node:http";
+import { createServer as createHttpServer, type IncomingMessage, type ServerResponse } from "node:http";
 import { createServer } from "node:net";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ensureBuilt } from "../support/build.js";
@@ -18,6 +18,8 @@ const ROLLOUT_ID = "ro-20261124-101500-a1b2c3";
 
 /** The harness kills a CLI still running after this: the commands below must have ended by themselves well before. */
 const KILL_AFTER_MS = 20_000;
+/** A watch that gives up after 3 s, polling each second. */
+const WATCH_3S = ["--watch", "--timeout", "3s", "--interval", "1s"];
 
 describe("berth against servers that misbehave", () => {
   let cli: CliHarness;
@@ -120,29 +122,23 @@ describe("berth against servers that misbehave", () => {
         { type: "Ready", status: "False", reason: "Waiting" },
       ],
     };
-    waiting = await listen(
-      createHttpServer((req, res) => {
-        const json = (body: unknown) =>
-          res.writeHead(200, { "content-type": "application/json" }).end(JSON.stringify(body));
-        if (req.url === "/v1/teams/payments/status")
-          return json({ team: "payments", revision: null, ready: false, clusters: [waitingCluster] });
-        if (req.url === `/v1/rollouts/${ROLLOUT_ID}`) return json({ rollout: running, revision: null, progress: null });
-        res.writeHead(404).end();
-      }),
-    );
-    // Answers each path's first poll at once and holds every later one past the watch's --timeout.
+    const answerNeverDone = (req: IncomingMessage, res: ServerResponse) => {
+      const json = (body: unknown) =>
+        res.writeHead(200, { "content-type": "application/json" }).end(JSON.stringify(body));
+      if (req.url === "/v1/teams/payments/status")
+        return json({ team: "payments", revision: null, ready: false, clusters: [waitingCluster] });
+      if (req.url === `/v1/rollouts/${ROLLOUT_ID}`) return json({ rollout: running, revision: null, progress: null });
+      res.writeHead(404).end();
+    };
+    waiting = await listen(createHttpServer(answerNeverDone));
+    // The same answers, but only to each path's first poll: every later one is held past the watch's --timeout.
     const polled = new Set<string>();
     slowing = await listen(
       createHttpServer((req, res) => {
         const url = req.url ?? "";
         if (polled.has(url)) return;
         polled.add(url);
-        const json = (body: unknown) =>
-          res.writeHead(200, { "content-type": "application/json" }).end(JSON.stringify(body));
-        if (url === "/v1/teams/payments/status")
-          return json({ team: "payments", revision: null, ready: false, clusters: [waitingCluster] });
-        if (url === `/v1/rollouts/${ROLLOUT_ID}`) return json({ rollout: running, revision: null, progress: null });
-        res.writeHead(404).end();
+        answerNeverDone(req, res);
       }),
     );
   }, 600_000);
@@ -160,7 +156,7 @@ describe("berth against servers that misbehave", () => {
   });
 
   it("status --watch ends at its --timeout, not at the end of a request that never returns", async () => {
-    const result = await berth(silent, ["status", "payments", "--watch", "--timeout", "3s", "--interval", "1s"]);
+    const result = await berth(silent, ["status", "payments", ...WATCH_3S]);
     expect(result.code).toBe(8);
     expect(result.stderr).toContain("error: timed out after 0:03 waiting for team payments to be Ready");
     expect(result.stderr).toContain(
@@ -170,58 +166,31 @@ describe("berth against servers that misbehave", () => {
   });
 
   it("the watches end at --timeout without a last poll that has no time left (no spurious error line)", async () => {
-    const status = await berth(waiting, ["status", "payments", "--watch", "--timeout", "3s", "--interval", "1s"]);
+    const status = await berth(waiting, ["status", "payments", ...WATCH_3S]);
     expect(status.code).toBe(8);
     expect(status.stderr).toContain("error: timed out after 0:03 waiting for team payments to be Ready");
     expect(status.stderr).not.toContain("cannot read status");
-    const rollout = await berth(waiting, [
-      "rollout",
-      "get",
-      ROLLOUT_ID,
-      "--watch",
-      "--timeout",
-      "3s",
-      "--interval",
-      "1s",
-    ]);
+    const rollout = await berth(waiting, ["rollout", "get", ROLLOUT_ID, ...WATCH_3S]);
     expect(rollout.code).toBe(8);
     expect(rollout.stderr).not.toContain("warning:");
   });
 
   it("a poll that the --timeout cuts short ends the watch as timed out, and the last answer stands", async () => {
-    const status = await berth(slowing, ["status", "payments", "--watch", "--timeout", "3s", "--interval", "1s"]);
+    const status = await berth(slowing, ["status", "payments", ...WATCH_3S]);
     expect(status.code).toBe(8);
     expect(status.stderr).toContain(
       "error: timed out after 0:03 waiting for team payments to be Ready\n  aks-dev-weu: IdentityReady: AuthorizationFailed",
     );
     expect(status.stderr).not.toContain("cannot read status");
     expect(status.stderr).not.toContain("the last poll failed");
-    const rollout = await berth(slowing, [
-      "rollout",
-      "get",
-      ROLLOUT_ID,
-      "--watch",
-      "--timeout",
-      "3s",
-      "--interval",
-      "1s",
-    ]);
+    const rollout = await berth(slowing, ["rollout", "get", ROLLOUT_ID, ...WATCH_3S]);
     expect(rollout.code).toBe(8);
     expect(rollout.stdout).toContain(`rollout/${ROLLOUT_ID}: Running`);
     expect(rollout.stderr).toBe(`timed out after 3s; the rollout goes on (berth rollout get ${ROLLOUT_ID})\n`);
   });
 
   it("rollout get --watch ends at its --timeout too", async () => {
-    const result = await berth(silent, [
-      "rollout",
-      "get",
-      ROLLOUT_ID,
-      "--watch",
-      "--timeout",
-      "3s",
-      "--interval",
-      "1s",
-    ]);
+    const result = await berth(silent, ["rollout", "get", ROLLOUT_ID, ...WATCH_3S]);
     expect(result.code).toBe(8);
     expect(result.stderr).toContain(`timed out after 3s; the rollout goes on (berth rollout get ${ROLLOUT_ID})`);
     expect(result.stderr).toContain(`the last poll failed: the Berth API at ${silent} gave no complete answer within`);
