@@ -28,7 +28,10 @@
  *     controller's gotk_reconcile_duration_seconds_count{kind="Kustomization"}, and which objects), how many
  *     Kustomizations attempted a new revision (status.lastAttemptedRevision), CPU seconds of each Flux controller,
  *     of kube-apiserver and etcd, kustomize-controller's peak RSS during it;
- *   - the same for a rollout commit that moves 10 % of the teams to v2 (one commit), until all of them are Ready.
+ *   - the same for a rollout commit that moves 10 % of the teams to v2 (one commit), until all of them are Ready;
+ *   - what the templates' 10-minute interval costs: untouched teams reconciled on request, CPU per reconcile.
+ * The seeded teams reconcile every 24 hours, not every 10 minutes (withoutIntervalReconciles), so that every
+ * reconcile of a phase is one its commit caused; the last figure prices the interval apart.
  * A phase ends when the counters have not moved for 15 s (the before layout also waits until every Kustomization
  * attempted the commit). With the machine's load before and after each block (the machine is shared).
  */
@@ -36,11 +39,18 @@ import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { performance } from "node:perf_hooks";
 import { setTimeout as sleep } from "node:timers/promises";
+import { parseAllDocuments } from "yaml";
 import type { Obj } from "../controller/helpers.js";
 import { REPO_ROOT } from "../support/berth.js";
 import { renderFleet } from "../support/fleet-seed.js";
 import { kustomizationReconciles, type FluxController } from "../support/flux.js";
-import { ASO_NAMESPACE, startFluxPlatform, type FluxPlatform, type TeamSource } from "../support/flux-platform.js";
+import {
+  ASO_NAMESPACE,
+  requestReconcile,
+  startFluxPlatform,
+  type FluxPlatform,
+  type TeamSource,
+} from "../support/flux-platform.js";
 import { load, ms, OWNER, percentile } from "./fleet-seed.js";
 
 const SIZES = (process.env.BENCH_FLUX_TEAMS ?? "100,1000").split(",").map(Number);
@@ -49,6 +59,8 @@ const SAMPLES = Number(process.env.BENCH_FLUX_SAMPLES ?? 5);
 /** The before layout reconciles every team at every commit: fewer onboardings there, each takes minutes at 1,000. */
 const SAMPLES_BEFORE = Number(process.env.BENCH_FLUX_SAMPLES_BEFORE ?? 2);
 const QUIET_MS = 15_000;
+/** Untouched teams reconciled on request to price the templates' interval. */
+const INTERVAL_SAMPLE = 20;
 const KUSTOMIZE_ARGS = ["--requeue-dependency=5s"];
 /** Flux's vertical scaling guide: 10 workers for hundreds of applications; flux-benchmark runs 1,000 and more with 20. */
 const kustomizeConcurrent = (teams: number) => (teams >= 1000 ? 20 : 10);
@@ -90,6 +102,8 @@ interface Result {
   coldKustomizePeakRssMiB: number;
   onboardings: Onboarding[];
   rollout: { teams: number; toAllReadyMs: number; cost: PhaseCost };
+  /** kustomize-controller CPU s of one reconcile of an untouched team (what its interval costs). */
+  intervalCpuPerReconcile: number;
 }
 
 const teamNames = (n: number) => Array.from({ length: n }, (_, i) => `t${String(i).padStart(5, "0")}`);
@@ -101,6 +115,30 @@ const mib = (bytes: number) => Math.round(bytes / 1024 / 1024);
 const rev = (sha: string) => `main@sha1:${sha}`;
 const readyOf = (k: Ks) => k.status?.conditions?.find((c) => c.type === "Ready");
 const applied = (k: Ks) => k.status?.lastAppliedOriginRevision ?? k.status?.lastAppliedRevision;
+
+/**
+ * The seeded teams' Kustomizations reconcile every SEEDED_INTERVAL instead of the templates' 10 minutes. At 1,000
+ * teams, 10-minute intervals alone start a reconcile every 0.6 s, so Flux is never quiet and a commit's reconciles
+ * cannot be told from the interval's; with this, every reconcile in a phase is one the commit caused. The intervals'
+ * own cost is printed apart (N reconciles per 10 minutes at the cold apply's CPU per reconcile).
+ */
+const SEEDED_INTERVAL = "24h";
+function withoutIntervalReconciles(files: Map<string, string>): Map<string, string> {
+  for (const [path, content] of files) {
+    if (!path.endsWith(".yaml")) continue;
+    const docs = parseAllDocuments(content);
+    let changed = false;
+    for (const doc of docs) {
+      const obj = doc.toJS() as Ks | null;
+      if (obj?.kind !== "Kustomization" || !String(obj.apiVersion).startsWith("kustomize.toolkit.fluxcd.io/")) continue;
+      if (!obj.metadata.name.startsWith("team-")) continue;
+      doc.setIn(["spec", "interval"], SEEDED_INTERVAL);
+      changed = true;
+    }
+    if (changed) files.set(path, docs.map((d) => d.toString()).join(""));
+  }
+  return files;
+}
 
 /** Per Kustomization, how many reconciles kustomize-controller has recorded (its own histogram's _count). */
 const reconcileCounts = (platform: FluxPlatform) => kustomizationReconciles(platform.flux);
@@ -197,16 +235,18 @@ async function run(layout: TeamSource, n: number): Promise<Result> {
     asoIntervalMs: 2_000,
     flux: { kustomizeConcurrent: kustomizeConcurrent(n), extraArgs: { "kustomize-controller": KUSTOMIZE_ARGS } },
     berthConfig: (raw) => (raw.logLevel = "warn"),
-    seed: (p) =>
-      renderFleet(
-        names.map((name) => ({
-          name,
-          description: `Team ${name}`,
-          owners: [OWNER],
-          environments: ["dev"],
-          roleAssignments: [{ role: "rg-contributor" }],
-        })),
-        { platform: p, templatesDir: join(REPO_ROOT, "templates") },
+    seed: async (p) =>
+      withoutIntervalReconciles(
+        await renderFleet(
+          names.map((name) => ({
+            name,
+            description: `Team ${name}`,
+            owners: [OWNER],
+            environments: ["dev"],
+            roleAssignments: [{ role: "rg-contributor" }],
+          })),
+          { platform: p, templatesDir: join(REPO_ROOT, "templates") },
+        ),
       ),
   });
   try {
@@ -216,8 +256,7 @@ async function run(layout: TeamSource, n: number): Promise<Result> {
     // Cold apply: Flux applies all N from the seeded repository.
     const head = await platform.head();
     const coldDeadline = Date.now() + 60 * 60_000;
-    // When each team first became Ready. Not "all Ready at once": at 1,000 teams the first ones reach their interval
-    // (10 minutes) before the last ones are applied, and each reconcile turns Ready Unknown while it runs.
+    // When each team first became Ready. Not "all Ready at once": any later reconcile turns Ready Unknown while it runs.
     let teamKs: Ks[] = [];
     const firstReady = new Map<string, number>();
     for (;;) {
@@ -295,6 +334,21 @@ async function run(layout: TeamSource, n: number): Promise<Result> {
       `  rollout of ${selected.length} teams to v2 (${revision.slice(0, 7)}): POST → all ${selected.length} Ready ${ms(toAllReadyMs)}; ${describe(cost)}`,
     );
 
+    // What the templates' 10-minute interval costs on its own: untouched teams reconciled on request, as an interval
+    // would, at their unchanged revision.
+    const untouched = names.filter((_, i) => i % 10 === 5).slice(0, INTERVAL_SAMPLE);
+    const q = await phase(platform);
+    await Promise.all(
+      untouched.map((t) =>
+        requestReconcile(platform.admin, "kustomize.toolkit.fluxcd.io/v1", "Kustomization", ASO_NAMESPACE, `team-${t}`),
+      ),
+    );
+    const intervalCost = await q.end();
+    const cpuPerReconcile = intervalCost.cpu["kustomize-controller"]! / Math.max(1, intervalCost.reconciles);
+    console.log(
+      `  ${untouched.length} untouched teams reconciled on request: ${describe(intervalCost)}; with the templates' 10-minute interval, ${n} teams cost kustomize-controller about ${((100 * n * cpuPerReconcile) / 600).toFixed(0)} % of a core all the time`,
+    );
+
     const loadAfter = load();
     console.log(`  load after: ${loadAfter}`);
     return {
@@ -308,6 +362,7 @@ async function run(layout: TeamSource, n: number): Promise<Result> {
       coldKustomizePeakRssMiB,
       onboardings,
       rollout: { teams: selected.length, toAllReadyMs, cost },
+      intervalCpuPerReconcile: cpuPerReconcile,
     };
   } finally {
     await platform.stop();
@@ -375,6 +430,11 @@ function summary(results: Result[]): void {
   row(
     "10 % rollout: kustomize-controller CPU s / peak RSS MiB",
     (r) => `${r.rollout.cost.cpu["kustomize-controller"]!.toFixed(1)} / ${r.rollout.cost.kustomizePeakRssMiB}`,
+  );
+  row(
+    "10-minute intervals: kustomize-controller CPU s per reconcile / % of a core",
+    (r) =>
+      `${r.intervalCpuPerReconcile.toFixed(2)} / ${((100 * r.teams * r.intervalCpuPerReconcile) / 600).toFixed(0)} %`,
   );
   for (const n of SIZES) {
     const before = results.find((r) => r.teams === n && r.layout === "GitRepository");
