@@ -20,7 +20,7 @@ import { join } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
 import type { KubeCluster } from "./kube-cluster.js";
 import { kubeRequest } from "./kube-http.js";
-import { freePort } from "./ports.js";
+import { freePort, retryOnPortRace } from "./ports.js";
 import { programPath, type Component } from "./test-cluster-binaries.js";
 
 export type FluxController =
@@ -108,19 +108,12 @@ export async function startFlux(cluster: KubeCluster, opts: FluxOptions = {}): P
     await Promise.all([...children.values()].map(kill));
   };
 
-  // Free ports are picked then released; another process may grab one before the controller binds it: start all
-  // of them again on new ports then, as startKubeCluster does.
-  for (let attempt = 1; ; attempt++) {
-    try {
-      await startControllers();
-      break;
-    } catch (err) {
-      await stop();
-      if (attempt >= 3 || !/address already in use/i.test((err as Error).message)) throw err;
-      children.clear();
-      processes.clear();
-    }
-  }
+  // A controller that lost its port to another process: start all of them again, on new ports.
+  await retryOnPortRace(startControllers, async () => {
+    await stop();
+    children.clear();
+    processes.clear();
+  });
 
   async function startControllers(): Promise<void> {
     for (const controller of controllers) {

@@ -31,7 +31,7 @@ import { setTimeout as sleep } from "node:timers/promises";
 import { KubeConfig } from "@kubernetes/client-node";
 import { parseAllDocuments } from "yaml";
 import { createCertificateAuthority, type CertificateAuthority } from "./kube-pki.js";
-import { freePorts } from "./ports.js";
+import { freePorts, retryOnPortRace } from "./ports.js";
 import { kubeRequest } from "./kube-http.js";
 import { componentCrdDir, programPath } from "./test-cluster-binaries.js";
 
@@ -245,14 +245,7 @@ kill -TERM "$@" 2>/dev/null; sleep 3; kill -KILL "$@" 2>/dev/null; rm -rf "$dir"
 // ---- start ----------------------------------------------------------------------------------------
 
 export async function startKubeCluster(opts: KubeClusterOptions = {}): Promise<KubeCluster> {
-  // Free ports are picked then released; another process may grab one in between: retry then.
-  for (let attempt = 1; ; attempt++) {
-    try {
-      return await startOnce(opts);
-    } catch (err) {
-      if (attempt >= 3 || !/address already in use/i.test((err as Error).message)) throw err;
-    }
-  }
+  return retryOnPortRace(() => startOnce(opts));
 }
 
 async function startOnce(opts: KubeClusterOptions): Promise<KubeCluster> {

@@ -33,3 +33,18 @@ export async function freePorts(n: number): Promise<number[]> {
   await Promise.all(servers.map((s) => new Promise((r) => s.close(r))));
   return ports.every((p) => p > 0) ? ports : Promise.all(Array.from({ length: n }, freePort));
 }
+
+/**
+ * Runs `start` again, up to 3 times, when it failed with "address already in use": a port picked above was taken by
+ * another process before the server bound it. `undo` cleans up after a failed attempt.
+ */
+export async function retryOnPortRace<T>(start: () => Promise<T>, undo?: () => Promise<void>): Promise<T> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await start();
+    } catch (err) {
+      await undo?.();
+      if (attempt >= 3 || !/address already in use/i.test((err as Error).message)) throw err;
+    }
+  }
+}
