@@ -5,6 +5,7 @@
  * the budgets asserted are the documented formulas (docs/azure.md), not the production durations.
  */
 import { ValueUnavailableError } from "@berth/core";
+import type { Registry } from "@berth/azure";
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it, vi } from "vitest";
 import {
   CLUSTER_NAME,
@@ -36,6 +37,12 @@ afterEach(() => {
   world.fake.faults.clear();
   world.fake.setOidcIssuer({ resourceGroup: CLUSTER_RG, name: CLUSTER_NAME, issuerURL: world.issuer });
 });
+
+/** berth_azure_discovery_retry_budget_exhausted_total as { "operation/reason": count }. */
+async function budgetExhausted(registry: Registry): Promise<Record<string, number>> {
+  const m = await registry.getSingleMetric("berth_azure_discovery_retry_budget_exhausted_total")!.get();
+  return Object.fromEntries(m.values.map((v) => [`${v.labels.operation}/${v.labels.reason}`, v.value]));
+}
 
 /** Discovery with its token already cached, so only ARM traffic is measured. */
 async function warmDiscovery(overrides: Parameters<typeof discoveryFor>[1] = {}) {
@@ -155,13 +162,33 @@ describe("server errors, resets, timeouts", () => {
   });
 
   it("the retry budget caps retries across reads: with it spent, a 5xx is not retried", async () => {
-    const { discovery } = await warmDiscovery({ retry: { ...FAST.retry, budgetMinRetries: 1, budgetRatio: 0 } });
+    const { discovery, registry } = await warmDiscovery({
+      retry: { ...FAST.retry, budgetMinRetries: 1, budgetRatio: 0 },
+    });
     world.fake.faults.serverError({ operation: MC }, { status: 503, times: 1 });
     expect((await discovery.clusterFacts(cluster())).oidcIssuerUrl).toBe(world.issuer); // the one retry in the budget
     world.fake.faults.serverError({ operation: "UserAssignedIdentities_Get" }, { status: 503, times: 1 });
     await expect(discovery.platformCredential(cluster())).rejects.toBeInstanceOf(ValueUnavailableError); // budget spent
     expect(world.fake.stats.statuses(MC)).toEqual([503, 200]);
     expect(world.fake.stats.statuses("UserAssignedIdentities_Get")).toEqual([503]);
+    // The refusal is counted, so an operator can tell a spent budget from a failing dependency.
+    expect(await budgetExhausted(registry)).toEqual({ "UserAssignedIdentities_Get/transient": 1 });
+  });
+
+  it("a read that runs out of attempts is not counted as refused by the retry budget, even with the budget spent", async () => {
+    const { discovery, registry } = await warmDiscovery({
+      retry: { ...FAST.retry, budgetMinRetries: MAX_ATTEMPTS - 1, budgetRatio: 0 },
+    });
+    world.fake.faults.serverError({ operation: MC }, { status: 503 });
+    await expect(discovery.clusterFacts(cluster())).rejects.toBeInstanceOf(ValueUnavailableError);
+    expect(world.fake.stats.count(MC)).toBe(MAX_ATTEMPTS); // every retry the budget held: spent now
+    expect(await budgetExhausted(registry)).toEqual({});
+    // The next failure is the budget's to refuse: counted.
+    world.fake.faults.clear();
+    world.fake.faults.serverError({ operation: "UserAssignedIdentities_Get" }, { status: 503 });
+    await expect(discovery.platformCredential(cluster())).rejects.toBeInstanceOf(ValueUnavailableError);
+    expect(world.fake.stats.statuses("UserAssignedIdentities_Get")).toEqual([503]);
+    expect(await budgetExhausted(registry)).toEqual({ "UserAssignedIdentities_Get/transient": 1 });
   });
 
   it("a 4xx other than 404/408/429 is not retried", async () => {

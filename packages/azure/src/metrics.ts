@@ -9,6 +9,7 @@ export const ARM_REQUESTS_TOTAL = "berth_arm_requests_total";
 export const ARM_REQUEST_DURATION = "berth_arm_request_duration_seconds";
 export const DISCOVERY_CACHE_TOTAL = "berth_azure_discovery_cache_total";
 export const DISCOVERY_RETRIES_TOTAL = "berth_azure_discovery_retries_total";
+export const DISCOVERY_RETRY_BUDGET_EXHAUSTED_TOTAL = "berth_azure_discovery_retry_budget_exhausted_total";
 export const DISCOVERY_CIRCUIT_STATE = "berth_azure_discovery_circuit_state";
 
 export interface DiscoveryMetrics {
@@ -16,6 +17,7 @@ export interface DiscoveryMetrics {
   duration: Histogram<"operation" | "code">;
   cache: Counter<"kind" | "result">;
   retries: Counter<"operation" | "reason">;
+  retryBudgetExhausted: Counter<"operation" | "reason">;
   circuit: Gauge<"operation">;
 }
 
@@ -68,6 +70,17 @@ export function discoveryMetrics(registry: Registry = defaultRegistry): Discover
         new Counter({
           name: DISCOVERY_RETRIES_TOTAL,
           help: "Retries Berth scheduled for ARM reads, by operation and reason (throttled, transient)",
+          labelNames: ["operation", "reason"],
+          registers,
+        }),
+    ),
+    retryBudgetExhausted: getOrCreate(
+      registry,
+      DISCOVERY_RETRY_BUDGET_EXHAUSTED_TOTAL,
+      () =>
+        new Counter({
+          name: DISCOVERY_RETRY_BUDGET_EXHAUSTED_TOTAL,
+          help: "Failed ARM attempts Berth did not retry because the process-wide retry budget was spent, by operation and reason (throttled, transient)",
           labelNames: ["operation", "reason"],
           registers,
         }),

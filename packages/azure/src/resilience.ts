@@ -236,8 +236,12 @@ export class Resilience {
         } else {
           return false;
         }
+        if (attempts >= s.maxAttempts) return false; // the read's last attempt: no retry to budget for
         if (waited + nextDelay > s.maxWaitMs) return false;
-        return this.budget.canRetry();
+        if (this.budget.canRetry()) return true;
+        // Counted: a failure the budget refused is what an operator looks for when reads fail in a storm.
+        this.o.metrics.retryBudgetExhausted.inc({ operation, reason });
+        return false;
       }),
       { maxAttempts: s.maxAttempts - 1, backoff: { next: () => backoff } },
     );
