@@ -27,6 +27,7 @@ import { Watch } from "@kubernetes/client-node";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { BUILT_IN_ROLES, createServiceAccountIssuer, type RequestRecord } from "../fake-azure/index.js";
 import { CLUSTER_NAME, CLUSTER_RG, PLATFORM_IDENTITY, startWorld, type World } from "../azure/support.js";
+import { DEFAULT_TIMINGS } from "../../apps/controller/src/controller.js";
 import { REPO_ROOT, startKubeCluster, type KubeCluster } from "../support/kube-cluster.js";
 import { parseLogOutput } from "../support/logs.js";
 import { eventually } from "../support/wait.js";
@@ -66,9 +67,6 @@ const TUNING = {
 };
 const MAX_ATTEMPTS = 4; // DEFAULT_RETRY.maxAttempts
 const CONSECUTIVE_FAILURES = 5; // DEFAULT_BREAKER.consecutiveFailures
-
-/** The controller's retry period for a team waiting on something no watch sees (docs/controller.md): production's. */
-const TEAM_RETRY_MS = 15_000;
 
 /** Reads of one operation that can be under way at once here: the platform reconciler + 4 team workers. */
 const CONCURRENT_READS = 5;
@@ -609,7 +607,7 @@ describe("controller with live Azure discovery (child process, HTTPS_PROXY, Defa
         );
         const convergedMs = Date.now() - t1;
         // Its identity read may still fail once the storm is over (the circuit stays open up to
-        // maxHalfOpenAfterMs): the team then waits for its retry period.
+        // maxHalfOpenAfterMs): the team then waits for its retry period (the process runs with the default timings).
         await eventually(
           `${phase.name}: fallback credential back`,
           async () => {
@@ -620,7 +618,7 @@ describe("controller with live Azure discovery (child process, HTTPS_PROXY, Defa
               decode(s.data as Record<string, string>).AZURE_CLIENT_ID === fallbackClientId
             );
           },
-          TEAM_RETRY_MS + TUNING.breaker.maxHalfOpenAfterMs + 5_000,
+          DEFAULT_TIMINGS.retryMs + TUNING.breaker.maxHalfOpenAfterMs + 5_000,
         );
         issuer = next;
         // Every failure of the storm was classified as the storm's kind: retried, or refused by the retry
