@@ -232,6 +232,7 @@ describe("rollouts end to end: two clusters with real Flux and the controller, A
     expect((await get("/v1/templates", templateListResponse)).items.map((i) => [i.version, i.teams])).toEqual([
       ["v1", 0],
       ["v2", 4],
+      ["v3", 0],
     ]);
   }, 300_000);
 });

@@ -46,6 +46,7 @@ describe("template versions side by side", () => {
       items: [
         { version: "v1", default: true, available: true, teams: 0 },
         { version: "v2", default: false, available: true, teams: 0 },
+        { version: "v3", default: false, available: true, teams: 0 },
       ],
       broken: [],
     });
@@ -62,7 +63,7 @@ describe("template versions side by side", () => {
     expect(bad.statusCode).toBe(422);
     expect(bad.json().errors).toContainEqual({
       field: "templateVersion",
-      rule: "must be one of the template versions: v1, v2",
+      rule: "must be one of the template versions: v1, v2, v3",
     });
 
     const remote = await inspectRemote(url);
@@ -73,6 +74,7 @@ describe("template versions side by side", () => {
     expect((await templates()).items.map((i) => [i.version, i.teams])).toEqual([
       ["v1", 1],
       ["v2", 1],
+      ["v3", 0],
     ]);
   });
 
@@ -120,6 +122,7 @@ describe("template versions side by side", () => {
         [
           ["v1", 1],
           ["v2", 2],
+          ["v3", 0],
         ].map(([v, n]) => [v, n, v === "v2"]),
       );
     } finally {

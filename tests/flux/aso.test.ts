@@ -11,6 +11,8 @@
  *      team's identity, with a token the fake Entra issued for ASO's ServiceAccount token: issuer, subject, audience);
  *   2. two federated credentials on one identity written at once: 409 ConcurrentFederatedIdentityCredentialsWrites…,
  *      ASO retries, Ready later (the delay measured);
+ *  2b. the same with templates v3, which chain the credentials (ADR 0021): no 409, Ready sooner (measured);
+ *  2c. a rollout from v1 to v3 on a live identity: the credentials re-PUT in place, no 409, nothing deleted;
  *   3. PrincipalNotFound while the new identity replicates: the role assignment waits (Warning), not Failed;
  *   4. AuthorizationFailed that persists: status and a rollout gate report ASO's reason and severity;
  *   5. offboarding: ASO deletes in Azure in Berth's order, the credential outlives every ASO object, nothing is
@@ -60,12 +62,13 @@ describe("real ASO in the loop: POST → Flux → ASO → fake Azure → credent
     await platform?.stop();
   });
 
-  const onboard = async (name: string, roleAssignments = [{ role: "rg-contributor" }]) => {
+  const onboard = async (name: string, templateVersion?: string) => {
     const res = await platform.request("POST", "/v1/teams", {
       name,
       owners: [OWNER],
       environments: ["dev"],
-      roleAssignments,
+      roleAssignments: [{ role: "rg-contributor" }],
+      ...(templateVersion ? { templateVersion } : {}),
     });
     expect(res.statusCode, res.body).toBe(201);
     return res.json.revision as string;
@@ -99,12 +102,17 @@ describe("real ASO in the loop: POST → Flux → ASO → fake Azure → credent
     platform
       .azure!.stats.requests.filter((r) => r.at >= since && r.path.toLowerCase().includes(`-${team}`))
       .map((r) => `${r.method} ${r.path.split("/").slice(-2).join("/")} ${r.status}`);
+  /** ASO's writes to a team's identity and its credentials, seconds after `since`: "+13.8s PUT workload 201". */
+  const identityWrites = (team: string, since: number) =>
+    platform
+      .azure!.stats.requests.filter((r) => r.at >= since && r.path.includes(`id-${team}--`) && r.method !== "GET")
+      .map((r) => `+${((r.at - since) / 1000).toFixed(1)}s ${r.method} ${r.path.split("/").pop()} ${r.status}`);
   const identityOf = (team: string) =>
     [...platform.azure!.arm.identities.values()].find((i) => i.name === `id-${team}--aks-dev-weu`);
   /** Onboards a team and follows it with `berth status --watch` to the end; the time to Ready is a figure. */
-  const onboardAndWatch = async (team: string, figure: string, timeout = "5m") => {
+  const onboardAndWatch = async (team: string, figure: string, timeout = "5m", templateVersion?: string) => {
     const t0 = Date.now();
-    await onboard(team);
+    await onboard(team, templateVersion);
     const watched = await watchStatus(team, timeout);
     figures[figure] = Date.now() - t0;
     figures[`${figure}Load`] = load();
@@ -178,11 +186,8 @@ describe("real ASO in the loop: POST → Flux → ASO → fake Azure → credent
     try {
       const { watched, since } = await onboardAndWatch("orders", "readyWith409Ms");
       expect(watched.code, watched.stderr).toBe(0);
-      const timeline = platform
-        .azure!.stats.requests.filter((r) => r.at >= since && r.path.includes("id-orders--") && r.method !== "GET")
-        .map((r) => `+${((r.at - since) / 1000).toFixed(1)}s ${r.method} ${r.path.split("/").pop()} ${r.status}`);
       console.log(
-        `[tests/flux/aso] orders: ASO's writes to the identity and its credentials:\n  ${timeline.join("\n  ")}`,
+        `[tests/flux/aso] orders: ASO's writes to the identity and its credentials:\n  ${identityWrites("orders", since).join("\n  ")}`,
       );
       const conflicts = azureCalls("orders", since).filter(
         (c) => c.includes("federatedIdentityCredentials/") && c.endsWith(" 409"),
@@ -196,6 +201,83 @@ describe("real ASO in the loop: POST → Flux → ASO → fake Azure → credent
     } finally {
       platform.azure!.arm.opts.ficWriteLatencyMs = 0;
     }
+  }, 400_000);
+
+  it("2b. the same with templates v3, which chain the credentials through the issuer each exports: no 409, Ready sooner", async () => {
+    platform.azure!.arm.opts.ficWriteLatencyMs = 2_000;
+    try {
+      const { watched, since } = await onboardAndWatch("invoices", "readyChainedMs", "5m", "v3");
+      expect(watched.code, watched.stderr).toBe(0);
+      const writes = identityWrites("invoices", since);
+      console.log(
+        `[tests/flux/aso] invoices (v3): ASO's writes to the identity and its credentials:\n  ${writes.join("\n  ")}`,
+      );
+      const credentialWrites = writes.filter((w) => / PUT (aso-controller|workload) /.test(w));
+      figures.chainedConflicts409 = credentialWrites.filter((w) => w.endsWith(" 409")).length;
+      expect(credentialWrites.filter((w) => w.endsWith(" 409"))).toEqual([]);
+      // One after another: ASO wrote `workload` only once `aso-controller` was in Azure.
+      const firstWorkload = credentialWrites.findIndex((w) => w.includes(" PUT workload "));
+      expect(credentialWrites.slice(0, firstWorkload).some((w) => / PUT aso-controller 20[01]$/.test(w))).toBe(true);
+      expect(watched.stdout).not.toMatch(/aks-dev-weu: Failed/);
+      // Azure trusts the cluster's issuer on both; the chain's ConfigMap holds what Azure has.
+      const issuer = platform.cluster.serviceAccountIssuer;
+      expect([...identityOf("invoices")!.fics.values()].map((f) => [f.subject, f.issuer]).sort()).toEqual([
+        [ASO_SA, issuer],
+        ["system:serviceaccount:invoices:workload", issuer],
+      ]);
+      const exported = await platform.admin.get("v1", "ConfigMap", ASO_NAMESPACE, "invoices--aso-controller-issuer");
+      expect(exported?.data).toEqual({ issuer });
+      const status = (await platform.request("GET", "/v1/teams/invoices/status")).json;
+      expect(status.clusters[0].conditions).toContainEqual(
+        expect.objectContaining({ type: "FederationMatchesIssuer", status: "True", reason: "IssuerMatches" }),
+      );
+    } finally {
+      platform.azure!.arm.opts.ficWriteLatencyMs = 0;
+    }
+  }, 400_000);
+
+  it("2c. a rollout from v1 to v3 turns side-by-side credentials into a chain in place: nothing in Azure replaced, no 409", async () => {
+    const fake = platform.azure!;
+    const before = [...identityOf("orders")!.fics.values()].map((f) => [f.subject, f.issuer]).sort();
+    platform.azure!.arm.opts.ficWriteLatencyMs = 2_000;
+    const since = Date.now();
+    try {
+      const created = await platform.request("POST", "/v1/rollouts", {
+        description: "orders to v3: credentials in a chain",
+        target: { templateVersion: "v3" },
+        selector: { names: ["orders"] },
+        waves: [{ name: "only" }],
+      });
+      expect(created.statusCode, created.body).toBe(201);
+      const id = created.json.rollout.metadata.name as string;
+      const done = await eventually(
+        "the rollout Completed (its gate saw orders Ready on v3)",
+        async () => {
+          const r = (await platform.request("GET", `/v1/rollouts/${id}`)).json.rollout;
+          return r.status.phase === "Completed" || r.status.phase === "Halted" ? r : undefined;
+        },
+        300_000,
+      );
+      figures.rolloutToV3Ms = Date.now() - since;
+      expect(done.status.phase, JSON.stringify(done.status)).toBe("Completed");
+    } finally {
+      platform.azure!.arm.opts.ficWriteLatencyMs = 0;
+    }
+    const workload = await aso(
+      "managedidentity.azure.com/v1api20230131",
+      "FederatedIdentityCredential",
+      "orders--workload",
+    );
+    expect((workload?.spec as Record<string, unknown>).issuerFromConfig).toEqual({
+      name: "orders--aso-controller-issuer",
+      key: "issuer",
+    });
+    console.log(`[tests/flux/aso] orders, v1 → v3: ASO's writes:\n  ${identityWrites("orders", since).join("\n  ")}`);
+    const writes = fake.stats.requests.filter((r) => r.at >= since && r.path.includes("id-orders--"));
+    expect(
+      writes.filter((r) => r.method === "DELETE" || r.status === 409).map((r) => `${r.method} ${r.status}`),
+    ).toEqual([]);
+    expect([...identityOf("orders")!.fics.values()].map((f) => [f.subject, f.issuer]).sort()).toEqual(before);
   }, 400_000);
 
   it("3. PrincipalNotFound while the new identity replicates: the role assignment waits (Warning), Ready after ASO's retries", async () => {

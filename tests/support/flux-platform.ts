@@ -669,11 +669,13 @@ export type AsoKind = keyof typeof ASO_KINDS;
 const ASO_FINALIZER = "serviceoperator.azure.com/finalizer";
 
 /**
- * Plays Azure Service Operator until the real controller runs in these tests: for every ASO object of the four
+ * Plays Azure Service Operator where a test needs a state the real one does not reach against the fake Azure, or
+ * measures Berth and Flux rather than ASO (docs/operations-test-cluster.md says which): for every ASO object of the four
  * kinds Berth renders, in the ASO namespace and in team namespaces, it adds ASO's finalizer, reports Ready for
  * the object's generation (or the failure a test scripts with `fail`), exports the `<team>-identity` ConfigMap a
  * Ready identity's operatorSpec asks for (owned by the identity, as ASO writes it), and, when the object is
- * deleted, releases the finalizer after `deleteDelayMs` (ASO deleting in Azure).
+ * deleted, releases the finalizer after `deleteDelayMs` (ASO deleting in Azure). It exports nothing else: the
+ * issuer ConfigMaps of templates v3's credential chain are real ASO's (tests/flux/aso.test.ts).
  */
 export class AsoStandIn {
   /** team/kind → the Ready condition to report instead of success. */

@@ -189,13 +189,29 @@ function keepKustomization(raw: KubeObject): KustomizationLike {
 }
 
 function keepAsoObject(raw: KubeObject): WithConditions {
-  const o = raw as WithConditions & { spec?: { issuer?: unknown } };
+  const o = raw as WithConditions & {
+    spec?: { issuer?: unknown; issuerFromConfig?: unknown };
+    status?: { issuer?: unknown };
+  };
   const conditions = readyOnly(o.status);
+  // What a federated credential trusts: its issuer, or (templates v3) the ConfigMap it reads it from and the
+  // issuer ASO last wrote to Azure.
   const issuer = typeof o.spec?.issuer === "string" ? o.spec.issuer : undefined;
+  const fromConfig = o.spec?.issuerFromConfig !== undefined;
+  const inAzure = fromConfig && typeof o.status?.issuer === "string" ? o.status.issuer : undefined;
   return {
     metadata: baseMeta(o.metadata, { labels: teamLabel(o.metadata) }),
-    ...(issuer ? { spec: { issuer } } : {}),
-    ...(conditions ? { status: { conditions } } : {}),
+    ...(issuer || fromConfig
+      ? {
+          spec: {
+            ...(issuer ? { issuer } : {}),
+            ...(fromConfig ? { issuerFromConfig: o.spec?.issuerFromConfig } : {}),
+          },
+        }
+      : {}),
+    ...(conditions || inAzure
+      ? { status: { ...(conditions ? { conditions } : {}), ...(inAzure ? { issuer: inAzure } : {}) } }
+      : {}),
   } as WithConditions;
 }
 

@@ -49,3 +49,25 @@ describe("watch → queue key mapping", () => {
     });
   });
 });
+
+describe("what the caches keep of a watched object", () => {
+  it("keeps of a federated credential what it trusts: its issuer, or (chained) its ConfigMap and the issuer in Azure", () => {
+    const keep = specs["aso:FederatedIdentityCredential"]?.keep;
+    if (!keep) throw new Error("no watch of FederatedIdentityCredentials");
+    const ready = { type: "Ready", status: "True" };
+    const metadata = { name: "payments--workload", namespace: "flux-config", resourceVersion: "7" };
+    const base = { metadata: { ...metadata, labels: { "berth.dev/team": "payments" } } };
+    const status = { conditions: [ready, { type: "Other", status: "True" }], issuer: "https://old/", id: "/x" };
+    expect(keep({ ...base, spec: { issuer: "https://new/", subject: "s", audiences: ["a"] }, status })).toEqual({
+      ...base,
+      spec: { issuer: "https://new/" },
+      status: { conditions: [ready] },
+    });
+    const issuerFromConfig = { name: "payments--aso-controller-issuer", key: "issuer" };
+    expect(keep({ ...base, spec: { issuerFromConfig, subject: "s" }, status })).toEqual({
+      ...base,
+      spec: { issuerFromConfig },
+      status: { conditions: [ready], issuer: "https://old/" },
+    });
+  });
+});

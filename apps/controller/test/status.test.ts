@@ -340,6 +340,53 @@ describe("teamStatusView", () => {
     expect(after.ready).toBe(true);
   });
 
+  it("FederationMatchesIssuer of chained credentials (templates v3): what ASO wrote to Azure counts; one not written yet does not", () => {
+    // The next credential reads its issuer from the ConfigMap ASO exports from the one before it.
+    const chained = (name: string, inAzure: string | undefined, r: object = ready()) => {
+      const o = obj(name, r) as { status?: Record<string, unknown> };
+      return {
+        ...o,
+        spec: { issuerFromConfig: { name: "payments--aso-controller-issuer", key: "issuer" }, subject: "s" },
+        ...(inAzure ? { status: { ...o.status, issuer: inAzure } } : {}),
+      };
+    };
+    const i = allGood();
+    // Onboarding: the first is in Azure, the next waits for its ConfigMap (ASO: ConfigMapNotFound, Warning).
+    const waiting = ready("False", { reason: "ConfigMapNotFound", severity: "Warning" });
+    i.asoObjects.FederatedIdentityCredential = [
+      fic("payments--aso-controller", ISSUER),
+      chained("payments--workload", undefined, waiting),
+    ];
+    const onboarding = cond(teamStatusView(i), "FederationMatchesIssuer");
+    expect(onboarding).toMatchObject({ status: "True", reason: "IssuerMatches" });
+    expect(onboarding.message).toContain("1 wait(s) for the one before them");
+    expect(cond(teamStatusView(i), "FederatedCredentialsReady")).toMatchObject({ reason: "ConfigMapNotFound" });
+
+    // The issuer changed: Flux re-applied the first, ASO has not carried it to the next one yet.
+    i.clusterIssuer = NEW_ISSUER;
+    i.asoObjects.FederatedIdentityCredential = [
+      fic("payments--aso-controller", NEW_ISSUER),
+      chained("payments--workload", ISSUER),
+    ];
+    const changed = cond(teamStatusView(i), "FederationMatchesIssuer");
+    expect(changed).toMatchObject({ status: "False", reason: "IssuerChanged", severity: "Warning" });
+    expect(changed.message).toContain(
+      `from ${ISSUER} to ${NEW_ISSUER}: FederatedIdentityCredential payments--workload`,
+    );
+    expect(changed.message).toContain("follows once ASO has updated that one");
+
+    // ASO wrote the new issuer to Azure.
+    i.asoObjects.FederatedIdentityCredential = [
+      fic("payments--aso-controller", NEW_ISSUER),
+      chained("payments--workload", NEW_ISSUER),
+    ];
+    expect(cond(teamStatusView(i), "FederationMatchesIssuer")).toMatchObject({
+      status: "True",
+      reason: "IssuerMatches",
+      message: `all 2 federated credentials trust the cluster's OIDC issuer ${NEW_ISSUER}`,
+    });
+  });
+
   it("FederationMatchesIssuer: Unknown without credentials or without a known issuer; an issuer-less credential does not match", () => {
     const i = allGood();
     i.clusterIssuer = undefined;

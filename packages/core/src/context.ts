@@ -14,7 +14,12 @@ export function sortedByKey<T>(map: Readonly<Record<string, T>>): Record<string,
 }
 
 function plainNames(team: string) {
-  const { federatedCredential: _f, roleAssignment: _r, ...names } = teamNames(team);
+  const {
+    federatedCredential: _f,
+    federatedCredentialIssuerConfigMap: _i,
+    roleAssignment: _r,
+    ...names
+  } = teamNames(team);
   return names;
 }
 
@@ -81,7 +86,18 @@ export function clusterContext(
     objectName: names.federatedCredential(kind),
     azureName: azure.federatedCredential(kind),
     subject: subjects[kind],
+    issuerConfigMap: names.federatedCredentialIssuerConfigMap(kind),
   }));
+  // Azure refuses concurrent writes of credentials on one identity (409), so templates v3 chain them: the first
+  // trusts the cluster's issuer, each next one reads it from the ConfigMap ASO exports from its predecessor once
+  // that one exists in Azure (docs/templates.md).
+  const federatedSubjectChain = {
+    first: federatedSubjects.slice(0, 1),
+    following: federatedSubjects.flatMap((subject, i) => {
+      const previous = federatedSubjects[i - 1];
+      return previous ? [{ ...subject, previousIssuerConfigMap: previous.issuerConfigMap }] : [];
+    }),
+  };
   const catalog = new Map(platform.roleCatalog.map((r) => [r.id, r]));
   const roleAssignments = team.roleAssignments.map(({ role }) => {
     const entry = catalog.get(role);
@@ -108,6 +124,7 @@ export function clusterContext(
     flux: { sourceRef: teamSourceRef(team.name, platform) },
     azure: { resourceGroupName: azure.resourceGroup, identityName: azure.identity },
     federatedSubjects,
+    federatedSubjectChain,
     roleAssignments,
     paths: {
       teamDir: layout.teamDir(team.name),

@@ -45,6 +45,8 @@ export function teamNames(team: string) {
     /** The team's ExternalArtifact on each cluster (flux/: ArtifactGenerator berth-team-artifacts names it `team-{team}`). */
     teamArtifact: `team-${team}`,
     federatedCredential: (kind: FederatedSubjectKind) => `${team}--${kind}`,
+    /** Where ASO exports the issuer a credential trusts in Azure, for the next credential of the chain (templates v3). */
+    federatedCredentialIssuerConfigMap: (kind: FederatedSubjectKind) => `${team}--${kind}-issuer`,
     /** `--` cannot occur in a team name, so no other team's assignment can get the same name. */
     roleAssignment: (roleId: string) => `${team}--${roleId}`,
   };

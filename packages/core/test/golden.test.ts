@@ -6,6 +6,7 @@
 import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { dirname, join, relative } from "node:path";
 import { describe, expect, it } from "vitest";
+import { parseAllDocuments } from "yaml";
 import { EXAMPLES, GOLDEN_DIR, renderExample, TEMPLATE_VERSIONS } from "./fixtures.js";
 
 const UPDATE = process.env.UPDATE_GOLDEN === "1";
@@ -108,4 +109,50 @@ it("v2 differs from v1 only where the platform changed it: labels on every objec
       }
     }
   }
+});
+
+it("v3 differs from v2 only in how a team's federated credentials get their issuer: one after another", async () => {
+  type Rendered = { metadata: { name: string }; spec: Record<string, unknown> };
+  const FIRST = "/federated-credential.yaml";
+  const FOLLOWING = "/federated-credential-following.yaml";
+  const objectsIn = (text = "") => parseAllDocuments(text).map((d) => d.toJS() as Rendered);
+  const asV2 = (text: string) => text.replaceAll("v3", "v2");
+  let longestChain = 0;
+  for (const ex of EXAMPLES) {
+    const v2 = await renderExample(ex, "v2");
+    const v3 = await renderExample(ex, "v3");
+    expect([...v3.keys()].filter((p) => !p.endsWith(FOLLOWING)).sort(), ex.name).toEqual([...v2.keys()].sort());
+    for (const [path, v2Text] of v2) {
+      const v3Text = v3.get(path) ?? "";
+      if (!path.endsWith(FIRST)) {
+        // Every other file is v2's but for the version it names, and a cluster folder lists the new file.
+        expect(asV2(v3Text).replace(`  - ${FOLLOWING.slice(1)}\n`, ""), `${ex.name} ${path}`).toBe(v2Text);
+        continue;
+      }
+      const sideBySide = objectsIn(v2Text);
+      const chain = [...objectsIn(v3Text), ...objectsIn(v3.get(path.replace(FIRST, FOLLOWING)))];
+      // The same credentials in the same order, with the same metadata but for the version label.
+      expect(chain.map((o) => asV2(JSON.stringify(o.metadata)))).toEqual(
+        sideBySide.map((o) => JSON.stringify(o.metadata)),
+      );
+      chain.forEach((credential, i) => {
+        const { issuer, ...unchanged } = sideBySide[i]?.spec ?? {};
+        const previous = chain[i - 1];
+        expect(credential.spec, `${ex.name} ${path} #${i}`).toEqual({
+          ...unchanged,
+          // The first trusts the cluster's issuer; each next one reads it from what its predecessor exports.
+          ...(previous
+            ? { issuerFromConfig: { name: `${previous.metadata.name}-issuer`, key: "issuer" } }
+            : { issuer }),
+          operatorSpec: {
+            configMapExpressions: [
+              { name: `${credential.metadata.name}-issuer`, key: "issuer", value: "self.status.issuer" },
+            ],
+          },
+        });
+      });
+      longestChain = Math.max(longestChain, chain.length);
+    }
+  }
+  expect(longestChain, "an example with subject mode both: three credentials in a chain").toBe(3);
 });

@@ -314,10 +314,26 @@ function asoCondition(kind: AsoKind, objects: WithConditions[], expected: number
   return { ...worst.d, message: `${prefix}${worst.name}: ${worst.d.message}` };
 }
 
-/** The issuer a FederatedIdentityCredential object trusts (`spec.issuer`, as Flux applied it after substitution). */
+type FederatedCredentialLike = WithConditions & {
+  spec?: { issuer?: unknown; issuerFromConfig?: unknown };
+  status?: { issuer?: unknown };
+};
+
+/**
+ * The issuer a FederatedIdentityCredential object trusts: `spec.issuer` as Flux applied it after substitution, or
+ * for one that reads its issuer from a ConfigMap (templates v3 chain a team's credentials), the issuer ASO last
+ * wrote to Azure (`status.issuer`).
+ */
 export function issuerOf(fic: WithConditions): string | undefined {
-  const issuer = (fic as { spec?: { issuer?: unknown } }).spec?.issuer;
+  const { spec, status } = fic as FederatedCredentialLike;
+  const issuer = spec?.issuerFromConfig !== undefined && !spec.issuer ? status?.issuer : spec?.issuer;
   return typeof issuer === "string" && issuer ? issuer : undefined;
+}
+
+/** A chained credential ASO has not written to Azure yet trusts nothing so far: FederatedCredentialsReady says why it waits. */
+function notInAzureYet(fic: WithConditions): boolean {
+  const { spec } = fic as FederatedCredentialLike;
+  return spec?.issuerFromConfig !== undefined && !spec.issuer && issuerOf(fic) === undefined;
 }
 
 /**
@@ -343,15 +359,20 @@ export function federationCondition(fics: WithConditions[], clusterIssuer: strin
       reason: "IssuerUnknown",
       message: "the cluster's OIDC issuer is not known (yet)",
     };
-  const stale = fics
+  const placed = fics.filter((f) => !notInAzureYet(f));
+  const stale = placed
     .filter((f) => issuerOf(f) !== clusterIssuer)
     .sort((a, b) => (a.metadata?.name ?? "").localeCompare(b.metadata?.name ?? ""));
   if (stale.length === 0) {
+    const waiting = fics.length - placed.length;
     return {
       type,
       status: "True",
       reason: "IssuerMatches",
-      message: `${fics.length === 1 ? "the federated credential trusts" : `all ${fics.length} federated credentials trust`} the cluster's OIDC issuer ${clusterIssuer}`,
+      message:
+        waiting > 0
+          ? `the ${placed.length} federated credential(s) in Azure so far trust the cluster's OIDC issuer ${clusterIssuer}; ${waiting} wait(s) for the one before them`
+          : `${fics.length === 1 ? "the federated credential trusts" : `all ${fics.length} federated credentials trust`} the cluster's OIDC issuer ${clusterIssuer}`,
     };
   }
   const old = [...new Set(stale.map((f) => issuerOf(f) ?? "(no issuer)"))].sort();
@@ -364,7 +385,10 @@ export function federationCondition(fics: WithConditions[], clusterIssuer: strin
     message:
       `the cluster's OIDC issuer changed from ${old.join(", ")} to ${clusterIssuer}: ` +
       `FederatedIdentityCredential ${names.join(", ")} still ${names.length === 1 ? "trusts" : "trust"} the old issuer; ` +
-      `workload identity fails until Flux re-applies ${names.length === 1 ? "it" : "them"} with the new value of platform-vars`,
+      `workload identity fails until Flux re-applies ${names.length === 1 ? "it" : "them"} with the new value of platform-vars` +
+      (stale.some((f) => (f as FederatedCredentialLike).spec?.issuerFromConfig !== undefined)
+        ? " (a credential that reads its issuer from the one before it follows once ASO has updated that one)"
+        : ""),
   };
 }
 
