@@ -58,13 +58,16 @@ describe("what the caches keep of a watched object", () => {
     const metadata = { name: "payments--workload", namespace: "flux-config", resourceVersion: "7" };
     const base = { metadata: { ...metadata, labels: { "berth.dev/team": "payments" } } };
     const status = { conditions: [ready, { type: "Other", status: "True" }], issuer: "https://old/", id: "/x" };
-    expect(keep({ ...base, spec: { issuer: "https://new/", subject: "s", audiences: ["a"] }, status })).toEqual({
+    // A watched object as the apiserver sends it (the cache's input type knows metadata only).
+    const credential = (spec: object): Parameters<typeof keep>[0] =>
+      ({ ...base, spec, status }) as Parameters<typeof keep>[0];
+    expect(keep(credential({ issuer: "https://new/", subject: "s", audiences: ["a"] }))).toEqual({
       ...base,
       spec: { issuer: "https://new/" },
       status: { conditions: [ready] },
     });
     const issuerFromConfig = { name: "payments--aso-controller-issuer", key: "issuer" };
-    expect(keep({ ...base, spec: { issuerFromConfig, subject: "s" }, status })).toEqual({
+    expect(keep(credential({ issuerFromConfig, subject: "s" }))).toEqual({
       ...base,
       spec: { issuerFromConfig },
       status: { conditions: [ready], issuer: "https://old/" },
