@@ -213,8 +213,9 @@ describe("real ASO in the loop: POST → Flux → ASO → fake Azure → credent
         `[tests/flux/aso] invoices (v3): ASO's writes to the identity and its credentials:\n  ${writes.join("\n  ")}`,
       );
       const credentialWrites = writes.filter((w) => / PUT (aso-controller|workload) /.test(w));
-      figures.chainedConflicts409 = credentialWrites.filter((w) => w.endsWith(" 409")).length;
-      expect(credentialWrites.filter((w) => w.endsWith(" 409"))).toEqual([]);
+      const conflicts = credentialWrites.filter((w) => w.endsWith(" 409"));
+      figures.chainedConflicts409 = conflicts.length;
+      expect(conflicts).toEqual([]);
       // One after another: ASO wrote `workload` only once `aso-controller` was in Azure.
       const firstWorkload = credentialWrites.findIndex((w) => w.includes(" PUT workload "));
       expect(credentialWrites.slice(0, firstWorkload).some((w) => / PUT aso-controller 20[01]$/.test(w))).toBe(true);

@@ -326,14 +326,19 @@ type FederatedCredentialLike = WithConditions & {
  */
 export function issuerOf(fic: WithConditions): string | undefined {
   const { spec, status } = fic as FederatedCredentialLike;
-  const issuer = spec?.issuerFromConfig !== undefined && !spec.issuer ? status?.issuer : spec?.issuer;
+  const issuer = readsIssuerFromConfig(fic) ? status?.issuer : spec?.issuer;
   return typeof issuer === "string" && issuer ? issuer : undefined;
+}
+
+/** A credential of templates v3's chain after the first: no issuer of its own, it reads one from a ConfigMap. */
+function readsIssuerFromConfig(fic: WithConditions): boolean {
+  const { spec } = fic as FederatedCredentialLike;
+  return spec?.issuerFromConfig !== undefined && !spec.issuer;
 }
 
 /** A chained credential ASO has not written to Azure yet trusts nothing so far: FederatedCredentialsReady says why it waits. */
 function notInAzureYet(fic: WithConditions): boolean {
-  const { spec } = fic as FederatedCredentialLike;
-  return spec?.issuerFromConfig !== undefined && !spec.issuer && issuerOf(fic) === undefined;
+  return readsIssuerFromConfig(fic) && issuerOf(fic) === undefined;
 }
 
 /**
@@ -386,7 +391,7 @@ export function federationCondition(fics: WithConditions[], clusterIssuer: strin
       `the cluster's OIDC issuer changed from ${old.join(", ")} to ${clusterIssuer}: ` +
       `FederatedIdentityCredential ${names.join(", ")} still ${names.length === 1 ? "trusts" : "trust"} the old issuer; ` +
       `workload identity fails until Flux re-applies ${names.length === 1 ? "it" : "them"} with the new value of platform-vars` +
-      (stale.some((f) => (f as FederatedCredentialLike).spec?.issuerFromConfig !== undefined)
+      (stale.some(readsIssuerFromConfig)
         ? " (a credential that reads its issuer from the one before it follows once ASO has updated that one)"
         : ""),
   };
