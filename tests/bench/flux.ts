@@ -4,6 +4,7 @@
  *   npm run bench -- flux                                  # 100 and 1,000 teams, both layouts
  *   BENCH_FLUX_TEAMS=100,1000,5000 BENCH_FLUX_SAMPLES=5 npm run bench -- flux
  *   BENCH_FLUX_LAYOUTS=ExternalArtifact npm run bench -- flux
+ *   BENCH_FLUX_API_QPS=0 npm run bench -- flux             # kustomize-controller and source-watcher at Flux's rate limit
  *
  * For each size N and each layout, a whole platform as docs/install.md builds it (tests/support/flux-platform.ts:
  * kube-apiserver 1.35, real Flux 2.9.3 built from its Go modules, Berth's controller and API, ASO played), on one
@@ -16,7 +17,8 @@
  *     notification makes Flux fetch.
  * Every GitRepository polls every 10 minutes. kustomize-controller runs with the settings Flux gives for the size:
  * its vertical scaling guide's `--concurrent=10 --requeue-dependency=5s` for hundreds of applications, and
- * flux-benchmark's `--concurrent=20` from 1,000 on; its builds in memory (the test cluster's folder is on
+ * flux-benchmark's `--concurrent=20` from 1,000 on, where it and source-watcher also get operations.md's client rate
+ * limit (`--kube-api-qps=500 --kube-api-burst=1000`); its builds in memory (the test cluster's folder is on
  * /dev/shm). The other controllers run with Flux's defaults. New teams are named to sort last (the worst case for
  * source-watcher, which cuts the teams' artifacts in name order).
  *
@@ -25,7 +27,8 @@
  *     lastTransitionTime), kustomize-controller CPU and peak RSS for it;
  *   - per onboarding (POST of one more team; BENCH_FLUX_SAMPLES of them): POST → its namespace exists, POST → its
  *     Kustomization Ready at the commit; the Kustomization reconciliations the commit caused (Σ of kustomize-
- *     controller's gotk_reconcile_duration_seconds_count{kind="Kustomization"}, and which objects), how many
+ *     controller's gotk_reconcile_duration_seconds_count{kind="Kustomization"}, and which objects), where the wait
+ *     went (when the fetch, the artifacts, the team's Kustomization and its namespace appeared), how many
  *     Kustomizations attempted a new revision (status.lastAttemptedRevision), CPU seconds of each Flux controller,
  *     of kube-apiserver and etcd, kustomize-controller's peak RSS during it;
  *   - the same for a rollout commit that moves 10 % of the teams to v2 (one commit), until all of them are Ready;
@@ -62,6 +65,16 @@ const QUIET_MS = 15_000;
 /** Untouched teams reconciled on request to price the templates' interval. */
 const INTERVAL_SAMPLE = 20;
 const KUSTOMIZE_ARGS = ["--requeue-dependency=5s"];
+/**
+ * The Kubernetes client's rate limit of kustomize-controller and source-watcher (--kube-api-qps, burst twice that).
+ * Flux's default is 50 requests/s with a burst of 300: a reconcile that applies 1,001 objects, or a generator that
+ * writes 1,001 artifacts (two writes each), waits on it. From 1,000 teams the benchmark runs what operations.md
+ * gives for that size, 500; BENCH_FLUX_API_QPS sets it for every size (0: Flux's default).
+ */
+const apiQps = (teams: number) =>
+  process.env.BENCH_FLUX_API_QPS !== undefined ? Number(process.env.BENCH_FLUX_API_QPS) : teams >= 1000 ? 500 : 0;
+const clientArgs = (teams: number) =>
+  apiQps(teams) > 0 ? [`--kube-api-qps=${apiQps(teams)}`, `--kube-api-burst=${2 * apiQps(teams)}`] : [];
 /** Flux's vertical scaling guide: 10 workers for hundreds of applications; flux-benchmark runs 1,000 and more with 20. */
 const kustomizeConcurrent = (teams: number) => (teams >= 1000 ? 20 : 10);
 const NAME = { GitRepository: "before (GitRepository)", ExternalArtifact: "after (ExternalArtifact)" } as const;
@@ -106,7 +119,9 @@ interface Result {
   intervalCpuPerReconcile: number;
 }
 
-const teamNames = (n: number) => Array.from({ length: n }, (_, i) => `t${String(i).padStart(5, "0")}`);
+/** Seeded names start with every letter in turn, as a real fleet's do (source-watcher's cut may go by name). */
+const teamNames = (n: number) =>
+  Array.from({ length: n }, (_, i) => `${"abcdefghijklmnopqrstuvwxyz"[i % 26]}${String(i).padStart(5, "0")}`);
 const cpuOf = (pid: number) => {
   const fields = readFileSync(`/proc/${pid}/stat`, "utf8").split(") ")[1]!.split(" ");
   return (Number(fields[11]) + Number(fields[12])) / 100;
@@ -224,6 +239,44 @@ async function untilReady(
   }
 }
 
+/**
+ * Where an onboarding's wait went: when each object on the way to the team's namespace was made or last changed,
+ * from their own timestamps (whole seconds), counted from the POST.
+ */
+async function timeline(platform: FluxPlatform, layout: TeamSource, team: string, postedAt: number): Promise<string> {
+  const at = (iso: unknown) => (typeof iso === "string" ? `${Math.round((Date.parse(iso) - postedAt) / 1000)} s` : "–");
+  const artifactTime = (o: Obj | undefined) =>
+    (o?.status as { artifact?: { lastUpdateTime?: string } } | undefined)?.artifact?.lastUpdateTime;
+  const source = "source.toolkit.fluxcd.io/v1";
+  const steps: Array<[string, unknown]> = [
+    [
+      "fetched",
+      artifactTime(
+        await platform.admin.get(
+          source,
+          "GitRepository",
+          "flux-system",
+          layout === "GitRepository" ? "flux-system" : "berth-teams",
+        ),
+      ),
+    ],
+  ];
+  if (layout === "ExternalArtifact") {
+    // The cluster's team index (one artifact) or the team's slice (ADR 0022), whichever the install has.
+    const index = await platform.admin.get(source, "ExternalArtifact", "flux-system", "berth-teams");
+    const slice = await platform.admin.get(source, "ExternalArtifact", ASO_NAMESPACE, `berth-teams-slice-${team[0]}`);
+    if (index) steps.push(["index artifact", artifactTime(index)]);
+    if (slice) steps.push(["slice artifact", artifactTime(slice)]);
+    const artifact = await platform.admin.get(source, "ExternalArtifact", ASO_NAMESPACE, `team-${team}`);
+    steps.push(["team artifact", artifact?.metadata.creationTimestamp]);
+  }
+  steps.push(
+    ["Kustomization", (await platform.kustomization(ASO_NAMESPACE, `team-${team}`))?.metadata.creationTimestamp],
+    ["namespace", (await platform.admin.get("v1", "Namespace", undefined, team))?.metadata.creationTimestamp],
+  );
+  return steps.map(([what, when]) => `${what} ${at(when)}`).join(", ");
+}
+
 /** The before layout: every Kustomization must have attempted the commit before its cost is complete. */
 const allAttempted = (platform: FluxPlatform, revision: string) => async () =>
   (await kustomizations(platform)).every((k) => k.status?.lastAttemptedRevision === rev(revision));
@@ -231,7 +284,7 @@ const allAttempted = (platform: FluxPlatform, revision: string) => async () =>
 async function run(layout: TeamSource, n: number): Promise<Result> {
   const loadBefore = load();
   console.log(
-    `\n== ${NAME[layout]}, ${n} teams, kustomize-controller --concurrent=${kustomizeConcurrent(n)}; load before: ${loadBefore}`,
+    `\n== ${NAME[layout]}, ${n} teams, kustomize-controller --concurrent=${kustomizeConcurrent(n)} ${clientArgs(n).join(" ")}, source-watcher ${clientArgs(n).join(" ") || "with Flux's rate limit"}; load before: ${loadBefore}`,
   );
   const names = teamNames(n);
   const started = performance.now();
@@ -239,7 +292,10 @@ async function run(layout: TeamSource, n: number): Promise<Result> {
     teamSource: layout,
     pollInterval: "10m",
     asoIntervalMs: 2_000,
-    flux: { kustomizeConcurrent: kustomizeConcurrent(n), extraArgs: { "kustomize-controller": KUSTOMIZE_ARGS } },
+    flux: {
+      kustomizeConcurrent: kustomizeConcurrent(n),
+      extraArgs: { "kustomize-controller": [...KUSTOMIZE_ARGS, ...clientArgs(n)], "source-watcher": clientArgs(n) },
+    },
     berthConfig: (raw) => (raw.logLevel = "warn"),
     seed: async (p) =>
       withoutIntervalReconciles(
@@ -293,6 +349,7 @@ async function run(layout: TeamSource, n: number): Promise<Result> {
       // Named to come last: source-watcher cuts the teams' artifacts in name order, so a new team's is the last one.
       const team = `z-new${String(i).padStart(2, "0")}`;
       const p = await phase(platform);
+      const postedAt = Date.now();
       const t0 = performance.now();
       const res = await platform.request("POST", "/v1/teams", {
         name: team,
@@ -319,6 +376,7 @@ async function run(layout: TeamSource, n: number): Promise<Result> {
       console.log(
         `  onboarding ${i + 1}/${samples} (${revision.slice(0, 7)}): POST → namespace ${ms(toNamespaceMs)}, → Kustomization Ready ${ms(toReadyMs)}; ${describe(cost)}`,
       );
+      console.log(`    after the POST: ${await timeline(platform, layout, team, postedAt)}`);
     }
 
     // A rollout commit that changes 10 % of the teams (v1 → v2, one commit).
@@ -376,8 +434,9 @@ async function run(layout: TeamSource, n: number): Promise<Result> {
 }
 
 function describe(cost: PhaseCost): string {
-  const named = [...cost.reconciled].filter(([k]) => !k.startsWith(`${ASO_NAMESPACE}/team-t0`));
-  const fleet = [...cost.reconciled].filter(([k]) => k.startsWith(`${ASO_NAMESPACE}/team-t0`));
+  const seeded = ([k]: [string, number]) => /^[^/]+\/team-[a-z]\d{5}$/.test(k);
+  const named = [...cost.reconciled].filter((e) => !seeded(e));
+  const fleet = [...cost.reconciled].filter(seeded);
   const who = [
     ...named.map(([k, c]) => `${k.split("/")[1]}${c > 1 ? ` ×${c}` : ""}`),
     ...(fleet.length ? [`${fleet.length} seeded teams`] : []),
