@@ -248,27 +248,14 @@ async function timeline(platform: FluxPlatform, layout: TeamSource, team: string
   const artifactTime = (o: Obj | undefined) =>
     (o?.status as { artifact?: { lastUpdateTime?: string } } | undefined)?.artifact?.lastUpdateTime;
   const source = "source.toolkit.fluxcd.io/v1";
+  const { namespace, name } = platform.teamsSource;
   const steps: Array<[string, unknown]> = [
-    [
-      "fetched",
-      artifactTime(
-        await platform.admin.get(
-          source,
-          "GitRepository",
-          "flux-system",
-          layout === "GitRepository" ? "flux-system" : "berth-teams",
-        ),
-      ),
-    ],
+    ["fetched", artifactTime(await platform.admin.get(source, "GitRepository", namespace, name))],
   ];
   if (layout === "ExternalArtifact") {
-    // The cluster's team index (one artifact) or the team's slice (ADR 0022), whichever the install has.
     const index = await platform.admin.get(source, "ExternalArtifact", "flux-system", "berth-teams");
-    const slice = await platform.admin.get(source, "ExternalArtifact", ASO_NAMESPACE, `berth-teams-slice-${team[0]}`);
-    if (index) steps.push(["index artifact", artifactTime(index)]);
-    if (slice) steps.push(["slice artifact", artifactTime(slice)]);
     const artifact = await platform.admin.get(source, "ExternalArtifact", ASO_NAMESPACE, `team-${team}`);
-    steps.push(["team artifact", artifact?.metadata.creationTimestamp]);
+    steps.push(["index artifact", artifactTime(index)], ["team artifact", artifact?.metadata.creationTimestamp]);
   }
   steps.push(
     ["Kustomization", (await platform.kustomization(ASO_NAMESPACE, `team-${team}`))?.metadata.creationTimestamp],
