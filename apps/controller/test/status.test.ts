@@ -269,6 +269,35 @@ describe("teamStatusView", () => {
     expect(cond(v, "Ready").message).toContain("FederatedCredentialsReady: BadRequest");
   });
 
+  it("names every object as bad as the worst, each with its reason, so one Warning does not hide another", () => {
+    const i = allGood();
+    i.asoObjects.FederatedIdentityCredential = [
+      obj("payments--b", ready("False", { severity: "Warning", reason: "Conflict", message: "written concurrently" })),
+      obj(
+        "payments--a",
+        ready("False", { severity: "Warning", reason: "UnknownError", message: "invalid polling URL" }),
+      ),
+      obj("payments--c", ready("True")),
+    ];
+    const v = teamStatusView(i);
+    expect(cond(v, "FederatedCredentialsReady")).toMatchObject({
+      status: "False",
+      severity: "Warning",
+      reason: "UnknownError",
+      message: "2/3 not Ready; payments--a: invalid polling URL; payments--b (Conflict): written concurrently",
+    });
+    // Beyond three, the rest are counted, not listed.
+    i.asoObjects.RoleAssignment = ["a", "b", "c", "d", "e"].map((n) =>
+      obj(
+        `payments--${n}`,
+        ready("False", { severity: "Warning", reason: "PrincipalNotFound", message: "replicating" }),
+      ),
+    );
+    expect(cond(teamStatusView(i), "RoleAssignmentsReady").message).toMatch(
+      /^5\/5 not Ready; payments--a: replicating(; payments--[bcd] \(PrincipalNotFound\): replicating){3}; and 1 more$/,
+    );
+  });
+
   it("a Warning is reported with its severity and the team is not Ready", () => {
     const i = allGood();
     i.asoObjects.ResourceGroup = [
