@@ -5,6 +5,7 @@
  *   BENCH_FLUX_TEAMS=100,1000,5000 BENCH_FLUX_SAMPLES=5 npm run bench -- flux
  *   BENCH_FLUX_LAYOUTS=ExternalArtifact npm run bench -- flux
  *   BENCH_FLUX_API_QPS=0 npm run bench -- flux             # kustomize-controller and source-watcher at Flux's rate limit
+ *   BENCH_FLUX_TMP=disk npm run bench -- flux              # every Flux controller's /tmp on disk, not in memory
  *
  * For each size N and each layout, a whole platform as docs/install.md builds it (tests/support/flux-platform.ts:
  * kube-apiserver 1.35, real Flux 2.9.3 built from its Go modules, Berth's controller and API, ASO played), on one
@@ -18,8 +19,10 @@
  * Every GitRepository polls every 10 minutes. kustomize-controller runs with the settings Flux gives for the size:
  * its vertical scaling guide's `--concurrent=10 --requeue-dependency=5s` for hundreds of applications, and
  * flux-benchmark's `--concurrent=20` from 1,000 on, where it and source-watcher also get operations.md's client rate
- * limit (`--kube-api-qps=500 --kube-api-burst=1000`); its builds in memory (the test cluster's folder is on
- * /dev/shm). The other controllers run with Flux's defaults. New teams are named to sort last (the worst case for
+ * limit (`--kube-api-qps=500 --kube-api-burst=1000`). Every controller's /tmp is in memory (the test cluster's
+ * folder is on /dev/shm), as the guide mounts it for kustomize-controller's builds; it matters as much to
+ * source-controller, which checks out each fetch there (about 14 files per team), and to source-watcher, which
+ * unpacks it. The other controllers run with Flux's defaults. New teams are named to sort last (the worst case for
  * source-watcher, which cuts the teams' artifacts in name order).
  *
  * Figures, all from Flux's own status and metrics and /proc:
@@ -38,7 +41,8 @@
  * A phase ends when the counters have not moved for 15 s (the before layout also waits until every Kustomization
  * attempted the commit). With the machine's load before and after each block (the machine is shared).
  */
-import { readFileSync } from "node:fs";
+import { mkdtempSync, readFileSync, rmSync, statfsSync } from "node:fs";
+import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { performance } from "node:perf_hooks";
 import { setTimeout as sleep } from "node:timers/promises";
@@ -77,6 +81,10 @@ const clientArgs = (teams: number) =>
   apiQps(teams) > 0 ? [`--kube-api-qps=${apiQps(teams)}`, `--kube-api-burst=${2 * apiQps(teams)}`] : [];
 /** Flux's vertical scaling guide: 10 workers for hundreds of applications; flux-benchmark runs 1,000 and more with 20. */
 const kustomizeConcurrent = (teams: number) => (teams >= 1000 ? 20 : 10);
+/** BENCH_FLUX_TMP=disk: the controllers' TMPDIR in the OS temp folder (a disk here), to price an in-memory /tmp. */
+const TMP_ON_DISK = process.env.BENCH_FLUX_TMP === "disk";
+const TMPFS_MAGIC = 0x01021994;
+const filesystemOf = (dir: string) => (statfsSync(dir).type === TMPFS_MAGIC ? "tmpfs" : "disk");
 const NAME = { GitRepository: "before (GitRepository)", ExternalArtifact: "after (ExternalArtifact)" } as const;
 
 type Ks = Obj & {
@@ -275,6 +283,7 @@ async function run(layout: TeamSource, n: number): Promise<Result> {
   );
   const names = teamNames(n);
   const started = performance.now();
+  const fluxTmp = TMP_ON_DISK ? mkdtempSync(join(tmpdir(), "berth-bench-flux-tmp-")) : undefined;
   const platform = await startFluxPlatform({
     teamSource: layout,
     pollInterval: "10m",
@@ -282,6 +291,7 @@ async function run(layout: TeamSource, n: number): Promise<Result> {
     flux: {
       kustomizeConcurrent: kustomizeConcurrent(n),
       extraArgs: { "kustomize-controller": [...KUSTOMIZE_ARGS, ...clientArgs(n)], "source-watcher": clientArgs(n) },
+      ...(fluxTmp ? { tmpDir: fluxTmp } : {}),
     },
     berthConfig: (raw) => (raw.logLevel = "warn"),
     seed: async (p) =>
@@ -301,6 +311,8 @@ async function run(layout: TeamSource, n: number): Promise<Result> {
   try {
     const startMs = performance.now() - started;
     console.log(`  platform up (cluster, Flux, Berth's controller and API): ${ms(startMs)}`);
+    const tmp = fluxTmp ?? join(platform.cluster.dir, "flux");
+    console.log(`  Flux's /tmp: ${tmp} (${filesystemOf(tmp)})`);
 
     // Cold apply: Flux applies all N from the seeded repository.
     const head = await platform.head();
@@ -417,6 +429,7 @@ async function run(layout: TeamSource, n: number): Promise<Result> {
     };
   } finally {
     await platform.stop();
+    if (fluxTmp) rmSync(fluxTmp, { recursive: true, force: true });
   }
 }
 

@@ -37,6 +37,11 @@ export interface FluxOptions {
   featureGates?: Partial<Record<FluxController, string[]>>;
   /** More flags per controller. */
   extraArgs?: Partial<Record<FluxController, string[]>>;
+  /**
+   * The controllers' TMPDIR, where source-controller checks out each fetch and source-watcher unpacks it. Default:
+   * the cluster's folder, on tmpfs when /dev/shm has room (as Flux's vertical scaling guide mounts /tmp in memory).
+   */
+  tmpDir?: string;
 }
 
 export interface FluxProcess {
@@ -85,6 +90,8 @@ export async function startFlux(cluster: KubeCluster, opts: FluxOptions = {}): P
   const binaries = new Map(controllers.map((c) => [c, programPath(COMPONENT[c], c)] as const));
   const dir = join(cluster.dir, "flux");
   mkdirSync(dir, { recursive: true });
+  const tmpDir = opts.tmpDir ?? dir;
+  mkdirSync(tmpDir, { recursive: true });
   const kubeconfig = await cluster.writeKubeconfigFile("admin");
   const ns = await kubeRequest(cluster.kubeConfig(), {
     method: "POST",
@@ -162,7 +169,7 @@ export async function startFlux(cluster: KubeCluster, opts: FluxOptions = {}): P
         env: {
           PATH: process.env.PATH ?? "/usr/bin:/bin",
           HOME: dir,
-          TMPDIR: dir,
+          TMPDIR: tmpDir,
           KUBECONFIG: kubeconfig,
           RUNTIME_NAMESPACE: namespace,
         },
