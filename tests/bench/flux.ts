@@ -311,8 +311,7 @@ async function run(layout: TeamSource, n: number): Promise<Result> {
   try {
     const startMs = performance.now() - started;
     console.log(`  platform up (cluster, Flux, Berth's controller and API): ${ms(startMs)}`);
-    const tmp = fluxTmp ?? join(platform.cluster.dir, "flux");
-    console.log(`  Flux's /tmp: ${tmp} (${filesystemOf(tmp)})`);
+    console.log(`  Flux's /tmp: ${platform.flux.tmpDir} (${filesystemOf(platform.flux.tmpDir)})`);
 
     // Cold apply: Flux applies all N from the seeded repository.
     const head = await platform.head();

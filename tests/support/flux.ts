@@ -55,6 +55,8 @@ export interface FluxProcess {
 export interface RunningFlux {
   namespace: string;
   processes: Map<FluxController, FluxProcess>;
+  /** The controllers' TMPDIR (FluxOptions.tmpDir, or the cluster's folder). */
+  tmpDir: string;
   /** source-controller's artifact server (http://127.0.0.1:<port>), when it runs. */
   storageUrl: string | undefined;
   /** notification-controller's receiver server (http://127.0.0.1:<port>), when it runs. */
@@ -91,7 +93,7 @@ export async function startFlux(cluster: KubeCluster, opts: FluxOptions = {}): P
   const dir = join(cluster.dir, "flux");
   mkdirSync(dir, { recursive: true });
   const tmpDir = opts.tmpDir ?? dir;
-  mkdirSync(tmpDir, { recursive: true });
+  if (opts.tmpDir) mkdirSync(opts.tmpDir, { recursive: true });
   const kubeconfig = await cluster.writeKubeconfigFile("admin");
   const ns = await kubeRequest(cluster.kubeConfig(), {
     method: "POST",
@@ -215,6 +217,7 @@ export async function startFlux(cluster: KubeCluster, opts: FluxOptions = {}): P
   return {
     namespace,
     processes,
+    tmpDir,
     storageUrl,
     receiverUrl,
     metrics: async (controller) => (await fetch(proc(controller).metricsUrl)).text(),

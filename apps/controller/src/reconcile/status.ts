@@ -313,7 +313,8 @@ function asoCondition(kind: AsoKind, objects: WithConditions[], expected: number
   const prefix = objects.length > 1 ? `${notReady}/${objects.length} not Ready; ` : "";
   // Objects as bad as the worst are named too, with their own reason: one must not hide the other's (two credentials
   // that wait, one on ASO's retry of Azure's 409 and one on another Warning, are both what holds the team).
-  const tied = each.slice(1).filter((e) => rank(e.d) === rank(worst.d));
+  const worstRank = rank(worst.d);
+  const tied = each.slice(1).filter((e) => rank(e.d) === worstRank);
   const others = tied.slice(0, MAX_TIED_NAMED).map((e) => `; ${e.name} (${e.d.reason}): ${e.d.message}`);
   const more = tied.length > MAX_TIED_NAMED ? `; and ${tied.length - MAX_TIED_NAMED} more` : "";
   return { ...worst.d, message: `${prefix}${worst.name}: ${worst.d.message}${others.join("")}${more}` };
