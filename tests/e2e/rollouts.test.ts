@@ -233,6 +233,7 @@ describe("rollouts end to end: two clusters with real Flux and the controller, A
       ["v1", 0],
       ["v2", 4],
       ["v3", 0],
+      ["v4", 0],
     ]);
   }, 300_000);
 });

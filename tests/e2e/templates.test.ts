@@ -47,6 +47,7 @@ describe("template versions side by side", () => {
         { version: "v1", default: true, available: true, teams: 0 },
         { version: "v2", default: false, available: true, teams: 0 },
         { version: "v3", default: false, available: true, teams: 0 },
+        { version: "v4", default: false, available: true, teams: 0 },
       ],
       broken: [],
     });
@@ -63,7 +64,7 @@ describe("template versions side by side", () => {
     expect(bad.statusCode).toBe(422);
     expect(bad.json().errors).toContainEqual({
       field: "templateVersion",
-      rule: "must be one of the template versions: v1, v2, v3",
+      rule: "must be one of the template versions: v1, v2, v3, v4",
     });
 
     const remote = await inspectRemote(url);
@@ -75,6 +76,7 @@ describe("template versions side by side", () => {
       ["v1", 1],
       ["v2", 1],
       ["v3", 0],
+      ["v4", 0],
     ]);
   });
 
@@ -123,6 +125,7 @@ describe("template versions side by side", () => {
           ["v1", 1],
           ["v2", 2],
           ["v3", 0],
+          ["v4", 0],
         ].map(([v, n]) => [v, n, v === "v2"]),
       );
     } finally {

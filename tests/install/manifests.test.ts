@@ -445,6 +445,8 @@ describe(`install manifests: server-side dry-run on kube-apiserver ${componentVe
           "Secret",
           "Service",
           "ServiceAccount",
+          "ValidatingAdmissionPolicy",
+          "ValidatingAdmissionPolicyBinding",
         ].sort(),
       );
       console.log(

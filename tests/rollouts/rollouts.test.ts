@@ -204,6 +204,7 @@ describe("unstaged rollout: one commit for the whole selection", () => {
       ["v1", 0],
       ["v2", 5],
       ["v3", 0],
+      ["v4", 0],
     ]);
   });
 
@@ -580,7 +581,7 @@ describe("rollout in waves, gated on the teams' status", () => {
     const unknown = await api(s.berth, "POST", "/v1/rollouts", { target: { templateVersion: "v7" } });
     expect(unknown.statusCode).toBe(422);
     expect(unknown.json().errors).toEqual([
-      { field: "target.templateVersion", rule: "must be one of the template versions: v1, v2, v3" },
+      { field: "target.templateVersion", rule: "must be one of the template versions: v1, v2, v3, v4" },
     ]);
     expect((await api(s.berth, "GET", "/v1/rollouts/ro-20260101-000000-abcdef")).statusCode).toBe(404);
     expect((await api(s.berth, "GET", "/v1/rollouts/not-an-id")).statusCode).toBe(422);

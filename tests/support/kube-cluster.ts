@@ -89,6 +89,8 @@ export interface KubeClusterOptions {
 /** A delete the apiserver was asked for, from its audit log. */
 export interface AuditedDelete {
   user: string;
+  /** Who the user acted as (kustomize-controller impersonating a Kustomization's serviceAccountName). */
+  impersonatedUser?: string;
   verb: "delete" | "deletecollection";
   resource: string;
   namespace?: string;
@@ -579,6 +581,7 @@ async function startOnce(opts: KubeClusterOptions): Promise<KubeCluster> {
                 verb: AuditedDelete["verb"];
                 stage: string;
                 user: { username: string };
+                impersonatedUser?: { username: string };
                 objectRef?: { resource?: string; namespace?: string; name?: string; apiGroup?: string };
                 responseStatus?: { code?: number };
                 stageTimestamp: string;
@@ -587,6 +590,7 @@ async function startOnce(opts: KubeClusterOptions): Promise<KubeCluster> {
           .filter((e) => e.stage === "ResponseComplete")
           .map((e) => ({
             user: e.user.username,
+            ...(e.impersonatedUser ? { impersonatedUser: e.impersonatedUser.username } : {}),
             verb: e.verb,
             resource: [e.objectRef?.resource, e.objectRef?.apiGroup].filter(Boolean).join("."),
             ...(e.objectRef?.namespace ? { namespace: e.objectRef.namespace } : {}),

@@ -47,6 +47,7 @@ export function teamContext(team: Team, platform: Platform, layout: RepoLayout):
       asoNamespace: platform.asoNamespace,
       platformVarsConfigMap: platform.platformVarsConfigMap,
       fluxSource: platform.fluxSource,
+      fluxServiceAccount: platform.fluxServiceAccount,
       federatedCredential: platform.federatedCredential,
       controller: platform.controller,
     },

@@ -145,6 +145,12 @@ export const platformSchema = z
       })
       .strict()
       .default({ namespace: "berth-system", serviceAccount: "berth-controller" }),
+    /**
+     * The ServiceAccount in asoNamespace that team Kustomizations impersonate from template v4 on (Flux's
+     * multi-tenancy lockdown, ADR 0023). flux/clusters/<cluster>/berth-teams.yaml installs it with a ClusterRole
+     * limited to the kinds team trees hold and a ValidatingAdmissionPolicy that keeps each team inside its own names.
+     */
+    fluxServiceAccount: z.string().regex(DNS_LABEL).max(253).default("berth-team-applier"),
     /** The template version new teams are onboarded with (templates/<version>/). */
     templateVersion: templateVersionSchema.default("v1"),
     layout: z

@@ -156,3 +156,29 @@ it("v3 differs from v2 only in how a team's federated credentials get their issu
   }
   expect(longestChain, "an example with subject mode both: three credentials in a chain").toBe(3);
 });
+
+it("v4 differs from v3 only in the team Kustomization's serviceAccountName: Flux applies as the team applier", async () => {
+  const asV3 = (text: string) => text.replaceAll("v4", "v3");
+  for (const ex of EXAMPLES) {
+    const v3 = await renderExample(ex, "v3");
+    const v4 = await renderExample(ex, "v4");
+    expect([...v4.keys()].sort(), ex.name).toEqual([...v3.keys()].sort());
+    let fluxFiles = 0;
+    for (const [path, v3Text] of v3) {
+      const [kustomization] = parseAllDocuments(v4.get(path) ?? "").map(
+        (d) => d.toJS() as { apiVersion?: string; spec?: Record<string, unknown> },
+      );
+      if (!kustomization?.apiVersion?.startsWith("kustomize.toolkit.fluxcd.io/")) {
+        expect(asV3(v4.get(path) ?? ""), `${ex.name} ${path}`).toBe(v3Text);
+        continue;
+      }
+      fluxFiles++;
+      expect(kustomization.spec?.serviceAccountName, `${ex.name} ${path}`).toBe("berth-team-applier");
+      const rest = { ...kustomization.spec };
+      delete rest.serviceAccountName;
+      const [v3Kustomization] = parseAllDocuments(v3Text).map((d) => d.toJS() as { spec?: Record<string, unknown> });
+      expect(rest, `${ex.name} ${path}`).toEqual(v3Kustomization?.spec);
+    }
+    expect(fluxFiles, ex.name).toBeGreaterThan(0);
+  }
+});

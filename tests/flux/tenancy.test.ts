@@ -1,0 +1,181 @@
+/**
+ * Flux's multi-tenancy lockdown with real Flux (ADR 0023), on flux/ as docs/install.md installs it, with
+ * kustomize-controller refusing cross-namespace references (--no-cross-namespace-refs=true) and teams rendered with
+ * templates v4, whose Kustomizations impersonate ServiceAccount flux-config/berth-team-applier:
+ *
+ *   1. teams onboarded through the API are applied as that account and become Ready;
+ *   2. a hand edit of one team's folder cannot write into another team: the admission policy refuses a kind RBAC
+ *      allows outside the team's names, and an ASO object of the team's own name under another team's owner; RBAC
+ *      refuses a kind a team never holds; the other team stays Ready, and reverting the edit makes the team Ready;
+ *   3. offboarding prunes the team's objects as that account (the apiserver's audit log of deletes names it), and the
+ *      account stays for the other teams.
+ */
+import { mkdir, mkdtemp, rm, writeFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { stringify } from "yaml";
+import { ASO_NAMESPACE, startFluxPlatform, type FluxPlatform } from "../support/flux-platform.js";
+import { inspectRemote, pushTree } from "../support/git-remotes.js";
+import { eventually } from "../support/wait.js";
+import type { Obj } from "../controller/helpers.js";
+
+const OWNER = "0b9a3c1e-1111-4222-8333-444455556666";
+const APPLIER = `system:serviceaccount:${ASO_NAMESPACE}:berth-team-applier`;
+const CLUSTER_DIR = "teams/alpha/clusters/aks-dev-weu";
+
+type Condition = { type: string; status: string; message?: string };
+const readyOf = (k: Obj | undefined) =>
+  ((k?.status as { conditions?: Condition[] } | undefined)?.conditions ?? []).find((c) => c.type === "Ready");
+
+describe("Flux's multi-tenancy lockdown with real Flux: a team's folder is applied with a team's rights", () => {
+  let platform: FluxPlatform;
+
+  beforeAll(async () => {
+    platform = await startFluxPlatform({
+      platform: (p) => (p.templateVersion = "v4"),
+      flux: { extraArgs: { "kustomize-controller": ["--no-cross-namespace-refs=true"] } },
+    });
+  }, 300_000);
+
+  afterAll(async () => {
+    await platform?.stop();
+  });
+
+  /** Pushes a hand edit of alpha's cluster folder: `files` written, `remove` deleted; resolves with the commit. */
+  const handEdit = async (subject: string, files: Record<string, string>, remove: string[] = []) => {
+    const dir = await mkdtemp(join(tmpdir(), "berth-tenancy-"));
+    try {
+      for (const [path, text] of Object.entries(files)) {
+        await mkdir(join(dir, path, ".."), { recursive: true });
+        await writeFile(join(dir, path), text);
+      }
+      return await pushTree({ url: platform.repoUrl, dir, subject, env: platform.gitEnv, remove });
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
+  };
+  /** Alpha's cluster folder with one more file, listed by its kustomization.yaml. */
+  const alphaWith = async (file: string, object: Record<string, unknown>) => {
+    const remote = await inspectRemote(platform.repoUrl, "main", platform.gitEnv);
+    // Listed once, whether an earlier edit listed it already or not.
+    const index = remote.files.get(`${CLUSTER_DIR}/kustomization.yaml`)!.replace(`  - ${file}\n`, "");
+    return {
+      [`${CLUSTER_DIR}/${file}`]: stringify(object),
+      [`${CLUSTER_DIR}/kustomization.yaml`]: index.replace("resources:\n", `resources:\n  - ${file}\n`),
+    };
+  };
+  const failureOf = (team: string, pattern: RegExp) =>
+    eventually(
+      `team-${team} fails with ${pattern}`,
+      async () => {
+        const ready = readyOf(await platform.kustomization(ASO_NAMESPACE, `team-${team}`));
+        return ready?.status === "False" && pattern.test(ready.message ?? "") ? ready.message : undefined;
+      },
+      180_000,
+    );
+
+  it("teams onboarded through the API are applied as the team applier and become Ready", async () => {
+    for (const name of ["alpha", "bravo"]) {
+      const res = await platform.request("POST", "/v1/teams", { name, owners: [OWNER], environments: ["dev"] });
+      expect(res.statusCode, res.body).toBe(201);
+      await platform.waitKustomizationReady(ASO_NAMESPACE, `team-${name}`, res.json.revision as string, 180_000);
+      const ks = await platform.kustomization(ASO_NAMESPACE, `team-${name}`);
+      expect((ks!.spec as { serviceAccountName?: string }).serviceAccountName).toBe("berth-team-applier");
+      expect(await platform.admin.get("v1", "Namespace", undefined, name)).toBeDefined();
+    }
+  }, 400_000);
+
+  it("a hand edit cannot write into another team: the policy refuses another team's names, RBAC other kinds", async () => {
+    // A ServiceAccount: a kind the team applier may write, in bravo's namespace.
+    await handEdit(
+      "alpha reaches into bravo",
+      await alphaWith("hijack.yaml", {
+        apiVersion: "v1",
+        kind: "ServiceAccount",
+        metadata: { name: "hijack", namespace: "bravo" },
+      }),
+    );
+    await platform.reconcileSource();
+    const refused = await failureOf("alpha", /berth-team-applier/);
+    expect(refused).toMatch(/team alpha may write only its namespace.*not ServiceAccount bravo\/hijack/s);
+    expect(await platform.admin.get("v1", "ServiceAccount", "bravo", "hijack")).toBeUndefined();
+
+    // An identity with alpha's own name, hung under bravo's resource group: ASO would act on bravo's.
+    await handEdit(
+      "alpha hangs an identity under bravo's resource group",
+      await alphaWith("hijack.yaml", {
+        apiVersion: "managedidentity.azure.com/v1api20230131",
+        kind: "UserAssignedIdentity",
+        metadata: { name: "alpha--stolen", namespace: ASO_NAMESPACE },
+        spec: { location: "westeurope", owner: { name: "bravo" } },
+      }),
+    );
+    await platform.reconcileSource();
+    expect(await failureOf("alpha", /own ASO objects as owner/)).toMatch(/not bravo/);
+    expect(
+      await platform.admin.get(
+        "managedidentity.azure.com/v1api20230131",
+        "UserAssignedIdentity",
+        ASO_NAMESPACE,
+        "alpha--stolen",
+      ),
+    ).toBeUndefined();
+
+    // A ClusterRoleBinding: no team folder holds one, so RBAC refuses it before the policy is asked.
+    await handEdit(
+      "alpha makes itself cluster-admin",
+      await alphaWith("hijack.yaml", {
+        apiVersion: "rbac.authorization.k8s.io/v1",
+        kind: "ClusterRoleBinding",
+        metadata: { name: "alpha-hijack" },
+        roleRef: { apiGroup: "rbac.authorization.k8s.io", kind: "ClusterRole", name: "cluster-admin" },
+        subjects: [{ kind: "Group", name: "alpha-owners", apiGroup: "rbac.authorization.k8s.io" }],
+      }),
+    );
+    await platform.reconcileSource();
+    const forbidden = await failureOf("alpha", /clusterrolebindings/);
+    expect(forbidden).toContain(APPLIER);
+    expect(
+      await platform.admin.get("rbac.authorization.k8s.io/v1", "ClusterRoleBinding", undefined, "alpha-hijack"),
+    ).toBeUndefined();
+    expect(readyOf(await platform.kustomization(ASO_NAMESPACE, "team-bravo"))?.status).toBe("True");
+
+    // The edit reverted: alpha is Ready again at that commit.
+    const remote = await inspectRemote(platform.repoUrl, "main", platform.gitEnv);
+    const revert = await handEdit(
+      "revert the hand edit",
+      {
+        [`${CLUSTER_DIR}/kustomization.yaml`]: remote.files
+          .get(`${CLUSTER_DIR}/kustomization.yaml`)!
+          .replace("  - hijack.yaml\n", ""),
+      },
+      [`${CLUSTER_DIR}/hijack.yaml`],
+    );
+    await platform.reconcileSource();
+    await platform.waitKustomizationReady(ASO_NAMESPACE, "team-alpha", revert, 180_000);
+  }, 600_000);
+
+  it("offboarding prunes the team's objects as the team applier, which stays for the other teams", async () => {
+    const res = await platform.request("DELETE", "/v1/teams/alpha");
+    expect(res.statusCode, res.body).toBe(200);
+    await platform.reconcileSource();
+    await eventually(
+      "namespace alpha and Team alpha gone",
+      async () =>
+        !(await platform.admin.get("v1", "Namespace", undefined, "alpha")) &&
+        !(await platform.admin.get("berth.dev/v1alpha1", "Team", undefined, "alpha")),
+      300_000,
+    );
+    const pruned = (await platform.cluster.deletes()).filter(
+      (d) => (d.namespace === "alpha" || d.name === "alpha") && d.code < 300,
+    );
+    const byApplier = (resource: string) =>
+      pruned.find((d) => d.resource === resource && d.name === "alpha" && d.impersonatedUser === APPLIER);
+    expect(byApplier("namespaces"), JSON.stringify(pruned)).toBeDefined();
+    expect(byApplier("teams.berth.dev"), JSON.stringify(pruned)).toBeDefined();
+    expect(byApplier("resourcegroups.resources.azure.com"), JSON.stringify(pruned)).toBeDefined();
+    expect(await platform.admin.get("v1", "ServiceAccount", ASO_NAMESPACE, "berth-team-applier")).toBeDefined();
+    expect(await platform.admin.get("v1", "Namespace", undefined, "bravo")).toBeDefined();
+  }, 400_000);
+});
