@@ -10,13 +10,10 @@
  *   3. offboarding prunes the team's objects as that account (the apiserver's audit log of deletes names it), and the
  *      account stays for the other teams.
  */
-import { mkdir, mkdtemp, rm, writeFile } from "node:fs/promises";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { stringify } from "yaml";
 import { ASO_NAMESPACE, startFluxPlatform, type FluxPlatform } from "../support/flux-platform.js";
-import { inspectRemote, pushTree } from "../support/git-remotes.js";
+import { handEdit } from "../support/git-remotes.js";
 import { eventually } from "../support/wait.js";
 import type { Obj } from "../controller/helpers.js";
 
@@ -42,29 +39,18 @@ describe("Flux's multi-tenancy lockdown with real Flux: a team's folder is appli
     await platform?.stop();
   });
 
-  /** Pushes a hand edit of alpha's cluster folder: `files` written, `remove` deleted; resolves with the commit. */
-  const handEdit = async (subject: string, files: Record<string, string>, remove: string[] = []) => {
-    const dir = await mkdtemp(join(tmpdir(), "berth-tenancy-"));
-    try {
-      for (const [path, text] of Object.entries(files)) {
-        await mkdir(join(dir, path, ".."), { recursive: true });
-        await writeFile(join(dir, path), text);
-      }
-      return await pushTree({ url: platform.repoUrl, dir, subject, env: platform.gitEnv, remove });
-    } finally {
-      await rm(dir, { recursive: true, force: true });
-    }
-  };
-  /** Alpha's cluster folder with one more file, listed by its kustomization.yaml. */
-  const alphaWith = async (file: string, object: Record<string, unknown>) => {
-    const remote = await inspectRemote(platform.repoUrl, "main", platform.gitEnv);
-    // Listed once, whether an earlier edit listed it already or not.
-    const index = remote.files.get(`${CLUSTER_DIR}/kustomization.yaml`)!.replace(`  - ${file}\n`, "");
-    return {
-      [`${CLUSTER_DIR}/${file}`]: stringify(object),
-      [`${CLUSTER_DIR}/kustomization.yaml`]: index.replace("resources:\n", `resources:\n  - ${file}\n`),
-    };
-  };
+  const INDEX = `${CLUSTER_DIR}/kustomization.yaml`;
+  const unlisted = (index: string, file: string) => index.replace(`  - ${file}\n`, "");
+  /** A hand edit of alpha's cluster folder: `file` holds `object` and is listed once by its kustomization.yaml. */
+  const alphaWith = (file: string, object: Record<string, unknown>) =>
+    handEdit(
+      platform.repoUrl,
+      {
+        [`${CLUSTER_DIR}/${file}`]: stringify(object),
+        [INDEX]: (index) => unlisted(index, file).replace("resources:\n", `resources:\n  - ${file}\n`),
+      },
+      { env: platform.gitEnv },
+    );
   const failureOf = (team: string, pattern: RegExp) =>
     eventually(
       `team-${team} fails with ${pattern}`,
@@ -88,29 +74,23 @@ describe("Flux's multi-tenancy lockdown with real Flux: a team's folder is appli
 
   it("a hand edit cannot write into another team: the policy refuses another team's names, RBAC other kinds", async () => {
     // A ServiceAccount: a kind the team applier may write, in bravo's namespace.
-    await handEdit(
-      "alpha reaches into bravo",
-      await alphaWith("hijack.yaml", {
-        apiVersion: "v1",
-        kind: "ServiceAccount",
-        metadata: { name: "hijack", namespace: "bravo" },
-      }),
-    );
+    await alphaWith("hijack.yaml", {
+      apiVersion: "v1",
+      kind: "ServiceAccount",
+      metadata: { name: "hijack", namespace: "bravo" },
+    });
     await platform.reconcileSource();
     const refused = await failureOf("alpha", /berth-team-applier/);
     expect(refused).toMatch(/team alpha may write only its namespace.*not ServiceAccount bravo\/hijack/s);
     expect(await platform.admin.get("v1", "ServiceAccount", "bravo", "hijack")).toBeUndefined();
 
     // An identity with alpha's own name, hung under bravo's resource group: ASO would act on bravo's.
-    await handEdit(
-      "alpha hangs an identity under bravo's resource group",
-      await alphaWith("hijack.yaml", {
-        apiVersion: "managedidentity.azure.com/v1api20230131",
-        kind: "UserAssignedIdentity",
-        metadata: { name: "alpha--stolen", namespace: ASO_NAMESPACE },
-        spec: { location: "westeurope", owner: { name: "bravo" } },
-      }),
-    );
+    await alphaWith("hijack.yaml", {
+      apiVersion: "managedidentity.azure.com/v1api20230131",
+      kind: "UserAssignedIdentity",
+      metadata: { name: "alpha--stolen", namespace: ASO_NAMESPACE },
+      spec: { location: "westeurope", owner: { name: "bravo" } },
+    });
     await platform.reconcileSource();
     expect(await failureOf("alpha", /own ASO objects as owner/)).toMatch(/not bravo/);
     expect(
@@ -123,16 +103,13 @@ describe("Flux's multi-tenancy lockdown with real Flux: a team's folder is appli
     ).toBeUndefined();
 
     // A ClusterRoleBinding: no team folder holds one, so RBAC refuses it before the policy is asked.
-    await handEdit(
-      "alpha makes itself cluster-admin",
-      await alphaWith("hijack.yaml", {
-        apiVersion: "rbac.authorization.k8s.io/v1",
-        kind: "ClusterRoleBinding",
-        metadata: { name: "alpha-hijack" },
-        roleRef: { apiGroup: "rbac.authorization.k8s.io", kind: "ClusterRole", name: "cluster-admin" },
-        subjects: [{ kind: "Group", name: "alpha-owners", apiGroup: "rbac.authorization.k8s.io" }],
-      }),
-    );
+    await alphaWith("hijack.yaml", {
+      apiVersion: "rbac.authorization.k8s.io/v1",
+      kind: "ClusterRoleBinding",
+      metadata: { name: "alpha-hijack" },
+      roleRef: { apiGroup: "rbac.authorization.k8s.io", kind: "ClusterRole", name: "cluster-admin" },
+      subjects: [{ kind: "Group", name: "alpha-owners", apiGroup: "rbac.authorization.k8s.io" }],
+    });
     await platform.reconcileSource();
     const forbidden = await failureOf("alpha", /clusterrolebindings/);
     expect(forbidden).toContain(APPLIER);
@@ -142,15 +119,10 @@ describe("Flux's multi-tenancy lockdown with real Flux: a team's folder is appli
     expect(readyOf(await platform.kustomization(ASO_NAMESPACE, "team-bravo"))?.status).toBe("True");
 
     // The edit reverted: alpha is Ready again at that commit.
-    const remote = await inspectRemote(platform.repoUrl, "main", platform.gitEnv);
     const revert = await handEdit(
-      "revert the hand edit",
-      {
-        [`${CLUSTER_DIR}/kustomization.yaml`]: remote.files
-          .get(`${CLUSTER_DIR}/kustomization.yaml`)!
-          .replace("  - hijack.yaml\n", ""),
-      },
-      [`${CLUSTER_DIR}/hijack.yaml`],
+      platform.repoUrl,
+      { [INDEX]: (index) => unlisted(index, "hijack.yaml"), [`${CLUSTER_DIR}/hijack.yaml`]: null },
+      { env: platform.gitEnv },
     );
     await platform.reconcileSource();
     await platform.waitKustomizationReady(ASO_NAMESPACE, "team-alpha", revert, 180_000);

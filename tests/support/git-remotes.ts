@@ -198,16 +198,18 @@ export async function pushTree(opts: {
 
 /**
  * A hand edit of the remote, as a person makes one: writes (string or a function of the old content) or
- * deletes (null) files in a fresh clone, commits without Berth's trailers, pushes to `branch`.
+ * deletes (null) files in a fresh clone, commits without Berth's trailers, pushes to `branch` (with `env`'s
+ * credentials); resolves with the commit pushed.
  */
 export async function handEdit(
   url: string,
   files: Record<string, string | null | ((old: string) => string)>,
-  branch = "main",
-): Promise<void> {
+  opts: { branch?: string; env?: Record<string, string> } = {},
+): Promise<string> {
+  const { branch = "main", env = {} } = opts;
   const dir = await makeTempDir("berth-hand-edit-");
   try {
-    await git(["clone", "--quiet", url, dir]);
+    await git(["clone", "--quiet", url, dir], { env });
     for (const [path, content] of Object.entries(files)) {
       const full = join(dir, path);
       if (content === null) await rm(full);
@@ -221,7 +223,8 @@ export async function handEdit(
       ["-c", "user.name=Someone", "-c", "user.email=someone@example.test", "commit", "--quiet", "-m", "quick fix"],
       { cwd: dir },
     );
-    await git(["push", "--quiet", "origin", `HEAD:${branch}`], { cwd: dir });
+    await git(["push", "--quiet", "origin", `HEAD:${branch}`], { cwd: dir, env });
+    return (await git(["rev-parse", "HEAD"], { cwd: dir })).trim();
   } finally {
     await rm(dir, { recursive: true, force: true });
   }
