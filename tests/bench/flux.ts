@@ -1,9 +1,9 @@
 /**
- * Flux at fleet scale (issue 20, ADR 0019 and 0020). Prints figures; asserts nothing. Run:
+ * Flux at fleet scale (issue 20, ADR 0019, 0020 and 0022). Prints figures; asserts nothing. Run:
  *
- *   npm run bench -- flux                                  # 100 and 1,000 teams, both layouts
+ *   npm run bench -- flux                                  # 100 and 1,000 teams, before and slices
  *   BENCH_FLUX_TEAMS=100,1000,5000 BENCH_FLUX_SAMPLES=5 npm run bench -- flux
- *   BENCH_FLUX_LAYOUTS=ExternalArtifact npm run bench -- flux
+ *   BENCH_FLUX_LAYOUTS=ExternalArtifact,Slices npm run bench -- flux
  *   BENCH_FLUX_API_QPS=0 npm run bench -- flux             # kustomize-controller and source-watcher at Flux's rate limit
  *   BENCH_FLUX_TMP=disk npm run bench -- flux              # every Flux controller's /tmp on disk, not in memory
  *
@@ -14,8 +14,10 @@
  *     and every team Kustomization read GitRepository flux-system. No Receiver there: right after each push the
  *     benchmark asks for the fetch itself (what a Receiver does: reconcile.fluxcd.io/requestedAt), so the figures
  *     show the queue, not the poll; without it, add up to one poll interval.
- *   - ExternalArtifact ("after"): flux/ as it is: source-watcher cuts each team's artifact, the API's Receiver
- *     notification makes Flux fetch.
+ *   - ExternalArtifact ("artifacts"): ADR 0019's install (infra/flux/upgrades/0019): one generator cuts each
+ *     team's artifact, Kustomization berth-teams applies every team's Flux file; the API's Receiver notification
+ *     makes Flux fetch.
+ *   - Slices ("slices"): flux/ as it is (ADR 0022): the same per team, in 26 slices by first letter.
  * Every GitRepository polls every 10 minutes. kustomize-controller runs with the settings Flux gives for the size:
  * its vertical scaling guide's `--concurrent=10 --requeue-dependency=5s` for hundreds of applications, and
  * flux-benchmark's `--concurrent=20` from 1,000 on, where it and source-watcher also get operations.md's client rate
@@ -61,7 +63,9 @@ import {
 import { load, ms, OWNER, percentile } from "./fleet-seed.js";
 
 const SIZES = (process.env.BENCH_FLUX_TEAMS ?? "100,1000").split(",").map(Number);
-const LAYOUTS = (process.env.BENCH_FLUX_LAYOUTS ?? "GitRepository,ExternalArtifact").split(",") as TeamSource[];
+/** The layouts a run can compare: before ADR 0019, ADR 0019's team artifacts, ADR 0022's slices (flux/). */
+type Layout = TeamSource | "Slices";
+const LAYOUTS = (process.env.BENCH_FLUX_LAYOUTS ?? "GitRepository,Slices").split(",") as Layout[];
 const SAMPLES = Number(process.env.BENCH_FLUX_SAMPLES ?? 5);
 /** The before layout reconciles every team at every commit: fewer onboardings there, each takes minutes at 1,000. */
 const SAMPLES_BEFORE = Number(process.env.BENCH_FLUX_SAMPLES_BEFORE ?? 2);
@@ -85,7 +89,12 @@ const kustomizeConcurrent = (teams: number) => (teams >= 1000 ? 20 : 10);
 const TMP_ON_DISK = process.env.BENCH_FLUX_TMP === "disk";
 const TMPFS_MAGIC = 0x01021994;
 const filesystemOf = (dir: string) => (statfsSync(dir).type === TMPFS_MAGIC ? "tmpfs" : "disk");
-const NAME = { GitRepository: "before (GitRepository)", ExternalArtifact: "after (ExternalArtifact)" } as const;
+const NAME = {
+  GitRepository: "before (GitRepository)",
+  ExternalArtifact: "artifacts (ADR 0019)",
+  Slices: "slices (ADR 0022)",
+} as const;
+const SHORT = { GitRepository: "before", ExternalArtifact: "artifacts", Slices: "slices" } as const;
 
 type Ks = Obj & {
   status?: {
@@ -113,7 +122,7 @@ interface Onboarding {
 }
 
 interface Result {
-  layout: TeamSource;
+  layout: Layout;
   teams: number;
   loadBefore: string;
   loadAfter: string;
@@ -251,7 +260,7 @@ async function untilReady(
  * Where an onboarding's wait went: when each object on the way to the team's namespace was made or last changed,
  * from their own timestamps (whole seconds), counted from the POST.
  */
-async function timeline(platform: FluxPlatform, layout: TeamSource, team: string, postedAt: number): Promise<string> {
+async function timeline(platform: FluxPlatform, layout: Layout, team: string, postedAt: number): Promise<string> {
   const at = (iso: unknown) => (typeof iso === "string" ? `${Math.round((Date.parse(iso) - postedAt) / 1000)} s` : "–");
   const artifactTime = (o: Obj | undefined) =>
     (o?.status as { artifact?: { lastUpdateTime?: string } } | undefined)?.artifact?.lastUpdateTime;
@@ -265,6 +274,11 @@ async function timeline(platform: FluxPlatform, layout: TeamSource, team: string
     const artifact = await platform.admin.get(source, "ExternalArtifact", ASO_NAMESPACE, `team-${team}`);
     steps.push(["index artifact", artifactTime(index)], ["team artifact", artifact?.metadata.creationTimestamp]);
   }
+  if (layout === "Slices") {
+    const slice = await platform.admin.get(source, "ExternalArtifact", ASO_NAMESPACE, `berth-team-slice-${team[0]}`);
+    const artifact = await platform.admin.get(source, "ExternalArtifact", ASO_NAMESPACE, `team-files-${team}`);
+    steps.push(["slice artifact", artifactTime(slice)], ["team artifact", artifact?.metadata.creationTimestamp]);
+  }
   steps.push(
     ["Kustomization", (await platform.kustomization(ASO_NAMESPACE, `team-${team}`))?.metadata.creationTimestamp],
     ["namespace", (await platform.admin.get("v1", "Namespace", undefined, team))?.metadata.creationTimestamp],
@@ -276,7 +290,7 @@ async function timeline(platform: FluxPlatform, layout: TeamSource, team: string
 const allAttempted = (platform: FluxPlatform, revision: string) => async () =>
   (await kustomizations(platform)).every((k) => k.status?.lastAttemptedRevision === rev(revision));
 
-async function run(layout: TeamSource, n: number): Promise<Result> {
+async function run(layout: Layout, n: number): Promise<Result> {
   const loadBefore = load();
   console.log(
     `\n== ${NAME[layout]}, ${n} teams, kustomize-controller --concurrent=${kustomizeConcurrent(n)} ${clientArgs(n).join(" ")}, source-watcher ${clientArgs(n).join(" ") || "with Flux's rate limit"}; load before: ${loadBefore}`,
@@ -285,7 +299,8 @@ async function run(layout: TeamSource, n: number): Promise<Result> {
   const started = performance.now();
   const fluxTmp = TMP_ON_DISK ? mkdtempSync(join(tmpdir(), "berth-bench-flux-tmp-")) : undefined;
   const platform = await startFluxPlatform({
-    teamSource: layout,
+    teamSource: layout === "GitRepository" ? "GitRepository" : "ExternalArtifact",
+    install0019: layout === "ExternalArtifact",
     pollInterval: "10m",
     asoIntervalMs: 2_000,
     flux: {
@@ -460,7 +475,7 @@ function summary(results: Result[]): void {
   console.log("\n== summary (machine load in each block above)");
   const row = (label: string, f: (r: Result) => string) =>
     console.log(`  ${label.padEnd(58)} ${results.map((r) => f(r).padEnd(22)).join(" ")}`);
-  row("", (r) => `${r.teams} ${r.layout === "GitRepository" ? "before" : "after"}`);
+  row("", (r) => `${r.teams} ${SHORT[r.layout]}`);
   row("cold apply (flux-benchmark, 1,000: 4m13s)", (r) => ms(r.coldApplyMs));
   row(
     "cold apply: kustomize-controller CPU s / peak RSS MiB",
@@ -501,16 +516,17 @@ function summary(results: Result[]): void {
   );
   for (const n of SIZES) {
     const before = results.find((r) => r.teams === n && r.layout === "GitRepository");
-    const after = results.find((r) => r.teams === n && r.layout === "ExternalArtifact");
-    if (!before || !after) continue;
     const cpu = (r: Result) =>
       percentile(
         r.onboardings.map((o) => o.cost.cpu["kustomize-controller"]!),
         50,
       );
-    console.log(
-      `  ${n} teams: kustomize-controller CPU for one onboarding, after / before = ${((100 * cpu(after)) / cpu(before)).toFixed(2)} %`,
-    );
+    for (const after of results.filter((r) => r.teams === n && r.layout !== "GitRepository")) {
+      if (!before) continue;
+      console.log(
+        `  ${n} teams: kustomize-controller CPU for one onboarding, ${SHORT[after.layout]} / before = ${((100 * cpu(after)) / cpu(before)).toFixed(2)} %`,
+      );
+    }
   }
 }
 

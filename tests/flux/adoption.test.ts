@@ -8,9 +8,8 @@
  *     in `spec.path`, and objects Berth does not render (carried as the team's extra manifests), then the clean-up
  *     the adoption report lists, which must delete nothing either.
  */
-import { mkdir, mkdtemp, readdir, readFile, rm, writeFile } from "node:fs/promises";
-import { tmpdir } from "node:os";
-import { dirname, join, relative } from "node:path";
+import { readdir, readFile } from "node:fs/promises";
+import { join, relative } from "node:path";
 import { parse, stringify } from "yaml";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { REPO_ROOT } from "../support/berth.js";
@@ -22,7 +21,7 @@ import {
   testPlatform,
   type FluxPlatform,
 } from "../support/flux-platform.js";
-import { pushTree } from "../support/git-remotes.js";
+import { handEdit } from "../support/git-remotes.js";
 import { eventually } from "../support/wait.js";
 import type { Obj } from "../controller/helpers.js";
 
@@ -69,7 +68,14 @@ describe("adopting a hand-written team that Flux applied, with real Flux: nothin
           stringify({
             apiVersion: "kustomize.config.k8s.io/v1beta1",
             kind: "Kustomization",
-            resources: ["flux-system", "berth.yaml", "berth-teams.yaml", "platform-vars.yaml", "tenants/payments.yaml"],
+            resources: [
+              "flux-system",
+              "berth.yaml",
+              "berth-teams.yaml",
+              "berth-team-slices.yaml",
+              "platform-vars.yaml",
+              "tenants/payments.yaml",
+            ],
           }),
         );
         return files;
@@ -257,9 +263,15 @@ describe("adopting a team behind Flux substitution with objects Berth does not r
     // suspended, prunes nothing (Flux garbage-collects only a Kustomization that is not suspended).
     const cleanup = res.json.report.cleanup as string[];
     expect(cleanup).toContain(`clusters/${PLATFORM_CLUSTER}/tenants/ledger.yaml`);
-    const head = await pushChange(platform, [...cleanup, `clusters/${PLATFORM_CLUSTER}/tenants.yaml`], {
-      [`clusters/${PLATFORM_CLUSTER}/kustomization.yaml`]: clusterKustomization(PLATFORM_CLUSTER_FILES),
-    });
+    // The platform engineer's commit: the hand-written files gone, the cluster no longer applying them.
+    const head = await handEdit(
+      platform.repoUrl,
+      {
+        ...Object.fromEntries([...cleanup, `clusters/${PLATFORM_CLUSTER}/tenants.yaml`].map((path) => [path, null])),
+        [`clusters/${PLATFORM_CLUSTER}/kustomization.yaml`]: clusterKustomization(PLATFORM_CLUSTER_FILES),
+      },
+      { env: platform.gitEnv },
+    );
     await platform.waitKustomizationReady("flux-system", "flux-system", head);
     await eventually(
       "tenant-ledger gone",
@@ -284,37 +296,18 @@ describe("adopting a team behind Flux substitution with objects Berth does not r
   }, 600_000);
 });
 
-/** A commit by the platform team that deletes `remove` and writes `files`, pushed; resolves with the new head. */
 /** What the platform's cluster folder applies besides its hand-written tenants. */
 const PLATFORM_CLUSTER_FILES = [
   "flux-system",
   "berth.yaml",
   "berth-teams.yaml",
+  "berth-team-slices.yaml",
   "app-configuration-provider-crd.yaml",
   "cluster-vars.yaml",
 ];
 
 function clusterKustomization(resources: string[]): string {
   return stringify({ apiVersion: "kustomize.config.k8s.io/v1beta1", kind: "Kustomization", resources });
-}
-
-async function pushChange(platform: FluxPlatform, remove: string[], files: Record<string, string>): Promise<string> {
-  const dir = await mkdtemp(join(tmpdir(), "berth-cleanup-"));
-  try {
-    for (const [path, content] of Object.entries(files)) {
-      await mkdir(dirname(join(dir, path)), { recursive: true });
-      await writeFile(join(dir, path), content);
-    }
-    return await pushTree({
-      url: platform.repoUrl,
-      dir,
-      subject: "ledger is Berth's now: remove its hand-written files",
-      remove,
-      env: platform.gitEnv,
-    });
-  } finally {
-    await rm(dir, { recursive: true, force: true });
-  }
 }
 
 const APP_CONFIGURATION_CRD = {

@@ -126,7 +126,10 @@ describe("the chain with real Flux: POST → commit → Flux → controller → 
       expect(JSON.stringify(objects.map((o) => o.spec))).not.toContain("${");
     }
     const ks = await platform.waitKustomizationReady(ASO_NAMESPACE, `team-${TEAM}`, revision);
-    expect((ks.metadata.labels as Record<string, string>)["kustomize.toolkit.fluxcd.io/name"]).toBe("berth-teams");
+    // Applied by its slice's Kustomization (ADR 0022: by the team name's first letter).
+    expect((ks.metadata.labels as Record<string, string>)["kustomize.toolkit.fluxcd.io/name"]).toBe(
+      `berth-teams-${TEAM[0]}`,
+    );
     timings.postToKustomizationReadyMs = Date.now() - t0;
     const secret = await eventually(
       "the credential aso-credential",
@@ -279,7 +282,7 @@ describe("the chain with real Flux: POST → commit → Flux → controller → 
     } finally {
       watch.stop();
     }
-    // Flux pruned the team's Kustomization (berth-teams no longer lists it), and it pruned what it had applied.
+    // Flux pruned the team's Kustomization (its slice no longer holds it), and it pruned what it had applied.
     const deletes = await platform.cluster.deletes();
     expect(deletes).toContainEqual(
       expect.objectContaining({

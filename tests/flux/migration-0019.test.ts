@@ -1,7 +1,8 @@
 /**
  * ADR 0019's migration with real Flux: a cluster installed before team artifacts (tests/fixtures/flux-install-
- * before-0019: berth-teams and every team Kustomization read GitRepository flux-system) moves to flux/ as it is now,
- * in docs/install.md's order:
+ * before-0019: berth-teams and every team Kustomization read GitRepository flux-system) moves to ADR 0019's layout
+ * (infra/flux/upgrades/0019; from there migration-0022.test.ts moves on to flux/'s slices), in docs/operations.md's
+ * order:
  *   1. Flux gets source-watcher, notification-controller and kustomize-controller's ExternalArtifact gate (here from
  *      the start: the harness's controllers are processes), and the Receiver's Secret;
  *   2. the platform engineer commits the new berth-teams.yaml: berth-teams now reads the cluster's artifact of team
@@ -16,8 +17,14 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { DEV_TOKEN, REPO_ROOT, type RunningBerth } from "../support/berth.js";
-import { renderFleet } from "../support/fleet-seed.js";
-import { ASO_NAMESPACE, startFluxPlatform, withTeamsRepository, type FluxPlatform } from "../support/flux-platform.js";
+import { devTeamsSeed } from "../support/fleet-seed.js";
+import {
+  answeredDeletes,
+  ASO_NAMESPACE,
+  startFluxPlatform,
+  withTeamsRepository,
+  type FluxPlatform,
+} from "../support/flux-platform.js";
 import { pushTree } from "../support/git-remotes.js";
 import { eventually } from "../support/wait.js";
 import type { Obj } from "../controller/helpers.js";
@@ -41,11 +48,7 @@ describe("moving a cluster to team artifacts (ADR 0019) with real Flux: nothing 
         controllers: ["source-controller", "kustomize-controller", "notification-controller", "source-watcher"],
         featureGates: { "kustomize-controller": ["ExternalArtifact=true"] },
       },
-      seed: (p) =>
-        renderFleet(
-          SEEDED.map((name) => ({ name, owners: [OWNER], environments: ["dev"] })),
-          { platform: p, templatesDir: join(REPO_ROOT, "templates") },
-        ),
+      seed: devTeamsSeed(SEEDED, OWNER),
     });
   }, 300_000);
 
@@ -53,11 +56,7 @@ describe("moving a cluster to team artifacts (ADR 0019) with real Flux: nothing 
     await platform?.stop();
   });
 
-  /** Every delete request answered, but kube-apiserver's housekeeping of its own leases in kube-system. */
-  const deletes = async () =>
-    (await platform.cluster.deletes()).filter(
-      (d) => !(d.user === "system:apiserver" && d.resource.startsWith("leases.")),
-    );
+  const deletes = () => answeredDeletes(platform);
   const teamKs = async (team: string) =>
     (await platform.kustomization(ASO_NAMESPACE, `team-${team}`)) as Ks | undefined;
 
@@ -88,7 +87,7 @@ describe("moving a cluster to team artifacts (ADR 0019) with real Flux: nothing 
       await writeFile(
         file,
         withTeamsRepository(
-          await readFile(join(REPO_ROOT, "flux", "clusters", "aks-dev-weu", "berth-teams.yaml"), "utf8"),
+          await readFile(join(REPO_ROOT, "infra", "flux", "upgrades", "0019", "berth-teams.yaml"), "utf8"),
           platform.repoUrl,
           "5s",
         ),

@@ -5,10 +5,8 @@
  * their names and namespaces, so kustomize-controller must see the same objects in new files and delete nothing:
  * every delete request the apiserver answers is in its audit log, and there must be none.
  */
-import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { REPO_ROOT } from "../support/berth.js";
-import { renderFleet } from "../support/fleet-seed.js";
+import { devTeamsSeed } from "../support/fleet-seed.js";
 import { ASO_NAMESPACE, startFluxPlatform, type FluxPlatform } from "../support/flux-platform.js";
 import { inspectRemote } from "../support/git-remotes.js";
 import { eventually } from "../support/wait.js";
@@ -23,11 +21,10 @@ describe("moving a repo written before shards into shards, with real Flux: nothi
 
   beforeAll(async () => {
     platform = await startFluxPlatform({
-      seed: (p) =>
-        renderFleet(
-          TEAMS.map((name) => ({ name, owners: [OWNER], environments: ["dev"] })),
-          { platform: p, templatesDir: join(REPO_ROOT, "templates"), layout: "flat" },
-        ),
+      // ADR 0019's install: its berth-teams applies the whole teams folder. ADR 0022's slices read only shard
+      // folders; a repository still flat moves into shards with the same-version rollout of that migration.
+      install0019: true,
+      seed: devTeamsSeed(TEAMS, OWNER, { layout: "flat" }),
     });
   }, 300_000);
 

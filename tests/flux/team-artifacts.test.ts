@@ -1,13 +1,13 @@
 /**
- * Team artifacts and the Receiver with real Flux (ADR 0019, 0020), on a platform installed as docs/install.md says
- * (flux/: GitRepository berth-teams, ArtifactGenerators, Receiver; source-watcher, notification-controller and
- * kustomize-controller's ExternalArtifact gate):
+ * Team artifacts, team slices and the Receiver with real Flux (ADR 0019, 0020, 0022), on a platform installed as
+ * docs/install.md says (flux/: GitRepository berth-teams, the slices' ArtifactGenerators and Kustomizations, Receiver;
+ * source-watcher, notification-controller and kustomize-controller's ExternalArtifact gate):
  *
  *   1. with the GitRepository polling every 10 minutes, a team onboarded through the API is on the cluster at once:
  *      the API's notification to the Receiver made source-controller fetch (its own status says it handled the
  *      request), not the poll;
- *   2. another team's commit does not reconcile the first team's Kustomization: counted from kustomize-controller's
- *      own reconcile metric and the Kustomization's status, next to the objects it does reconcile;
+ *   2. another team's commit does not reconcile the first team's Kustomization, nor its slice's: counted from
+ *      kustomize-controller's own reconcile metric and the Kustomization's status, next to what it does reconcile;
  *   3. with notification-controller down, the write still succeeds (the failed notification is counted) and the team
  *      arrives at the next poll, with no fetch request handled.
  */
@@ -41,7 +41,7 @@ const notifications = async (platform: FluxPlatform, result: string) =>
     result,
   }) ?? 0;
 
-describe("team artifacts with real Flux: a commit reconciles only what it changed, and Flux fetches when Berth pushes", () => {
+describe("team slices with real Flux: a commit reconciles only what it changed, and Flux fetches when Berth pushes", () => {
   let platform: FluxPlatform;
 
   beforeAll(async () => {
@@ -83,7 +83,7 @@ describe("team artifacts with real Flux: a commit reconciles only what it change
     expect(res.statusCode, res.body).toBe(201);
     const revision = res.json.revision as string;
     await platform.waitKustomizationReady(ASO_NAMESPACE, "team-bravo", revision, 180_000);
-    await platform.waitKustomizationReady("flux-system", "berth-teams", revision, 180_000);
+    await platform.waitKustomizationReady(ASO_NAMESPACE, "berth-teams-b", revision, 180_000);
     // Whatever the commit queued has run by now; give a straggler time to show.
     await new Promise((r) => setTimeout(r, 10_000));
 
@@ -92,10 +92,12 @@ describe("team artifacts with real Flux: a commit reconciles only what it change
       .filter(([k, n]) => n !== (counts0.get(k) ?? 0))
       .map(([k]) => k)
       .sort();
-    // What the commit changed is reconciled (the new team, and berth-teams for its new Flux file); alpha is not.
+    // What the commit changed is reconciled (the new team, and its slice for its new Flux file); alpha and alpha's
+    // slice are not.
     expect(moved).toContain(`${ASO_NAMESPACE}/team-bravo`);
-    expect(moved).toContain("flux-system/berth-teams");
+    expect(moved).toContain(`${ASO_NAMESPACE}/berth-teams-b`);
     expect(moved).not.toContain(`${ASO_NAMESPACE}/team-alpha`);
+    expect(moved).not.toContain(`${ASO_NAMESPACE}/berth-teams-a`);
     const alpha = (await platform.kustomization(ASO_NAMESPACE, "team-alpha"))!.status as KsStatus;
     expect(alpha.lastAttemptedRevision).toBe(alpha0.lastAttemptedRevision);
     expect(alpha.lastAppliedOriginRevision).toBe(`main@sha1:${alphaRevision}`);

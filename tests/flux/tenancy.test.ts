@@ -12,18 +12,13 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { stringify } from "yaml";
-import { ASO_NAMESPACE, startFluxPlatform, type FluxPlatform } from "../support/flux-platform.js";
+import { ASO_NAMESPACE, readyCondition, startFluxPlatform, type FluxPlatform } from "../support/flux-platform.js";
 import { handEdit } from "../support/git-remotes.js";
 import { eventually } from "../support/wait.js";
-import type { Obj } from "../controller/helpers.js";
 
 const OWNER = "0b9a3c1e-1111-4222-8333-444455556666";
 const APPLIER = `system:serviceaccount:${ASO_NAMESPACE}:berth-team-applier`;
 const CLUSTER_DIR = "teams/alpha/clusters/aks-dev-weu";
-
-type Condition = { type: string; status: string; message?: string };
-const readyOf = (k: Obj | undefined) =>
-  ((k?.status as { conditions?: Condition[] } | undefined)?.conditions ?? []).find((c) => c.type === "Ready");
 
 describe("Flux's multi-tenancy lockdown with real Flux: a team's folder is applied with a team's rights", () => {
   let platform: FluxPlatform;
@@ -55,7 +50,7 @@ describe("Flux's multi-tenancy lockdown with real Flux: a team's folder is appli
     eventually(
       `team-${team} fails with ${pattern}`,
       async () => {
-        const ready = readyOf(await platform.kustomization(ASO_NAMESPACE, `team-${team}`));
+        const ready = readyCondition(await platform.kustomization(ASO_NAMESPACE, `team-${team}`));
         return ready?.status === "False" && pattern.test(ready.message ?? "") ? ready.message : undefined;
       },
       180_000,
@@ -116,7 +111,7 @@ describe("Flux's multi-tenancy lockdown with real Flux: a team's folder is appli
     expect(
       await platform.admin.get("rbac.authorization.k8s.io/v1", "ClusterRoleBinding", undefined, "alpha-hijack"),
     ).toBeUndefined();
-    expect(readyOf(await platform.kustomization(ASO_NAMESPACE, "team-bravo"))?.status).toBe("True");
+    expect(readyCondition(await platform.kustomization(ASO_NAMESPACE, "team-bravo"))?.status).toBe("True");
 
     // The edit reverted: alpha is Ready again at that commit.
     const revert = await handEdit(

@@ -265,7 +265,11 @@ describe("docs/install.md, the `sh test` blocks run in order", () => {
     );
     expect(roots).toEqual({
       management: ["berth-api"],
-      "aks-dev-weu": ["berth-controller", "berth-crds", "berth-teams"],
+      "aks-dev-weu": [
+        "berth-controller",
+        "berth-crds",
+        ..."abcdefghijklmnopqrstuvwxyz".split("").map((l) => `berth-teams-${l}`),
+      ],
     });
     expect(await images(installed)).toEqual([
       "berth-api myregistry.azurecr.io/berth:0.1.0",

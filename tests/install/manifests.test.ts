@@ -35,6 +35,7 @@ import { formatDryRunProblems, serverSideDryRunApply, type DryRunResult } from "
 import { applyObject, installCrd } from "../support/kube-http.js";
 import { kustomizeBuild, parseManifests, type KubeObject } from "../support/kustomize.js";
 import { componentVersion } from "../support/test-cluster-binaries.js";
+import { SLICE_LETTERS } from "../../infra/flux/team-slices.js";
 
 const FIELD_MANAGER = "berth-install-dry-run";
 /** The image's user (infra/image/build.mjs). */
@@ -179,20 +180,20 @@ describe("install manifests: kustomize builds, Flux wiring, hardening", () => {
       for (const k of fluxKs) {
         const where = `${cluster}: Kustomization ${k.metadata.name}`;
         expect(k.apiVersion, where).toBe("kustomize.toolkit.fluxcd.io/v1");
-        expect(k.metadata.namespace, where).toBe("flux-system");
-        // Berth's teams come from the cluster's team artifact (ADR 0019), so a team commit never wakes the platform's
-        // own Kustomizations, which read the fleet repository itself.
-        const source =
-          k.metadata.name === "berth-teams"
-            ? { kind: "ExternalArtifact", name: "berth-teams" }
-            : { kind: "GitRepository", name: "flux-system" };
+        const slice = /^berth-teams-([a-z])$/.exec(k.metadata.name)?.[1];
+        // Berth's teams come from the slices of the cluster's teams (ADR 0019, 0022), beside the team Kustomizations,
+        // so a team commit never wakes the platform's own Kustomizations, which read the fleet repository itself.
+        expect(k.metadata.namespace, where).toBe(slice ? "flux-config" : "flux-system");
+        const source = slice
+          ? { kind: "ExternalArtifact", name: `berth-team-slice-${slice}` }
+          : { kind: "GitRepository", name: "flux-system" };
         expect(k.spec.sourceRef, where).toEqual(source);
         expect(k.spec.prune, where).toBe(true);
         for (const dep of k.spec.dependsOn ?? [])
           expect(names.has(dep.name), `${where} depends on ${dep.name}`).toBe(true);
         const path = join(fleet, k.spec.path);
-        if (k.metadata.name === "berth-teams") {
-          // Berth writes clusters/<cluster>/teams/ with the first team.
+        if (slice) {
+          // Berth writes the team Kustomizations into clusters/<cluster>/teams/ (its slice's part of it).
           expect(k.spec.path).toBe(`./clusters/${cluster}/teams`);
           continue;
         }
@@ -216,13 +217,17 @@ describe("install manifests: kustomize builds, Flux wiring, hardening", () => {
       );
       if (cluster === "aks-dev-weu") {
         const byName = Object.fromEntries(fluxKs.map((k) => [k.metadata.name, k]));
-        expect(Object.keys(byName).sort()).toEqual(["berth-controller", "berth-crds", "berth-teams"]);
+        const slices = SLICE_LETTERS.map((l) => `berth-teams-${l}`);
+        expect(Object.keys(byName).sort()).toEqual(["berth-controller", "berth-crds", ...slices]);
         expect(byName["berth-crds"]!.spec.wait).toBe(true);
         expect(byName["berth-controller"]!.spec.dependsOn).toEqual([{ name: "berth-crds" }]);
-        // No dependsOn: Flux reconciles a Kustomization's dependencies each time its source moves, so every onboarding
-        // would reconcile berth-crds and berth-controller too (ADR 0019); a team applied too early is retried.
-        expect(byName["berth-teams"]!.spec.dependsOn).toBeUndefined();
-        expect(byName["berth-teams"]!.spec.retryInterval).toBe("1m");
+        for (const name of slices) {
+          // No dependsOn: Flux reconciles a Kustomization's dependencies each time its source moves, so every
+          // onboarding would reconcile berth-crds and berth-controller too (ADR 0019); a team applied too early is
+          // retried.
+          expect(byName[name]!.spec.dependsOn, name).toBeUndefined();
+          expect(byName[name]!.spec.retryInterval, name).toBe("1m");
+        }
       } else {
         expect([...names]).toEqual(["berth-api"]);
       }
@@ -379,6 +384,26 @@ describe("install manifests: kustomize builds, Flux wiring, hardening", () => {
         expect(Object.keys(config.api.clusters)).toEqual(["aks-dev-weu"]);
         // Behind the one ingress: without it every unauthenticated caller shares the ingress's rate-limit budget.
         expect(config.api.trustProxy).toBe(1);
+        // What the cluster's entry files install matches what this config renders: the team applier team
+        // Kustomizations name (ADR 0023; RBAC without the policy if they differ, and nothing would say so) and the
+        // artifacts they read (ADR 0022).
+        const { asoNamespace, fluxServiceAccount, fluxSource } = config.platform;
+        const installed = clusterEntries(fleet)
+          .filter((e) => e.cluster === "aks-dev-weu")
+          .flatMap((e) => e.objects);
+        const applier = installed.find((o) => o.kind === "ServiceAccount" && o.metadata.name === fluxServiceAccount);
+        expect(applier?.metadata.namespace).toBe(asoNamespace);
+        const policy = installed.find((o) => o.kind === "ValidatingAdmissionPolicy")!;
+        expect(policy.spec.matchConditions[0].expression).toContain(
+          `'system:serviceaccount:${asoNamespace}:${fluxServiceAccount}'`,
+        );
+        expect(JSON.stringify(policy.spec.variables)).toContain(`== '${asoNamespace}'`);
+        const generators = installed.filter((o) => o.metadata.name.startsWith("berth-team-artifacts-"));
+        expect(generators).toHaveLength(26);
+        for (const g of generators) {
+          expect(g.metadata.namespace).toBe(asoNamespace);
+          expect(g.spec.artifacts[0].name).toBe(`${fluxSource.artifactPrefix}{team}`);
+        }
       } else {
         const config = loadControllerConfig(
           { ...env, BERTH_CONFIG_FILE: file, BERTH_POD_NAME: "berth-controller-0" },

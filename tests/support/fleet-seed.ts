@@ -13,8 +13,10 @@ import {
   type Platform,
   type TeamInput,
 } from "@berth/core";
+import { join } from "node:path";
 import { loadTemplateCatalog } from "@berth/config";
 import { MemoryRepoTree } from "../../packages/core/test/fixtures.js";
+import { REPO_ROOT } from "./berth.js";
 
 export interface SeedOptions {
   /** The platform section of Berth's config (as the API reads it). */
@@ -23,6 +25,18 @@ export interface SeedOptions {
   templateVersion?: string;
   layout?: "sharded" | "flat";
 }
+
+/**
+ * A platform harness's `seed` (startFluxPlatform): teams in environment dev owned by `owner`, rendered with the
+ * repository's templates.
+ */
+export const devTeamsSeed =
+  (names: readonly string[], owner: string, opts: Pick<SeedOptions, "layout"> = {}) =>
+  (platform: Record<string, unknown>): Promise<Map<string, string>> =>
+    renderFleet(
+      names.map((name) => ({ name, owners: [owner], environments: ["dev"] })),
+      { platform, templatesDir: join(REPO_ROOT, "templates"), ...opts },
+    );
 
 /** Every file onboarding `teams` writes, as one commit would hold them (path → content). */
 export async function renderFleet(teams: TeamInput[], opts: SeedOptions): Promise<Map<string, string>> {

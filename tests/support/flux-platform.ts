@@ -106,6 +106,11 @@ export interface FluxPlatformOptions {
   /** Default ExternalArtifact (what flux/ installs). */
   teamSource?: TeamSource;
   /**
+   * With ExternalArtifact: install ADR 0019's layout (infra/flux/upgrades/0019/berth-teams.yaml: one generator for the team
+   * artifacts team-<team>, one Kustomization berth-teams) instead of flux/'s slices (ADR 0022).
+   */
+  install0019?: boolean;
+  /**
    * The API tells each cluster's Receiver to fetch after a push (api.fluxReceivers; ExternalArtifact only). Default
    * true; false leaves every fetch to the poll interval and `reconcileSource()`.
    */
@@ -191,7 +196,14 @@ export async function startFluxPlatform(opts: FluxPlatformOptions = {}): Promise
     const specs = opts.clusters ?? [{ name: PLATFORM_CLUSTER, environment: "dev" }];
     const teamSource = opts.teamSource ?? "ExternalArtifact";
     const platform = testPlatform(specs);
-    platform.fluxSource = { kind: teamSource, name: "flux-system", namespace: "flux-system" };
+    // ADR 0019's single generator names the team artifacts team-<team>; flux/'s slices team-files-<team>.
+    const slices = teamSource === "ExternalArtifact" && !opts.install0019;
+    platform.fluxSource = {
+      kind: teamSource,
+      name: "flux-system",
+      namespace: "flux-system",
+      artifactPrefix: slices ? "team-files-" : "team-",
+    };
     opts.platform?.(platform);
 
     // The fleet repository, served over smart HTTP.
@@ -210,9 +222,24 @@ export async function startFluxPlatform(opts: FluxPlatformOptions = {}): Promise
     await cp(join(REPO_ROOT, "flux"), fleet, { recursive: true, dereference: true });
     await rm(join(fleet, "README.md"));
     const teamsFile = join(fleet, "clusters", PLATFORM_CLUSTER, "berth-teams.yaml");
-    if (teamSource === "GitRepository")
-      await cp(join(REPO_ROOT, "tests", "fixtures", "flux-install-before-0019", "berth-teams.yaml"), teamsFile);
-    else
+    if (!slices) {
+      // An earlier install: its berth-teams.yaml alone, without the slices.
+      await cp(
+        teamSource === "GitRepository"
+          ? join(REPO_ROOT, "tests", "fixtures", "flux-install-before-0019", "berth-teams.yaml")
+          : join(REPO_ROOT, "infra", "flux", "upgrades", "0019", "berth-teams.yaml"),
+        teamsFile,
+      );
+      await rm(join(fleet, "clusters", PLATFORM_CLUSTER, "berth-team-slices.yaml"));
+      // And without the slices' marker files, which came with them.
+      await rm(join(fleet, "teams"), { recursive: true });
+      await rm(join(fleet, "clusters", PLATFORM_CLUSTER, "teams"), { recursive: true });
+      const index = join(fleet, "clusters", PLATFORM_CLUSTER, "kustomization.yaml");
+      const kustomization = parse(await readFile(index, "utf8")) as { resources: string[] };
+      kustomization.resources = kustomization.resources.filter((r) => r !== "berth-team-slices.yaml");
+      await writeFile(index, stringify(kustomization));
+    }
+    if (teamSource === "ExternalArtifact")
       await writeFile(
         teamsFile,
         withTeamsRepository(await readFile(teamsFile, "utf8"), repoUrl, opts.pollInterval ?? "5s"),
@@ -346,6 +373,19 @@ export async function startFluxPlatform(opts: FluxPlatformOptions = {}): Promise
     throw err;
   }
 }
+
+/** Every delete request the cluster's apiserver answered, but its housekeeping of its own leases in kube-system. */
+export async function answeredDeletes(platform: Pick<FluxPlatform, "cluster">) {
+  return (await platform.cluster.deletes()).filter(
+    (d) => !(d.user === "system:apiserver" && d.resource.startsWith("leases.")),
+  );
+}
+
+/** A Flux object's Ready condition, if it has one yet. */
+export const readyCondition = (o: Obj | undefined) =>
+  (
+    o?.status as { conditions?: Array<{ type: string; status: string; reason?: string; message?: string }> } | undefined
+  )?.conditions?.find((c) => c.type === "Ready");
 
 /** berth-teams.yaml with GitRepository berth-teams on the test's repository and poll interval (docs/install.md, step 4). */
 export function withTeamsRepository(text: string, url: string, interval: string): string {

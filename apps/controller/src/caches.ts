@@ -185,7 +185,13 @@ function keepKustomization(raw: KubeObject): KustomizationLike {
         ]),
       }
     : undefined;
-  return { metadata: baseMeta(o.metadata, { labels: teamLabel(o.metadata) }), ...(status ? { status } : {}) };
+  // The source it reads: on a failed apply, the reconciler reads that ExternalArtifact for the commit it came from.
+  const sourceRef = o.spec?.sourceRef;
+  return {
+    metadata: baseMeta(o.metadata, { labels: teamLabel(o.metadata) }),
+    ...(sourceRef ? { spec: { sourceRef: pick(sourceRef, ["kind", "name", "namespace"]) } } : {}),
+    ...(status ? { status } : {}),
+  };
 }
 
 function keepAsoObject(raw: KubeObject): WithConditions {

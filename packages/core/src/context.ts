@@ -143,7 +143,7 @@ export function clusterContext(
 export function teamSourceRef(team: string, platform: Platform): Record<string, string> {
   const source = platform.fluxSource;
   return source.kind === "ExternalArtifact"
-    ? { kind: "ExternalArtifact", name: teamNames(team).teamArtifact }
+    ? { kind: "ExternalArtifact", name: `${source.artifactPrefix}${team}` }
     : { kind: "GitRepository", name: source.name, namespace: source.namespace };
 }
 

@@ -42,8 +42,6 @@ export function teamNames(team: string) {
     identity: team,
     identityConfigMap: `${team}-identity`,
     fluxKustomization: `team-${team}`,
-    /** The team's ExternalArtifact on each cluster (flux/: ArtifactGenerator berth-team-artifacts names it `team-{team}`). */
-    teamArtifact: `team-${team}`,
     federatedCredential: (kind: FederatedSubjectKind) => `${team}--${kind}`,
     /** Where ASO exports the issuer a credential trusts in Azure, for the next credential of the chain (templates v3). */
     federatedCredentialIssuerConfigMap: (kind: FederatedSubjectKind) => `${team}--${kind}-issuer`,

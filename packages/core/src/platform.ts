@@ -123,17 +123,24 @@ export const platformSchema = z
     /**
      * What the team Kustomizations pull from (ADR 0019). `GitRepository`: the fleet's GitRepository (name,
      * namespace), whose revision changes at every commit, so every commit reconciles every team. `ExternalArtifact`:
-     * each team's own artifact (ExternalArtifact `team-<team>` beside its Kustomization, cut by the cluster's
-     * ArtifactGenerator berth-team-artifacts in flux/), which changes only when the team's files do.
+     * each team's own artifact (ExternalArtifact `<artifactPrefix><team>` beside its Kustomization, cut by the
+     * cluster's ArtifactGenerators in flux/), which changes only when the team's files do. `artifactPrefix` must be
+     * the name the cluster's generators give: `team-` for ADR 0019's single generator, `team-files-` for ADR 0022's
+     * slices (a new name, so the old generator's finalizer deletes only artifacts nothing reads).
      */
     fluxSource: z
       .object({
         kind: z.enum(["GitRepository", "ExternalArtifact"]).default("GitRepository"),
         name: z.string().regex(DNS_LABEL).default("flux-system"),
         namespace: z.string().regex(DNS_LABEL).default("flux-system"),
+        artifactPrefix: z
+          .string()
+          .regex(/^[a-z]([-a-z0-9]*-)?$/, "must be a lowercase name prefix ending in '-', such as team-files-")
+          .max(40)
+          .default("team-"),
       })
       .strict()
-      .default({ kind: "GitRepository", name: "flux-system", namespace: "flux-system" }),
+      .default({ kind: "GitRepository", name: "flux-system", namespace: "flux-system", artifactPrefix: "team-" }),
     /**
      * Berth's controller (docs/controller-contract.md). Every team namespace gets a RoleBinding granting this
      * ServiceAccount the ClusterRole `berth-controller-team-writer`: its only write access in team namespaces.
@@ -149,6 +156,8 @@ export const platformSchema = z
      * The ServiceAccount in asoNamespace that team Kustomizations impersonate from template v4 on (Flux's
      * multi-tenancy lockdown, ADR 0023). flux/clusters/<cluster>/berth-teams.yaml installs it with a ClusterRole
      * limited to the kinds team trees hold and a ValidatingAdmissionPolicy that keeps each team inside its own names.
+     * The policy names this account and asoNamespace in its CEL: rename either there too, or the account keeps its
+     * RBAC without the policy (tests/install checks that the shipped pair agrees).
      */
     fluxServiceAccount: z.string().regex(DNS_LABEL).max(253).default("berth-team-applier"),
     /** The template version new teams are onboarded with (templates/<version>/). */

@@ -53,6 +53,18 @@ describe("the team Kustomization's source (platform.fluxSource)", () => {
     });
   }
 
+  it("names the team's artifact as the cluster's generators do (fluxSource.artifactPrefix: ADR 0022's slices)", () => {
+    const slices = makePlatform({ fluxSource: { kind: "ExternalArtifact", artifactPrefix: "team-files-" } });
+    for (const version of TEMPLATE_VERSIONS)
+      expect(fluxKustomization(render(slices, version), "aks-prod-neu").spec.sourceRef).toEqual({
+        kind: "ExternalArtifact",
+        name: "team-files-orders",
+      });
+    expect(() => makePlatform({ fluxSource: { kind: "ExternalArtifact", artifactPrefix: "Team_" } })).toThrow(
+      /lowercase name prefix/,
+    );
+  });
+
   it("changes only the Flux files: the team's folders are the same either way", () => {
     const fromRepo = render(PLATFORM, "v1");
     const fromArtifact = render(ARTIFACTS, "v1");

@@ -34,6 +34,7 @@ export interface WithConditions extends KubeObject {
 }
 
 export interface KustomizationLike extends WithConditions {
+  spec?: { sourceRef?: { kind?: string; name?: string; namespace?: string } };
   status?: {
     conditions?: ConditionLike[];
     lastAppliedRevision?: string;

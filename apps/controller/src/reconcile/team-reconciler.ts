@@ -424,7 +424,7 @@ export class TeamReconciler {
     const view = teamStatusView({
       team: teamObj,
       kustomization,
-      attemptedOrigin: await this.attemptedOrigin(writer, team, kustomization),
+      attemptedOrigin: await this.attemptedOrigin(writer, kustomization),
       asoObjects: caches.asoObjects(team),
       identity,
       credential,
@@ -477,16 +477,17 @@ export class TeamReconciler {
    */
   private async attemptedOrigin(
     writer: ClusterWriter,
-    team: string,
     kustomization: KustomizationLike | undefined,
   ): Promise<string | undefined> {
     const attempt = failedArtifactAttempt(kustomization);
-    if (!attempt) return undefined;
+    const source = kustomization?.spec?.sourceRef;
+    if (!attempt || source?.kind !== "ExternalArtifact" || !source.name) return undefined;
+    // The artifact the Kustomization names (its name depends on the cluster's generators: fluxSource.artifactPrefix).
     const ref = {
       apiVersion: EXTERNAL_ARTIFACT_API_VERSION,
       kind: "ExternalArtifact",
-      namespace: this.deps.platform.asoNamespace,
-      name: teamNames(team).teamArtifact,
+      namespace: source.namespace ?? kustomization?.metadata?.namespace ?? this.deps.platform.asoNamespace,
+      name: source.name,
     };
     const artifact = (await writer.read(ref).catch(() => undefined)) as
       { status?: { artifact?: { revision?: string; metadata?: Record<string, string> } } } | undefined;
