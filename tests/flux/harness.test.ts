@@ -118,11 +118,16 @@ describe(`real Flux (source-controller ${componentVersion("source-controller")},
     );
     expect(one.data).toEqual({ greeting: "hello", literal: "${GREETING}" });
     expect(one.metadata.labels["kustomize.toolkit.fluxcd.io/name"]).toBe("apps");
+    // Ready with a revision: Flux's patch helper writes status.conditions and the rest of the status in separate
+    // requests, so a read between the two sees Ready=True before lastAppliedRevision.
     const ready = await eventually(
-      "Kustomization apps Ready",
+      "Kustomization apps Ready, with the revision it applied",
       async () => {
         const k = await kustomization("apps");
-        return k.status?.conditions?.find((c) => c.type === "Ready" && c.status === "True") ? k : undefined;
+        return k.status?.conditions?.find((c) => c.type === "Ready" && c.status === "True") &&
+          k.status.lastAppliedRevision
+          ? k
+          : undefined;
       },
       60_000,
     );
