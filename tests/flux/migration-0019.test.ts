@@ -16,10 +16,11 @@ import { mkdir, mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { DEV_TOKEN, REPO_ROOT, type RunningBerth } from "../support/berth.js";
+import { REPO_ROOT, type RunningBerth } from "../support/berth.js";
 import { devTeamsSeed } from "../support/fleet-seed.js";
 import {
   answeredDeletes,
+  apiRequest,
   ASO_NAMESPACE,
   startFluxPlatform,
   withTeamsRepository,
@@ -124,14 +125,9 @@ describe("moving a cluster to team artifacts (ADR 0019) with real Flux: nothing 
   it("the API on ExternalArtifact and a same-version rollout: every team reads its own artifact; nothing is deleted", async () => {
     const before = await deletes();
     api = await platform.startApi({ platform: (p) => (p.fluxSource = { ...p.fluxSource, kind: "ExternalArtifact" }) });
-    const res = await api.server.inject({
-      method: "POST",
-      url: "/v1/rollouts",
-      headers: { authorization: `Bearer ${DEV_TOKEN}` },
-      payload: { description: "team artifacts (ADR 0019)" },
-    });
+    const res = await apiRequest(api, "POST", "/v1/rollouts", { description: "team artifacts (ADR 0019)" });
     expect(res.statusCode, res.body).toBe(201);
-    const revision = res.json().revision as string;
+    const revision = res.json.revision as string;
     const teamsRepo = { namespace: "flux-system", name: "berth-teams" };
     await platform.admin.mergePatch(
       "source.toolkit.fluxcd.io/v1",

@@ -17,10 +17,11 @@ import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { parse, stringify } from "yaml";
 import { sliceFiles, SLICE_DEFAULTS } from "../../infra/flux/team-slices.js";
-import { DEV_TOKEN, REPO_ROOT, type RunningBerth } from "../support/berth.js";
+import { REPO_ROOT, type RunningBerth } from "../support/berth.js";
 import { devTeamsSeed } from "../support/fleet-seed.js";
 import {
   answeredDeletes,
+  apiRequest,
   ASO_NAMESPACE,
   readyCondition,
   startFluxPlatform,
@@ -149,14 +150,9 @@ describe("moving a cluster to team slices (ADR 0022) with real Flux: only the re
     api = await platform.startApi({
       platform: (p) => (p.fluxSource = { ...p.fluxSource, artifactPrefix: SLICE_DEFAULTS.artifactPrefix }),
     });
-    const res = await api.server.inject({
-      method: "POST",
-      url: "/v1/rollouts",
-      headers: { authorization: `Bearer ${DEV_TOKEN}` },
-      payload: { description: "team slices (ADR 0022)" },
-    });
+    const res = await apiRequest(api, "POST", "/v1/rollouts", { description: "team slices (ADR 0022)" });
     expect(res.statusCode, res.body).toBe(201);
-    const revision = res.json().revision as string;
+    const revision = res.json.revision as string;
     for (const team of TEAMS) {
       const k = (await platform.waitKustomizationReady(ASO_NAMESPACE, `team-${team}`, revision, 180_000)) as Ks;
       expect(k.spec.sourceRef).toEqual({ kind: "ExternalArtifact", name: `team-files-${team}` });
@@ -183,14 +179,9 @@ describe("moving a cluster to team slices (ADR 0022) with real Flux: only the re
       180_000,
     );
     // A new team after the migration, in a slice that had none.
-    const res = await api.server.inject({
-      method: "POST",
-      url: "/v1/teams",
-      headers: { authorization: `Bearer ${DEV_TOKEN}` },
-      payload: { name: "echo", owners: [OWNER], environments: ["dev"] },
-    });
+    const res = await apiRequest(api, "POST", "/v1/teams", { name: "echo", owners: [OWNER], environments: ["dev"] });
     expect(res.statusCode, res.body).toBe(201);
-    await platform.waitKustomizationReady(ASO_NAMESPACE, "team-echo", res.json().revision as string, 180_000);
+    await platform.waitKustomizationReady(ASO_NAMESPACE, "team-echo", res.json.revision as string, 180_000);
     // The others are not reconciled by echo's commit (their artifacts did not change): still Ready, as before.
     for (const team of TEAMS) expect(readyCondition(await teamKs(team))?.status, `team-${team}`).toBe("True");
     await sameObjects();

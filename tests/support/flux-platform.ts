@@ -351,19 +351,7 @@ export async function startFluxPlatform(opts: FluxPlatformOptions = {}): Promise
       gitEnv,
       configFile: controllerConfigFile,
       head: async () => (await git(["ls-remote", repoUrl, "refs/heads/main"], { env: gitEnv })).split("\t")[0]!,
-      request: async (method, url, payload) => {
-        const res = await result.berth.server.inject({
-          method,
-          url,
-          headers: { authorization: `Bearer ${DEV_TOKEN}` },
-          ...(payload === undefined ? {} : { payload: payload as object }),
-        });
-        return {
-          statusCode: res.statusCode,
-          json: res.body ? (JSON.parse(res.body) as unknown) : undefined,
-          body: res.body,
-        };
-      },
+      request: (method, url, payload) => apiRequest(result.berth, method, url, payload),
       startApi,
       stop,
     };
@@ -372,6 +360,24 @@ export async function startFluxPlatform(opts: FluxPlatformOptions = {}): Promise
     await stop();
     throw err;
   }
+}
+
+/** A request to a running API as the dev token's caller (FluxPlatform.request, or an API from startApi). */
+export async function apiRequest(
+  berth: RunningBerth,
+  ...[method, url, payload]: Parameters<FluxPlatform["request"]>
+): ReturnType<FluxPlatform["request"]> {
+  const res = await berth.server.inject({
+    method,
+    url,
+    headers: { authorization: `Bearer ${DEV_TOKEN}` },
+    ...(payload === undefined ? {} : { payload: payload as object }),
+  });
+  return {
+    statusCode: res.statusCode,
+    json: res.body ? (JSON.parse(res.body) as unknown) : undefined,
+    body: res.body,
+  };
 }
 
 /** Every delete request the cluster's apiserver answered, but its housekeeping of its own leases in kube-system. */
