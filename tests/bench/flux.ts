@@ -9,7 +9,7 @@
  *
  * For each size N and each layout, a whole platform as docs/install.md builds it (tests/support/flux-platform.ts:
  * kube-apiserver 1.35, real Flux 2.9.3 built from its Go modules, Berth's controller and API, ASO played), on one
- * cluster, whose fleet repository holds N teams (v1, dev) before Flux starts:
+ * cluster, whose fleet repository holds N teams (in dev; their template versions: TEMPLATES) before Flux starts:
  *   - GitRepository ("before"): the install before ADR 0019 (tests/fixtures/flux-install-before-0019): berth-teams
  *     and every team Kustomization read GitRepository flux-system. No Receiver there: right after each push the
  *     benchmark asks for the fetch itself (what a Receiver does: reconcile.fluxcd.io/requestedAt), so the figures
@@ -23,7 +23,7 @@
  * flux-benchmark's `--concurrent=20` from 1,000 on, where it and source-watcher also get operations.md's client rate
  * limit (`--kube-api-qps=500 --kube-api-burst=1000`). Every controller's /tmp is in memory (the test cluster's
  * folder is on /dev/shm), as the guide mounts it for kustomize-controller's builds; it matters as much to
- * source-controller, which checks out each fetch there (about 14 files per team), and to source-watcher, which
+ * source-controller, which checks out each fetch there (about 14 files per team on v1, 6 on v5), and to source-watcher, which
  * unpacks it. The other controllers run with Flux's defaults. New teams are named to sort last (the worst case for
  * source-watcher, which cuts the teams' artifacts in name order).
  *
@@ -36,7 +36,8 @@
  *     went (when the fetch, the artifacts, the team's Kustomization and its namespace appeared), how many
  *     Kustomizations attempted a new revision (status.lastAttemptedRevision), CPU seconds of each Flux controller,
  *     of kube-apiserver and etcd, kustomize-controller's peak RSS during it;
- *   - the same for a rollout commit that moves 10 % of the teams to v2 (one commit), until all of them are Ready;
+ *   - the same for a rollout commit that moves 10 % of the teams to a new template version (one commit), until all
+ *     of them are Ready;
  *   - what the templates' 10-minute interval costs: untouched teams reconciled on request, CPU per reconcile.
  * The seeded teams reconcile every 24 hours, not every 10 minutes (withoutIntervalReconciles), so that every
  * reconcile of a phase is one its commit caused; the last figure prices the interval apart.
@@ -95,6 +96,17 @@ const NAME = {
   Slices: "slices (ADR 0022)",
 } as const;
 const SHORT = { GitRepository: "before", ExternalArtifact: "artifacts", Slices: "slices" } as const;
+/**
+ * The template versions of each layout's fleet: `fleet` for most teams and new ones, `behind` for the 10 % the rollout
+ * moves to `target`. Before: templates v1 as they were (one file per object, about 14 files a team), 10 % to v2.
+ * The new layouts: templates v5 (one file of resources per folder, 6 files a team, ADR 0024) with 10 % still on v4,
+ * which the rollout moves to v5.
+ */
+const TEMPLATES = {
+  GitRepository: { fleet: "v1", behind: "v1", target: "v2" },
+  ExternalArtifact: { fleet: "v5", behind: "v4", target: "v5" },
+  Slices: { fleet: "v5", behind: "v4", target: "v5" },
+} as const satisfies Record<Layout, { fleet: string; behind: string; target: string }>;
 
 type Ks = Obj & {
   status?: {
@@ -296,11 +308,16 @@ async function run(layout: Layout, n: number): Promise<Result> {
     `\n== ${NAME[layout]}, ${n} teams, kustomize-controller --concurrent=${kustomizeConcurrent(n)} ${clientArgs(n).join(" ")}, source-watcher ${clientArgs(n).join(" ") || "with Flux's rate limit"}; load before: ${loadBefore}`,
   );
   const names = teamNames(n);
+  const templates = TEMPLATES[layout];
+  // The teams the rollout moves: every tenth.
+  const selected = names.filter((_, i) => i % 10 === 0);
+  const behind = new Set(selected);
   const started = performance.now();
   const fluxTmp = TMP_ON_DISK ? mkdtempSync(join(tmpdir(), "berth-bench-flux-tmp-")) : undefined;
   const platform = await startFluxPlatform({
     teamSource: layout === "GitRepository" ? "GitRepository" : "ExternalArtifact",
     install0019: layout === "ExternalArtifact",
+    platform: (p) => (p.templateVersion = templates.fleet),
     pollInterval: "10m",
     asoIntervalMs: 2_000,
     flux: {
@@ -319,7 +336,11 @@ async function run(layout: Layout, n: number): Promise<Result> {
             environments: ["dev"],
             roleAssignments: [{ role: "rg-contributor" }],
           })),
-          { platform: p, templatesDir: join(REPO_ROOT, "templates") },
+          {
+            platform: p,
+            templatesDir: join(REPO_ROOT, "templates"),
+            templateVersion: (team) => (behind.has(team) ? templates.behind : templates.fleet),
+          },
         ),
       ),
   });
@@ -392,13 +413,12 @@ async function run(layout: Layout, n: number): Promise<Result> {
       console.log(`    after the POST: ${await timeline(platform, layout, team, postedAt)}`);
     }
 
-    // A rollout commit that changes 10 % of the teams (v1 → v2, one commit).
-    const selected = names.filter((_, i) => i % 10 === 0);
+    // A rollout commit that changes 10 % of the teams (one commit).
     const p = await phase(platform);
     const t0 = performance.now();
     const res = await platform.request("POST", "/v1/rollouts", {
-      description: "10 % to v2",
-      target: { templateVersion: "v2" },
+      description: `10 % to ${templates.target}`,
+      target: { templateVersion: templates.target },
       selector: { names: selected },
     });
     if (res.statusCode !== 201) throw new Error(`POST /v1/rollouts: ${res.statusCode} ${res.body}`);
@@ -408,7 +428,7 @@ async function run(layout: Layout, n: number): Promise<Result> {
     const toAllReadyMs = performance.now() - t0;
     const cost = await p.end(layout === "GitRepository" ? allAttempted(platform, revision) : undefined);
     console.log(
-      `  rollout of ${selected.length} teams to v2 (${revision.slice(0, 7)}): POST → all ${selected.length} Ready ${ms(toAllReadyMs)}; ${describe(cost)}`,
+      `  rollout of ${selected.length} teams from ${templates.behind} to ${templates.target} (${revision.slice(0, 7)}): POST → all ${selected.length} Ready ${ms(toAllReadyMs)}; ${describe(cost)}`,
     );
 
     // What the templates' 10-minute interval costs on its own: untouched teams reconciled on request, as an interval

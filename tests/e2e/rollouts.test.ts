@@ -234,6 +234,7 @@ describe("rollouts end to end: two clusters with real Flux and the controller, A
       ["v2", 4],
       ["v3", 0],
       ["v4", 0],
+      ["v5", 0],
     ]);
   }, 300_000);
 });

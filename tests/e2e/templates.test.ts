@@ -48,6 +48,7 @@ describe("template versions side by side", () => {
         { version: "v2", default: false, available: true, teams: 0 },
         { version: "v3", default: false, available: true, teams: 0 },
         { version: "v4", default: false, available: true, teams: 0 },
+        { version: "v5", default: false, available: true, teams: 0 },
       ],
       broken: [],
     });
@@ -64,7 +65,7 @@ describe("template versions side by side", () => {
     expect(bad.statusCode).toBe(422);
     expect(bad.json().errors).toContainEqual({
       field: "templateVersion",
-      rule: "must be one of the template versions: v1, v2, v3, v4",
+      rule: "must be one of the template versions: v1, v2, v3, v4, v5",
     });
 
     const remote = await inspectRemote(url);
@@ -77,6 +78,7 @@ describe("template versions side by side", () => {
       ["v2", 1],
       ["v3", 0],
       ["v4", 0],
+      ["v5", 0],
     ]);
   });
 
@@ -126,6 +128,7 @@ describe("template versions side by side", () => {
           ["v2", 2],
           ["v3", 0],
           ["v4", 0],
+          ["v5", 0],
         ].map(([v, n]) => [v, n, v === "v2"]),
       );
     } finally {

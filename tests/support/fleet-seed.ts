@@ -22,7 +22,8 @@ export interface SeedOptions {
   /** The platform section of Berth's config (as the API reads it). */
   platform: Record<string, unknown>;
   templatesDir: string;
-  templateVersion?: string;
+  /** Every team's version (default: the platform's), or each team's. */
+  templateVersion?: string | ((team: string) => string);
   layout?: "sharded" | "flat";
 }
 
@@ -41,11 +42,14 @@ export const devTeamsSeed =
 /** Every file onboarding `teams` writes, as one commit would hold them (path → content). */
 export async function renderFleet(teams: TeamInput[], opts: SeedOptions): Promise<Map<string, string>> {
   const platform = platformSchema.parse(opts.platform) as Platform;
-  const version = opts.templateVersion ?? platform.templateVersion;
-  const onboarding = new Onboarding(platform, await loadTemplateCatalog(opts.templatesDir, version));
+  const versionOf = (team: string) =>
+    typeof opts.templateVersion === "function"
+      ? opts.templateVersion(team)
+      : (opts.templateVersion ?? platform.templateVersion);
+  const onboarding = new Onboarding(platform, await loadTemplateCatalog(opts.templatesDir, platform.templateVersion));
   const files = new Map<string, string>();
   for (const input of teams) {
-    const team = { ...validateTeam(input, platform), templateVersion: version };
+    const team = { ...validateTeam(input, platform), templateVersion: versionOf(input.name) };
     for (const [path, content] of onboarding.render(team)) files.set(path, content);
   }
   for (const [path, content] of await onboarding.indexChanges(new MemoryRepoTree(files), [], { every: true })) {

@@ -732,6 +732,12 @@ export class AsoStandIn {
   private timer: NodeJS.Timeout | undefined;
   private running: Promise<void> | undefined;
   private readonly deletingSince = new Map<string, number>();
+  /**
+   * What each object was last settled at: its resourceVersion and the answer scripted for it. An object settled at
+   * the same is not written or read again, as ASO, which watches, does not poll Azure or the apiserver for an object
+   * that did not change: at 1,000 teams a GET of every identity's ConfigMap every tick kept the apiserver busy.
+   */
+  private readonly settledAt = new Map<string, string>();
 
   constructor(private readonly admin: Admin) {}
 
@@ -767,7 +773,8 @@ export class AsoStandIn {
 
   private async settle(): Promise<void> {
     for (const [kind, apiVersion] of Object.entries(ASO_KINDS) as Array<[AsoKind, string]>) {
-      const r = await this.admin.req("GET", `/apis/${apiVersion}/${plural(kind)}`);
+      // From the apiserver's watch cache (resourceVersion=0), as an informer's list is.
+      const r = await this.admin.req("GET", `/apis/${apiVersion}/${plural(kind)}?resourceVersion=0`);
       if (r.status !== 200) continue;
       for (const o of (r.json as { items: Obj[] }).items) await this.settleOne(kind, apiVersion, o);
     }
@@ -807,6 +814,8 @@ export class AsoStandIn {
     const released = team === undefined ? undefined : this.held.get(team);
     if (released && !released.has(kind)) return;
     const failure = team === undefined ? undefined : this.failures.get(`${team}/${kind}`);
+    const answer = `${o.metadata.resourceVersion} ${JSON.stringify(failure ?? null)}`;
+    if (finalizers.includes(ASO_FINALIZER) && this.settledAt.get(key) === answer) return;
     const generation = o.metadata.generation as number;
     const want = failure
       ? { type: "Ready", status: "False", ...failure }
@@ -814,12 +823,12 @@ export class AsoStandIn {
     const current = ((o.status as { conditions?: Array<Record<string, unknown>> } | undefined)?.conditions ?? []).find(
       (c) => c.type === "Ready",
     );
-    if (
+    const wrote =
       !current ||
       current.status !== want.status ||
       current.reason !== want.reason ||
-      current.observedGeneration !== generation
-    ) {
+      current.observedGeneration !== generation;
+    if (wrote) {
       await this.admin.req(
         "PATCH",
         `${path}/status`,
@@ -832,6 +841,8 @@ export class AsoStandIn {
       );
     }
     if (kind === "UserAssignedIdentity" && !failure) await this.exportIdentity(o);
+    // Settled at this resourceVersion only if nothing above wrote it (a write makes a new one, seen next tick).
+    if (finalizers.includes(ASO_FINALIZER) && !wrote) this.settledAt.set(key, answer);
   }
 
   /** The ConfigMap an identity's `operatorSpec.configMaps` asks for, as ASO writes it (owned by the identity). */

@@ -59,21 +59,25 @@ export function renderTeam(team: Team, platform: Platform, templates: TemplateSe
   const known = knownPlatformVars(platform);
   const files: RenderedFiles = new Map();
   const teamSpec = layout.teamSpec(team.name);
-  const header = (entry: TemplateEntry) => [
+  const header = (entries: TemplateEntry[]) => [
     GENERATED_HEADER,
-    `Source: ${teamSpec} + templates/${templates.version}/${entry.template}`,
+    `Source: ${teamSpec} + ${entries.map((e) => `templates/${templates.version}/${e.template}`).join(", ")}`,
   ];
 
+  /** Renders a group into `dir`; entries that share an output become one multi-document file. Returns its outputs. */
   const renderGroup = (entries: TemplateEntry[], context: Context, dir: string): string[] => {
-    const written: string[] = [];
+    const outputs = new Map<string, { entries: TemplateEntry[]; objects: unknown[] }>();
     for (const entry of entries) {
       const objects = renderEntry(entry, templates, context, known);
       if (objects.length === 0) continue;
       const name = entry.output ?? entry.template;
-      files.set(`${dir}/${name}`, toYamlFile(objects, header(entry)));
-      written.push(name);
+      const file = outputs.get(name) ?? { entries: [], objects: [] };
+      file.entries.push(entry);
+      file.objects.push(...objects);
+      outputs.set(name, file);
     }
-    return written;
+    for (const [name, file] of outputs) files.set(`${dir}/${name}`, toYamlFile(file.objects, header(file.entries)));
+    return [...outputs.keys()];
   };
 
   // The spec is a resource of the base too: Flux applies it as the cluster-scoped Team object, first. It
@@ -113,7 +117,7 @@ export function renderTeam(team: Team, platform: Platform, templates: TemplateSe
       throw new RenderError("a template set has exactly one flux entry", `templates/${templates.version}`); // (the index schema says so)
     files.set(
       layout.fluxKustomization(cluster.name, team.name),
-      toYamlFile(renderEntry(fluxEntry, templates, context, known), header(fluxEntry)),
+      toYamlFile(renderEntry(fluxEntry, templates, context, known), header([fluxEntry])),
     );
   }
   if (extras.length) assertExtrasAreTheTeams(files, extras);

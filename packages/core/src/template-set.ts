@@ -12,7 +12,10 @@ import { YAML_PARSE_OPTIONS } from "./serialize.js";
 const entrySchema = z
   .object({
     template: z.string().regex(/^[a-z0-9][a-z0-9-]*\.yaml$/, "must be a .yaml file name in the template folder"),
-    /** Output file name; defaults to the template's. */
+    /**
+     * Output file name; defaults to the template's. Entries of one group that share an output are written, in
+     * their order, as the documents of one file (templates v5: one file per folder, fewer files for Flux to copy).
+     */
     output: z
       .string()
       .regex(/^[a-z0-9][a-z0-9-]*\.yaml$/)
@@ -100,13 +103,9 @@ export function parseTemplateSet(version: string, files: ReadonlyMap<string, str
     templates.set(entry.template, parseSingleDocument(text, `templates/${version}/${entry.template}`));
   }
   const outputs = (list: TemplateEntry[]) => list.map((e) => e.output ?? e.template);
-  for (const group of [outputs(index.data.spec.team), outputs(index.data.spec.cluster)]) {
-    if (new Set(group).size !== group.length || group.includes("kustomization.yaml")) {
-      throw new RenderError(
-        "output names must be unique and must not be kustomization.yaml",
-        `templates/${version}/${TEMPLATE_INDEX}`,
-      );
-    }
+  // Berth writes each folder's kustomization.yaml itself.
+  if ([...outputs(index.data.spec.team), ...outputs(index.data.spec.cluster)].includes("kustomization.yaml")) {
+    throw new RenderError("output kustomization.yaml is Berth's own file", `templates/${version}/${TEMPLATE_INDEX}`);
   }
   // The base and cluster folders also hold the team's extra manifests (render.ts EXTRA_MANIFESTS_FILE).
   if ([...outputs(index.data.spec.team), ...outputs(index.data.spec.cluster)].includes("extra.yaml")) {

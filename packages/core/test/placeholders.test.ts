@@ -394,19 +394,13 @@ describe("templateset.yaml", () => {
       /spec\.team\.0\.template/,
     ],
     [
-      "two outputs with one name",
-      (t: string) =>
-        t.replace("    - template: limit-range.yaml", "    - template: limit-range.yaml\n      output: namespace.yaml"),
-      /output names must be unique/,
-    ],
-    [
       "an output named kustomization.yaml",
       (t: string) =>
         t.replace(
           "    - template: limit-range.yaml",
           "    - template: limit-range.yaml\n      output: kustomization.yaml",
         ),
-      /must not be kustomization.yaml/,
+      /output kustomization\.yaml is Berth's own file/,
     ],
     [
       "a team output named team.yaml (the team spec's file)",
@@ -419,6 +413,25 @@ describe("templateset.yaml", () => {
     const e = err(edit);
     expect(e.source).toBe("templates/v1/templateset.yaml");
     expect(e.message).toMatch(message);
+  });
+
+  it("writes entries that share an output as one file, their documents in entry order", () => {
+    const t = withIndex((text) =>
+      text
+        .replace("    - template: namespace.yaml", "    - template: namespace.yaml\n      output: resources.yaml")
+        .replace("    - template: limit-range.yaml", "    - template: limit-range.yaml\n      output: resources.yaml"),
+    );
+    const files = render(t);
+    const kinds = parseManifests(files.get("teams/orders/base/resources.yaml")!, "1.1").map((o) => o.kind);
+    expect(kinds).toEqual(["Namespace", "LimitRange"]);
+    expect(files.get("teams/orders/base/resources.yaml")).toContain(
+      "Source: teams/orders/base/team.yaml + templates/v1/namespace.yaml, templates/v1/limit-range.yaml",
+    );
+    expect(files.has("teams/orders/base/namespace.yaml")).toBe(false);
+    expect(files.has("teams/orders/base/limit-range.yaml")).toBe(false);
+    const resources = parseManifests(files.get("teams/orders/base/kustomization.yaml")!, "1.1")[0]?.resources;
+    expect((resources as string[]).slice(0, 3)).toEqual(["team.yaml", "resources.yaml", "resource-quota.yaml"]);
+    expect(resources).not.toContain("limit-range.yaml");
   });
 
   it("lets an entry choose its output name", () => {

@@ -43,7 +43,7 @@ async function issuesOf(p: Promise<unknown> | (() => unknown)) {
 describe("TemplateCatalog", () => {
   it("holds every version, orders them numerically, and refuses a default without a folder", () => {
     const catalog = loadCatalog("v1");
-    expect(catalog.versions()).toEqual(["v1", "v2", "v3", "v4"]);
+    expect(catalog.versions()).toEqual(["v1", "v2", "v3", "v4", "v5"]);
     expect(catalog.get("v2").version).toBe("v2");
     expect(() => catalog.get("v9")).toThrow(RenderError);
     expect(() => new TemplateCatalog([loadTemplates("v1")], "v2")).toThrow(/default template version v2 is not among/);
@@ -71,7 +71,7 @@ describe("new teams", () => {
     const issues = await issuesOf(() => onV2.prepareCreate(teamInput({ templateVersion: "v9", owners: [] })));
     expect(issues).toContainEqual({
       field: "templateVersion",
-      rule: "must be one of the template versions: v1, v2, v3, v4",
+      rule: "must be one of the template versions: v1, v2, v3, v4, v5",
     });
     expect(issues.map((i) => i.field)).toContain("owners");
     expect(await issuesOf(() => onV2.prepareCreate(teamInput({ templateVersion: "latest" })))).toContainEqual({
