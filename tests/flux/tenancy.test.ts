@@ -5,7 +5,8 @@
  *
  *   1. teams onboarded through the API are applied as that account and become Ready;
  *   2. a hand edit of one team's folder cannot write into another team: the admission policy refuses a kind RBAC
- *      allows outside the team's names, and an ASO object of the team's own name under another team's owner; RBAC
+ *      allows outside the team's names, an ASO object of the team's own name under another team's owner, and ASO
+ *      objects that read or export another team's ConfigMap (a role for bravo's identity, ids written over bravo's); RBAC
  *      refuses a kind a team never holds; the other team stays Ready, and reverting the edit makes the team Ready;
  *   3. offboarding prunes the team's objects as that account (the apiserver's audit log of deletes names it), and the
  *      account stays for the other teams.
@@ -96,6 +97,46 @@ describe("Flux's multi-tenancy lockdown with real Flux: a team's folder is appli
         "alpha--stolen",
       ),
     ).toBeUndefined();
+
+    // A role assignment of alpha's own name, under alpha's resource group, whose principal ASO would read from bravo's
+    // identity ConfigMap: it would grant bravo's identity a role. Then an identity of alpha's whose ids ASO would write
+    // over bravo's ConfigMap, which bravo's assignments read.
+    const roleDefinition =
+      "/subscriptions/3f2b1c4d-5e6f-4a7b-8c9d-0e1f2a3b4c5d/providers/Microsoft.Authorization/roleDefinitions/b24988ac-6180-42a0-ab88-20f7382dd24c";
+    await alphaWith("hijack.yaml", {
+      apiVersion: "authorization.azure.com/v1api20220401",
+      kind: "RoleAssignment",
+      metadata: { name: "alpha--granted", namespace: ASO_NAMESPACE },
+      spec: {
+        owner: { name: "alpha" },
+        principalIdFromConfig: { name: "bravo-identity", key: "principalId" },
+        roleDefinitionReference: { armId: roleDefinition },
+      },
+    });
+    await platform.reconcileSource();
+    expect(await failureOf("alpha", /own ConfigMaps and Secrets/)).toMatch(/not bravo-identity/);
+    await alphaWith("hijack.yaml", {
+      apiVersion: "managedidentity.azure.com/v1api20230131",
+      kind: "UserAssignedIdentity",
+      metadata: { name: "alpha--exporter", namespace: ASO_NAMESPACE },
+      spec: {
+        location: "westeurope",
+        owner: { name: "alpha" },
+        operatorSpec: { configMaps: { principalId: { name: "bravo-identity", key: "principalId" } } },
+      },
+    });
+    await platform.reconcileSource();
+    // The failure above names bravo-identity too: wait for this edit's object in the message.
+    expect(await failureOf("alpha", /alpha--exporter/)).toMatch(/own ConfigMaps and Secrets.*not bravo-identity/s);
+    for (const [kind, name] of [
+      ["authorization.azure.com/v1api20220401/RoleAssignment", "alpha--granted"],
+      ["managedidentity.azure.com/v1api20230131/UserAssignedIdentity", "alpha--exporter"],
+    ] as const) {
+      const slash = kind.lastIndexOf("/");
+      expect(
+        await platform.admin.get(kind.slice(0, slash), kind.slice(slash + 1), ASO_NAMESPACE, name),
+      ).toBeUndefined();
+    }
 
     // A ClusterRoleBinding: no team folder holds one, so RBAC refuses it before the policy is asked.
     await alphaWith("hijack.yaml", {

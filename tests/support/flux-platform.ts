@@ -772,16 +772,27 @@ export class AsoStandIn {
   }
 
   private async settle(): Promise<void> {
+    const listed = new Set<string>();
     for (const [kind, apiVersion] of Object.entries(ASO_KINDS) as Array<[AsoKind, string]>) {
       // From the apiserver's watch cache (resourceVersion=0), as an informer's list is.
       const r = await this.admin.req("GET", `/apis/${apiVersion}/${plural(kind)}?resourceVersion=0`);
       if (r.status !== 200) continue;
-      for (const o of (r.json as { items: Obj[] }).items) await this.settleOne(kind, apiVersion, o);
+      for (const o of (r.json as { items: Obj[] }).items) {
+        listed.add(this.keyOf(kind, o));
+        await this.settleOne(kind, apiVersion, o);
+      }
     }
+    // Forget what is gone, as an informer's cache does: a team offboarded and onboarded again starts afresh.
+    for (const key of this.settledAt.keys()) if (!listed.has(key)) this.settledAt.delete(key);
+    for (const key of this.deletingSince.keys()) if (!listed.has(key)) this.deletingSince.delete(key);
+  }
+
+  private keyOf(kind: AsoKind, o: Obj): string {
+    return `${o.metadata.namespace}/${kind}/${o.metadata.name}`;
   }
 
   private async settleOne(kind: AsoKind, apiVersion: string, o: Obj): Promise<void> {
-    const key = `${o.metadata.namespace}/${kind}/${o.metadata.name}`;
+    const key = this.keyOf(kind, o);
     const path = await this.admin.path(apiVersion, kind, o.metadata.namespace, o.metadata.name);
     const finalizers = (o.metadata.finalizers as string[] | undefined) ?? [];
     if (o.metadata.deletionTimestamp) {
@@ -802,7 +813,8 @@ export class AsoStandIn {
       }
       return;
     }
-    if (!finalizers.includes(ASO_FINALIZER)) {
+    const hadFinalizer = finalizers.includes(ASO_FINALIZER);
+    if (!hadFinalizer) {
       await this.admin.req(
         "PATCH",
         path,
@@ -815,7 +827,7 @@ export class AsoStandIn {
     if (released && !released.has(kind)) return;
     const failure = team === undefined ? undefined : this.failures.get(`${team}/${kind}`);
     const answer = `${o.metadata.resourceVersion} ${JSON.stringify(failure ?? null)}`;
-    if (finalizers.includes(ASO_FINALIZER) && this.settledAt.get(key) === answer) return;
+    if (hadFinalizer && this.settledAt.get(key) === answer) return;
     const generation = o.metadata.generation as number;
     const want = failure
       ? { type: "Ready", status: "False", ...failure }
@@ -842,7 +854,7 @@ export class AsoStandIn {
     }
     if (kind === "UserAssignedIdentity" && !failure) await this.exportIdentity(o);
     // Settled at this resourceVersion only if nothing above wrote it (a write makes a new one, seen next tick).
-    if (finalizers.includes(ASO_FINALIZER) && !wrote) this.settledAt.set(key, answer);
+    if (hadFinalizer && !wrote) this.settledAt.set(key, answer);
   }
 
   /** The ConfigMap an identity's `operatorSpec.configMaps` asks for, as ASO writes it (owned by the identity). */
