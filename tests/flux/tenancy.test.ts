@@ -128,15 +128,22 @@ describe("Flux's multi-tenancy lockdown with real Flux: a team's folder is appli
     await platform.reconcileSource();
     // The failure above names bravo-identity too: wait for this edit's object in the message.
     expect(await failureOf("alpha", /alpha--exporter/)).toMatch(/own ConfigMaps and Secrets.*not bravo-identity/s);
-    for (const [kind, name] of [
-      ["authorization.azure.com/v1api20220401/RoleAssignment", "alpha--granted"],
-      ["managedidentity.azure.com/v1api20230131/UserAssignedIdentity", "alpha--exporter"],
-    ] as const) {
-      const slash = kind.lastIndexOf("/");
-      expect(
-        await platform.admin.get(kind.slice(0, slash), kind.slice(slash + 1), ASO_NAMESPACE, name),
-      ).toBeUndefined();
-    }
+    expect(
+      await platform.admin.get(
+        "authorization.azure.com/v1api20220401",
+        "RoleAssignment",
+        ASO_NAMESPACE,
+        "alpha--granted",
+      ),
+    ).toBeUndefined();
+    expect(
+      await platform.admin.get(
+        "managedidentity.azure.com/v1api20230131",
+        "UserAssignedIdentity",
+        ASO_NAMESPACE,
+        "alpha--exporter",
+      ),
+    ).toBeUndefined();
 
     // A ClusterRoleBinding: no team folder holds one, so RBAC refuses it before the policy is asked.
     await alphaWith("hijack.yaml", {
