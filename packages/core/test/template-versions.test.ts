@@ -3,6 +3,7 @@
  * platform default, an update keeps the version, only a rollout (Fleet.plan with a version) moves it.
  */
 import { describe, expect, it } from "vitest";
+import { parse } from "yaml";
 import {
   compareVersions,
   Onboarding,
@@ -21,7 +22,9 @@ import {
   OWNERS,
   PLATFORM,
   rerender,
+  TEMPLATE_VERSIONS,
   teamInput,
+  templateFiles,
   treeWithTeams,
 } from "./fixtures.js";
 
@@ -143,5 +146,19 @@ describe("team files written before versions were recorded", () => {
     expect(await after.list("teams/orders")).toEqual(await tree.list("teams/orders"));
     // Re-rendering again on v2 changes nothing.
     expect((await rerender(onV2, after, "orders")).files.size).toBe(0);
+  });
+});
+
+describe("the team Kustomization's health checks", () => {
+  // tests/flux/health-checks.test.ts runs the newest version's against real Flux; every other version must say the same.
+  const healthChecksOf = (version: string) =>
+    (parse(templateFiles(version).get("flux-kustomization.yaml")!) as { spec: { healthCheckExprs: unknown } }).spec
+      .healthCheckExprs;
+
+  it("are the same in every version, and wait while an ASO object's Ready describes an older generation", () => {
+    const newest = healthChecksOf(TEMPLATE_VERSIONS.at(-1)!) as Array<{ kind: string; inProgress?: string }>;
+    for (const kind of ["ResourceGroup", "UserAssignedIdentity", "FederatedIdentityCredential", "RoleAssignment"])
+      expect(newest.find((check) => check.kind === kind)?.inProgress, kind).toContain("observedGeneration");
+    for (const version of TEMPLATE_VERSIONS) expect(healthChecksOf(version), version).toEqual(newest);
   });
 });
