@@ -16,13 +16,18 @@ import { setTimeout as sleep } from "node:timers/promises";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { REPO_ROOT } from "../support/berth.js";
 import { devTeamsSeed } from "../support/fleet-seed.js";
-import { ASO_NAMESPACE, requestReconcile, startFluxPlatform, type FluxPlatform } from "../support/flux-platform.js";
+import {
+  ASO_KINDS,
+  ASO_NAMESPACE,
+  requestReconcile,
+  startFluxPlatform,
+  type FluxPlatform,
+} from "../support/flux-platform.js";
 import { eventually } from "../support/wait.js";
 import type { Obj } from "../controller/helpers.js";
 
 const OWNER = "0b9a3c1e-1111-4222-8333-444455556666";
 const KUSTOMIZATION_API = "kustomize.toolkit.fluxcd.io/v1";
-const IDENTITY = { apiVersion: "managedidentity.azure.com/v1api20230131", kind: "UserAssignedIdentity" };
 /** Longer than kustomize-controller's health check poll (5 s): a check that passes or fails on stale data has by then. */
 const PAST_ONE_POLL_MS = 7_000;
 
@@ -65,7 +70,8 @@ describe("team health checks with real Flux: an ASO condition of an older genera
     if (templates) await rm(templates, { recursive: true, force: true });
   });
 
-  const identityOf = (team: string) => platform.admin.get(IDENTITY.apiVersion, IDENTITY.kind, ASO_NAMESPACE, team);
+  const identityOf = (team: string) =>
+    platform.admin.get(ASO_KINDS.UserAssignedIdentity, "UserAssignedIdentity", ASO_NAMESPACE, team);
   const kustomization = (team: string) => platform.kustomization(ASO_NAMESPACE, `team-${team}`);
   const startRollout = async (team: string) => {
     const res = await platform.request("POST", "/v1/rollouts", {
@@ -110,22 +116,17 @@ describe("team health checks with real Flux: an ASO condition of an older genera
     return { id, k: (await kustomization(team))! };
   };
 
-  const release = (team: string) => {
-    for (const kind of [
-      "ResourceGroup",
-      "UserAssignedIdentity",
-      "FederatedIdentityCredential",
-      "RoleAssignment",
-    ] as const)
-      platform.aso!.release(team, kind);
-  };
-
   it("1. an identity that had failed: Flux waits for ASO's answer to the new spec, and the rollout that fixes it completes", async () => {
     platform.aso!.fail("alpha", "UserAssignedIdentity", {
       reason: "SubscriptionMismatch",
       severity: "Error",
       message: "the namespace's credential is for another subscription than the resource's",
     });
+    await eventually(
+      "ASO reported alpha's identity failed",
+      async () => conditionOf(await identityOf("alpha"), "Ready")?.reason === "SubscriptionMismatch",
+      30_000,
+    );
     // Flux does not watch what it applied: it sees the failure at its next reconcile (`flux reconcile ks`).
     await requestReconcile(platform.admin, KUSTOMIZATION_API, "Kustomization", ASO_NAMESPACE, "team-alpha");
     await eventually(
@@ -140,7 +141,7 @@ describe("team health checks with real Flux: an ASO condition of an older genera
       reason: "Progressing",
     });
     expect(await rolloutPhase(id)).toBe("Running");
-    release("alpha");
+    platform.aso!.release("alpha");
     await eventually("the rollout Completed", async () => (await rolloutPhase(id)) === "Completed", 120_000);
     expect(conditionOf(await kustomization("alpha"), "Ready")?.status).toBe("True");
   }, 300_000);
@@ -152,7 +153,7 @@ describe("team health checks with real Flux: an ASO condition of an older genera
       reason: "Progressing",
     });
     expect(conditionOf(k, "Ready")?.status).not.toBe("True");
-    release("bravo");
+    platform.aso!.release("bravo");
     await eventually("the rollout Completed", async () => (await rolloutPhase(id)) === "Completed", 120_000);
     expect(conditionOf(await kustomization("bravo"), "Ready")?.status).toBe("True");
   }, 300_000);

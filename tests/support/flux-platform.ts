@@ -751,9 +751,10 @@ export class AsoStandIn {
     this.held.set(team, new Set());
   }
 
-  /** ASO answers for the team's objects of `kind` from now on. */
-  release(team: string, kind: AsoKind): void {
-    this.held.get(team)?.add(kind);
+  /** ASO answers for the team's objects of `kind` from now on (of every kind when none is named). */
+  release(team: string, kind?: AsoKind): void {
+    if (kind === undefined) this.held.delete(team);
+    else this.held.get(team)?.add(kind);
   }
 
   start(intervalMs = 300): void {
