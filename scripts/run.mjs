@@ -255,7 +255,8 @@ function buildImage(args = [], { tools = true } = {}) {
 }
 
 /**
- * The fast lane: the packages' and apps' own tests and the docs check (tests/docs), or the files given, with
+ * The fast lane: the packages' and apps' own tests, the docs check (tests/docs) and the import graph's
+ * (tests/architecture), or the files given, with
  * nothing built first (no image, no cluster components, no dist). `npm run test:unit -- packages/core/test/onboarding.test.ts` runs one file in seconds.
  * The excluded files need a kube-apiserver or sshd: `npm test` sets those up.
  */
@@ -269,7 +270,7 @@ function unitTests(pnpm) {
   const files = process.argv.slice(3);
   const selection = files.length
     ? files
-    : ["packages/", "apps/", "tests/docs/", ...NEEDS_SETUP.flatMap((f) => ["--exclude", f])];
+    : ["packages/", "apps/", "tests/docs/", "tests/architecture/", ...NEEDS_SETUP.flatMap((f) => ["--exclude", f])];
   process.exit(run(pnpm[0], [...pnpm.slice(1), "exec", "vitest", "run", ...selection]));
 }
 

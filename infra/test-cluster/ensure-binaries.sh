@@ -4,6 +4,7 @@
 #   etcd                                      go.etcd.io/etcd/server/v3      (go/etcd)
 #   source-controller, kustomize-controller,  github.com/fluxcd/...          (go/<name>, one wrapper each)
 #   notification-controller, source-watcher
+#   helm-controller's CRDs (nothing built)    github.com/fluxcd/helm-controller (go/helm-controller)
 #   aso-controller                            github.com/Azure/azure-service-operator/v2   (go/aso)
 #   controller-gen                            sigs.k8s.io/controller-tools   (go/controller-gen: writes ASO's CRDs)
 # Each go/<component>/ is a small wrapper module of ours: go.mod names the one version (and copies the
@@ -28,7 +29,7 @@ HERE=$(cd "$(dirname "$0")" && pwd)
 GO_DIR="$HERE/go"
 CACHE_ROOT="${BERTH_CACHE_DIR:-${HOME:-/root}/.cache/berth}/test-cluster"
 # Build order: the apiserver first (every cluster test needs it), ASO last (by far the longest).
-ALL=(kubernetes etcd source-controller kustomize-controller notification-controller source-watcher controller-gen aso)
+ALL=(kubernetes etcd source-controller kustomize-controller notification-controller source-watcher helm-controller controller-gen aso)
 T0=$(date +%s)
 
 log() { printf '[ensure-binaries +%ss] %s\n' "$(($(date +%s) - T0))" "$*" >&2; }
@@ -158,7 +159,10 @@ build() { # $1: component
     sampled_in "$GO_DIR/$c" go build -trimpath -ldflags "$ldflags" -o "$WORK/$name" "$pkg" || die "$c: go build $pkg failed"
   done
   local module_dir
+  # A wrapper that builds no program (helm-controller: CRDs only) has not downloaded its module yet.
+  (cd "$GO_DIR/$c" && go mod download "$MAIN_MODULE") >&2 || die "$c: go mod download $MAIN_MODULE failed"
   module_dir=$(cd "$GO_DIR/$c" && go list -m -f '{{.Dir}}' "$MAIN_MODULE")
+  [[ -n "$module_dir" ]] || die "$c: $MAIN_MODULE is not in the module cache"
   if [[ -n "$CRDS" ]]; then
     mkdir -p "$WORK/crds"
     cp "$module_dir/$CRDS"/*.yaml "$WORK/crds/"

@@ -26,10 +26,11 @@
  * BENCH_CREATE_CONCURRENCY (16), BENCH_TSX, BENCH_NODE_ARGS (e.g. --cpu-prof), BENCH_NODE_OPTIONS (default: the Deployment's, from
  * infra/controller/deployment.yaml, so the heap is capped as in production; "none" runs uncapped).
  */
+import { percentile } from "./stats.js";
 import { spawn, spawnSync, type ChildProcess } from "node:child_process";
+import { freePort } from "../support/ports.js";
 import { createRequire } from "node:module";
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
-import { createServer } from "node:net";
 import { availableParallelism, cpus, loadavg, tmpdir } from "node:os";
 import { join } from "node:path";
 import { performance } from "node:perf_hooks";
@@ -105,10 +106,6 @@ platform:
 
 // ---- small helpers ---------------------------------------------------------------------------------
 
-function percentile(samples: number[], p: number): number {
-  const sorted = [...samples].sort((a, b) => a - b);
-  return sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil((p / 100) * sorted.length) - 1))]!;
-}
 const fmtMs = (n: number) => (n >= 10_000 ? `${(n / 1000).toFixed(1)} s` : `${n.toFixed(n < 100 ? 1 : 0)} ms`);
 const fmtMiB = (kib: number) => `${(kib / 1024).toFixed(0)} MiB`;
 
@@ -120,15 +117,6 @@ async function pool<T>(items: T[], n: number, fn: (item: T) => Promise<void>): P
       while (next < items.length) await fn(items[next++]!);
     }),
   );
-}
-
-async function freePort(): Promise<number> {
-  return new Promise((res) => {
-    const srv = createServer().listen(0, "127.0.0.1", () => {
-      const p = (srv.address() as { port: number }).port;
-      srv.close(() => res(p));
-    });
-  });
 }
 
 async function until<T>(what: string, fn: () => Promise<T | undefined | false>, ms: number, everyMs = 100): Promise<T> {

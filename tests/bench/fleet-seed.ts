@@ -3,10 +3,13 @@
  * figures and the machine's load are printed.
  */
 import { loadConfig, loadTemplateCatalog } from "@berth/config";
-import { Onboarding, validateTeam } from "@berth/core";
+import { Onboarding, repoLayout, validateTeam } from "@berth/core";
 import { FluxRepo } from "@berth/gitops";
+import { execFile } from "node:child_process";
 import { loadavg } from "node:os";
 import { join } from "node:path";
+import { fileURLToPath } from "node:url";
+import { promisify } from "node:util";
 import { DEV_TOKEN, REPO_ROOT } from "../support/berth.js";
 import { MemoryRepoTree } from "../../packages/core/test/fixtures.js";
 import { makeTempDir } from "../support/git-remotes.js";
@@ -18,14 +21,13 @@ export const load = () =>
     .map((n) => n.toFixed(2))
     .join(" ");
 export const ms = (n: number) => (n >= 1000 ? `${(n / 1000).toFixed(2)} s` : `${n.toFixed(1)} ms`);
-export function percentile(samples: number[], p: number): number {
-  const sorted = [...samples].sort((a, b) => a - b);
-  return sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)]!;
-}
 export const teamName = (i: number) => `team-${String(i).padStart(5, "0")}`;
 
-/** N v1 teams in one commit, written straight through the writer (not through N requests). */
-export async function seed(url: string, n: number): Promise<number> {
+/**
+ * N v1 teams in one commit, written straight through the writer (not through N requests). With `filesFrom`,
+ * every team file says v1 but the team's other files hold that version's render: N drifted teams.
+ */
+export async function seed(url: string, n: number, opts: { filesFrom?: string } = {}): Promise<number> {
   const config = loadConfig(
     {
       BERTH_CONFIG_FILE: join(REPO_ROOT, "infra", "local", "berth.yaml"),
@@ -54,7 +56,12 @@ export async function seed(url: string, n: number): Promise<number> {
       ),
       templateVersion: "v1",
     };
-    for (const [p, c] of onboarding.render(team)) files.set(p, c);
+    const rendered = onboarding.render(team);
+    const spec = repoLayout(config.platform).teamSpec(name);
+    if (opts.filesFrom)
+      for (const [p, c] of onboarding.render({ ...team, templateVersion: opts.filesFrom }))
+        if (p !== spec && rendered.has(p)) rendered.set(p, c);
+    for (const [p, c] of rendered) files.set(p, c);
   }
   // Every cluster's indexes as Berth's own rebuild writes them (the same code a rollout's plan runs).
   for (const [p, content] of await onboarding.indexChanges(new MemoryRepoTree(files), [], { every: true }))
@@ -71,4 +78,19 @@ export async function seed(url: string, n: number): Promise<number> {
   await repo.transact(async () => ({ files, subject: `seed ${n} teams` }), { actor: "bench", requestId: "seed" });
   await repo.close();
   return files.size;
+}
+
+/**
+ * seed() in a child process: the bench's own process then holds only what it measures (the API, its threads,
+ * the clients), not the garbage of rendering N teams a moment before (a major GC of it stalls the event loop).
+ */
+export async function seedInChild(url: string, n: number, opts: { filesFrom?: string } = {}): Promise<number> {
+  const args = [...process.execArgv, fileURLToPath(import.meta.url), "--seed", url, String(n), opts.filesFrom ?? ""];
+  const { stdout } = await promisify(execFile)(process.execPath, args, { maxBuffer: 1 << 20 });
+  return Number(stdout.trim().split("\n").at(-1));
+}
+
+if (process.argv[2] === "--seed" && process.argv[1] === fileURLToPath(import.meta.url)) {
+  const [url, n, filesFrom] = process.argv.slice(3);
+  process.stdout.write(`${await seed(url!, Number(n), filesFrom ? { filesFrom } : {})}\n`);
 }

@@ -24,7 +24,8 @@ import { performance } from "node:perf_hooks";
 import { Worker } from "node:worker_threads";
 import { DEV_TOKEN, startBerth } from "../support/berth.js";
 import { createBareRepo } from "../support/git-remotes.js";
-import { load, ms, OWNER, percentile, seed, teamName } from "./fleet-seed.js";
+import { load, ms, OWNER, seed, teamName } from "./fleet-seed.js";
+import { percentile } from "./stats.js";
 
 const SIZES = (process.env.BENCH_FLEET_SIZES ?? "100,1000,5000").split(",").map(Number);
 const READERS = 20;

@@ -61,7 +61,8 @@ import {
   type FluxPlatform,
   type TeamSource,
 } from "../support/flux-platform.js";
-import { load, ms, OWNER, percentile } from "./fleet-seed.js";
+import { load, ms, OWNER } from "./fleet-seed.js";
+import { percentile } from "./stats.js";
 
 const SIZES = (process.env.BENCH_FLUX_TEAMS ?? "100,1000").split(",").map(Number);
 /** The layouts a run can compare: before ADR 0019, ADR 0019's team artifacts, ADR 0022's slices (flux/). */

@@ -6,6 +6,7 @@
  * 2. The same files written by a raw `git add && git commit && git push` in a clone of the same remote.
  * 3. Wall time of 100 concurrent onboardings.
  */
+import { percentile } from "./stats.js";
 import { mkdir, rm, writeFile } from "node:fs/promises";
 import { dirname, join } from "node:path";
 import { performance } from "node:perf_hooks";
@@ -18,10 +19,6 @@ const CONCURRENT = Number(process.env.BENCH_CONCURRENT ?? 100);
 const useHttp = process.argv.includes("--http");
 const OWNER = "0b9a3c1e-1111-4222-8333-444455556666";
 
-function percentile(samples: number[], p: number): number {
-  const sorted = [...samples].sort((a, b) => a - b);
-  return sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)]!;
-}
 const ms = (n: number) => `${n.toFixed(1)} ms`;
 
 async function main() {

@@ -6,6 +6,7 @@
  * The fleet is rendered by the real Onboarding and committed in one commit with plain git (onboarding
  * 1,000 teams through the API would measure the writer, not the reads).
  */
+import { percentile } from "./stats.js";
 import { mkdir, rm, writeFile } from "node:fs/promises";
 import { loadavg } from "node:os";
 import { dirname, join } from "node:path";
@@ -19,10 +20,6 @@ const TEAMS = Number(process.env.BENCH_TEAMS ?? 1000);
 const OWNER = "0b9a3c1e-1111-4222-8333-444455556666";
 const auth = { authorization: `Bearer ${DEV_TOKEN}` };
 
-function percentile(samples: number[], p: number): number {
-  const sorted = [...samples].sort((a, b) => a - b);
-  return sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)]!;
-}
 const ms = (n: number) => `${n.toFixed(1)} ms`;
 
 /** The files of a fleet, in memory, as a RepoTree the domain can plan on. */

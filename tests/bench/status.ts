@@ -23,7 +23,8 @@ import { Admin, INFRA, readManifests } from "../controller/helpers.js";
 import { DEV_TOKEN, startBerth } from "../support/berth.js";
 import { createBareRepo, inspectRemote } from "../support/git-remotes.js";
 import { startKubeCluster } from "../support/kube-cluster.js";
-import { load, ms, OWNER, percentile, seed, teamName } from "./fleet-seed.js";
+import { load, ms, OWNER, seed, teamName } from "./fleet-seed.js";
+import { percentile } from "./stats.js";
 
 const N = Number(process.env.BENCH_STATUS_TEAMS ?? 5000);
 const WAVE = Math.min(1000, N);

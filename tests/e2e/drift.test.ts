@@ -1,8 +1,10 @@
 /**
  * GET /v1/fleet/drift against a real remote that someone edited by hand: every generated file that differs
  * from Berth's render of its team file, with the diff; a same-version rollout of the drifted teams fixes it.
+ * Paged by team name, diffs bounded, computed in a worker thread commit by commit (ADR 0026).
  */
-import { teamShard } from "@berth/core";
+import { DRIFT_DIFF_BUDGET, teamShard } from "@berth/core";
+import { threadId } from "node:worker_threads";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { driftResponse } from "../../apps/api/src/http/routes/fleet.js";
 import { DEV_TOKEN, startBerth, type RunningBerth } from "../support/berth.js";
@@ -79,11 +81,17 @@ describe("repo drift", () => {
     expect(ns).toContain("-    pod-security.kubernetes.io/enforce: privileged");
     expect(ns).toContain("+    pod-security.kubernetes.io/enforce: baseline");
     expect(report.layout).toEqual([
-      { path: BRAVO_SHARD_INDEX, drift: "modified", diff: expect.stringContaining("+  - bravo.yaml") },
+      {
+        path: BRAVO_SHARD_INDEX,
+        drift: "modified",
+        diff: expect.stringContaining("+  - bravo.yaml"),
+        truncated: false,
+      },
       {
         path: TOP_INDEX,
         drift: "modified",
         diff: expect.stringMatching(new RegExp(`\\+  - "?${teamShard("alpha")}"?\\n`)),
+        truncated: false,
       },
     ]);
     expect(report.failed).toEqual([
@@ -91,6 +99,50 @@ describe("repo drift", () => {
     ]);
     expect(report.fix).toEqual({ selector: { names: ["alpha", "bravo"] } });
     expect((await drift("?diffs=false")).teams[0]?.files[1]?.diff).toBe("");
+  });
+
+  it("pages through the drifted and failed teams in name order with limit and continue; the summary counts the fleet", async () => {
+    const first = await drift("?limit=1");
+    expect(first.teams.map((t) => t.team)).toEqual(["alpha"]);
+    expect(first.failed).toEqual([]);
+    expect(first.layout).toHaveLength(2); // on the first page only
+    expect(first.fix).toEqual({ selector: { names: ["alpha"] } });
+    expect(first.continue).toEqual(expect.any(String));
+    const second = await drift(`?limit=1&continue=${first.continue}`);
+    expect(second.teams.map((t) => t.team)).toEqual(["bravo"]);
+    expect(second.layout).toEqual([]);
+    const third = await drift(`?limit=1&continue=${second.continue}`);
+    expect(third.teams).toEqual([]);
+    expect(third.failed.map((f) => f.team)).toEqual(["charlie"]);
+    expect(third.fix).toBeNull();
+    expect(third.continue).toBeUndefined();
+    for (const page of [first, second, third]) {
+      expect(page.summary).toEqual({ checked: 3, drifted: 2, files: 5, failed: 1 });
+      expect(page.revision).toBe(first.revision);
+    }
+    for (const bad of ["?limit=0", "?limit=101", "?continue=not-a-token"]) {
+      const res = await berth.server.inject({ url: `/v1/fleet/drift${bad}`, headers: auth });
+      expect(res.statusCode, bad).toBe(422);
+    }
+  });
+
+  it("cuts a team's diffs at the budget, ending the cut one with a marker line, and keeps every file listed", async () => {
+    const big = Array.from({ length: 4000 }, (_, i) => `# line ${i} of a hand-written file\n`).join("");
+    await handEdit(url, { "teams/alpha/base/zz-big.yaml": big, "teams/alpha/base/zzz-after.yaml": "kind: Pod\n" });
+    await berth.repo.snapshot(0);
+    const alpha = (await drift()).teams.find((t) => t.team === "alpha");
+    expect(alpha?.files.map((f) => [f.path, f.drift, f.truncated])).toEqual([
+      ["teams/alpha/base/debug-pod.yaml", "unexpected", false],
+      ["teams/alpha/base/namespace.yaml", "modified", false],
+      ["teams/alpha/base/zz-big.yaml", "unexpected", true],
+      ["teams/alpha/base/zzz-after.yaml", "unexpected", true],
+    ]);
+    const cut = alpha?.files[2]?.diff ?? "";
+    expect(cut.length).toBeLessThan(big.length);
+    expect(cut.split("\n").at(-2)).toMatch(/^\\ Berth: diff truncated: \d+ more characters/);
+    expect(alpha?.files.reduce((n, f) => n + f.diff.length, 0)).toBeLessThan(DRIFT_DIFF_BUDGET + 1000);
+    await handEdit(url, { "teams/alpha/base/zz-big.yaml": null, "teams/alpha/base/zzz-after.yaml": null });
+    await berth.repo.snapshot(0);
   });
 
   it("a same-version rollout of the drifted teams puts every file back", async () => {
@@ -112,21 +164,13 @@ describe("repo drift", () => {
     expect(remote.files.get(TOP_INDEX)).toMatch(new RegExp(`  - "?${teamShard("alpha")}"?\n`));
   });
 
-  it("renders the fleet once per revision: concurrent and later callers share one report", async () => {
-    const { fleet } = berth.services.deps;
-    const concurrent = await Promise.all([
-      fleet.drift({ diffs: true }),
-      fleet.drift({ diffs: true }),
-      fleet.drift({ diffs: true }),
-    ]);
-    expect(concurrent[1]).toBe(concurrent[0]);
-    expect(concurrent[2]).toBe(concurrent[0]);
-    expect(await fleet.drift({ diffs: true })).toBe(concurrent[0]);
-    const withoutDiffs = await fleet.drift({ diffs: false });
-    expect(withoutDiffs).not.toBe(concurrent[0]);
-    expect(await fleet.drift({ diffs: false })).toBe(withoutDiffs);
+  it("renders in a worker thread, the whole fleet once, then only the teams a commit touched; readers of one revision share it", async () => {
+    const { drift: thread } = berth.services;
+    await drift();
+    const before = thread.stats();
+    expect(before.threadId).toEqual(expect.any(Number));
+    expect(before.threadId).not.toBe(threadId); // not the API's event loop
 
-    // A new revision gets a new report.
     const res = await berth.server.inject({
       method: "POST",
       url: "/v1/teams",
@@ -134,9 +178,22 @@ describe("repo drift", () => {
       payload: { name: "delta", owners: [OWNER], environments: ["dev"] },
     });
     expect(res.statusCode, res.body).toBe(201);
-    const next = await fleet.drift({ diffs: true });
-    expect(next).not.toBe(concurrent[0]);
-    expect(next.revision).toBe(res.json().revision);
-    expect(next.checked).toBe(4);
+    const pages = await Promise.all([drift(), drift("?diffs=false"), drift("?limit=1")]);
+    for (const page of pages) expect(page.revision).toBe(res.json().revision);
+    expect(pages[0]?.summary.checked).toBe(4);
+    const after = thread.stats();
+    expect(after.updates).toBe(before.updates + 1);
+    expect(after.lastUpdate).toMatchObject({ revision: res.json().revision, rendered: 1 });
+  });
+
+  it("answers each page as the worker serialized it, checked against the contract: the event loop only sends it", async () => {
+    await handEdit(url, { "teams/alpha/base/debug-pod.yaml": "kind: Pod\n" });
+    await berth.repo.snapshot(0);
+    const res = await berth.server.inject({ method: "GET", url: "/v1/fleet/drift?limit=1", headers: auth });
+    expect(res.statusCode, res.body).toBe(200);
+    const page = driftResponse.parse(res.json());
+    expect(page.teams).toHaveLength(1);
+    const fromWorker = await berth.services.drift.body(page.revision!, { limit: 1, diffs: true });
+    expect(Buffer.from(fromWorker).equals(res.rawPayload)).toBe(true);
   });
 });

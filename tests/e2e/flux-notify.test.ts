@@ -5,13 +5,17 @@
  * real one). What is checked: who is told (the clusters that read what the push changed, nobody for a rollout's
  * state file), the signature and body, that a cluster that does not answer costs the write nothing and is retried
  * with backoff, then given up, and counted in the metrics; a burst of pushes coalesces; the key is read at each
- * notification (a rotated Secret) and never logged.
+ * notification (a rotated Secret) and never logged; a redirect is never followed (the signed body stays with the
+ * Receiver), and no failure logs the URL's userinfo or path.
  */
 import { createHmac, timingSafeEqual } from "node:crypto";
 import { createServer, type IncomingMessage } from "node:http";
 import { writeFile } from "node:fs/promises";
 import { join } from "node:path";
+import { Writable } from "node:stream";
+import pino from "pino";
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from "vitest";
+import { FluxNotifier } from "../../apps/api/src/adapters/flux-notifier.js";
 import { DEV_TOKEN, startBerth, type RunningBerth } from "../support/berth.js";
 import { createBareRepo, git, makeTempDir, type BareRepo } from "../support/git-remotes.js";
 import { LoopbackServers } from "../support/loopback-servers.js";
@@ -35,6 +39,8 @@ class ReceiverStandIn {
   readonly refused: string[] = [];
   /** The next answers, in order; 200 once they are used up. "hang" never answers (until the client gives up). */
   answers: Array<number | "hang"> = [];
+  /** The Location sent with a 3xx answer. */
+  location = "";
   key: string;
 
   constructor(key: string) {
@@ -59,7 +65,7 @@ class ReceiverStandIn {
         revision: (JSON.parse(body.toString()) as { revision: string }).revision,
         at: Date.now(),
       });
-    res.writeHead(answer).end();
+    res.writeHead(answer, answer >= 300 && answer < 400 ? { location: this.location } : {}).end();
   };
 }
 
@@ -243,6 +249,30 @@ describe("the API tells each cluster's Flux to fetch after a push", () => {
     expect(logs).not.toContain("/hook/0123456789abcdef");
   });
 
+  it("a redirect is a failed attempt, never followed: the signed body does not reach another origin", async () => {
+    const elsewhere: string[] = [];
+    const other = await servers.listen(
+      createServer((req, res) => {
+        elsewhere.push(`${req.method} ${req.url} ${String(req.headers["x-signature"])}`);
+        res.writeHead(200).end();
+      }),
+    );
+    const before = await metric("aks-prod-neu", "failed");
+    receivers["aks-prod-neu"].location = `${other}/stolen/0123456789abcdef`;
+    receivers["aks-prod-neu"].answers = [307, 308];
+    const from = berth.logs.length;
+    const res = await post("/v1/teams", { name: "redirected", owners: [OWNER], environments: ["prod"] });
+    expect(res.statusCode, res.body).toBe(201);
+    await berth.services.notifier.idle();
+    expect(elsewhere).toEqual([]);
+    expect(await metric("aks-prod-neu", "failed")).toBe(before + 2);
+    expect(delivered()["aks-prod-neu"]).toEqual([res.json().revision]);
+    const logs = berth.logs.slice(from).join("");
+    expect(logs).toContain("the Receiver answered HTTP 307");
+    expect(logs).not.toContain("/stolen/");
+    expect(logs).not.toContain("/hook/0123456789abcdef");
+  });
+
   it("a Receiver that refuses the signature (a wrong key) is a failed attempt, not a delivery", async () => {
     const before = await metric("aks-prod-neu", "gave_up");
     await writeFile(join(keyDir, "aks-prod-neu"), "not-the-receivers-key-at-all-zzzz");
@@ -259,5 +289,42 @@ describe("the API tells each cluster's Flux to fetch after a push", () => {
     } finally {
       await writeFile(join(keyDir, "aks-prod-neu"), receivers["aks-prod-neu"].key);
     }
+  });
+});
+
+describe("the notifier's logs", () => {
+  const servers = new LoopbackServers();
+  afterAll(() => servers.close());
+
+  it("never name a Receiver URL's user:password@ or path, even when the URL cannot be used at all", async () => {
+    const keyDir = await makeTempDir("berth-receiver-keys-");
+    await writeFile(join(keyDir, "key"), "a-receiver-key-of-some-length");
+    const url = await servers.listen(createServer((_req, res) => void res.writeHead(200).end()));
+    const logs: string[] = [];
+    const sink = new Writable({
+      write(chunk, _enc, done) {
+        logs.push(String(chunk));
+        done();
+      },
+    });
+    // The config schema refuses userinfo; the notifier still never repeats a URL it was given.
+    const withPassword = url.replace("http://", "http://berth:s3cret-password@");
+    const notifier = new FluxNotifier(
+      { "aks-dev-weu": { url: `${withPassword}/hook/0123456789abcdef`, tokenFile: join(keyDir, "key") } },
+      { attempts: 2, minDelayMs: 10, maxDelayMs: 20, timeoutMs: 500, logger: pino({ level: "debug" }, sink) },
+    );
+    notifier.notify(["aks-dev-weu"], "0".repeat(40));
+    await notifier.idle();
+    const written = logs.join("");
+    expect(written).toContain("flux notify: gave up");
+    expect(written).not.toContain("s3cret-password");
+    expect(written).not.toContain("/hook/0123456789abcdef");
+    // What is left says what is wrong, with the URL redacted to where it points.
+    const gaveUp = logs
+      .map((l) => JSON.parse(l) as { msg: string; reason?: string })
+      .find((l) => l.msg.includes("gave up"));
+    expect(gaveUp?.reason).toBe(
+      `no answer: Request cannot be constructed from a URL that includes credentials: ${url}/[redacted]`,
+    );
   });
 });

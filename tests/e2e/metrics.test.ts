@@ -2,13 +2,19 @@
  * The API's Prometheus metrics, scraped over HTTP from GET /metrics on the metrics port (served as main.ts
  * serves it) after real traffic against a real git remote: requests by route and status with their latency, group commits (result, batch size, duration),
  * idempotent replays, problems by type (adoption refusals among them), rollouts by phase and gate
- * evaluations. Status-cache reads are scraped in status-cache.test.ts, against a real kube-apiserver.
+ * evaluations. Status-cache reads are scraped in status-cache.test.ts, against a real kube-apiserver. And the built
+ * API with its metrics port taken: it stops before it listens on its main port.
  */
+import { spawn } from "node:child_process";
+import { createServer, type Server } from "node:net";
+import { join } from "node:path";
 import { startHealthServer, type HealthServer } from "@berth/kube-runtime";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { DEV_TOKEN, startBerth, type RunningBerth } from "../support/berth.js";
+import { DEV_TOKEN, REPO_ROOT, startBerth, type RunningBerth } from "../support/berth.js";
+import { API_ENTRY, ensureBuilt } from "../support/build.js";
 import { ManualClock } from "../support/clock.js";
-import { createBareRepo, type BareRepo } from "../support/git-remotes.js";
+import { createBareRepo, makeTempDir, type BareRepo } from "../support/git-remotes.js";
+import { freePort } from "../support/ports.js";
 import { sample } from "../support/prometheus.js";
 import { ScriptedStatusReader } from "../support/scripted-status.js";
 
@@ -127,5 +133,61 @@ describe("the API's metrics", () => {
     expect(sample(text, "berth_api_process_resident_memory_bytes")).toBeGreaterThan(0);
     // Labels are route templates and problem types: never a team name or a request.
     expect(text).not.toContain("payments");
+  });
+});
+
+describe("the API process with its metrics port taken", () => {
+  let remote: BareRepo;
+  let taken: Server;
+
+  beforeAll(async () => {
+    const built = ensureBuilt();
+    remote = await createBareRepo();
+    taken = createServer();
+    await new Promise<void>((resolve) => taken.listen(0, "127.0.0.1", resolve));
+    await built;
+  }, 600_000);
+  afterAll(async () => {
+    await new Promise((resolve) => taken?.close(resolve));
+    await remote?.remove();
+  });
+
+  it("stops with a message naming the port before it listens on its main port", async () => {
+    const metricsPort = (taken.address() as { port: number }).port;
+    const port = await freePort();
+    const child = spawn(process.execPath, [API_ENTRY], {
+      env: {
+        PATH: process.env.PATH ?? "/usr/bin:/bin",
+        HOME: process.env.HOME ?? "/tmp",
+        BERTH_CONFIG_FILE: join(REPO_ROOT, "infra", "local", "berth.yaml"),
+        BERTH_HOST: "127.0.0.1",
+        BERTH_PORT: String(port),
+        BERTH_METRICS_PORT: String(metricsPort),
+        BERTH_GIT_URL: remote.url,
+        BERTH_GIT_WORKDIR: join(await makeTempDir("berth-metrics-port-"), "clone"),
+        BERTH_AUTH_MODE: "dev",
+        BERTH_DEV_TOKEN: DEV_TOKEN,
+      },
+      stdio: ["ignore", "pipe", "pipe"],
+    });
+    let output = "";
+    child.stdout.on("data", (d) => (output += String(d)));
+    child.stderr.on("data", (d) => (output += String(d)));
+    // Until it exits, whether anything ever answered on the main port.
+    let served = false;
+    const watching = setInterval(() => {
+      void fetch(`http://127.0.0.1:${port}/healthz`).then(
+        () => (served = true),
+        () => undefined,
+      );
+    }, 10);
+    const code = await new Promise<number | null>((resolve) => child.once("close", resolve));
+    clearInterval(watching);
+    expect(code, output).toBe(1);
+    expect(output).toContain(
+      `berth api cannot start: the metrics port 127.0.0.1:${metricsPort} (api.metricsPort, BERTH_METRICS_PORT) is in use`,
+    );
+    expect(output).not.toContain("Server listening");
+    expect(served).toBe(false);
   });
 });

@@ -211,6 +211,11 @@ export interface RequestRecord {
   fault?: FaultAction["type"];
   /** The fake has no answer for this request (unknown route or operation it does not implement). */
   unknown?: true;
+  /**
+   * ARM only: who made the call, from the bearer token the fake accepted: its `appid` (the client id of the app or
+   * managed identity the token was issued to). Absent when the token was refused (401) or on Entra's endpoints.
+   */
+  appid?: string;
   durationMs: number;
 }
 
@@ -240,6 +245,12 @@ export class Stats {
       byStatus[String(r.status)] = (byStatus[String(r.status)] ?? 0) + 1;
     }
     return out;
+  }
+
+  /** ARM calls made as `clientId` (the token's appid), since `since` (ms) when given. */
+  actingAs(clientId: string, since = 0): RequestRecord[] {
+    const id = clientId.toLowerCase();
+    return this.requests.filter((r) => r.at >= since && r.appid === id);
   }
 
   /** Requests the fake had no answer for: a test that makes one must fail (see `assertAllAnswered`). */

@@ -268,9 +268,17 @@ describe("direct mode (injected endpoint / authorityHost)", () => {
     expect(c.tid).toBe(fake.tenantId);
     expect(c.xms_mirid).toContain("/userAssignedIdentities/team-b-workload");
 
-    // The identity's token works against ARM.
+    // The identity's token works against ARM, and the fake records that call as the identity's, the ones before as the app's.
+    const since = Date.now();
     const asWorkload = new SubscriptionClient(wi, fake.armClientOptions());
     expect((await asWorkload.subscriptions.get(fake.subscriptionId)).tenantId).toBe(fake.tenantId);
+    expect(fake.stats.actingAs(id.clientId!, since).map((r) => `${r.method} ${r.operation} ${r.status}`)).toEqual([
+      "GET Subscriptions_Get 200",
+    ]);
+    expect(fake.stats.actingAs(APP_ID).map((r) => r.operation)).toContain(
+      "FederatedIdentityCredentials_CreateOrUpdate",
+    );
+    expect(fake.stats.actingAs(APP_ID, since)).toEqual([]);
 
     const otherFile = await sa.tokenFile({ namespace: "team-b", serviceAccount: "intruder" });
     const other = new WorkloadIdentityCredential({

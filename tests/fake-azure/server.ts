@@ -271,6 +271,8 @@ export async function startFakeAzure(opts: FakeAzureOptions = {}): Promise<FakeA
     // A request the fake has no answer for: recorded as such, so the test that caused it fails (Stats.unknown()).
     let unknown = operation === "Unknown" || operation === "Entra_Unknown";
     let recorded = false;
+    // Who made an ARM call: set once the bearer token is accepted, so every answer after that records it.
+    const caller: { appid?: string } = {};
     // Recorded synchronously when the answer is written (not on "finish"), so a test that
     // awaits an SDK call and then reads the stats never races the server's bookkeeping.
     const record = (status: number | "reset" | "aborted") => {
@@ -287,6 +289,7 @@ export async function startFakeAzure(opts: FakeAzureOptions = {}): Promise<FakeA
         status,
         ...(faultType ? { fault: faultType } : {}),
         ...(unknown ? { unknown: true as const } : {}),
+        ...(caller.appid ? { appid: caller.appid } : {}),
         durationMs: Date.now() - started,
       });
       if (unknown)
@@ -396,6 +399,7 @@ export async function startFakeAzure(opts: FakeAzureOptions = {}): Promise<FakeA
       });
       return;
     }
+    caller.appid = String(check.claims.appid ?? check.claims.oid).toLowerCase();
     let spec: ResponseSpec;
     try {
       const request = { method, segments, query: url.searchParams, body, base, claims: check.claims, route };

@@ -2,14 +2,17 @@
  * Proves the real-Flux harness (tests/support/flux.ts) on its own, before Berth is in the picture: the
  * source-controller and kustomize-controller built from their Go modules pull a repository served over smart
  * HTTP with Basic auth, apply what its root Kustomization builds, substitute strictly from a ConfigMap, prune
- * what a later commit removes, and report their status as Flux does.
+ * what a later commit removes, and report their status as Flux does; and the harness's `requestReconcile` (what
+ * `flux reconcile` does) holds when a Receiver's request replaces its own before source-controller reads either.
  */
 import { mkdtemp, mkdir, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { stringify } from "yaml";
+import { Admin } from "../controller/helpers.js";
 import { bootstrapFlux, startFlux, type RunningFlux } from "../support/flux.js";
+import { requestReconcile } from "../support/flux-platform.js";
 import { startGitHttpServer, type GitHttpServer } from "../support/git-http-server.js";
 import { basicAuthEnv, createBareRepo, git, pushTree } from "../support/git-remotes.js";
 import { startKubeCluster, type KubeCluster } from "../support/kube-cluster.js";
@@ -18,6 +21,8 @@ import { componentVersion } from "../support/test-cluster-binaries.js";
 import { eventually } from "../support/wait.js";
 
 const AUTH = { username: "flux", password: "s3cret-flux" };
+/** A reconcile request as notification-controller's Receiver writes it: metav1.Now().String(), Go's format. */
+const RECEIVERS = "2026-12-02 08:40:00.123456789 +0000 UTC";
 
 async function writeTree(dir: string, files: Record<string, unknown>): Promise<void> {
   await rm(dir, { recursive: true, force: true });
@@ -173,4 +178,32 @@ describe(`real Flux (source-controller ${componentVersion("source-controller")},
     );
     expect((await get("/api/v1/namespaces/demo/configmaps/one")).status).toBe(200);
   });
+
+  it("counts a reconcile request as handled when a later one (a Receiver's) replaced it before the controller read it", async () => {
+    const admin = new Admin(cluster.kubeConfig());
+    const SOURCE = ["source.toolkit.fluxcd.io/v1", "GitRepository", "flux-system", "flux-system"] as const;
+    const requested = async () =>
+      (await admin.get(...SOURCE))?.metadata.annotations?.["reconcile.fluxcd.io/requestedAt"];
+    const before = await requested();
+    // Paused (not stopped: its leader lease and watches outlive a second), source-controller reads neither request
+    // until both are written, as when a Receiver's lands between ours and the controller's next read.
+    const sourceController = flux.processes.get("source-controller")!.pid;
+    process.kill(sourceController, "SIGSTOP");
+    let ours: Promise<string>;
+    try {
+      ours = requestReconcile(admin, ...SOURCE);
+      await eventually("our reconcile request written", async () => (await requested()) !== before);
+      await admin.mergePatch(...SOURCE, {
+        metadata: { annotations: { "reconcile.fluxcd.io/requestedAt": RECEIVERS } },
+      });
+    } finally {
+      process.kill(sourceController, "SIGCONT");
+    }
+    const head = (
+      await git(["ls-remote", url, "refs/heads/main"], { env: basicAuthEnv(AUTH.username, AUTH.password) })
+    ).split("\t")[0]!;
+    expect(await ours).toBe(`main@sha1:${head}`);
+    const status = (await admin.get(...SOURCE))?.status as { lastHandledReconcileAt?: string };
+    expect(status.lastHandledReconcileAt).toBe(RECEIVERS);
+  }, 90_000);
 });

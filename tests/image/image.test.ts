@@ -25,7 +25,6 @@ import {
   rmSync,
   writeFileSync,
 } from "node:fs";
-import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join, posix, relative } from "node:path";
 import { teamShard } from "@berth/core";
@@ -57,6 +56,7 @@ import {
   type KubeObject,
 } from "../support/kustomize.js";
 import { startTestIssuer, type TestIssuer } from "../support/oidc-issuer.js";
+import { freePort } from "../support/ports.js";
 
 const skipImage = skipWithoutImage();
 
@@ -305,17 +305,6 @@ describe.skipIf(skipImage)(`Berth's image (${relative(REPO_ROOT, IMAGE_ARCHIVE)}
 });
 
 // ---- one team through both processes of the image --------------------------------------------------
-
-async function freePort(): Promise<number> {
-  return new Promise((res, rej) => {
-    const srv = createServer();
-    srv.on("error", rej);
-    srv.listen(0, "127.0.0.1", () => {
-      const port = (srv.address() as { port: number }).port;
-      srv.close(() => res(port));
-    });
-  });
-}
 
 /** vi.waitFor for a value: polls until `fn` gives one; on time-out names `what`, the last error and the containers' output. */
 async function waitUntil<T>(

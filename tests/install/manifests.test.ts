@@ -417,6 +417,41 @@ describe("install manifests: kustomize builds, Flux wiring, hardening", () => {
   });
 });
 
+describe("install manifests: the ASO kinds team owners may declare", () => {
+  const documents = (path: string) =>
+    parseManifests(readFileSync(join(REPO_ROOT, path), "utf8"), path) as Array<
+      KubeObject & { rules?: Array<{ apiGroups: string[] }>; spec?: Record<string, unknown> }
+    >;
+  const named = (objects: ReturnType<typeof documents>, kind: string, name: string) => {
+    const found = objects.find((o) => o.kind === kind && o.metadata.name === name);
+    if (!found) throw new Error(`no ${kind} ${name}`);
+    return found;
+  };
+  const azureGroups = (groups: string[]) => [...new Set(groups.filter((g) => g.endsWith(".azure.com")))].sort();
+
+  // The apiserver looks a binding's param up before any matchCondition, so the policy that refuses ASO objects while
+  // the team's credential is missing names the groups; the controller keeps the credential while objects of these
+  // groups remain (docs/security.md, ADR 0025). A group granted in one list and missing from another is a hole.
+  it("grants, guards and outlives the same ASO API groups", () => {
+    const tenancy = documents("flux/clusters/aks-dev-weu/berth-tenancy.yaml");
+    const granted = azureGroups(
+      named(tenancy, "ClusterRole", "berth-team-azure-resources").rules!.flatMap((r) => r.apiGroups),
+    );
+    const policy = named(tenancy, "ValidatingAdmissionPolicy", "berth-team-azure-credential-exists").spec as {
+      matchConstraints: { resourceRules: Array<{ apiGroups: string[] }> };
+    };
+    const guarded = azureGroups(policy.matchConstraints.resourceRules.flatMap((r) => r.apiGroups));
+    const offboarding = azureGroups(
+      named(documents("flux/berth/controller/rbac-cluster.yaml"), "ClusterRole", "berth-controller").rules!.flatMap(
+        (r) => r.apiGroups,
+      ),
+    );
+    expect(granted).toEqual(["authorization.azure.com", "managedidentity.azure.com", "resources.azure.com"]);
+    expect(guarded).toEqual(granted);
+    expect(offboarding).toEqual(granted);
+  });
+});
+
 describe(`install manifests: server-side dry-run on kube-apiserver ${componentVersion("kubernetes")}`, () => {
   let cluster: KubeCluster;
 

@@ -33,6 +33,7 @@ import { readCrds, type KubeCluster } from "./kube-cluster.js";
 import { kubeRequest } from "./kube-http.js";
 import { freePorts } from "./ports.js";
 import { componentDir, componentVersion, programPath } from "./test-cluster-binaries.js";
+import { logTail, startWatchdog } from "./watchdog.js";
 
 export const ASO_SYSTEM_NAMESPACE = "azureserviceoperator-system";
 export const ASO_SERVICE_ACCOUNT = "azureserviceoperator-default";
@@ -97,9 +98,6 @@ export interface RunningAso {
   updateSettings(settings: Partial<Record<AsoSetting, string>>): Promise<void>;
   stop(): Promise<void>;
 }
-
-// If this Node process dies without stop(), ASO goes within about a second.
-const WATCHDOG = `parent=$1; shift; while kill -0 "$parent" 2>/dev/null; do sleep 1; done; kill -KILL "$@" 2>/dev/null`;
 
 // The pod's mount namespace: /run is private (a tmpfs), the token folder is bound where ASO looks for it.
 const POD_SCRIPT = `mount -t tmpfs tmpfs /run && mkdir -p ${POD_TOKEN_DIR} && mount --bind "$1" ${POD_TOKEN_DIR} && shift && exec "$@"`;
@@ -218,21 +216,18 @@ export async function startAso(cluster: KubeCluster, azure: FakeAzure, opts: Aso
       { env, stdio: ["ignore", fd, fd] },
     );
     closeSync(fd);
-    spawn("bash", ["-c", WATCHDOG, "berth-aso-watchdog", String(process.pid), String(child.pid)], {
-      detached: true,
-      stdio: "ignore",
-    }).unref();
+    startWatchdog("berth-aso-watchdog", [child.pid]);
     const started = child;
     const deadline = Date.now() + 90_000;
     for (;;) {
       if (started.exitCode !== null || started.signalCode !== null)
-        throw new Error(`ASO exited (${started.exitCode ?? started.signalCode}):\n${tail(log)}`);
+        throw new Error(`ASO exited (${started.exitCode ?? started.signalCode}):\n${logTail(log, 40)}`);
       const healthy = await fetch(`http://127.0.0.1:${healthPort}/readyz`).then(
         (r) => r.ok,
         () => false,
       );
       if (healthy && (await webhookServing(webhookUrl, cluster.ca.certPem))) break;
-      if (Date.now() > deadline) throw new Error(`ASO not ready within 90 s:\n${tail(log)}`);
+      if (Date.now() > deadline) throw new Error(`ASO not ready within 90 s:\n${logTail(log, 40)}`);
       await sleep(200);
     }
   };
@@ -393,13 +388,5 @@ async function installCrdsAndWebhooks(
     const r = await kubeRequest(kc, { method: "POST", path: base, body: config });
     if (r.status !== 201)
       throw new Error(`${config.kind} ${config.metadata.name}: HTTP ${r.status} ${r.body.slice(0, 300)}`);
-  }
-}
-
-function tail(file: string, lines = 40): string {
-  try {
-    return readFileSync(file, "utf8").trimEnd().split("\n").slice(-lines).join("\n");
-  } catch {
-    return "(no log)";
   }
 }

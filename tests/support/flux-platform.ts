@@ -643,7 +643,10 @@ async function writeStatusKubeconfig(pc: PlatformCluster, file: string): Promise
 
 /**
  * What `flux reconcile` does: annotate the object with reconcile.fluxcd.io/requestedAt and wait until the
- * controller has handled that request (status.lastHandledReconcileAt). Resolves with the artifact revision.
+ * controller has handled a request made no earlier than ours (status.lastHandledReconcileAt). A Receiver (Berth
+ * notifies one after each commit) may write its own request over ours before the controller reads it; the
+ * controller then handles only the Receiver's, which also covers ours, so waiting for our value alone would wait
+ * forever. Resolves with the artifact revision.
  */
 export async function requestReconcile(
   admin: Admin,
@@ -662,11 +665,15 @@ export async function requestReconcile(
     "flux",
   );
   const done = await eventually(
-    `${kind} ${namespace}/${name} handled the reconcile request`,
+    `${kind} ${namespace}/${name} handled the reconcile request ${at}`,
     async () => {
       const o = await admin.get(apiVersion, kind, namespace, name);
       const status = o?.status as { lastHandledReconcileAt?: string; artifact?: { revision?: string } } | undefined;
-      return status?.lastHandledReconcileAt === at ? status : undefined;
+      // Ours replaced our patch's predecessor, so whatever the annotation holds now was requested at or after ours.
+      const requested = o?.metadata.annotations?.["reconcile.fluxcd.io/requestedAt"];
+      const handled = status?.lastHandledReconcileAt;
+      if (status && handled !== undefined && handled === requested) return status;
+      throw new Error(`requested ${JSON.stringify(requested)}, handled ${JSON.stringify(handled)}`);
     },
     60_000,
   );

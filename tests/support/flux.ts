@@ -22,6 +22,7 @@ import type { KubeCluster } from "./kube-cluster.js";
 import { kubeRequest } from "./kube-http.js";
 import { freePort, retryOnPortRace } from "./ports.js";
 import { programPath, type Component } from "./test-cluster-binaries.js";
+import { logTail, startWatchdog } from "./watchdog.js";
 
 export type FluxController =
   "source-controller" | "kustomize-controller" | "notification-controller" | "source-watcher";
@@ -82,9 +83,6 @@ const COMPONENT: Record<FluxController, Component> = {
   "notification-controller": "notification-controller",
   "source-watcher": "source-watcher",
 };
-
-// A detached watchdog: if this Node process dies without stop(), the controllers go within about a second.
-const WATCHDOG = `parent=$1; shift; while kill -0 "$parent" 2>/dev/null; do sleep 1; done; kill -KILL "$@" 2>/dev/null`;
 
 export async function startFlux(cluster: KubeCluster, opts: FluxOptions = {}): Promise<RunningFlux> {
   const namespace = opts.namespace ?? "flux-system";
@@ -179,10 +177,7 @@ export async function startFlux(cluster: KubeCluster, opts: FluxOptions = {}): P
       });
       closeSync(fd);
       children.set(controller, child);
-      spawn("bash", ["-c", WATCHDOG, "berth-flux-watchdog", String(process.pid), String(child.pid)], {
-        detached: true,
-        stdio: "ignore",
-      }).unref();
+      startWatchdog("berth-flux-watchdog", [child.pid]);
       processes.set(controller, {
         controller,
         pid: child.pid!,
@@ -197,13 +192,13 @@ export async function startFlux(cluster: KubeCluster, opts: FluxOptions = {}): P
       for (;;) {
         const child = children.get(controller)!;
         if (child.exitCode !== null || child.signalCode !== null)
-          throw new Error(`${controller} exited (${child.exitCode ?? child.signalCode}):\n${tail(p.log)}`);
+          throw new Error(`${controller} exited (${child.exitCode ?? child.signalCode}):\n${logTail(p.log)}`);
         const ok = await fetch(`${p.healthUrl}/readyz`).then(
           (r) => r.ok,
           () => false,
         );
         if (ok) break;
-        if (Date.now() > deadline) throw new Error(`${controller} not ready within 60 s:\n${tail(p.log)}`);
+        if (Date.now() > deadline) throw new Error(`${controller} not ready within 60 s:\n${logTail(p.log)}`);
         await sleep(100);
       }
     }
@@ -241,14 +236,6 @@ export async function startFlux(cluster: KubeCluster, opts: FluxOptions = {}): P
       (await readFile(proc(controller).log, "utf8")).trimEnd().split("\n").slice(-lines).join("\n"),
     stop,
   };
-}
-
-function tail(file: string, lines = 30): string {
-  try {
-    return readFileSync(file, "utf8").trimEnd().split("\n").slice(-lines).join("\n");
-  } catch {
-    return "(no log)";
-  }
 }
 
 export interface BootstrapOptions {
@@ -294,9 +281,41 @@ export function bootstrapObjects(namespace: string, opts: BootstrapOptions): Arr
   ];
 }
 
+/** Every API group of Flux's kinds: what Flux's install grants the built-in roles on. */
+const FLUX_GROUPS = [
+  "source.toolkit.fluxcd.io",
+  "source.extensions.fluxcd.io",
+  "kustomize.toolkit.fluxcd.io",
+  "helm.toolkit.fluxcd.io",
+  "notification.toolkit.fluxcd.io",
+  "image.toolkit.fluxcd.io",
+];
+
+/**
+ * The ClusterRoles Flux's install (gotk-components.yaml) adds to the built-in `admin`, `edit` and `view` roles:
+ * flux-edit-<ns> and flux-view-<ns>, aggregated by label. So whoever is `admin` of a namespace (a team's owners)
+ * may create Kustomizations, HelmReleases and sources in it, as on a cluster Flux was bootstrapped on.
+ */
+function fluxAggregatedRoles(namespace: string): Array<Record<string, unknown>> {
+  const role = (name: string, aggregateTo: string[], verbs: string[]) => ({
+    apiVersion: "rbac.authorization.k8s.io/v1",
+    kind: "ClusterRole",
+    metadata: {
+      name: `${name}-${namespace}`,
+      labels: Object.fromEntries(aggregateTo.map((r) => [`rbac.authorization.k8s.io/aggregate-to-${r}`, "true"])),
+    },
+    rules: [{ apiGroups: FLUX_GROUPS, resources: ["*"], verbs }],
+  });
+  return [
+    role("flux-edit", ["admin", "edit"], ["create", "delete", "deletecollection", "patch", "update"]),
+    role("flux-view", ["admin", "edit", "view"], ["get", "list", "watch"]),
+  ];
+}
+
 /**
  * What `flux bootstrap` leaves on a cluster, minus the controllers' own manifests (they run as processes here):
- * the repository's credentials in Secret flux-system, and the objects of `bootstrapObjects`.
+ * the repository's credentials in Secret flux-system, the objects of `bootstrapObjects`, and the ClusterRoles its
+ * install aggregates into `admin`, `edit` and `view` (fluxAggregatedRoles).
  */
 export async function bootstrapFlux(cluster: KubeCluster, flux: RunningFlux, opts: BootstrapOptions): Promise<void> {
   const kc = cluster.kubeConfig();
@@ -309,8 +328,9 @@ export async function bootstrapFlux(cluster: KubeCluster, flux: RunningFlux, opt
       metadata: { name: "flux-system", namespace: ns },
       stringData: opts.auth,
     });
-  objects.push(...bootstrapObjects(ns, opts));
+  objects.push(...bootstrapObjects(ns, opts), ...fluxAggregatedRoles(ns));
   const paths: Record<string, string> = {
+    ClusterRole: "/apis/rbac.authorization.k8s.io/v1/clusterroles",
     Secret: `/api/v1/namespaces/${ns}/secrets`,
     GitRepository: `/apis/source.toolkit.fluxcd.io/v1/namespaces/${ns}/gitrepositories`,
     Kustomization: `/apis/kustomize.toolkit.fluxcd.io/v1/namespaces/${ns}/kustomizations`,

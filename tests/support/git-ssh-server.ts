@@ -4,9 +4,10 @@
  * running the tests. openssh-server comes from infra/test-tools/debian-packages.txt (`npm test` installs it).
  */
 import { execFile, spawn, type ChildProcess } from "node:child_process";
+import { freePort } from "./ports.js";
 import { existsSync } from "node:fs";
 import { chmod, mkdir, readFile, rm, writeFile } from "node:fs/promises";
-import { connect, createServer } from "node:net";
+import { connect } from "node:net";
 import { userInfo } from "node:os";
 import { join } from "node:path";
 import { makeTempDir } from "./git-remotes.js";
@@ -36,18 +37,6 @@ function run(cmd: string, args: string[]): Promise<string> {
     execFile(cmd, args, (err, stdout, stderr) =>
       err ? reject(new Error(`${cmd} failed: ${stderr || err.message}`)) : resolve(stdout),
     );
-  });
-}
-
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const s = createServer();
-    s.once("error", reject);
-    s.listen(0, "127.0.0.1", () => {
-      const addr = s.address();
-      const port = typeof addr === "object" && addr ? addr.port : 0;
-      s.close(() => resolve(port));
-    });
   });
 }
 

@@ -34,6 +34,7 @@ import { createCertificateAuthority, type CertificateAuthority } from "./kube-pk
 import { freePorts, retryOnPortRace } from "./ports.js";
 import { kubeRequest } from "./kube-http.js";
 import { componentCrdDir, programPath } from "./test-cluster-binaries.js";
+import { logTail, startWatchdog } from "./watchdog.js";
 
 export { REPO_ROOT } from "./test-cluster-binaries.js";
 export { ENSURE_SCRIPT, TestClusterBinariesMissingError } from "./test-cluster-binaries.js";
@@ -49,6 +50,7 @@ export function defaultCrdDirs(): string[] {
     componentCrdDir("kustomize-controller"),
     componentCrdDir("notification-controller"),
     componentCrdDir("source-watcher"),
+    componentCrdDir("helm-controller"),
     componentCrdDir("aso"),
   ];
 }
@@ -70,9 +72,10 @@ export interface KubeClusterOptions {
   /** Appended to the kube-apiserver command line. */
   extraApiserverArgs?: string[];
   /**
-   * Also run kube-controller-manager's namespace, garbage-collector and service-account-token controllers: a
-   * deleted namespace is emptied and goes (after its objects' finalizers), objects go with their owners, and a
-   * `kubernetes.io/service-account-token` Secret gets its token. Off by default: a test without them keeps every
+   * Also run kube-controller-manager's namespace, garbage-collector, service-account-token and ClusterRole
+   * aggregation controllers: a deleted namespace is emptied and goes (after its objects' finalizers), objects go with
+   * their owners, a `kubernetes.io/service-account-token` Secret gets its token, and `admin`, `edit` and `view` hold
+   * the rules of the ClusterRoles labelled to aggregate into them. Off by default: a test without them keeps every
    * object it deletes in view (namespaces stay Terminating).
    */
   controllers?: boolean;
@@ -157,15 +160,6 @@ function tempBase(): string {
   return tmpdir();
 }
 
-async function tail(file: string, lines = 25): Promise<string> {
-  try {
-    const text = await readFile(file, "utf8");
-    return text.trimEnd().split("\n").slice(-lines).join("\n");
-  } catch {
-    return "(no log)";
-  }
-}
-
 async function findYamlFiles(dir: string): Promise<string[]> {
   const out: string[] = [];
   for (const entry of await readdir(dir, { withFileTypes: true })) {
@@ -235,14 +229,6 @@ async function killChild(child: ChildProcess | undefined, signal: NodeJS.Signals
     await waitExit(child, 5_000);
   }
 }
-
-// A detached watchdog: if this Node process dies without stop() (SIGKILL, crashed worker), it
-// kills etcd/kube-apiserver and removes the temp folder within ~1 s.
-const WATCHDOG = `
-parent=$1; dir=$2; shift 2
-while kill -0 "$parent" 2>/dev/null; do sleep 1; done
-kill -TERM "$@" 2>/dev/null; sleep 3; kill -KILL "$@" 2>/dev/null; rm -rf "$dir"
-`;
 
 // ---- start ----------------------------------------------------------------------------------------
 
@@ -406,18 +392,13 @@ async function startOnce(opts: KubeClusterOptions): Promise<KubeCluster> {
     );
     const [etcdProc, apiProc] = children as [ChildProcess, ChildProcess];
     const watch = (...pids: Array<number | undefined>) => {
-      const w = spawn("bash", ["-c", WATCHDOG, "berth-kube-watchdog", String(process.pid), dir, ...pids.map(String)], {
-        detached: true,
-        stdio: "ignore",
-      });
-      w.unref();
-      watchdogs.push(w);
+      watchdogs.push(startWatchdog("berth-kube-watchdog", pids, { graceSeconds: 3, removeDir: dir }));
     };
     watch(etcdProc.pid, apiProc.pid);
 
     const fail = async (why: string): Promise<never> => {
       throw new Error(
-        `${why}\n--- kube-apiserver log (${apiLog}) ---\n${await tail(apiLog)}\n--- etcd log ---\n${await tail(etcdLog, 10)}`,
+        `${why}\n--- kube-apiserver log (${apiLog}) ---\n${logTail(apiLog, 25)}\n--- etcd log ---\n${logTail(etcdLog, 10)}`,
       );
     };
 
@@ -520,8 +501,10 @@ async function startOnce(opts: KubeClusterOptions): Promise<KubeCluster> {
         [
           `--kubeconfig=${kubeconfig}`,
           // Only what a test cluster without nodes needs: namespaces that finish deleting, owners' dependents
-          // deleted, and tokens in service-account-token Secrets (a kubeconfig from such a token, as docs/install.md builds).
-          "--controllers=namespace-controller,garbage-collector-controller,serviceaccount-token-controller",
+          // deleted, tokens in service-account-token Secrets (a kubeconfig from such a token, as docs/install.md builds),
+          // and the aggregated ClusterRoles (admin, edit, view) filled from the roles labelled for them, as on AKS:
+          // without it `admin` has no rules at all and a team owner can do nothing in its namespace.
+          "--controllers=namespace-controller,garbage-collector-controller,serviceaccount-token-controller,clusterrole-aggregation-controller",
           `--service-account-private-key-file=${join(dir, "sa.key")}`,
           `--root-ca-file=${join(dir, "ca.crt")}`,
           "--leader-elect=false",
@@ -535,7 +518,7 @@ async function startOnce(opts: KubeClusterOptions): Promise<KubeCluster> {
       await sleep(200);
       if (kcm.exitCode !== null)
         await fail(
-          `kube-controller-manager exited early (${kcm.exitCode}): ${await tail(join(dir, "kube-controller-manager.log"))}`,
+          `kube-controller-manager exited early (${kcm.exitCode}): ${logTail(join(dir, "kube-controller-manager.log"), 25)}`,
         );
     }
 

@@ -23,6 +23,8 @@ export const COMPONENT_PROGRAMS = {
   "kustomize-controller": ["kustomize-controller"],
   "notification-controller": ["notification-controller"],
   "source-watcher": ["source-watcher"],
+  /** Its CRDs only: the tests check admission of HelmReleases, not helm-controller. */
+  "helm-controller": [],
   aso: ["aso-controller"],
 } as const;
 export type Component = keyof typeof COMPONENT_PROGRAMS;

@@ -8,6 +8,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { UI_CONTENT_SECURITY_POLICY } from "../../apps/api/src/http/ui/index.js";
 import { html } from "../../apps/api/src/http/ui/html.js";
 import { DEV_TOKEN, startBerth, type RunningBerth } from "../support/berth.js";
+import { ManualClock } from "../support/clock.js";
 import { createBareRepo, type BareRepo } from "../support/git-remotes.js";
 
 const OWNER = "0b9a3c1e-1111-4222-8333-444455556666";
@@ -90,6 +91,51 @@ describe("the status page over HTTP", () => {
     }
   });
 
+  it("answers a JSON body it cannot read with 400 or 415, as /v1 does, and logs no error", async () => {
+    const from = berth.logs.length;
+    const send = (method: "POST" | "DELETE", url: string, contentType: string, payload: string) =>
+      berth.server.inject({ method, url, headers: { "content-type": contentType }, payload });
+    const answers = await Promise.all([
+      send("POST", "/ui/sign-in", "application/json", "{not json"),
+      send("POST", "/ui/sign-out", "application/json", '{"a": 1, "a": 2}'),
+      send("POST", "/ui/no/such/page", "application/json", "{not json"),
+      send("DELETE", "/ui", "application/json", "[".repeat(64)),
+      send("POST", "/ui/sign-in", "application/json; charset=latin1", "{}"),
+    ]);
+    expect(answers.map((r) => r.statusCode)).toEqual([400, 400, 400, 400, 415]);
+    for (const res of answers) {
+      expect(res.headers["content-type"]).toBe("text/html; charset=utf-8");
+      expect(res.headers["content-security-policy"]).toBe(UI_CONTENT_SECURITY_POLICY);
+    }
+    expect(answers[0]?.body).toContain("the body is not valid JSON");
+    expect(answers[4]?.body).toContain("a JSON body must be UTF-8");
+    // The same body under /v1 is a problem with the same status.
+    const v1 = await berth.server.inject({
+      method: "POST",
+      url: "/v1/teams",
+      headers: { ...bearer, "content-type": "application/json" },
+      payload: "{not json",
+    });
+    expect(v1.statusCode).toBe(400);
+    const errors = berth.logEntries<{ level: number; msg: string }>(from).filter((l) => l.level >= 50);
+    expect(errors).toEqual([]);
+
+    // The rate limit, refused by the same API-wide hooks, keeps its 429 and Retry-After on the page too.
+    const limited = await startBerth({
+      remoteUrl: remote.url,
+      api: { rateLimit: { windowSeconds: 60, unauthenticated: 1 } },
+    });
+    try {
+      expect((await limited.server.inject({ url: "/ui/sign-in" })).statusCode).toBe(200);
+      const refused = await limited.server.inject({ url: "/ui/sign-in" });
+      expect(refused.statusCode).toBe(429);
+      expect(refused.headers["retry-after"]).toMatch(/^\d+$/);
+      expect(refused.body).toContain("Too Many Requests");
+    } finally {
+      await limited.stop();
+    }
+  });
+
   it("escapes what it shows", async () => {
     expect(html`<p title="${`"><script>`}">${"<b>&"}</p>`.value).toBe(
       '<p title="&quot;&gt;&lt;script&gt;">&lt;b&gt;&amp;</p>',
@@ -143,7 +189,7 @@ describe("the status page over HTTP", () => {
   it("keeps the session in an httpOnly SameSite cookie, Secure with the __Host- prefix when served over https", async () => {
     const res = await signIn(berth);
     expect(String(res.headers["set-cookie"])).toMatch(
-      /^berth-session=[\w.-]+; Max-Age=28800; Path=\/; HttpOnly; SameSite=Lax$/,
+      /^berth-session=[\w.-]+; Max-Age=3600; Path=\/; HttpOnly; SameSite=Lax$/,
     );
     const https = await startBerth({
       remoteUrl: remote.url,
@@ -155,7 +201,7 @@ describe("the status page over HTTP", () => {
     try {
       const secure = await signIn(https);
       expect(String(secure.headers["set-cookie"])).toMatch(
-        /^__Host-berth-session=[\w.-]+; Max-Age=28800; Path=\/; HttpOnly; Secure; SameSite=Lax$/,
+        /^__Host-berth-session=[\w.-]+; Max-Age=3600; Path=\/; HttpOnly; Secure; SameSite=Lax$/,
       );
       const signOut = await https.server.inject({
         method: "POST",
@@ -168,6 +214,38 @@ describe("the status page over HTTP", () => {
       );
     } finally {
       await https.stop();
+    }
+  });
+
+  it("signing out clears the cookie; a copy made before opens /ui on any replica for at most an hour after sign-in", async () => {
+    // Two replicas with the same session key and one clock the test moves.
+    const clock = new ManualClock();
+    const replicas = await Promise.all(
+      [1, 2].map(() =>
+        startBerth({
+          remoteUrl: remote.url,
+          clock,
+          startEngine: false,
+          env: { BERTH_UI_SESSION_SECRET: "a-session-secret-of-at-least-32-characters" },
+        }),
+      ),
+    );
+    try {
+      const [one, two] = replicas as [RunningBerth, RunningBerth];
+      const signedIn = await signIn(one);
+      expect(String(signedIn.headers["set-cookie"])).toMatch(/; Max-Age=3600;/);
+      const copy = String(signedIn.headers["set-cookie"]).split(";")[0]!;
+      const signOut = await one.server.inject({ method: "POST", url: "/ui/sign-out", headers: { cookie: copy } });
+      expect(String(signOut.headers["set-cookie"])).toMatch(/^berth-session=; Max-Age=0;/);
+      // Stateless sessions: nothing tells the replicas of the sign-out, so the copy still works until it expires.
+      const opens = async (b: RunningBerth) =>
+        (await b.server.inject({ url: "/ui", headers: { cookie: copy } })).statusCode;
+      clock.advance(3_599_000);
+      expect([await opens(one), await opens(two)]).toEqual([200, 200]);
+      clock.advance(2_000);
+      expect([await opens(one), await opens(two)]).toEqual([303, 303]);
+    } finally {
+      await Promise.all(replicas.map((b) => b.stop()));
     }
   });
 

@@ -1,5 +1,5 @@
 import { loadConfig, ConfigError, type BerthConfig } from "@berth/config";
-import { startHealthServer } from "@berth/kube-runtime";
+import { startHealthServer, type HealthServer } from "@berth/kube-runtime";
 import pino from "pino";
 import { buildServer, loggerOptions } from "./http/server.js";
 import { createServices } from "./wiring.js";
@@ -57,15 +57,26 @@ async function main(): Promise<void> {
   void services.deps.teams
     .list()
     .catch((err: unknown) => logger.warn({ err }, "could not read the teams at start; the first list will"));
+  // Prometheus scrapes its own port: the API's port is what the ingress exposes. Bound first, so a taken metrics
+  // port stops the process before the main port takes any request.
+  let metricsServer: HealthServer;
+  try {
+    metricsServer = await startHealthServer({
+      port: config.api.metricsPort,
+      host: config.api.host,
+      registry: services.metrics.registry,
+      ready: () => true,
+      logger,
+    });
+  } catch (err) {
+    const { code, message } = err as NodeJS.ErrnoException;
+    const why = code === "EADDRINUSE" ? "is in use" : `cannot be bound (${message})`;
+    process.stderr.write(
+      `berth api cannot start: the metrics port ${config.api.host}:${config.api.metricsPort} (api.metricsPort, BERTH_METRICS_PORT) ${why}\n`,
+    );
+    process.exit(1);
+  }
   const address = await server.listen({ host: config.api.host, port: config.api.port });
-  // Prometheus scrapes its own port: the API's port is what the ingress exposes.
-  const metricsServer = await startHealthServer({
-    port: config.api.metricsPort,
-    host: config.api.host,
-    registry: services.metrics.registry,
-    ready: () => true,
-    logger,
-  });
   const { catalog } = services.onboarding;
   logger.info(
     {

@@ -4,6 +4,7 @@ import { FluxRepo, type FluxRepoBatch } from "@berth/gitops";
 import type pino from "pino";
 import { AdoptionService } from "./services/adoption-service.js";
 import type { AppDeps } from "./http/app.js";
+import { DriftThread } from "./services/drift/drift-thread.js";
 import { FleetService } from "./services/fleet-service.js";
 import { FluxNotifier } from "./adapters/flux-notifier.js";
 import { ApiMetrics } from "./metrics.js";
@@ -27,6 +28,8 @@ export interface ApiServices {
   metrics: ApiMetrics;
   /** Tells clusters' Flux to fetch after each push (api.fluxReceivers). */
   notifier: FluxNotifier;
+  /** The drift worker thread behind GET /v1/fleet/drift (its stats() tell what it rendered). */
+  drift: DriftThread;
   /** Starts background work (the rollout engine); call after the server listens. */
   start(): Promise<void>;
   /** Stops background work and closes the repo; call after the server closed. */
@@ -91,9 +94,16 @@ export async function createServices(
     clock,
     engine,
   });
+  // Drift renders the fleet: in a worker thread reading the same clone, so /healthz and every other request
+  // keep answering while it does (ADR 0026). Started on the first drift read.
+  const drift = new DriftThread({
+    platform: config.platform,
+    templatesDir: config.templatesDir,
+    gitDir: config.fluxRepo.workDir,
+  });
   const deps: AppDeps = {
     teams: new TeamService(onboarding, repo, statusReader),
-    fleet: new FleetService(onboarding, repo, fleet),
+    fleet: new FleetService(onboarding, repo, drift),
     rollouts,
     // Adoption reads hand-written trees: bounded (DEFAULT_BUILD_LIMITS) and yielding to the event loop
     // between files, so /healthz and other requests keep answering while it builds (ADR 0014).
@@ -108,7 +118,7 @@ export async function createServices(
     limits: config.api.rateLimit,
     metrics,
     board: new StatusBoard(onboarding, repo, statusReader),
-    ui: { auth: config.api.auth, config: config.api.ui },
+    ui: { auth: config.api.auth, config: config.api.ui, clock },
   };
   return {
     deps,
@@ -118,11 +128,13 @@ export async function createServices(
     statusReader,
     metrics,
     notifier,
+    drift,
     async start() {
       engine.start();
     },
     async close() {
       await engine.stop();
+      await drift.close();
       await notifier.stop();
       await repo.close();
     },

@@ -10,7 +10,8 @@ import {
   type RolloutOutput,
   type RolloutSource,
 } from "./commands/rollouts.js";
-import { parseDuration, status } from "./commands/status.js";
+import { status } from "./commands/status.js";
+import { parseDuration } from "./duration.js";
 import { apply, deleteTeam, diff, getTeams, type OutputFormat } from "./commands/teams.js";
 import { CliError, EXIT } from "./exit-codes.js";
 import { colorEnabled, painter, type Io } from "./io.js";

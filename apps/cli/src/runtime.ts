@@ -1,5 +1,5 @@
 import { BerthClient, DEFAULT_LIMITS } from "./client.js";
-import { parseDuration } from "./commands/status.js";
+import { parseDuration } from "./duration.js";
 import { checkServerUrl, configPath, findContext, loadCliConfig, type CliConfig, type Context } from "./config.js";
 import { resolveToken } from "./credentials.js";
 import { CliError, EXIT } from "./exit-codes.js";

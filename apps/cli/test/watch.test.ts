@@ -1,6 +1,6 @@
 import type { ClusterStatus, StatusResponse } from "@berth/api-contract";
 import { describe, expect, it } from "vitest";
-import { parseDuration } from "../src/commands/status.js";
+import { parseDuration } from "../src/duration.js";
 import { painter } from "../src/io.js";
 import { formatTable, visibleWidth } from "../src/output/table.js";
 import { formatElapsed, renderFrame, WatchState } from "../src/watch.js";

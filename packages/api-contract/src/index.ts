@@ -2,3 +2,5 @@ export * from "./problem.js";
 export * from "./teams.js";
 export * from "./status.js";
 export * from "./rollouts.js";
+export * from "./drift.js";
+export * from "./paging.js";

@@ -90,6 +90,13 @@ export const clusterAccessSchema = z
   })
   .strict();
 
+/** Whether a URL carries `user[:password]@` before its host. */
+function hasUserinfo(url: string): boolean {
+  if (!URL.canParse(url)) return false; // z.url() reports it
+  const { username, password } = new URL(url);
+  return username !== "" || password !== "";
+}
+
 /**
  * Where the API tells a cluster's Flux to fetch after a push (ADR 0020): the webhook URL of the cluster's Receiver
  * `berth-teams` (type generic-hmac; `<notification-controller's receiver address>` + its status.webhookPath) and
@@ -98,7 +105,13 @@ export const clusterAccessSchema = z
  */
 export const fluxReceiverSchema = z
   .object({
-    url: z.url({ protocol: /^https?$/ }),
+    url: z
+      .url({ protocol: /^https?$/ })
+      // No credentials in the URL: a Receiver authenticates by the signature, and a URL is easily logged.
+      .refine((url) => !hasUserinfo(url), {
+        message:
+          "must not carry user:password@ (the Receiver checks the HMAC signature; a password in the URL would reach logs)",
+      }),
     tokenFile: nonEmpty,
   })
   .strict();
@@ -142,7 +155,11 @@ export const uiSchema = z
      * replica the same one; without it each process makes its own, so sessions end at restart.
      */
     sessionSecret: z.string().min(32, "the session secret must be at least 32 characters").optional(),
-    sessionTtlSeconds: z.number().int().min(60).max(86_400).default(28_800),
+    /**
+     * How long a session lasts from sign-in (never past the access token's expiry). Signing out clears the
+     * browser's cookie, but a copy of it opens the page until then: sessions are stateless, so short.
+     */
+    sessionTtlSeconds: z.number().int().min(60).max(86_400).default(3_600),
     /** How often an open page asks for fresh status (it gets 304 Not Modified when nothing changed). */
     refreshSeconds: z.number().int().min(1).max(300).default(5),
   })
@@ -228,7 +245,7 @@ export const apiSchema = z
     fluxNotify: fluxNotifySchema.default(fluxNotifySchema.parse({})),
     /** One listing of a cluster's Team objects serves every status reader (API, CLI watchers, pages) this long. */
     statusCacheSeconds: z.number().min(0).max(300).default(5),
-    ui: uiSchema.default({ enabled: true, sessionTtlSeconds: 28_800, refreshSeconds: 5 }),
+    ui: uiSchema.default({ enabled: true, sessionTtlSeconds: 3_600, refreshSeconds: 5 }),
     /** The rollout engine (docs/rollouts.md). */
     rollouts: z
       .object({

@@ -51,7 +51,22 @@ export interface DriftedFile {
   drift: DriftKind;
   /** Unified diff from the repo's content to Berth's render (empty when diffs were not asked for). */
   diff: string;
+  /** The diff was cut (DRIFT_DIFF_BUDGET) or left out (DRIFT_DIFF_INPUT_MAX); it ends with DIFF_TRUNCATED. */
+  truncated: boolean;
 }
+
+/** One team's drift: its drifted files (none when it matches), or why it cannot be rendered. */
+export type TeamDrift =
+  | { kind: "gone"; team: string }
+  | { kind: "failed"; team: string; error: string }
+  | {
+      kind: "ok";
+      team: string;
+      templateVersion: string;
+      files: DriftedFile[];
+      /** The clusters its render puts it on: what the cluster indexes must list. */
+      clusters: ReadonlySet<string>;
+    };
 
 export interface DriftReport {
   /** Teams with at least one drifted file. */
@@ -64,14 +79,30 @@ export interface DriftReport {
   checked: number;
 }
 
+/**
+ * Characters of diff per team (and for the layout files together): a hand edit can be megabytes, and a
+ * fleet of them made a 67 MB answer. Past it, a file's diff is cut at a line end and ends with DIFF_TRUNCATED.
+ */
+export const DRIFT_DIFF_BUDGET = 32 * 1024;
+/** Files larger than this (either side) are not diffed at all: diffing two unlike megabyte files is slow. */
+export const DRIFT_DIFF_INPUT_MAX = 1024 * 1024;
+/** Starts the line that ends a cut diff (a `\` line, as git's "No newline at end of file", so patch tools skip it). */
+export const DIFF_TRUNCATED = "\\ Berth: diff truncated";
+
 const RENDER_CACHE_MAX = 20_000;
 
 export class Fleet {
   private readonly layout: RepoLayout;
   private readonly renders = new Map<string, ReadonlyMap<string, string>>();
+  private readonly renderCacheMax: number;
 
-  constructor(readonly onboarding: Onboarding) {
+  /** `renderCacheMax`: renders kept (0: none, for a caller that keeps its own results, as drift does). */
+  constructor(
+    readonly onboarding: Onboarding,
+    options: { renderCacheMax?: number } = {},
+  ) {
     this.layout = repoLayout(onboarding.platform);
+    this.renderCacheMax = options.renderCacheMax ?? RENDER_CACHE_MAX;
   }
 
   /**
@@ -142,30 +173,64 @@ export class Fleet {
 
   /**
    * Every file that differs from what Berth renders from the team files on their own versions: hand edits
-   * in the Flux repo. A rollout without a target (same version) of the drifted teams is the fix.
+   * in the Flux repo. A rollout without a target (same version) of the drifted teams is the fix. Renders
+   * the whole fleet: the API keeps a per-team index instead (apps/api services/drift, ADR 0026).
    */
   async drift(tree: RepoTree, options: { diffs: boolean }): Promise<DriftReport> {
     const names = await this.onboarding.listTeamNames(tree);
-    const plan = await this.plan(tree, names);
-    const describe = async (path: string, after: string | null): Promise<DriftedFile> => {
-      const before = await tree.read(path);
-      const drift: DriftKind = after === null ? "unexpected" : before === undefined ? "missing" : "modified";
-      // The diff goes from what the repo holds to what Berth would write.
-      return { path, drift, diff: options.diffs ? unifiedDiff(path, before, after) : "" };
-    };
-    const teams = await Promise.all(
-      plan.changed.map(async (t) => ({
-        team: t.team,
-        templateVersion: t.from,
-        files: await Promise.all(
-          [...t.files].sort(([a], [b]) => (a < b ? -1 : 1)).map(([path, content]) => describe(path, content)),
-        ),
-      })),
+    const folders = tree.entries ? await tree.entries(this.layout.teamsDir) : [];
+    const folderIds = new Map(folders.filter((e) => e.kind === "folder").map((e) => [e.name, e.id]));
+    const results = await Promise.all(
+      names.map((name) => this.teamDrift(tree, name, { ...options, folderId: folderIds.get(name) })),
     );
-    const teamPaths = new Set(plan.changed.flatMap((t) => [...t.files.keys()]));
-    const layoutFiles = [...plan.files].filter(([path]) => !teamPaths.has(path)).sort(([a], [b]) => (a < b ? -1 : 1));
-    const layout = await Promise.all(layoutFiles.map(([path, content]) => describe(path, content)));
-    return { teams, layout, failed: plan.failed, checked: names.length };
+    const report: DriftReport = { teams: [], layout: [], failed: [], checked: names.length };
+    const memberships: Array<{ team: string; clusters: ReadonlySet<string> }> = [];
+    for (const r of results) {
+      if (r.kind === "failed") report.failed.push({ team: r.team, error: r.error });
+      if (r.kind !== "ok") continue;
+      memberships.push({ team: r.team, clusters: r.clusters });
+      if (r.files.length > 0) report.teams.push({ team: r.team, templateVersion: r.templateVersion, files: r.files });
+    }
+    report.layout = await this.layoutDrift(tree, memberships, options);
+    return report;
+  }
+
+  /**
+   * One team's drift: each of its own files that differs from its render on its own version, sorted by path,
+   * with diffs (at most DRIFT_DIFF_BUDGET characters in all) when asked. `folderId` as for plan().
+   */
+  async teamDrift(
+    tree: RepoTree,
+    name: string,
+    options: { diffs: boolean; folderId?: string | undefined },
+  ): Promise<TeamDrift> {
+    const r = await this.planTeam(tree, name, undefined, options.folderId);
+    if (r.kind !== "ok") return r;
+    const changed = [...r.plan.files].sort(([a], [b]) => (a < b ? -1 : 1));
+    return {
+      kind: "ok",
+      team: name,
+      templateVersion: r.plan.from,
+      files: await describeDrift(tree, changed, options.diffs),
+      clusters: r.clusters,
+    };
+  }
+
+  /**
+   * The cluster teams indexes that do not list exactly the teams present, given every renderable team's
+   * clusters (teams that cannot be rendered keep the places the indexes give them).
+   */
+  async layoutDrift(
+    tree: RepoTree,
+    memberships: ReadonlyArray<{ team: string; clusters: ReadonlySet<string> }>,
+    options: { diffs: boolean },
+  ): Promise<DriftedFile[]> {
+    const changes = await this.onboarding.indexChanges(tree, memberships, { every: true });
+    return describeDrift(
+      tree,
+      [...changes].sort(([a], [b]) => (a < b ? -1 : 1)),
+      options.diffs,
+    );
   }
 
   /** The rendered files of a team on a version; cached by the team file's text and the version. */
@@ -174,7 +239,8 @@ export class Fleet {
     let files = this.renders.get(key);
     if (!files) {
       files = this.onboarding.render(team);
-      if (this.renders.size >= RENDER_CACHE_MAX) {
+      if (this.renderCacheMax === 0) return files;
+      if (this.renders.size >= this.renderCacheMax) {
         const [oldest] = this.renders.keys(); // insertion order: the first key is the oldest
         if (oldest !== undefined) this.renders.delete(oldest);
       }
@@ -220,4 +286,55 @@ export class Fleet {
       throw err;
     }
   }
+}
+
+/**
+ * Each changed file as drift, in the order given: from what the repo holds to what Berth would write, the
+ * diffs together within DRIFT_DIFF_BUDGET (the files past it keep their path and kind, with no diff).
+ */
+async function describeDrift(
+  tree: RepoTree,
+  changes: ReadonlyArray<readonly [string, string | null]>,
+  diffs: boolean,
+): Promise<DriftedFile[]> {
+  const out: DriftedFile[] = [];
+  let left = DRIFT_DIFF_BUDGET;
+  for (const [path, after] of changes) {
+    const before = await tree.read(path);
+    const drift: DriftKind = after === null ? "unexpected" : before === undefined ? "missing" : "modified";
+    if (!diffs) {
+      out.push({ path, drift, diff: "", truncated: false });
+      continue;
+    }
+    if ((before?.length ?? 0) > DRIFT_DIFF_INPUT_MAX || (after?.length ?? 0) > DRIFT_DIFF_INPUT_MAX) {
+      out.push({
+        path,
+        drift,
+        diff: `${DIFF_TRUNCATED}: a side is over ${DRIFT_DIFF_INPUT_MAX} characters\n`,
+        truncated: true,
+      });
+      continue;
+    }
+    if (left <= 0) {
+      out.push({
+        path,
+        drift,
+        diff: `${DIFF_TRUNCATED}: the team's diffs are over ${DRIFT_DIFF_BUDGET} characters\n`,
+        truncated: true,
+      });
+      continue;
+    }
+    const diff = unifiedDiff(path, before, after);
+    const cut = truncateDiff(diff, left);
+    left = cut === diff ? left - diff.length : 0; // once one is cut, the files after it get none
+    out.push({ path, drift, diff: cut, truncated: cut !== diff });
+  }
+  return out;
+}
+
+/** `diff` if it fits in `budget` characters; else its lines that fit, and a line saying how much was cut. */
+export function truncateDiff(diff: string, budget: number): string {
+  if (diff.length <= budget) return diff;
+  const end = diff.lastIndexOf("\n", budget - 1) + 1;
+  return `${diff.slice(0, end)}${DIFF_TRUNCATED}: ${diff.length - end} more characters (a team's diffs are limited to ${DRIFT_DIFF_BUDGET})\n`;
 }

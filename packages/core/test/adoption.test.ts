@@ -4,7 +4,7 @@
  */
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
-import { parse } from "yaml";
+import { parse, parseAllDocuments } from "yaml";
 import { describe, expect, it } from "vitest";
 import {
   Adoption,
@@ -28,6 +28,7 @@ const adoption = new Adoption(onboarding);
 
 const handWritten = (): MemoryRepoTree => treeFromFolder(FIXTURE);
 const request = (r: Partial<AdoptionRequest> = {}) => adoptionRequestSchema.parse(r);
+type Obj = { spec: Record<string, unknown> };
 
 async function failure<T extends Error>(p: Promise<unknown>, type: new (...a: never[]) => T): Promise<T> {
   const err = await p.then(
@@ -144,6 +145,41 @@ describe("adopting the hand-written payments tenant", () => {
     expect(await onboarding.readTeam(after, "payments")).toEqual(plan.team);
     expect((await rerender(onboarding, after, "payments")).files.size).toBe(0);
     await failure(adoption.plan(after, "payments", request({ keepAzureNames: true })), TeamExistsError);
+  });
+
+  it("a Kustomization file shared with another team's: only the team's document is suspended, and the advice names that document, not the file (issue 37, N1)", async () => {
+    // Platforms often keep every tenant's Kustomization of a cluster in one file: search's stays live (prune: true).
+    const shared = handWritten();
+    const clusters = ["aks-dev-weu", "aks-prod-neu", "aks-prod-weu"];
+    const change = new Map<string, string | null>();
+    for (const c of clusters) {
+      const own = (t: string) => shared.get(`clusters/${c}/tenants/${t}.yaml`);
+      const search = own("search") ?? own("payments")!.replaceAll("payments", "search");
+      change.set(`clusters/${c}/tenants.yaml`, `${own("payments")!}---\n${search}`);
+      for (const t of ["payments", "search"]) if (own(t)) change.set(`clusters/${c}/tenants/${t}.yaml`, null);
+    }
+    const tree = shared.apply(change);
+    const plan = await adoption.plan(tree, "payments", request({ keepAzureNames: true }));
+    for (const c of clusters) {
+      const path = `clusters/${c}/tenants.yaml`;
+      expect(plan.report.cleanup).not.toContain(path);
+      expect(plan.report.cleanupDocuments).toContainEqual({
+        path,
+        kind: "Kustomization",
+        namespace: "flux-system",
+        name: "tenant-payments",
+      });
+      const [payments, search] = parseAllDocuments(plan.change.files.get(path)!).map((d) => d.toJS() as Obj);
+      expect(payments!.spec).toMatchObject({ suspend: true, prune: false });
+      expect(search!.spec).toMatchObject({ prune: true });
+      expect(search!.spec.suspend).toBeUndefined();
+      const text = plan.change.files.get(path)!;
+      expect(text).not.toContain("deleting this file");
+      expect(text).not.toContain("Delete it");
+      expect(text).toContain("remove this document (not the file, which holds other documents)");
+    }
+    // The team's own files are still advised whole.
+    expect(plan.report.cleanup).toContain("tenants/payments/base/quota.yaml");
   });
 
   it("the preview shows every file with its status and a unified diff", async () => {

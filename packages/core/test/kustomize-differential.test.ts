@@ -18,6 +18,7 @@ const run = promisify(execFile);
 const ROOTS = [
   "tests/fixtures/adoption/repo",
   "tests/fixtures/adoption/platform",
+  "tests/fixtures/adoption/flux-namespace",
   "tests/fixtures/kustomize/features",
 ].map((r) => join(REPO_ROOT, r));
 

@@ -81,7 +81,7 @@ export class IndexCache {
       return (await base).withDiff(out);
     }
     const out = await this.runner.run(["ls-tree", "-r", "-z", "--full-tree", revision], { what: "git ls-tree" });
-    return TreeIndex.parse(out, formatOf(revision));
+    return await TreeIndex.parse(out, formatOf(revision));
   }
 }
 

@@ -2,6 +2,7 @@ export { FluxRepo, type FluxRepoStats, type TransactResult } from "./flux-repo.j
 export type { FluxRepoAuth, FluxRepoBatch, FluxRepoConfig } from "./config.js";
 export { GitOpsError, type GitOpsErrorKind } from "./errors.js";
 export { GitTree } from "./git-tree.js";
+export { RepoReader } from "./repo-reader.js";
 export { assertWritablePath } from "./paths.js";
 export {
   buildCommitMessage,

@@ -1,4 +1,5 @@
 import { hash } from "node:crypto";
+import { setImmediate as yieldToEventLoop } from "node:timers/promises";
 
 /**
  * Every file of one commit: path → blob id, parsed once from `git ls-tree -r` (or derived from another
@@ -26,11 +27,19 @@ export class TreeIndex {
     this.sorted = sorted ?? [...blobs.keys()].sort(compare);
   }
 
-  /** Parses `git ls-tree -r -z --full-tree` output (`<mode> <type> <oid>\t<path>\0`...): blobs only. */
-  static parse(output: string, format: "sha1" | "sha256"): TreeIndex {
+  /**
+   * Parses `git ls-tree -r -z --full-tree` output (`<mode> <type> <oid>\t<path>\0`...): blobs only. A fleet's
+   * tree is 130,000 files at 5,000 teams: the parse yields to the event loop every PARSE_SLICE records, so the
+   * API's other requests (and /healthz) keep answering while it runs, and it keeps git's order, already the
+   * code-point order of the paths, rather than sorting them again.
+   */
+  static async parse(output: string, format: "sha1" | "sha256"): Promise<TreeIndex> {
     const blobs = new Map<string, string>();
+    const inOrder: string[] = [];
+    let ordered = true;
     let start = 0;
-    while (start < output.length) {
+    for (let records = 1; start < output.length; records++) {
+      if (records % PARSE_SLICE === 0) await yieldToEventLoop();
       let end = output.indexOf("\0", start);
       if (end === -1) end = output.length;
       const record = output.slice(start, end);
@@ -38,9 +47,15 @@ export class TreeIndex {
       const tab = record.indexOf("\t");
       if (tab === -1) continue;
       const [, type, oid] = record.slice(0, tab).split(" ");
-      if (type === "blob" && oid) blobs.set(record.slice(tab + 1), oid);
+      if (type !== "blob" || !oid) continue;
+      const path = record.slice(tab + 1);
+      // git orders by bytes; a path with characters outside the BMP may sort differently by code point.
+      const previous = inOrder.at(-1);
+      if (ordered && previous !== undefined && compare(previous, path) >= 0) ordered = false;
+      blobs.set(path, oid);
+      inOrder.push(path);
     }
-    return new TreeIndex(blobs, format);
+    return new TreeIndex(blobs, format, ordered ? inOrder : undefined);
   }
 
   get size(): number {
@@ -88,37 +103,43 @@ export class TreeIndex {
   /** The index after a change (null deletes), blob ids computed from the contents. */
   withChanges(changes: Iterable<readonly [string, string | null]>): TreeIndex {
     const next = new Map(this.blobs);
+    const touched: string[] = [];
     for (const [path, content] of changes) {
       if (content === null) next.delete(path);
       else next.set(path, blobId(content, this.format));
+      touched.push(path);
     }
-    return this.derived(next);
+    return this.derived(next, touched);
   }
 
   /** The index after `git diff-tree -r -z --no-renames` output (`:<m> <m> <old> <new> <status>\0<path>\0`...). */
   withDiff(output: string): TreeIndex {
     const next = new Map(this.blobs);
+    const touched: string[] = [];
     for (const [rawMeta, path] of pairs(output.split("\0"))) {
       const meta = rawMeta.replace(/^\n/, "");
       if (!meta.startsWith(":")) continue;
       const [, newMode, , newOid, status] = meta.slice(1).split(" ");
       if (status === "D" || newMode === "000000") next.delete(path);
       else if (newMode !== "160000" && newOid) next.set(path, newOid); // not a submodule: a blob
+      touched.push(path);
     }
-    return this.derived(next);
+    return this.derived(next, touched);
   }
 
   /**
-   * An index of `next`, a copy of this one's map with some paths added or removed: its sorted paths are
-   * this index's without the removed ones, merged with the (few) added ones, not a sort of every path.
+   * An index of `next`, a copy of this one's map in which only `touched` paths may differ: its sorted paths are
+   * this index's with the few removed ones cut out and the few added ones put in, found by binary search, not a
+   * scan or a sort of every path (a commit into a 5,000-team fleet touches tens of its 130,000 paths).
    */
-  private derived(next: ReadonlyMap<string, string>): TreeIndex {
-    const added = [...next.keys()].filter((p) => !this.blobs.has(p));
-    return new TreeIndex(
-      next,
-      this.format,
-      mergeSorted(this.sorted, added, (p) => !next.has(p)),
-    );
+  private derived(next: ReadonlyMap<string, string>, touched: readonly string[]): TreeIndex {
+    const added: string[] = [];
+    const removed: string[] = [];
+    for (const path of new Set(touched)) {
+      const was = this.blobs.has(path);
+      if (next.has(path) !== was) (was ? removed : added).push(path);
+    }
+    return new TreeIndex(next, this.format, spliceSorted(this.sorted, added, removed));
   }
 }
 
@@ -128,6 +149,35 @@ export class TreeIndex {
  */
 export function blobId(content: string, format: "sha1" | "sha256" = "sha1"): string {
   return hash(format, `blob ${Buffer.byteLength(content, "utf8")}\0${content}`, "hex");
+}
+
+/**
+ * `sorted` (paths in code-point order) without `removed` (each in it) and with `added` (none in it) at their places.
+ * The positions come from binary search and the runs between them are copied whole: linear copying, no per-path
+ * comparison. `sorted` itself when nothing is added or removed (an index's paths are never changed in place).
+ */
+export function spliceSorted(
+  sorted: readonly string[],
+  added: readonly string[],
+  removed: readonly string[],
+): readonly string[] {
+  if (added.length === 0 && removed.length === 0) return sorted;
+  const edits = [
+    ...removed.map((path) => ({ at: lowerBound(sorted, path), path, remove: true })),
+    ...added.map((path) => ({ at: lowerBound(sorted, path), path, remove: false })),
+  ].sort((a, b) => a.at - b.at || compare(a.path, b.path));
+  const runs: string[][] = [];
+  let from = 0;
+  for (const edit of edits) {
+    runs.push(sorted.slice(from, edit.at));
+    if (edit.remove) from = edit.at + 1;
+    else {
+      runs.push([edit.path]);
+      from = edit.at;
+    }
+  }
+  runs.push(sorted.slice(from));
+  return runs.flat();
 }
 
 /**
@@ -161,6 +211,9 @@ export function* pairs<T>(items: Iterable<T>): Generator<[T, T]> {
     }
   }
 }
+
+/** ls-tree records parsed between yields to the event loop: a few milliseconds of work. */
+const PARSE_SLICE = 5_000;
 
 /** Folder listings one index remembers; past that it starts over (a fleet-wide read lists every team folder). */
 const MAX_LISTINGS = 50_000;

@@ -3,7 +3,7 @@ import { mkdir, mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
-import { blobId, mergeSorted, TreeIndex } from "../src/tree-index.js";
+import { blobId, mergeSorted, spliceSorted, TreeIndex } from "../src/tree-index.js";
 
 /** The tree index against a real git repository: what git says is what the index answers. */
 const dirs: string[] = [];
@@ -42,8 +42,8 @@ async function newRepo(): Promise<string> {
   return repo;
 }
 
-const index = (repo: string, rev: string) =>
-  TreeIndex.parse(git(repo, "ls-tree", "-r", "-z", "--full-tree", rev), "sha1");
+const index = async (repo: string, rev: string) =>
+  await TreeIndex.parse(git(repo, "ls-tree", "-r", "-z", "--full-tree", rev), "sha1");
 
 describe("TreeIndex", () => {
   it("answers listing, files, folders and content equality as git does", async () => {
@@ -54,7 +54,7 @@ describe("TreeIndex", () => {
       "teams/ab.yaml": "x",
       "clusters/c1/teams/kustomization.yaml": "résumé ✓\n",
     });
-    const ix = index(repo, rev);
+    const ix = await index(repo, rev);
     expect(ix.list("")).toEqual(git(repo, "ls-tree", "-r", "--name-only", rev).trim().split("\n"));
     expect(ix.list("teams/a")).toEqual(["teams/a/base/ns.yaml", "teams/a/base/team.yaml"]); // not teams/ab.yaml
     expect([
@@ -75,9 +75,11 @@ describe("TreeIndex", () => {
     const first = await commit(repo, { "a/x.yaml": "1\n", "a/y.yaml": "2\n", "b/z.yaml": "3\n" });
     const change = { "a/x.yaml": "1 changed\n", "a/y.yaml": null, "c/new.yaml": "4\n" };
     const second = await commit(repo, change);
-    const expected = index(repo, second);
-    const derived = index(repo, first).withChanges(Object.entries(change));
-    const diffed = index(repo, first).withDiff(git(repo, "diff-tree", "-r", "-z", "--no-renames", first, second));
+    const expected = await index(repo, second);
+    const derived = (await index(repo, first)).withChanges(Object.entries(change));
+    const diffed = (await index(repo, first)).withDiff(
+      git(repo, "diff-tree", "-r", "-z", "--no-renames", first, second),
+    );
     for (const ix of [derived, diffed]) {
       expect(ix.list("")).toEqual(expected.list(""));
       for (const p of expected.list("")) expect(ix.oid(p), p).toBe(expected.oid(p));
@@ -98,10 +100,10 @@ describe("TreeIndex", () => {
       "c/n.yaml": "10\n",
     };
     const second = await commit(repo, change);
-    const base = index(repo, first);
+    const base = await index(repo, first);
     base.list("a"); // a listing the base remembers must not leak into the derived index
     const derived = base.withChanges(Object.entries(change));
-    const expected = index(repo, second);
+    const expected = await index(repo, second);
     const gitList = (dir: string) =>
       git(repo, "ls-tree", "-r", "--name-only", second, "--", `${dir}/`).trim().split("\n").filter(Boolean);
     expect(derived.list("")).toEqual(expected.list(""));
@@ -120,5 +122,49 @@ describe("TreeIndex", () => {
       [...new Set([...base.filter((p) => p !== "d/f.yaml"), "d/z.yaml", "d/a.yaml", "d/c.yaml"])].sort(),
     );
     expect(base).toEqual(["d/a-b.yaml", "d/b.yaml", "d/d.yaml", "d/f.yaml"]);
+  });
+
+  it("parses a fleet-sized listing in slices, letting the event loop run in between", async () => {
+    const oid = "0".repeat(40);
+    const records = Array.from(
+      { length: 50_000 },
+      (_, i) => `100644 blob ${oid}\tteams/t${String(i).padStart(5, "0")}.yaml`,
+    );
+    let ticks = 0;
+    const ticker = setInterval(() => (ticks += 1), 0);
+    const parsing = TreeIndex.parse(`${records.join("\0")}\0`, "sha1");
+    const ticksWhenStarted = ticks;
+    const ix = await parsing;
+    clearInterval(ticker);
+    expect(ticksWhenStarted).toBe(0);
+    expect(ticks).toBeGreaterThan(0); // a timer ran before the parse ended
+    expect(ix.size).toBe(50_000);
+    expect(ix.list("teams").at(-1)).toBe("teams/t49999.yaml");
+  });
+
+  it("sorts paths git lists in another order than code points (a name outside the BMP)", async () => {
+    const repo = await newRepo();
+    // git orders by UTF-8 bytes: U+FF5E (EF BD 9E) before U+1F600 (F0 9F 98 80); JavaScript's strings the other way.
+    const rev = await commit(repo, { "d/\u{ff5e}.yaml": "1\n", "d/\u{1f600}.yaml": "2\n", "e.yaml": "3\n" });
+    const ix = await index(repo, rev);
+    expect(ix.list("d")).toEqual(["d/\u{1f600}.yaml", "d/\u{ff5e}.yaml"]);
+    expect(ix.isDir("d")).toBe(true);
+    expect(ix.isFile("e.yaml")).toBe(true);
+  });
+
+  it("splices added and removed paths into a sorted listing as a full sort would place them", () => {
+    // A seeded generator: the same cases every run, many shapes (neighbours, ends, runs of edits at one place).
+    let seed = 7;
+    const next = (n: number) => (seed = (seed * 48271) % 2147483647) % n;
+    const name = () => `d${next(4)}/${"abz-/".charAt(next(5))}${next(40)}.yaml`;
+    for (let round = 0; round < 300; round++) {
+      const sorted = [...new Set(Array.from({ length: next(30) }, name))].sort();
+      const removed = sorted.filter(() => next(4) === 0);
+      const added = [...new Set(Array.from({ length: next(6) }, name))].filter((p) => !sorted.includes(p));
+      const expected = [...sorted.filter((p) => !removed.includes(p)), ...added].sort();
+      expect(spliceSorted(sorted, added, removed), JSON.stringify({ sorted, added, removed })).toEqual(expected);
+    }
+    const unchanged = ["a", "b"];
+    expect(spliceSorted(unchanged, [], [])).toBe(unchanged);
   });
 });

@@ -34,9 +34,10 @@ interface Lane {
  * Tells each cluster's Flux to fetch now after a push (ADR 0020): a POST to the cluster's Receiver (notification-
  * controller, type generic-hmac), signed with its key (`X-Signature: sha256=<HMAC of the body>`), as Flux documents
  * it. Best effort: `notify` never waits and never throws, so a cluster that does not answer costs the write nothing;
- * a refused or failed attempt is retried with exponential backoff and jitter, then given up (the GitRepository's
- * poll interval is the safety net). One lane per cluster: a push while a notification is on its way or waiting for
- * its retry is carried by the next attempt, so a burst of pushes sends one request, not one per push.
+ * a refused or failed attempt (a redirect too: never followed) is retried with exponential backoff and jitter, then
+ * given up (the GitRepository's poll interval is the safety net). One lane per cluster: a push while a notification
+ * is on its way or waiting for its retry is carried by the next attempt, so a burst of pushes sends one request, not
+ * one per push.
  */
 export class FluxNotifier {
   private readonly lanes = new Map<string, Lane>();
@@ -169,19 +170,28 @@ export class FluxNotifier {
         method: "POST",
         headers: { "content-type": "application/json", "x-signature": signature },
         body,
+        // A redirect is a failed attempt, never followed: the signed body goes to the configured Receiver only.
+        redirect: "manual",
         signal: AbortSignal.any([this.stopping.signal, AbortSignal.timeout(this.opts.timeoutMs)]),
       });
     } catch (err) {
-      throw new Error(
-        `no answer: ${(err as Error).cause instanceof Error ? ((err as Error).cause as Error).message : (err as Error).message}`,
-        {
-          cause: err,
-        },
-      );
+      // fetch names the whole URL when it cannot use it (userinfo, a bad port): only a redacted message goes on.
+      const { cause, message } = err as Error;
+      // eslint-disable-next-line preserve-caught-error -- the caught error names the URL; no logger may reach it
+      throw new Error(`no answer: ${redactUrls(cause instanceof Error ? cause.message : message)}`);
     }
     await res.body?.cancel();
     if (!res.ok) throw new Error(`the Receiver answered HTTP ${res.status}`);
   }
+}
+
+/** `message` with each URL in it cut to its scheme and host: a Receiver's path derives from its key. */
+function redactUrls(message: string): string {
+  return message.replace(/\b[a-z][a-z0-9+.-]*:\/\/[^\s"'<>]+/gi, (found) => {
+    if (!URL.canParse(found)) return "[redacted URL]";
+    const url = new URL(found);
+    return url.pathname === "/" && !url.search && !url.hash ? url.origin : `${url.origin}/[redacted]`;
+  });
 }
 
 function isIterable(value: Iterable<string> | Promise<Iterable<string>>): value is Iterable<string> {

@@ -11,6 +11,7 @@ import { problemPlugin, RequestValidationError } from "./plugins/problem.js";
 import type { AdoptionService } from "../services/adoption-service.js";
 import type { FleetService } from "../services/fleet-service.js";
 import type { ApiMetrics } from "../metrics.js";
+import type { Clock } from "../services/rollouts/clock.js";
 import type { RolloutService } from "../services/rollouts/service.js";
 import { adoptionRoutes } from "./routes/adoption.js";
 import { fleetRoutes } from "./routes/fleet.js";
@@ -35,7 +36,7 @@ export interface AppDeps {
   authenticator: Authenticator;
   /** Views across teams: GET /v1/status and, with `ui`, the status page at /ui. */
   board?: StatusBoard;
-  ui?: { auth: ApiAuth; config: UiConfig };
+  ui?: { auth: ApiAuth; config: UiConfig; clock?: Pick<Clock, "now"> };
   /** Rate limits (config `api.rateLimit`); the defaults when absent. */
   limits?: RateLimitConfig;
   /** Prometheus metrics (served on their own port by main.ts); none when absent. */
@@ -110,6 +111,7 @@ export async function app(instance: FastifyInstance, deps: AppDeps): Promise<voi
       auth: deps.ui.auth,
       ui: deps.ui.config,
       authenticator: deps.authenticator,
+      ...(deps.ui.clock ? { clock: deps.ui.clock } : {}),
     });
   }
 }

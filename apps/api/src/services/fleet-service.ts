@@ -1,4 +1,6 @@
-import { compareVersions, type DriftReport, type Fleet, type Onboarding, type TeamFailure } from "@berth/core";
+import { compareVersions, type Onboarding, type TeamFailure } from "@berth/core";
+import { driftBody } from "./drift/drift-body.js";
+import type { DriftPageQuery } from "./drift/drift-index.js";
 import type { TeamStore } from "./team-service.js";
 
 export interface TemplateVersionInfo {
@@ -11,39 +13,36 @@ export interface TemplateVersionInfo {
   teams: number;
 }
 
-export type DriftAnswer = DriftReport & { revision: string | undefined };
+/** Where drift pages come from, serialized (drift-body.ts): a DriftThread. */
+export interface DriftSource {
+  body(revision: string, query: DriftPageQuery): Promise<Uint8Array>;
+}
 
 /** Fleet-wide reads: template versions in use, repo drift. */
 export class FleetService {
-  /**
-   * Drift reports of the newest revision read, with and without diffs: a report re-renders the whole fleet,
-   * so it is computed once per revision and every caller meanwhile shares it (a poller with the read role
-   * must not turn each GET into a fleet render).
-   */
-  private drifts = new Map<string, Promise<DriftAnswer>>();
-
   constructor(
     private readonly onboarding: Onboarding,
     private readonly store: Pick<TeamStore, "snapshot">,
-    private readonly fleet: Fleet,
+    private readonly drifts: DriftSource,
   ) {}
 
-  /** Every generated file that differs from Berth's render of its team file (hand edits), with diffs. */
-  async drift(options: { diffs: boolean }): Promise<DriftAnswer> {
+  /**
+   * A page of the generated files that differ from Berth's render of their team file (hand edits), at the
+   * newest revision read, as the JSON body GET /v1/fleet/drift answers. Computed and serialized off the event
+   * loop, commit by commit (services/drift, ADR 0026).
+   */
+  async drift(query: DriftPageQuery): Promise<Uint8Array> {
     const tree = await this.store.snapshot();
-    const key = `${tree.revision ?? ""}\0${options.diffs}`;
-    let report = this.drifts.get(key);
-    if (!report) {
-      // Only the newest revision's reports are kept: an older one is never asked for again.
-      if (![...this.drifts.keys()].some((k) => k.startsWith(`${tree.revision ?? ""}\0`))) this.drifts = new Map();
-      const computed = this.fleet.drift(tree, options).then((r) => ({ revision: tree.revision, ...r }));
-      computed.catch(() => {
-        if (this.drifts.get(key) === computed) this.drifts.delete(key); // a failure is not kept
+    if (tree.revision === undefined) {
+      return driftBody({
+        revision: undefined,
+        summary: { checked: 0, drifted: 0, files: 0, failed: 0 },
+        teams: [],
+        layout: [],
+        failed: [],
       });
-      this.drifts.set(key, computed);
-      report = computed;
     }
-    return report;
+    return this.drifts.body(tree.revision, query);
   }
 
   /** Every template version (on disk, or still used by a team) with how many teams use it. */

@@ -71,6 +71,11 @@ export interface FoundKustomization {
   files: string[];
   /** Variables only the live cluster knows (platform-vars the controller writes), by name. */
   liveOnly: Set<string>;
+  /**
+   * Variables Flux takes from the ConfigMap the team's identity exports its client id to (substituteFrom), each
+   * with where it comes from; and the objects that use them.
+   */
+  clientId: { vars: Map<string, string>; usedBy: Map<SourceObject, string[]> };
 }
 
 export interface Discovery {
@@ -191,9 +196,11 @@ export async function discover(tree: RepoTree, team: string, ctx: DiscoverContex
       for (const p of substituted.problems) issue(p.field, p.rule);
       // Each object as mapping reads it, and as Berth's Kustomization must apply it.
       const carried = new Map<SourceObject, Manifest>();
-      const objects = substituted.objects.map(({ carried: applied, ...o }) => {
+      const usedBy = new Map<SourceObject, string[]>();
+      const objects = substituted.objects.map(({ carried: applied, clientIdVars, ...o }) => {
         const source = { ...o, cluster };
         carried.set(source, applied);
+        if (clientIdVars.length) usedBy.set(source, clientIdVars);
         return source;
       });
       for (const o of objects) {
@@ -212,6 +219,7 @@ export async function discover(tree: RepoTree, team: string, ctx: DiscoverContex
         carried,
         files: built.files,
         liveOnly: substituted.liveOnly,
+        clientId: { vars: substituted.clientIdVars, usedBy },
       });
     }
   }
@@ -305,9 +313,15 @@ function fluxSubstitution(platform: Platform, ks: Manifest, built: Build, cluste
     const value = inline[name];
     return typeof value === "string" ? { value } : value !== undefined ? { value: String(value) } : undefined;
   };
+  const clientIdVars = identityClientIdVars(ks, built, (name) => inlineValue(name) ?? valueIn(config, name));
+  let used: Set<string> = new Set();
   const forMapping = (name: string): VarResolution => {
     const own = inlineValue(name);
     if (own || sources.length === 0) return own;
+    if (clientIdVars.has(name)) {
+      used.add(name);
+      return { keep: true };
+    }
     const configured = valueIn(config, name);
     if (configured) return configured;
     if (known.has(name)) {
@@ -319,10 +333,10 @@ function fluxSubstitution(platform: Platform, ks: Manifest, built: Build, cluste
   const forBerth = (name: string): VarResolution => {
     const own = inlineValue(name);
     if (own || sources.length === 0) return own;
-    if (known.has(name)) return { keep: true };
+    if (known.has(name) || clientIdVars.has(name)) return { keep: true };
     return valueIn(config, name);
   };
-  const objects: Array<{ obj: Manifest; file: string; carried: Manifest }> = [];
+  const objects: Array<{ obj: Manifest; file: string; carried: Manifest; clientIdVars: string[] }> = [];
   for (const o of built.objects) {
     if (!postBuild || substitutionDisabled(o.obj)) {
       const plain = withoutPlainVars(o.obj) as Manifest; // an object with its PlainVars as text: still an object
@@ -331,14 +345,17 @@ function fluxSubstitution(platform: Platform, ks: Manifest, built: Build, cluste
         obj: plain,
         file: o.file,
         carried: substitutionDisabled(o.obj) ? plain : substituteObject(plain, () => undefined, [], true),
+        clientIdVars: [],
       });
       continue;
     }
     const found: SubstitutionProblem[] = [];
+    used = new Set();
     objects.push({
       obj: substituteObject(o.obj, forMapping, found),
       file: o.file,
       carried: substituteObject(o.obj, forBerth, [], true),
+      clientIdVars: [...used].sort(),
     });
     const at = `${o.file}#${kindOf(o.obj)}/${String(withoutPlainVars(nameOf(o.obj)))}`;
     for (const p of found) {
@@ -351,7 +368,38 @@ function fluxSubstitution(platform: Platform, ks: Manifest, built: Build, cluste
       });
     }
   }
-  return { objects, problems, liveOnly };
+  return { objects, problems, liveOnly, clientIdVars };
+}
+
+/**
+ * The variables that are the team identity's client id: the key an identity of the build exports it under
+ * (`operatorSpec.configMaps.clientId`), read by Flux from that ConfigMap when the Kustomization lists it in
+ * `substituteFrom` and sits in the identity's namespace (Flux reads substituteFrom there). Mapped to the variable
+ * and where it comes from. Other exported values (principalId, tenantId) are not recognised: they stay unresolved.
+ */
+function identityClientIdVars(ks: Manifest, built: Build, known: (name: string) => VarResolution): Map<string, string> {
+  const out = new Map<string, string>();
+  const listed = valueAt(ks, "spec", "postBuild", "substituteFrom");
+  const configMaps = new Set(
+    (Array.isArray(listed) ? listed : [])
+      .filter((s: unknown) => (valueAt(s, "kind") ?? "ConfigMap") === "ConfigMap")
+      .map((s: unknown) => String(valueAt(s, "name"))),
+  );
+  for (const o of built.objects) {
+    if (o.obj.kind !== "UserAssignedIdentity" || !String(o.obj.apiVersion).startsWith("managedidentity.azure.com/"))
+      continue;
+    // The identity's own names with the values Berth knows (e.g. ${TEAM_NAMESPACE}-mi-credential).
+    const identity = substituteObject(withoutPlainVars(o.obj) as Manifest, known, []);
+    const ref = recordAt(identity, "spec", "operatorSpec", "configMaps", "clientId");
+    const [name, key, namespace] = [ref.name, ref.key, namespaceOf(identity)];
+    if (typeof name !== "string" || typeof key !== "string" || name.includes("${") || key.includes("${")) continue;
+    if (!configMaps.has(name) || namespace !== namespaceOf(ks)) continue;
+    out.set(
+      key,
+      `ConfigMap ${String(namespace)}/${name}, key ${key}, where UserAssignedIdentity ${String(nameOf(identity))} exports its client id (operatorSpec.configMaps.clientId)`,
+    );
+  }
+  return out;
 }
 
 function problemText(p: SubstitutionProblem, where: string): string {

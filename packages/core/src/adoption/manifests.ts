@@ -72,9 +72,20 @@ export function isFluxKustomization(o: unknown): o is Manifest {
 /**
  * The hand-written Flux Kustomization with `suspend: true` and `prune: false`, edited in place (its
  * comments and layout kept): Flux stops applying it, and deleting it later deletes nothing of the team.
+ * `shared` says whether the file holds other documents too (often every tenant's Kustomization of a cluster, the
+ * others live and pruning): then only this document may go, never the file.
  */
-export function suspendKustomization(text: string | undefined, name: string, teamSpec: string): string {
+export function suspendKustomization(
+  text: string | undefined,
+  name: string,
+  teamSpec: string,
+): { text: string; shared: boolean } {
   const docs = parseAllDocuments(text ?? "", YAML_PARSE_OPTIONS);
+  const others = docs.filter((d) => {
+    const o: unknown = d.toJS();
+    return o !== null && o !== undefined && !(isFluxKustomization(o) && nameOf(o) === name);
+  });
+  const shared = others.length > 0;
   for (const doc of docs) {
     const o: unknown = doc.toJS();
     if (!isFluxKustomization(o) || nameOf(o) !== name) continue;
@@ -82,10 +93,12 @@ export function suspendKustomization(text: string | undefined, name: string, tea
     doc.setIn(["spec", "prune"], false);
     const spec = doc.getIn(["spec"], true);
     if (isMap(spec)) {
-      spec.commentBefore = ` Adopted by Berth (${teamSpec}): suspended and not pruning, so deleting this file deletes nothing.\n Delete it once every cluster applied the adoption commit.`;
+      spec.commentBefore = shared
+        ? ` Adopted by Berth (${teamSpec}): suspended and not pruning, so removing this document deletes nothing.\n Once every cluster applied the adoption commit, remove this document (not the file, which holds other documents).`
+        : ` Adopted by Berth (${teamSpec}): suspended and not pruning, so deleting this file deletes nothing.\n Delete it once every cluster applied the adoption commit.`;
     }
   }
-  return docs.map((d) => d.toString({ lineWidth: 0 })).join("");
+  return { text: docs.map((d) => d.toString({ lineWidth: 0 })).join(""), shared };
 }
 
 /** Every object of rendered YAML files (Berth's own render: well formed by construction). */

@@ -60,6 +60,8 @@ export interface SpecMapping {
   /** FederatedIdentityCredentials, decided once Berth's render says which subjects it has (plan.ts). */
   federatedCredentials: Array<{ cluster: string; o: SourceObject }>;
   azureObjects: Map<string, AzureObjects>;
+  /** The team's Flux sources moved from the platform's Flux namespace into the team's (carried), each with its note. */
+  moved: Map<SourceObject, string>;
 }
 
 /**
@@ -72,8 +74,9 @@ export function mapObjects(
   perCluster: ReadonlyMap<Cluster, SourceObject[]>,
   carriedOf: ReadonlyMap<SourceObject, Manifest>,
   unmappable: Unmappable,
+  fluxNamespaces: ReadonlySet<string> = new Set(),
 ): SpecMapping {
-  const mapper = new ObjectMapper(name, platform, carriedOf, unmappable);
+  const mapper = new ObjectMapper(name, platform, carriedOf, unmappable, fluxNamespaces);
   for (const [cluster, objects] of perCluster) mapper.mapCluster(cluster, objects);
   return mapper.result([...perCluster.keys()]);
 }
@@ -96,6 +99,7 @@ class ObjectMapper {
     controllerOwned: new Set(),
     federatedCredentials: [],
     azureObjects: new Map(),
+    moved: new Map(),
   };
 
   constructor(
@@ -103,6 +107,8 @@ class ObjectMapper {
     private readonly platform: Platform,
     private readonly carriedOf: ReadonlyMap<SourceObject, Manifest>,
     unmappable: Unmappable,
+    /** Where the platform keeps its Flux objects (the ASO namespace, the hand-written Kustomizations'). */
+    private readonly fluxNamespaces: ReadonlySet<string>,
   ) {
     this.issue = unmappable.add;
   }
@@ -128,6 +134,7 @@ class ObjectMapper {
       this.out.federatedCredentials.push({ cluster: cluster.name, o: fic });
     }
     this.mapRoleAssignments(cluster, objects, azure);
+    this.moveTeamSources(cluster.name, objects);
     this.carryTheRest(cluster.name, objects);
   }
 
@@ -184,7 +191,7 @@ class ObjectMapper {
       const kind = kindOf(o.obj);
       const ns = namespaceOf(o.obj);
       const aso = ASO_GROUPS.has(groupOf(o.obj)) || groupOf(o.obj).endsWith(".azure.com");
-      if (kind === "Namespace" || kind === "Team") continue;
+      if (kind === "Namespace" || kind === "Team" || this.isTeamSource(o)) continue;
       if (CLUSTER_SCOPED_KINDS.has(kind)) {
         this.handled.add(o);
         this.issue(
@@ -324,6 +331,61 @@ class ObjectMapper {
     });
   }
 
+  /**
+   * A Flux source of the team kept in the platform's Flux namespace: a source.toolkit.fluxcd.io object there, in the
+   * team's own build, named after the team (`<team>` or `<team>-...`, e.g. `ledger-helm-repo`). ADR 0027.
+   */
+  private isTeamSource(o: SourceObject): boolean {
+    const name = String(nameOf(o.obj));
+    return (
+      groupOf(o.obj) === FLUX_SOURCE_GROUP &&
+      this.fluxNamespaces.has(String(namespaceOf(o.obj))) &&
+      (name === this.name || name.startsWith(`${this.name}-`))
+    );
+  }
+
+  /**
+   * The team's Flux sources move into its namespace under the same name (ADR 0027): Berth's team applier may write
+   * only `<team>` and `<team>--*` in the ASO namespace, nothing in another Flux namespace. The references the team's
+   * carried objects make to them follow; the old source stays on the cluster (nothing is deleted) for the
+   * references outside the team's tree (HelmReleases of other Kustomizations) until they are repointed.
+   */
+  private moveTeamSources(cluster: string, objects: SourceObject[]): void {
+    const moves: Array<{ kind: string; name: string; from: string }> = [];
+    for (const o of objects) {
+      if (this.handled.has(o) || !this.isTeamSource(o)) continue;
+      const kind = kindOf(o.obj);
+      const name = String(nameOf(o.obj));
+      const from = String(namespaceOf(o.obj));
+      const taken = objects.find(
+        (other) =>
+          other !== o &&
+          kindOf(other.obj) === kind &&
+          nameOf(other.obj) === name &&
+          namespaceOf(other.obj) === this.name,
+      );
+      if (taken) {
+        this.handled.add(o);
+        this.issue(
+          sourceRef(o),
+          `is the team's ${kind} in ${from}, which Berth moves into namespace ${this.name}, where ${sourceRef(taken)} has its name already`,
+        );
+        continue;
+      }
+      const object = structuredClone(this.carriedOf.get(o) ?? o.obj);
+      recordAt(object, "metadata").namespace = this.name;
+      this.carry(cluster, o, object);
+      moves.push({ kind, name, from });
+      this.out.moved.set(
+        o,
+        `the team's ${kind}, moved to ${kind} ${this.name}/${name} (Berth's team applier writes no other name in ${from}); this one stays on the cluster, unmanaged, for what still names ${from}/${name} (HelmReleases of other Kustomizations): point them at ${this.name}/${name}, then delete it`,
+      );
+    }
+    // The team's own objects that name a moved source follow it.
+    for (const { object } of this.out.extras.get(cluster) ?? [])
+      for (const m of moves) repointSourceRefs(object, m.kind, m.name, m.from, this.name);
+  }
+
   /** Everything not mapped is the team's own manifest, except Flux objects and ASO objects of other kinds in the ASO namespace. */
   private carryTheRest(cluster: string, objects: SourceObject[]): void {
     for (const o of objects) {
@@ -348,6 +410,21 @@ class ObjectMapper {
       } else this.carry(cluster, o);
     }
   }
+}
+
+/** The API group of Flux's sources (HelmRepository, GitRepository, OCIRepository, Bucket). */
+const FLUX_SOURCE_GROUP = "source.toolkit.fluxcd.io";
+
+/** Every `{kind, name, namespace}` reference below `value` to the moved source, pointed at its new namespace. */
+function repointSourceRefs(value: unknown, kind: string, name: string, from: string, to: string): void {
+  if (Array.isArray(value)) {
+    for (const v of value) repointSourceRefs(v, kind, name, from, to);
+    return;
+  }
+  if (value === null || typeof value !== "object") return;
+  const ref = value as Record<string, unknown>;
+  if (ref.kind === kind && ref.name === name && ref.namespace === from && !("metadata" in ref)) ref.namespace = to;
+  for (const v of Object.values(ref)) repointSourceRefs(v, kind, name, from, to);
 }
 
 /** A ResourceQuota's hard limits as Berth's quota (cpu, memory, pods; requests and limits equal). */

@@ -103,6 +103,11 @@ export interface AdoptionPlan {
     warnings: string[];
     /** Hand-written files no longer used, to delete once every cluster applied the adoption commit. */
     cleanup: string[];
+    /**
+     * The team's suspended Kustomizations in files that hold other documents too (another team's Kustomization):
+     * remove the document, keep the file.
+     */
+    cleanupDocuments: Array<{ path: string; kind: string; namespace: string; name: string }>;
   };
 }
 

@@ -107,7 +107,9 @@ export class Adoption {
       new Map([...perCluster.values()].map((c) => [c.cluster, c.objects])),
       carriedOf,
       unmappable,
+      new Set([this.onboarding.platform.asoNamespace, ...found.map((f) => String(namespaceOf(f.kustomization)))]),
     );
+    this.checkClientIdUses(found, mapping, unmappable, warnings);
     const mapped = withRequested(mapping, request);
     unmappable.refuseIfAny(name);
     let team = this.validated(name, { ...mapping.spec, name });
@@ -132,7 +134,7 @@ export class Adoption {
     const rendered = this.renderAdopted(name, team);
     const files = await this.onboarding.changeFor(tree, name, rendered);
     const berthIds = new Set(renderedObjects(rendered.values()).map(identityOf));
-    const kustomizations = await this.replaceOrSuspend(tree, name, team, adopted, berthIds, files);
+    const { kustomizations, shared } = await this.replaceOrSuspend(tree, name, team, adopted, berthIds, files);
     const objects = objectFates(perCluster, mapping, berthIds);
 
     const dangerous = objects.filter((o) => o.note?.includes("or ASO deletes"));
@@ -149,12 +151,7 @@ export class Adoption {
         `Berth also lands the team on ${envClusters.join(", ")} (every cluster of its environments), where it was not before`,
       );
 
-    const sources = [...new Set(adopted.flatMap((f) => f.files))].sort();
-    const cleanup = [
-      ...new Set([...sources, ...kustomizations.filter((k) => k.fate === "suspended").map((k) => k.path)]),
-    ]
-      .filter((p) => !files.has(p) || files.get(p) !== null)
-      .sort();
+    const { cleanup, cleanupDocuments } = this.cleanup(name, adopted, kustomizations, shared, files, warnings);
     return {
       team,
       change: {
@@ -170,7 +167,16 @@ export class Adoption {
           `templates: ${team.templateVersion}`,
         ],
       },
-      report: { kustomizations, mapped, roles: mapping.roles, azureNames: azure.changes, objects, warnings, cleanup },
+      report: {
+        kustomizations,
+        mapped,
+        roles: mapping.roles,
+        azureNames: azure.changes,
+        objects,
+        warnings,
+        cleanup,
+        cleanupDocuments,
+      },
     };
   }
 
@@ -357,8 +363,9 @@ export class Adoption {
     adopted: FoundKustomization[],
     berthIds: ReadonlySet<string>,
     files: Map<string, string | null>,
-  ): Promise<Report["kustomizations"]> {
+  ): Promise<{ kustomizations: Report["kustomizations"]; shared: Set<string> }> {
     const kustomizations: Report["kustomizations"] = [];
+    const shared = new Set<string>();
     // Berth's own Flux file paths, and the ones from before shards (Berth's write deletes what is there).
     const berthFlux = new Set(
       clustersOf(team, this.onboarding.platform).flatMap((c) => this.layout.fluxKustomizationPaths(c.name, name)),
@@ -384,7 +391,13 @@ export class Adoption {
           },
         ]);
       }
-      files.set(f.path, suspendKustomization(await tree.read(f.path), ksName, this.layout.teamSpec(name)));
+      const suspended = suspendKustomization(
+        files.get(f.path) ?? (await tree.read(f.path)),
+        ksName,
+        this.layout.teamSpec(name),
+      );
+      files.set(f.path, suspended.text);
+      if (suspended.shared) shared.add(f.path);
       kustomizations.push({
         cluster: f.cluster,
         path: f.path,
@@ -393,7 +406,71 @@ export class Adoption {
         fate: "suspended",
       });
     }
-    return kustomizations;
+    return { kustomizations, shared };
+  }
+
+  /**
+   * What to remove once every cluster applied the adoption commit: whole files only where nothing but the team's
+   * is in them. A suspended Kustomization in a file with other documents (another team's, live and pruning) is
+   * named as a document. A file the team's build reads outside every folder named after the team (a shared base)
+   * may be read by other Kustomizations Berth did not build: named in a warning, not advised for deletion.
+   */
+  private cleanup(
+    name: string,
+    adopted: FoundKustomization[],
+    kustomizations: Report["kustomizations"],
+    shared: ReadonlySet<string>,
+    files: ReadonlyMap<string, string | null>,
+    warnings: string[],
+  ): Pick<Report, "cleanup" | "cleanupDocuments"> {
+    const suspended = kustomizations.filter((k) => k.fate === "suspended");
+    const sources = new Set(adopted.flatMap((f) => f.files));
+    const teamFolder = (p: string) => p.split("/").slice(0, -1).includes(name);
+    const common = [...sources].filter((p) => !teamFolder(p)).sort();
+    if (common.length)
+      warnings.push(
+        `${common.length} file(s) the team's build reads are in no folder named ${name} (${common.join(", ")}): other hand-written Kustomizations may read them too, so they are not in cleanup; delete them once none does`,
+      );
+    const whole = [...[...sources].filter(teamFolder), ...suspended.map((k) => k.path).filter((p) => !shared.has(p))];
+    return {
+      cleanup: [...new Set(whole)].filter((p) => files.get(p) !== null).sort(),
+      cleanupDocuments: suspended
+        .filter((k) => shared.has(k.path))
+        .map((k) => ({ path: k.path, kind: "Kustomization", namespace: k.namespace, name: k.name })),
+    };
+  }
+
+  /**
+   * The team identity's client id, as the platform substitutes it from the ConfigMap the identity exports
+   * (`${clientId}`), is Berth's too: its identity exports it to `<team>-identity`, and its controller writes it into
+   * Secret aso-credential and ServiceAccount workload's client-id annotation. Those two objects are Berth's own, so
+   * the value maps there; anywhere else Berth's Kustomization would have no value for it: refused, named.
+   */
+  private checkClientIdUses(
+    found: readonly FoundKustomization[],
+    mapping: SpecMapping,
+    unmappable: Unmappable,
+    warnings: string[],
+  ): void {
+    const names = teamNames("");
+    const described = new Map<string, string>();
+    for (const f of found) {
+      for (const [v, where] of f.clientId.vars) described.set(v, where);
+      for (const [o, vars] of f.clientId.usedBy) {
+        const berths =
+          mapping.controllerOwned.has(o) ||
+          (o.obj.kind === "ServiceAccount" && nameOf(o.obj) === names.serviceAccount && !isCarried(mapping, o));
+        if (berths) continue;
+        unmappable.add(
+          sourceRef(o),
+          `uses ${vars.map((v) => `\${${v}}`).join(", ")}, the client id of the team's identity (${vars.map((v) => f.clientId.vars.get(v)).join("; ")}): Berth's controller writes it only into Secret ${names.asoCredentialSecret} and ServiceAccount ${names.serviceAccount}'s azure.workload.identity/client-id annotation, and Berth's Kustomization has no value for it here`,
+        );
+      }
+    }
+    for (const [v, where] of [...described].sort())
+      warnings.push(
+        `\${${v}} is the client id of the team's identity (${where}): Berth's identity exports it to its own ConfigMap, and Berth's controller writes it into Secret ${names.asoCredentialSecret} (AZURE_CLIENT_ID) and ServiceAccount ${names.serviceAccount} (azure.workload.identity/client-id)`,
+      );
   }
 
   /** validateTeam, its problems reported as what could not be mapped. */
@@ -425,6 +502,11 @@ export class Adoption {
       throw err;
     }
   }
+}
+
+/** Whether an object is carried as one of the team's own manifests. */
+function isCarried(mapping: SpecMapping, o: SourceObject): boolean {
+  return [...mapping.extras.values()].some((list) => list.some((c) => c.source === o));
 }
 
 /** The request's spec fields, set over what was inferred; returns where each field came from. */
@@ -467,7 +549,9 @@ function objectFates(
           source: o.file,
           cluster,
           fate: "carried",
-          note: "kept as the team's own manifest (spec.extraManifests), applied in place by Berth's Kustomization",
+          note:
+            mapping.moved.get(o) ??
+            "kept as the team's own manifest (spec.extraManifests), applied in place by Berth's Kustomization",
         });
         continue;
       }

@@ -4,6 +4,7 @@ import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from
 import { GitOpsError } from "@berth/gitops";
 import fp from "fastify-plugin";
 import { RAW_RESPONSE_SECURITY_HEADERS } from "./security-headers.js";
+import { ServiceError, type ServiceErrorCode } from "../../services/errors.js";
 
 /**
  * RFC 9457 problem details: the API's one error vocabulary. Every error the server sends, routed or not, is
@@ -148,12 +149,12 @@ export function rawProblemResponse(status: number, requestId: string, detail: st
 }
 
 /**
- * Each domain error code as the API answers it. `logged`: the error means Berth or its repo is wrong, not the request,
+ * Each domain and service error code as the API answers it. `logged`: the error means Berth or its repo is wrong, not the request,
  * so it is logged whole; `opaque`: its message may name internals, so the client gets the request id instead;
  * `uncommitted`: the detail says that nothing was committed.
  */
-const DOMAIN_PROBLEMS: Record<
-  DomainErrorCode,
+const CODED_PROBLEMS: Record<
+  DomainErrorCode | ServiceErrorCode,
   { status: number; title: string; logged?: string; opaque?: true; uncommitted?: true }
 > = {
   "invalid-team": { status: 422, title: "Invalid team" },
@@ -183,6 +184,8 @@ const DOMAIN_PROBLEMS: Record<
     title: "Adoption would recreate Azure resources",
     uncommitted: true,
   },
+  "idempotency-key-in-use": { status: 409, title: "Request in progress" },
+  "idempotency-key-reused": { status: 422, title: "Idempotency-Key reused" },
 };
 
 /** The one error handler: maps domain and HTTP errors to problems; details only below 500. */
@@ -215,10 +218,12 @@ export const problemPlugin = fp(async (app: FastifyInstance) => {
         errors: error.issues,
       });
     }
-    if (error instanceof DomainError) {
-      const problem = DOMAIN_PROBLEMS[error.code];
+    if (error instanceof DomainError || error instanceof ServiceError) {
+      const problem = CODED_PROBLEMS[error.code];
       if (problem.logged) request.log.error({ err: error }, problem.logged);
-      const issues = error.issues;
+      const issues = error instanceof DomainError ? error.issues : [];
+      if (error instanceof ServiceError && error.retryAfterSeconds !== undefined)
+        reply.header("retry-after", String(error.retryAfterSeconds));
       return sendProblem(request, reply, {
         type: `${PROBLEM_BASE}${error.code}`,
         title: problem.title,

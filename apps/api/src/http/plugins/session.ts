@@ -10,7 +10,8 @@ import type { Role } from "./auth.js";
  * forge or read into (encrypted and authenticated: JWE, dir + A256GCM, with a key derived from
  * api.ui.sessionSecret). The cookie holds who signed in and their roles, never a token: the identity
  * provider's tokens are checked once at sign-in and then dropped. Stateless, so any replica given the
- * same secret accepts it.
+ * same secret accepts it, and so nothing can end it early: signing out clears the browser's cookie, while a copy
+ * of it opens the page until it expires. Hence a short lifetime (api.ui.sessionTtlSeconds, 1 h by default).
  */
 
 export interface UiSession {
@@ -41,6 +42,10 @@ export interface SessionOptions {
   secret: string | undefined;
   /** Whether cookies get Secure (and the __Host- prefix): true when the page is served over https. */
   secure: (request: FastifyRequest) => boolean;
+  /** How long a session lasts from sign-in (shorter when the access token it came from expires sooner). */
+  ttlSeconds: number;
+  /** What time it is (tests move it); the system's clock when absent. */
+  now?: () => Date;
 }
 
 const SIGN_IN_SECONDS = 600;
@@ -59,11 +64,16 @@ export class SessionCookies {
     return this.options.secure(request) ? `__Host-${base}` : base;
   }
 
+  /** Seconds since the epoch. */
+  private nowSeconds(): number {
+    return Math.floor((this.options.now?.() ?? new Date()).getTime() / 1000);
+  }
+
   private async seal(claims: JWTPayload, purpose: string, expiresAt: number): Promise<string> {
     return new EncryptJWT(claims)
       .setProtectedHeader({ alg: "dir", enc: "A256GCM" })
       .setAudience(purpose)
-      .setIssuedAt()
+      .setIssuedAt(this.nowSeconds())
       .setExpirationTime(expiresAt)
       .encrypt(this.key);
   }
@@ -74,6 +84,7 @@ export class SessionCookies {
       return (
         await jwtDecrypt(value, this.key, {
           audience: purpose,
+          currentDate: new Date(this.nowSeconds() * 1000),
           keyManagementAlgorithms: ["dir"],
           contentEncryptionAlgorithms: ["A256GCM"],
         })
@@ -112,13 +123,17 @@ export class SessionCookies {
       : undefined;
   }
 
-  async start(request: FastifyRequest, reply: FastifyReply, session: UiSession): Promise<void> {
-    const value = await this.seal(
-      { actor: session.actor, roles: session.roles },
-      "berth-ui-session",
-      session.expiresAt,
-    );
-    this.set(request, reply, "berth-session", value, Math.max(0, session.expiresAt - Math.floor(Date.now() / 1000)));
+  /** Signs `who` in for ttlSeconds, or until `notAfter` (the access token's expiry, seconds) when sooner. */
+  async start(
+    request: FastifyRequest,
+    reply: FastifyReply,
+    who: Omit<UiSession, "expiresAt">,
+    notAfter = Number.POSITIVE_INFINITY,
+  ): Promise<void> {
+    const now = this.nowSeconds();
+    const expiresAt = Math.min(now + this.options.ttlSeconds, notAfter);
+    const value = await this.seal({ actor: who.actor, roles: who.roles }, "berth-ui-session", expiresAt);
+    this.set(request, reply, "berth-session", value, Math.max(0, expiresAt - now));
   }
 
   end(request: FastifyRequest, reply: FastifyReply): void {
@@ -126,11 +141,7 @@ export class SessionCookies {
   }
 
   async beginSignIn(request: FastifyRequest, reply: FastifyReply, transaction: SignInTransaction): Promise<void> {
-    const value = await this.seal(
-      { ...transaction },
-      "berth-ui-sign-in",
-      Math.floor(Date.now() / 1000) + SIGN_IN_SECONDS,
-    );
+    const value = await this.seal({ ...transaction }, "berth-ui-sign-in", this.nowSeconds() + SIGN_IN_SECONDS);
     this.set(request, reply, "berth-sign-in", value, SIGN_IN_SECONDS);
   }
 

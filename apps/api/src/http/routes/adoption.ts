@@ -3,7 +3,7 @@ import type { FastifyPluginAsyncZod } from "fastify-type-provider-zod";
 import { z } from "zod";
 import type { AdoptionService } from "../../services/adoption-service.js";
 import { fileChangeSchema, problemResponses, teamNameParams } from "./schemas.js";
-import { originOf } from "./teams.js";
+import { originOf } from "../write-request.js";
 
 /** HTTP shapes of adoption (exported for clients). */
 
@@ -63,7 +63,14 @@ export const adoptionReportSchema = z.object({
   warnings: z.array(z.string()),
   cleanup: z
     .array(z.string())
-    .describe("Hand-written files no longer used: delete them once every cluster applied the adoption commit"),
+    .describe(
+      "Hand-written files that hold nothing but the team's: delete them once every cluster applied the adoption commit",
+    ),
+  cleanupDocuments: z
+    .array(z.object({ path: z.string(), kind: z.string(), namespace: z.string(), name: z.string() }))
+    .describe(
+      "The team's suspended Kustomizations in files that hold other documents too (another team's): remove the document, keep the file",
+    ),
 });
 export const adoptionPreviewResponse = z.object({
   team: teamSchema,

@@ -12,7 +12,7 @@ import type { FastifyPluginAsyncZod } from "fastify-type-provider-zod";
 import { z } from "zod";
 import type { RolloutService } from "../../services/rollouts/service.js";
 import { problemResponse, problemResponses, writeHeaders } from "./schemas.js";
-import { originOf, writeRequest } from "./teams.js";
+import { originOf, writeRequest } from "../write-request.js";
 
 /** The rollouts API's response shapes live in @berth/api-contract, shared with the CLI. */
 export const previewQuery = z.object({

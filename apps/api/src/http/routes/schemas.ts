@@ -1,10 +1,14 @@
-import { problemSchema } from "@berth/api-contract";
-import { teamNameSchema, teamSchema, teamSpecSchema } from "@berth/core";
+import { continueToken, problemSchema } from "@berth/api-contract";
+import { teamSchema, teamSpecSchema } from "@berth/core";
 import { z } from "zod";
 
 /** HTTP shapes of the teams API live in @berth/api-contract, shared with the CLI; the team model is @berth/core's. */
 export {
+  continueToken,
   deleteResponse,
+  driftedFileSchema,
+  driftResponse,
+  encodeContinue,
   fileChangeSchema,
   fleetResponse,
   previewResponse,
@@ -15,24 +19,6 @@ export {
   teamResponse,
   writeResponse,
 } from "@berth/api-contract";
-
-/** An opaque page cursor: the last team name of the previous page, base64url-encoded JSON. */
-const continueToken = z
-  .string()
-  .max(256)
-  .transform((value, ctx) => {
-    try {
-      const decoded = teamCursor.parse(JSON.parse(Buffer.from(value, "base64url").toString("utf8")));
-      return decoded.after;
-    } catch {
-      ctx.addIssue({ code: "custom", message: "is not a continue token this API returned" });
-      return z.NEVER;
-    }
-  });
-const teamCursor = z.object({ after: teamNameSchema }).strict();
-export function encodeContinue(after: string): string {
-  return Buffer.from(JSON.stringify({ after } satisfies z.infer<typeof teamCursor>)).toString("base64url");
-}
 
 export const teamListQuery = z.object({
   limit: z.coerce

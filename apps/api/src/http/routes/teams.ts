@@ -1,13 +1,12 @@
 import { createHash } from "node:crypto";
-import type { ChangeOrigin } from "@berth/core";
 import { LRUCache } from "lru-cache";
 import type { FastifyReply, FastifyRequest } from "fastify";
 import { matchesEtag } from "../etag.js";
 import type { FastifyPluginAsyncZod } from "fastify-type-provider-zod";
 import { z } from "zod";
-import { idempotencyKeyOf, requestFingerprint } from "../../services/idempotency.js";
-import { HttpProblem, pathOf } from "../plugins/problem.js";
-import type { TeamService, WriteRequest } from "../../services/team-service.js";
+import { writeRequest } from "../write-request.js";
+import { HttpProblem } from "../plugins/problem.js";
+import type { TeamService } from "../../services/team-service.js";
 import {
   conditionalHeaders,
   createTeamBody,
@@ -32,20 +31,6 @@ const errors = problemResponses(400, 422);
 const conflict = { 409: problemResponse };
 const bodyErrors = { 413: problemResponse, 415: problemResponse };
 const notModified = { 304: z.null().describe("Not Modified: the ETag given in If-None-Match still holds (no body)") };
-
-/** Who asked for a write, for its commit's trailers (every write route uses this). */
-export function originOf(request: FastifyRequest): ChangeOrigin {
-  return { actor: request.principal?.actor ?? "unknown", requestId: String(request.id) };
-}
-
-/** What the commit records about who asked, and the request's Idempotency-Key with its fingerprint. */
-export function writeRequest(request: FastifyRequest, body: unknown): WriteRequest {
-  const origin = originOf(request);
-  const key = idempotencyKeyOf(request);
-  if (key === undefined) return { origin };
-  request.idempotency = { key, fingerprint: requestFingerprint(request.method, pathOf(request.url), body) };
-  return { origin, idempotency: request.idempotency };
-}
 
 /** Records the outcome for the audit line and marks a replayed answer (Stripe's header name; the draft has none). */
 function settle(

@@ -2,7 +2,9 @@ import cookie from "@fastify/cookie";
 import type { ApiAuth, UiConfig } from "@berth/config";
 import type { FastifyError, FastifyInstance, FastifyRequest } from "fastify";
 import type { Authenticator } from "../plugins/auth.js";
+import { frameworkProblem, HttpProblem, reasonPhrase } from "../plugins/problem.js";
 import { SessionCookies, type UiSession } from "../plugins/session.js";
+import type { Clock } from "../../services/rollouts/clock.js";
 import type { RolloutService } from "../../services/rollouts/service.js";
 import type { StatusBoard } from "../../services/status-board.js";
 import { loadAssets } from "./assets.js";
@@ -29,6 +31,8 @@ export interface UiOptions {
   auth: ApiAuth;
   ui: UiConfig;
   authenticator: Authenticator;
+  /** What time it is for sessions (tests move it); the system's clock when absent. */
+  clock?: Pick<Clock, "now">;
 }
 
 declare module "fastify" {
@@ -42,7 +46,7 @@ declare module "fastify" {
 }
 
 export async function uiPlugin(app: FastifyInstance, opts: UiOptions): Promise<void> {
-  const { board, rollouts, auth, ui, authenticator } = opts;
+  const { board, rollouts, auth, ui, authenticator, clock } = opts;
 
   app.addHook("onRoute", (route) => {
     if (!route.config?.uiAccess)
@@ -63,7 +67,12 @@ export async function uiPlugin(app: FastifyInstance, opts: UiOptions): Promise<v
   const secure = (request: FastifyRequest) =>
     publicUrl ? publicUrl.protocol === "https:" : request.protocol === "https";
   const origin = (request: FastifyRequest) => (publicUrl ? publicUrl.origin : `${request.protocol}://${request.host}`);
-  const sessions = new SessionCookies({ secret: ui.sessionSecret, secure });
+  const sessions = new SessionCookies({
+    secret: ui.sessionSecret,
+    secure,
+    ttlSeconds: ui.sessionTtlSeconds,
+    ...(clock ? { now: () => clock.now() } : {}),
+  });
   const method = signInMethod(auth, ui);
   const assets = await loadAssets(app.log);
   const respond = new Responder(ui, assets.urls, method.mode);
@@ -85,19 +94,27 @@ export async function uiPlugin(app: FastifyInstance, opts: UiOptions): Promise<v
   app.setNotFoundHandler((request, reply) =>
     respond.error(request, reply, 404, "Not found", `Nothing lives at ${request.url.split("?")[0]}.`),
   );
+  // What the API-wide hooks refuse (a body json-body.ts cannot read, the rate limit: HttpProblem; fastify's own
+  // client errors) keeps the status and words /v1 gives it, on the page's error page.
   app.setErrorHandler((error: FastifyError, request, reply) => {
-    const status = error.statusCode && error.statusCode >= 400 ? error.statusCode : 500;
-    if (status >= 500) request.log.error({ err: error }, "status page failed");
-    return respond.error(
-      request,
-      reply,
-      status,
-      status >= 500 ? "Something went wrong" : "Bad request",
-      status >= 500 ? `See the server log for request ${String(request.id)}.` : error.message,
-    );
+    const status = error instanceof HttpProblem ? error.status : (error.statusCode ?? 500);
+    if (error instanceof HttpProblem) reply.headers(error.headers);
+    if (status < 400 || status >= 500) {
+      request.log.error({ err: error }, "status page failed");
+      return respond.error(
+        request,
+        reply,
+        500,
+        "Something went wrong",
+        `See the server log for request ${String(request.id)}.`,
+      );
+    }
+    request.log.info({ code: error.code, status }, "status page refused a request");
+    const detail = error instanceof HttpProblem ? error.message : (frameworkProblem(error).detail ?? error.message);
+    return respond.error(request, reply, status, reasonPhrase(status), `${detail}.`);
   });
 
   registerPages(app, { board, rollouts, respond });
-  registerSignIn(app, { auth, ui, authenticator, sessions, respond, method, origin });
+  registerSignIn(app, { auth, authenticator, sessions, respond, method, origin });
   assets.register(app);
 }

@@ -34,7 +34,6 @@ export function signInMethod(auth: ApiAuth, ui: UiConfig): { mode: SignInMode; o
 
 export interface SignInOptions {
   auth: ApiAuth;
-  ui: UiConfig;
   authenticator: Authenticator;
   sessions: SessionCookies;
   respond: Responder;
@@ -44,7 +43,7 @@ export interface SignInOptions {
 }
 
 export function registerSignIn(app: FastifyInstance, opts: SignInOptions): void {
-  const { auth, ui, authenticator, sessions, respond, origin } = opts;
+  const { auth, authenticator, sessions, respond, origin } = opts;
   const { mode: signInMode, oidc } = opts.method;
 
   const startSession = async (
@@ -52,11 +51,7 @@ export function registerSignIn(app: FastifyInstance, opts: SignInOptions): void 
     reply: FastifyReply,
     principal: Principal,
     tokenExpiresAt?: number,
-  ) => {
-    const now = Math.floor(Date.now() / 1000);
-    const expiresAt = Math.min(now + ui.sessionTtlSeconds, tokenExpiresAt ?? Number.POSITIVE_INFINITY);
-    await sessions.start(request, reply, { actor: principal.actor, roles: [...principal.roles], expiresAt });
-  };
+  ) => sessions.start(request, reply, { actor: principal.actor, roles: [...principal.roles] }, tokenExpiresAt);
 
   const crossSite = (request: FastifyRequest, reply: FastifyReply) => {
     request.log.warn(

@@ -1,6 +1,6 @@
 /**
- * Time for the rollout engine: what time it is and how to wait. Injected, so tests drive gate timeouts
- * and polling without waiting for real time (see tests/support/clock.ts).
+ * Time for the rollout engine (and the status page's sessions): what time it is and how to wait. Injected, so
+ * tests drive gate timeouts, polling and session expiry without waiting for real time (see tests/support/clock.ts).
  */
 export interface Clock {
   now(): Date;

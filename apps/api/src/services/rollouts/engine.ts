@@ -24,14 +24,8 @@ import {
 import type { ApiMetrics } from "../../metrics.js";
 import type { TeamStatusReader } from "../../adapters/team-status.js";
 import type { Clock } from "./clock.js";
-import {
-  describeTarget,
-  rolloutBody,
-  withRolloutTrailer,
-  type EngineHandle,
-  type GateProgress,
-  type RolloutStore,
-} from "./service.js";
+import { describeTarget, rolloutBody, withRolloutTrailer } from "./commit-message.js";
+import type { EngineHandle, GateProgress, RolloutStore } from "./ports.js";
 
 export interface RolloutEngineOptions {
   onboarding: Onboarding;

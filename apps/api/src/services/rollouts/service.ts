@@ -22,7 +22,6 @@ import {
   type FieldIssue,
   type Fleet,
   type FleetPlan,
-  type GateTeamReport,
   type Onboarding,
   type RepoChange,
   type RepoTree,
@@ -33,31 +32,9 @@ import {
   type TeamPreview,
 } from "@berth/core";
 import { IdempotentWrites, type WriteRequest } from "../idempotency.js";
-import type { TeamStore } from "../team-service.js";
 import type { Clock } from "./clock.js";
-
-/** What rollouts need from the Flux repo: the team store, and trees at the revisions clusters report. */
-export interface RolloutStore extends TeamStore {
-  treeAt(revision: string): Promise<RepoTree | undefined>;
-}
-
-/** The engine as the service sees it: wake it after a change, show its last gate evaluation. */
-export interface EngineHandle {
-  kick(): void;
-  progress(id: string): GateProgress | undefined;
-}
-
-/** The last gate evaluation of a rollout's current wave, on the replica driving it. */
-export interface GateProgress {
-  evaluatedAt: string;
-  wave: string;
-  verdict: "pass" | "wait" | "halt";
-  message: string;
-  ready: number;
-  waiting: number;
-  failed: number;
-  teams: GateTeamReport[];
-}
+import { describeTarget, rolloutBody, withRolloutTrailer } from "./commit-message.js";
+import type { EngineHandle, GateProgress, RolloutStore } from "./ports.js";
 
 export interface RolloutPreview {
   revision: string | undefined;
@@ -373,20 +350,4 @@ export class RolloutService {
       if (shared.length) throw new RolloutConflictError(other.metadata.name, shared.sort());
     }
   }
-}
-
-export function withRolloutTrailer(origin: ChangeOrigin, id: string): ChangeOrigin {
-  return { ...origin, trailers: [...(origin.trailers ?? []), { key: ROLLOUT_TRAILER, value: id }] };
-}
-
-export function describeTarget(version: string | undefined): string {
-  return version ? `to templates ${version}` : "re-rendered on their own templates";
-}
-
-/** Commit body: the description and the teams (bounded by the commit-message rules). */
-export function rolloutBody(r: Rollout, plan?: FleetPlan): string[] {
-  const lines = r.spec.description ? [r.spec.description] : [];
-  for (const w of r.spec.waves) lines.push(`wave ${w.name}: ${w.teams.join(", ") || "(no teams)"}`);
-  if (plan?.gone.length) lines.push(`gone (skipped): ${plan.gone.join(", ")}`);
-  return lines;
 }

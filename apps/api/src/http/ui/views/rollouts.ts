@@ -1,5 +1,5 @@
 import type { GateTeamReport, Rollout, RolloutPhase } from "@berth/core";
-import type { GateProgress } from "../../../services/rollouts/service.js";
+import type { GateProgress } from "../../../services/rollouts/ports.js";
 import { html, type Html } from "../html.js";
 import { shortSha, timestamp } from "./common.js";
 
