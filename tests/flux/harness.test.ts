@@ -3,9 +3,11 @@
  * source-controller and kustomize-controller built from their Go modules pull a repository served over smart
  * HTTP with Basic auth, apply what its root Kustomization builds, substitute strictly from a ConfigMap, prune
  * what a later commit removes, and report their status as Flux does; and the harness's `requestReconcile` (what
- * `flux reconcile` does) holds when a Receiver's request replaces its own before source-controller reads either.
+ * `flux reconcile` does) holds when a Receiver's request replaces its own before source-controller reads either;
+ * and `startFlux` calls a controller ready only once it listens on every port the harness gave it.
  */
 import { mkdtemp, mkdir, rm, writeFile } from "node:fs/promises";
+import { createServer, type AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -206,4 +208,29 @@ describe(`real Flux (source-controller ${componentVersion("source-controller")},
     const status = (await admin.get(...SOURCE))?.status as { lastHandledReconcileAt?: string };
     expect(status.lastHandledReconcileAt).toBe(RECEIVERS);
   }, 90_000);
+
+  it("does not call a controller ready that loses a port to another process after its readiness probe answered", async () => {
+    // As in a CI run: another process took source-controller's picked artifact port. Its readiness probe answers,
+    // then the artifact server fails to bind and it exits; a harness that stopped at the probe left every
+    // Kustomization waiting 240 s for an artifact. The last --storage-addr wins: here, a port that is taken.
+    const holder = createServer();
+    await new Promise<void>((r) => holder.listen(0, "127.0.0.1", r));
+    try {
+      const taken = (holder.address() as AddressInfo).port;
+      const outcome = await startFlux(cluster, {
+        namespace: "flux-taken-port",
+        controllers: ["source-controller"],
+        extraArgs: { "source-controller": ["--watch-all-namespaces=false", `--storage-addr=127.0.0.1:${taken}`] },
+      }).then(
+        async (other) => {
+          await other.stop();
+          return "ready";
+        },
+        (err: unknown) => (err as Error).message,
+      );
+      expect(outcome).toMatch(/^source-controller exited \(1\):[^]*address already in use/);
+    } finally {
+      holder.close();
+    }
+  }, 60_000);
 });

@@ -459,13 +459,18 @@ async function startPlatformCluster(
     () => admin.get("apps/v1", "Deployment", "berth-system", "berth-controller"),
     240_000,
   ).catch(async (err: unknown) => {
-    const standing = (await admin.list("kustomize.toolkit.fluxcd.io/v1", "Kustomization", "flux-system")).map((k) => {
-      const status = k.status as
-        { conditions?: Array<{ type: string; reason?: string; message?: string }> } | undefined;
-      const ready = status?.conditions?.find((c) => c.type === "Ready");
-      return `${k.metadata.name}: ${ready ? `${ready.reason}: ${ready.message}` : "not reconciled yet"}`;
-    });
-    throw new Error(`${(err as Error).message}; Kustomizations: ${standing.join("; ") || "none"}`, { cause: err });
+    const standing = async (apiVersion: string, kind: string) =>
+      (await admin.list(apiVersion, kind, "flux-system"))
+        .map((o) => {
+          const ready = readyCondition(o);
+          return `${o.metadata.name}: ${ready ? `${ready.reason}: ${ready.message}` : "not reconciled yet"}`;
+        })
+        .join("; ") || "none";
+    throw new Error(
+      `${(err as Error).message}; Kustomizations: ${await standing("kustomize.toolkit.fluxcd.io/v1", "Kustomization")}` +
+        `; GitRepositories: ${await standing("source.toolkit.fluxcd.io/v1", "GitRepository")}`,
+      { cause: err },
+    );
   });
   await built;
   const controller = startControllerProcess({

@@ -20,7 +20,7 @@ import { join } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
 import type { KubeCluster } from "./kube-cluster.js";
 import { kubeRequest } from "./kube-http.js";
-import { freePort, retryOnPortRace } from "./ports.js";
+import { freePort, listeningPorts, retryOnPortRace } from "./ports.js";
 import { programPath, type Component } from "./test-cluster-binaries.js";
 import { logTail, startWatchdog } from "./watchdog.js";
 
@@ -88,7 +88,8 @@ export async function startFlux(cluster: KubeCluster, opts: FluxOptions = {}): P
   const namespace = opts.namespace ?? "flux-system";
   const controllers = opts.controllers ?? ["source-controller", "kustomize-controller"];
   const binaries = new Map(controllers.map((c) => [c, programPath(COMPONENT[c], c)] as const));
-  const dir = join(cluster.dir, "flux");
+  // A second Flux on one cluster (another RUNTIME_NAMESPACE) keeps its logs and artifacts apart.
+  const dir = join(cluster.dir, namespace === "flux-system" ? "flux" : `flux-${namespace}`);
   mkdirSync(dir, { recursive: true });
   const tmpDir = opts.tmpDir ?? dir;
   if (opts.tmpDir) mkdirSync(opts.tmpDir, { recursive: true });
@@ -123,8 +124,11 @@ export async function startFlux(cluster: KubeCluster, opts: FluxOptions = {}): P
   });
 
   async function startControllers(): Promise<void> {
+    const portsOf = new Map<FluxController, number[]>();
     for (const controller of controllers) {
       const [metricsPort, healthPort] = [await freePort(), await freePort()];
+      const ports = [metricsPort, healthPort];
+      portsOf.set(controller, ports);
       const args = [
         "--watch-all-namespaces=true",
         "--log-level=info",
@@ -135,6 +139,7 @@ export async function startFlux(cluster: KubeCluster, opts: FluxOptions = {}): P
       ];
       if (controller === "source-controller") {
         const storagePort = await freePort();
+        ports.push(storagePort);
         storageUrl = `http://127.0.0.1:${storagePort}`;
         mkdirSync(join(dir, "artifacts"), { recursive: true });
         args.push(
@@ -146,12 +151,14 @@ export async function startFlux(cluster: KubeCluster, opts: FluxOptions = {}): P
       if (controller === "kustomize-controller" && opts.kustomizeConcurrent)
         args.push(`--concurrent=${opts.kustomizeConcurrent}`);
       if (controller === "notification-controller") {
-        const receiverPort = await freePort();
+        const [receiverPort, eventsPort] = [await freePort(), await freePort()];
+        ports.push(receiverPort, eventsPort);
         receiverUrl = `http://127.0.0.1:${receiverPort}`;
-        args.push(`--receiverAddr=127.0.0.1:${receiverPort}`, `--events-addr=127.0.0.1:${await freePort()}`);
+        args.push(`--receiverAddr=127.0.0.1:${receiverPort}`, `--events-addr=127.0.0.1:${eventsPort}`);
       }
       if (controller === "source-watcher") {
         const storagePort = await freePort();
+        ports.push(storagePort);
         mkdirSync(join(dir, "watcher-artifacts"), { recursive: true });
         args.push(
           `--storage-path=${join(dir, "watcher-artifacts")}`,
@@ -186,7 +193,9 @@ export async function startFlux(cluster: KubeCluster, opts: FluxOptions = {}): P
         log,
       });
     }
-    // Ready when every controller's readiness probe answers (its caches synced, its controllers started).
+    // Ready when every controller's readiness probe answers (its caches synced, its controllers started) and it
+    // listens on every port it was given: a readiness probe can answer before a lost port makes the process exit
+    // (CI once saw source-controller gone that way, and Kustomizations waiting 240 s for an artifact).
     const deadline = Date.now() + 60_000;
     for (const [controller, p] of processes) {
       for (;;) {
@@ -197,8 +206,12 @@ export async function startFlux(cluster: KubeCluster, opts: FluxOptions = {}): P
           (r) => r.ok,
           () => false,
         );
-        if (ok) break;
-        if (Date.now() > deadline) throw new Error(`${controller} not ready within 60 s:\n${logTail(p.log)}`);
+        const missing = ok ? portsMissing(p.pid, portsOf.get(controller)!) : [];
+        if (ok && missing.length === 0) break;
+        if (Date.now() > deadline)
+          throw new Error(
+            `${controller} not ready within 60 s${missing.length ? ` (not listening on ${missing.join(", ")})` : ""}:\n${logTail(p.log)}`,
+          );
         await sleep(100);
       }
     }
@@ -236,6 +249,16 @@ export async function startFlux(cluster: KubeCluster, opts: FluxOptions = {}): P
       (await readFile(proc(controller).log, "utf8")).trimEnd().split("\n").slice(-lines).join("\n"),
     stop,
   };
+}
+
+/** Which of `ports` process `pid` does not listen on (all of them when it is gone: the caller reads its exit next). */
+function portsMissing(pid: number, ports: number[]): number[] {
+  try {
+    const listening = listeningPorts(pid);
+    return ports.filter((port) => !listening.has(port));
+  } catch {
+    return ports;
+  }
 }
 
 export interface BootstrapOptions {

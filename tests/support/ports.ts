@@ -1,4 +1,5 @@
 /** Free TCP ports on 127.0.0.1 for the servers tests start (picked, then released: retry on EADDRINUSE). */
+import { readdirSync, readFileSync, readlinkSync } from "node:fs";
 import { createServer, type Server } from "node:net";
 
 export function freePort(): Promise<number> {
@@ -47,4 +48,29 @@ export async function retryOnPortRace<T>(start: () => Promise<T>, undo?: () => P
       if (attempt >= 3 || !/address already in use/i.test((err as Error).message)) throw err;
     }
   }
+}
+
+/**
+ * The TCP ports on 127.0.0.1 that process `pid` listens on: its socket descriptors matched against the kernel's
+ * table of listening sockets. A server that lost a picked port to another process often logs the error after its
+ * health endpoint already answered (source-controller binds its artifact server once it leads); this tells.
+ */
+export function listeningPorts(pid: number): Set<number> {
+  const inodes = new Set<string>();
+  for (const fd of readdirSync(`/proc/${pid}/fd`)) {
+    try {
+      const socket = /^socket:\[(\d+)\]$/.exec(readlinkSync(`/proc/${pid}/fd/${fd}`))?.[1];
+      if (socket) inodes.add(socket);
+    } catch {
+      // closed between the listing and the read
+    }
+  }
+  const ports = new Set<number>();
+  for (const line of readFileSync(`/proc/${pid}/net/tcp`, "utf8").split("\n").slice(1)) {
+    const [, local, , state, , , , , , inode] = line.trim().split(/\s+/);
+    const [address, port] = (local ?? "").split(":");
+    // 0A is TCP_LISTEN; 0100007F is 127.0.0.1 in the table's byte order.
+    if (state === "0A" && address === "0100007F" && inodes.has(inode ?? "")) ports.add(parseInt(port!, 16));
+  }
+  return ports;
 }
