@@ -28,9 +28,9 @@ import {
   INFRA,
   onboardTeam,
   readManifests,
-  TcpProxy,
   type Obj,
 } from "./helpers.js";
+import { TcpProxy } from "../support/tcp-proxy.js";
 
 const TENANT = "11111111-1111-4111-8111-111111111111";
 const SUBSCRIPTION = "22222222-2222-4222-8222-222222222222";

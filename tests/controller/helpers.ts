@@ -4,9 +4,8 @@
  * lets a test cut one controller replica off the apiserver (an abrupt crash, as far as the cluster sees).
  */
 import { readFileSync, readdirSync } from "node:fs";
-import { createServer, connect, type Server, type Socket } from "node:net";
 import { join } from "node:path";
-import { KubeConfig } from "@kubernetes/client-node";
+import type { KubeConfig } from "@kubernetes/client-node";
 import { parseAllDocuments } from "yaml";
 import { kubeRequest, objectPath, resolveResource, type KubeResponse } from "../support/kube-http.js";
 import { REPO_ROOT } from "../support/kube-cluster.js";
@@ -172,46 +171,3 @@ export async function onboardTeam(admin: Admin, team: string, environments: stri
 
 export const decode = (data: Record<string, string> | undefined) =>
   Object.fromEntries(Object.entries(data ?? {}).map(([k, v]) => [k, Buffer.from(v, "base64").toString("utf8")]));
-
-/** A TCP proxy to the apiserver; kill() drops every connection and refuses new ones, like a dead pod. */
-export class TcpProxy {
-  private server: Server | undefined;
-  private readonly sockets = new Set<Socket>();
-  port = 0;
-
-  constructor(private readonly target: { host: string; port: number }) {}
-
-  async start(): Promise<void> {
-    this.server = createServer((client) => {
-      const upstream = connect(this.target.port, this.target.host);
-      for (const s of [client, upstream]) {
-        this.sockets.add(s);
-        s.on("close", () => this.sockets.delete(s));
-        s.on("error", () => s.destroy());
-      }
-      client.pipe(upstream).pipe(client);
-    });
-    await new Promise<void>((res) => this.server!.listen(0, "127.0.0.1", res));
-    const addr = this.server.address();
-    this.port = typeof addr === "object" && addr ? addr.port : 0;
-  }
-
-  kill(): void {
-    this.server?.close();
-    for (const s of this.sockets) s.destroy();
-  }
-
-  /** The same credentials as `kc`, through this proxy (TLS passes through: the cert is for 127.0.0.1). */
-  kubeConfig(kc: KubeConfig): KubeConfig {
-    const cluster = kc.getCurrentCluster()!;
-    const user = kc.getCurrentUser()!;
-    const out = new KubeConfig();
-    out.loadFromOptions({
-      clusters: [{ ...cluster, name: "proxied", server: `https://127.0.0.1:${this.port}` }],
-      users: [user],
-      contexts: [{ name: "proxied", cluster: "proxied", user: user.name }],
-      currentContext: "proxied",
-    });
-    return out;
-  }
-}

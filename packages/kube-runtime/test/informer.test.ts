@@ -10,7 +10,7 @@ import { listPath } from "../src/client.js";
 import { KubeApiError } from "../src/errors.js";
 import { InformerError, startInformer, type Informer, type InformerEvent } from "../src/informer.js";
 import { createControllerMetrics, type ControllerMetrics } from "../src/metrics.js";
-import { proxyFor, recordingLogger, sleep, startKubeCluster, viaServer, type KubeCluster } from "./support.js";
+import { recordingLogger, sleep, startKubeCluster, TcpProxy, viaServer, type KubeCluster } from "./support.js";
 
 type CM = V1ConfigMap;
 
@@ -276,7 +276,7 @@ describe.concurrent("startInformer (real kube-apiserver)", () => {
 
   it("survives its connections being cut", async () => {
     const ns = await namespace("inf-cut");
-    const proxy = proxyFor(admin);
+    const proxy = TcpProxy.for(admin);
     await proxy.start();
     try {
       const { informer, has } = watchConfigMaps(viaServer(admin, `https://127.0.0.1:${proxy.port}`), ns, {
@@ -305,7 +305,7 @@ describe.concurrent("startInformer (real kube-apiserver)", () => {
     const ns = await namespace("inf-block");
     await cm(ns, "doomed");
     await cm(ns, "survivor");
-    const proxy = proxyFor(admin);
+    const proxy = TcpProxy.for(admin);
     await proxy.start();
     const registry = new Registry();
     const metrics = createControllerMetrics(registry);
