@@ -1,9 +1,11 @@
 /**
- * The docs stay true to the tree (issue 22, item 4): every repository path a doc cites — a backticked path
- * such as `apps/api/src/app.ts`, or a relative Markdown link — exists, and every Markdown table is well
- * formed (the header, the separator and each row have the same number of cells, or GitHub renders it
- * wrong or not at all). Reads files only: part of the fast lane (`npm run test:unit`).
+ * The docs stay true to the tree (issue 22, item 4; issue 40, point 6): every repository path a Markdown file git
+ * tracks cites (README.md, docs/, and the READMEs beside the code in packages/, flux/, infra/ and tests/), a
+ * backticked path such as `apps/api/src/app.ts` (with `{a,b}` read as each path) or a relative Markdown link,
+ * exists; and every Markdown table is well formed (the header, the separator and each row have the same number of
+ * cells, or GitHub renders it wrong or not at all). Reads files only: part of the fast lane (`npm run test:unit`).
  */
+import { execFileSync } from "node:child_process";
 import { existsSync, readdirSync, readFileSync } from "node:fs";
 import { dirname, join, relative, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -11,13 +13,12 @@ import { describe, expect, it } from "vitest";
 
 const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), "../..");
 
-/** README.md and every Markdown file under docs/. */
+/** Every Markdown file git tracks: README.md, docs/, and the READMEs of packages, flux/, infra/ and tests/. */
 function docs(): string[] {
-  const walk = (dir: string): string[] =>
-    readdirSync(join(ROOT, dir), { withFileTypes: true }).flatMap((e) =>
-      e.isDirectory() ? walk(`${dir}/${e.name}`) : e.name.endsWith(".md") ? [`${dir}/${e.name}`] : [],
-    );
-  return ["README.md", ...walk("docs")].sort();
+  return execFileSync("git", ["ls-files", "-z", "--", "*.md"], { cwd: ROOT, encoding: "utf8" })
+    .split("\0")
+    .filter(Boolean)
+    .sort();
 }
 
 /** A doc's lines outside fenced code blocks (a fence holds examples and drawings, not citations), with their numbers. */
@@ -43,19 +44,30 @@ const SHORT = new Map(
 /**
  * The repository paths a line cites in backticks: text of path characters only, with a slash, whose first
  * segment is a top-level entry of the repository (or, shortened, a package or app followed by src/ or test/).
- * A `:line` suffix is dropped; a glob, a placeholder (`<name>`, `{a,b}`, `$VAR`) or a URL is not a path of this tree.
+ * A `:line` suffix is dropped; `{a,b}` stands for each of its paths; a glob, a placeholder (`<name>`, `$VAR`) or a
+ * URL is not a path of this tree.
  */
 function citedPaths(line: string): string[] {
   const out: string[] = [];
   for (const [, span] of line.matchAll(/`([^`\n]+)`/g)) {
-    const path = span!.replace(/:\d+(-\d+)?$/, "").replace(/\/$/, "");
-    if (!/^[\w.@-]+(\/[\w.@-]+)+$/.test(path)) continue;
-    const [first, second] = path.split("/");
-    if (TOP_LEVEL.has(first!)) out.push(path);
-    else if (SHORT.has(first!) && (second === "src" || second === "test"))
-      out.push(`${SHORT.get(first!)!.split("/")[0]}/${path}`);
+    for (const expanded of expandBraces(span!)) {
+      const path = expanded.replace(/:\d+(-\d+)?$/, "").replace(/\/$/, "");
+      if (!/^[\w.@-]+(\/[\w.@-]+)+$/.test(path)) continue;
+      const [first, second] = path.split("/");
+      if (TOP_LEVEL.has(first!)) out.push(path);
+      else if (SHORT.has(first!) && (second === "src" || second === "test"))
+        out.push(`${SHORT.get(first!)!.split("/")[0]}/${path}`);
+    }
   }
   return out;
+}
+
+/** `a/{b,c}/d` as `a/b/d` and `a/c/d`, as a shell expands it (groups side by side multiply; no nesting). */
+function expandBraces(text: string): string[] {
+  const group = /\{([^{}]*,[^{}]*)\}/.exec(text);
+  if (!group) return [text];
+  const [before, after] = [text.slice(0, group.index), text.slice(group.index + group[0].length)];
+  return group[1]!.split(",").flatMap((choice) => expandBraces(`${before}${choice}${after}`));
 }
 
 /** The targets of a line's Markdown links that point into this repository (no scheme, no bare #anchor). */
@@ -121,9 +133,24 @@ function sourceOf(path: string): string {
 describe("the docs", () => {
   const files = docs();
 
-  it("are found (README.md and docs/)", () => {
+  it("are found (README.md, docs/ and the READMEs beside the code)", () => {
     expect(files).toContain("README.md");
     expect(files).toContain("docs/architecture.md");
+    expect(files).toContain("flux/README.md");
+    expect(files).toContain("packages/kube-runtime/README.md");
+  });
+
+  it("read `{a,b}` in a cited path as each of its paths", () => {
+    expect(citedPaths("see `packages/core/src/{rollout,adoption}/` and `apps/{api,cli}/src/{main,wiring}.ts`")).toEqual(
+      [
+        "packages/core/src/rollout",
+        "packages/core/src/adoption",
+        "apps/api/src/main.ts",
+        "apps/api/src/wiring.ts",
+        "apps/cli/src/main.ts",
+        "apps/cli/src/wiring.ts",
+      ],
+    );
   });
 
   it.each(files)("%s cites only paths that exist", (file) => {
