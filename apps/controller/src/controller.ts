@@ -110,7 +110,7 @@ export class Controller {
         byIndex: (index, value) => this.informers.get(name)?.byIndex(index, value) ?? [],
       };
     }
-    this.caches = new Caches(config.platform, stores as never);
+    this.caches = new Caches(config.platform, stores);
 
     const recorder = new EventRecorder(kubeConfig, {
       component: "berth-controller",

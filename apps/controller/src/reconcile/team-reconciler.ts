@@ -458,13 +458,15 @@ export class TeamReconciler {
       events.normal(teamRef, "IssuerMatches", after.message);
     }
     if (sameStatus(view, teamObj.status)) return;
+    // The status subresource takes the object with its status (KubeObject itself declares no status).
+    const withStatus: KubeObject & { status: Record<string, unknown> } = {
+      apiVersion: TEAM_API_VERSION,
+      kind: "Team",
+      metadata: { name: team },
+      status: statusBody(view),
+    };
     try {
-      await writer.applyStatus({
-        apiVersion: TEAM_API_VERSION,
-        kind: "Team",
-        metadata: { name: team },
-        status: statusBody(view),
-      } as never);
+      await writer.applyStatus(withStatus);
     } catch (err) {
       if (errorKind(err) !== "not-found") throw err; // deleted meanwhile
     }
