@@ -23,7 +23,8 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { CliHarness, type CliResult } from "../support/cli.js";
 import { watchDeletions } from "../support/deletion-watch.js";
 import { DEV_TOKEN } from "../support/berth.js";
-import { ASO_KINDS, ASO_NAMESPACE, startFluxPlatform, type FluxPlatform } from "../support/flux-platform.js";
+import { ASO_KINDS } from "../support/aso-stand-in.js";
+import { ASO_NAMESPACE, startFluxPlatform, type FluxPlatform } from "../support/flux-platform.js";
 import { eventually } from "../support/wait.js";
 import type { Obj } from "../controller/helpers.js";
 

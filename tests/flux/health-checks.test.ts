@@ -16,13 +16,8 @@ import { setTimeout as sleep } from "node:timers/promises";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { REPO_ROOT } from "../support/berth.js";
 import { devTeamsSeed } from "../support/fleet-seed.js";
-import {
-  ASO_KINDS,
-  ASO_NAMESPACE,
-  requestReconcile,
-  startFluxPlatform,
-  type FluxPlatform,
-} from "../support/flux-platform.js";
+import { ASO_KINDS } from "../support/aso-stand-in.js";
+import { ASO_NAMESPACE, requestReconcile, startFluxPlatform, type FluxPlatform } from "../support/flux-platform.js";
 import { eventually } from "../support/wait.js";
 import type { Obj } from "../controller/helpers.js";
 

@@ -26,8 +26,8 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { stringify } from "yaml";
 import { Admin, type Obj } from "../controller/helpers.js";
 import { TOKEN_EXCHANGE_AUDIENCE } from "../support/aso.js";
+import { ASO_KINDS } from "../support/aso-stand-in.js";
 import {
-  ASO_KINDS,
   ASO_NAMESPACE,
   readyCondition,
   startFluxPlatform,
