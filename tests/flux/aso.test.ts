@@ -23,7 +23,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { CliHarness, type CliResult } from "../support/cli.js";
 import { watchDeletions } from "../support/deletion-watch.js";
 import { DEV_TOKEN } from "../support/berth.js";
-import { ASO_KINDS } from "../support/aso-stand-in.js";
+import { ASO_API_VERSIONS } from "../support/aso-stand-in.js";
 import { ASO_NAMESPACE, startFluxPlatform, type FluxPlatform } from "../support/flux-platform.js";
 import { eventually } from "../support/wait.js";
 import type { Obj } from "../controller/helpers.js";
@@ -425,7 +425,7 @@ describe("real ASO in the loop: POST → Flux → ASO → fake Azure → credent
     expect(credential).toBeLessThanOrEqual(binding);
     expect(binding).toBeLessThanOrEqual(namespace);
     // Nothing of the team is left on the cluster, nothing stuck deleting.
-    for (const [kind, apiVersion] of Object.entries(ASO_KINDS)) {
+    for (const [kind, apiVersion] of Object.entries(ASO_API_VERSIONS)) {
       await eventually(
         `${kind} of payments gone`,
         async () =>

@@ -16,7 +16,7 @@ import { setTimeout as sleep } from "node:timers/promises";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { REPO_ROOT } from "../support/berth.js";
 import { devTeamsSeed } from "../support/fleet-seed.js";
-import { ASO_KINDS } from "../support/aso-stand-in.js";
+import { ASO_API_VERSIONS } from "../support/aso-stand-in.js";
 import { ASO_NAMESPACE, requestReconcile, startFluxPlatform, type FluxPlatform } from "../support/flux-platform.js";
 import { eventually } from "../support/wait.js";
 import type { Obj } from "../controller/helpers.js";
@@ -66,7 +66,7 @@ describe("team health checks with real Flux: an ASO condition of an older genera
   });
 
   const identityOf = (team: string) =>
-    platform.admin.get(ASO_KINDS.UserAssignedIdentity, "UserAssignedIdentity", ASO_NAMESPACE, team);
+    platform.admin.get(ASO_API_VERSIONS.UserAssignedIdentity, "UserAssignedIdentity", ASO_NAMESPACE, team);
   const kustomization = (team: string) => platform.kustomization(ASO_NAMESPACE, `team-${team}`);
   const startRollout = async (team: string) => {
     const res = await platform.request("POST", "/v1/rollouts", {

@@ -26,7 +26,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { stringify } from "yaml";
 import { Admin, type Obj } from "../controller/helpers.js";
 import { TOKEN_EXCHANGE_AUDIENCE } from "../support/aso.js";
-import { ASO_KINDS } from "../support/aso-stand-in.js";
+import { ASO_API_VERSIONS } from "../support/aso-stand-in.js";
 import {
   ASO_NAMESPACE,
   readyCondition,
@@ -88,7 +88,7 @@ describe("tenant isolation with real ASO: a team owner acts only as its own team
       return c ? `${c.status} ${c.reason ?? ""}: ${c.message ?? ""}` : "no Ready condition";
     };
     const lines = [`Kustomization team-${team}: ${ready(await platform.kustomization(ASO_NAMESPACE, `team-${team}`))}`];
-    for (const [kind, apiVersion] of Object.entries(ASO_KINDS))
+    for (const [kind, apiVersion] of Object.entries(ASO_API_VERSIONS))
       for (const o of await platform.admin.list(
         apiVersion,
         kind,

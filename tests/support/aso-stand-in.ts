@@ -1,17 +1,18 @@
 /**
- * The ASO stand-in of the real-Flux platform (see AsoStandIn), and the ASO kinds Berth renders with the API
- * version its templates use.
+ * The ASO stand-in of the real-Flux platform (see AsoStandIn), and the ASO kinds Berth renders (core's table,
+ * packages/core/src/aso-kinds.ts) by name.
  */
 import { createHash } from "node:crypto";
+import { ASO_KINDS, asoApiVersion, type AsoKindName } from "@berth/core";
 import type { Admin, Obj } from "../controller/helpers.js";
 
-export const ASO_KINDS = {
-  ResourceGroup: "resources.azure.com/v1api20200601",
-  UserAssignedIdentity: "managedidentity.azure.com/v1api20230131",
-  FederatedIdentityCredential: "managedidentity.azure.com/v1api20230131",
-  RoleAssignment: "authorization.azure.com/v1api20220401",
-} as const;
-export type AsoKind = keyof typeof ASO_KINDS;
+/** Each ASO kind Berth renders (core's table) by name, with the apiVersion its templates write. */
+export const ASO_API_VERSIONS = Object.fromEntries(ASO_KINDS.map((k) => [k.kind, asoApiVersion(k)])) as Record<
+  AsoKindName,
+  string
+>;
+export type AsoKind = AsoKindName;
+const PLURALS = Object.fromEntries(ASO_KINDS.map((k) => [k.kind, k.plural])) as Record<AsoKindName, string>;
 const ASO_FINALIZER = "serviceoperator.azure.com/finalizer";
 
 /**
@@ -79,9 +80,9 @@ export class AsoStandIn {
 
   private async settle(): Promise<void> {
     const listed = new Set<string>();
-    for (const [kind, apiVersion] of Object.entries(ASO_KINDS) as Array<[AsoKind, string]>) {
+    for (const [kind, apiVersion] of Object.entries(ASO_API_VERSIONS) as Array<[AsoKind, string]>) {
       // From the apiserver's watch cache (resourceVersion=0), as an informer's list is.
-      const r = await this.admin.req("GET", `/apis/${apiVersion}/${plural(kind)}?resourceVersion=0`);
+      const r = await this.admin.req("GET", `/apis/${apiVersion}/${PLURALS[kind]}?resourceVersion=0`);
       if (r.status !== 200) continue;
       for (const o of (r.json as { items: Obj[] }).items) {
         listed.add(this.keyOf(kind, o));
@@ -209,15 +210,6 @@ export class AsoStandIn {
       );
     }
   }
-}
-
-function plural(kind: AsoKind): string {
-  return {
-    ResourceGroup: "resourcegroups",
-    UserAssignedIdentity: "userassignedidentities",
-    FederatedIdentityCredential: "federatedidentitycredentials",
-    RoleAssignment: "roleassignments",
-  }[kind];
 }
 
 /** A stable UUID-shaped value per input (what Azure would have assigned). */

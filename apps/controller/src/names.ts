@@ -32,46 +32,8 @@ export const FLUX_KUSTOMIZATION = {
 export const EXTERNAL_ARTIFACT_API_VERSION = "source.toolkit.fluxcd.io/v1";
 export const ARTIFACT_ORIGIN_REVISION = "org.opencontainers.image.revision";
 
-export interface AsoKind {
-  group: string;
-  version: string;
-  plural: string;
-  kind: string;
-  /** Team status condition summarising this kind's Ready conditions. */
-  condition: "ResourceGroupReady" | "IdentityReady" | "FederatedCredentialsReady" | "RoleAssignmentsReady";
-}
-
-/** The ASO kinds Berth renders (templates/v1), in the order their conditions chain. */
-export const ASO_KINDS: readonly AsoKind[] = [
-  {
-    group: "resources.azure.com",
-    version: "v1api20200601",
-    plural: "resourcegroups",
-    kind: "ResourceGroup",
-    condition: "ResourceGroupReady",
-  },
-  {
-    group: "managedidentity.azure.com",
-    version: "v1api20230131",
-    plural: "userassignedidentities",
-    kind: "UserAssignedIdentity",
-    condition: "IdentityReady",
-  },
-  {
-    group: "managedidentity.azure.com",
-    version: "v1api20230131",
-    plural: "federatedidentitycredentials",
-    kind: "FederatedIdentityCredential",
-    condition: "FederatedCredentialsReady",
-  },
-  {
-    group: "authorization.azure.com",
-    version: "v1api20220401",
-    plural: "roleassignments",
-    kind: "RoleAssignment",
-    condition: "RoleAssignmentsReady",
-  },
-];
+/** The ASO kinds Berth renders, in the order their conditions chain (one table, in core). */
+export { ASO_KINDS, type AsoKind } from "@berth/core";
 
 /** Work queue keys: one for the platform objects, one per team. */
 export const PLATFORM_KEY = "platform";

@@ -23,3 +23,4 @@ export * from "./team-object.js";
 export * from "./kustomize.js";
 export * from "./flux-substitute.js";
 export * from "./flux-inputs.js";
+export * from "./aso-kinds.js";
