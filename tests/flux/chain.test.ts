@@ -102,7 +102,12 @@ describe("the chain with real Flux: POST → commit → Flux → controller → 
       "limits.memory": "8Gi",
       pods: "20",
     });
-    expect(await get("rbac.authorization.k8s.io/v1", "RoleBinding", TEAM, "berth-controller")).toBeDefined();
+    // Flux applies the rest one object at a time, in kustomize's kind order: ResourceQuota before RoleBinding.
+    await eventually(
+      "RoleBinding berth-controller",
+      () => get("rbac.authorization.k8s.io/v1", "RoleBinding", TEAM, "berth-controller"),
+      60_000,
+    );
     for (const [apiVersion, kind] of [
       ["resources.azure.com/v1api20200601", "ResourceGroup"],
       ["managedidentity.azure.com/v1api20230131", "UserAssignedIdentity"],
