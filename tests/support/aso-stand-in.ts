@@ -11,7 +11,6 @@ export const ASO_API_VERSIONS = Object.fromEntries(ASO_KINDS.map((k) => [k.kind,
   AsoKindName,
   string
 >;
-export type AsoKind = AsoKindName;
 const PLURALS = Object.fromEntries(ASO_KINDS.map((k) => [k.kind, k.plural])) as Record<AsoKindName, string>;
 const ASO_FINALIZER = "serviceoperator.azure.com/finalizer";
 
@@ -29,7 +28,7 @@ export class AsoStandIn {
   /** team/kind → the Ready condition to report instead of success. */
   readonly failures = new Map<string, { reason: string; severity: "Error" | "Warning"; message: string }>();
   /** Teams whose objects get no status until `release` names their kind (a test walking the chain step by step). */
-  private readonly held = new Map<string, Set<AsoKind>>();
+  private readonly held = new Map<string, Set<AsoKindName>>();
   deleteDelayMs = 1_000;
   private timer: NodeJS.Timeout | undefined;
   private running: Promise<void> | undefined;
@@ -48,7 +47,11 @@ export class AsoStandIn {
   ) {}
 
   /** ASO reports this failure on the team's objects of `kind` (e.g. AuthorizationFailed, severity Error). */
-  fail(team: string, kind: AsoKind, failure: { reason: string; severity: "Error" | "Warning"; message: string }): void {
+  fail(
+    team: string,
+    kind: AsoKindName,
+    failure: { reason: string; severity: "Error" | "Warning"; message: string },
+  ): void {
     this.failures.set(`${team}/${kind}`, failure);
   }
 
@@ -58,7 +61,7 @@ export class AsoStandIn {
   }
 
   /** ASO answers for the team's objects of `kind` from now on (of every kind when none is named). */
-  release(team: string, kind?: AsoKind): void {
+  release(team: string, kind?: AsoKindName): void {
     if (kind === undefined) this.held.delete(team);
     else this.held.get(team)?.add(kind);
   }
@@ -80,7 +83,7 @@ export class AsoStandIn {
 
   private async settle(): Promise<void> {
     const listed = new Set<string>();
-    for (const [kind, apiVersion] of Object.entries(ASO_API_VERSIONS) as Array<[AsoKind, string]>) {
+    for (const [kind, apiVersion] of Object.entries(ASO_API_VERSIONS) as Array<[AsoKindName, string]>) {
       // From the apiserver's watch cache (resourceVersion=0), as an informer's list is.
       const r = await this.admin.req("GET", `/apis/${apiVersion}/${PLURALS[kind]}?resourceVersion=0`);
       if (r.status !== 200) continue;
@@ -94,11 +97,11 @@ export class AsoStandIn {
     for (const key of this.deletingSince.keys()) if (!listed.has(key)) this.deletingSince.delete(key);
   }
 
-  private keyOf(kind: AsoKind, o: Obj): string {
+  private keyOf(kind: AsoKindName, o: Obj): string {
     return `${o.metadata.namespace}/${kind}/${o.metadata.name}`;
   }
 
-  private async settleOne(kind: AsoKind, apiVersion: string, o: Obj): Promise<void> {
+  private async settleOne(kind: AsoKindName, apiVersion: string, o: Obj): Promise<void> {
     const key = this.keyOf(kind, o);
     const path = await this.admin.path(apiVersion, kind, o.metadata.namespace, o.metadata.name);
     const finalizers = (o.metadata.finalizers as string[] | undefined) ?? [];
