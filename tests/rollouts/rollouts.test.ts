@@ -20,6 +20,7 @@ import { ManualClock } from "../support/clock.js";
 import { pushForeignCommit } from "../support/foreign-pusher.js";
 import { createBareRepo, git, inspectRemote, makeTempDir, type BareRepo } from "../support/git-remotes.js";
 import { ScriptedStatusReader } from "../support/scripted-status.js";
+import { eventually } from "../support/wait.js";
 
 const run = promisify(execFile);
 const OWNER = "0b9a3c1e-1111-4222-8333-444455556666";
@@ -588,6 +589,30 @@ describe("rollout in waves, gated on the teams' status", () => {
     expect((await api(s.berth, "GET", "/v1/rollouts/not-an-id")).statusCode).toBe(422);
     const list = (await api(s.berth, "GET", "/v1/rollouts")).json() as { items: Array<{ metadata: { name: string } }> };
     expect(list.items.map((i) => i.metadata.name)).toEqual([id]);
+  });
+});
+
+describe("the engine running on its work queue", () => {
+  it("drives a created rollout at once, and polls its gate only when the injected clock says so", async () => {
+    const s = await setup();
+    s.berth.services.engine.start();
+    const id = await create(s.berth);
+    // The create kicks the rollout: wave 1 is committed and gated without a tick and without the clock moving.
+    await eventually("wave dev gated", async () => (await rollout(s.berth, id)).progress?.wave === "dev");
+    expect(await versions(s.remote)).toEqual({ d1: "v2", d2: "v2", p1: "v1", p2: "v1", p3: "v1" });
+
+    await reportReady(s, ["d1", "d2"]);
+    // More than a poll interval of real time passes, the clock does not: no poll, the gate has not seen it yet.
+    await new Promise((r) => setTimeout(r, 1_500));
+    expect((await rollout(s.berth, id)).rollout.status.waves[0]!.phase).toBe("Committed");
+
+    // One poll interval later the resync queues it, the gate passes and wave 2 is committed.
+    s.clock.advance(1_000);
+    await eventually(
+      "wave prod committed",
+      async () => (await rollout(s.berth, id)).rollout.status.waves[1]!.phase === "Committed",
+    );
+    expect(await versions(s.remote)).toEqual({ d1: "v2", d2: "v2", p1: "v2", p2: "v2", p3: "v2" });
   });
 });
 

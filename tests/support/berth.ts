@@ -9,7 +9,7 @@ import type { FastifyInstance } from "fastify";
 import pino from "pino";
 import { parse, stringify } from "yaml";
 import { buildServer, loggerOptions } from "../../apps/api/src/http/server.js";
-import type { Clock } from "../../apps/api/src/services/rollouts/clock.js";
+import type { Clock } from "../../packages/kube-runtime/src/clock.js";
 import type { TeamStatusReader } from "../../apps/api/src/adapters/team-status.js";
 import { createServices, type ApiServices } from "../../apps/api/src/wiring.js";
 

@@ -1,4 +1,4 @@
-import type { Clock } from "../../apps/api/src/services/rollouts/clock.js";
+import type { Clock } from "../../packages/kube-runtime/src/clock.js";
 
 /**
  * A clock tests move by hand: `now()` only changes on `advance()`, and a `sleep` resolves when the clock

@@ -9,7 +9,7 @@ import { FleetService } from "./services/fleet-service.js";
 import { FluxNotifier } from "./adapters/flux-notifier.js";
 import { ApiMetrics } from "./metrics.js";
 import { authenticatorFor } from "./http/plugins/auth.js";
-import { systemClock, type Clock } from "./services/rollouts/clock.js";
+import { systemClock, type Clock } from "@berth/kube-runtime";
 import { RolloutEngine } from "./services/rollouts/engine.js";
 import { RolloutService } from "./services/rollouts/service.js";
 import { StatusBoard } from "./services/status-board.js";

@@ -11,6 +11,7 @@ export {
   type WriteOptions,
 } from "./apply.js";
 export { backoffDelay, type BackoffPolicy } from "./backoff.js";
+export { systemClock, type Clock } from "./clock.js";
 export {
   clientFor,
   getJson,

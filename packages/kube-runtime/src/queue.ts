@@ -9,11 +9,13 @@
  * - `requeueAfterMs` schedules another pass; of several delayed adds of one key the earliest wins;
  * - at most `concurrency` handlers run at once;
  * - each handler gets an AbortSignal that aborts when its `timeoutMs` passes or the queue shuts down (e.g.
- *   leadership was lost): a handler passes it to every request it makes, so it stops before its next write.
+ *   leadership was lost): a handler passes it to every request it makes, so it stops before its next write;
+ * - delays (backoff, requeueAfter, addAfter) run on an injected Clock, so a test moves them by hand.
  *
  * Reconcilers are level-triggered: the queue carries keys only, never events or objects.
  */
 import { backoffDelay, type BackoffPolicy } from "./backoff.js";
+import { systemClock, type Clock } from "./clock.js";
 import { silentLogger, type Logger } from "@berth/core";
 import { errorReason, type ControllerMetrics } from "./metrics.js";
 
@@ -32,6 +34,8 @@ export interface WorkQueueOptions {
   timeoutMs?: number;
   metrics?: ControllerMetrics;
   logger?: Logger;
+  /** What delays wait on. Default the system clock. */
+  clock?: Clock;
 }
 
 export class WorkQueue {
@@ -40,13 +44,15 @@ export class WorkQueue {
   private readonly backoff: BackoffPolicy;
   private readonly metrics: ControllerMetrics | undefined;
   private readonly log: Logger;
+  private readonly clock: Clock;
 
   /** Ready keys in FIFO order. Each is also in `dirty`. */
   private readonly ready: string[] = [];
   /** Keys that need a pass: queued in `ready`, or added while in flight. */
   private readonly dirty = new Set<string>();
   private readonly processing = new Set<string>();
-  private readonly delayed = new Map<string, { at: number; timer: NodeJS.Timeout }>();
+  /** Delayed adds by key: when each is due, and how to cancel its wait. */
+  private readonly delayed = new Map<string, { at: number; cancel: AbortController }>();
   private readonly failures = new Map<string, number>();
   private handler: QueueHandler | undefined;
   private stopping = false;
@@ -62,6 +68,7 @@ export class WorkQueue {
     this.timeoutMs = opts.timeoutMs ?? 60_000;
     this.metrics = opts.metrics;
     this.log = (opts.logger ?? silentLogger).child({ queue: opts.name });
+    this.clock = opts.clock ?? systemClock;
     this.updateDepth();
   }
 
@@ -101,15 +108,17 @@ export class WorkQueue {
       this.add(key);
       return;
     }
-    const at = Date.now() + delayMs;
+    const at = this.clock.now().getTime() + delayMs;
     const existing = this.delayed.get(key);
     if (existing && existing.at <= at) return;
-    if (existing) clearTimeout(existing.timer);
-    const timer = setTimeout(() => {
+    existing?.cancel.abort();
+    const cancel = new AbortController();
+    this.delayed.set(key, { at, cancel });
+    void this.clock.sleep(delayMs, cancel.signal).then(() => {
+      if (cancel.signal.aborted) return;
       this.delayed.delete(key);
       this.add(key);
-    }, delayMs);
-    this.delayed.set(key, { at, timer });
+    });
   }
 
   start(handler: QueueHandler): void {
@@ -130,7 +139,7 @@ export class WorkQueue {
       this.lifetime.abort(
         Object.assign(new Error(opts.reason ?? `work queue ${this.name} shut down`), { name: "AbortError" }),
       );
-    for (const { timer } of this.delayed.values()) clearTimeout(timer);
+    for (const { cancel } of this.delayed.values()) cancel.abort();
     this.delayed.clear();
     this.ready.length = 0;
     this.dirty.clear();

@@ -6,7 +6,7 @@ import { Registry } from "prom-client";
 import { describe, expect, it, vi } from "vitest";
 import { createControllerMetrics } from "../src/metrics.js";
 import { WorkQueue } from "../src/queue.js";
-import { recordingLogger, sleep } from "./support.js";
+import { ManualClock, recordingLogger, sleep } from "./support.js";
 
 function deferred() {
   let resolve!: () => void;
@@ -154,6 +154,36 @@ describe("WorkQueue", () => {
     expect(times[2]! - t0).toBeLessThan(times[1]! - t0 + 1_000);
     expect(q.delayedCount).toBe(0);
     await q.shutdown();
+  });
+
+  it("waits on its clock: a retry and a requeueAfter run only once the clock passes them", async () => {
+    const clock = new ManualClock();
+    const q = new WorkQueue({ name: "clocked", baseDelayMs: 1_000, clock });
+    const runs: string[] = [];
+    q.start(async (key) => {
+      runs.push(key);
+      if (key === "fails" && runs.filter((k) => k === key).length === 1) throw new Error("first pass fails");
+      if (key === "polls" && runs.filter((k) => k === key).length === 1) return { requeueAfterMs: 60_000 };
+    });
+    q.add("fails");
+    q.add("polls");
+    await vi.waitFor(() => expect(q.delayedCount).toBe(2), { timeout: 3_000, interval: 10 });
+    // Real time passes, the clock does not: nothing runs again.
+    await sleep(100);
+    expect(runs.sort()).toEqual(["fails", "polls"]);
+    // Past the backoff (1 s, ±20 % jitter) but not the requeue.
+    clock.advance(2_000);
+    await vi.waitFor(() => expect(runs.filter((k) => k === "fails")).toHaveLength(2), { timeout: 3_000, interval: 10 });
+    expect(q.delayedCount).toBe(1);
+    clock.advance(58_000);
+    await vi.waitFor(() => expect(runs.filter((k) => k === "polls")).toHaveLength(2), { timeout: 3_000, interval: 10 });
+    expect(q.delayedCount).toBe(0);
+    // A delayed key dropped by shutdown never runs, however far the clock moves.
+    q.addAfter("late", 1_000);
+    await q.shutdown();
+    clock.advance(10_000);
+    await sleep(20);
+    expect(runs).not.toContain("late");
   });
 
   it("shutdown waits for in-flight handlers, drops waiting keys and ignores new ones", async () => {

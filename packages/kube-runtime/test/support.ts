@@ -8,6 +8,7 @@ import { captureLogs, parseLogLine } from "../../../tests/support/logs.js";
 
 export { startKubeCluster, type KubeCluster } from "../../../tests/support/kube-cluster.js";
 export { TcpProxy, viaServer } from "../../../tests/support/tcp-proxy.js";
+export { ManualClock } from "../../../tests/support/clock.js";
 
 export const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 

@@ -11,7 +11,7 @@ import { problemPlugin, RequestValidationError } from "./plugins/problem.js";
 import type { AdoptionService } from "../services/adoption-service.js";
 import type { FleetService } from "../services/fleet-service.js";
 import type { ApiMetrics } from "../metrics.js";
-import type { Clock } from "../services/rollouts/clock.js";
+import type { Clock } from "@berth/kube-runtime";
 import type { RolloutService } from "../services/rollouts/service.js";
 import { adoptionRoutes } from "./routes/adoption.js";
 import { fleetRoutes } from "./routes/fleet.js";

@@ -4,7 +4,7 @@ import type { FastifyError, FastifyInstance, FastifyRequest } from "fastify";
 import type { Authenticator } from "../plugins/auth.js";
 import { frameworkProblem, HttpProblem, reasonPhrase } from "../plugins/problem.js";
 import { SessionCookies, type UiSession } from "../plugins/session.js";
-import type { Clock } from "../../services/rollouts/clock.js";
+import type { Clock } from "@berth/kube-runtime";
 import type { RolloutService } from "../../services/rollouts/service.js";
 import type { StatusBoard } from "../../services/status-board.js";
 import { loadAssets } from "./assets.js";

@@ -21,9 +21,9 @@ import {
   type RepoTree,
   type Rollout,
 } from "@berth/core";
+import { WorkQueue, type Clock } from "@berth/kube-runtime";
 import type { ApiMetrics } from "../../metrics.js";
 import type { TeamStatusReader } from "../../adapters/team-status.js";
-import type { Clock } from "./clock.js";
 import { describeTarget, rolloutBody, withRolloutTrailer } from "./commit-message.js";
 import type { EngineHandle, GateProgress, RolloutStore } from "./ports.js";
 
@@ -42,21 +42,24 @@ export interface RolloutEngineOptions {
 }
 
 const ENGINE_ORIGIN = { actor: "berth-rollout-engine", requestId: "rollout-engine" };
-/** Steps one rollout may take in one tick without waiting (commit, gate, pass, commit, ...). */
-const MAX_STEPS_PER_TICK = 20;
+/** Steps one rollout may take in one pass without waiting (commit, gate, pass, commit, ...). */
+const MAX_STEPS_PER_PASS = 20;
+/** One pass's time limit: a gate over a large wave reads every team's status on every cluster. */
+const PASS_TIMEOUT_MS = 10 * 60_000;
 
 /**
  * Drives every Running rollout of the Flux repo, one step at a time (docs/rollouts.md): commit the current
- * wave, then check its gate on every poll until it passes (next wave), fails or times out (halt). It keeps
- * no state of its own: each tick reads the rollout files, and each step is a transaction whose mutate
- * re-checks the step on the tree it commits on. A restarted API, or a second replica, carries on.
+ * wave, then check its gate on every poll until it passes (next wave), fails or times out (halt). Shaped like
+ * the controller's reconcilers: `reconcile(id)` runs on a WorkQueue (one pass per rollout at a time, backoff
+ * on failure), fed by a resync that lists the Running rollouts every poll interval and by `kick(id)` after a
+ * change. It keeps no state of its own: each pass reads the rollout file, and each step is a transaction
+ * whose mutate re-checks the step on the tree it commits on. A restarted API, or a second replica, carries on.
  */
 export class RolloutEngine implements EngineHandle {
   private readonly evaluations = new Map<string, GateProgress>();
   private readonly stopper = new AbortController();
-  private wake = new AbortController();
-  private loop: Promise<void> | undefined;
-  private kicked = false;
+  private readonly queue: WorkQueue;
+  private resyncLoop: Promise<void> | undefined;
 
   private readonly layout: RepoLayout;
   private readonly reader: RolloutReader;
@@ -64,75 +67,63 @@ export class RolloutEngine implements EngineHandle {
   constructor(private readonly opts: RolloutEngineOptions) {
     this.layout = repoLayout(opts.onboarding.platform);
     this.reader = new RolloutReader(opts.onboarding.platform);
+    this.queue = new WorkQueue({
+      name: "rollouts",
+      // One rollout at a time, as one operator would: waves of several rollouts still commit in turn.
+      concurrency: 1,
+      baseDelayMs: Math.min(1_000, opts.pollIntervalMs),
+      maxDelayMs: Math.max(opts.pollIntervalMs, 60_000),
+      timeoutMs: PASS_TIMEOUT_MS,
+      clock: opts.clock,
+      logger: opts.logger,
+    });
   }
 
   start(): void {
-    this.loop ??= this.run();
+    if (this.resyncLoop) return;
+    this.queue.start((id, signal) => this.reconcile(id, signal));
+    this.resyncLoop = this.resync();
   }
 
+  /** Stops the resync and the queue; a pass in flight ends after its current step. */
   async stop(): Promise<void> {
     this.stopper.abort();
-    this.wake.abort();
-    await this.loop;
+    await this.resyncLoop;
+    await this.queue.shutdown({ abort: true, reason: "rollout engine stopped" });
   }
 
-  /** Run a tick now (a rollout was created, resumed, paused or aborted). */
-  kick(): void {
-    this.kicked = true;
-    this.wake.abort();
+  /** Drive `id` now (it was created, resumed, paused or aborted). */
+  kick(id: string): void {
+    this.queue.add(id);
   }
 
   progress(id: string): GateProgress | undefined {
     return this.evaluations.get(id);
   }
 
-  /** One pass over every Running rollout; public so tests can step the engine deterministically. */
+  /**
+   * One pass over every Running rollout, in the caller's time and not the queue's: tests that do not start
+   * the engine step it with this, so every assertion is about a known state.
+   */
   async tick(): Promise<void> {
-    const tree = await this.opts.store.snapshot(Math.min(1_000, this.opts.pollIntervalMs / 2));
-    const rollouts = await this.reader.list(tree);
-    if (this.opts.metrics) {
-      const gauge = this.opts.metrics.rollouts;
-      gauge.reset();
-      for (const phase of ROLLOUT_PHASES) gauge.set({ phase }, rollouts.filter((r) => r.status.phase === phase).length);
-    }
-    for (const r of rollouts) {
-      if (r.status.phase !== "Running") {
-        this.evaluations.delete(r.metadata.name);
-        continue;
-      }
+    for (const id of await this.listRunning()) {
       try {
-        await this.drive(r.metadata.name);
+        await this.reconcile(id, this.stopper.signal);
       } catch (err) {
-        this.opts.logger.warn(
-          { rollout: r.metadata.name, err: (err as Error).message },
-          "rollout step failed; retrying on the next tick",
-        );
+        this.opts.logger.warn({ rollout: id, err: (err as Error).message }, "rollout step failed");
       }
     }
   }
 
-  private async run(): Promise<void> {
-    while (!this.stopper.signal.aborted) {
-      this.kicked = false;
-      try {
-        await this.tick();
-      } catch (err) {
-        this.opts.logger.warn({ err: (err as Error).message }, "rollout engine tick failed");
-      }
-      if (this.stopper.signal.aborted) break;
-      if (!this.kicked) {
-        this.wake = new AbortController();
-        await this.opts.clock.sleep(this.opts.pollIntervalMs, this.wake.signal);
-      }
-    }
-  }
-
-  /** Takes steps of one rollout until it has to wait (or is no longer Running). */
-  private async drive(id: string): Promise<void> {
-    for (let step = 0; step < MAX_STEPS_PER_TICK && !this.stopper.signal.aborted; step++) {
+  /** Takes steps of one rollout until it has to wait (or is no longer Running, or `signal` aborts). */
+  async reconcile(id: string, signal: AbortSignal): Promise<void> {
+    for (let step = 0; step < MAX_STEPS_PER_PASS && !signal.aborted; step++) {
       const tree = await this.opts.store.snapshot(0);
       const r = await this.reader.read(tree, id);
-      if (!r || r.status.phase !== "Running") return;
+      if (!r || r.status.phase !== "Running") {
+        this.evaluations.delete(id);
+        return;
+      }
       const wave = currentWave(r);
       if (!wave) return;
       if (wave.status.phase === "Pending") {
@@ -142,6 +133,35 @@ export class RolloutEngine implements EngineHandle {
       if (wave.status.phase !== "Committed") return;
       if ((await this.evaluate(tree, r, wave)) !== "pass") return;
     }
+  }
+
+  /** Every poll interval: queue each Running rollout (the queue holds a key once, so a slow pass is not doubled). */
+  private async resync(): Promise<void> {
+    while (!this.stopper.signal.aborted) {
+      try {
+        for (const id of await this.listRunning()) this.queue.add(id);
+      } catch (err) {
+        this.opts.logger.warn({ err: (err as Error).message }, "rollout resync failed; retrying on the next poll");
+      }
+      await this.opts.clock.sleep(this.opts.pollIntervalMs, this.stopper.signal);
+    }
+  }
+
+  /** The Running rollouts; updates the phase gauge and forgets the gate progress of the others. */
+  private async listRunning(): Promise<string[]> {
+    const tree = await this.opts.store.snapshot(Math.min(1_000, this.opts.pollIntervalMs / 2));
+    const rollouts = await this.reader.list(tree);
+    if (this.opts.metrics) {
+      const gauge = this.opts.metrics.rollouts;
+      gauge.reset();
+      for (const phase of ROLLOUT_PHASES) gauge.set({ phase }, rollouts.filter((r) => r.status.phase === phase).length);
+    }
+    const running: string[] = [];
+    for (const r of rollouts) {
+      if (r.status.phase === "Running") running.push(r.metadata.name);
+      else this.evaluations.delete(r.metadata.name);
+    }
+    return running;
   }
 
   /** Commits the current wave: its teams re-rendered on the target and the rollout file, in one commit. */

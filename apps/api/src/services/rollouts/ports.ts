@@ -8,9 +8,9 @@ export interface RolloutStore extends TeamStore {
   treeAt(revision: string): Promise<RepoTree | undefined>;
 }
 
-/** The engine as the service sees it: wake it after a change, show its last gate evaluation. */
+/** The engine as the service sees it: drive a rollout after a change, show its last gate evaluation. */
 export interface EngineHandle {
-  kick(): void;
+  kick(rolloutId: string): void;
   progress(id: string): GateProgress | undefined;
 }
 

@@ -32,7 +32,7 @@ import {
   type TeamPreview,
 } from "@berth/core";
 import { IdempotentWrites, type WriteRequest } from "../idempotency.js";
-import type { Clock } from "./clock.js";
+import type { Clock } from "@berth/kube-runtime";
 import { describeTarget, rolloutBody, withRolloutTrailer } from "./commit-message.js";
 import type { EngineHandle, GateProgress, RolloutStore } from "./ports.js";
 
@@ -187,7 +187,7 @@ export class RolloutService {
       },
     );
     if (outcome.replayed) return { ...(await this.createdBy(outcome.original)), replayed: true };
-    this.opts.engine.kick();
+    this.opts.engine.kick(id);
     return {
       rollout: result,
       revision: outcome.revision,
@@ -282,7 +282,7 @@ export class RolloutService {
     );
     // transact commits only what the callback returned, so a commit means the callback ran and set result.
     if (result === undefined) throw new Error(`rollout ${id} ${what}: committed without applying the transition`);
-    this.opts.engine.kick();
+    this.opts.engine.kick(id);
     return { rollout: result, revision: committed.revision };
   }
 

@@ -1,6 +1,7 @@
 /**
- * Time for the rollout engine (and the status page's sessions): what time it is and how to wait. Injected, so
- * tests drive gate timeouts, polling and session expiry without waiting for real time (see tests/support/clock.ts).
+ * Time, injected: what time it is and how to wait. The work queue's delays and backoff, the API's rollout
+ * gates and the status page's sessions all read it, so tests move time by hand (tests/support/clock.ts)
+ * instead of waiting for it or faking timers that would leak into git or HTTP.
  */
 export interface Clock {
   now(): Date;
