@@ -1,19 +1,18 @@
 import type { ControllerConfig } from "@berth/config";
 import type { Cluster, ClusterFacts, PlatformValuesProvider } from "@berth/core";
-import { Gauge, Registry } from "prom-client";
+import { Registry } from "prom-client";
 import { Caches, watchOf, watchSpecs, type Store, type WatchName } from "./caches.js";
 import { KubeClusterWriter, type ClusterWriter } from "./kube.js";
+import { createBerthControllerMetrics, type BerthControllerMetrics } from "./metrics.js";
 import { LEASE_NAME, parseKey, PLATFORM_KEY, teamKey } from "./names.js";
 import { PlatformReconciler } from "./reconcile/platform-reconciler.js";
 import { TeamReconciler, type Events } from "./reconcile/team-reconciler.js";
 import {
-  createControllerMetrics,
   EventRecorder,
   LeaderElector,
   silentLogger,
   startInformer,
   WorkQueue,
-  type ControllerMetrics,
   type Informer,
   type KubeConfigLike,
   type Logger,
@@ -76,7 +75,7 @@ export interface ControllerOptions {
  * against a real apiserver.
  */
 export class Controller {
-  readonly metrics: ControllerMetrics;
+  readonly metrics: BerthControllerMetrics;
   readonly registry: Registry;
   private readonly log: Logger;
   private readonly timings: ControllerTimings;
@@ -98,7 +97,7 @@ export class Controller {
     this.log = opts.logger ?? silentLogger;
     this.timings = { ...DEFAULT_TIMINGS, ...opts.timings };
     this.registry = opts.registry ?? new Registry();
-    this.metrics = createControllerMetrics(this.registry);
+    this.metrics = createBerthControllerMetrics(this.registry);
 
     const specs = watchSpecs(config.platform);
     const stores = {} as Record<WatchName, Store<KubeObject>>;
@@ -141,16 +140,6 @@ export class Controller {
       this.enqueue(PLATFORM_KEY);
       for (const team of this.caches.teamNames()) this.enqueue(teamKey(team));
     });
-    const fresh = new Gauge({
-      name: "berth_controller_platform_values_fresh",
-      help: "1 while the platform values provider answers, 0 while the controller stands on the last known values (or none).",
-      registers: [this.registry],
-    });
-    const findings = new Gauge({
-      name: "berth_controller_platform_findings",
-      help: "Problems the last platform check in Azure found (role catalog ids that do not match their names, unregistered resource providers); see the Warning Events on platform-vars.",
-      registers: [this.registry],
-    });
     const common = {
       platform: config.platform,
       cluster: config.cluster,
@@ -161,8 +150,8 @@ export class Controller {
     };
     this.platformReconciler = new PlatformReconciler({
       ...common,
-      onFreshness: (ok) => fresh.set(ok ? 1 : 0),
-      onFindings: (n) => findings.set(n),
+      onFreshness: (ok) => this.metrics.platformValuesFresh.set(ok ? 1 : 0),
+      onFindings: (n) => this.metrics.platformFindings.set(n),
       logger: this.log.child({ reconciler: "platform" }),
       resyncMs: Math.min(this.timings.resyncMs, this.timings.factsRefreshMs ?? Infinity),
       retryMs: this.timings.retryMs,
