@@ -51,6 +51,15 @@ export default tseslint.config(
       // Everywhere, tests included: an API answer is parsed with @berth/api-contract's schemas, anything else
       // gets a precise type or `unknown` and narrowing.
       "@typescript-eslint/no-explicit-any": "error",
+      // `as never` passes anything anywhere and says nothing of why (issue 40): type the value, narrow it, or
+      // build it so the checker sees its type.
+      "no-restricted-syntax": [
+        "error",
+        {
+          selector: "TSAsExpression > TSNeverKeyword.typeAnnotation",
+          message: "No `as never`: give the value its type, or narrow it.",
+        },
+      ],
       "@typescript-eslint/no-unused-vars": [
         "error",
         { argsIgnorePattern: "^_", varsIgnorePattern: "^_", caughtErrors: "none" },

@@ -544,33 +544,11 @@ export async function startFakeAzure(opts: FakeAzureOptions = {}): Promise<FakeA
     },
     trustPolicy,
     proxyTrustPolicy,
-    credentialOptions(extra) {
-      const e = (extra ?? {}) as { additionalPolicies?: AdditionalPolicy[] };
-      return {
-        ...(extra as object),
-        authorityHost: url,
-        disableInstanceDiscovery: true as const,
-        additionalPolicies: [trustPolicy, ...(e.additionalPolicies ?? [])],
-      } as never;
-    },
-    armClientOptions(extra) {
-      const e = (extra ?? {}) as { additionalPolicies?: AdditionalPolicy[] };
-      return {
-        ...(extra as object),
-        endpoint: url,
-        credentialScopes: [ARM_SCOPE],
-        additionalPolicies: [trustPolicy, ...(e.additionalPolicies ?? [])],
-      } as never;
-    },
-    containerServiceOptions(extra) {
-      const e = (extra ?? {}) as { additionalPolicies?: AdditionalPolicy[] };
-      return {
-        ...(extra as object),
-        endpoint: url,
-        credentials: { scopes: [ARM_SCOPE] },
-        additionalPolicies: [trustPolicy, ...(e.additionalPolicies ?? [])],
-      } as never;
-    },
+    credentialOptions: (extra) =>
+      sdkOptions(extra, trustPolicy, { authorityHost: url, disableInstanceDiscovery: true as const }),
+    armClientOptions: (extra) => sdkOptions(extra, trustPolicy, { endpoint: url, credentialScopes: [ARM_SCOPE] }),
+    containerServiceOptions: (extra) =>
+      sdkOptions(extra, trustPolicy, { endpoint: url, credentials: { scopes: [ARM_SCOPE] } }),
     proxyEnv() {
       if (!proxy) throw new Error("start the fake with { proxy: true } to use proxy mode");
       return {
@@ -590,4 +568,15 @@ export async function startFakeAzure(opts: FakeAzureOptions = {}): Promise<FakeA
     },
   };
   return fake;
+}
+
+/** A caller's SDK options with the fake's over them, and the fake's CA trust ahead of the caller's own policies. */
+function sdkOptions<T extends object, O extends object>(
+  extra: T | undefined,
+  trust: AdditionalPolicy,
+  ours: O,
+): T & O & { additionalPolicies: AdditionalPolicy[] } {
+  const theirs: { additionalPolicies?: AdditionalPolicy[] } = extra ?? {};
+  // `extra` may be undefined, which spreads to nothing.
+  return { ...(extra as T), ...ours, additionalPolicies: [trust, ...(theirs.additionalPolicies ?? [])] };
 }

@@ -47,8 +47,10 @@ describe("CLI config and tokens", () => {
       message: `the CLI config ${file} holds a token and is readable by others (mode 644): run chmod 600 ${file}`,
     });
     await saveCliConfig(file, {
+      apiVersion: "berth.dev/v1",
+      kind: "CliConfig",
       contexts: [{ name: "shared", server: "https://berth.example.com", auth: { tokenFile: "/home/me/token" } }],
-    } as never);
+    });
     await chmod(file, 0o644);
     expect((await loadCliConfig(file)).contexts[0]!.name).toBe("shared");
   });

@@ -78,7 +78,7 @@ describe("what the caches keep of a watched object", () => {
 describe("what the caches keep of a team's Flux Kustomization", () => {
   it("keeps the source it reads (a failed apply is traced to the commit of that artifact) and the revisions", () => {
     const keep = specs.kustomizations.keep!;
-    const kept = keep({
+    const kustomization = {
       metadata: { name: "team-payments", namespace: "flux-config", labels: { "berth.dev/team": "payments" } },
       spec: {
         path: "./teams/payments/clusters/aks-dev-weu",
@@ -91,7 +91,8 @@ describe("what the caches keep of a team's Flux Kustomization", () => {
         lastAppliedRevision: "latest@sha256:a",
         inventory: { entries: [{ id: "x", v: "v1" }] },
       },
-    } as never) as { spec?: unknown; status?: Record<string, unknown> };
+    };
+    const kept = keep(kustomization) as { spec?: unknown; status?: Record<string, unknown> };
     expect(kept.spec).toEqual({ sourceRef: { kind: "ExternalArtifact", name: "team-files-payments" } });
     expect(kept.status).toEqual({
       conditions: [{ type: "Ready", status: "False", reason: "BuildFailed" }],

@@ -1,3 +1,5 @@
+import assert from "node:assert/strict";
+import type { ManagedFieldsEntry } from "@berth/kube-runtime";
 import { describe, expect, it } from "vitest";
 import {
   classifyDrift,
@@ -92,8 +94,8 @@ describe("classifyDrift", () => {
       fieldsV1: { "f:data": { "f:AZURE_CLIENT_ID": {}, "f:AZURE_TENANT_ID": {} } },
     },
   ];
-  const live = (data: Record<string, string>, managedFields: unknown[] = ours): SecretLike => ({
-    metadata: { ...want.metadata, managedFields: managedFields as never },
+  const live = (data: Record<string, string>, managedFields: ManagedFieldsEntry[] = ours): SecretLike => ({
+    metadata: { ...want.metadata, managedFields },
     data: {
       ...want.data,
       ...Object.fromEntries(Object.entries(data).map(([k, v]) => [k, Buffer.from(v).toString("base64")])),
@@ -117,7 +119,8 @@ describe("classifyDrift", () => {
   it("another team's client id is tampering, even when berth-controller owns the field", () => {
     const d = classifyDrift(live({ AZURE_CLIENT_ID: CLIENT_B }), want, owners, "payments");
     expect(d).toMatchObject({ kind: "tampered", otherTeam: "orders", changed: ["AZURE_CLIENT_ID"] });
-    expect(tamperMessage("payments", d as never)).toMatch(/identity of team orders.*#4810/);
+    assert(d.kind === "tampered");
+    expect(tamperMessage("payments", d)).toMatch(/identity of team orders.*#4810/);
   });
 
   it("a value owned by another field manager is tampering", () => {

@@ -223,16 +223,14 @@ describe("crafted values in structured fields are refused, naming the field", ()
     const cases: Array<[string, Record<string, unknown>]> = [
       ["(body)", { ...teamInput(), apiVersion: "v1" }],
       ["(body)", { ...teamInput(), metadata: { name: "x" } }],
-      ["quota", teamInput({ quota: { cpu: "1", memory: "1Gi", pods: 5, "limits.cpu": "100" } as never })],
+      ["quota", { ...teamInput(), quota: { cpu: "1", memory: "1Gi", pods: 5, "limits.cpu": "100" } }],
       [
         "containerLimits.default",
-        teamInput({
-          containerLimits: { ...limits({}), default: { cpu: "1", memory: "1Gi", ephemeral: "1" } } as never,
-        }),
+        { ...teamInput(), containerLimits: { ...limits({}), default: { cpu: "1", memory: "1Gi", ephemeral: "1" } } },
       ],
       [
         "roleAssignments.0",
-        teamInput({ roleAssignments: [{ role: "rg-contributor", scope: "/subscriptions/x" }] as never }),
+        { ...teamInput(), roleAssignments: [{ role: "rg-contributor", scope: "/subscriptions/x" }] },
       ],
     ];
     for (const [field, input] of cases) {

@@ -5,7 +5,7 @@
 import { Registry } from "prom-client";
 import { describe, expect, it, vi } from "vitest";
 import { createControllerMetrics } from "../src/metrics.js";
-import { WorkQueue } from "../src/queue.js";
+import { WorkQueue, type QueueHandler } from "../src/queue.js";
 import { ManualClock, recordingLogger, sleep } from "./support.js";
 
 function deferred() {
@@ -122,11 +122,12 @@ describe("WorkQueue", () => {
   it("a handler that throws synchronously is retried like a rejection", async () => {
     const q = new WorkQueue({ name: "sync-throw", baseDelayMs: 1 });
     let n = 0;
-    q.start(((key: string) => {
+    const handler: QueueHandler = (key) => {
       n++;
       if (n === 1) throw new Error(`sync ${key}`);
       return Promise.resolve();
-    }) as never);
+    };
+    q.start(handler);
     q.add("k");
     await vi.waitFor(() => expect(n === 2).toBe(true), { timeout: 10_000, interval: 25 });
     await q.shutdown();
