@@ -13,6 +13,7 @@ export default defineConfig({
       "@berth/azure": src("azure"),
       "@berth/api-contract": src("api-contract"),
       "@berth/kube-runtime": src("kube-runtime"),
+      "@berth/logging": src("logging"),
     },
   },
   test: {

@@ -10,13 +10,12 @@ import { TeamReconciler, type Events } from "./reconcile/team-reconciler.js";
 import {
   EventRecorder,
   LeaderElector,
-  silentLogger,
   startInformer,
   WorkQueue,
   type Informer,
   type KubeConfigLike,
-  type Logger,
 } from "@berth/kube-runtime";
+import { silentLogger, type Logger } from "@berth/logging";
 import type { KubeObject } from "./reconcile/objects.js";
 
 export interface ControllerTimings {

@@ -12,11 +12,11 @@ import {
   ValueUnavailableError,
   type Cluster,
   type ClusterFacts,
-  type Logger,
   type PlatformCredential,
   type PlatformValuesProvider,
   type TeamIdentity,
 } from "@berth/core";
+import type { Logger } from "@berth/logging";
 import { register as defaultRegistry, type Registry } from "prom-client";
 import { TtlCache, type Loaded } from "./cache.js";
 import { describe, isNotFound } from "./errors.js";

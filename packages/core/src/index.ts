@@ -1,5 +1,4 @@
 export * from "./errors.js";
-export * from "./logger.js";
 export * from "./repo.js";
 export * from "./team.js";
 export * from "./platform.js";

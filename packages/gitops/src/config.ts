@@ -1,5 +1,5 @@
 import { isAbsolute, resolve } from "node:path";
-import { silentLogger, type Logger } from "@berth/core";
+import { silentLogger, type Logger } from "@berth/logging";
 import { GitOpsError } from "./errors.js";
 
 export type FluxRepoAuth =

@@ -9,7 +9,7 @@ import { LRUCache } from "lru-cache";
 import { clientFor, CONTENT_TYPE, type KubeClient } from "./client.js";
 import { KubeApiError } from "./errors.js";
 import type { KubeConfigLike } from "./kubeconfig.js";
-import { silentLogger, type Logger } from "@berth/core";
+import { silentLogger, type Logger } from "@berth/logging";
 import type { ObjectRef } from "./object.js";
 
 /** The object an Event is about. */

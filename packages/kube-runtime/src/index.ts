@@ -36,7 +36,6 @@ export {
 } from "./informer.js";
 export { loadKubeConfig, type KubeConfigLike } from "./kubeconfig.js";
 export { LeaderElector, microTime, type LeaderElectorOptions } from "./leader.js";
-export { silentLogger, type LogFn, type Logger } from "@berth/core";
 export { createControllerMetrics, errorReason, type ControllerMetrics } from "./metrics.js";
 export { cacheKey, type KubernetesObject, type ManagedFieldsEntry, type ObjectMeta, type ObjectRef } from "./object.js";
 export { WorkQueue, type QueueHandler, type ReconcileResult, type WorkQueueOptions } from "./queue.js";

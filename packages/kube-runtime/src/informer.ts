@@ -25,7 +25,7 @@ import { clientFor, listPath, type KubeClient } from "./client.js";
 import { KubeApiError } from "./errors.js";
 import type { KubeConfigLike } from "./kubeconfig.js";
 import { cacheKey, type KubernetesObject } from "./object.js";
-import { silentLogger, type Logger } from "@berth/core";
+import { silentLogger, type Logger } from "@berth/logging";
 import type { ControllerMetrics } from "./metrics.js";
 
 export type InformerEventType = "ADDED" | "MODIFIED" | "DELETED";

@@ -18,7 +18,7 @@ import { Sleeper } from "./backoff.js";
 import { clientFor, type KubeClient } from "./client.js";
 import { KubeApiError } from "./errors.js";
 import type { KubeConfigLike } from "./kubeconfig.js";
-import { silentLogger, type Logger } from "@berth/core";
+import { silentLogger, type Logger } from "@berth/logging";
 import type { ControllerMetrics } from "./metrics.js";
 
 interface LeaseSpec {

@@ -16,7 +16,7 @@
  */
 import { backoffDelay, type BackoffPolicy } from "./backoff.js";
 import { systemClock, type Clock } from "./clock.js";
-import { silentLogger, type Logger } from "@berth/core";
+import { silentLogger, type Logger } from "@berth/logging";
 import { errorReason, type ControllerMetrics } from "./metrics.js";
 
 export type ReconcileResult = { requeueAfterMs?: number } | void;

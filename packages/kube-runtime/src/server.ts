@@ -6,7 +6,7 @@
 import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
 import type { Registry } from "prom-client";
-import { silentLogger, type Logger } from "@berth/core";
+import { silentLogger, type Logger } from "@berth/logging";
 
 export interface HealthServerOptions {
   /** 0 picks a free port (tests). */

@@ -1,7 +1,7 @@
 /** The runtime's Logger is what the app passes: a pino logger must satisfy it (checked by tsc). */
 import pino from "pino";
 import { describe, expect, it } from "vitest";
-import type { Logger } from "@berth/core";
+import type { Logger } from "@berth/logging";
 import { backoffDelay } from "../src/backoff.js";
 
 describe("runtime helpers", () => {

@@ -3,7 +3,7 @@
  * proxy in front of the apiserver (to cut or block a client's connections, as a network failure
  * would), and a logger that records what it was given.
  */
-import type { Logger } from "@berth/core";
+import type { Logger } from "@berth/logging";
 import { captureLogs, parseLogLine } from "../../../tests/support/logs.js";
 
 export { startKubeCluster, type KubeCluster } from "../../../tests/support/kube-cluster.js";

@@ -17,7 +17,7 @@ import {
   TEAM_API_VERSION,
   TEAM_ROLE_BINDING,
 } from "../names.js";
-import type { Logger } from "@berth/kube-runtime";
+import type { Logger } from "@berth/logging";
 import {
   classifyDrift,
   desiredTeamCredential,

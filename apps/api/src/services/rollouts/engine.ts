@@ -14,13 +14,13 @@ import {
   type Fleet,
   type GateDecision,
   type GateObservation,
-  type Logger,
   type Onboarding,
   type RepoChange,
   type RepoLayout,
   type RepoTree,
   type Rollout,
 } from "@berth/core";
+import type { Logger } from "@berth/logging";
 import { WorkQueue, type Clock } from "@berth/kube-runtime";
 import type { ApiMetrics } from "../../metrics.js";
 import type { TeamStatusReader } from "../../adapters/team-status.js";
