@@ -14,6 +14,7 @@ export default defineConfig({
       "@berth/api-contract": src("api-contract"),
       "@berth/kube-runtime": src("kube-runtime"),
       "@berth/logging": src("logging"),
+      "@berth/kustomize": src("kustomize"),
     },
   },
   test: {

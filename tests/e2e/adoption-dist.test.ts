@@ -1,5 +1,5 @@
 /**
- * Adoption's kustomize build as the image runs it: the built @berth/core on plain Node (no test runner's
+ * Adoption's kustomize build as the image runs it: the built @berth/kustomize on plain Node (no test runner's
  * module interop), which must load fast-json-patch (CommonJS) and apply a JSON 6902 patch.
  */
 import { execFile } from "node:child_process";
@@ -11,20 +11,20 @@ import { REPO_ROOT } from "../support/berth.js";
 
 const run = promisify(execFile);
 
-describe("the built domain package on Node", () => {
+describe("the built kustomize package on Node", () => {
   beforeAll(async () => {
     await ensureBuilt();
   });
 
   it("builds a kustomization with a JSON 6902 patch", async () => {
     const script = `
-      const core = await import(${JSON.stringify(join(REPO_ROOT, "packages/core/dist/index.js"))});
+      const kustomize = await import(${JSON.stringify(join(REPO_ROOT, "packages/kustomize/dist/index.js"))});
       const files = {
         "k/kustomization.yaml": "resources: [a.yaml]\\npatches:\\n  - target: {kind: ConfigMap}\\n    patch: |-\\n      - op: add\\n        path: /data/added\\n        value: by-patch\\n",
         "k/a.yaml": "apiVersion: v1\\nkind: ConfigMap\\nmetadata: {name: c, namespace: x}\\ndata: {a: b}\\n",
       };
       const tree = { read: async (p) => files[p], list: async () => [] };
-      const built = await core.kustomizeBuild(tree, "k", new core.BuildBudget());
+      const built = await kustomize.kustomizeBuild(tree, "k", new kustomize.BuildBudget());
       process.stdout.write(JSON.stringify(built.objects[0].obj.data));
     `;
     const { stdout } = await run(process.execPath, ["--input-type=module", "-e", script], { cwd: REPO_ROOT });

@@ -19,7 +19,5 @@ export * from "./adoption/index.js";
 export * from "./provider.js";
 export * from "./patterns.js";
 export * from "./team-object.js";
-export * from "./kustomize.js";
-export * from "./flux-substitute.js";
 export * from "./flux-inputs.js";
 export * from "./aso-kinds.js";

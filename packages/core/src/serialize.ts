@@ -1,4 +1,5 @@
-import { Document, isScalar, parse, visit, type DocumentOptions, type ParseOptions, type SchemaOptions } from "yaml";
+import { YAML_PARSE_OPTIONS } from "@berth/kustomize";
+import { Document, isScalar, parse, visit } from "yaml";
 import type { z } from "zod";
 import { RepoContentError } from "./errors.js";
 
@@ -178,17 +179,8 @@ export function fastYamlDocument(obj: unknown): string | undefined {
   return `${lines.join("\n")}\n`;
 }
 
-/**
- * How Berth parses YAML it reads back (templates, team files): YAML 1.1 as Kubernetes reads it, but with
- * the `<<` merge tag removed, so `<<` stays a plain key (the renderer gives it its own meaning) and no
- * anchor/alias tricks apply. The yaml package ignores `merge: false` under 1.1, hence the tag filter.
- */
-export const YAML_PARSE_OPTIONS: ParseOptions & DocumentOptions & SchemaOptions = {
-  version: "1.1",
-  uniqueKeys: true,
-  prettyErrors: true,
-  customTags: (tags) => tags.filter((tag) => typeof tag !== "object" || tag.tag !== "tag:yaml.org,2002:merge"),
-};
+// How Berth parses YAML it reads: one policy for its own files and hand-written trees (@berth/kustomize).
+export { YAML_PARSE_OPTIONS };
 
 /**
  * A file Berth wrote to the Flux repo, read back: YAML as Berth parses it, then the schema. Anything else

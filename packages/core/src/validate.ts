@@ -1,6 +1,6 @@
 import type { z } from "zod";
 import { TeamValidationError, type FieldIssue } from "./errors.js";
-import { CLUSTER_SCOPED_KINDS } from "./kustomize.js";
+import { CLUSTER_SCOPED_KINDS } from "@berth/kustomize";
 import { describeOwner, repoLayout } from "./layout.js";
 import { teamNames } from "./naming.js";
 import { knownPlatformVars } from "./render.js";

@@ -9,14 +9,14 @@ import { parse } from "yaml";
 import { describe, expect, it } from "vitest";
 import {
   Adoption,
+  AdoptionLimitError,
   AdoptionUnmappableError,
   adoptionRequestSchema,
-  BuildLimitError,
-  DEFAULT_BUILD_LIMITS,
   Onboarding,
   repoLayout,
   platformSchema,
 } from "@berth/core";
+import { DEFAULT_BUILD_LIMITS } from "@berth/kustomize";
 import { loadCatalog, MemoryRepoTree, REPO_ROOT, treeFromFolder } from "./fixtures.js";
 
 const PLATFORM = platformSchema.parse(
@@ -72,7 +72,7 @@ describe("adoption's work is bounded, and a limit is a 422 that names it", () =>
   it("entries, documents, bytes and depth past the limits stop the build with the limit's name", async () => {
     const entries = Array.from({ length: DEFAULT_BUILD_LIMITS.maxEntries + 1 }, (_, i) => `f${i}.yaml`);
     const tooMany = await adoption.plan(fanOut(entries), "gamma", request).catch((e: unknown) => e);
-    expect(tooMany).toBeInstanceOf(BuildLimitError);
+    expect(tooMany).toBeInstanceOf(AdoptionLimitError);
     expect(tooMany).toMatchObject({
       limit: "maxEntries",
       message: `fanout/kustomization.yaml lists ${entries.length} resources; adoption builds at most ${DEFAULT_BUILD_LIMITS.maxEntries} per kustomization`,

@@ -2,9 +2,9 @@
  * Shared test fixtures for @berth/core: a realistic platform, example teams that together use every
  * template and option, the v1 template set read from disk, and an in-memory RepoTree.
  */
-import { readdirSync, readFileSync, statSync } from "node:fs";
-import { join, relative } from "node:path";
+import { readdirSync, readFileSync } from "node:fs";
 import { fileURLToPath } from "node:url";
+import { filesOf } from "../../../tests/support/folder.js";
 import {
   Fleet,
   Onboarding,
@@ -264,16 +264,7 @@ export function teamInput(overrides: Partial<TeamInput> & Record<string, unknown
 
 /** Every file below `dir` (a folder of this repository), as a repo tree rooted there. */
 export function treeFromFolder(dir: string, revision = "hand-written"): MemoryRepoTree {
-  const files = new Map<string, string>();
-  const walk = (at: string) => {
-    for (const name of readdirSync(at)) {
-      const full = join(at, name);
-      if (statSync(full).isDirectory()) walk(full);
-      else files.set(relative(dir, full), readFileSync(full, "utf8"));
-    }
-  };
-  walk(dir);
-  return new MemoryRepoTree(files, revision);
+  return new MemoryRepoTree(filesOf(dir), revision);
 }
 
 /** A Map-backed RepoTree. `list(dir)` is recursive and sorted, like the git adapter's. */

@@ -1,12 +1,3 @@
-import { knownPlatformVars } from "../render.js";
-import {
-  PlainVar,
-  substituteValue,
-  substitutionDisabled,
-  withoutPlainVars,
-  type SubstitutionProblem,
-  type VarResolution,
-} from "../flux-substitute.js";
 import {
   BuildLimitError,
   CLUSTER_SCOPED_KINDS,
@@ -14,11 +5,18 @@ import {
   kustomizeBuild,
   KustomizeBuildError,
   parseManifestFile,
+  PlainVar,
   repoPath,
+  substituteValue,
+  substitutionDisabled,
+  withoutPlainVars,
   type Build,
   type BuildBudget,
-} from "../kustomize.js";
+  type SubstitutionProblem,
+  type VarResolution,
+} from "@berth/kustomize";
 import { describeOwner, type RepoLayout } from "../layout.js";
+import { knownPlatformVars } from "../render.js";
 import { teamNames } from "../naming.js";
 import { allClusters, type Cluster, type Platform } from "../platform.js";
 import type { RepoTree } from "../repo.js";

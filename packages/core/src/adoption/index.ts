@@ -6,6 +6,7 @@
 export { Adoption, type AdoptionOptions } from "./plan.js";
 export { matchArmId } from "./map.js";
 export {
+  AdoptionLimitError,
   AdoptionRecreatesError,
   AdoptionUnmappableError,
   adoptionRequestSchema,

@@ -1,5 +1,5 @@
 import { LOWERCASE_GUID } from "../patterns.js";
-import { CLUSTER_SCOPED_KINDS } from "../kustomize.js";
+import { CLUSTER_SCOPED_KINDS } from "@berth/kustomize";
 import { teamNames } from "../naming.js";
 import type { Cluster, Platform } from "../platform.js";
 import { MANAGED_LABEL_PREFIXES } from "../team.js";

@@ -1,3 +1,4 @@
+import type { BuildLimitError, BuildLimits } from "@berth/kustomize";
 import { z } from "zod";
 import { DomainError, type FieldIssue } from "../errors.js";
 import type { RepoChange } from "../repo.js";
@@ -129,6 +130,24 @@ export class AdoptionUnmappableError extends DomainError {
 
   override get issues(): FieldIssue[] {
     return this.fieldIssues;
+  }
+}
+
+/** The hand-written tree is beyond a bound of adoption's work: the build's limit, named as the domain answers it. */
+export class AdoptionLimitError extends DomainError {
+  override readonly name = "AdoptionLimitError";
+  readonly code = "adoption-limit";
+  readonly limit: keyof BuildLimits;
+  private readonly issue: FieldIssue;
+
+  constructor(reached: BuildLimitError) {
+    super(reached.message, { cause: reached });
+    this.limit = reached.limit;
+    this.issue = { field: reached.limit, rule: `limit ${reached.value}` };
+  }
+
+  override get issues(): FieldIssue[] {
+    return [this.issue];
   }
 }
 

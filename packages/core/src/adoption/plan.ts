@@ -1,6 +1,6 @@
 import { clustersOf } from "../context.js";
 import { TeamExistsError, TeamValidationError } from "../errors.js";
-import { BuildBudget, DEFAULT_BUILD_LIMITS, type BuildLimits } from "../kustomize.js";
+import { BuildBudget, BuildLimitError, DEFAULT_BUILD_LIMITS, type BuildLimits } from "@berth/kustomize";
 import { repoLayout, type RepoLayout } from "../layout.js";
 import { azureNames as berthAzureNames, teamNames } from "../naming.js";
 import { describeWithDiff, type Onboarding } from "../onboarding.js";
@@ -33,6 +33,7 @@ import {
 } from "./manifests.js";
 import { mapObjects, type Carried, type SpecMapping } from "./map.js";
 import {
+  AdoptionLimitError,
   AdoptionRecreatesError,
   AdoptionUnmappableError,
   Unmappable,
@@ -206,7 +207,10 @@ export class Adoption {
       budget: new BuildBudget(this.options.limits ?? DEFAULT_BUILD_LIMITS, this.options.clock),
       unmappable,
     };
-    const { found, unreadable }: Discovery = await discover(tree, name, ctx);
+    // The build's limits are the domain's 422 adoption-limit: one vocabulary at the edge.
+    const { found, unreadable }: Discovery = await discover(tree, name, ctx).catch((err: unknown) => {
+      throw err instanceof BuildLimitError ? new AdoptionLimitError(err) : err;
+    });
     if (found.length === 0) {
       unmappable.refuseIfAny(name);
       unmappable.add(

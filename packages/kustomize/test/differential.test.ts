@@ -1,5 +1,5 @@
 /**
- * Adoption's kustomize build (packages/core/src/kustomize.ts) against kustomize itself: every kustomization
+ * Adoption's kustomize build (packages/kustomize/src/build.ts) against kustomize itself: every kustomization
  * of the adoption fixtures and of tests/fixtures/kustomize, built both ways, must give the same objects
  * (`kubectl kustomize`, kustomize v5.5, with Flux's load restrictions: none inside the repo). Order is not
  * compared (Flux applies in its own order). The refusals are tested against kustomize too: what adoption
@@ -11,8 +11,9 @@ import { join, relative } from "node:path";
 import { promisify } from "node:util";
 import { parseAllDocuments } from "yaml";
 import { describe, expect, it } from "vitest";
-import { BuildBudget, kustomizeBuild, KustomizeBuildError, withoutPlainVars } from "@berth/core";
-import { REPO_ROOT, treeFromFolder } from "./fixtures.js";
+import { BuildBudget, kustomizeBuild, KustomizeBuildError } from "../src/build.js";
+import { withoutPlainVars } from "../src/flux-substitute.js";
+import { REPO_ROOT, treeFromFolder } from "./support.js";
 
 const run = promisify(execFile);
 const ROOTS = [
@@ -66,7 +67,8 @@ describe("adoption builds what kustomize builds", () => {
   }
 
   it("what adoption refuses as kustomize's own error, kustomize refuses too", async () => {
-    const tree = treeFromFolder(join(REPO_ROOT, "tests/fixtures/kustomize/features")).apply(
+    const tree = treeFromFolder(
+      join(REPO_ROOT, "tests/fixtures/kustomize/features"),
       new Map([["twice/kustomization.yaml", "resources:\n  - ../base/policy.yaml\n  - ../base/policy.yaml\n"]]),
     );
     const err = await kustomizeBuild(tree, "twice", new BuildBudget()).catch((e: unknown) => e);

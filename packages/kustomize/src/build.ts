@@ -1,10 +1,17 @@
 // Default import: fast-json-patch is CommonJS for Node, whose named exports Node's ESM loader cannot see.
 import fastJsonPatch, { type Operation } from "fast-json-patch";
 import { Composer, isMap, isSeq, Parser, parseAllDocuments, stringify, visit, type Document } from "yaml";
-import { DomainError, type FieldIssue } from "./errors.js";
+import { KustomizeError } from "./errors.js";
 import { PlainVar } from "./flux-substitute.js";
-import type { RepoTree } from "./repo.js";
-import { YAML_PARSE_OPTIONS } from "./serialize.js";
+import { YAML_PARSE_OPTIONS } from "./yaml.js";
+
+/** What a build reads: a tree of files, e.g. one commit of the Flux repo (core's RepoTree is one). */
+export interface SourceTree {
+  /** The file's text, or undefined when it does not exist. */
+  read(path: string): Promise<string | undefined>;
+  /** Every file path below `dir` (recursive), sorted; empty when the folder does not exist. */
+  list(dir: string): Promise<readonly string[]>;
+}
 
 /**
  * What kustomize builds from a folder of the Flux repo, for adoption (docs/decisions/0014-adoption-build.md).
@@ -70,9 +77,9 @@ export const DEFAULT_BUILD_LIMITS: Readonly<BuildLimits> = Object.freeze({
 });
 
 /** A limit of the BuildBudget was reached: the work stops there. */
-export class BuildLimitError extends DomainError {
+export class BuildLimitError extends KustomizeError {
   override readonly name = "BuildLimitError";
-  readonly code = "adoption-limit";
+  readonly kind = "limit";
   constructor(
     readonly limit: keyof BuildLimits,
     readonly value: number,
@@ -80,15 +87,12 @@ export class BuildLimitError extends DomainError {
   ) {
     super(message);
   }
-
-  override get issues(): FieldIssue[] {
-    return [{ field: this.limit, rule: `limit ${this.value}` }];
-  }
 }
 
 /** The folder cannot be built, or not the way kustomize would: `file` says where. */
-export class KustomizeBuildError extends Error {
+export class KustomizeBuildError extends KustomizeError {
   override readonly name = "KustomizeBuildError";
+  readonly kind = "build";
   constructor(
     readonly file: string,
     message: string,
@@ -133,7 +137,7 @@ export class BuildBudget {
   }
 
   /** A file's text, counted against the byte limits; undefined when it does not exist. */
-  async read(tree: RepoTree, path: string): Promise<string | undefined> {
+  async read(tree: SourceTree, path: string): Promise<string | undefined> {
     await this.checkpoint();
     const text = await tree.read(path);
     if (text === undefined) return undefined;
@@ -334,14 +338,14 @@ interface Resource {
  * Builds `dir` as Flux does: its kustomization file, or — for the Flux Kustomization's own path only — a
  * generated one listing every manifest below it (a sub-folder holding a kustomization is built as one).
  */
-export async function kustomizeBuild(tree: RepoTree, dir: string, budget: BuildBudget): Promise<Build> {
+export async function kustomizeBuild(tree: SourceTree, dir: string, budget: BuildBudget): Promise<Build> {
   const files: string[] = [];
   const resources = await buildDir(tree, dir, budget, files, 0, true);
   return { objects: resources.map((r) => ({ obj: r.obj, file: r.file })), files };
 }
 
 async function kustomizationFile(
-  tree: RepoTree,
+  tree: SourceTree,
   dir: string,
   budget: BuildBudget,
 ): Promise<{ path: string; text: string } | undefined> {
@@ -360,7 +364,7 @@ async function kustomizationFile(
 }
 
 async function buildDir(
-  tree: RepoTree,
+  tree: SourceTree,
   dir: string,
   budget: BuildBudget,
   files: string[],
@@ -450,7 +454,7 @@ async function buildDir(
 
 /** Flux's generated kustomization for a path without one: every manifest below, sub-kustomizations as folders. */
 async function generatedBuild(
-  tree: RepoTree,
+  tree: SourceTree,
   dir: string,
   budget: BuildBudget,
   files: string[],
@@ -546,7 +550,7 @@ function assertUniqueIds(resources: Resource[], file: string): void {
 // ---- labels, annotations, JSON 6902 patches; then the ServiceAccount references they changed.
 
 async function transform(
-  tree: RepoTree,
+  tree: SourceTree,
   dir: string,
   body: KubeObject,
   resources: Resource[],
