@@ -1,356 +1,102 @@
-import { teamConditionSchema, teamNames, type Platform } from "@berth/core";
-import {
-  ACCESS_FINALIZER,
-  ASO_KINDS,
-  CLIENT_ID_ANNOTATION,
-  FLUX_KUSTOMIZATION,
-  MANAGED_BY,
-  MANAGED_BY_LABEL,
-  PLATFORM_KEY,
-  TEAM_GROUP,
-  TEAM_LABEL,
-  TEAM_PLURAL,
-  TEAM_ROLE_BINDING,
-  TEAM_VERSION,
-  teamKey,
-} from "./names.js";
+/**
+ * Typed reads over the informer stores (what is watched and kept: watches.ts). A reconcile pass reads through
+ * `recording()`, so what it was handed is known: the team reconciler's memo is keyed on exactly those reads.
+ */
+import { teamNames, type Platform } from "@berth/core";
+import { ACCESS_FINALIZER, ASO_KINDS, TEAM_ROLE_BINDING } from "./names.js";
 import {
   isDeleting,
-  type ConditionLike,
   type ConfigMapLike,
   type KubeObject,
   type KustomizationLike,
-  type Meta,
   type SecretLike,
   type TeamObject,
   type WithConditions,
 } from "./reconcile/objects.js";
 import { PLATFORM_CREDENTIAL_SECRET } from "./reconcile/platform.js";
+import { BY_CLIENT_ID, BY_TEAM, byTeamLabel, type Store, type WatchName } from "./watches.js";
 
 /**
- * What the controller watches, what it keeps of each object, and which work-queue keys a change maps to.
- * Informers only enqueue keys; reconcilers read these caches (never the events) to decide.
- *
- * Each watch keeps only the fields the reconcilers read (`keep`): no managedFields (a Secret's are
- * summarised to who owns which data key), no other annotations, no unused data or status. That is most
- * of the controller's memory, and a cached object is small enough to copy and compare cheaply.
+ * What one pass was handed by the caches: each read (an object by name, an index lookup, a list) and the
+ * resourceVersions it returned. `unchanged()` asks the stores again: true when every read would return the
+ * same versions, i.e. the pass would see what it saw. A read added to a pass is recorded like any other.
  */
+export class RecordedReads {
+  private readonly reads = new Map<string, { again: () => string; seen: string }>();
 
-/** The read side of an informer handle. */
-export interface Store<T> {
-  get(namespace: string | undefined, name: string): T | undefined;
-  list(): T[];
-  /** Objects whose index `index` has `value` (WatchSpec.indexers); scans list() when absent (test fakes). */
-  byIndex?(index: string, value: string): T[];
-}
-
-export interface WatchSpec {
-  name: string;
-  /** Collection path the informer lists and watches. */
-  path: string;
-  labelSelector?: string;
-  /**
-   * Sent with the list and the watch. `metadata.name=<name>` lets RBAC authorize the list/watch against
-   * `resourceNames` (the apiserver treats it as a request for that name).
-   */
-  fieldSelector?: string;
-  /** What is cached of each object: only what the reconcilers read. */
-  keep(raw: KubeObject): KubeObject;
-  indexers?: Record<string, (obj: KubeObject) => string[]>;
-  /** Work-queue keys an object of this watch maps to. */
-  keys(obj: KubeObject): string[];
-}
-
-/** Index of objects by their `berth.dev/team` label. */
-export const BY_TEAM = "team";
-/** Index of `<team>-identity` ConfigMaps by clientId (whose identity a credential points at). */
-export const BY_CLIENT_ID = "clientId";
-
-// ---- what is kept of each kind --------------------------------------------------------------------------
-
-function pick<T extends Record<string, unknown>>(
-  from: T | undefined,
-  keys: readonly string[],
-): Record<string, string> | undefined {
-  if (!from) return undefined;
-  let out: Record<string, string> | undefined;
-  for (const k of keys) {
-    const v = from[k];
-    if (typeof v === "string") (out ??= {})[k] = v;
+  /** The first read of `key` in a pass counts: a later change shows in `unchanged()`. */
+  record(key: string, again: () => string, seen: string): void {
+    if (!this.reads.has(key)) this.reads.set(key, { again, seen });
   }
-  return out;
+
+  unchanged(): boolean {
+    for (const read of this.reads.values()) if (read.again() !== read.seen) return false;
+    return true;
+  }
+
+  get size(): number {
+    return this.reads.size;
+  }
 }
 
-/** Identity, version and lifecycle: what every kept object has. */
-function baseMeta(m: Meta | undefined, extra: Partial<Meta> = {}): Meta {
-  const out: Meta = { name: m?.name ?? "", resourceVersion: m?.resourceVersion ?? "" };
-  if (m?.namespace) out.namespace = m.namespace;
-  if (m?.uid) out.uid = m.uid;
-  if (m?.generation !== undefined) out.generation = m.generation;
-  if (m?.deletionTimestamp) out.deletionTimestamp = m.deletionTimestamp;
-  for (const [k, v] of Object.entries(extra)) if (v !== undefined) (out as Record<string, unknown>)[k] = v;
-  return out;
-}
+const versionOf = (o: KubeObject | undefined) => o?.metadata?.resourceVersion ?? "-";
+const versionsOf = (list: KubeObject[]) => list.map(versionOf).sort().join(",");
 
-const teamLabel = (m: Meta | undefined) => pick(m?.labels, [TEAM_LABEL]);
-
-/** The Ready condition only: the one every status check reads. */
-function readyOnly(status: { conditions?: ConditionLike[] } | undefined): ConditionLike[] | undefined {
-  const ready = status?.conditions?.find((c) => c?.type === "Ready");
-  return ready ? [ready] : undefined;
-}
-
-/** A Secret's managedFields reduced to who owns which `data` key (tamper attribution reads nothing else). */
-function dataOwnership(m: Meta | undefined): Meta["managedFields"] {
-  return m?.managedFields?.map((e) => {
-    const data = (e.fieldsV1 as Record<string, unknown> | undefined)?.["f:data"];
-    return {
-      ...(e.manager ? { manager: e.manager } : {}),
-      ...(data && typeof data === "object" ? { fieldsV1: { "f:data": data } } : {}),
-    };
-  });
-}
-
-function keepTeam(raw: KubeObject): TeamObject {
-  const o = raw as TeamObject;
-  const roles = Array.isArray(o.spec?.roleAssignments)
-    ? o.spec.roleAssignments.filter((r) => typeof r?.role === "string").map((r) => ({ role: r.role }))
-    : undefined;
-  // The boundary: status conditions are read back (lastTransitionTime is kept across passes); a malformed
-  // one (hand-edited) is dropped here, and the next status write replaces it.
-  const conditions = (o.status?.conditions ?? []).filter((c) => teamConditionSchema.safeParse(c).success);
-  const status = o.status ? { ...o.status, conditions } : undefined;
+/** `store`, with every read it answers recorded in `reads` under `watch`. */
+function recordingStore(watch: string, store: Store<KubeObject>, reads: RecordedReads): Store<KubeObject> {
+  const { byIndex } = store;
   return {
-    metadata: baseMeta(o.metadata),
-    ...(roles ? { spec: { roleAssignments: roles } } : {}),
-    ...(status ? { status } : {}),
-  };
-}
-
-function keepAsoConfigMap(platform: Platform) {
-  return (raw: KubeObject): ConfigMapLike => {
-    const o = raw as ConfigMapLike;
-    const name = o.metadata?.name ?? "";
-    if (name === platform.platformVarsConfigMap) {
-      return {
-        metadata: baseMeta(o.metadata, { labels: o.metadata?.labels, annotations: o.metadata?.annotations }),
-        ...(o.data ? { data: o.data } : {}),
-      };
-    }
-    if (name.endsWith("-identity")) {
-      const data = pick(o.data, ["clientId", "tenantId"]);
-      return { metadata: baseMeta(o.metadata), ...(data ? { data } : {}) };
-    }
-    return { metadata: baseMeta(o.metadata) }; // some other ConfigMap of the namespace: only its name matters
-  };
-}
-
-function keepSecret(raw: KubeObject): SecretLike {
-  const o = raw as SecretLike;
-  const m = o.metadata;
-  return {
-    metadata: baseMeta(m, {
-      labels: m?.labels,
-      annotations: m?.annotations,
-      finalizers: m?.finalizers,
-      managedFields: dataOwnership(m),
+    get: (namespace, name) => {
+      const again = () => versionOf(store.get(namespace, name));
+      const o = store.get(namespace, name);
+      reads.record(`${watch} ${namespace ?? ""}/${name}`, again, versionOf(o));
+      return o;
+    },
+    list: () => {
+      const list = store.list();
+      reads.record(`${watch} *`, () => versionsOf(store.list()), versionsOf(list));
+      return list;
+    },
+    ...(byIndex && {
+      byIndex: (index: string, value: string) => {
+        const list = byIndex.call(store, index, value);
+        reads.record(
+          `${watch} ${index}=${value}`,
+          () => versionsOf(byIndex.call(store, index, value)),
+          versionsOf(list),
+        );
+        return list;
+      },
     }),
-    ...(o.type ? { type: o.type } : {}),
-    ...(o.data ? { data: o.data } : {}),
   };
-}
-
-function keepServiceAccount(raw: KubeObject): KubeObject {
-  const m = raw.metadata;
-  return { metadata: baseMeta(m, { labels: teamLabel(m), annotations: pick(m?.annotations, [CLIENT_ID_ANNOTATION]) }) };
-}
-
-function keepRoleBinding(raw: KubeObject): KubeObject {
-  const m = raw.metadata;
-  return { metadata: baseMeta(m, { labels: teamLabel(m), finalizers: m?.finalizers }) };
-}
-
-function keepKustomization(raw: KubeObject): KustomizationLike {
-  const o = raw as KustomizationLike;
-  const s = o.status;
-  // Ready, and Healthy: Flux sets it once its apply succeeded (the team's objects are on the cluster).
-  const conditions = s?.conditions?.filter((c) => c?.type === "Ready" || c?.type === "Healthy");
-  const status = s
-    ? {
-        ...(conditions?.length ? { conditions } : {}),
-        ...pick(s as Record<string, unknown>, [
-          "lastAppliedRevision",
-          "lastAttemptedRevision",
-          "lastAppliedOriginRevision",
-        ]),
-      }
-    : undefined;
-  // The source it reads: on a failed apply, the reconciler reads that ExternalArtifact for the commit it came from.
-  const sourceRef = o.spec?.sourceRef;
-  return {
-    metadata: baseMeta(o.metadata, { labels: teamLabel(o.metadata) }),
-    ...(sourceRef ? { spec: { sourceRef: pick(sourceRef, ["kind", "name", "namespace"]) } } : {}),
-    ...(status ? { status } : {}),
-  };
-}
-
-function keepAsoObject(raw: KubeObject): WithConditions {
-  const o = raw as WithConditions & {
-    spec?: { issuer?: unknown; issuerFromConfig?: unknown };
-    status?: { issuer?: unknown };
-  };
-  const conditions = readyOnly(o.status);
-  // What a federated credential trusts: its issuer, or (templates v3) the ConfigMap it reads it from and the
-  // issuer ASO last wrote to Azure.
-  const issuer = typeof o.spec?.issuer === "string" ? o.spec.issuer : undefined;
-  const fromConfig = o.spec?.issuerFromConfig !== undefined;
-  const inAzure = fromConfig && typeof o.status?.issuer === "string" ? o.status.issuer : undefined;
-  return {
-    metadata: baseMeta(o.metadata, { labels: teamLabel(o.metadata) }),
-    ...(issuer || fromConfig
-      ? {
-          spec: {
-            ...(issuer ? { issuer } : {}),
-            ...(fromConfig ? { issuerFromConfig: o.spec?.issuerFromConfig } : {}),
-          },
-        }
-      : {}),
-    ...(conditions || inAzure
-      ? { status: { ...(conditions ? { conditions } : {}), ...(inAzure ? { issuer: inAzure } : {}) } }
-      : {}),
-  } as WithConditions;
-}
-
-const byTeamLabel = (o: KubeObject) => (o.metadata?.labels?.[TEAM_LABEL] ? [o.metadata.labels[TEAM_LABEL]] : []);
-
-/** The controller's watches, for one platform config. Paths are the exact collections RBAC grants. */
-export function watchSpecs(platform: Platform): Record<WatchName, WatchSpec> {
-  const aso = platform.asoNamespace;
-  const nameOf = (o: KubeObject) => o.metadata?.name ?? "";
-  const labelTeam = (o: KubeObject) => byTeamLabel(o).map(teamKey);
-  const asoSpecs = Object.fromEntries(
-    ASO_KINDS.map((k) => [
-      `aso:${k.kind}`,
-      {
-        name: `aso-${k.plural}`,
-        path: `/apis/${k.group}/${k.version}/namespaces/${aso}/${k.plural}`,
-        labelSelector: TEAM_LABEL,
-        keep: keepAsoObject,
-        indexers: { [BY_TEAM]: byTeamLabel },
-        keys: labelTeam,
-      },
-    ]),
-  ) as Record<`aso:${string}`, WatchSpec>;
-  return {
-    teams: {
-      name: "teams",
-      path: `/apis/${TEAM_GROUP}/${TEAM_VERSION}/${TEAM_PLURAL}`,
-      keep: keepTeam,
-      keys: (o) => [teamKey(nameOf(o))],
-    },
-    asoConfigMaps: {
-      name: "aso-configmaps",
-      path: `/api/v1/namespaces/${aso}/configmaps`,
-      keep: keepAsoConfigMap(platform),
-      indexers: {
-        [BY_CLIENT_ID]: (o) => {
-          const id = (o as ConfigMapLike).data?.clientId?.trim();
-          return id && nameOf(o).endsWith("-identity") ? [id] : [];
-        },
-      },
-      keys: (o) => {
-        const name = nameOf(o);
-        if (name === platform.platformVarsConfigMap) return [PLATFORM_KEY];
-        return name.endsWith("-identity") && name.length > 9 ? [teamKey(name.slice(0, -9))] : [];
-      },
-    },
-    asoSecrets: {
-      name: "aso-secrets",
-      path: `/api/v1/namespaces/${aso}/secrets`,
-      labelSelector: `${MANAGED_BY_LABEL}=${MANAGED_BY}`,
-      keep: keepSecret,
-      keys: (o) => (nameOf(o) === PLATFORM_CREDENTIAL_SECRET ? [PLATFORM_KEY] : []),
-    },
-    teamSecrets: {
-      name: "team-secrets",
-      path: "/api/v1/secrets",
-      labelSelector: TEAM_LABEL,
-      keep: keepSecret,
-      keys: (o) => {
-        if (nameOf(o) !== "aso-credential" || o.metadata?.namespace === aso) return [];
-        // The namespace is the team; a label naming another team is tampering, so look at both.
-        return [...new Set([teamKey(o.metadata?.namespace ?? ""), ...labelTeam(o)])];
-      },
-    },
-    serviceAccounts: {
-      name: "serviceaccounts",
-      path: "/api/v1/serviceaccounts",
-      labelSelector: TEAM_LABEL,
-      keep: keepServiceAccount,
-      keys: (o) => (nameOf(o) === "workload" ? [teamKey(o.metadata?.namespace ?? "")] : []),
-    },
-    // The controller's own RoleBinding in each team namespace: offboarding releases its finalizer last.
-    // Name-selected, so RBAC grants the list/watch for that name only.
-    roleBindings: {
-      name: "rolebindings",
-      path: "/apis/rbac.authorization.k8s.io/v1/rolebindings",
-      fieldSelector: `metadata.name=${TEAM_ROLE_BINDING}`,
-      labelSelector: TEAM_LABEL,
-      keep: keepRoleBinding,
-      keys: (o) =>
-        nameOf(o) === TEAM_ROLE_BINDING && o.metadata?.namespace && o.metadata.namespace !== aso
-          ? [teamKey(o.metadata.namespace)]
-          : [],
-    },
-    kustomizations: {
-      name: "kustomizations",
-      path: `/apis/${FLUX_KUSTOMIZATION.group}/${FLUX_KUSTOMIZATION.version}/namespaces/${aso}/${FLUX_KUSTOMIZATION.plural}`,
-      labelSelector: TEAM_LABEL,
-      keep: keepKustomization,
-      keys: labelTeam,
-    },
-    ...asoSpecs,
-  };
-}
-
-export type WatchName =
-  | "teams"
-  | "asoConfigMaps"
-  | "asoSecrets"
-  | "teamSecrets"
-  | "serviceAccounts"
-  | "roleBindings"
-  | "kustomizations"
-  | `aso:${string}`;
-
-/**
- * The watch whose cache holds an object the controller has just written (read-your-writes): the answer
- * of an apply goes there at once, so the next pass does not act on the state from before the write.
- */
-export function watchOf(platform: Platform, obj: KubeObject): WatchName | undefined {
-  const ns = obj.metadata?.namespace;
-  switch (obj.kind) {
-    case "Team":
-      return "teams";
-    case "ConfigMap":
-      return ns === platform.asoNamespace ? "asoConfigMaps" : undefined;
-    case "Secret":
-      return ns === platform.asoNamespace ? "asoSecrets" : "teamSecrets";
-    case "ServiceAccount":
-      return "serviceAccounts";
-    case "RoleBinding":
-      return "roleBindings";
-    default:
-      return undefined;
-  }
 }
 
 /** Typed reads over the informer stores. */
 export class Caches {
+  private readonly recorded = new Map<WatchName, Store<KubeObject>>();
+
   constructor(
     private readonly platform: Platform,
     private readonly stores: Record<WatchName, Store<KubeObject>>,
+    private readonly reads?: RecordedReads,
   ) {}
+
+  /** These caches, over the same stores, with every read recorded: for a pass whose result is memoized. */
+  recording(): { caches: Caches; reads: RecordedReads } {
+    const reads = new RecordedReads();
+    return { caches: new Caches(this.platform, this.stores, reads), reads };
+  }
+
+  /** A watch's store (recording, for a recording view); an ASO kind's may be absent (not watched). */
+  private store(watch: Exclude<WatchName, `aso:${string}`>): Store<KubeObject>;
+  private store(watch: WatchName): Store<KubeObject> | undefined;
+  private store(watch: WatchName): Store<KubeObject> | undefined {
+    const store = this.stores[watch];
+    if (!this.reads || !store) return store;
+    let recording = this.recorded.get(watch);
+    if (!recording) this.recorded.set(watch, (recording = recordingStore(watch, store, this.reads)));
+    return recording;
+  }
 
   private indexed(
     store: Store<KubeObject> | undefined,
@@ -364,17 +110,17 @@ export class Caches {
   }
 
   team(name: string): TeamObject | undefined {
-    return this.stores.teams.get(undefined, name) as TeamObject | undefined;
+    return this.store("teams").get(undefined, name) as TeamObject | undefined;
   }
 
   teamNames(): string[] {
     const names = new Set<string>();
-    for (const t of this.stores.teams.list()) if (t.metadata?.name) names.add(t.metadata.name);
+    for (const t of this.store("teams").list()) if (t.metadata?.name) names.add(t.metadata.name);
     // Teams whose Team object is gone but whose credential is still there (offboarding in progress).
-    for (const s of this.stores.teamSecrets.list())
+    for (const s of this.store("teamSecrets").list())
       if (s.metadata?.namespace && s.metadata.name === "aso-credential") names.add(s.metadata.namespace);
     // ...and whose RoleBinding still waits for the controller to release it (offboarding's last step).
-    for (const rb of this.stores.roleBindings.list()) {
+    for (const rb of this.store("roleBindings").list()) {
       if (rb.metadata?.namespace && isDeleting(rb) && rb.metadata.finalizers?.includes(ACCESS_FINALIZER))
         names.add(rb.metadata.namespace);
     }
@@ -382,13 +128,13 @@ export class Caches {
   }
 
   identity(team: string): ConfigMapLike | undefined {
-    return this.stores.asoConfigMaps.get(this.platform.asoNamespace, teamNames(team).identityConfigMap) as
+    return this.store("asoConfigMaps").get(this.platform.asoNamespace, teamNames(team).identityConfigMap) as
       ConfigMapLike | undefined;
   }
 
   /** The team whose `<team>-identity` ConfigMap carries `clientId`: to name the team a tampered credential points at. */
   clientIdOwner(clientId: string): string | undefined {
-    const owners = this.indexed(this.stores.asoConfigMaps, BY_CLIENT_ID, clientId, (o) => {
+    const owners = this.indexed(this.store("asoConfigMaps"), BY_CLIENT_ID, clientId, (o) => {
       const id = (o as ConfigMapLike).data?.clientId?.trim();
       return id && (o.metadata?.name ?? "").endsWith("-identity") ? [id] : [];
     });
@@ -397,31 +143,32 @@ export class Caches {
   }
 
   platformVars(): ConfigMapLike | undefined {
-    return this.stores.asoConfigMaps.get(this.platform.asoNamespace, this.platform.platformVarsConfigMap) as
+    return this.store("asoConfigMaps").get(this.platform.asoNamespace, this.platform.platformVarsConfigMap) as
       ConfigMapLike | undefined;
   }
 
   platformSecret(): SecretLike | undefined {
-    return this.stores.asoSecrets.get(this.platform.asoNamespace, PLATFORM_CREDENTIAL_SECRET) as SecretLike | undefined;
+    return this.store("asoSecrets").get(this.platform.asoNamespace, PLATFORM_CREDENTIAL_SECRET) as
+      SecretLike | undefined;
   }
 
   teamSecret(team: string): SecretLike | undefined {
     const n = teamNames(team);
-    return this.stores.teamSecrets.get(n.namespace, n.asoCredentialSecret) as SecretLike | undefined;
+    return this.store("teamSecrets").get(n.namespace, n.asoCredentialSecret) as SecretLike | undefined;
   }
 
   serviceAccount(team: string): KubeObject | undefined {
     const n = teamNames(team);
-    return this.stores.serviceAccounts.get(n.namespace, n.serviceAccount);
+    return this.store("serviceAccounts").get(n.namespace, n.serviceAccount);
   }
 
   /** The team's RoleBinding berth-controller (the controller's write access in the team namespace). */
   roleBinding(team: string): KubeObject | undefined {
-    return this.stores.roleBindings.get(teamNames(team).namespace, TEAM_ROLE_BINDING);
+    return this.store("roleBindings").get(teamNames(team).namespace, TEAM_ROLE_BINDING);
   }
 
   kustomization(team: string): KustomizationLike | undefined {
-    return this.stores.kustomizations.get(this.platform.asoNamespace, teamNames(team).fluxKustomization) as
+    return this.store("kustomizations").get(this.platform.asoNamespace, teamNames(team).fluxKustomization) as
       KustomizationLike | undefined;
   }
 
@@ -429,7 +176,7 @@ export class Caches {
   asoObjects(team: string): Record<string, WithConditions[]> {
     const out: Record<string, WithConditions[]> = {};
     for (const k of ASO_KINDS)
-      out[k.kind] = this.indexed(this.stores[`aso:${k.kind}`], BY_TEAM, team, byTeamLabel) as WithConditions[];
+      out[k.kind] = this.indexed(this.store(`aso:${k.kind}`), BY_TEAM, team, byTeamLabel) as WithConditions[];
     return out;
   }
 }

@@ -1,7 +1,8 @@
 import type { ControllerConfig } from "@berth/config";
 import type { Cluster, ClusterFacts, PlatformValuesProvider } from "@berth/core";
 import { Registry } from "prom-client";
-import { Caches, watchOf, watchSpecs, type Store, type WatchName } from "./caches.js";
+import { Caches } from "./caches.js";
+import { watchOf, watchSpecs, type Store, type WatchName } from "./watches.js";
 import { KubeClusterWriter, type ClusterWriter } from "./kube.js";
 import { createBerthControllerMetrics, type BerthControllerMetrics } from "./metrics.js";
 import { LEASE_NAME, parseKey, PLATFORM_KEY, teamKey } from "./names.js";

@@ -1,5 +1,6 @@
 import { describe, expect, it } from "vitest";
-import { Caches, type Store, type WatchName } from "../src/caches.js";
+import { Caches } from "../src/caches.js";
+import type { Store, WatchName } from "../src/watches.js";
 import type { ClusterWriter } from "../src/kube.js";
 import { StaticValuesProvider } from "../src/providers/static.js";
 import type { KubeObject, ObjectRef } from "../src/reconcile/objects.js";

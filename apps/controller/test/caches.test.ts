@@ -1,103 +1,86 @@
+/**
+ * The caches' recording view: what a pass was handed, and whether the stores would hand it the same again. The
+ * team reconciler's memo is keyed on it, so a step that starts reading something is in the memo at once.
+ */
 import { describe, expect, it } from "vitest";
-import { watchSpecs } from "../src/caches.js";
-import { platform } from "./fixtures.js";
+import { Caches } from "../src/caches.js";
+import type { KubeObject } from "../src/reconcile/objects.js";
+import type { Store, WatchName } from "../src/watches.js";
+import { CLIENT_A, platform } from "./fixtures.js";
 
-const specs = watchSpecs(platform());
-const meta = (name: string, namespace?: string, labels?: Record<string, string>) => ({
-  metadata: { name, ...(namespace ? { namespace } : {}), ...(labels ? { labels } : {}) },
-});
+/** Stores over plain arrays that a test edits in place, with the clientId index the informer would keep. */
+function memoryStores() {
+  const lists: Partial<Record<WatchName, KubeObject[]>> = {};
+  const objects = (watch: WatchName) => (lists[watch] ??= []);
+  const stores = new Proxy({} as Record<WatchName, Store<KubeObject>>, {
+    get: (_t, watch: WatchName): Store<KubeObject> => ({
+      get: (ns, name) => objects(watch).find((o) => o.metadata?.name === name && o.metadata?.namespace === ns),
+      list: () => objects(watch),
+      byIndex: (_index, value) =>
+        objects(watch).filter((o) => (o as { data?: Record<string, string> }).data?.clientId === value),
+    }),
+  });
+  return { stores, objects };
+}
 
-describe("watch → queue key mapping", () => {
-  it("maps each watched object to the keys whose reconcile reads it", () => {
-    expect(specs.teams.keys(meta("payments"))).toEqual(["team/payments"]);
-    expect(specs.asoConfigMaps.keys(meta("payments-identity", "flux-config"))).toEqual(["team/payments"]);
-    expect(specs.asoConfigMaps.keys(meta("platform-vars", "flux-config"))).toEqual(["platform"]);
-    expect(specs.asoConfigMaps.keys(meta("kube-root-ca.crt", "flux-config"))).toEqual([]);
-    expect(specs.asoSecrets.keys(meta("aso-credential", "flux-config"))).toEqual(["platform"]);
-    expect(specs.serviceAccounts.keys(meta("workload", "payments", { "berth.dev/team": "payments" }))).toEqual([
-      "team/payments",
-    ]);
-    expect(specs.serviceAccounts.keys(meta("default", "payments", { "berth.dev/team": "payments" }))).toEqual([]);
-    expect(specs.kustomizations.keys(meta("team-payments", "flux-config", { "berth.dev/team": "payments" }))).toEqual([
-      "team/payments",
-    ]);
-    expect(specs.roleBindings.keys(meta("berth-controller", "payments", { "berth.dev/team": "payments" }))).toEqual([
-      "team/payments",
-    ]);
-    expect(specs.roleBindings.keys(meta("berth-controller", "flux-config"))).toEqual([]);
-    expect(specs["aso:ResourceGroup"]!.keys(meta("payments", "flux-config", { "berth.dev/team": "payments" }))).toEqual(
-      ["team/payments"],
-    );
+const object = (kind: string, namespace: string, name: string, resourceVersion: string, data = {}): KubeObject =>
+  ({ apiVersion: "v1", kind, metadata: { namespace, name, resourceVersion }, data }) as KubeObject;
+
+describe("the caches' recording view", () => {
+  const p = platform();
+  const setup = () => {
+    const { stores, objects } = memoryStores();
+    objects("teamSecrets").push(object("Secret", "payments", "aso-credential", "10"));
+    objects("serviceAccounts").push(object("ServiceAccount", "payments", "workload", "11"));
+    objects("asoConfigMaps").push(object("ConfigMap", p.asoNamespace, "orders-identity", "12", { clientId: CLIENT_A }));
+    return { caches: new Caches(p, stores), objects };
+  };
+
+  it("records what a pass read, and sees a change to any of it, and only to it", () => {
+    const { caches, objects } = setup();
+    const { caches: view, reads } = caches.recording();
+    view.teamSecret("payments");
+    view.identity("payments"); // absent: its appearance is a change too
+    expect(reads.size).toBe(2);
+    expect(reads.unchanged()).toBe(true);
+
+    // Not read by the pass: no change to it.
+    objects("serviceAccounts")[0]!.metadata!.resourceVersion = "21";
+    expect(reads.unchanged()).toBe(true);
+
+    objects("teamSecrets")[0]!.metadata!.resourceVersion = "20";
+    expect(reads.unchanged()).toBe(false);
+    objects("teamSecrets")[0]!.metadata!.resourceVersion = "10";
+    expect(reads.unchanged()).toBe(true);
+    objects("asoConfigMaps").push(object("ConfigMap", p.asoNamespace, "payments-identity", "22"));
+    expect(reads.unchanged()).toBe(false);
   });
 
-  it("looks at both teams when a credential's label names another team", () => {
-    expect(specs.teamSecrets.keys(meta("aso-credential", "payments", { "berth.dev/team": "orders" }))).toEqual([
-      "team/payments",
-      "team/orders",
-    ]);
-    expect(specs.teamSecrets.keys(meta("other", "payments", { "berth.dev/team": "payments" }))).toEqual([]);
-  });
-
-  it("watches label-selected collections where it can", () => {
-    expect(specs.teamSecrets).toMatchObject({ path: "/api/v1/secrets", labelSelector: "berth.dev/team" });
-    expect(specs.serviceAccounts.labelSelector).toBe("berth.dev/team");
-    expect(specs.asoSecrets.labelSelector).toBe("app.kubernetes.io/managed-by=berth");
-    expect(specs.roleBindings).toMatchObject({
-      path: "/apis/rbac.authorization.k8s.io/v1/rolebindings",
-      fieldSelector: "metadata.name=berth-controller",
-      labelSelector: "berth.dev/team",
-    });
-  });
-});
-
-describe("what the caches keep of a watched object", () => {
-  it("keeps of a federated credential what it trusts: its issuer, or (chained) its ConfigMap and the issuer in Azure", () => {
-    const keep = specs["aso:FederatedIdentityCredential"]?.keep;
-    if (!keep) throw new Error("no watch of FederatedIdentityCredentials");
-    const ready = { type: "Ready", status: "True" };
-    const metadata = { name: "payments--workload", namespace: "flux-config", resourceVersion: "7" };
-    const base = { metadata: { ...metadata, labels: { "berth.dev/team": "payments" } } };
-    const status = { conditions: [ready, { type: "Other", status: "True" }], issuer: "https://old/", id: "/x" };
-    // A watched object as the apiserver sends it (the cache's input type knows metadata only).
-    const credential = (spec: object): Parameters<typeof keep>[0] =>
-      ({ ...base, spec, status }) as Parameters<typeof keep>[0];
-    expect(keep(credential({ issuer: "https://new/", subject: "s", audiences: ["a"] }))).toEqual({
-      ...base,
-      spec: { issuer: "https://new/" },
-      status: { conditions: [ready] },
-    });
-    const issuerFromConfig = { name: "payments--aso-controller-issuer", key: "issuer" };
-    expect(keep(credential({ issuerFromConfig, subject: "s" }))).toEqual({
-      ...base,
-      spec: { issuerFromConfig },
-      status: { conditions: [ready], issuer: "https://old/" },
-    });
-  });
-});
-
-describe("what the caches keep of a team's Flux Kustomization", () => {
-  it("keeps the source it reads (a failed apply is traced to the commit of that artifact) and the revisions", () => {
-    const keep = specs.kustomizations.keep!;
-    const kustomization = {
-      metadata: { name: "team-payments", namespace: "flux-config", labels: { "berth.dev/team": "payments" } },
-      spec: {
-        path: "./teams/payments/clusters/aks-dev-weu",
-        sourceRef: { kind: "ExternalArtifact", name: "team-files-payments" },
-        healthCheckExprs: [{ apiVersion: "v1", kind: "X", current: "true" }],
-      },
-      status: {
-        conditions: [{ type: "Ready", status: "False", reason: "BuildFailed" }],
-        lastAttemptedRevision: "latest@sha256:b",
-        lastAppliedRevision: "latest@sha256:a",
-        inventory: { entries: [{ id: "x", v: "v1" }] },
-      },
+  it("a read a pass adds is in the memo without anyone listing it: an index lookup", () => {
+    const { caches, objects } = setup();
+    const pass = (view: Caches, withOwnerLookup: boolean) => {
+      view.teamSecret("payments");
+      if (withOwnerLookup) view.clientIdOwner(CLIENT_A);
     };
-    const kept = keep(kustomization) as { spec?: unknown; status?: Record<string, unknown> };
-    expect(kept.spec).toEqual({ sourceRef: { kind: "ExternalArtifact", name: "team-files-payments" } });
-    expect(kept.status).toEqual({
-      conditions: [{ type: "Ready", status: "False", reason: "BuildFailed" }],
-      lastAttemptedRevision: "latest@sha256:b",
-      lastAppliedRevision: "latest@sha256:a",
-    });
+    const before = caches.recording();
+    pass(before.caches, false);
+    const after = caches.recording();
+    pass(after.caches, true);
+    expect(after.reads.size).toBe(before.reads.size + 1);
+
+    // Another identity takes the client id: only the pass that looked owners up has seen something change.
+    objects("asoConfigMaps").push(object("ConfigMap", p.asoNamespace, "ledger-identity", "30", { clientId: CLIENT_A }));
+    expect(before.reads.unchanged()).toBe(true);
+    expect(after.reads.unchanged()).toBe(false);
+  });
+
+  it("reads through the plain caches record nothing", () => {
+    const { caches } = setup();
+    const { caches: view, reads } = caches.recording();
+    caches.teamSecret("payments");
+    caches.clientIdOwner(CLIENT_A);
+    expect(reads.size).toBe(0);
+    view.teamSecret("payments");
+    expect(reads.size).toBe(1);
   });
 });

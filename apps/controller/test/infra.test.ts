@@ -2,7 +2,7 @@ import { readdirSync, readFileSync } from "node:fs";
 import { fileURLToPath } from "node:url";
 import { parseAllDocuments } from "yaml";
 import { describe, expect, it } from "vitest";
-import { watchSpecs } from "../src/caches.js";
+import { watchSpecs } from "../src/watches.js";
 import { ACCESS_FINALIZER, ASO_KINDS, TEAM_ROLE_BINDING } from "../src/names.js";
 import { platform } from "./fixtures.js";
 

@@ -6,7 +6,8 @@ import {
   type TeamIdentity,
 } from "@berth/core";
 import { describe, expect, it } from "vitest";
-import { Caches, type Store, type WatchName } from "../src/caches.js";
+import { Caches } from "../src/caches.js";
+import type { Store, WatchName } from "../src/watches.js";
 import { observeFacts } from "../src/controller.js";
 import type { ClusterWriter } from "../src/kube.js";
 import type { KubeObject } from "../src/reconcile/objects.js";
@@ -301,5 +302,41 @@ describe("observeFacts", () => {
       `${FACTS.oidcIssuerUrl} -> unavailable`,
       `${FACTS.oidcIssuerUrl} -> ${FACTS.oidcIssuerUrl}`,
     ]);
+  });
+});
+
+describe("the steady-state memo", () => {
+  it("remembers a pass that changed nothing, and runs the next one when anything that pass read changes", async () => {
+    const provider = new FakeProvider();
+    const w = setup({ identity: identityConfigMap({ clientId: CLIENT_A, tenantId: TENANT }) }, provider);
+    const kustomizations: KubeObject[] = (w.lists.kustomizations = []);
+    let version = 100;
+    // What the writes left on the cluster, as the informers would cache it.
+    const settle = () => {
+      for (const o of w.applied.splice(0)) {
+        const list = (w.lists[o.kind === "Secret" ? "teamSecrets" : "serviceAccounts"] ??= []);
+        const cached = { ...o, metadata: { ...o.metadata, resourceVersion: String(++version) } };
+        const at = list.findIndex((x) => x.metadata?.name === o.metadata?.name);
+        if (at >= 0) list[at] = cached;
+        else list.push(cached);
+      }
+      (w.team as { status?: unknown }).status = w.statuses.at(-1);
+    };
+    await w.reconcile();
+    settle();
+    await w.reconcile(); // everything in place: nothing written, and the pass is remembered
+    expect(w.applied).toEqual([]);
+    const statuses = w.statuses.length;
+
+    // The team's Flux Kustomization fails to apply: only the status step reads it.
+    kustomizations.push({
+      apiVersion: "kustomize.toolkit.fluxcd.io/v1",
+      kind: "Kustomization",
+      ...meta("team-payments", "flux-config"),
+      status: { conditions: [{ type: "Ready", status: "False", reason: "HealthCheckFailed", message: "timeout" }] },
+    } as KubeObject);
+    await w.reconcile();
+    expect(w.statuses).toHaveLength(statuses + 1);
+    expect(w.condition("KustomizationReady")).toMatchObject({ status: "False" });
   });
 });

@@ -7,7 +7,7 @@ import {
   type Platform,
   type PlatformValuesProvider,
 } from "@berth/core";
-import type { Caches } from "../caches.js";
+import type { Caches, RecordedReads } from "../caches.js";
 import { errorKind, type ClusterWriter } from "../kube.js";
 import {
   ACCESS_FINALIZER,
@@ -173,37 +173,18 @@ export interface TeamReconcilerDeps extends ReconcilerDeps {
  */
 export class TeamReconciler {
   /**
-   * Per team, what the last pass that changed nothing saw (resourceVersions of everything it reads, and the
-   * provider's facts). A periodic re-check that finds the same is done without recomputing anything: the
-   * steady state of thousands of teams costs a map lookup each.
+   * Per team, what the last pass that changed nothing saw: every read the caches handed it (with the
+   * resourceVersions returned) and the provider's facts. A periodic re-check that finds the same is done
+   * without recomputing anything: the steady state of thousands of teams costs a few cache lookups each.
+   * The reads are recorded by the caches themselves, so a step that reads something new is in the memo too.
    */
-  private readonly unchanged = new Map<string, string>();
+  private readonly unchanged = new Map<string, { facts: string; reads: RecordedReads }>();
 
   constructor(private readonly deps: TeamReconcilerDeps) {}
 
-  /** Everything a pass reads, as resourceVersions, plus the facts: equal → the pass would decide the same. */
-  private inputsOf(team: string, state: FactsState): string {
-    const { caches } = this.deps;
-    const rv = (o: KubeObject | undefined) => o?.metadata?.resourceVersion ?? "-";
-    const aso = Object.values(caches.asoObjects(team))
-      .flatMap((list) => list.map(rv))
-      .sort();
-    return JSON.stringify([
-      rv(caches.team(team)),
-      rv(caches.teamSecret(team)),
-      rv(caches.serviceAccount(team)),
-      rv(caches.roleBinding(team)),
-      rv(caches.identity(team)),
-      rv(caches.kustomization(team)),
-      aso,
-      state.facts ?? null,
-      state.values.fresh,
-    ]);
-  }
-
   /** One pass; `signal` ends it before its next write (leadership lost, time limit). */
   async reconcile(team: string, signal?: AbortSignal): Promise<{ requeueAfterMs?: number }> {
-    const { caches } = this.deps;
+    const { caches, reads } = this.deps.caches.recording();
     const tracked = trackWrites(
       signal && this.deps.writer.withSignal ? this.deps.writer.withSignal(signal) : this.deps.writer,
     );
@@ -217,15 +198,16 @@ export class TeamReconciler {
       return this.offboard(writer, team, teamObj, secret, roleBinding);
     }
     const state = await clusterFactsOrLastKnown(this.deps);
-    const inputs = this.inputsOf(team, state);
-    if (this.unchanged.get(team) === inputs) return { requeueAfterMs: this.deps.resyncMs };
+    const facts = JSON.stringify([state.facts ?? null, state.values.fresh]);
+    const memo = this.unchanged.get(team);
+    if (memo && memo.facts === facts && memo.reads.unchanged()) return { requeueAfterMs: this.deps.resyncMs };
     this.unchanged.delete(team);
     if (!secret && accessEnding(roleBinding)) {
       // The namespace (or the binding) is being deleted: a credential written now would carry a finalizer
       // the controller might soon have no right to release. Write none, and let the binding go.
       await this.releaseAccess(writer, team, roleBinding, secret);
       const names = teamNames(team);
-      await this.writeStatus(writer, team, teamObj, state, caches.identity(team), {
+      await this.writeStatus(caches, writer, team, teamObj, state, caches.identity(team), {
         written: false,
         reason: "AccessEnding",
         message: `RoleBinding ${names.namespace}/${TEAM_ROLE_BINDING} is being deleted: no credential is written`,
@@ -235,10 +217,10 @@ export class TeamReconciler {
 
     // Ask Azure for the identity only with fresh facts: in an outage it cannot answer either.
     const identity: IdentitySource = state.values.fresh
-      ? await this.identity(team, secret)
-      : this.identityWithoutAzure(team, secret);
-    const credential = await this.writeCredential(writer, team, secret, state, identity);
-    await this.writeStatus(writer, team, teamObj, state, identity.identity, credential);
+      ? await this.identity(caches, team, secret)
+      : this.identityWithoutAzure(caches, team, secret);
+    const credential = await this.writeCredential(caches, writer, team, secret, state, identity);
+    await this.writeStatus(caches, writer, team, teamObj, state, identity.identity, credential);
     // Only a pass that found everything in place, on values from the ConfigMap and a provider that answers,
     // is remembered (an identity read from Azure may change without any object here changing).
     if (
@@ -246,9 +228,9 @@ export class TeamReconciler {
       state.values.fresh &&
       identity.from === "configmap" &&
       !tracked.wrote() &&
-      this.inputsOf(team, state) === inputs
+      reads.unchanged()
     )
-      this.unchanged.set(team, inputs);
+      this.unchanged.set(team, { facts, reads });
     // Stale values do not shorten the period: the provider's recovery re-runs every team (observeFacts).
     return { requeueAfterMs: credential.written ? this.deps.resyncMs : this.deps.retryMs };
   }
@@ -260,15 +242,15 @@ export class TeamReconciler {
    * team per TTL while ASO's ConfigMap is missing.
    */
   /** In an outage: ASO's ConfigMap, else the ids of the credential in place (if only this controller wrote its data). */
-  private identityWithoutAzure(team: string, secret: SecretLike | undefined): IdentitySource {
-    const cm = this.deps.caches.identity(team);
+  private identityWithoutAzure(caches: Caches, team: string, secret: SecretLike | undefined): IdentitySource {
+    const cm = caches.identity(team);
     if (cm) return { identity: cm, from: "configmap" };
     const last = lastKnownIdentity(secret);
     return last ? { identity: last, from: "last-known" } : { identity: undefined, from: "configmap" };
   }
 
-  private async identity(team: string, secret: SecretLike | undefined): Promise<IdentitySource> {
-    const { caches, provider, cluster, platform, logger } = this.deps;
+  private async identity(caches: Caches, team: string, secret: SecretLike | undefined): Promise<IdentitySource> {
+    const { provider, cluster, platform, logger } = this.deps;
     const cm = caches.identity(team);
     if (cm || !provider.teamIdentity) return { identity: cm, from: "configmap" };
     const cmName = `${platform.asoNamespace}/${teamNames(team).identityConfigMap}`;
@@ -310,13 +292,14 @@ export class TeamReconciler {
   }
 
   private async writeCredential(
+    caches: Caches,
     writer: ClusterWriter,
     team: string,
     secret: SecretLike | undefined,
     state: FactsState,
     source: IdentitySource,
   ): Promise<CredentialState> {
-    const { platform, caches, events, logger } = this.deps;
+    const { platform, events, logger } = this.deps;
     const names = teamNames(team);
     const { facts } = state;
     if (!facts)
@@ -411,6 +394,7 @@ export class TeamReconciler {
   }
 
   private async writeStatus(
+    caches: Caches,
     writer: ClusterWriter,
     team: string,
     teamObj: TeamObject,
@@ -418,7 +402,7 @@ export class TeamReconciler {
     identity: ConfigMapLike | undefined,
     credential: CredentialState,
   ): Promise<void> {
-    const { caches, events, logger } = this.deps;
+    const { events, logger } = this.deps;
     const facts = state.facts;
     const kustomization = caches.kustomization(team);
     const view = teamStatusView({
