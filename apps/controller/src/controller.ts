@@ -7,7 +7,8 @@ import { KubeClusterWriter, type ClusterWriter } from "./kube.js";
 import { createBerthControllerMetrics, type BerthControllerMetrics } from "./metrics.js";
 import { LEASE_NAME, parseKey, PLATFORM_KEY, teamKey } from "./names.js";
 import { PlatformReconciler } from "./reconcile/platform-reconciler.js";
-import { TeamReconciler, type Events } from "./reconcile/team-reconciler.js";
+import type { Events } from "./reconcile/deps.js";
+import { TeamReconciler } from "./reconcile/team/reconciler.js";
 import {
   EventRecorder,
   LeaderElector,

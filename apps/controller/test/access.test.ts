@@ -4,7 +4,7 @@ import type { Store, WatchName } from "../src/watches.js";
 import type { ClusterWriter } from "../src/kube.js";
 import { StaticValuesProvider } from "../src/providers/static.js";
 import type { KubeObject, ObjectRef } from "../src/reconcile/objects.js";
-import { TeamReconciler } from "../src/reconcile/team-reconciler.js";
+import { TeamReconciler } from "../src/reconcile/team/reconciler.js";
 import { silentLogger } from "@berth/logging";
 import { CLIENT_A, clusterOf, platform, TENANT } from "./fixtures.js";
 

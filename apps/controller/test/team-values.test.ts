@@ -11,7 +11,7 @@ import type { Store, WatchName } from "../src/watches.js";
 import { observeFacts } from "../src/controller.js";
 import type { ClusterWriter } from "../src/kube.js";
 import type { KubeObject } from "../src/reconcile/objects.js";
-import { TeamReconciler } from "../src/reconcile/team-reconciler.js";
+import { TeamReconciler } from "../src/reconcile/team/reconciler.js";
 import { silentLogger } from "@berth/logging";
 import {
   CLIENT_A,

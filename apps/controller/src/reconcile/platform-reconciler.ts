@@ -1,5 +1,6 @@
 import { ValueUnavailableError, type PlatformCredential } from "@berth/core";
-import { clusterFactsOrLastKnown, type ReconcilerDeps } from "./team-reconciler.js";
+import type { ReconcilerDeps } from "./deps.js";
+import { clusterFactsOrLastKnown } from "./facts.js";
 import {
   PLATFORM_CREDENTIAL_SECRET,
   platformCredentialSecret,
