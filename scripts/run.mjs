@@ -7,6 +7,7 @@ import { randomBytes } from "node:crypto";
 import { existsSync, mkdirSync, openSync, readFileSync, statSync, writeFileSync } from "node:fs";
 import { dirname, join, resolve } from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
+import { testFiles } from "./test-needs.mjs";
 
 const root = resolve(dirname(fileURLToPath(import.meta.url)), "..");
 // BERTH_STATE_DIR moves the local state (Flux repo, token, clone), e.g. for a second copy or a test.
@@ -168,53 +169,86 @@ function startClusterBuild() {
   });
 }
 
-async function test(pnpm, clusterBuild) {
-  if (turbo(pnpm, "typecheck") !== 0) {
-    process.stdout.write("typecheck failed\n0 passed, 1 failed\n");
-    process.exit(1);
-  }
-  // The habits CI enforces (docs/contributing.md): found in a minute, before the half hour of builds and tests.
-  for (const [name, script] of [
-    ["lint", "lint"],
-    ["format check", "format:check"],
-  ]) {
-    if (run(pnpm[0], [...pnpm.slice(1), "run", "--silent", script]) !== 0) {
-      process.stdout.write(`${name} failed (npm run ${script})\n0 passed, 1 failed\n`);
+/**
+ * What `npm test -- <file or folder> …` selected, with the union of what those files declare they need
+ * (scripts/test-needs.mjs); undefined without a path: the whole suite, which needs everything.
+ */
+function selectedTests() {
+  const paths = process.argv.slice(3).filter((a) => !a.startsWith("-"));
+  if (paths.length === 0) return undefined;
+  const wanted = paths.map((p) =>
+    resolve(p)
+      .slice(root.length + 1)
+      .replace(/\/+$/, ""),
+  );
+  const files = testFiles(root).filter((t) =>
+    wanted.some((w) => w === "" || t.file === w || t.file.startsWith(`${w}/`)),
+  );
+  return { files: files.map((t) => t.file), needs: new Set(files.flatMap((t) => t.needs)) };
+}
+
+async function test(pnpm, clusterBuild, selection) {
+  const needs = (need) => !selection || selection.needs.has(need);
+  if (selection)
+    process.stdout.write(
+      `berth: ${selection.files.length} test file(s), needing ${[...selection.needs].join(", ") || "nothing but Node and git"}\n`,
+    );
+  // The habits CI enforces (README.md): found in a minute, before the half hour of builds and tests.
+  // Skipped for a chosen file: it prepares only what that file needs.
+  if (!selection) {
+    if (turbo(pnpm, "typecheck") !== 0) {
+      process.stdout.write("typecheck failed\n0 passed, 1 failed\n");
       process.exit(1);
+    }
+    for (const [name, script] of [
+      ["lint", "lint"],
+      ["format check", "format:check"],
+    ]) {
+      if (run(pnpm[0], [...pnpm.slice(1), "run", "--silent", script]) !== 0) {
+        process.stdout.write(`${name} failed (npm run ${script})\n0 passed, 1 failed\n`);
+        process.exit(1);
+      }
     }
   }
   // Debian tools first (sshd, ...); a missing tool fails the run, it never skips tests.
-  if (run("bash", [join(root, "infra", "test-tools", "ensure-tools.sh")]) !== 0) {
+  if (
+    ["sshd", "chromium", "tmux", "image"].some(needs) &&
+    run("bash", [join(root, "infra", "test-tools", "ensure-tools.sh")]) !== 0
+  ) {
     process.stdout.write(
       "could not install the Debian packages the tests need (infra/test-tools/debian-packages.txt)\n0 passed, 1 failed\n",
     );
     process.exit(1);
   }
   // The CLI, the API and the controller run as processes in tests (from dist/, as in production).
-  if (turbo(pnpm, "build") !== 0) {
+  if ((needs("dist") || needs("image")) && turbo(pnpm, "build") !== 0) {
     process.stdout.write("build failed\n0 passed, 1 failed\n");
     process.exit(1);
   }
   // The image the smoke tests (tests/image) run: built here, before vitest, so the tests themselves stay quick.
-  const imageStart = Date.now();
-  if (buildImage([], { tools: false }) !== 0) {
-    process.stdout.write("could not build the image (npm run image; infra/image/build.mjs)\n0 passed, 1 failed\n");
-    process.exit(1);
-  }
-  process.stdout.write(
-    `berth: image built in ${((Date.now() - imageStart) / 1000).toFixed(1)} s (.berth/image/berth.oci.tar)\n`,
-  );
-  const cluster = await clusterBuild;
-  const summary = readFileSync(cluster.log, "utf8")
-    .split("\n")
-    .filter((l) => /built in|done in|ERROR/.test(l));
-  process.stdout.write(`${summary.join("\n")}\nberth: test cluster components ready after ${cluster.seconds} s\n`);
-  if (cluster.code !== 0) {
-    process.stdout.write(`${readFileSync(cluster.log, "utf8").split("\n").slice(-30).join("\n")}\n`);
+  if (needs("image")) {
+    const imageStart = Date.now();
+    if (buildImage([], { tools: false }) !== 0) {
+      process.stdout.write("could not build the image (npm run image; infra/image/build.mjs)\n0 passed, 1 failed\n");
+      process.exit(1);
+    }
     process.stdout.write(
-      "could not build the test cluster's components (infra/test-cluster/ensure-binaries.sh)\n0 passed, 1 failed\n",
+      `berth: image built in ${((Date.now() - imageStart) / 1000).toFixed(1)} s (.berth/image/berth.oci.tar)\n`,
     );
-    process.exit(1);
+  }
+  if (clusterBuild) {
+    const cluster = await clusterBuild;
+    const summary = readFileSync(cluster.log, "utf8")
+      .split("\n")
+      .filter((l) => /built in|done in|ERROR/.test(l));
+    process.stdout.write(`${summary.join("\n")}\nberth: test cluster components ready after ${cluster.seconds} s\n`);
+    if (cluster.code !== 0) {
+      process.stdout.write(`${readFileSync(cluster.log, "utf8").split("\n").slice(-30).join("\n")}\n`);
+      process.stdout.write(
+        "could not build the test cluster's components (infra/test-cluster/ensure-binaries.sh)\n0 passed, 1 failed\n",
+      );
+      process.exit(1);
+    }
   }
   mkdirSync(stateDir, { recursive: true });
   const report = join(stateDir, "test-results.json");
@@ -255,22 +289,18 @@ function buildImage(args = [], { tools = true } = {}) {
 }
 
 /**
- * The fast lane: the packages' and apps' own tests, the docs check (tests/docs) and the import graph's
- * (tests/architecture), or the files given, with
- * nothing built first (no image, no cluster components, no dist). `npm run test:unit -- packages/core/test/onboarding.test.ts` runs one file in seconds.
- * The excluded files need a kube-apiserver or sshd: `npm test` sets those up.
+ * The fast lane: every test file that declares no need (scripts/test-needs.mjs: no cluster, no build, no image,
+ * no Debian tool), or the files given, with nothing built or installed first. `npm run test:unit --
+ * tests/e2e/teams.test.ts` runs one file in seconds on a fresh clone. A file that uses something it did not
+ * declare fails, naming the line to add (tests/support/needs.ts).
  */
-const NEEDS_SETUP = [
-  "packages/kube-runtime/test/apply-events.test.ts",
-  "packages/kube-runtime/test/informer.test.ts",
-  "packages/kube-runtime/test/leader.test.ts",
-  "packages/gitops/test/ssh.test.ts",
-];
 function unitTests(pnpm) {
   const files = process.argv.slice(3);
   const selection = files.length
     ? files
-    : ["packages/", "apps/", "tests/docs/", "tests/architecture/", ...NEEDS_SETUP.flatMap((f) => ["--exclude", f])];
+    : testFiles(root)
+        .filter((t) => t.needs.length === 0)
+        .map((t) => t.file);
   process.exit(run(pnpm[0], [...pnpm.slice(1), "exec", "vitest", "run", ...selection]));
 }
 
@@ -296,11 +326,13 @@ function bench(pnpm) {
 
 checkNode();
 // Started first: it needs only Go, and it is the longest part of a new machine's set-up.
-const clusterBuild = command === "test" ? startClusterBuild() : undefined;
+const selection = command === "test" ? selectedTests() : undefined;
+const clusterBuild =
+  command === "test" && (!selection || selection.needs.has("cluster")) ? startClusterBuild() : undefined;
 const pnpm = pnpmCommand();
 ensureDependencies(pnpm);
 if (command === "start") start(pnpm);
-else if (command === "test") await test(pnpm, clusterBuild);
+else if (command === "test") await test(pnpm, clusterBuild, selection);
 else if (command === "unit") unitTests(pnpm);
 else if (command === "bench") bench(pnpm);
 else if (command === "image") process.exit(buildImage(process.argv.slice(3)));

@@ -6,6 +6,7 @@
  * JSON, folders; idempotent), diff (exit codes, colours), get (table, yaml/json/name), delete, and how
  * errors read. `status` runs against a real cluster in watch.test.ts.
  */
+// needs: dist
 import { chmod, mkdir, readFile, stat, writeFile } from "node:fs/promises";
 import { createServer, connect, type AddressInfo } from "node:net";
 import { join } from "node:path";

@@ -4,6 +4,7 @@
  * --timeout, not after a request's own 30 s), one whose status and rollout answers carry terminal escape
  * sequences (printed as text), and a --server URL holding a password (refused, never echoed).
  */
+// needs: dist
 import { createServer as createHttpServer, type IncomingMessage, type ServerResponse } from "node:http";
 import { createServer } from "node:net";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";

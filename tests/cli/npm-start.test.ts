@@ -3,6 +3,7 @@
  * `berth` commands to try and the /ui URL. This test runs it (with its local state in a temp folder) and
  * then runs every printed line in a shell, as a person pastes them: each must work as printed.
  */
+// needs: dist
 import { spawn, type ChildProcess } from "node:child_process";
 import { mkdtemp } from "node:fs/promises";
 import { tmpdir } from "node:os";

@@ -11,6 +11,7 @@
  * not one kind at a time when the test says, and reaches an Error only on a subscription mismatch or a request ARM
  * refuses as malformed, which these tests' Azure never gives it. The scripted Error is one real ASO reports.
  */
+// needs: cluster dist tmux
 import { mkdir, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";

@@ -18,6 +18,7 @@
  *    is complete and correct; ARM requests stay within the documented worst case; each storm's failures are
  *    retried or refused by the (process-wide) retry budget; then everything converges.
  */
+// needs: cluster
 import { spawn, type ChildProcess } from "node:child_process";
 import { mkdtempSync, writeFileSync } from "node:fs";
 import { createServer } from "node:net";

@@ -6,6 +6,7 @@
  *
  * Two replicas run: A through a TCP proxy (so the test can cut it off like a crashed pod), B direct.
  */
+// needs: cluster
 import { spawn } from "node:child_process";
 import { mkdtempSync, writeFileSync } from "node:fs";
 import { createServer } from "node:net";

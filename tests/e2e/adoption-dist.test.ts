@@ -2,6 +2,7 @@
  * Adoption's kustomize build as the image runs it: the built @berth/kustomize on plain Node (no test runner's
  * module interop), which must load fast-json-patch (CommonJS) and apply a JSON 6902 patch.
  */
+// needs: dist
 import { execFile } from "node:child_process";
 import { join } from "node:path";
 import { promisify } from "node:util";

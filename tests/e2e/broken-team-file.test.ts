@@ -3,6 +3,7 @@
  * listing still answers 200 with the other teams, and reports the broken ones with why (GET /v1/teams,
  * /v1/templates, /v1/status, POST /v1/rollouts/preview, the status page), as /v1/fleet/drift already did.
  */
+// needs: dist
 import { fleetResponse, problemSchema, rolloutPreviewResponse, teamListResponse } from "@berth/api-contract";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { templateListResponse } from "../../apps/api/src/http/routes/templates.js";

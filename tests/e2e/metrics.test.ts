@@ -5,6 +5,7 @@
  * evaluations. Status-cache reads are scraped in status-cache.test.ts, against a real kube-apiserver. And the built
  * API with its metrics port taken: it stops before it listens on its main port.
  */
+// needs: dist
 import { spawn } from "node:child_process";
 import { createServer, type Server } from "node:net";
 import { join } from "node:path";

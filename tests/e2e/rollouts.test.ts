@@ -13,6 +13,7 @@
  *   3. an abort while wave 1 is gated (Flux on dev suspended) leaves each team on exactly one version and says which;
  *   4. the API is restarted while wave 1 is gated; the new process carries on from the repo.
  */
+// needs: cluster dist
 import { rolloutResponse, statusResponse, teamResponse } from "@berth/api-contract";
 import type { Rollout } from "@berth/core";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";

@@ -2,16 +2,13 @@
  * Security headers on every response, and the docs UI still working under the Content-Security-Policy:
  * rendered by Debian's Chromium (infra/test-tools/debian-packages.txt) through playwright-core.
  */
-import { chromium, type Browser } from "playwright-core";
+// needs: chromium
+import type { Browser } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { DEV_TOKEN, startBerth, type RunningBerth } from "../support/berth.js";
+import { launchChromium } from "../support/browser.js";
 import { createBareRepo, type BareRepo } from "../support/git-remotes.js";
 import { rawRequest, requestBytes, type RawResponse } from "../support/raw-http.js";
-
-/** Debian's package; playwright's own browser download needs the internet. */
-const CHROMIUM = "/usr/bin/chromium";
-/** As root in a container: no user namespaces for the sandbox, a small /dev/shm. */
-const CHROMIUM_ARGS = ["--no-sandbox", "--disable-dev-shm-usage", "--disable-gpu"];
 
 function expectSecurityHeaders(res: RawResponse, label: string, opts: { api: boolean }) {
   const h = (name: string) => res.headers[name]?.[0];
@@ -66,7 +63,7 @@ describe("security headers", () => {
   });
 
   it("let the docs UI render in Chromium, with no CSP violation", { timeout: 120_000 }, async () => {
-    browser = await chromium.launch({ executablePath: CHROMIUM, args: CHROMIUM_ARGS });
+    browser = await launchChromium();
     const page = await browser.newPage();
     const problems: string[] = [];
     page.on("console", (msg) => {

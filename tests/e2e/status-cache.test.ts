@@ -4,6 +4,7 @@
  * one request; a cluster that grants only `get` is read with one cached GET per team; an unreachable or
  * silent cluster answers "unreachable" fast. Requests are counted on the Kubernetes client itself.
  */
+// needs: cluster
 import { createServer, type Server, type Socket } from "node:net";
 import { join } from "node:path";
 import { KubeConfig } from "@kubernetes/client-node";

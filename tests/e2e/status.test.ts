@@ -1,3 +1,4 @@
+// needs: cluster
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { parse } from "yaml";

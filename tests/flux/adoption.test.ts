@@ -10,6 +10,7 @@
  *   - tests/fixtures/adoption/flux-namespace: every Flux object in the platform's Flux namespace, the team's own
  *     HelmRepository there too, and `${clientId}` substituted from the ConfigMap ASO exports the identity's ids to.
  */
+// needs: cluster dist
 import { readdir, readFile } from "node:fs/promises";
 import { join, relative } from "node:path";
 import { parse, stringify } from "yaml";

@@ -6,6 +6,7 @@
  * `flux reconcile` does) holds when a Receiver's request replaces its own before source-controller reads either;
  * and `startFlux` calls a controller ready only once it listens on every port the harness gave it.
  */
+// needs: cluster dist
 import { mkdtemp, mkdir, rm, writeFile } from "node:fs/promises";
 import { createServer, type AddressInfo } from "node:net";
 import { tmpdir } from "node:os";

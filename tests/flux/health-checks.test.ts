@@ -9,6 +9,7 @@
  *      rollout, which the new spec fixes, completes instead of halting;
  *   2. the identity was Ready: Flux does not report the new revision Ready before ASO has reconciled it.
  */
+// needs: cluster dist
 import { cp, mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";

@@ -12,6 +12,7 @@
  * The Kustomization objects keep their names and namespaces and every team's objects stay in their inventories, so
  * Flux must delete nothing: every delete request the apiserver answers is in its audit log, and there must be none.
  */
+// needs: cluster dist
 import { mkdir, mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";

@@ -12,6 +12,7 @@
  * objects and the artifacts they made. Not one team's Kustomization, namespace or ASO object. (The GitRepositories
  * poll every 5 s here, and the API tells the Receiver after its own pushes.)
  */
+// needs: cluster dist
 import { readFile } from "node:fs/promises";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";

@@ -5,6 +5,7 @@
  * their names and namespaces, so kustomize-controller must see the same objects in new files and delete nothing:
  * every delete request the apiserver answers is in its audit log, and there must be none.
  */
+// needs: cluster dist
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { devTeamsSeed } from "../support/fleet-seed.js";
 import { ASO_NAMESPACE, startFluxPlatform, type FluxPlatform } from "../support/flux-platform.js";

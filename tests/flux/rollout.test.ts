@@ -5,6 +5,7 @@
  * controller carries it into the Team status, and the gate halts at once on it (not at its timeout), with Flux's
  * reason in the halt report. Wave 2 (bravo) is never committed: its files and its objects on the cluster stay v1.
  */
+// needs: cluster dist
 import { cp, mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";

@@ -11,6 +11,7 @@
  *   3. with notification-controller down, the write still succeeds (the failed notification is counted) and the team
  *      arrives at the next poll, with no fetch request handled.
  */
+// needs: cluster dist
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { kustomizationReconciles } from "../support/flux.js";
 import { ASO_NAMESPACE, startFluxPlatform, type FluxPlatform } from "../support/flux-platform.js";

@@ -5,6 +5,7 @@
  * not one delete request; the namespace and every object keep their uids. A team onboarded on v5 is applied from
  * the two resources.yaml files alone.
  */
+// needs: cluster dist
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { devTeamsSeed } from "../support/fleet-seed.js";
 import {

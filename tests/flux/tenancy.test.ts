@@ -11,6 +11,7 @@
  *   3. offboarding prunes the team's objects as that account (the apiserver's audit log of deletes names it), and the
  *      account stays for the other teams.
  */
+// needs: cluster dist
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { stringify } from "yaml";
 import { ASO_NAMESPACE, readyCondition, startFluxPlatform, type FluxPlatform } from "../support/flux-platform.js";

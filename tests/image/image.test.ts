@@ -12,6 +12,7 @@
  * writes the team's credential; the API reads the team's status from the cluster with the status-reader
  * ServiceAccount's token. Only Azure is not reached: the controller runs with BERTH_PROVIDER=static.
  */
+// needs: cluster image sshd
 import {
   chmodSync,
   chownSync,

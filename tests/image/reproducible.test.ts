@@ -10,6 +10,7 @@
  * with SOURCE_DATE_EPOCH) and compressed layers whose content digest it already knows; it re-runs pnpm deploy
  * and re-packs every layer, so the layers' diff ids are recomputed from scratch.
  */
+// needs: image
 import { execFile } from "node:child_process";
 import { createHash } from "node:crypto";
 import { copyFileSync, mkdtempSync, rmSync } from "node:fs";

@@ -12,6 +12,7 @@
  * Then the results are checked: the Secrets exist with the right keys, each commit of the fleet repo builds,
  * the upgrade commit changes one file and every Deployment's image, the uninstall commit leaves no Berth file.
  */
+// needs: cluster
 import { execFile } from "node:child_process";
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";

@@ -14,6 +14,7 @@
  * and negative controls: a misspelled field and values of the wrong type, edited into a copy of the overlays,
  * are caught by the same path.
  */
+// needs: cluster
 import {
   cpSync,
   existsSync,

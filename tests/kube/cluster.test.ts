@@ -6,6 +6,7 @@
  *
  * A missing binary fails these tests (naming infra/test-cluster/ensure-binaries.sh); nothing here skips.
  */
+// needs: cluster
 import { existsSync } from "node:fs";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { ApiException, CoreV1Api, KubeConfig, RbacAuthorizationV1Api, VersionApi } from "@kubernetes/client-node";

@@ -16,6 +16,7 @@
  * (see tests/support/kube-dry-run.ts). Negative controls edit a template and show the same path reports it.
  * The Flux build here is tests/support/flux-build.ts, which tests/flux/chain.test.ts holds to real Flux.
  */
+// needs: cluster
 import { existsSync, readFileSync } from "node:fs";
 import { componentVersion } from "../support/test-cluster-binaries.js";
 import { resolve } from "node:path";

@@ -15,11 +15,13 @@ import { createRequire } from "node:module";
 import { join } from "node:path";
 import { chromium, type Browser, type BrowserContext, type Page } from "playwright-core";
 import { REPO_ROOT } from "./kube-cluster.js";
+import { requireNeed } from "./needs.js";
 
 export const CHROMIUM = "/usr/bin/chromium";
 export const UI_ARTIFACTS = join(REPO_ROOT, "test-results", "ui");
 
 export function launchChromium(): Promise<Browser> {
+  requireNeed("chromium");
   return chromium.launch({
     executablePath: CHROMIUM,
     headless: true,

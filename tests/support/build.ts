@@ -3,6 +3,7 @@ import { mkdir, readFile, rm, stat, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
 import { REPO_ROOT } from "./kube-cluster.js";
+import { requireNeed } from "./needs.js";
 
 /**
  * Builds what tests run as processes (the `berth` CLI, the API's dist with the status page's script, the
@@ -61,6 +62,7 @@ function turboBuild(): Promise<void> {
 }
 
 export function ensureBuilt(): Promise<void> {
+  requireNeed("dist");
   built ??= (async () => {
     await acquire();
     try {

@@ -11,6 +11,7 @@ import { connect } from "node:net";
 import { userInfo } from "node:os";
 import { join } from "node:path";
 import { makeTempDir } from "./git-remotes.js";
+import { requireNeed } from "./needs.js";
 
 const SSHD = ["/usr/sbin/sshd", "/usr/bin/sshd"].find((p) => existsSync(p));
 
@@ -68,6 +69,7 @@ async function keygen(path: string): Promise<string> {
 }
 
 export async function startGitSshServer(): Promise<GitSshServer> {
+  requireNeed("sshd");
   if (!SSHD || !sshdAvailable())
     throw new Error(
       "sshd or ssh-keygen is not installed: run `bash infra/test-tools/ensure-tools.sh` (apt-get install openssh-server)",

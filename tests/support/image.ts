@@ -24,6 +24,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { promisify } from "node:util";
 import { REPO_ROOT } from "./kube-cluster.js";
+import { requireNeed } from "./needs.js";
 
 const run = promisify(execFile);
 
@@ -70,6 +71,7 @@ export function readImageSummary(archive = IMAGE_ARCHIVE): ImageSummary {
  * set) a missing archive fails: `npm test` builds it before vitest.
  */
 export function skipWithoutImage(): boolean {
+  requireNeed("image");
   if (existsSync(IMAGE_ARCHIVE)) return false;
   const inCI = Boolean(process.env.CI) && process.env.CI !== "false" && process.env.CI !== "0";
   if (inCI) return false;

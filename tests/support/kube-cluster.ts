@@ -35,6 +35,7 @@ import { freePorts, retryOnPortRace } from "./ports.js";
 import { kubeRequest } from "./kube-http.js";
 import { componentCrdDir, programPath } from "./test-cluster-binaries.js";
 import { logTail, startWatchdog } from "./watchdog.js";
+import { requireNeed } from "./needs.js";
 
 export { REPO_ROOT } from "./test-cluster-binaries.js";
 export { ENSURE_SCRIPT, TestClusterBinariesMissingError } from "./test-cluster-binaries.js";
@@ -233,6 +234,7 @@ async function killChild(child: ChildProcess | undefined, signal: NodeJS.Signals
 // ---- start ----------------------------------------------------------------------------------------
 
 export async function startKubeCluster(opts: KubeClusterOptions = {}): Promise<KubeCluster> {
+  requireNeed("cluster");
   return retryOnPortRace(() => startOnce(opts));
 }
 

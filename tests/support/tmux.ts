@@ -4,6 +4,7 @@ import { rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
+import { requireNeed } from "./needs.js";
 
 /**
  * A real terminal for tests of TTY output: a tmux server of its own (private socket, so it never touches
@@ -33,6 +34,7 @@ export class TmuxTerminal {
     width?: number;
     height?: number;
   }): Promise<TmuxTerminal> {
+    requireNeed("tmux");
     const socket = join(tmpdir(), `berth-tmux-${randomBytes(6).toString("hex")}`);
     const width = options.width ?? 110;
     const height = options.height ?? 40;

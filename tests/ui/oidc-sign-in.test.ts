@@ -1,3 +1,4 @@
+// needs: dist chromium
 /// <reference lib="dom" />
 // (page.evaluate callbacks run in the browser: they are typed against the DOM)
 /**

@@ -1,3 +1,4 @@
+// needs: sshd
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { GitOpsError } from "../src/index.js";
 import { startGitSshServer, type GitSshServer } from "../../../tests/support/git-ssh-server.js";

@@ -2,6 +2,7 @@
  * Server-side apply, delete and typed errors, then Events with deduplication — against a real
  * kube-apiserver (one cluster for the file).
  */
+// needs: cluster
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import {
   CoreV1Api,

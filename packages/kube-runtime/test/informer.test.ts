@@ -3,6 +3,7 @@
  * handler exceptions contained, and recovery from cut connections, a blocked apiserver, silent
  * watches (watchdog), forbidden lists/watches (any error, not only 410), with synthetic DELETEDs.
  */
+// needs: cluster
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { CoreV1Api, RbacAuthorizationV1Api, type KubeConfig, type V1ConfigMap } from "@kubernetes/client-node";
 import { Registry } from "prom-client";

@@ -3,6 +3,7 @@
  * takeover, takeover of a crashed holder's Lease after leaseDuration, and a leader whose renewals
  * are refused (RBAC removed) stepping down by its renew deadline.
  */
+// needs: cluster
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import {
   CoordinationV1Api,
