@@ -3,7 +3,7 @@ import { errorKind } from "../../kube.js";
 import { ACCESS_FINALIZER, TEAM_ROLE_BINDING } from "../../names.js";
 import type { KubeObject, ObjectRef, SecretLike, TeamObject } from "../objects.js";
 import { accessAction, credentialAction, credentialFinalizerPending, withoutFinalizer } from "../offboarding.js";
-import type { TeamPass } from "./pass.js";
+import { credentialRef, type TeamPass } from "./pass.js";
 
 /**
  * Step "offboard" (the Team is gone or going): hold the credential while ASO still has the team's resources,
@@ -20,12 +20,7 @@ export async function offboard(
   const names = teamNames(team);
   const remainingAso = secret ? await writer.listAsoResources(names.namespace) : [];
   const decision = credentialAction({ team: teamObj, secret, remainingAso });
-  const ref: ObjectRef = {
-    apiVersion: "v1",
-    kind: "Secret",
-    name: names.asoCredentialSecret,
-    namespace: names.namespace,
-  };
+  const ref = credentialRef(team);
   switch (decision.action) {
     case "hold":
       // The RoleBinding's finalizer is kept too (accessAction): it is what lets the controller release this one.
@@ -73,12 +68,7 @@ export async function releaseAccess(
   if (!roleBinding || decision.action === "none") return "none";
   if (decision.action === "keep") return "waiting";
   const names = teamNames(team);
-  const secretRef: ObjectRef = {
-    apiVersion: "v1",
-    kind: "Secret",
-    name: names.asoCredentialSecret,
-    namespace: names.namespace,
-  };
+  const secretRef = credentialRef(team);
   const bindingRef: ObjectRef = {
     apiVersion: "rbac.authorization.k8s.io/v1",
     kind: "RoleBinding",

@@ -1,6 +1,8 @@
 import type { Caches } from "../../caches.js";
 import type { ClusterWriter } from "../../kube.js";
+import { teamNames } from "@berth/core";
 import type { ReconcilerDeps } from "../deps.js";
+import type { ObjectRef, SecretLike } from "../objects.js";
 
 export interface TeamReconcilerDeps extends ReconcilerDeps {
   /** Re-check while the finalizer holds for remaining ASO resources. */
@@ -38,4 +40,16 @@ export function trackWrites(inner: ClusterWriter): { writer: ClusterWriter; wrot
     listAsoResources: (ns) => inner.listAsoResources(ns),
   };
   return { writer, wrote: () => wrote };
+}
+
+/** The team's aso-credential Secret as the steps name it in writes and Events (with its uid when it exists). */
+export function credentialRef(team: string, secret?: SecretLike): ObjectRef {
+  const names = teamNames(team);
+  return {
+    apiVersion: "v1",
+    kind: "Secret",
+    name: names.asoCredentialSecret,
+    namespace: names.namespace,
+    ...(secret?.metadata?.uid ? { uid: secret.metadata.uid } : {}),
+  };
 }

@@ -9,10 +9,10 @@ import {
   workloadServiceAccountPatch,
 } from "../credential.js";
 import type { FactsState } from "../facts.js";
-import type { ObjectRef, SecretLike } from "../objects.js";
+import type { SecretLike } from "../objects.js";
 import type { CredentialState } from "../status.js";
 import type { IdentitySource } from "./identity.js";
-import type { TeamPass } from "./pass.js";
+import { credentialRef, type TeamPass } from "./pass.js";
 
 /**
  * Step "credential": the team's aso-credential Secret and its workload ServiceAccount's client-id annotation, from
@@ -40,13 +40,7 @@ export async function writeCredential(
   if (!desired.ok) return { written: false, reason: desired.reason, message: desired.message };
 
   const want = teamCredentialSecret(team, desired.value);
-  const ref: ObjectRef = {
-    apiVersion: "v1",
-    kind: "Secret",
-    name: names.asoCredentialSecret,
-    namespace: names.namespace,
-    ...(secret?.metadata?.uid ? { uid: secret.metadata.uid } : {}),
-  };
+  const ref = credentialRef(team, secret);
   const drift = classifyDrift(secret, want, { get: (id) => caches.clientIdOwner(id) }, team);
   try {
     if (drift.kind === "tampered") {
