@@ -1,5 +1,5 @@
 #!/usr/bin/env node
-// The README's commands (`npm start`, `npm test`, `npm run bench`, `npm run image`) land here. Each first installs what a
+// The README's commands (`npm start`, `npm test`, `npm run bench`, `npm run image`, `npm run generate`) land here. Each first installs what a
 // fresh machine lacks (pnpm, dependencies, builds), so the same two commands work from a clean checkout.
 import { spawn, spawnSync } from "node:child_process";
 import { createInterface } from "node:readline";
@@ -304,24 +304,31 @@ function unitTests(pnpm) {
   process.exit(run(pnpm[0], [...pnpm.slice(1), "exec", "vitest", "run", ...selection]));
 }
 
+/** TypeScript run as the tests run it: workspace packages from their sources (tests/tsconfig.json's paths). */
+function tsx(pnpm, file, args) {
+  return run(pnpm[0], [
+    ...pnpm.slice(1),
+    "exec",
+    "tsx",
+    "--tsconfig",
+    join(root, "tests", "tsconfig.json"),
+    file,
+    ...args,
+  ]);
+}
+
+/** `npm run generate [-- --check]`: every generated file of the repository (scripts/generate.ts lists them). */
+function generate(pnpm) {
+  process.exit(tsx(pnpm, join(root, "scripts", "generate.ts"), process.argv.slice(3)));
+}
+
 /** `npm run bench [-- <name> [args]]`: tests/bench/<name>.ts (onboarding, controller, arm-calls). */
 function bench(pnpm) {
   const [name = "onboarding", ...args] = process.argv.slice(3).filter((a) => !a.startsWith("-"));
   const flags = process.argv.slice(3).filter((a) => a.startsWith("-"));
   const file = join(root, "tests", "bench", `${name}.ts`);
   if (!existsSync(file)) fail(`no benchmark "${name}": see tests/bench/`);
-  process.exit(
-    run(pnpm[0], [
-      ...pnpm.slice(1),
-      "exec",
-      "tsx",
-      "--tsconfig",
-      join(root, "tests", "tsconfig.json"),
-      file,
-      ...args,
-      ...flags,
-    ]),
-  );
+  process.exit(tsx(pnpm, file, [...args, ...flags]));
 }
 
 checkNode();
@@ -336,4 +343,5 @@ else if (command === "test") await test(pnpm, clusterBuild, selection);
 else if (command === "unit") unitTests(pnpm);
 else if (command === "bench") bench(pnpm);
 else if (command === "image") process.exit(buildImage(process.argv.slice(3)));
-else fail(`unknown command "${command}": use start, test, unit, bench or image`);
+else if (command === "generate") generate(pnpm);
+else fail(`unknown command "${command}": use start, test, unit, bench, image or generate`);

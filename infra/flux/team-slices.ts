@@ -1,7 +1,8 @@
 /**
  * Writes a cluster's team slices (ADR 0022): flux/clusters/<cluster>/berth-team-slices.yaml and the marker files each
  * slice needs. Twenty-six near-identical blocks are built as objects here rather than kept by hand;
- * tests/install/slices.test.ts checks that the files in flux/ are what this writes.
+ * `npm run generate` writes flux/'s (scripts/generate.ts), and tests/architecture/generated.test.ts checks them.
+ * For another cluster's fleet repository:
  *
  *   pnpm exec tsx infra/flux/team-slices.ts [--cluster aks-dev-weu] [--namespace flux-config] [--out flux]
  *

@@ -1,9 +1,10 @@
 /**
- * The team slices of flux/ (ADR 0022) are what infra/flux/team-slices.ts writes: berth-team-slices.yaml and the two
- * marker files of each slice, for aks-dev-weu with the default folders and artifact names. And the slices cover
+ * The team slices of flux/ (ADR 0022) are what infra/flux/team-slices.ts writes (`npm run generate`;
+ * tests/architecture/generated.test.ts checks the files): berth-team-slices.yaml and the two marker files of each
+ * slice, for aks-dev-weu with the default folders and artifact names. And the slices cover
  * every team name the API accepts: each one lands in exactly one slice. (Real Flux runs them in tests/flux.)
  */
-import { existsSync, readFileSync } from "node:fs";
+import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { teamNameSchema } from "@berth/core";
 import fc from "fast-check";
@@ -15,14 +16,10 @@ import { REPO_ROOT } from "../support/berth.js";
 const CLUSTER = "aks-dev-weu";
 
 describe("flux/'s team slices (ADR 0022)", () => {
-  it("are what infra/flux/team-slices.ts writes (run it after changing it)", () => {
+  it("are one file of objects and two markers per slice", () => {
     const files = sliceFiles({ cluster: CLUSTER, ...SLICE_DEFAULTS });
     expect(files.size).toBe(1 + 2 * SLICE_LETTERS.length);
-    for (const [path, content] of files) {
-      const committed = join(REPO_ROOT, "flux", path);
-      expect(existsSync(committed), `flux/${path}`).toBe(true);
-      expect(readFileSync(committed, "utf8"), `flux/${path}`).toBe(content);
-    }
+    expect(files.has(`clusters/${CLUSTER}/berth-team-slices.yaml`)).toBe(true);
   });
 
   it("are applied by the cluster's root, and name the artifact prefix berth.yaml renders with", () => {

@@ -4,8 +4,8 @@ import { TEAM_GROUP, TEAM_PLURAL, TEAM_VERSION } from "./names.js";
 
 /**
  * The Team CRD (`teams.berth.dev`), generated from the zod team spec so the cluster validates exactly
- * what the API accepts. infra/controller/crds/berth.dev_teams.yaml is this object; a test fails when the
- * two differ (regenerate with `UPDATE_CRD=1 pnpm exec vitest run apps/controller/test/crd.test.ts`).
+ * what the API accepts. infra/controller/crds/berth.dev_teams.yaml is this object, written by `npm run generate`
+ * (scripts/generate.ts); tests/architecture/generated.test.ts fails when the two differ.
  *
  * What JSON Schema can say that a CRD cannot is dropped: `additionalProperties: false` (a structural
  * schema prunes unknown fields instead), `propertyNames` (label keys are checked by the API), the

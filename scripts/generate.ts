@@ -1,0 +1,138 @@
+/**
+ * Everything in the repository that a program writes, in one list: `npm run generate` rewrites it all, and
+ * tests/architecture/generated.test.ts (in every `npm test`) fails while anything on disk differs from it. Each
+ * entry owns a set of files, or a whole folder (a file in it that is no longer generated is removed).
+ *
+ *   npm run generate            write every generated file
+ *   npm run generate -- --check list what differs, exit 1 if anything does (writes nothing)
+ */
+import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
+import { dirname, join, relative } from "node:path";
+import { fileURLToPath } from "node:url";
+import { stringify } from "yaml";
+import { teamCrd } from "../apps/controller/src/crd.js";
+import { SLICE_DEFAULTS, sliceFiles } from "../infra/flux/team-slices.js";
+import { EXAMPLES, renderExample, TEMPLATE_VERSIONS } from "../packages/core/test/fixtures.js";
+
+export const REPO_ROOT = fileURLToPath(new URL("..", import.meta.url));
+
+export interface Generated {
+  /** What it is and what writes it, for a reader of the check's failure. */
+  what: string;
+  /** Its files by path from the repository root. */
+  files(): Promise<Map<string, string>>;
+  /** A folder it owns whole: any other file in it is stale. */
+  owns?: string;
+  /** Hand-written files inside `owns` that stay. */
+  keep?: readonly string[];
+}
+
+export const TEAM_CRD_FILE = "infra/controller/crds/berth.dev_teams.yaml";
+
+export const GENERATED: readonly Generated[] = [
+  {
+    what: "the Team CRD, from core's zod team spec (apps/controller/src/crd.ts)",
+    files: async () =>
+      new Map([
+        [
+          TEAM_CRD_FILE,
+          "# Generated from packages/core's teamSpecSchema by apps/controller/src/crd.ts — do not edit.\n" +
+            "# Regenerate: npm run generate\n" +
+            stringify(teamCrd(), { version: "1.1", lineWidth: 0 }),
+        ],
+      ]),
+  },
+  {
+    what: "the golden files: each example team of packages/core/test/fixtures.ts rendered with each template version",
+    owns: "tests/golden",
+    keep: ["tests/golden/README.md"],
+    files: async () => {
+      const files = new Map<string, string>();
+      for (const version of TEMPLATE_VERSIONS)
+        for (const example of EXAMPLES)
+          for (const [path, content] of await renderExample(example, version))
+            files.set(`tests/golden/${version}/${example.name}/${path}`, content);
+      return files;
+    },
+  },
+  {
+    what: "flux/'s team slices for aks-dev-weu (infra/flux/team-slices.ts, ADR 0022)",
+    files: async () => {
+      const files = new Map<string, string>();
+      for (const [path, content] of sliceFiles({ cluster: "aks-dev-weu", ...SLICE_DEFAULTS }))
+        files.set(`flux/${path}`, content);
+      return files;
+    },
+  },
+];
+
+export interface Difference {
+  path: string;
+  /** changed: the bytes differ; missing: not on disk; stale: on disk in an owned folder, no longer generated. */
+  kind: "changed" | "missing" | "stale";
+  what: string;
+}
+
+function filesUnder(dir: string): string[] {
+  if (!existsSync(dir)) return [];
+  return readdirSync(dir).flatMap((name) => {
+    const full = join(dir, name);
+    return statSync(full).isDirectory() ? filesUnder(full) : [full];
+  });
+}
+
+/** Every file `generated` writes that differs from the repository at `root`, in path order. */
+export async function differences(generated: Generated, root = REPO_ROOT): Promise<Difference[]> {
+  const files = await generated.files();
+  const found: Difference[] = [];
+  for (const [path, content] of files) {
+    const onDisk = join(root, path);
+    if (!existsSync(onDisk)) found.push({ path, kind: "missing", what: generated.what });
+    else if (readFileSync(onDisk, "utf8") !== content) found.push({ path, kind: "changed", what: generated.what });
+  }
+  if (generated.owns)
+    for (const full of filesUnder(join(root, generated.owns))) {
+      const path = relative(root, full).split("\\").join("/");
+      if (!files.has(path) && !generated.keep?.includes(path))
+        found.push({ path, kind: "stale", what: generated.what });
+    }
+  return found.sort((a, b) => (a.path < b.path ? -1 : a.path > b.path ? 1 : 0));
+}
+
+/** Removes a file, then each folder above it that is left empty, up to (not including) `top`. */
+function removeWithEmptyParents(file: string, top: string) {
+  rmSync(file);
+  for (let dir = dirname(file); dir.startsWith(top) && dir !== top && readdirSync(dir).length === 0; dir = dirname(dir))
+    rmSync(dir, { recursive: true });
+}
+
+/** Brings the repository at `root` in line with `generated`; answers what it changed. */
+export async function write(generated: Generated, root = REPO_ROOT): Promise<Difference[]> {
+  const found = await differences(generated, root);
+  const files = await generated.files();
+  for (const d of found) {
+    const full = join(root, d.path);
+    if (d.kind === "stale") removeWithEmptyParents(full, join(root, generated.owns ?? ""));
+    else {
+      mkdirSync(dirname(full), { recursive: true });
+      writeFileSync(full, files.get(d.path) ?? "");
+    }
+  }
+  return found;
+}
+
+async function main(check: boolean) {
+  let count = 0;
+  for (const generated of GENERATED) {
+    const found = check ? await differences(generated) : await write(generated);
+    for (const d of found) console.log(`${d.kind.padEnd(7)} ${d.path}`);
+    count += found.length;
+  }
+  if (check && count > 0) {
+    console.error(`${count} generated file(s) differ from what the code generates: run npm run generate`);
+    process.exit(1);
+  }
+  console.log(check ? "every generated file is up to date" : `${count} file(s) written or removed`);
+}
+
+if (process.argv[1] === fileURLToPath(import.meta.url)) await main(process.argv.includes("--check"));
