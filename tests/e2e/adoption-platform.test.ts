@@ -7,11 +7,11 @@ import { cp, mkdtemp, rm, writeFile, mkdir } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { performance } from "node:perf_hooks";
-import { problemSchema, teamResponse } from "@berth/api-contract";
+import { driftResponse, teamResponse, type ProblemDocument } from "@berth/api-contract";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { adoptionPreviewResponse, adoptionResponse } from "../../apps/api/src/http/routes/adoption.js";
-import { driftResponse } from "../../apps/api/src/http/routes/fleet.js";
 import { DEV_TOKEN, REPO_ROOT, startBerth, type RunningBerth } from "../support/berth.js";
+import { readAnswer, readProblem } from "../support/contract.js";
 import { createBareRepo, inspectRemote, pushTree } from "../support/git-remotes.js";
 import { eventually } from "../support/wait.js";
 
@@ -55,7 +55,7 @@ describe("adopting a team behind Flux substitution, through the API", () => {
   it("previews 200 with every object accounted for, and adopts in one commit that carries the team's own manifests", async () => {
     const preview = await post("/v1/teams/ledger/adopt/preview", { keepAzureNames: true });
     expect(preview.status).toBe(200);
-    const body = adoptionPreviewResponse.parse(await preview.json());
+    const body = await readAnswer(preview, adoptionPreviewResponse);
     expect(body.report.objects).toHaveLength(3 * 20);
     expect(new Set(body.report.objects.map((o) => o.fate))).toEqual(
       new Set(["updated", "carried", "controller", "left-behind"]),
@@ -64,7 +64,7 @@ describe("adopting a team behind Flux substitution, through the API", () => {
 
     const res = await post("/v1/teams/ledger/adopt", { keepAzureNames: true });
     expect(res.status).toBe(201);
-    const adopted = adoptionResponse.parse(await res.json());
+    const adopted = await readAnswer(res, adoptionResponse);
     const remote = await inspectRemote(url);
     expect(remote.commits.map((c) => c.sha).slice(0, 2)).toEqual([adopted.revision, handWritten]);
     expect(remote.files.get("teams/ledger/base/extra.yaml")).toContain("name: allow-from-ingress");
@@ -74,7 +74,7 @@ describe("adopting a team behind Flux substitution, through the API", () => {
     expect(remote.files.get("clusters/aks-prod-neu/tenants/ledger.yaml")).toContain("suspend: true");
 
     // An ordinary Berth team now: its own manifests are part of it, and a hand edit of them is drift.
-    const team = teamResponse.parse(await (await fetch(`${berth.url}/v1/teams/ledger`, { headers: auth })).json());
+    const team = await readAnswer(await fetch(`${berth.url}/v1/teams/ledger`, { headers: auth }), teamResponse);
     expect(team.team.extraManifests).toEqual(adopted.team.extraManifests);
     const edited = remote.files.get("teams/ledger/base/extra.yaml")!.replace("port: 8080", "port: 9090");
     const dir = await mkdtemp(join(tmpdir(), "berth-edit-"));
@@ -89,8 +89,9 @@ describe("adopting a team behind Flux substitution, through the API", () => {
     const files = await eventually(
       "drift sees the hand edit",
       async () => {
-        const drift = driftResponse.parse(
-          await (await fetch(`${berth.url}/v1/fleet/drift?diffs=false`, { headers: auth })).json(),
+        const drift = await readAnswer(
+          await fetch(`${berth.url}/v1/fleet/drift?diffs=false`, { headers: auth }),
+          driftResponse,
         );
         const found = drift.teams.find((t) => t.team === "ledger")?.files ?? [];
         return found.length ? found : undefined;
@@ -149,11 +150,11 @@ describe("adopting a team behind Flux substitution, through the API", () => {
     const timed = async (team: string) => {
       const t = performance.now();
       const res = await post(`/v1/teams/${team}/adopt/preview`, { keepAzureNames: true });
-      const problem: unknown = await res.json();
+      const problem = await readProblem(res); // fails naming the status if the answer is no problem
       return { ms: performance.now() - t, status: res.status, problem };
     };
-    /** The rule of a refusal's first field issue (read after its 422 status is asserted). */
-    const firstRule = (answer: { problem: unknown }) => problemSchema.parse(answer.problem).errors?.[0]?.rule;
+    /** The rule of a refusal's first field issue. */
+    const firstRule = (answer: { problem: ProblemDocument }) => answer.problem.errors?.[0]?.rule;
     // Refusals are answered before the writer's lane: no transaction is queued for them.
     let transactions = 0;
     const transact = berth.repo.transact.bind(berth.repo);

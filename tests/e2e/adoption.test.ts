@@ -4,8 +4,11 @@
  * kept names, and the 422 report for what cannot be mapped.
  */
 import { join } from "node:path";
+import { teamResponse } from "@berth/api-contract";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { adoptionPreviewResponse, adoptionResponse } from "../../apps/api/src/http/routes/adoption.js";
 import { DEV_TOKEN, REPO_ROOT, startBerth, type RunningBerth } from "../support/berth.js";
+import { readAnswer, readProblem } from "../support/contract.js";
 import { createBareRepo, inspectRemote, pushTree } from "../support/git-remotes.js";
 
 const auth = { authorization: `Bearer ${DEV_TOKEN}` };
@@ -34,7 +37,7 @@ describe("adopting hand-written teams through the API", () => {
   it("previews: the inferred team, the Azure names it would rename, the diff; commits nothing", async () => {
     const res = await post("/v1/teams/payments/adopt/preview", { keepAzureNames: true });
     expect(res.statusCode, res.body).toBe(200);
-    const body = res.json();
+    const body = readAnswer(res, adoptionPreviewResponse);
     expect(body.revision).toBe(handWritten);
     expect(body.team).toMatchObject({
       name: "payments",
@@ -43,9 +46,7 @@ describe("adopting hand-written teams through the API", () => {
       roleAssignments: [{ role: "rg-contributor" }],
     });
     expect(body.report.azureNames).toHaveLength(6);
-    expect(
-      body.files.find((f: { path: string }) => f.path === "clusters/aks-dev-weu/tenants/payments.yaml").status,
-    ).toBe("modified");
+    expect(body.files.find((f) => f.path === "clusters/aks-dev-weu/tenants/payments.yaml")?.status).toBe("modified");
     expect(body.diff).toContain("+  suspend: true");
     expect((await inspectRemote(url)).head).toBe(handWritten);
   });
@@ -53,7 +54,7 @@ describe("adopting hand-written teams through the API", () => {
   it("refuses to adopt when Azure would recreate the identity or the resource group, naming each", async () => {
     const res = await post("/v1/teams/payments/adopt", {});
     expect(res.statusCode).toBe(422);
-    const problem = res.json();
+    const problem = readProblem(res);
     expect(problem.type).toBe("https://berth.dev/problems/adoption-recreates-azure-resources");
     expect(problem.errors).toContainEqual({
       field:
@@ -67,7 +68,7 @@ describe("adopting hand-written teams through the API", () => {
   it("adopts with the names kept: one commit, the team is Berth's from then on", async () => {
     const res = await post("/v1/teams/payments/adopt", { keepAzureNames: true });
     expect(res.statusCode, res.body).toBe(201);
-    const body = res.json();
+    const body = readAnswer(res, adoptionResponse);
     expect(res.headers.location).toBe("/v1/teams/payments");
     const remote = await inspectRemote(url);
     expect(remote.commits[0]).toMatchObject({ sha: body.revision, subject: "berth: adopt team payments" });
@@ -79,7 +80,7 @@ describe("adopting hand-written teams through the API", () => {
     expect(remote.files.get("tenants/payments/base/quota.yaml")).toContain("PLAT-1501"); // hand-written files stay until cleanup
     expect(body.report.cleanup).toContain("tenants/payments/base/quota.yaml");
 
-    const team = (await berth.server.inject({ url: "/v1/teams/payments", headers: auth })).json().team;
+    const team = readAnswer(await berth.server.inject({ url: "/v1/teams/payments", headers: auth }), teamResponse).team;
     expect(team).toMatchObject({
       quota: { cpu: "8", memory: "16Gi", pods: 100 },
       templateVersion: "v1",
@@ -104,9 +105,9 @@ describe("adopting hand-written teams through the API", () => {
     const before = (await inspectRemote(url)).head;
     const res = await post("/v1/teams/search/adopt", { keepAzureNames: true });
     expect(res.statusCode).toBe(422);
-    const problem = res.json();
+    const problem = readProblem(res);
     expect(problem.type).toBe("https://berth.dev/problems/adoption-unmappable");
-    expect(problem.errors.map((e: { field: string }) => e.field)).toEqual([
+    expect(problem.errors?.map((e) => e.field)).toEqual([
       "tenants/search/base/quota.yaml#ResourceQuota/search/search-quota spec.hard.persistentvolumeclaims",
       "tenants/search/base/quota.yaml#ResourceQuota/search/search-quota spec.hard",
       "tenants/search/dev-weu/azure.yaml#RoleAssignment/flux-config/search-owner spec.roleDefinitionReference",

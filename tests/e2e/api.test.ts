@@ -4,9 +4,11 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { pathToFileURL } from "node:url";
 import { teamShard } from "@berth/core";
+import { deleteResponse, previewResponse, teamListResponse, teamResponse, writeResponse } from "@berth/api-contract";
 import { parse } from "yaml";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { DEV_TOKEN, startBerth, type RunningBerth } from "../support/berth.js";
+import { readAnswer, readProblem } from "../support/contract.js";
 
 const OWNER = "0b9a3c1e-1111-4222-8333-444455556666";
 const auth = { authorization: `Bearer ${DEV_TOKEN}` };
@@ -49,7 +51,7 @@ describe("onboarding API against a file:// Flux repo", () => {
     expect((await berth.server.inject({ url: "/readyz" })).statusCode).toBe(200);
     const spec = await berth.server.inject({ url: "/openapi.json" });
     expect(spec.statusCode).toBe(200);
-    const doc = spec.json();
+    const doc = spec.json(); // the OpenAPI document, not an answer of the contract
     expect(Object.keys(doc.paths)).toEqual(
       expect.arrayContaining(["/v1/teams", "/v1/teams/{name}", "/v1/teams/{name}/preview", "/v1/teams/preview"]),
     );
@@ -78,6 +80,7 @@ describe("onboarding API against a file:// Flux repo", () => {
       parameters?: Array<{ in: string; name: string }>;
       responses: Record<string, { headers?: Record<string, { $ref: string }> }>;
     };
+    // The OpenAPI document, not an answer of the contract.
     const doc = (await berth.server.inject({ url: "/openapi.json" })).json() as {
       paths: Record<string, Record<string, Operation>>;
       components: { headers: Record<string, unknown> };
@@ -167,10 +170,10 @@ describe("onboarding API against a file:// Flux repo", () => {
       payload: team("payments", { roleAssignments: [{ role: "rg-contributor" }] }),
     });
     expect(res.statusCode).toBe(201);
-    const body = res.json();
+    const body = readAnswer(res, writeResponse);
     expect(body.revision).toBe(remoteHead());
     expect(body.committed).toBe(true);
-    expect(body.files.map((f: { path: string }) => f.path)).toContain("teams/payments/base/team.yaml");
+    expect(body.files.map((f) => f.path)).toContain("teams/payments/base/team.yaml");
     expect(res.headers.location).toBe("/v1/teams/payments");
 
     const clone = cloneOf(remote);
@@ -207,16 +210,19 @@ describe("onboarding API against a file:// Flux repo", () => {
       payload: team("payments"),
     });
     expect(res.statusCode).toBe(409);
-    expect(res.json()).toMatchObject({ status: 409, type: "https://berth.dev/problems/team-exists" });
+    expect(readProblem(res)).toMatchObject({ status: 409, type: "https://berth.dev/problems/team-exists" });
     expect(remoteHead()).toBe(before);
   });
 
   it("reads teams back from the repo", async () => {
     const list = await berth.server.inject({ url: "/v1/teams", headers: auth });
     expect(list.statusCode).toBe(200);
-    expect(list.json().items.map((t: { name: string }) => t.name)).toEqual(["payments"]);
+    expect(readAnswer(list, teamListResponse).items.map((t) => t.name)).toEqual(["payments"]);
     const one = await berth.server.inject({ url: "/v1/teams/payments", headers: auth });
-    expect(one.json().team).toMatchObject({ name: "payments", roleAssignments: [{ role: "rg-contributor" }] });
+    expect(readAnswer(one, teamResponse).team).toMatchObject({
+      name: "payments",
+      roleAssignments: [{ role: "rg-contributor" }],
+    });
     const missing = await berth.server.inject({ url: "/v1/teams/nobody", headers: auth });
     expect(missing.statusCode).toBe(404);
     expect(missing.headers["content-type"]).toContain("application/problem+json");
@@ -231,7 +237,7 @@ describe("onboarding API against a file:// Flux repo", () => {
       payload: { description: "Payments", owners: [OWNER], environments: ["dev", "prod"] },
     });
     expect(res.statusCode).toBe(200);
-    const body = res.json();
+    const body = readAnswer(res, previewResponse);
     expect(body.files).toEqual(
       expect.arrayContaining([
         expect.objectContaining({ path: "teams/payments/clusters/aks-prod-neu/identity.yaml", status: "added" }),
@@ -255,11 +261,9 @@ describe("onboarding API against a file:// Flux repo", () => {
     });
     expect(fresh.statusCode).toBe(200);
     expect(
-      fresh
-        .json()
-        .files.every(
-          (f: { status: string; path: string }) => f.status === "added" || f.path.endsWith("kustomization.yaml"),
-        ),
+      readAnswer(fresh, previewResponse).files.every(
+        (f) => f.status === "added" || f.path.endsWith("kustomization.yaml"),
+      ),
     ).toBe(true);
     expect(remoteHead()).toBe(before);
   });
@@ -273,7 +277,7 @@ describe("onboarding API against a file:// Flux repo", () => {
     };
     const res = await berth.server.inject({ method: "PUT", url: "/v1/teams/payments", headers: auth, payload });
     expect(res.statusCode).toBe(200);
-    const body = res.json();
+    const body = readAnswer(res, writeResponse);
     expect(body.committed).toBe(true);
     expect(body.files).toEqual(
       expect.arrayContaining([
@@ -281,13 +285,13 @@ describe("onboarding API against a file:// Flux repo", () => {
         { path: "teams/payments/base/team.yaml", status: "modified" },
       ]),
     );
-    expect(body.files.find((f: { path: string }) => f.path === "teams/payments/base/limit-range.yaml")).toBeUndefined();
+    expect(body.files.find((f) => f.path === "teams/payments/base/limit-range.yaml")).toBeUndefined();
     const head = remoteHead();
     expect(body.revision).toBe(head);
 
     const again = await berth.server.inject({ method: "PUT", url: "/v1/teams/payments", headers: auth, payload });
     expect(again.statusCode).toBe(200);
-    expect(again.json()).toMatchObject({ committed: false, files: [], revision: head });
+    expect(readAnswer(again, writeResponse)).toMatchObject({ committed: false, files: [], revision: head });
     expect(remoteHead()).toBe(head);
   });
 
@@ -312,12 +316,12 @@ describe("onboarding API against a file:// Flux repo", () => {
       const res = await berth.server.inject({ method: "POST", url: "/v1/teams", headers: auth, payload });
       expect(res.statusCode, JSON.stringify(payload)).toBe(422);
       expect(res.headers["content-type"]).toContain("application/problem+json");
-      const problem = res.json();
+      const problem = readProblem(res);
       expect(
-        problem.errors.map((e: { field: string }) => e.field),
+        problem.errors?.map((e) => e.field),
         JSON.stringify(payload),
       ).toContain(field);
-      expect(problem.errors.every((e: { rule: string }) => e.rule.length > 0)).toBe(true);
+      expect(problem.errors?.every((e) => e.rule.length > 0)).toBe(true);
     }
     expect(remoteHead()).toBe(before);
   });
@@ -334,7 +338,7 @@ describe("onboarding API against a file:// Flux repo", () => {
       });
       expect(res.statusCode).toBe(422);
       expect(res.headers["content-type"]).toContain("application/problem+json");
-      const problem = res.json();
+      const problem = readProblem(res);
       expect(problem.errors).toEqual([
         {
           field: "name",
@@ -395,11 +399,9 @@ describe("onboarding API against a file:// Flux repo", () => {
     const res = await berth.server.inject({ method: "DELETE", url: "/v1/teams/payments", headers: auth });
     expect(res.statusCode).toBe(200);
     expect(
-      res
-        .json()
-        .files.every(
-          (f: { status: string; path: string }) => f.status === "deleted" || f.path.endsWith("/kustomization.yaml"),
-        ),
+      readAnswer(res, deleteResponse).files.every(
+        (f) => f.status === "deleted" || f.path.endsWith("/kustomization.yaml"),
+      ),
     ).toBe(true);
     const clone = cloneOf(remote);
     try {

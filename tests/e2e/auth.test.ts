@@ -3,8 +3,10 @@ import { mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { pathToFileURL } from "node:url";
+import { writeResponse } from "@berth/api-contract";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startBerth, type RunningBerth } from "../support/berth.js";
+import { readAnswer } from "../support/contract.js";
 import { startTestIssuer, type TestIssuer } from "../support/oidc-issuer.js";
 
 const OWNER = "0b9a3c1e-1111-4222-8333-444455556666";
@@ -50,7 +52,7 @@ describe("bearer JWT auth against an OIDC issuer's JWKS", () => {
     expect(res.statusCode).toBe(201);
     expect((await call("GET", "/v1/teams/orders", writer)).statusCode).toBe(200);
     const tree = await berth.repo.snapshot(0);
-    expect(tree.revision).toBe(res.json().revision);
+    expect(tree.revision).toBe(readAnswer(res, writeResponse).revision);
   });
 
   it("refuses a token without any Berth role (403), even for reads", async () => {

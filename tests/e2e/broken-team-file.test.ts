@@ -4,11 +4,12 @@
  * /v1/templates, /v1/status, POST /v1/rollouts/preview, the status page), as /v1/fleet/drift already did.
  */
 // needs: dist
-import { fleetResponse, problemSchema, rolloutPreviewResponse, teamListResponse } from "@berth/api-contract";
+import { fleetResponse, rolloutPreviewResponse, teamListResponse } from "@berth/api-contract";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { templateListResponse } from "../../apps/api/src/http/routes/templates.js";
 import { DEV_TOKEN, startBerth, type RunningBerth } from "../support/berth.js";
 import { ensureBuilt } from "../support/build.js";
+import { readAnswer, readProblem, type AnswerSchema } from "../support/contract.js";
 import { CliHarness } from "../support/cli.js";
 import { createBareRepo, handEdit, inspectRemote, type BareRepo } from "../support/git-remotes.js";
 
@@ -63,10 +64,10 @@ describe("a team file that cannot be read", () => {
   });
 
   /** A 200 answer, parsed with the schema the route declares (so the contract is checked too). */
-  const get = async <T>(url: string, schema: { parse(data: unknown): T }): Promise<T> => {
+  const get = async <T>(url: string, schema: AnswerSchema<T>): Promise<T> => {
     const res = await berth.server.inject({ url, headers: auth });
     expect(res.statusCode, res.body).toBe(200);
-    return schema.parse(res.json());
+    return readAnswer(res, schema);
   };
   const brokenNames = (broken: Array<{ team: string; error: string }>) => broken.map((b) => b.team);
 
@@ -100,7 +101,7 @@ describe("a team file that cannot be read", () => {
       payload: { target: { templateVersion: "v2" }, selector: {} },
     });
     expect(everyone.statusCode, everyone.body).toBe(200);
-    const all = rolloutPreviewResponse.parse(everyone.json());
+    const all = readAnswer(everyone, rolloutPreviewResponse);
     expect(all).toMatchObject({ summary: { selected: 1, changed: 1, failed: 0 }, problems: [] });
     expect(brokenNames(all.broken)).toEqual(["bravo", "charlie", "delta"]);
 
@@ -111,7 +112,7 @@ describe("a team file that cannot be read", () => {
       payload: { target: { templateVersion: "v2" }, selector: { names: ["alpha", "bravo"] } },
     });
     expect(named.statusCode, named.body).toBe(200);
-    const some = rolloutPreviewResponse.parse(named.json());
+    const some = readAnswer(named, rolloutPreviewResponse);
     expect(some).toMatchObject({ summary: { selected: 1, changed: 1, failed: 1 }, broken: [] });
     expect(some.failed[0]).toMatchObject({ team: "bravo", error: expect.stringContaining("Excessive alias count") });
 
@@ -124,7 +125,7 @@ describe("a team file that cannot be read", () => {
       payload: { target: { templateVersion: "v2" }, selector: { names: ["alpha", "bravo"] } },
     });
     expect(refused.statusCode, refused.body).toBe(422);
-    expect(problemSchema.parse(refused.json()).type).toBe("https://berth.dev/problems/rollout-render-failed");
+    expect(readProblem(refused).type).toBe("https://berth.dev/problems/rollout-render-failed");
     expect((await inspectRemote(remote.url)).head).toBe(before);
   });
 

@@ -1,7 +1,9 @@
+import { writeResponse } from "@berth/api-contract";
 import { teamShard } from "@berth/core";
 import { parse } from "yaml";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { DEV_TOKEN, startBerth, type RunningBerth } from "../support/berth.js";
+import { readAnswer, readProblem } from "../support/contract.js";
 import { pushForeignCommit, startForeignPusher } from "../support/foreign-pusher.js";
 import { createBareRepo, inspectRemote } from "../support/git-remotes.js";
 
@@ -37,7 +39,12 @@ describe(`${TEAMS} concurrent onboardings while another writer keeps pushing to 
           method: "POST",
           headers: { authorization: `Bearer ${DEV_TOKEN}`, "content-type": "application/json" },
           body: JSON.stringify({ name, owners: [OWNER], environments: ["dev", "prod"] }),
-        }).then(async (res) => ({ status: res.status, body: (await res.json()) as { revision?: string } })),
+        }).then(async (res) => {
+          const body: { revision?: string; [field: string]: unknown } = res.ok
+            ? await readAnswer(res, writeResponse)
+            : await readProblem(res);
+          return { status: res.status, body };
+        }),
       ),
     );
     const foreign = await pusher.stop();

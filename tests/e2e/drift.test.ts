@@ -3,11 +3,12 @@
  * from Berth's render of its team file, with the diff; a same-version rollout of the drifted teams fixes it.
  * Paged by team name, diffs bounded, computed in a worker thread commit by commit (ADR 0026).
  */
+import { driftResponse, writeResponse } from "@berth/api-contract";
 import { DRIFT_DIFF_BUDGET, teamShard } from "@berth/core";
 import { threadId } from "node:worker_threads";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { driftResponse } from "../../apps/api/src/http/routes/fleet.js";
 import { DEV_TOKEN, startBerth, type RunningBerth } from "../support/berth.js";
+import { readAnswer } from "../support/contract.js";
 import { createBareRepo, handEdit, inspectRemote } from "../support/git-remotes.js";
 
 const OWNER = "0b9a3c1e-1111-4222-8333-444455556666";
@@ -39,7 +40,7 @@ describe("repo drift", () => {
   const drift = async (query = "") => {
     const res = await berth.server.inject({ url: `/v1/fleet/drift${query}`, headers: auth });
     expect(res.statusCode, res.body).toBe(200);
-    return driftResponse.parse(res.json()); // the route's declared shape (not in @berth/api-contract)
+    return readAnswer(res, driftResponse);
   };
 
   it("reports nothing for a repo only Berth wrote", async () => {
@@ -178,12 +179,13 @@ describe("repo drift", () => {
       payload: { name: "delta", owners: [OWNER], environments: ["dev"] },
     });
     expect(res.statusCode, res.body).toBe(201);
+    const { revision } = readAnswer(res, writeResponse);
     const pages = await Promise.all([drift(), drift("?diffs=false"), drift("?limit=1")]);
-    for (const page of pages) expect(page.revision).toBe(res.json().revision);
+    for (const page of pages) expect(page.revision).toBe(revision);
     expect(pages[0]?.summary.checked).toBe(4);
     const after = thread.stats();
     expect(after.updates).toBe(before.updates + 1);
-    expect(after.lastUpdate).toMatchObject({ revision: res.json().revision, rendered: 1 });
+    expect(after.lastUpdate).toMatchObject({ revision, rendered: 1 });
   });
 
   it("answers each page as the worker serialized it, checked against the contract: the event loop only sends it", async () => {
@@ -191,7 +193,7 @@ describe("repo drift", () => {
     await berth.repo.snapshot(0);
     const res = await berth.server.inject({ method: "GET", url: "/v1/fleet/drift?limit=1", headers: auth });
     expect(res.statusCode, res.body).toBe(200);
-    const page = driftResponse.parse(res.json());
+    const page = readAnswer(res, driftResponse);
     expect(page.teams).toHaveLength(1);
     const fromWorker = await berth.services.drift.body(page.revision!, { limit: 1, diffs: true });
     expect(Buffer.from(fromWorker).equals(res.rawPayload)).toBe(true);

@@ -13,10 +13,12 @@ import { createServer, type IncomingMessage } from "node:http";
 import { writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { Writable } from "node:stream";
+import { rolloutCreatedResponse, writeResponse } from "@berth/api-contract";
 import pino from "pino";
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { FluxNotifier } from "../../apps/api/src/adapters/flux-notifier.js";
 import { DEV_TOKEN, startBerth, type RunningBerth } from "../support/berth.js";
+import { readAnswer } from "../support/contract.js";
 import { createBareRepo, git, makeTempDir, type BareRepo } from "../support/git-remotes.js";
 import { LoopbackServers } from "../support/loopback-servers.js";
 import { sample } from "../support/prometheus.js";
@@ -146,7 +148,11 @@ describe("the API tells each cluster's Flux to fetch after a push", () => {
     const res = await post("/v1/teams", { name: "payments", owners: [OWNER], environments: ["dev"] });
     expect(res.statusCode, res.body).toBe(201);
     await berth.services.notifier.idle();
-    expect(delivered()).toEqual({ "aks-dev-weu": [res.json().revision], "aks-prod-weu": [], "aks-prod-neu": [] });
+    expect(delivered()).toEqual({
+      "aks-dev-weu": [readAnswer(res, writeResponse).revision],
+      "aks-prod-weu": [],
+      "aks-prod-neu": [],
+    });
     expect(Object.values(receivers).flatMap((r) => r.refused)).toEqual([]);
   });
 
@@ -163,14 +169,15 @@ describe("the API tells each cluster's Flux to fetch after a push", () => {
       environments: ["dev", "prod"],
     });
     expect(updated.statusCode, updated.body).toBe(200);
-    const paths = updated.json().files.map((f: { path: string }) => f.path) as string[];
+    const { files, revision } = readAnswer(updated, writeResponse);
+    const paths = files.map((f) => f.path);
     expect(paths.length).toBeGreaterThan(0);
     for (const path of paths) expect(path).toMatch(/^teams\/orders\/base\//);
     await berth.services.notifier.idle();
     expect(delivered()).toEqual({
-      "aks-dev-weu": [updated.json().revision],
-      "aks-prod-weu": [updated.json().revision],
-      "aks-prod-neu": [updated.json().revision],
+      "aks-dev-weu": [revision],
+      "aks-prod-weu": [revision],
+      "aks-prod-neu": [revision],
     });
 
     // A staged rollout's creation commits only its state file (rollouts/<id>.yaml), which no cluster applies.
@@ -183,7 +190,8 @@ describe("the API tells each cluster's Flux to fetch after a push", () => {
     expect(rollout.statusCode, rollout.body).toBe(201);
     await berth.services.notifier.idle();
     expect(delivered()).toEqual({ "aks-dev-weu": [], "aks-prod-weu": [], "aks-prod-neu": [] });
-    expect((await post(`/v1/rollouts/${rollout.json().rollout.metadata.name}/abort`, {})).statusCode).toBe(200);
+    const id = readAnswer(rollout, rolloutCreatedResponse).rollout.metadata.name;
+    expect((await post(`/v1/rollouts/${id}/abort`, {})).statusCode).toBe(200);
   });
 
   it("a cluster that does not answer costs the write nothing: retried with backoff, then given up, and counted", async () => {
@@ -200,7 +208,11 @@ describe("the API tells each cluster's Flux to fetch after a push", () => {
     expect(await metric("aks-prod-weu", "gave_up")).toBe(before.gaveUp);
     await berth.services.notifier.idle();
     expect(receivers["aks-prod-weu"].answers).toEqual([]);
-    expect(delivered()).toEqual({ "aks-dev-weu": [], "aks-prod-weu": [], "aks-prod-neu": [res.json().revision] });
+    expect(delivered()).toEqual({
+      "aks-dev-weu": [],
+      "aks-prod-weu": [],
+      "aks-prod-neu": [readAnswer(res, writeResponse).revision],
+    });
     expect(await metric("aks-prod-weu", "failed")).toBe(before.failed + 3);
     expect(await metric("aks-prod-weu", "gave_up")).toBe(before.gaveUp + 1);
     expect(await metric("aks-prod-neu", "delivered")).toBe(before.delivered + 1);
@@ -216,7 +228,7 @@ describe("the API tells each cluster's Flux to fetch after a push", () => {
     const res = await post("/v1/teams", { name: "billing", owners: [OWNER], environments: ["dev"] });
     expect(res.statusCode, res.body).toBe(201);
     await berth.services.notifier.idle();
-    expect(delivered()["aks-dev-weu"]).toEqual([res.json().revision]);
+    expect(delivered()["aks-dev-weu"]).toEqual([readAnswer(res, writeResponse).revision]);
     expect(await metric("aks-dev-weu", "failed")).toBe(before + 2);
   });
 
@@ -241,7 +253,7 @@ describe("the API tells each cluster's Flux to fetch after a push", () => {
     const res = await post("/v1/teams", { name: "rotated", owners: [OWNER], environments: ["dev"] });
     expect(res.statusCode, res.body).toBe(201);
     await berth.services.notifier.idle();
-    expect(delivered()["aks-dev-weu"]).toEqual([res.json().revision]);
+    expect(delivered()["aks-dev-weu"]).toEqual([readAnswer(res, writeResponse).revision]);
     expect(receivers["aks-dev-weu"].refused).toEqual([]);
     const logs = berth.logs.join("");
     for (const c of CLUSTERS) expect(logs).not.toContain(`hmac-key-of-${c}`);
@@ -266,7 +278,7 @@ describe("the API tells each cluster's Flux to fetch after a push", () => {
     await berth.services.notifier.idle();
     expect(elsewhere).toEqual([]);
     expect(await metric("aks-prod-neu", "failed")).toBe(before + 2);
-    expect(delivered()["aks-prod-neu"]).toEqual([res.json().revision]);
+    expect(delivered()["aks-prod-neu"]).toEqual([readAnswer(res, writeResponse).revision]);
     const logs = berth.logs.slice(from).join("");
     expect(logs).toContain("the Receiver answered HTTP 307");
     expect(logs).not.toContain("/stolen/");

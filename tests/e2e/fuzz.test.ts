@@ -9,6 +9,7 @@ import fc from "fast-check";
 import { teamShard } from "@berth/core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { DEV_TOKEN, startBerth, type RunningBerth } from "../support/berth.js";
+import { readProblem } from "../support/contract.js";
 import { createBareRepo, git, makeTempDir, type BareRepo } from "../support/git-remotes.js";
 
 const RUNS = Number(process.env.FUZZ_RUNS ?? 10_000);
@@ -423,7 +424,7 @@ describe(`fuzzed request bodies (${RUNS} runs, seed ${SEED})`, () => {
           expect(res.statusCode, label).toBeLessThan(500);
           if (res.statusCode >= 400) {
             expect(res.headers["content-type"], label).toMatch(/^application\/problem\+json/);
-            const problem = res.json() as { type: string; status: number; requestId: string };
+            const problem = readProblem(res);
             expect(PROBLEM_TYPES, label).toContain(problem.type);
             expect(problem.status, label).toBe(res.statusCode);
             expect(problem.requestId, label).toBe(res.headers["x-request-id"]);

@@ -1,6 +1,8 @@
+import { previewResponse, writeResponse } from "@berth/api-contract";
 import { teamShard } from "@berth/core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { DEV_TOKEN, startBerth, type RunningBerth } from "../support/berth.js";
+import { readAnswer } from "../support/contract.js";
 import { startGitHttpServer, type GitHttpServer } from "../support/git-http-server.js";
 import { basicAuthEnv, createBareRepo, inspectRemote, makeTempDir } from "../support/git-remotes.js";
 
@@ -40,7 +42,7 @@ describe("create, update, preview and offboard over smart HTTP with Basic auth",
     });
     expect(created.statusCode).toBe(201);
     let state = await remote();
-    expect(state.head).toBe(created.json().revision);
+    expect(state.head).toBe(readAnswer(created, writeResponse).revision);
     expect(state.files.get("teams/ledger/base/team.yaml")).toContain("name: ledger");
     expect(state.files.has(`clusters/aks-dev-weu/teams/${teamShard("ledger")}/ledger.yaml`)).toBe(true);
 
@@ -57,13 +59,15 @@ describe("create, update, preview and offboard over smart HTTP with Basic auth",
       payload: spec,
     });
     expect(preview.statusCode).toBe(200);
-    expect(preview.json().diff).toContain("+++ b/teams/ledger/clusters/aks-prod-neu/role-assignment.yaml");
+    expect(readAnswer(preview, previewResponse).diff).toContain(
+      "+++ b/teams/ledger/clusters/aks-prod-neu/role-assignment.yaml",
+    );
     expect((await remote()).head).toBe(state.head);
 
     const updated = await berth.server.inject({ method: "PUT", url: "/v1/teams/ledger", headers: auth, payload: spec });
     expect(updated.statusCode).toBe(200);
     state = await remote();
-    expect(state.head).toBe(updated.json().revision);
+    expect(state.head).toBe(readAnswer(updated, writeResponse).revision);
     expect(state.files.get("teams/ledger/clusters/aks-prod-neu/role-assignment.yaml")).toContain(
       "roleDefinitions/090c5cfd-751d-490a-894a-3ce6f1109419",
     );

@@ -6,8 +6,10 @@
 import { existsSync } from "node:fs";
 import { rm, writeFile } from "node:fs/promises";
 import { join } from "node:path";
+import { deleteResponse, writeResponse } from "@berth/api-contract";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { DEV_TOKEN, startBerth, type RunningBerth } from "../support/berth.js";
+import { readAnswer, readProblem } from "../support/contract.js";
 import { createBareRepo, git, inspectRemote, makeTempDir, type BareRepo } from "../support/git-remotes.js";
 
 const OWNER = "0b9a3c1e-1111-4222-8333-444455556666";
@@ -57,7 +59,7 @@ describe("Idempotency-Key", () => {
     expect(retry.statusCode).toBe(201);
     expect(retry.headers["idempotent-replayed"]).toBe("true");
     expect(retry.headers.location).toBe("/v1/teams/alpha");
-    expect(retry.json()).toEqual(first.json());
+    expect(readAnswer(retry, writeResponse)).toEqual(readAnswer(first, writeResponse));
     expect(await commitCount()).toBe(count);
   });
 
@@ -65,7 +67,7 @@ describe("Idempotency-Key", () => {
     const count = await commitCount();
     const other = await post(berth, "create-alpha-1", team("alpha", { description: "Another" }));
     expect(other.statusCode).toBe(422);
-    expect(other.json()).toMatchObject({ type: "https://berth.dev/problems/idempotency-key-reused" });
+    expect(readProblem(other)).toMatchObject({ type: "https://berth.dev/problems/idempotency-key-reused" });
     const otherRoute = await berth.server.inject({
       method: "PUT",
       url: "/v1/teams/alpha",
@@ -84,7 +86,7 @@ describe("Idempotency-Key", () => {
       headers: headers("update-alpha-1"),
       payload: spec,
     });
-    expect(update.json()).toMatchObject({ committed: true });
+    expect(readAnswer(update, writeResponse)).toMatchObject({ committed: true });
     const updateAgain = await berth.server.inject({
       method: "PUT",
       url: "/v1/teams/alpha",
@@ -92,7 +94,7 @@ describe("Idempotency-Key", () => {
       payload: spec,
     });
     expect(updateAgain.statusCode).toBe(200);
-    expect(updateAgain.json()).toEqual(update.json());
+    expect(readAnswer(updateAgain, writeResponse)).toEqual(readAnswer(update, writeResponse));
 
     const del = await berth.server.inject({
       method: "DELETE",
@@ -106,7 +108,7 @@ describe("Idempotency-Key", () => {
       headers: headers("delete-alpha-1"),
     });
     expect(delAgain.statusCode).toBe(200);
-    expect(delAgain.json()).toEqual(del.json());
+    expect(readAnswer(delAgain, deleteResponse)).toEqual(readAnswer(del, deleteResponse));
     expect(
       (await berth.server.inject({ method: "DELETE", url: "/v1/teams/alpha", headers: headers() })).statusCode,
     ).toBe(404);
@@ -119,7 +121,7 @@ describe("Idempotency-Key", () => {
     replica = await startBerth({ remoteUrl: remote.url });
     const retry = await post(replica, "create-beta-1", team("beta"));
     expect(retry.statusCode).toBe(201);
-    expect(retry.json()).toEqual(first.json());
+    expect(readAnswer(retry, writeResponse)).toEqual(readAnswer(first, writeResponse));
 
     // Both replicas get the same new request at once: one commit, the same answer from both.
     const count = await commitCount();
@@ -128,7 +130,7 @@ describe("Idempotency-Key", () => {
       post(replica, "create-gamma-1", team("gamma")),
     ]);
     expect([a.statusCode, b.statusCode]).toEqual([201, 201]);
-    expect(a.json().revision).toBe(b.json().revision);
+    expect(readAnswer(a, writeResponse).revision).toBe(readAnswer(b, writeResponse).revision);
     expect([a.headers["idempotent-replayed"], b.headers["idempotent-replayed"]].filter(Boolean)).toEqual(["true"]);
     expect(await commitCount()).toBe(count + 1);
   });
@@ -145,7 +147,7 @@ describe("Idempotency-Key", () => {
       await vi.waitFor(() => expect(existsSync(marker)).toBe(true), { timeout: 30_000, interval: 50 });
       const early = await post(berth, "create-delta-1", team("delta"));
       expect(early.statusCode).toBe(409);
-      expect(early.json()).toMatchObject({ type: "https://berth.dev/problems/idempotency-key-in-use" });
+      expect(readProblem(early)).toMatchObject({ type: "https://berth.dev/problems/idempotency-key-in-use" });
       expect(early.headers["retry-after"]).toBeDefined();
       await rm(marker);
       expect((await original).statusCode).toBe(201);
@@ -174,9 +176,12 @@ describe("Idempotency-Key", () => {
     const clone = await makeTempDir("berth-audit-");
     try {
       await git(["clone", "--quiet", remote.url, clone]);
-      const trailers = await git(["log", "-1", "--format=%(trailers:only,unfold)", res.json().revision], {
-        cwd: clone,
-      });
+      const trailers = await git(
+        ["log", "-1", "--format=%(trailers:only,unfold)", readAnswer(res, writeResponse).revision],
+        {
+          cwd: clone,
+        },
+      );
       expect(trailers.trim().split("\n")).toEqual([
         "Berth-Requested-By: developer",
         "Berth-Request-Id: req-audit-1",
@@ -220,7 +225,7 @@ describe("Idempotency-Key", () => {
         team: "zeta",
         requestId: "req-audit-1",
         idempotencyKey: "audit-zeta-1",
-        revision: res.json().revision,
+        revision: readAnswer(res, writeResponse).revision,
         outcome: "committed",
         status: 201,
         problem: null,

@@ -6,6 +6,7 @@
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import type { LightMyRequestResponse } from "fastify";
 import { startBerth, type RunningBerth } from "../support/berth.js";
+import { readProblem } from "../support/contract.js";
 import { createBareRepo, type BareRepo } from "../support/git-remotes.js";
 import { startTestIssuer, type TestIssuer } from "../support/oidc-issuer.js";
 
@@ -31,7 +32,7 @@ describe("JWT negatives in production (OIDC) mode", () => {
   const reader = { roles: ["Berth.Read"], tid: TENANT };
   /** The parts of a 401 that may differ between requests. */
   const comparable = (res: LightMyRequestResponse) => {
-    const { requestId: _id, instance: _instance, ...rest } = res.json() as Record<string, unknown>;
+    const { requestId: _id, instance: _instance, ...rest } = readProblem(res);
     return { status: res.statusCode, body: rest, wwwAuthenticate: res.headers["www-authenticate"] };
   };
 
@@ -119,7 +120,7 @@ describe("JWT negatives in production (OIDC) mode", () => {
     for (const [label, claims] of Object.entries(cases)) {
       const res = await call(await issuer.sign(claims));
       expect(res.statusCode, label).toBe(403);
-      expect(res.json(), label).toMatchObject({ type: "https://berth.dev/problems/forbidden" });
+      expect(readProblem(res), label).toMatchObject({ type: "https://berth.dev/problems/forbidden" });
     }
     const readerWrites = await call(await issuer.sign(reader), "POST");
     expect(readerWrites.statusCode).toBe(403);
@@ -153,7 +154,7 @@ describe("JWT negatives in production (OIDC) mode", () => {
         async () => {
           const res = await call(token);
           expect(res.statusCode).toBe(503);
-          expect(res.json()).toMatchObject({ type: "https://berth.dev/problems/auth-unavailable" });
+          expect(readProblem(res)).toMatchObject({ type: "https://berth.dev/problems/auth-unavailable" });
         },
         { timeout: 30_000, interval: 250 },
       );

@@ -7,8 +7,10 @@
  */
 import { readFile, rm, writeFile } from "node:fs/promises";
 import { join } from "node:path";
+import { deleteResponse, writeResponse } from "@berth/api-contract";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { DEV_TOKEN } from "../support/berth.js";
+import { readAnswer, readProblem } from "../support/contract.js";
 import { startBerthProcess, type BerthProcess } from "../support/berth-process.js";
 import { createBareRepo, inspectRemote, makeTempDir, type BareRepo } from "../support/git-remotes.js";
 
@@ -33,7 +35,7 @@ interface Attempt {
 async function send(
   url: string,
   a: Attempt,
-): Promise<{ status: number; json: { revision?: string }; replayed: boolean }> {
+): Promise<{ status: number; json: { revision?: string; [field: string]: unknown }; replayed: boolean }> {
   const res = await fetch(`${url}${a.path}`, {
     method: a.method,
     headers: {
@@ -46,7 +48,12 @@ async function send(
   });
   return {
     status: res.status,
-    json: (await res.json()) as { revision?: string },
+    // A write's answer (a DELETE's: deleteResponse), or a problem.
+    json: !res.ok
+      ? await readProblem(res)
+      : a.method === "DELETE"
+        ? await readAnswer(res, deleteResponse)
+        : await readAnswer(res, writeResponse),
     replayed: res.headers.get("idempotent-replayed") === "true",
   };
 }

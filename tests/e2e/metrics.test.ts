@@ -13,6 +13,7 @@ import { startHealthServer, type HealthServer } from "@berth/kube-runtime";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { DEV_TOKEN, REPO_ROOT, startBerth, type RunningBerth } from "../support/berth.js";
 import { API_ENTRY, ensureBuilt } from "../support/build.js";
+import { readProblem } from "../support/contract.js";
 import { ManualClock } from "../support/clock.js";
 import { createBareRepo, makeTempDir, type BareRepo } from "../support/git-remotes.js";
 import { freePort } from "../support/ports.js";
@@ -70,7 +71,7 @@ describe("the API's metrics", () => {
     expect((await call("POST", "/v1/teams", { ...team, name: "Bad Name" })).status).toBe(422);
     const adoption = await call("POST", "/v1/teams/ghost/adopt/preview", {});
     expect(adoption.status).toBeGreaterThanOrEqual(400);
-    const adoptionType = ((await adoption.json()) as { type: string }).type.replace("https://berth.dev/problems/", "");
+    const adoptionType = (await readProblem(adoption)).type.replace("https://berth.dev/problems/", "");
     expect((await call("GET", "/v1/teams/payments")).status).toBe(200);
     const staged = await call("POST", "/v1/rollouts", {
       target: { templateVersion: "v2" },

@@ -4,8 +4,10 @@
  */
 import { rm, writeFile } from "node:fs/promises";
 import { join } from "node:path";
+import { problemSchema } from "@berth/api-contract";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { DEV_TOKEN, startBerth, type RunningBerth } from "../support/berth.js";
+import { checkBody } from "../support/contract.js";
 import { createBareRepo, inspectRemote, type BareRepo } from "../support/git-remotes.js";
 import {
   openSocket,
@@ -24,6 +26,7 @@ const TIMEOUTS = { headersMs: 1000, requestMs: 2000, idleMs: 2000, keepAliveMs: 
 function expectProblem(res: RawResponse, status: number, type: string) {
   expect(res.status, res.body).toBe(status);
   expect(res.headers["content-type"]?.[0]).toMatch(/^application\/problem\+json/);
+  checkBody("a raw request", res.status, res.json, problemSchema);
   expect(res.json, res.body).toMatchObject({ type: `${PROBLEM}${type}`, status });
   const requestId = res.headers["x-request-id"]?.[0];
   expect(requestId).toMatch(/^[A-Za-z0-9._-]{1,64}$/);
@@ -232,7 +235,11 @@ describe("HTTP protocol edge cases", () => {
       await rawRequest(port, requestBytes(authed("GET", paths[2]!))),
     ];
     expect(answers.map((a) => a.status)).toEqual([404, 401, 404]);
-    expect(answers.map((a) => a.json?.instance)).toEqual(["/v1/teams/nobody", "/v1/teams", "/no-such-route"]);
+    expect(answers.map((a, i) => checkBody(`raw request ${i}`, a.status, a.json, problemSchema).instance)).toEqual([
+      "/v1/teams/nobody",
+      "/v1/teams",
+      "/no-such-route",
+    ]);
     for (const a of answers) expect(a.body).not.toContain(secret);
     await expect.poll(() => berth.logs.some((l) => l.includes("/no-such-route"))).toBe(true);
     expect(berth.logs.join("")).not.toContain(secret);

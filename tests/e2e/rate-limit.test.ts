@@ -5,6 +5,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { DEV_TOKEN, startBerth, type RunningBerth } from "../support/berth.js";
+import { readProblem } from "../support/contract.js";
 import { createBareRepo, type BareRepo } from "../support/git-remotes.js";
 
 const OWNER = "0b9a3c1e-1111-4222-8333-444455556666";
@@ -42,7 +43,7 @@ describe("rate limits", () => {
     const refused = await preview();
     expect(refused.statusCode).toBe(429);
     expect(refused.headers["content-type"]).toContain("application/problem+json");
-    expect(refused.json()).toMatchObject({ type: "https://berth.dev/problems/too-many-requests", status: 429 });
+    expect(readProblem(refused)).toMatchObject({ type: "https://berth.dev/problems/too-many-requests", status: 429 });
     expect(Number(refused.headers["retry-after"])).toBeGreaterThan(0);
     expect(refused.headers.ratelimit).toMatch(/^"writes";r=0;t=\d+$/);
     // Reads are counted apart: still allowed.

@@ -1,6 +1,8 @@
 /** Reads at scale: limit/continue pagination and ETag/If-None-Match on GET /v1/teams and /v1/teams/{name}. */
+import { teamListResponse, teamResponse, writeResponse } from "@berth/api-contract";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { DEV_TOKEN, startBerth, type RunningBerth } from "../support/berth.js";
+import { readAnswer } from "../support/contract.js";
 import { createBareRepo, type BareRepo } from "../support/git-remotes.js";
 
 const OWNER = "0b9a3c1e-1111-4222-8333-444455556666";
@@ -34,11 +36,11 @@ describe("reading teams", () => {
   it("pages through every team in name order with limit and continue", async () => {
     const seen: string[] = [];
     let url = "/v1/teams?limit=2";
-    const revisions = new Set<string>();
+    const revisions = new Set<string | null>();
     for (let page = 0; page < 10; page++) {
       const res = await get(url);
       expect(res.statusCode).toBe(200);
-      const body = res.json() as { items: Array<{ name: string }>; revision: string; continue?: string };
+      const body = readAnswer(res, teamListResponse);
       expect(body.items.length).toBeLessThanOrEqual(2);
       seen.push(...body.items.map((t) => t.name));
       revisions.add(body.revision);
@@ -47,8 +49,8 @@ describe("reading teams", () => {
     }
     expect(seen).toEqual([...NAMES].sort());
     expect(revisions.size).toBe(1);
-    const all = (await get("/v1/teams")).json();
-    expect(all.items.map((t: { name: string }) => t.name)).toEqual([...NAMES].sort());
+    const all = readAnswer(await get("/v1/teams"), teamListResponse);
+    expect(all.items.map((t) => t.name)).toEqual([...NAMES].sort());
     expect(all.continue).toBeUndefined();
   });
 
@@ -94,6 +96,6 @@ describe("reading teams", () => {
     await berth.repo.snapshot(0);
     const after = await get("/v1/teams/alpha", { "if-none-match": before });
     expect(after.statusCode).toBe(200);
-    expect(after.json().revision).toBe(write.json().revision);
+    expect(readAnswer(after, teamResponse).revision).toBe(readAnswer(write, writeResponse).revision);
   });
 });

@@ -14,12 +14,20 @@
  *   4. the API is restarted while wave 1 is gated; the new process carries on from the repo.
  */
 // needs: cluster dist
-import { rolloutResponse, statusResponse, teamResponse } from "@berth/api-contract";
+import {
+  rolloutAbortResponse,
+  rolloutCreatedResponse,
+  rolloutListResponse,
+  rolloutResponse,
+  statusResponse,
+  teamResponse,
+} from "@berth/api-contract";
 import type { Rollout } from "@berth/core";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { templateListResponse } from "../../apps/api/src/http/routes/templates.js";
 import { eventually } from "../support/wait.js";
 import { DEV_TOKEN, type RunningBerth } from "../support/berth.js";
+import { readAnswer, type AnswerSchema } from "../support/contract.js";
 import { startFluxPlatform, type FluxPlatform, type PlatformCluster } from "../support/flux-platform.js";
 
 const OWNER = "0b9a3c1e-1111-4222-8333-444455556666";
@@ -75,20 +83,19 @@ describe("rollouts end to end: two clusters with real Flux and the controller, A
       await c.suspendSource(false);
       c.aso!.failures.clear();
     }
-    const items = (
-      (await berth.server.inject({ url: "/v1/rollouts", headers: auth })).json() as {
-        items: Array<{ metadata: { name: string }; status: { phase: string } }>;
-      }
-    ).items;
+    const { items } = readAnswer(
+      await berth.server.inject({ url: "/v1/rollouts", headers: auth }),
+      rolloutListResponse,
+    );
     for (const r of items.filter((x) => ["Running", "Paused", "Halted"].includes(x.status.phase)))
       await post(`/v1/rollouts/${r.metadata.name}/abort`);
   });
 
   /** A 200 answer, parsed with the schema the route declares (so the contract is checked too). */
-  const get = async <T>(url: string, schema: { parse(data: unknown): T }, api = berth): Promise<T> => {
+  const get = async <T>(url: string, schema: AnswerSchema<T>, api = berth): Promise<T> => {
     const res = await api.server.inject({ url, headers: auth });
     expect(res.statusCode, res.body).toBe(200);
-    return schema.parse(res.json());
+    return readAnswer(res, schema);
   };
   const post = (url: string, payload?: object, api = berth) =>
     api.server.inject({ method: "POST", url, headers: auth, ...(payload ? { payload } : {}) });
@@ -111,7 +118,7 @@ describe("rollouts end to end: two clusters with real Flux and the controller, A
   const start = async (body: object, api = berth) => {
     const res = await post("/v1/rollouts", body, api);
     expect(res.statusCode, res.body).toBe(201);
-    return res.json().rollout.metadata.name as string;
+    return readAnswer(res, rolloutCreatedResponse).rollout.metadata.name;
   };
 
   it("1. v1 → v2 in two waves completes; wave 2 is committed only after wave 1 is Ready on its cluster", async () => {
@@ -198,7 +205,10 @@ describe("rollouts end to end: two clusters with real Flux and the controller, A
     await until(id, "wave 1 committed", (r) => r.status.waves[0]?.phase === "Committed");
     const aborted = await post(`/v1/rollouts/${id}/abort`);
     expect(aborted.statusCode, aborted.body).toBe(200);
-    expect(aborted.json().versions).toEqual({ v1: ["bravo", "charlie"], v2: ["alpha", "delta"] });
+    expect(readAnswer(aborted, rolloutAbortResponse).versions).toEqual({
+      v1: ["bravo", "charlie"],
+      v2: ["alpha", "delta"],
+    });
     await cluster("aks-dev-weu").suspendSource(false);
     for (const team of ["alpha", "delta"])
       await eventually(

@@ -8,12 +8,14 @@
 import { createServer, type Server, type Socket } from "node:net";
 import { join } from "node:path";
 import { KubeConfig } from "@kubernetes/client-node";
+import { statusResponse } from "@berth/api-contract";
 import type { Cluster } from "@berth/core";
 import { KubeClient, type RequestInit } from "@berth/kube-runtime";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { KubeTeamStatusReader } from "../../apps/api/src/adapters/team-status.js";
 import { Admin, INFRA, readManifests } from "../controller/helpers.js";
 import { DEV_TOKEN, startBerth } from "../support/berth.js";
+import { readAnswer } from "../support/contract.js";
 import { createBareRepo } from "../support/git-remotes.js";
 import { startKubeCluster, type KubeCluster } from "../support/kube-cluster.js";
 import { sample } from "../support/prometheus.js";
@@ -221,7 +223,7 @@ describe("the per-cluster status cache", () => {
         ...Array.from({ length: 15 }, () => berth.server.inject({ url: "/v1/status", headers })),
       ]);
       expect(replies.every((r) => r.statusCode === 200)).toBe(true);
-      expect(replies[0]!.json()).toMatchObject({
+      expect(readAnswer(replies[0]!, statusResponse)).toMatchObject({
         team: "alpha",
         ready: true,
         clusters: [{ cluster: "aks-dev-weu", state: "reported" }],

@@ -1,9 +1,11 @@
 // needs: cluster
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
+import { statusResponse } from "@berth/api-contract";
 import { parse } from "yaml";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { DEV_TOKEN, REPO_ROOT, startBerth, type RunningBerth } from "../support/berth.js";
+import { readAnswer } from "../support/contract.js";
 import { createBareRepo } from "../support/git-remotes.js";
 import { startKubeCluster, type KubeCluster } from "../support/kube-cluster.js";
 import { kubeRequest } from "../support/kube-http.js";
@@ -77,17 +79,7 @@ describe("GET /v1/teams/{name}/status reads what the controller wrote on each cl
   const status = async () => {
     const res = await berth.server.inject({ url: "/v1/teams/payments/status", headers: auth });
     expect(res.statusCode).toBe(200);
-    return res.json() as {
-      ready: boolean;
-      clusters: Array<{
-        cluster: string;
-        state: string;
-        ready: boolean;
-        conditions: Array<{ type: string; status: string; reason?: string }>;
-        clientId?: string;
-        revision?: string;
-      }>;
-    };
+    return readAnswer(res, statusResponse);
   };
 
   it("reports absent before Flux applied the Team, and not-configured for clusters it cannot read", async () => {

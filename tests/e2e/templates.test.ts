@@ -2,8 +2,11 @@
  * Template versions through the API: new teams get the default or a version they name, an update keeps
  * the team's version, GET /v1/templates counts teams per version. Real API wiring, real git remote.
  */
+import { teamResponse, writeResponse } from "@berth/api-contract";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { templateListResponse } from "../../apps/api/src/http/routes/templates.js";
 import { DEV_TOKEN, startBerth, type RunningBerth } from "../support/berth.js";
+import { readAnswer, readProblem } from "../support/contract.js";
 import { createBareRepo, inspectRemote } from "../support/git-remotes.js";
 
 const OWNER = "0b9a3c1e-1111-4222-8333-444455556666";
@@ -32,11 +35,7 @@ describe("template versions side by side", () => {
   const templates = async () => {
     const res = await berth.server.inject({ url: "/v1/templates", headers: auth });
     expect(res.statusCode).toBe(200);
-    return res.json() as {
-      default: string;
-      revision: string | null;
-      items: Array<{ version: string; default: boolean; available: boolean; teams: number }>;
-    };
+    return readAnswer(res, templateListResponse);
   };
 
   it("lists every version on disk, the default, and no teams on an empty repo", async () => {
@@ -57,13 +56,13 @@ describe("template versions side by side", () => {
   it("onboards on the default, or on a version the request names; refuses one that does not exist", async () => {
     const a = await post(team("alpha"));
     expect(a.statusCode).toBe(201);
-    expect(a.json().team.templateVersion).toBe("v1");
+    expect(readAnswer(a, writeResponse).team.templateVersion).toBe("v1");
     const b = await post(team("bravo", { templateVersion: "v2" }));
     expect(b.statusCode).toBe(201);
-    expect(b.json().team.templateVersion).toBe("v2");
+    expect(readAnswer(b, writeResponse).team.templateVersion).toBe("v2");
     const bad = await post(team("charlie", { templateVersion: "v9" }));
     expect(bad.statusCode).toBe(422);
-    expect(bad.json().errors).toContainEqual({
+    expect(readProblem(bad).errors).toContainEqual({
       field: "templateVersion",
       rule: "must be one of the template versions: v1, v2, v3, v4, v5",
     });
@@ -86,7 +85,7 @@ describe("template versions side by side", () => {
     const { name: _n, ...spec } = team("bravo", { description: "renamed" });
     const put = await berth.server.inject({ method: "PUT", url: "/v1/teams/bravo", headers: auth, payload: spec });
     expect(put.statusCode).toBe(200);
-    expect(put.json().team.templateVersion).toBe("v2");
+    expect(readAnswer(put, writeResponse).team.templateVersion).toBe("v2");
     const moved = await berth.server.inject({
       method: "PUT",
       url: "/v1/teams/bravo",
@@ -94,12 +93,12 @@ describe("template versions side by side", () => {
       payload: { ...spec, templateVersion: "v1" },
     });
     expect(moved.statusCode).toBe(422);
-    expect(moved.json().errors[0]).toMatchObject({
+    expect(readProblem(moved).errors?.[0]).toMatchObject({
       field: "templateVersion",
       rule: expect.stringContaining("a rollout moves teams between versions"),
     });
     const got = await berth.server.inject({ url: "/v1/teams/bravo", headers: auth });
-    expect(got.json().team).toMatchObject({ description: "renamed", templateVersion: "v2" });
+    expect(readAnswer(got, teamResponse).team).toMatchObject({ description: "renamed", templateVersion: "v2" });
   });
 
   it("a platform whose default is v2 onboards new teams on v2", async () => {
@@ -116,11 +115,8 @@ describe("template versions side by side", () => {
         payload: team("delta"),
       });
       expect(res.statusCode).toBe(201);
-      expect(res.json().team.templateVersion).toBe("v2");
-      const body = (await other.server.inject({ url: "/v1/templates", headers: auth })).json() as {
-        default: string;
-        items: Array<{ version: string; teams: number; default: boolean }>;
-      };
+      expect(readAnswer(res, writeResponse).team.templateVersion).toBe("v2");
+      const body = readAnswer(await other.server.inject({ url: "/v1/templates", headers: auth }), templateListResponse);
       expect(body.default).toBe("v2");
       expect(body.items.map((i) => [i.version, i.teams, i.default])).toEqual(
         [
