@@ -4,7 +4,7 @@
  *   npm run bench -- drift                    # 5,000 drifted teams
  *   BENCH_DRIFT_TEAMS=1000 npm run bench -- drift
  *
- * A local bare remote is seeded with N teams whose team file says v1 while their other files hold v2's render
+ * A local bare remote is seeded with N teams whose team file says v1 while their other files hold v3's render
  * (every team drifted, as after a template change deployed without a rollout). Berth's API (real wiring, on
  * HTTP) then answers, while a worker thread asks /healthz every 20 ms:
  *   - the first read after start (the worker renders the whole fleet), and the first read after a commit
@@ -103,7 +103,7 @@ async function main() {
   const started = performance.now();
   const remote = await createBareRepo();
   const seedStart = performance.now();
-  const files = await seedInChild(remote.url, TEAMS, { filesFrom: "v2" });
+  const files = await seedInChild(remote.url, TEAMS, { filesFrom: "v3" });
   const seedMs = performance.now() - seedStart;
   const berth = await startBerth({ remoteUrl: remote.url, listen: true, env: { BERTH_LOG_LEVEL: "warn" } });
   let rssPeak = 0;

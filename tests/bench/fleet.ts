@@ -7,8 +7,8 @@
  * For each size N: a local bare remote is seeded with N teams (v1, on dev and prod: 4 clusters' worth of
  * files each, ~26 files per team) in one commit; then Berth's API (real wiring, listening on HTTP, the
  * file:// remote) measures
- *   - the rollout preview v1 → v2 of every team, with per-team diffs and without (POST /v1/rollouts/preview);
- *   - the unstaged rollout v1 → v2 of every team: one commit, pushed (POST /v1/rollouts);
+ *   - the rollout preview v1 → v3 of every team, with per-team diffs and without (POST /v1/rollouts/preview);
+ *   - the unstaged rollout v1 → v3 of every team: one commit, pushed (POST /v1/rollouts);
  *   - GET /v1/teams with 20 concurrent readers (in a worker thread: clients are other programs), and
  *     GET /v1/teams/{name}, p50 / p99;
  *   - one onboarding (median of 5) and 100 concurrent onboardings: three bursts, each one's wall time
@@ -168,7 +168,7 @@ async function warmUp(): Promise<void> {
   await seed(remote.url, 100);
   const berth = await startBerth({ remoteUrl: remote.url, listen: true, env: { BERTH_LOG_LEVEL: "info" } });
   try {
-    const request = { description: "warm-up", target: { templateVersion: "v2" } };
+    const request = { description: "warm-up", target: { templateVersion: "v3" } };
     await requestInWorker("POST", `${berth.url}/v1/rollouts/preview`, request);
     await requestInWorker("POST", `${berth.url}/v1/rollouts/preview?diffs=false`, request);
     await requestInWorker("POST", `${berth.url}/v1/rollouts`, request);
@@ -217,7 +217,7 @@ async function main() {
 
     // Warm: the first snapshot and JIT, as a server that has been up for a while.
     await call("GET", "/v1/teams/team-00000");
-    const request = { description: "bench: v1 to v2", target: { templateVersion: "v2" } };
+    const request = { description: "bench: v1 to v3", target: { templateVersion: "v3" } };
     const preview = await requestInWorker("POST", `${berth.url}/v1/rollouts/preview`, request);
     const previewSummary = await requestInWorker("POST", `${berth.url}/v1/rollouts/preview?diffs=false`, request);
     const applied = await requestInWorker("POST", `${berth.url}/v1/rollouts`, request);

@@ -99,12 +99,12 @@ const NAME = {
 const SHORT = { GitRepository: "before", ExternalArtifact: "artifacts", Slices: "slices" } as const;
 /**
  * The template versions of each layout's fleet: `fleet` for most teams and new ones, `behind` for the 10 % the rollout
- * moves to `target`. Before: templates v1 as they were (one file per object, about 14 files a team), 10 % to v2.
+ * moves to `target`. Before: templates v1 as they were (one file per object, about 14 files a team), 10 % to v3.
  * The new layouts: templates v5 (one file of resources per folder, 6 files a team, ADR 0024) with 10 % still on v4,
  * which the rollout moves to v5.
  */
 const TEMPLATES = {
-  GitRepository: { fleet: "v1", behind: "v1", target: "v2" },
+  GitRepository: { fleet: "v1", behind: "v1", target: "v3" },
   ExternalArtifact: { fleet: "v5", behind: "v4", target: "v5" },
   Slices: { fleet: "v5", behind: "v4", target: "v5" },
 } as const satisfies Record<Layout, { fleet: string; behind: string; target: string }>;

@@ -140,7 +140,7 @@ async function main(): Promise<void> {
         headers: { ...auth, "content-type": "application/json" },
         body: JSON.stringify({
           description: "bench",
-          target: { templateVersion: "v2" },
+          target: { templateVersion: "v3" },
           waves: [{ name: "first", selector: { names } }, { name: "rest" }],
           gate: { timeoutSeconds: 3600 },
         }),

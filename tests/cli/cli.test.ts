@@ -462,24 +462,25 @@ describe("berth rollout against the API and a git remote", () => {
 
   it("previews a rollout from flags with diffs and no commit; refuses a bad request before sending it", async () => {
     const before = await commits();
-    const preview = await env.cli.run(["rollout", "preview", "--to", "v2", "--team", "alpha"]);
+    const preview = await env.cli.run(["rollout", "preview", "--to", "v3", "--team", "alpha"]);
     expect(preview.stderr).toBe("");
     expect(preview.code).toBe(0);
-    expect(preview.stdout).toMatch(/^Rollout preview at commit [0-9a-f]{7}: 1 team selected, to v2$/m);
+    expect(preview.stdout).toMatch(/^Rollout preview at commit [0-9a-f]{7}: 1 team selected, to v3$/m);
+    // v3 writes alpha's federated credentials one after another: one added file on its one cluster (dev).
     expect(preview.stdout).toMatch(
-      /^ {2}1 would change \(\d+ files: 0 added, \d+ modified, 0 deleted\), 0 unchanged, 0 cannot be rendered$/m,
+      /^ {2}1 would change \(\d+ files: 1 added, \d+ modified, 0 deleted\), 0 unchanged, 0 cannot be rendered$/m,
     );
     expect(preview.stdout).toContain("--- a/teams/alpha/");
     expect(preview.stdout).not.toContain("teams/bravo/");
-    const summary = await env.cli.run(["rollout", "preview", "--to", "v2", "--no-diffs"]);
-    expect(summary.stdout).toMatch(/3 teams selected, to v2/);
+    const summary = await env.cli.run(["rollout", "preview", "--to", "v3", "--no-diffs"]);
+    expect(summary.stdout).toMatch(/3 teams selected, to v3/);
     expect(summary.stdout).not.toContain("--- a/");
 
     const bad = await env.cli.run(["rollout", "preview", "--to", "not a version"]);
     expect(bad.code).toBe(3);
     expect(bad.stderr).toContain("invalid rollout request: nothing was sent");
     expect(bad.stderr).toContain("flags: target.templateVersion:");
-    const both = await env.cli.run(["rollout", "start", "-f", "-", "--to", "v2"], { input: "{}" });
+    const both = await env.cli.run(["rollout", "start", "-f", "-", "--to", "v3"], { input: "{}" });
     expect(both.code).toBe(2);
     expect(await commits()).toBe(before);
   }, 120_000);
@@ -490,23 +491,23 @@ describe("berth rollout against the API and a git remote", () => {
       "rollout",
       "start",
       "--to",
-      "v2",
+      "v3",
       "--team",
       "alpha",
       "--description",
-      "cli: alpha to v2",
+      "cli: alpha to v3",
     ]);
     expect(started.stderr).toBe("");
     expect(started.code).toBe(0);
     const id =
-      /^rollout\/(ro-[0-9-]+-[0-9a-f]{6}) completed: 1 team to v2 in one commit \([0-9a-f]{7}, \d+ files\)$/m.exec(
+      /^rollout\/(ro-[0-9-]+-[0-9a-f]{6}) completed: 1 team to v3 in one commit \([0-9a-f]{7}, \d+ files\)$/m.exec(
         started.stdout,
       )?.[1];
     expect(id, started.stdout).toBeDefined();
     expect(await commits()).toBe(before + 1);
 
     const list = await env.cli.run(["rollout", "get"]);
-    expect(list.stdout).toMatch(new RegExp(`^${id}\\s+Completed\\s+1/1\\s+v2\\s+1\\s+\\S+\\s+cli: alpha to v2$`, "m"));
+    expect(list.stdout).toMatch(new RegExp(`^${id}\\s+Completed\\s+1/1\\s+v3\\s+1\\s+\\S+\\s+cli: alpha to v3$`, "m"));
     const json = JSON.parse((await env.cli.run(["rollout", "get", id!, "-o", "json"])).stdout) as {
       metadata: { name: string };
       status: { phase: string };
@@ -525,11 +526,11 @@ describe("berth rollout against the API and a git remote", () => {
     const file = join(env.cli.home, "rollout.yaml");
     await writeFile(
       file,
-      "description: bravo first, then charlie\ntarget: { templateVersion: v2 }\nselector: { names: [bravo, charlie] }\nwaves:\n  - { name: canary, selector: { names: [bravo] } }\n  - { name: rest }\ngate: { timeoutSeconds: 10 }\n",
+      "description: bravo first, then charlie\ntarget: { templateVersion: v3 }\nselector: { names: [bravo, charlie] }\nwaves:\n  - { name: canary, selector: { names: [bravo] } }\n  - { name: rest }\ngate: { timeoutSeconds: 10 }\n",
     );
     const started = await env.cli.run(["rollout", "start", "-f", file]);
     expect(started.code, started.stderr).toBe(0);
-    const id = /rollout\/(ro-\S+) started: 2 teams to v2 in waves canary \(1\) → rest \(1\), each gated on Ready/.exec(
+    const id = /rollout\/(ro-\S+) started: 2 teams to v3 in waves canary \(1\) → rest \(1\), each gated on Ready/.exec(
       started.stdout,
     )?.[1];
     expect(id, started.stdout).toBeDefined();
@@ -555,7 +556,7 @@ describe("berth rollout against the API and a git remote", () => {
     expect(aborted.code).toBe(0);
     expect(aborted.stdout).toMatch(
       new RegExp(
-        `^rollout/${id} aborted \\(commit [0-9a-f]{7}\\); nothing was reverted, each team is on one version: v1: 1 team, v2: 1 team$`,
+        `^rollout/${id} aborted \\(commit [0-9a-f]{7}\\); nothing was reverted, each team is on one version: v1: 1 team, v3: 1 team$`,
         "m",
       ),
     );

@@ -43,7 +43,7 @@ describe("berth against servers that misbehave", () => {
         description: "",
         requestedBy: "alice",
         createdAt: "2026-11-24T10:15:00.000Z",
-        target: { templateVersion: "v2" },
+        target: { templateVersion: "v3" },
         selector: {},
         gate: { timeoutSeconds: 60 },
         waves: [{ name: "all", teams: ["payments"] }],

@@ -98,7 +98,7 @@ describe("a team file that cannot be read", () => {
       method: "POST",
       url: "/v1/rollouts/preview?diffs=false",
       headers: auth,
-      payload: { target: { templateVersion: "v2" }, selector: {} },
+      payload: { target: { templateVersion: "v3" }, selector: {} },
     });
     expect(everyone.statusCode, everyone.body).toBe(200);
     const all = readAnswer(everyone, rolloutPreviewResponse);
@@ -109,7 +109,7 @@ describe("a team file that cannot be read", () => {
       method: "POST",
       url: "/v1/rollouts/preview?diffs=false",
       headers: auth,
-      payload: { target: { templateVersion: "v2" }, selector: { names: ["alpha", "bravo"] } },
+      payload: { target: { templateVersion: "v3" }, selector: { names: ["alpha", "bravo"] } },
     });
     expect(named.statusCode, named.body).toBe(200);
     const some = readAnswer(named, rolloutPreviewResponse);
@@ -122,7 +122,7 @@ describe("a team file that cannot be read", () => {
       method: "POST",
       url: "/v1/rollouts",
       headers: auth,
-      payload: { target: { templateVersion: "v2" }, selector: { names: ["alpha", "bravo"] } },
+      payload: { target: { templateVersion: "v3" }, selector: { names: ["alpha", "bravo"] } },
     });
     expect(refused.statusCode, refused.body).toBe(422);
     expect(readProblem(refused).type).toBe("https://berth.dev/problems/rollout-render-failed");
@@ -146,7 +146,7 @@ describe("a team file that cannot be read", () => {
       expect(list.stderr).toContain(
         `warning: team ${team} is left out: its team file cannot be read: teams/${team}/base/team.yaml`,
       );
-    const preview = await cli.run(["rollout", "preview", "--to", "v2", "--no-diffs"]);
+    const preview = await cli.run(["rollout", "preview", "--to", "v3", "--no-diffs"]);
     expect(preview.code, preview.stderr).toBe(0);
     expect(preview.stdout).toContain(
       "left out bravo: its team file cannot be read: teams/bravo/base/team.yaml: not valid YAML: Excessive alias count",

@@ -183,7 +183,7 @@ describe("the API tells each cluster's Flux to fetch after a push", () => {
     // A staged rollout's creation commits only its state file (rollouts/<id>.yaml), which no cluster applies.
     for (const r of Object.values(receivers)) r.deliveries.length = 0;
     const rollout = await post("/v1/rollouts", {
-      target: { templateVersion: "v2" },
+      target: { templateVersion: "v3" },
       waves: [{ name: "all" }],
       gate: { timeoutSeconds: 600 },
     });

@@ -74,7 +74,7 @@ describe("the API's metrics", () => {
     const adoptionType = (await readProblem(adoption)).type.replace("https://berth.dev/problems/", "");
     expect((await call("GET", "/v1/teams/payments")).status).toBe(200);
     const staged = await call("POST", "/v1/rollouts", {
-      target: { templateVersion: "v2" },
+      target: { templateVersion: "v3" },
       waves: [{ name: "all" }],
       gate: { timeoutSeconds: 600 },
     });

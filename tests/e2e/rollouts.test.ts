@@ -7,8 +7,8 @@
  * (severity Error) on a later revision, which real ASO reports only on a subscription mismatch or a request ARM
  * refuses as malformed; tests/flux/aso.test.ts runs real ASO, and a gate on what it reports. In order:
  *
- *   1. v1 → v2 in two waves (dev-only teams, then the rest) completes;
- *   2. v2 → v1 halts because a wave-1 team's identity turns Failed (Ready=False, severity Error) and does
+ *   1. v1 → v3 in two waves (dev-only teams, then the rest) completes;
+ *   2. v3 → v1 halts because a wave-1 team's identity turns Failed (Ready=False, severity Error) and does
  *      not touch wave 2; after the fix, resume completes it;
  *   3. an abort while wave 1 is gated (Flux on dev suspended) leaves each team on exactly one version and says which;
  *   4. the API is restarted while wave 1 is gated; the new process carries on from the repo.
@@ -121,8 +121,8 @@ describe("rollouts end to end: two clusters with real Flux and the controller, A
     return readAnswer(res, rolloutCreatedResponse).rollout.metadata.name;
   };
 
-  it("1. v1 → v2 in two waves completes; wave 2 is committed only after wave 1 is Ready on its cluster", async () => {
-    const id = await start(waves("v2"));
+  it("1. v1 → v3 in two waves completes; wave 2 is committed only after wave 1 is Ready on its cluster", async () => {
+    const id = await start(waves("v3"));
     const done = await until(id, "Completed", (r) => r.status.phase === "Completed");
     expect(done.spec.waves).toEqual([
       { name: "dev", teams: ["alpha", "delta"] },
@@ -133,11 +133,11 @@ describe("rollouts end to end: two clusters with real Flux and the controller, A
     expect(Date.parse(done.status.waves[1]?.committedAt ?? "")).toBeGreaterThanOrEqual(
       Date.parse(done.status.waves[0]?.readyAt ?? ""),
     );
-    for (const team of Object.keys(TEAMS)) expect(await repoVersion(team)).toBe("v2");
-    // What Flux applied: v2 objects on every cluster each team lands on; the controller reports them Ready.
+    for (const team of Object.keys(TEAMS)) expect(await repoVersion(team)).toBe("v3");
+    // What Flux applied: v3 objects on every cluster each team lands on; the controller reports them Ready.
     for (const [team, envs] of Object.entries(TEAMS)) {
       for (const c of CLUSTERS.filter((x) => envs.includes(ENV_OF[x])))
-        expect(await appliedVersion(c, team), `${team} on ${c}`).toBe("v2");
+        expect(await appliedVersion(c, team), `${team} on ${c}`).toBe("v3");
       expect(await ready(team)).toBe(true);
     }
   }, 300_000);
@@ -182,9 +182,9 @@ describe("rollouts end to end: two clusters with real Flux and the controller, A
       /<tr data-team="delta" data-result="failed">[\s\S]*?<td>aks-dev-weu<\/td>[\s\S]*?<td>IdentityReady<\/td>\s*<td>SubscriptionMismatch \(severity Error\)<\/td>/,
     );
     expect(page.body).toContain('<tr data-wave="rest" data-wave-phase="Pending">');
-    // Wave 2 was not touched: in the repo and on the clusters, bravo and charlie are still on v2.
-    for (const team of ["bravo", "charlie"]) expect(await repoVersion(team)).toBe("v2");
-    expect(await appliedVersion("aks-prod-weu", "bravo")).toBe("v2");
+    // Wave 2 was not touched: in the repo and on the clusters, bravo and charlie are still on v3.
+    for (const team of ["bravo", "charlie"]) expect(await repoVersion(team)).toBe("v3");
+    expect(await appliedVersion("aks-prod-weu", "bravo")).toBe("v3");
     expect(await appliedVersion("aks-dev-weu", "alpha")).toBe("v1");
     expect((await rollout(id)).status.waves[1]?.phase).toBe("Pending");
 
@@ -201,19 +201,19 @@ describe("rollouts end to end: two clusters with real Flux and the controller, A
   it("3. an abort while wave 1 is gated: no wave 2, each team on exactly one version, and the answer says which", async () => {
     // Flux on the dev cluster stops fetching (`flux suspend source git`): wave 1 cannot become Ready.
     await cluster("aks-dev-weu").suspendSource(true);
-    const id = await start(waves("v2"));
+    const id = await start(waves("v3"));
     await until(id, "wave 1 committed", (r) => r.status.waves[0]?.phase === "Committed");
     const aborted = await post(`/v1/rollouts/${id}/abort`);
     expect(aborted.statusCode, aborted.body).toBe(200);
     expect(readAnswer(aborted, rolloutAbortResponse).versions).toEqual({
       v1: ["bravo", "charlie"],
-      v2: ["alpha", "delta"],
+      v3: ["alpha", "delta"],
     });
     await cluster("aks-dev-weu").suspendSource(false);
     for (const team of ["alpha", "delta"])
       await eventually(
-        `${team} Ready on v2`,
-        async () => (await appliedVersion("aks-dev-weu", team)) === "v2" && ready(team),
+        `${team} Ready on v3`,
+        async () => (await appliedVersion("aks-dev-weu", team)) === "v3" && ready(team),
         120_000,
       );
     const r = await rollout(id);
@@ -223,10 +223,10 @@ describe("rollouts end to end: two clusters with real Flux and the controller, A
   }, 300_000);
 
   it("4. the API restarted while wave 1 is gated carries on from the repo and completes the rollout", async () => {
-    // bravo and charlie are still on v1: roll them to v2, bravo first.
+    // bravo and charlie are still on v1: roll them to v3, bravo first.
     await cluster("aks-prod-weu").suspendSource(true);
     const id = await start({
-      target: { templateVersion: "v2" },
+      target: { templateVersion: "v3" },
       waves: [{ name: "canary", selector: { names: ["bravo"] } }, { name: "rest" }],
     });
     await until(id, "wave 1 committed", (r) => r.status.waves[0]?.phase === "Committed");
@@ -239,11 +239,10 @@ describe("rollouts end to end: two clusters with real Flux and the controller, A
       { name: "rest", teams: ["charlie"] },
     ]);
     expect(done.status.history.filter((h: { event: string }) => h.event === "WaveCommitted")).toHaveLength(2);
-    for (const team of Object.keys(TEAMS)) expect(await repoVersion(team)).toBe("v2");
+    for (const team of Object.keys(TEAMS)) expect(await repoVersion(team)).toBe("v3");
     expect((await get("/v1/templates", templateListResponse)).items.map((i) => [i.version, i.teams])).toEqual([
       ["v1", 0],
-      ["v2", 4],
-      ["v3", 0],
+      ["v3", 4],
       ["v4", 0],
       ["v5", 0],
     ]);

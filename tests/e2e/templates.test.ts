@@ -44,7 +44,6 @@ describe("template versions side by side", () => {
       revision: null,
       items: [
         { version: "v1", default: true, available: true, teams: 0 },
-        { version: "v2", default: false, available: true, teams: 0 },
         { version: "v3", default: false, available: true, teams: 0 },
         { version: "v4", default: false, available: true, teams: 0 },
         { version: "v5", default: false, available: true, teams: 0 },
@@ -57,25 +56,24 @@ describe("template versions side by side", () => {
     const a = await post(team("alpha"));
     expect(a.statusCode).toBe(201);
     expect(readAnswer(a, writeResponse).team.templateVersion).toBe("v1");
-    const b = await post(team("bravo", { templateVersion: "v2" }));
+    const b = await post(team("bravo", { templateVersion: "v3" }));
     expect(b.statusCode).toBe(201);
-    expect(readAnswer(b, writeResponse).team.templateVersion).toBe("v2");
+    expect(readAnswer(b, writeResponse).team.templateVersion).toBe("v3");
     const bad = await post(team("charlie", { templateVersion: "v9" }));
     expect(bad.statusCode).toBe(422);
     expect(readProblem(bad).errors).toContainEqual({
       field: "templateVersion",
-      rule: "must be one of the template versions: v1, v2, v3, v4, v5",
+      rule: "must be one of the template versions: v1, v3, v4, v5",
     });
 
     const remote = await inspectRemote(url);
-    expect(remote.files.get("teams/bravo/base/team.yaml")).toContain("templateVersion: v2");
-    expect(remote.files.get("teams/bravo/base/namespace.yaml")).toContain("berth.dev/template-version: v2");
+    expect(remote.files.get("teams/bravo/base/team.yaml")).toContain("templateVersion: v3");
+    expect(remote.files.get("teams/bravo/base/namespace.yaml")).toContain("berth.dev/template-version: v3");
     expect(remote.files.get("teams/alpha/base/namespace.yaml")).not.toContain("template-version");
     expect(remote.files.has("teams/charlie/base/team.yaml")).toBe(false);
     expect((await templates()).items.map((i) => [i.version, i.teams])).toEqual([
       ["v1", 1],
-      ["v2", 1],
-      ["v3", 0],
+      ["v3", 1],
       ["v4", 0],
       ["v5", 0],
     ]);
@@ -85,7 +83,7 @@ describe("template versions side by side", () => {
     const { name: _n, ...spec } = team("bravo", { description: "renamed" });
     const put = await berth.server.inject({ method: "PUT", url: "/v1/teams/bravo", headers: auth, payload: spec });
     expect(put.statusCode).toBe(200);
-    expect(readAnswer(put, writeResponse).team.templateVersion).toBe("v2");
+    expect(readAnswer(put, writeResponse).team.templateVersion).toBe("v3");
     const moved = await berth.server.inject({
       method: "PUT",
       url: "/v1/teams/bravo",
@@ -98,14 +96,14 @@ describe("template versions side by side", () => {
       rule: expect.stringContaining("a rollout moves teams between versions"),
     });
     const got = await berth.server.inject({ url: "/v1/teams/bravo", headers: auth });
-    expect(readAnswer(got, teamResponse).team).toMatchObject({ description: "renamed", templateVersion: "v2" });
+    expect(readAnswer(got, teamResponse).team).toMatchObject({ description: "renamed", templateVersion: "v3" });
   });
 
-  it("a platform whose default is v2 onboards new teams on v2", async () => {
+  it("a platform whose default is v3 onboards new teams on v3", async () => {
     const other = await startBerth({
       remoteUrl: url,
       env: { BERTH_LOG_LEVEL: "warn" },
-      config: (raw) => void (raw.platform.templateVersion = "v2"),
+      config: (raw) => void (raw.platform.templateVersion = "v3"),
     });
     try {
       const res = await other.server.inject({
@@ -115,17 +113,16 @@ describe("template versions side by side", () => {
         payload: team("delta"),
       });
       expect(res.statusCode).toBe(201);
-      expect(readAnswer(res, writeResponse).team.templateVersion).toBe("v2");
+      expect(readAnswer(res, writeResponse).team.templateVersion).toBe("v3");
       const body = readAnswer(await other.server.inject({ url: "/v1/templates", headers: auth }), templateListResponse);
-      expect(body.default).toBe("v2");
+      expect(body.default).toBe("v3");
       expect(body.items.map((i) => [i.version, i.teams, i.default])).toEqual(
         [
           ["v1", 1],
-          ["v2", 2],
-          ["v3", 0],
+          ["v3", 2],
           ["v4", 0],
           ["v5", 0],
-        ].map(([v, n]) => [v, n, v === "v2"]),
+        ].map(([v, n]) => [v, n, v === "v3"]),
       );
     } finally {
       await other.stop();

@@ -337,8 +337,8 @@ describe("real ASO in the loop: POST → Flux → ASO → fake Azure → credent
 
       // A rollout whose wave holds the team: the gate waits naming ASO's reason and severity, then halts at its timeout.
       const created = await platform.request("POST", "/v1/rollouts", {
-        description: "audit to v2",
-        target: { templateVersion: "v2" },
+        description: "audit to v3",
+        target: { templateVersion: "v3" },
         selector: { names: ["audit"] },
         waves: [{ name: "only" }],
         gate: { timeoutSeconds: 20 },

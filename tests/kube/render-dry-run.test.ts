@@ -4,7 +4,7 @@
  * (infra/controller/crds/berth.dev_teams.yaml, or a minimal stand-in while the server refuses it, which then fails
  * a test of its own).
  *
- * For each template version (templates/v1, templates/v2, ...) and each example team of
+ * For each template version (templates/v1, templates/v3, ...) and each example team of
  * packages/core/test/fixtures.ts (together they use every template and option), the teams are onboarded
  * one after the other into one in-memory repo (Onboarding.planCreate). Then, per
  * cluster of the team, the test does what Flux does there: starts from the team's Flux Kustomization

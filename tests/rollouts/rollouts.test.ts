@@ -31,7 +31,7 @@ const TEAMS: Record<string, string[]> = { d1: ["dev"], d2: ["dev"], p1: ["prod"]
 const CLUSTERS_OF: Record<string, string[]> = { dev: ["aks-dev-weu"], prod: ["aks-prod-weu", "aks-prod-neu"] };
 const TWO_WAVES = {
   description: "Version labels and cost tags",
-  target: { templateVersion: "v2" },
+  target: { templateVersion: "v3" },
   waves: [{ name: "dev", selector: { onlyEnvironments: ["dev"] } }, { name: "prod" }],
   gate: { timeoutSeconds: 600 },
 };
@@ -132,15 +132,15 @@ describe("unstaged rollout: one commit for the whole selection", () => {
   it("commits exactly the files the preview showed, with the rollout file and its trailer, in one commit", async () => {
     const s = await setup();
     const before = await head(s.remote);
-    const request = { description: "all teams to v2", target: { templateVersion: "v2" } };
+    const request = { description: "all teams to v3", target: { templateVersion: "v3" } };
     const previewRes = await api(s.berth, "POST", "/v1/rollouts/preview", request);
     expect(previewRes.statusCode, previewRes.body).toBe(200);
     const preview = rolloutPreviewResponse.parse(previewRes.json());
     expect(preview.problems).toEqual([]);
     expect(preview.summary).toMatchObject({ selected: 5, changed: 5, unchanged: 0, failed: 0 });
-    expect(preview.teams.map((t) => [t.team, t.from, t.to])).toEqual(Object.keys(TEAMS).map((t) => [t, "v1", "v2"]));
+    expect(preview.teams.map((t) => [t.team, t.from, t.to])).toEqual(Object.keys(TEAMS).map((t) => [t, "v1", "v3"]));
     const d1 = preview.teams.find((t) => t.team === "d1")!;
-    expect(d1.diff).toContain("+    berth.dev/template-version: v2");
+    expect(d1.diff).toContain("+    berth.dev/template-version: v3");
     expect(d1.diff).toContain("--- a/teams/d1/base/namespace.yaml");
     expect(await head(s.remote)).toBe(before); // a preview commits nothing
 
@@ -189,7 +189,7 @@ describe("unstaged rollout: one commit for the whole selection", () => {
     expect(body.summary).toEqual({ teams: 5, files: previewed.length });
     const state = await inspectRemote(s.remote.url);
     expect(state.commits[0]!.trailers["Berth-Rollout-Id"]).toBe(body.rollout.metadata.name);
-    expect(Object.values(await versions(s.remote))).toEqual(["v2", "v2", "v2", "v2", "v2"]);
+    expect(Object.values(await versions(s.remote))).toEqual(["v3", "v3", "v3", "v3", "v3"]);
 
     // Nothing left to do: the same rollout again is refused, and says why.
     const again = await api(s.berth, "POST", "/v1/rollouts", request);
@@ -203,8 +203,7 @@ describe("unstaged rollout: one commit for the whole selection", () => {
     };
     expect(templates.items.map((i) => [i.version, i.teams])).toEqual([
       ["v1", 0],
-      ["v2", 5],
-      ["v3", 0],
+      ["v3", 5],
       ["v4", 0],
       ["v5", 0],
     ]);
@@ -220,7 +219,7 @@ describe("unstaged rollout: one commit for the whole selection", () => {
       content: spec.replace("roleAssignments: []", "roleAssignments:\n    - role: retired-role"),
     });
     const before = await head(s.remote);
-    const res = await api(s.berth, "POST", "/v1/rollouts", { target: { templateVersion: "v2" } });
+    const res = await api(s.berth, "POST", "/v1/rollouts", { target: { templateVersion: "v3" } });
     expect(res.statusCode).toBe(422);
     const problem = res.json() as { type: string; detail: string; errors: Array<{ field: string; rule: string }> };
     expect(problem.type).toBe("https://berth.dev/problems/rollout-render-failed");
@@ -229,7 +228,7 @@ describe("unstaged rollout: one commit for the whole selection", () => {
     expect(await head(s.remote)).toBe(before);
     // The preview shows it too, with the others' changes.
     const preview = rolloutPreviewResponse.parse(
-      (await api(s.berth, "POST", "/v1/rollouts/preview?diffs=false", { target: { templateVersion: "v2" } })).json(),
+      (await api(s.berth, "POST", "/v1/rollouts/preview?diffs=false", { target: { templateVersion: "v3" } })).json(),
     );
     expect(preview.failed.map((f) => f.team)).toEqual(["p2"]);
     expect(preview.summary.changed).toBe(4);
@@ -274,7 +273,7 @@ describe("rollout in waves, gated on the teams' status", () => {
     });
 
     await s.berth.services.engine.tick();
-    expect(await versions(s.remote)).toEqual({ d1: "v2", d2: "v2", p1: "v1", p2: "v1", p3: "v1" });
+    expect(await versions(s.remote)).toEqual({ d1: "v3", d2: "v3", p1: "v1", p2: "v1", p3: "v1" });
     let r = await rollout(s.berth, id);
     expect(r.rollout.status.waves[0]!.phase).toBe("Committed");
     expect(r.progress).toMatchObject({ wave: "dev", verdict: "wait", ready: 0, waiting: 2 });
@@ -296,7 +295,7 @@ describe("rollout in waves, gated on the teams' status", () => {
 
     await reportReady(s, ["d1", "d2"]);
     await s.berth.services.engine.tick();
-    expect(await versions(s.remote)).toEqual({ d1: "v2", d2: "v2", p1: "v2", p2: "v2", p3: "v2" });
+    expect(await versions(s.remote)).toEqual({ d1: "v3", d2: "v3", p1: "v3", p2: "v3", p3: "v3" });
     r = await rollout(s.berth, id);
     expect(r.rollout.status).toMatchObject({
       phase: "Running",
@@ -324,10 +323,10 @@ describe("rollout in waves, gated on the teams' status", () => {
     const commits = (await inspectRemote(s.remote.url)).commits.filter((c) => c.trailers["Berth-Rollout-Id"] === id);
     expect(commits.map((c) => c.subject)).toEqual([
       `berth: rollout ${id} wave prod Ready: rollout completed`,
-      `berth: rollout ${id} wave prod: 3 team(s) to templates v2`,
+      `berth: rollout ${id} wave prod: 3 team(s) to templates v3`,
       `berth: rollout ${id} wave dev Ready`,
-      `berth: rollout ${id} wave dev: 2 team(s) to templates v2`,
-      `berth: rollout ${id} created: 2 wave(s), 5 team(s) to templates v2`,
+      `berth: rollout ${id} wave dev: 2 team(s) to templates v3`,
+      `berth: rollout ${id} created: 2 wave(s), 5 team(s) to templates v3`,
     ]);
     // Further ticks change nothing.
     const done = await head(s.remote);
@@ -368,7 +367,7 @@ describe("rollout in waves, gated on the teams' status", () => {
         },
       ],
     });
-    expect(await versions(s.remote)).toEqual({ d1: "v2", d2: "v2", p1: "v1", p2: "v1", p3: "v1" });
+    expect(await versions(s.remote)).toEqual({ d1: "v3", d2: "v3", p1: "v1", p2: "v1", p3: "v1" });
     const halted = await head(s.remote);
     await s.berth.services.engine.tick();
     expect(await head(s.remote)).toBe(halted); // a halted rollout is not driven
@@ -379,7 +378,7 @@ describe("rollout in waves, gated on the teams' status", () => {
     expect(resumed.statusCode, resumed.body).toBe(200);
     expect(resumed.json().rollout.status.halt).toBeUndefined();
     await s.berth.services.engine.tick();
-    expect(await versions(s.remote)).toEqual({ d1: "v2", d2: "v2", p1: "v2", p2: "v2", p3: "v2" });
+    expect(await versions(s.remote)).toEqual({ d1: "v3", d2: "v3", p1: "v3", p2: "v3", p3: "v3" });
     await reportReady(s, ["p1", "p2", "p3"]);
     await s.berth.services.engine.tick();
     expect((await rollout(s.berth, id)).rollout.status.phase).toBe("Completed");
@@ -451,8 +450,8 @@ describe("rollout in waves, gated on the teams' status", () => {
     expect((await rollout(berth, id)).rollout.status.phase).toBe("Completed");
 
     // A team whose inputs the wave did change still needs a status at the wave's commit (or later).
-    const v2 = await create(berth, {
-      target: { templateVersion: "v2" },
+    const v3 = await create(berth, {
+      target: { templateVersion: "v3" },
       selector: { names: ["p3"] },
       waves: [{ name: "all" }],
       gate: { timeoutSeconds: 600 },
@@ -460,7 +459,7 @@ describe("rollout in waves, gated on the teams' status", () => {
     await berth.services.engine.tick();
     for (const c of ["aks-dev-weu", "aks-prod-weu", "aks-prod-neu"]) s.status.ready("p3", c, before);
     await berth.services.engine.tick();
-    const r = await rollout(berth, v2);
+    const r = await rollout(berth, v3);
     expect(r.rollout.status.phase).toBe("Running");
     expect(r.progress!.teams.find((t) => t.cluster === "aks-dev-weu")!.message).toContain(
       "Flux has not applied the wave's commit",
@@ -485,7 +484,7 @@ describe("rollout in waves, gated on the teams' status", () => {
 
     const abort = await api(s.berth, "POST", `/v1/rollouts/${id}/abort`);
     expect(abort.statusCode, abort.body).toBe(200);
-    expect(abort.json().versions).toEqual({ v2: ["d1", "d2", "p1", "p2", "p3"] });
+    expect(abort.json().versions).toEqual({ v3: ["d1", "d2", "p1", "p2", "p3"] });
     expect(abort.json().rollout.status.phase).toBe("Aborted");
     expect((await api(s.berth, "POST", `/v1/rollouts/${id}/resume`)).statusCode).toBe(409);
     const after = await head(s.remote);
@@ -500,13 +499,13 @@ describe("rollout in waves, gated on the teams' status", () => {
     const id = await create(s.berth);
     await s.berth.services.engine.tick();
     const abort = await api(s.berth, "POST", `/v1/rollouts/${id}/abort`);
-    expect(abort.json().versions).toEqual({ v1: ["p1", "p2", "p3"], v2: ["d1", "d2"] });
-    expect(await versions(s.remote)).toEqual({ d1: "v2", d2: "v2", p1: "v1", p2: "v1", p3: "v1" });
-    // Every file of a team is on the team's version: none of p1's files mention v2, all of d1's do.
+    expect(abort.json().versions).toEqual({ v1: ["p1", "p2", "p3"], v3: ["d1", "d2"] });
+    expect(await versions(s.remote)).toEqual({ d1: "v3", d2: "v3", p1: "v1", p2: "v1", p3: "v1" });
+    // Every file of a team is on the team's version: none of p1's files mention v3, all of d1's do.
     const state = await inspectRemote(s.remote.url);
     for (const [path, text] of state.files) {
-      if (path.startsWith("teams/p1/") && !path.endsWith("kustomization.yaml")) expect(text, path).not.toContain("v2");
-      if (path.startsWith("teams/d1/") && !path.endsWith("kustomization.yaml")) expect(text, path).toMatch(/v2/);
+      if (path.startsWith("teams/p1/") && !path.endsWith("kustomization.yaml")) expect(text, path).not.toContain("v3");
+      if (path.startsWith("teams/d1/") && !path.endsWith("kustomization.yaml")) expect(text, path).toMatch(/v3/);
     }
   });
 
@@ -552,12 +551,12 @@ describe("rollout in waves, gated on the teams' status", () => {
       owners: [OWNER],
       environments: ["dev"],
     });
-    expect(d1.json().team.templateVersion).toBe("v2");
+    expect(d1.json().team.templateVersion).toBe("v3");
 
     await reportReady(s, ["d1", "d2"]);
     await s.berth.services.engine.tick();
     expect(await show(s.remote, "teams/p1/base/namespace.yaml")).toContain("Updated during the rollout");
-    expect(await versionOf(s.remote, "p1")).toBe("v2");
+    expect(await versionOf(s.remote, "p1")).toBe("v3");
     expect(await show(s.remote, "teams/p2/base/team.yaml")).toBeUndefined();
     const r = (await rollout(s.berth, id)).rollout;
     expect(r.status.waves[1]).toMatchObject({ phase: "Committed", skipped: ["p2"] });
@@ -570,7 +569,7 @@ describe("rollout in waves, gated on the teams' status", () => {
     const s = await setup();
     const id = await create(s.berth);
     const second = await api(s.berth, "POST", "/v1/rollouts", {
-      target: { templateVersion: "v2" },
+      target: { templateVersion: "v3" },
       selector: { names: ["p1"] },
     });
     expect(second.statusCode).toBe(409);
@@ -583,7 +582,7 @@ describe("rollout in waves, gated on the teams' status", () => {
     const unknown = await api(s.berth, "POST", "/v1/rollouts", { target: { templateVersion: "v7" } });
     expect(unknown.statusCode).toBe(422);
     expect(unknown.json().errors).toEqual([
-      { field: "target.templateVersion", rule: "must be one of the template versions: v1, v2, v3, v4, v5" },
+      { field: "target.templateVersion", rule: "must be one of the template versions: v1, v3, v4, v5" },
     ]);
     expect((await api(s.berth, "GET", "/v1/rollouts/ro-20260101-000000-abcdef")).statusCode).toBe(404);
     expect((await api(s.berth, "GET", "/v1/rollouts/not-an-id")).statusCode).toBe(422);
@@ -599,7 +598,7 @@ describe("the engine running on its work queue", () => {
     const id = await create(s.berth);
     // The create kicks the rollout: wave 1 is committed and gated without a tick and without the clock moving.
     await eventually("wave dev gated", async () => (await rollout(s.berth, id)).progress?.wave === "dev");
-    expect(await versions(s.remote)).toEqual({ d1: "v2", d2: "v2", p1: "v1", p2: "v1", p3: "v1" });
+    expect(await versions(s.remote)).toEqual({ d1: "v3", d2: "v3", p1: "v1", p2: "v1", p3: "v1" });
 
     await reportReady(s, ["d1", "d2"]);
     // More than a poll interval of real time passes, the clock does not: no poll, the gate has not seen it yet.
@@ -612,7 +611,7 @@ describe("the engine running on its work queue", () => {
       "wave prod committed",
       async () => (await rollout(s.berth, id)).rollout.status.waves[1]!.phase === "Committed",
     );
-    expect(await versions(s.remote)).toEqual({ d1: "v2", d2: "v2", p1: "v2", p2: "v2", p3: "v2" });
+    expect(await versions(s.remote)).toEqual({ d1: "v3", d2: "v3", p1: "v3", p2: "v3", p3: "v3" });
   });
 });
 
@@ -620,7 +619,7 @@ describe("rollout in waves, refused up front", () => {
   it("when a team is in no wave, or a wave lands on a cluster the API cannot read", async () => {
     const s = await setup(["aks-dev-weu"]);
     const res = await api(s.berth, "POST", "/v1/rollouts", {
-      target: { templateVersion: "v2" },
+      target: { templateVersion: "v3" },
       waves: [{ name: "dev", selector: { onlyEnvironments: ["dev"] } }],
     });
     expect(res.statusCode).toBe(422);
@@ -634,7 +633,7 @@ describe("rollout in waves, refused up front", () => {
       expect.stringMatching(/cannot read Team status on aks-prod-neu, aks-prod-weu/),
     ]);
     // Unstaged needs no gate.
-    expect((await api(s.berth, "POST", "/v1/rollouts", { target: { templateVersion: "v2" } })).statusCode).toBe(201);
+    expect((await api(s.berth, "POST", "/v1/rollouts", { target: { templateVersion: "v3" } })).statusCode).toBe(201);
   });
 });
 
@@ -644,7 +643,7 @@ describe("starting a rollout safely twice", () => {
 
   it("answers a retry with the same Idempotency-Key from the original commit, and refuses the key for another request", async () => {
     const s = await setup();
-    const body = { description: "lost answer", target: { templateVersion: "v2" }, selector: { names: ["d1", "d2"] } };
+    const body = { description: "lost answer", target: { templateVersion: "v3" }, selector: { names: ["d1", "d2"] } };
     const first = await withKey(s.berth, "rollout-key-1", body);
     expect(first.statusCode, first.body).toBe(201);
     expect(first.headers["idempotent-replayed"]).toBeUndefined();
@@ -669,7 +668,7 @@ describe("starting a rollout safely twice", () => {
     expect(reused.statusCode, reused.body).toBe(422);
     expect(reused.json().type).toBe("https://berth.dev/problems/idempotency-key-reused");
     expect(await head(s.remote)).toBe(after);
-    expect(await versions(s.remote)).toEqual({ d1: "v2", d2: "v2", p1: "v1", p2: "v1", p3: "v1" });
+    expect(await versions(s.remote)).toEqual({ d1: "v3", d2: "v3", p1: "v1", p2: "v1", p3: "v1" });
 
     // A staged rollout's retry is the rollout file's commit, with no team files.
     const staged = { ...TWO_WAVES, selector: { names: ["p1", "p2"] }, waves: [{ name: "all" }] };
@@ -686,12 +685,12 @@ describe("starting a rollout safely twice", () => {
     const [a, b] = await Promise.all([
       api(s.berth, "POST", "/v1/rollouts", {
         description: "a",
-        target: { templateVersion: "v2" },
+        target: { templateVersion: "v3" },
         selector: { names: ["d1", "d2", "p1"] },
       }),
       api(s.berth, "POST", "/v1/rollouts", {
         description: "b",
-        target: { templateVersion: "v2" },
+        target: { templateVersion: "v3" },
         selector: { names: ["d2", "p1", "p2"] },
       }),
     ]);
@@ -718,7 +717,7 @@ describe("starting a rollout safely twice", () => {
       expect(rollout.spec.waves[0]!.teams.slice().sort(), rollout.metadata.name).toEqual(moved);
       expect(yamlTeams(await show(s.remote, `rollouts/${rollout.metadata.name}.yaml`))).toEqual(moved);
     }
-    expect(await versions(s.remote)).toEqual({ d1: "v2", d2: "v2", p1: "v2", p2: "v2", p3: "v1" });
+    expect(await versions(s.remote)).toEqual({ d1: "v3", d2: "v3", p1: "v3", p2: "v3", p3: "v1" });
   });
 });
 

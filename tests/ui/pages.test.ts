@@ -306,7 +306,7 @@ describe("the status page over HTTP", () => {
       method: "POST",
       url: "/v1/rollouts",
       headers: bearer,
-      payload: { description: `Labels & "tags" for v2`, target: { templateVersion: "v2" } },
+      payload: { description: `Labels & "tags" for v3`, target: { templateVersion: "v3" } },
     });
     expect(created.statusCode, created.body).toBe(201);
     const id = (created.json() as { rollout: { metadata: { name: string } } }).rollout.metadata.name;
@@ -315,14 +315,14 @@ describe("the status page over HTTP", () => {
     const list = await get("/ui/rollouts");
     expect(list.statusCode).toBe(200);
     expect(list.body).toContain(`<tr data-rollout="${id}">`);
-    expect(list.body).toContain("Labels &amp; &quot;tags&quot; for v2");
+    expect(list.body).toContain("Labels &amp; &quot;tags&quot; for v3");
     expect(list.body).toContain('data-rollout-phase="Completed"');
     expect(list.body).toContain('<a href="/ui/rollouts">Rollouts</a>');
 
     const detail = await get(`/ui/rollouts/${id}`);
     expect(detail.statusCode).toBe(200);
-    expect(detail.body).toContain("Labels &amp; &quot;tags&quot; for v2");
-    expect(detail.body).toContain("to v2");
+    expect(detail.body).toContain("Labels &amp; &quot;tags&quot; for v3");
+    expect(detail.body).toContain("to v3");
     expect(detail.body).toMatch(/<tr data-wave="all" data-wave-phase="[A-Za-z]+">/);
     expect(detail.body).toContain("none (one commit)");
     expect(detail.body).not.toContain("Halted in wave");

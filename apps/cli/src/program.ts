@@ -73,7 +73,7 @@ Examples:
   berth diff -f teams/
   berth get teams -o wide
   berth status payments --watch --timeout 15m
-  berth rollout preview --to v2 --env dev
+  berth rollout preview --to v3 --env dev
   berth rollout start -f rollout.yaml && berth rollout get ro-20261124-101500-a1b2c3 --watch
 
 Exit codes: 0 ok · 1 differences (diff) or the team failed (status) · 2 usage · 3 invalid team · 4 not found ·

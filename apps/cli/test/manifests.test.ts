@@ -125,11 +125,11 @@ describe("rollout files", () => {
     const dir = await mkdtemp(join(tmpdir(), "berth-rollout-"));
     await writeFile(
       join(dir, "r.yaml"),
-      "target: { templateVersion: v2 }\nwaves:\n  - { name: dev, selector: { onlyEnvironments: [dev] } }\n  - { name: rest }\n",
+      "target: { templateVersion: v3 }\nwaves:\n  - { name: dev, selector: { onlyEnvironments: [dev] } }\n  - { name: rest }\n",
     );
     expect(await readRollout("r.yaml", dir)).toEqual({
       description: "",
-      target: { templateVersion: "v2" },
+      target: { templateVersion: "v3" },
       selector: {},
       waves: [{ name: "dev", selector: { onlyEnvironments: ["dev"] } }, { name: "rest" }],
       gate: {},
@@ -145,7 +145,7 @@ describe("rollout files", () => {
     expect((await failure(readRollout("two.yaml", dir))).message).toBe(
       "two.yaml: a rollout file holds exactly one document, not 2",
     );
-    await writeFile(join(dir, "typo.yaml"), "target: { templateVersion: v2 }\nwave: [{ name: dev }]\n");
+    await writeFile(join(dir, "typo.yaml"), "target: { templateVersion: v3 }\nwave: [{ name: dev }]\n");
     const typo = await failure(readRollout("typo.yaml", dir));
     expect(typo).toMatchObject({ exitCode: 3, message: "invalid rollout request: nothing was sent" });
     expect(typo.details.join("\n")).toMatch(/^typo\.yaml: .*wave/m);

@@ -11,7 +11,7 @@ export async function loadTemplateSet(templatesDir: string, version: string): Pr
 }
 
 /**
- * Every version folder under templatesDir (`v1`, `v2`, ...: other folders are ignored), side by side, with
+ * Every version folder under templatesDir (`v1`, `v3`, ...: other folders are ignored), side by side, with
  * `defaultVersion` (platform.templateVersion) as the version new teams get. A folder that does not parse,
  * or a default without a folder, fails the load: Berth must not start with templates it cannot render.
  */

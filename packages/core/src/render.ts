@@ -84,7 +84,7 @@ export function renderTeam(team: Team, platform: Platform, templates: TemplateSe
   // records the version it was rendered with, whatever the caller's team said.
   files.set(teamSpec, serializeTeamFile({ ...team, templateVersion: templates.version }));
 
-  // `template.version`: which version rendered an object (v2 labels every object with it).
+  // `template.version`: which version rendered an object (v3 and later label every object with it).
   const template = { version: templates.version };
   const baseDir = layout.baseDir(team.name);
   const baseFiles = renderGroup(templates.team, { ...teamContext(team, platform, layout), template }, baseDir);

@@ -122,11 +122,11 @@ export const containerLimitsSchema = z
   })
   .strict();
 
-/** A template version: the name of a folder under templates/ (`v1`, `v2`, ...). */
+/** A template version: the name of a folder under templates/ (`v1`, `v3`, ...). */
 export const TEMPLATE_VERSION = /^v[1-9][0-9]{0,3}$/;
 export const templateVersionSchema = z
   .string()
-  .regex(TEMPLATE_VERSION, "must name a template version such as v1 or v2");
+  .regex(TEMPLATE_VERSION, "must name a template version such as v1 or v3");
 
 export const roleAssignmentRequestSchema = z
   .object({

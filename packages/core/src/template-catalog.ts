@@ -8,7 +8,7 @@ import type { TemplateSet } from "./template-set.js";
 export const LEGACY_TEMPLATE_VERSION = "v1";
 
 /**
- * Every template version Berth can render with (templates/v1/, templates/v2/, ... side by side), and the
+ * Every template version Berth can render with (templates/v1/, templates/v3/, ... side by side), and the
  * default one new teams get (`platform.templateVersion`).
  */
 export class TemplateCatalog {
@@ -36,7 +36,7 @@ export class TemplateCatalog {
     return new TemplateCatalog([set], set.version);
   }
 
-  /** Versions in numeric order (v2 before v10). */
+  /** Versions in numeric order (v3 before v10). */
   versions(): string[] {
     return [...this.sets.keys()].sort(compareVersions);
   }
@@ -61,7 +61,7 @@ export class TemplateCatalog {
   }
 }
 
-/** Orders `v2` before `v10`; anything else after, by code point. */
+/** Orders `v3` before `v10`; anything else after, by code point. */
 export function compareVersions(a: string, b: string): number {
   const na = /^v(\d+)$/.exec(a)?.[1];
   const nb = /^v(\d+)$/.exec(b)?.[1];

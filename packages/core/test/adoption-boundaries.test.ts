@@ -22,7 +22,7 @@ import { loadCatalog, MemoryRepoTree, REPO_ROOT, treeFromFolder } from "./fixtur
 const PLATFORM = platformSchema.parse(
   (parse(readFileSync(join(REPO_ROOT, "infra/local/berth.yaml"), "utf8")) as { platform: unknown }).platform,
 );
-const onboarding = new Onboarding(PLATFORM, loadCatalog("v2"));
+const onboarding = new Onboarding(PLATFORM, loadCatalog("v3"));
 const adoption = new Adoption(onboarding);
 const request = adoptionRequestSchema.parse({ keepAzureNames: true });
 const handWritten = () => treeFromFolder(join(REPO_ROOT, "tests/fixtures/adoption/repo"));

@@ -20,7 +20,7 @@ for (const env of raw.environments)
   for (const c of env.clusters)
     if (c.name === "aks-dev-weu")
       c.vars = { ...c.vars, ENVIRONMENT_ID: "01", APPLICATION_ACR_NAME: "acrplatformdev01" };
-const onboarding = new Onboarding(platformSchema.parse(raw), loadCatalog("v2"));
+const onboarding = new Onboarding(platformSchema.parse(raw), loadCatalog("v3"));
 const adoption = new Adoption(onboarding);
 const request = adoptionRequestSchema.parse({ keepAzureNames: true });
 

@@ -35,7 +35,7 @@ function platformWith(vars: Record<string, Record<string, string>>) {
   return platformSchema.parse(copy);
 }
 const PLATFORM = platformWith(VARS);
-const onboarding = new Onboarding(PLATFORM, loadCatalog("v2"));
+const onboarding = new Onboarding(PLATFORM, loadCatalog("v3"));
 const adoption = new Adoption(onboarding);
 const request = adoptionRequestSchema.parse({ keepAzureNames: true });
 
@@ -191,7 +191,7 @@ describe("a team behind Flux substitution, with objects Berth does not render", 
 
   it("a variable Berth cannot resolve is a 422 that names it, the file and where Flux would take it from", async () => {
     const withoutId = platformWith({ ...VARS, "aks-prod-neu": { SERVICEBUS_NAMESPACE: "sb-shared-prod-02" } });
-    const err = await new Adoption(new Onboarding(withoutId, loadCatalog("v2")))
+    const err = await new Adoption(new Onboarding(withoutId, loadCatalog("v3")))
       .plan(platformTree(), "ledger", request)
       .catch((e: unknown) => e);
     expect(err).toBeInstanceOf(AdoptionUnmappableError);

@@ -23,7 +23,7 @@ const FIXTURE = join(REPO_ROOT, "tests/fixtures/adoption/repo");
 const PLATFORM = platformSchema.parse(
   (parse(readFileSync(join(REPO_ROOT, "infra/local/berth.yaml"), "utf8")) as { platform: unknown }).platform,
 );
-const onboarding = new Onboarding(PLATFORM, loadCatalog("v2"));
+const onboarding = new Onboarding(PLATFORM, loadCatalog("v3"));
 const adoption = new Adoption(onboarding);
 
 const handWritten = (): MemoryRepoTree => treeFromFolder(FIXTURE);
@@ -77,7 +77,7 @@ describe("adopting the hand-written payments tenant", () => {
           "aks-prod-weu": "id-payments-prod-aks-prod-weu",
         },
       },
-      templateVersion: "v2",
+      templateVersion: "v3",
     });
     const files = plan.change.files;
     expect(files.get("teams/payments/clusters/aks-dev-weu/identity.yaml")).toContain(

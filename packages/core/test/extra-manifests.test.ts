@@ -101,7 +101,7 @@ describe("a team's extra manifests", () => {
   });
 
   it("are rendered into the base (every cluster) or a cluster folder, listed by its kustomization, kept by every re-render", async () => {
-    const onboarding = new Onboarding(PLATFORM, loadCatalog("v2"));
+    const onboarding = new Onboarding(PLATFORM, loadCatalog("v3"));
     const team = teamInput({
       extraManifests: [
         { object: policy },
@@ -123,7 +123,7 @@ describe("a team's extra manifests", () => {
   });
 
   it("may not be an object Berth renders itself, and no template may render into extra.yaml", async () => {
-    const onboarding = new Onboarding(PLATFORM, loadCatalog("v2"));
+    const onboarding = new Onboarding(PLATFORM, loadCatalog("v3"));
     const quota = {
       apiVersion: "v1",
       kind: "ResourceQuota",
@@ -140,13 +140,13 @@ describe("a team's extra manifests", () => {
         rule: "is ResourceQuota orders/team-quota, which Berth renders itself: change it through the team's fields",
       },
     ]);
-    const files = templateFiles("v2");
+    const files = templateFiles("v3");
     files.set(
       "templateset.yaml",
       files
         .get("templateset.yaml")!
         .replace("- template: namespace.yaml", "- template: namespace.yaml\n      output: extra.yaml"),
     );
-    expect(() => parseTemplateSet("v2", files)).toThrow(/output extra.yaml is the file of a team's extra manifests/);
+    expect(() => parseTemplateSet("v3", files)).toThrow(/output extra.yaml is the file of a team's extra manifests/);
   });
 });

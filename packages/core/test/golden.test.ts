@@ -17,86 +17,117 @@ describe.each(CASES)("templates %s, example %s", (version, _name, ex) => {
   });
 });
 
-it("v2 differs from v1 only where the platform changed it: labels on every object and cost tags", async () => {
-  for (const ex of EXAMPLES) {
-    const v1 = await renderExample(ex, "v1");
-    const v2 = await renderExample(ex, "v2");
-    expect([...v2.keys()].sort()).toEqual([...v1.keys()].sort());
-    for (const [path, text] of v2) {
-      // Every object Berth renders from a template carries the version label (team.yaml and the
-      // kustomize files are Berth's own, not templates).
-      const docs = text.split(/^---$/m).filter((d) => /^kind: /m.test(d));
-      const templated = !path.endsWith("/team.yaml") && !path.endsWith("/kustomization.yaml");
-      for (const doc of docs) {
-        if (templated) {
-          expect(doc, `${ex.name} ${path}`).toContain("berth.dev/template-version: v2");
-          expect(doc, `${ex.name} ${path}`).toContain("app.kubernetes.io/managed-by: berth");
-        }
-      }
-      // Removing what v2 adds gives v1 back, line for line (nothing else changed, no name or azureName).
-      const stripped = text
-        .split("\n")
-        .filter((l) => !/berth\.dev\/template-version: v2|berth-environment: |# Cost allocation/.test(l))
-        .join("\n")
-        .replace("templateVersion: v2", "templateVersion: v1")
-        .replace("templates/v2/", "templates/v1/");
-      const v1Text = v1
-        .get(path)!
-        .split("\n")
-        .filter((l) => !/berth-environment: /.test(l))
-        .join("\n");
-      const v1Lines = new Set(v1Text.split("\n"));
-      for (const line of stripped.split("\n")) {
-        if (/app\.kubernetes\.io\/managed-by: berth|^ {2}tags:|^ {4}berth-(team|cluster): /.test(line)) continue;
-        expect(v1Lines.has(line), `${ex.name} ${path}: v2 line not in v1: ${line}`).toBe(true);
-      }
-    }
-  }
-});
-
-it("v3 differs from v2 only in how a team's federated credentials get their issuer: one after another", async () => {
-  type Rendered = { metadata: { name: string }; spec: Record<string, unknown> };
+// v2 was retired (docs/templates.md#retiring-a-version): v3 holds all of v2's changes from v1, so v1 → v3 is
+// compared directly and asserts the union of both steps: the labels and cost tags v2 added, and the credential chain.
+it("v3 differs from v1 only in labels on every object, cost tags, and federated credentials written one after another", async () => {
+  type Rendered = {
+    kind?: string;
+    metadata: { name: string; labels?: Record<string, string> };
+    spec: Record<string, unknown>;
+  };
   const FIRST = "/federated-credential.yaml";
   const FOLLOWING = "/federated-credential-following.yaml";
   const objectsIn = (text = "") => parseAllDocuments(text).map((d) => d.toJS() as Rendered);
-  const asV2 = (text: string) => text.replaceAll("v3", "v2");
+  const ADDED_LABELS = { "app.kubernetes.io/managed-by": "berth", "berth.dev/template-version": "v3" };
+  const labelled = (metadata: Rendered["metadata"]) => ({
+    ...metadata,
+    labels: { ...metadata.labels, ...ADDED_LABELS },
+  });
   let longestChain = 0;
+  let costTagged = 0;
   for (const ex of EXAMPLES) {
-    const v2 = await renderExample(ex, "v2");
+    const environmentOf = new Map(
+      ex.platform.environments.flatMap((env) => env.clusters.map((c) => [c.name, env.name] as const)),
+    );
+    const v1 = await renderExample(ex, "v1");
     const v3 = await renderExample(ex, "v3");
-    expect([...v3.keys()].filter((p) => !p.endsWith(FOLLOWING)).sort(), ex.name).toEqual([...v2.keys()].sort());
-    for (const [path, v2Text] of v2) {
+    // The same files, and one more per cluster folder: the credentials that follow the first.
+    expect([...v3.keys()].filter((p) => !p.endsWith(FOLLOWING)).sort(), ex.name).toEqual([...v1.keys()].sort());
+    const templatedPath = (path: string) => !path.endsWith("/team.yaml") && !path.endsWith("/kustomization.yaml");
+    for (const [path, text] of v3) {
+      // Every object Berth renders from a template carries the version label (team.yaml and the
+      // kustomize files are Berth's own, not templates).
+      if (!templatedPath(path)) continue;
+      const docs = text.split(/^---$/m).filter((d) => /^kind: /m.test(d));
+      expect(docs.length, `${ex.name} ${path}`).toBeGreaterThan(0);
+      for (const doc of docs) {
+        expect(doc, `${ex.name} ${path}`).toContain("berth.dev/template-version: v3");
+        expect(doc, `${ex.name} ${path}`).toContain("app.kubernetes.io/managed-by: berth");
+      }
+    }
+    for (const [path, v1Text] of v1) {
       const v3Text = v3.get(path) ?? "";
-      if (!path.endsWith(FIRST)) {
-        // Every other file is v2's but for the version it names, and a cluster folder lists the new file.
-        expect(asV2(v3Text).replace(`  - ${FOLLOWING.slice(1)}\n`, ""), `${ex.name} ${path}`).toBe(v2Text);
+      if (!templatedPath(path)) {
+        // Berth's own files: the team file records the version, a cluster folder lists the new file; nothing else.
+        expect(
+          v3Text.replace("templateVersion: v3", "templateVersion: v1").replace(`  - ${FOLLOWING.slice(1)}\n`, ""),
+          `${ex.name} ${path}`,
+        ).toBe(v1Text);
         continue;
       }
-      const sideBySide = objectsIn(v2Text);
-      const chain = [...objectsIn(v3Text), ...objectsIn(v3.get(path.replace(FIRST, FOLLOWING)))];
-      // The same credentials in the same order, with the same metadata but for the version label.
-      expect(chain.map((o) => asV2(JSON.stringify(o.metadata)))).toEqual(
-        sideBySide.map((o) => JSON.stringify(o.metadata)),
-      );
-      chain.forEach((credential, i) => {
-        const { issuer, ...unchanged } = sideBySide[i]?.spec ?? {};
-        const previous = chain[i - 1];
-        expect(credential.spec, `${ex.name} ${path} #${i}`).toEqual({
-          ...unchanged,
-          // The first trusts the cluster's issuer; each next one reads it from what its predecessor exports.
-          ...(previous
-            ? { issuerFromConfig: { name: `${previous.metadata.name}-issuer`, key: "issuer" } }
-            : { issuer }),
-          operatorSpec: {
-            configMapExpressions: [
-              { name: `${credential.metadata.name}-issuer`, key: "issuer", value: "self.status.issuer" },
-            ],
-          },
+      if (path.endsWith(FIRST)) {
+        const sideBySide = objectsIn(v1Text);
+        const chain = [...objectsIn(v3Text), ...objectsIn(v3.get(path.replace(FIRST, FOLLOWING)))];
+        // The same credentials in the same order, with the same metadata but for the two labels.
+        expect(
+          chain.map((o) => o.metadata),
+          `${ex.name} ${path}`,
+        ).toEqual(sideBySide.map((o) => labelled(o.metadata)));
+        chain.forEach((credential, i) => {
+          const { issuer, ...unchanged } = sideBySide[i]?.spec ?? {};
+          const previous = chain[i - 1];
+          expect(credential.spec, `${ex.name} ${path} #${i}`).toEqual({
+            ...unchanged,
+            // The first trusts the cluster's issuer; each next one reads it from what its predecessor exports.
+            ...(previous
+              ? { issuerFromConfig: { name: `${previous.metadata.name}-issuer`, key: "issuer" } }
+              : { issuer }),
+            operatorSpec: {
+              configMapExpressions: [
+                { name: `${credential.metadata.name}-issuer`, key: "issuer", value: "self.status.issuer" },
+              ],
+            },
+          });
         });
+        longestChain = Math.max(longestChain, chain.length);
+        continue;
+      }
+      // Every other object is v1's with the two labels and, on the resource group and the identity, the cost tags
+      // (team, cluster and environment; the resource group already had the first two).
+      const before = objectsIn(v1Text);
+      const after = objectsIn(v3Text);
+      expect(after.length, `${ex.name} ${path}`).toBe(before.length);
+      after.forEach((object, i) => {
+        const old = before[i]!;
+        let expected: Rendered = { ...old, metadata: labelled(old.metadata) };
+        if (old.kind === "ResourceGroup" || old.kind === "UserAssignedIdentity") {
+          const cluster = /\/clusters\/([^/]+)\//.exec(path)?.[1] ?? "";
+          expect(environmentOf.has(cluster), `${ex.name} ${path}`).toBe(true);
+          const tags = {
+            ...(old.spec.tags as Record<string, string> | undefined),
+            "berth-team": ex.team.name,
+            "berth-cluster": cluster,
+            "berth-environment": environmentOf.get(cluster),
+          };
+          expected = { ...expected, spec: { ...old.spec, tags } };
+          costTagged++;
+        }
+        expect(object, `${ex.name} ${path} #${i}`).toEqual(expected);
       });
-      longestChain = Math.max(longestChain, chain.length);
+      // And as text: removing what v3 adds gives v1 back, line for line (no name or azureName changed).
+      const stripped = v3Text
+        .split("\n")
+        .filter((l) => !/berth\.dev\/template-version: v3|berth-environment: |# Cost allocation/.test(l))
+        .join("\n")
+        .replace("templates/v3/", "templates/v1/");
+      const v1Lines = new Set(v1Text.split("\n").filter((l) => !/berth-environment: /.test(l)));
+      for (const line of stripped.split("\n")) {
+        if (/app\.kubernetes\.io\/managed-by: berth|^ {2}tags:|^ {4}berth-(team|cluster): /.test(line)) continue;
+        expect(v1Lines.has(line), `${ex.name} ${path}: v3 line not in v1: ${line}`).toBe(true);
+      }
     }
   }
+  expect(costTagged, "every example renders a resource group and an identity per cluster").toBeGreaterThan(0);
   expect(longestChain, "an example with subject mode both: three credentials in a chain").toBe(3);
 });
 

@@ -426,7 +426,7 @@ describe("preview", () => {
 describe("reading teams from the repo", () => {
   it("reads back every example's team file as the team that was written", () => {
     for (const ex of EXAMPLES) {
-      const team = { ...validateTeam(ex.team, ex.platform), templateVersion: "v2" };
+      const team = { ...validateTeam(ex.team, ex.platform), templateVersion: "v3" };
       expect(parseTeamFile(serializeTeamFile(team), "team.yaml")).toEqual(team);
       // A file written before versions were recorded is a v1 team.
       const { templateVersion: _v, ...legacy } = team;

@@ -48,7 +48,7 @@ describe("selection and waves", () => {
     expect(matchesSelector(teams[0]!, { onlyEnvironments: ["dev"] })).toBe(true);
     expect(matchesSelector(teams[3]!, { labels: { tier: "gold" } })).toBe(true);
     expect(matchesSelector(teams[3]!, { labels: { tier: "gold" }, names: ["x"] })).toBe(false);
-    expect(matchesSelector(teams[3]!, { templateVersions: ["v2"] })).toBe(false);
+    expect(matchesSelector(teams[3]!, { templateVersions: ["v3"] })).toBe(false);
     expect(matchesSelector(teams[3]!, {})).toBe(true);
   });
 
@@ -74,7 +74,7 @@ describe("selection and waves", () => {
 
   it("refuses duplicate wave names and unknown fields in a request", () => {
     expect(rolloutRequestSchema.safeParse({ waves: [{ name: "a" }, { name: "a" }] }).success).toBe(false);
-    expect(rolloutRequestSchema.safeParse({ target: { version: "v2" } }).success).toBe(false);
+    expect(rolloutRequestSchema.safeParse({ target: { version: "v3" } }).success).toBe(false);
     expect(rolloutRequestSchema.safeParse({ waves: [{ name: "a", percent: 0 }] }).success).toBe(false);
     expect(rolloutRequestSchema.parse({})).toEqual({ description: "", target: {}, selector: {}, gate: {} });
   });
@@ -82,8 +82,8 @@ describe("selection and waves", () => {
 
 describe("transitions", () => {
   const request = rolloutRequestSchema.parse({
-    description: "v2",
-    target: { templateVersion: "v2" },
+    description: "v3",
+    target: { templateVersion: "v3" },
     waves: [{ name: "one" }, { name: "two" }],
   });
   const fresh = () =>

@@ -29,7 +29,7 @@ import {
 } from "./fixtures.js";
 
 const SPEC = "teams/orders/base/team.yaml";
-const onV2 = new Onboarding(PLATFORM, loadCatalog("v2"));
+const onV3 = new Onboarding(PLATFORM, loadCatalog("v3"));
 const onV1 = new Onboarding(PLATFORM, loadCatalog("v1"));
 const { name: _name, ...ORDERS_SPEC } = teamInput();
 
@@ -46,76 +46,78 @@ async function issuesOf(p: Promise<unknown> | (() => unknown)) {
 describe("TemplateCatalog", () => {
   it("holds every version, orders them numerically, and refuses a default without a folder", () => {
     const catalog = loadCatalog("v1");
-    expect(catalog.versions()).toEqual(["v1", "v2", "v3", "v4", "v5"]);
-    expect(catalog.get("v2").version).toBe("v2");
+    expect(catalog.versions()).toEqual(["v1", "v3", "v4", "v5"]);
+    expect(catalog.get("v3").version).toBe("v3");
     expect(() => catalog.get("v9")).toThrow(RenderError);
-    expect(() => new TemplateCatalog([loadTemplates("v1")], "v2")).toThrow(/default template version v2 is not among/);
+    // v2 was retired (docs/templates.md#retiring-a-version): no folder, no version.
+    expect(() => catalog.get("v2")).toThrow(RenderError);
+    expect(() => new TemplateCatalog([loadTemplates("v1")], "v3")).toThrow(/default template version v3 is not among/);
     expect(() => new TemplateCatalog([loadTemplates("v1"), loadTemplates("v1")], "v1")).toThrow(/twice/);
-    expect(["v10", "v2", "v1"].sort(compareVersions)).toEqual(["v1", "v2", "v10"]);
+    expect(["v10", "v3", "v1"].sort(compareVersions)).toEqual(["v1", "v3", "v10"]);
   });
 });
 
 describe("new teams", () => {
   it("get the platform default and record it in their team file", async () => {
-    const { team, change } = await onV2.planCreate(new MemoryRepoTree(), teamInput());
-    expect(team.templateVersion).toBe("v2");
-    expect(parseTeamFile(change.files.get(SPEC)!, SPEC).templateVersion).toBe("v2");
-    expect(change.files.get("teams/orders/base/namespace.yaml")).toContain("berth.dev/template-version: v2");
-    expect(change.body).toContain("templates: v2");
+    const { team, change } = await onV3.planCreate(new MemoryRepoTree(), teamInput());
+    expect(team.templateVersion).toBe("v3");
+    expect(parseTeamFile(change.files.get(SPEC)!, SPEC).templateVersion).toBe("v3");
+    expect(change.files.get("teams/orders/base/namespace.yaml")).toContain("berth.dev/template-version: v3");
+    expect(change.body).toContain("templates: v3");
   });
 
   it("may name another existing version", async () => {
-    const { team, change } = await onV2.planCreate(new MemoryRepoTree(), teamInput({ templateVersion: "v1" }));
+    const { team, change } = await onV3.planCreate(new MemoryRepoTree(), teamInput({ templateVersion: "v1" }));
     expect(team.templateVersion).toBe("v1");
     expect(change.files.get("teams/orders/base/namespace.yaml")).not.toContain("template-version");
   });
 
   it("naming a version that does not exist is a 422 listing the versions, together with the other problems", async () => {
-    const issues = await issuesOf(() => onV2.prepareCreate(teamInput({ templateVersion: "v9", owners: [] })));
+    const issues = await issuesOf(() => onV3.prepareCreate(teamInput({ templateVersion: "v9", owners: [] })));
     expect(issues).toContainEqual({
       field: "templateVersion",
-      rule: "must be one of the template versions: v1, v2, v3, v4, v5",
+      rule: "must be one of the template versions: v1, v3, v4, v5",
     });
     expect(issues.map((i) => i.field)).toContain("owners");
-    expect(await issuesOf(() => onV2.prepareCreate(teamInput({ templateVersion: "latest" })))).toContainEqual({
+    expect(await issuesOf(() => onV3.prepareCreate(teamInput({ templateVersion: "latest" })))).toContainEqual({
       field: "templateVersion",
-      rule: "must name a template version such as v1 or v2",
+      rule: "must name a template version such as v1 or v3",
     });
   });
 });
 
 describe("updates keep the team's version", () => {
-  it("an update of a v1 team renders v1 even when the default is v2", async () => {
+  it("an update of a v1 team renders v1 even when the default is v3", async () => {
     const tree = await treeWithTeams(onV1, [teamInput()]);
-    const { team, change } = await onV2.planUpdate(tree, "orders", { ...ORDERS_SPEC, description: "Orders, renamed" });
+    const { team, change } = await onV3.planUpdate(tree, "orders", { ...ORDERS_SPEC, description: "Orders, renamed" });
     expect(team.templateVersion).toBe("v1");
-    // Only the description changed: the namespace annotation and the team file, nothing of v2.
+    // Only the description changed: the namespace annotation and the team file, nothing of v3.
     expect([...change.files.keys()].sort()).toEqual(["teams/orders/base/namespace.yaml", SPEC]);
     expect(change.files.get(SPEC)).toContain("templateVersion: v1");
   });
 
   it("a body may repeat the version, not change it: only a rollout moves a team", async () => {
     const tree = await treeWithTeams(onV1, [teamInput()]);
-    await expect(onV2.planUpdate(tree, "orders", { ...ORDERS_SPEC, templateVersion: "v1" })).resolves.toBeTruthy();
-    const issues = await issuesOf(onV2.planUpdate(tree, "orders", { ...ORDERS_SPEC, templateVersion: "v2" }));
+    await expect(onV3.planUpdate(tree, "orders", { ...ORDERS_SPEC, templateVersion: "v1" })).resolves.toBeTruthy();
+    const issues = await issuesOf(onV3.planUpdate(tree, "orders", { ...ORDERS_SPEC, templateVersion: "v3" }));
     expect(issues).toEqual([
       {
         field: "templateVersion",
-        rule: expect.stringMatching(/is v1; an update cannot change it to v2: a rollout moves teams/),
+        rule: expect.stringMatching(/is v1; an update cannot change it to v3: a rollout moves teams/),
       },
     ]);
   });
 
   it("an update prepared before a rollout moved the team renders on the team's new version", async () => {
     const v1Tree = await treeWithTeams(onV1, [teamInput()]);
-    const prepared = onV2.prepareUpdate("orders", { ...ORDERS_SPEC, description: "x" }, "v1");
-    const moved = v1Tree.apply((await rerender(onV2, v1Tree, "orders", "v2")).files);
-    const { team, change } = await onV2.planUpdate(moved, "orders", prepared);
-    expect(team.templateVersion).toBe("v2");
-    expect(change.files.get(SPEC)).toContain("templateVersion: v2");
+    const prepared = onV3.prepareUpdate("orders", { ...ORDERS_SPEC, description: "x" }, "v1");
+    const moved = v1Tree.apply((await rerender(onV3, v1Tree, "orders", "v3")).files);
+    const { team, change } = await onV3.planUpdate(moved, "orders", prepared);
+    expect(team.templateVersion).toBe("v3");
+    expect(change.files.get(SPEC)).toContain("templateVersion: v3");
     // ... unless the request named the old version: its view is stale, so it is refused.
-    const pinned = onV2.prepareUpdate("orders", { ...ORDERS_SPEC, templateVersion: "v1" }, "v1");
-    await expect(onV2.planUpdate(moved, "orders", pinned)).rejects.toBeInstanceOf(TeamValidationError);
+    const pinned = onV3.prepareUpdate("orders", { ...ORDERS_SPEC, templateVersion: "v1" }, "v1");
+    await expect(onV3.planUpdate(moved, "orders", pinned)).rejects.toBeInstanceOf(TeamValidationError);
   });
 });
 
@@ -124,13 +126,13 @@ describe("team files written before versions were recorded", () => {
     const tree = await treeWithTeams(onV1, [teamInput()]);
     const { templateVersion: _v, ...legacyTeam } = validateTeam(teamInput() as TeamInput, PLATFORM);
     const legacy = tree.apply(new Map([[SPEC, serializeTeamFile(legacyTeam)]]));
-    expect((await onV2.readTeam(legacy, "orders"))?.templateVersion).toBe("v1");
-    const { from, files } = await rerender(onV2, legacy, "orders");
+    expect((await onV3.readTeam(legacy, "orders"))?.templateVersion).toBe("v1");
+    const { from, files } = await rerender(onV3, legacy, "orders");
     expect(from).toBe("v1");
     expect([...files.keys()]).toEqual([SPEC]);
   });
 
-  it("move to v2 through a rollout's plan: every generated file changes, names do not", async () => {
+  it("move to v3 through a rollout's plan: every generated file changes, names do not, the credential chain adds a file per cluster", async () => {
     const tree = await treeWithTeams(onV1, [
       teamInput({
         environments: ["dev", "prod"],
@@ -138,14 +140,21 @@ describe("team files written before versions were recorded", () => {
         owners: [OWNERS.payments],
       }),
     ]);
-    const { from, to, files } = await rerender(onV2, tree, "orders", "v2");
-    expect([from, to]).toEqual(["v1", "v2"]);
+    const { from, to, files } = await rerender(onV3, tree, "orders", "v3");
+    expect([from, to]).toEqual(["v1", "v3"]);
     const teamFiles = (await tree.list("teams/orders")).filter((p) => !p.endsWith("kustomization.yaml"));
     for (const path of teamFiles) expect(files.has(path), path).toBe(true);
     const after = tree.apply(files);
-    expect(await after.list("teams/orders")).toEqual(await tree.list("teams/orders"));
-    // Re-rendering again on v2 changes nothing.
-    expect((await rerender(onV2, after, "orders")).files.size).toBe(0);
+    // No file is renamed or dropped; v3's credential chain adds one file per cluster folder: the credentials that
+    // follow the first (templates/v3/federated-credential-following.yaml, ADR 0021).
+    const before = await tree.list("teams/orders");
+    const following = before
+      .filter((p) => p.endsWith("/federated-credential.yaml"))
+      .map((p) => p.replace(/federated-credential\.yaml$/, "federated-credential-following.yaml"));
+    expect(following).toHaveLength(3);
+    expect([...(await after.list("teams/orders"))].sort()).toEqual([...before, ...following].sort());
+    // Re-rendering again on v3 changes nothing.
+    expect((await rerender(onV3, after, "orders")).files.size).toBe(0);
   });
 });
 

@@ -248,7 +248,7 @@ export class RolloutService {
     return { ...result, versions };
   }
 
-  /** The version each team is on in the tree, grouped: `{ v2: [a, b], v1: [c] }`; offboarded teams under "gone". */
+  /** The version each team is on in the tree, grouped: `{ v3: [a, b], v1: [c] }`; offboarded teams under "gone". */
   async versionsOf(tree: RepoTree, teams: readonly string[]): Promise<Record<string, string[]>> {
     const out: Record<string, string[]> = {};
     const read = await Promise.all(
