@@ -15,6 +15,7 @@ export const DOMAIN_ERROR_CODES = [
   "team-exists",
   "team-not-found",
   "render-failed",
+  "template-version-retired",
   "path-ownership",
   "invalid-rollout",
   "rollout-not-found",
@@ -72,6 +73,25 @@ export class RenderError extends DomainError {
     readonly source?: string,
   ) {
     super(source ? `${source}: ${message}` : message);
+  }
+}
+
+/**
+ * The team is rendered with a template version this Berth no longer has (retired: docs/templates.md, "Retiring a
+ * version"). Not a broken install: a rollout moves the team to an installed version, and then it can change again.
+ */
+export class TemplateVersionRetiredError extends DomainError {
+  override readonly name = "TemplateVersionRetiredError";
+  readonly code = "template-version-retired";
+  constructor(
+    readonly team: string,
+    readonly version: string,
+    readonly installed: readonly string[],
+  ) {
+    super(
+      `team "${team}" is rendered with template version ${version}, which is no longer installed ` +
+        `(installed: ${installed.join(", ")}): move it with a rollout first (POST /v1/rollouts, target.templateVersion)`,
+    );
   }
 }
 

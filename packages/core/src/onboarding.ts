@@ -4,6 +4,7 @@ import {
   TeamExistsError,
   TeamNotFoundError,
   TeamValidationError,
+  TemplateVersionRetiredError,
   type FieldIssue,
 } from "./errors.js";
 import { repoLayout, TEAM_SPEC_FILE, teamShard, type RepoLayout } from "./layout.js";
@@ -223,6 +224,8 @@ export class Onboarding {
   prepareUpdate(name: string, spec: unknown, currentVersion: string): PreparedTeam {
     const requested = versionOf(spec);
     const team = this.withVersionCheck(() => validateTeamSpec(name, spec, this.platform), requested, currentVersion);
+    if (!this.catalog.has(currentVersion))
+      throw new TemplateVersionRetiredError(name, currentVersion, this.catalog.versions());
     return this.prepared({ ...team, templateVersion: currentVersion }, requested);
   }
 

@@ -166,6 +166,11 @@ const CODED_PROBLEMS: Record<
     logged: "cannot render from the Flux repo or templates",
     opaque: true,
   },
+  "template-version-retired": {
+    status: 409,
+    title: "The team's template version is no longer installed",
+    uncommitted: true,
+  },
   "path-ownership": {
     status: 409,
     title: "Change outside the team's files",
