@@ -6,13 +6,14 @@
  *   npm run generate            write every generated file
  *   npm run generate -- --check list what differs, exit 1 if anything does (writes nothing)
  */
-import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
-import { dirname, join, relative } from "node:path";
+import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { dirname, join, sep } from "node:path";
 import { fileURLToPath } from "node:url";
 import { stringify } from "yaml";
 import { teamCrd } from "../apps/controller/src/crd.js";
 import { SLICE_DEFAULTS, sliceFiles } from "../infra/flux/team-slices.js";
 import { EXAMPLES, renderExample, TEMPLATE_VERSIONS } from "../packages/core/test/fixtures.js";
+import { filesOf } from "../tests/support/folder.js";
 
 export const REPO_ROOT = fileURLToPath(new URL("..", import.meta.url));
 
@@ -73,17 +74,11 @@ export interface Difference {
   what: string;
 }
 
-function filesUnder(dir: string): string[] {
-  if (!existsSync(dir)) return [];
-  return readdirSync(dir).flatMap((name) => {
-    const full = join(dir, name);
-    return statSync(full).isDirectory() ? filesUnder(full) : [full];
-  });
-}
-
-/** Every file `generated` writes that differs from the repository at `root`, in path order. */
-export async function differences(generated: Generated, root = REPO_ROOT): Promise<Difference[]> {
-  const files = await generated.files();
+/**
+ * Every file of `files` (what `generated` writes, from its `files()`) that differs from the repository at `root`, in
+ * path order. The caller renders once and passes the result, here and to write().
+ */
+export function differences(generated: Generated, files: ReadonlyMap<string, string>, root = REPO_ROOT): Difference[] {
   const found: Difference[] = [];
   for (const [path, content] of files) {
     const onDisk = join(root, path);
@@ -91,8 +86,8 @@ export async function differences(generated: Generated, root = REPO_ROOT): Promi
     else if (readFileSync(onDisk, "utf8") !== content) found.push({ path, kind: "changed", what: generated.what });
   }
   if (generated.owns)
-    for (const full of filesUnder(join(root, generated.owns))) {
-      const path = relative(root, full).split("\\").join("/");
+    for (const relativePath of filesOf(join(root, generated.owns)).keys()) {
+      const path = `${generated.owns}/${relativePath.split(sep).join("/")}`;
       if (!files.has(path) && !generated.keep?.includes(path))
         found.push({ path, kind: "stale", what: generated.what });
     }
@@ -106,10 +101,9 @@ function removeWithEmptyParents(file: string, top: string) {
     rmSync(dir, { recursive: true });
 }
 
-/** Brings the repository at `root` in line with `generated`; answers what it changed. */
-export async function write(generated: Generated, root = REPO_ROOT): Promise<Difference[]> {
-  const found = await differences(generated, root);
-  const files = await generated.files();
+/** Brings the repository at `root` in line with `files` (what `generated` writes); answers what it changed. */
+export function write(generated: Generated, files: ReadonlyMap<string, string>, root = REPO_ROOT): Difference[] {
+  const found = differences(generated, files, root);
   for (const d of found) {
     const full = join(root, d.path);
     if (d.kind === "stale") removeWithEmptyParents(full, join(root, generated.owns ?? ""));
@@ -124,7 +118,8 @@ export async function write(generated: Generated, root = REPO_ROOT): Promise<Dif
 async function main(check: boolean) {
   let count = 0;
   for (const generated of GENERATED) {
-    const found = check ? await differences(generated) : await write(generated);
+    const files = await generated.files();
+    const found = check ? differences(generated, files) : write(generated, files);
     for (const d of found) console.log(`${d.kind.padEnd(7)} ${d.path}`);
     count += found.length;
   }
