@@ -103,6 +103,17 @@ describe("onboarding API against a file:// Flux repo", () => {
       expect(statuses(o)).toEqual(expect.arrayContaining(["400", "401", "403", "409", "422", "429", "503"]));
     }
     for (const o of withBody) expect(statuses(o)).toEqual(expect.arrayContaining(["400", "409", "413", "415", "422"]));
+    // Every write that commits takes Berth-On-Behalf-Of, and answers 400 to a malformed one.
+    const commits = [
+      ...writes,
+      op("/v1/teams/{name}/adopt", "post"),
+      op("/v1/rollouts", "post"),
+      ...["pause", "resume", "abort"].map((action) => op(`/v1/rollouts/{id}/${action}`, "post")),
+    ];
+    for (const o of commits) {
+      expect(params(o, "header")).toContain("berth-on-behalf-of");
+      expect(statuses(o)).toContain("400");
+    }
     expect(params(op("/v1/teams", "get"), "query")).toEqual(expect.arrayContaining(["limit", "continue"]));
     for (const o of [op("/v1/teams", "get"), op("/v1/teams/{name}", "get")]) {
       expect(params(o, "header")).toContain("if-none-match");

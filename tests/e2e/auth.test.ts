@@ -6,7 +6,7 @@ import { pathToFileURL } from "node:url";
 import { writeResponse } from "@berth/api-contract";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startBerth, type RunningBerth } from "../support/berth.js";
-import { readAnswer } from "../support/contract.js";
+import { readAnswer, readProblem } from "../support/contract.js";
 import { startTestIssuer, type TestIssuer } from "../support/oidc-issuer.js";
 
 const OWNER = "0b9a3c1e-1111-4222-8333-444455556666";
@@ -15,6 +15,18 @@ const payload = { name: "orders", owners: [OWNER], environments: ["dev"] };
 describe("bearer JWT auth against an OIDC issuer's JWKS", () => {
   let issuer: TestIssuer;
   let berth: RunningBerth;
+  let bare: string;
+  const remoteHead = () =>
+    execFileSync("git", ["--git-dir", bare, "rev-parse", "--verify", "-q", "refs/heads/main"], {
+      encoding: "utf8",
+    }).trim();
+  /** The trailers of `revision` in the Flux repo, as git itself reads them. */
+  const trailersOf = (revision: string) =>
+    execFileSync("git", ["--git-dir", bare, "log", "-1", "--format=%(trailers:only,unfold)", revision], {
+      encoding: "utf8",
+    })
+      .trim()
+      .split("\n");
   const call = (method: "GET" | "POST", url: string, token?: string) =>
     berth.server.inject({
       method,
@@ -25,7 +37,7 @@ describe("bearer JWT auth against an OIDC issuer's JWKS", () => {
 
   beforeAll(async () => {
     issuer = await startTestIssuer("api://berth");
-    const bare = mkdtempSync(join(tmpdir(), "berth-remote-"));
+    bare = mkdtempSync(join(tmpdir(), "berth-remote-"));
     execFileSync("git", ["init", "--quiet", "--bare", "--initial-branch=main", bare]);
     // No jwksUri: the API discovers it from the issuer's openid-configuration, as with Entra ID.
     berth = await startBerth({
@@ -52,7 +64,85 @@ describe("bearer JWT auth against an OIDC issuer's JWKS", () => {
     expect(res.statusCode).toBe(201);
     expect((await call("GET", "/v1/teams/orders", writer)).statusCode).toBe(200);
     const tree = await berth.repo.snapshot(0);
-    expect(tree.revision).toBe(readAnswer(res, writeResponse).revision);
+    const { revision } = readAnswer(res, writeResponse);
+    expect(tree.revision).toBe(revision);
+    const trailers = trailersOf(revision);
+    expect(trailers).toContain("Berth-Requested-By: alice@example.com");
+    expect(trailers.filter((t) => t.startsWith("Berth-On-Behalf-Of"))).toEqual([]);
+  });
+
+  it("records whom a portal says it acts for beside its own identity, and replays its retry", async () => {
+    const portal = await issuer.sign({ roles: ["Berth.Write"], sub: "backstage-scaffolder" });
+    const onboard = () =>
+      berth.server.inject({
+        method: "POST",
+        url: "/v1/teams",
+        headers: {
+          authorization: `Bearer ${portal}`,
+          "berth-on-behalf-of": "user:default/jane.doe",
+          "idempotency-key": "portal-billing-1",
+        },
+        payload: { ...payload, name: "billing" },
+      });
+    const res = await onboard();
+    expect(res.statusCode).toBe(201);
+    const { revision } = readAnswer(res, writeResponse);
+    expect(trailersOf(revision)).toEqual([
+      "Berth-Requested-By: backstage-scaffolder",
+      expect.stringMatching(/^Berth-Request-Id: /),
+      "Berth-On-Behalf-Of: user:default/jane.doe",
+      "Berth-Action: create",
+      "Berth-Team: billing",
+      "Berth-Idempotency-Key: portal-billing-1",
+      expect.stringMatching(/^Berth-Request-Fingerprint: sha256:/),
+    ]);
+    const retry = await onboard();
+    expect(retry.statusCode).toBe(201);
+    expect(retry.headers["idempotent-replayed"]).toBe("true");
+    expect(readAnswer(retry, writeResponse).revision).toBe(revision);
+    expect(remoteHead()).toBe(revision);
+  });
+
+  it("refuses a malformed Berth-On-Behalf-Of on every write (400 naming the header) and commits nothing", async () => {
+    const writer = await issuer.sign({ roles: ["Berth.Write"], preferred_username: "alice@example.com" });
+    const before = remoteHead();
+    const rollout = "/v1/rollouts/ro-20261127-000000-abcdef";
+    const writes: Array<["POST" | "PUT" | "DELETE", string, object | undefined]> = [
+      ["POST", "/v1/teams", { ...payload, name: "ledger" }],
+      ["PUT", "/v1/teams/orders", { owners: [OWNER], environments: ["dev"] }],
+      ["DELETE", "/v1/teams/orders", undefined],
+      ["POST", "/v1/teams/orders/adopt", {}],
+      ["POST", "/v1/rollouts", {}],
+      ["POST", `${rollout}/pause`, undefined],
+      ["POST", `${rollout}/resume`, undefined],
+      ["POST", `${rollout}/abort`, undefined],
+    ];
+    // A newline cannot be sent in a header; control characters (C0, C1), an over-long value and two headers (which
+    // Node joins with a comma) can.
+    const malformed = [
+      "jane\u0007doe",
+      "user:default/jane\u0085",
+      "x".repeat(300),
+      "\u0007".repeat(300),
+      "user:default/jane.doe, user:default/mallory",
+    ];
+    for (const value of malformed) {
+      for (const [method, url, body] of writes) {
+        const res = await berth.server.inject({
+          method,
+          url,
+          headers: { authorization: `Bearer ${writer}`, "berth-on-behalf-of": value },
+          ...(body ? { payload: body } : {}),
+        });
+        const what = `${method} ${url} ${JSON.stringify(value.slice(0, 20))}`;
+        expect(res.statusCode, what).toBe(400);
+        expect(readProblem(res), what).toMatchObject({
+          type: "https://berth.dev/problems/bad-request",
+          errors: [{ field: "headers.berth-on-behalf-of" }],
+        });
+      }
+    }
+    expect(remoteHead()).toBe(before);
   });
 
   it("refuses a token without any Berth role (403), even for reads", async () => {

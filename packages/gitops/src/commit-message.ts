@@ -10,7 +10,8 @@ import { GitOpsError } from "./errors.js";
 const MAX_SUBJECT = 200;
 const MAX_BODY_LINE = 500;
 const MAX_BODY_LINES = 100;
-const MAX_TRAILER = 200;
+/** The longest trailer value kept whole; a longer one is cut. */
+export const MAX_TRAILER_VALUE = 200;
 
 export const TRAILER_ACTOR = "Berth-Requested-By";
 export const TRAILER_REQUEST_ID = "Berth-Request-Id";
@@ -34,7 +35,7 @@ export function sanitizeLine(value: unknown, max: number): string {
 
 /** A trailer value as it is written to (and so as it must be looked up in) a commit message. */
 export function trailerValue(value: unknown): string {
-  return sanitizeLine(value, MAX_TRAILER);
+  return sanitizeLine(value, MAX_TRAILER_VALUE);
 }
 
 /** The origin's extra trailers, checked: Berth-* keys, no key twice (the fixed two included), bounded. */
@@ -83,8 +84,8 @@ export function buildCommitMessage(change: RepoChange, origin: ChangeOrigin): st
   if (kept.length > 0) lines.push("", ...kept);
   lines.push(
     "",
-    `${TRAILER_ACTOR}: ${sanitizeLine(origin?.actor, MAX_TRAILER) || "unknown"}`,
-    `${TRAILER_REQUEST_ID}: ${sanitizeLine(origin?.requestId, MAX_TRAILER) || "unknown"}`,
+    `${TRAILER_ACTOR}: ${sanitizeLine(origin?.actor, MAX_TRAILER_VALUE) || "unknown"}`,
+    `${TRAILER_REQUEST_ID}: ${sanitizeLine(origin?.requestId, MAX_TRAILER_VALUE) || "unknown"}`,
     ...extra.map((t) => `${t.key}: ${t.value}`),
   );
   return `${lines.join("\n")}\n`;

@@ -6,6 +6,7 @@ export { RepoReader } from "./repo-reader.js";
 export { assertWritablePath } from "./paths.js";
 export {
   buildCommitMessage,
+  MAX_TRAILER_VALUE,
   parseTrailers,
   sanitizeLine,
   trailerValue,

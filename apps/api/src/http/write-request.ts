@@ -3,11 +3,12 @@ import type { ChangeOrigin } from "@berth/core";
 import type { FastifyRequest } from "fastify";
 import type { WriteRequest } from "../services/idempotency.js";
 import { HttpProblem, pathOf } from "./plugins/problem.js";
+import { ON_BEHALF_OF_HEADER } from "./routes/schemas.js";
 
 /**
- * What a write request carries into the services, read from HTTP: who asked (the commit's trailers) and its
- * Idempotency-Key (draft-ietf-httpapi-idempotency-key-header) with a fingerprint of the request. Every write route
- * (teams, rollouts, adoption) uses these.
+ * What a write request carries into the services, read from HTTP: who asked and for whom (the commit's trailers)
+ * and its Idempotency-Key (draft-ietf-httpapi-idempotency-key-header) with a fingerprint of the request. Every write
+ * route (teams, rollouts, adoption) uses these.
  */
 
 export const IDEMPOTENCY_HEADER = "idempotency-key";
@@ -54,9 +55,19 @@ export function requestFingerprint(method: string, path: string, body: unknown):
   return `sha256:${hash}`;
 }
 
-/** Who asked for a write, for its commit's trailers. */
+/** Whom the caller says it acts for: a trailer of its own, beside Berth-Requested-By. */
+export const TRAILER_ON_BEHALF_OF = "Berth-On-Behalf-Of";
+
+/**
+ * Who asked for a write, for its commit's trailers: the token's identity, and whom the caller says it acts for
+ * when it sent Berth-On-Behalf-Of (a claim, recorded as such, never in the place of the identity). The route's
+ * header schema (routes/schemas.ts) has validated the value by now.
+ */
 export function originOf(request: FastifyRequest): ChangeOrigin {
-  return { actor: request.principal?.actor ?? "unknown", requestId: String(request.id) };
+  const origin = { actor: request.principal?.actor ?? "unknown", requestId: String(request.id) };
+  const onBehalfOf = request.headers[ON_BEHALF_OF_HEADER];
+  if (typeof onBehalfOf !== "string") return origin;
+  return { ...origin, trailers: [{ key: TRAILER_ON_BEHALF_OF, value: onBehalfOf }] };
 }
 
 /** What the commit records about who asked, and the request's Idempotency-Key with its fingerprint. */

@@ -68,7 +68,7 @@ export function sendProblem(
     .send({ ...problem, instance: pathOf(request.url), requestId: String(request.id) } satisfies Problem);
 }
 
-/** A request part (body, params, query) failed its zod schema; issues keep zod's exact field paths. */
+/** A request part (body, params, query, headers) failed its zod schema; issues keep zod's exact field paths. */
 export class RequestValidationError extends Error {
   constructor(
     readonly part: string,
@@ -215,6 +215,16 @@ export const problemPlugin = fp(async (app: FastifyInstance) => {
       });
     }
     if (error instanceof RequestValidationError) {
+      // A malformed header is a malformed request (400, as a malformed Idempotency-Key); a body, path or query
+      // that breaks its schema is content the API cannot act on (422).
+      if (error.part === "headers")
+        return sendProblem(request, reply, {
+          type: `${PROBLEM_BASE}bad-request`,
+          title: reasonPhrase(400),
+          status: 400,
+          detail: "a request header is malformed",
+          errors: error.issues,
+        });
       return sendProblem(request, reply, {
         type: `${PROBLEM_BASE}invalid-request`,
         title: "Invalid request",

@@ -2,7 +2,7 @@ import { adoptionRequestSchema, teamSchema } from "@berth/core";
 import type { FastifyPluginAsyncZod } from "fastify-type-provider-zod";
 import { z } from "zod";
 import type { AdoptionService } from "../../services/adoption-service.js";
-import { fileChangeSchema, problemResponses, teamNameParams } from "./schemas.js";
+import { fileChangeSchema, onBehalfOfHeaders, problemResponses, teamNameParams } from "./schemas.js";
 import { originOf } from "../write-request.js";
 
 /** HTTP shapes of adoption (exported for clients). */
@@ -118,8 +118,9 @@ export const adoptionRoutes: FastifyPluginAsyncZod<{ adoption: AdoptionService }
         summary: "Adopt a hand-written team: team file and Berth's layout in one commit",
         security,
         params: teamNameParams,
+        headers: onBehalfOfHeaders,
         body: adoptionRequestSchema,
-        response: { 201: adoptionResponse, ...errors },
+        response: { 201: adoptionResponse, ...problemResponses(400, 409, 422) },
       },
     },
     async (request, reply) => {

@@ -11,7 +11,7 @@ import { rolloutRequestSchema } from "@berth/core";
 import type { FastifyPluginAsyncZod } from "fastify-type-provider-zod";
 import { z } from "zod";
 import type { RolloutService } from "../../services/rollouts/service.js";
-import { problemResponse, problemResponses, writeHeaders } from "./schemas.js";
+import { onBehalfOfHeaders, problemResponse, problemResponses, writeHeaders } from "./schemas.js";
 import { originOf, writeRequest } from "../write-request.js";
 
 /** The rollouts API's response shapes live in @berth/api-contract, shared with the CLI. */
@@ -25,6 +25,8 @@ export const previewQuery = z.object({
 
 const security = [{ bearerAuth: [] }];
 const errors = problemResponses(422);
+/** A write's headers can be malformed (Idempotency-Key, Berth-On-Behalf-Of): 400. */
+const writeErrors = problemResponses(400, 422);
 
 export const rolloutRoutes: FastifyPluginAsyncZod<{ rollouts: RolloutService }> = async (app, { rollouts }) => {
   const read = { requiredRole: "read" as const };
@@ -60,7 +62,7 @@ export const rolloutRoutes: FastifyPluginAsyncZod<{ rollouts: RolloutService }> 
         security,
         headers: writeHeaders,
         body: rolloutRequestSchema,
-        response: { 201: rolloutCreatedResponse, 409: problemResponse, ...errors },
+        response: { 201: rolloutCreatedResponse, 409: problemResponse, ...writeErrors },
       },
     },
     async (request, reply) => {
@@ -118,7 +120,8 @@ export const rolloutRoutes: FastifyPluginAsyncZod<{ rollouts: RolloutService }> 
               : "Resume a paused or halted rollout (the wave's gate clock restarts)",
           security,
           params: rolloutIdParams,
-          response: { 200: rolloutWriteResponse, 404: problemResponse, 409: problemResponse, ...errors },
+          headers: onBehalfOfHeaders,
+          response: { 200: rolloutWriteResponse, 404: problemResponse, 409: problemResponse, ...writeErrors },
         },
       },
       async (request) => rollouts[action](request.params.id, originOf(request)),
@@ -134,7 +137,8 @@ export const rolloutRoutes: FastifyPluginAsyncZod<{ rollouts: RolloutService }> 
         summary: "Abort: no further wave is committed, nothing is reverted; says which version each team is on",
         security,
         params: rolloutIdParams,
-        response: { 200: rolloutAbortResponse, 404: problemResponse, 409: problemResponse, ...errors },
+        headers: onBehalfOfHeaders,
+        response: { 200: rolloutAbortResponse, 404: problemResponse, 409: problemResponse, ...writeErrors },
       },
     },
     async (request) => rollouts.abort(request.params.id, originOf(request)),
