@@ -364,4 +364,17 @@ describe("the status page over HTTP", () => {
     expect(Object.keys(openapi.paths)).toContain("/v1/status");
     expect(Object.keys(openapi.paths).filter((p) => p.startsWith("/ui"))).toEqual([]);
   });
+
+  it("names in the team's history whom a write was made for, beside who made it", async () => {
+    const updated = await berth.server.inject({
+      method: "PUT",
+      url: "/v1/teams/payments",
+      headers: { ...bearer, "berth-on-behalf-of": "user:default/jane.doe" },
+      payload: { description: "Payments", owners: [OWNER], environments: ["dev", "prod"] },
+    });
+    expect(updated.statusCode).toBe(200);
+    const page = await get("/ui/teams/payments");
+    expect(page.body).toContain("<td>user:default/jane.doe via developer</td>");
+    expect(page.body).toContain("<td>developer</td>"); // the onboarding, sent without the header
+  });
 });

@@ -1,7 +1,15 @@
 import { describeClusterStatus, phaseOf, statusChain, type ChainStep, type ClusterStatus } from "@berth/api-contract";
 import type { TeamDetail } from "../../../services/status-board.js";
+import { TRAILER_ON_BEHALF_OF } from "../../write-request.js";
 import { html, type Html } from "../html.js";
 import { phaseBadge, shortSha, timestamp } from "./common.js";
+
+/** Who asked for a commit: the token's identity, after whom it said it acted for (`jane via backstage`) when it did. */
+function requestedBy(commit: TeamDetail["commits"][number]): string {
+  const actor = commit.trailers["Berth-Requested-By"] ?? commit.author;
+  const onBehalfOf = commit.trailers[TRAILER_ON_BEHALF_OF];
+  return onBehalfOf ? `${onBehalfOf} via ${actor}` : actor;
+}
 
 const STEP_STATE_WORDS: Record<ChainStep["state"], string> = {
   done: "done",
@@ -71,7 +79,7 @@ ${
 <thead><tr><th scope="col">Commit</th><th scope="col">Date</th><th scope="col">Change</th><th scope="col">Requested by</th></tr></thead>
 <tbody>${detail.commits.map(
         (c) =>
-          html`<tr><td>${shortSha(c.sha)}</td><td>${timestamp(c.date)}</td><td>${c.subject}</td><td>${c.trailers["Berth-Requested-By"] ?? c.author}</td></tr>`,
+          html`<tr><td>${shortSha(c.sha)}</td><td>${timestamp(c.date)}</td><td>${c.subject}</td><td>${requestedBy(c)}</td></tr>`,
       )}</tbody>
 </table>`
     : html`<p class="none">No commits found.</p>`
