@@ -7,6 +7,12 @@ export default defineConfig({
   resolve: {
     // Tests run against sources, so `npm test` needs no build step.
     alias: {
+      // Subpaths before the package itself: vite takes the first alias that matches.
+      "@berth/backstage/scaffolder": fileURLToPath(
+        new URL("./packages/backstage/src/scaffolder/module.ts", import.meta.url),
+      ),
+      "@berth/backstage/catalog": fileURLToPath(new URL("./packages/backstage/src/catalog/module.ts", import.meta.url)),
+      "@berth/backstage": src("backstage"),
       "@berth/core": src("core"),
       "@berth/config": src("config"),
       "@berth/gitops": src("gitops"),

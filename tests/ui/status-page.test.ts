@@ -28,83 +28,10 @@ import { ensureBuilt } from "../support/build.js";
 import { createBareRepo, type BareRepo } from "../support/git-remotes.js";
 import { startKubeCluster, type KubeCluster } from "../support/kube-cluster.js";
 import { startApiProcess, type AppProcess } from "../support/processes.js";
+import { teamStatus } from "../support/team-status.js";
 import { prepareCluster, writeTestPlatformConfig } from "../support/test-platform.js";
 
 const OWNER = "0b9a3c1e-1111-4222-8333-444455556666";
-
-/** The controller's condition types, in chain order (apps/controller/src/reconcile/status.ts). */
-const CHAIN = [
-  "Rendered",
-  "ResourceGroupReady",
-  "IdentityReady",
-  "FederatedCredentialsReady",
-  "FederationMatchesIssuer",
-  "RoleAssignmentsReady",
-  "KustomizationReady",
-  "CredentialWritten",
-];
-
-/**
- * A Team status as the controller writes it: conditions before `blockedAt` True, the one at `blockedAt`
- * False (with ASO's reason and severity when given) or Unknown, the rest Unknown; Ready summarises.
- */
-function teamStatus(blockedAt: string | undefined, failure?: { reason: string; severity: string; message: string }) {
-  const now = new Date().toISOString();
-  const index = blockedAt ? CHAIN.indexOf(blockedAt) : CHAIN.length;
-  const conditions = CHAIN.map((type, i) => {
-    if (i < index)
-      return {
-        type,
-        status: "True",
-        reason: "Succeeded",
-        message: `${type} is True`,
-        lastTransitionTime: now,
-        observedGeneration: 1,
-      };
-    if (i === index && failure)
-      return {
-        type,
-        status: "False",
-        reason: failure.reason,
-        severity: failure.severity,
-        message: failure.message,
-        lastTransitionTime: now,
-        observedGeneration: 1,
-      };
-    return {
-      type,
-      status: "Unknown",
-      reason: "Pending",
-      message: `${type} has no Ready condition yet`,
-      lastTransitionTime: now,
-      observedGeneration: 1,
-    };
-  });
-  const blocked = conditions[index];
-  const ready = blocked
-    ? {
-        type: "Ready",
-        status: "False",
-        reason: failure ? "Failed" : "Waiting",
-        message: `${blocked.type}: ${blocked.reason}: ${blocked.message}`,
-        lastTransitionTime: now,
-        observedGeneration: 1,
-      }
-    : {
-        type: "Ready",
-        status: "True",
-        reason: "Ready",
-        message: "the team's namespace, Azure resources and credential are in place",
-        lastTransitionTime: now,
-        observedGeneration: 1,
-      };
-  return {
-    conditions: [...conditions, ready],
-    revision: "main@sha1:0123abcd",
-    observedGeneration: 1,
-    ...(blocked ? {} : { identity: { clientId: "44444444-4444-4444-8444-444444444444" } }),
-  };
-}
 
 describe("the status page in Chromium", () => {
   let cluster: KubeCluster;
