@@ -150,19 +150,22 @@ function start(pnpm) {
 }
 
 /**
- * The test cluster's components (kube-apiserver, etcd, Flux, ASO), built from their Go modules in the background
- * while the rest of the set-up runs: on a new machine that build is most of the wait (docs/operations-test-cluster.md).
- * Its progress goes to .berth/ensure-binaries.log; resolves with its exit code.
+ * The test cluster's components (kube-apiserver, etcd, Flux, ASO) and Gitea, built from their Go modules in the
+ * background while the rest of the set-up runs: on a new machine that build is most of the wait
+ * (docs/operations-test-cluster.md). `components`: ensure-binaries.sh's arguments (`cluster` for all of the
+ * cluster's, `gitea`). Its progress goes to .berth/ensure-binaries.log; resolves with its exit code.
  */
-function startClusterBuild() {
+function startClusterBuild(components) {
   mkdirSync(stateDir, { recursive: true });
   const log = join(stateDir, "ensure-binaries.log");
   const started = Date.now();
-  const child = spawn("bash", [join(root, "infra", "test-cluster", "ensure-binaries.sh")], {
+  const child = spawn("bash", [join(root, "infra", "test-cluster", "ensure-binaries.sh"), ...components], {
     cwd: root,
     stdio: ["ignore", openSync(log, "w"), openSync(log, "a")],
   });
-  process.stdout.write(`berth: building the test cluster's components in the background (log: ${log})\n`);
+  process.stdout.write(
+    `berth: building the test components (${components.join(", ")}) in the background (log: ${log})\n`,
+  );
   return new Promise((resolve) => {
     child.on("error", () => resolve({ code: 1, log, seconds: 0 }));
     child.on("exit", (code) => resolve({ code: code ?? 1, log, seconds: Math.round((Date.now() - started) / 1000) }));
@@ -334,8 +337,10 @@ function bench(pnpm) {
 checkNode();
 // Started first: it needs only Go, and it is the longest part of a new machine's set-up.
 const selection = command === "test" ? selectedTests() : undefined;
-const clusterBuild =
-  command === "test" && (!selection || selection.needs.has("cluster")) ? startClusterBuild() : undefined;
+// What the tests need of Go: the cluster's components, Gitea (only the tests of a forge), or both (the whole suite).
+const goComponents =
+  command === "test" ? ["cluster", "gitea"].filter((need) => !selection || selection.needs.has(need)) : [];
+const clusterBuild = goComponents.length ? startClusterBuild(goComponents) : undefined;
 const pnpm = pnpmCommand();
 ensureDependencies(pnpm);
 if (command === "start") start(pnpm);

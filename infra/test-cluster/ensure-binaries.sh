@@ -7,6 +7,7 @@
 #   helm-controller's CRDs (nothing built)    github.com/fluxcd/helm-controller (go/helm-controller)
 #   aso-controller                            github.com/Azure/azure-service-operator/v2   (go/aso)
 #   controller-gen                            sigs.k8s.io/controller-tools   (go/controller-gen: writes ASO's CRDs)
+#   gitea (not the cluster's: a forge)        code.gitea.io/gitea, `module gitea.dev` (go/gitea; built on demand)
 # Each go/<component>/ is a small wrapper module of ours: go.mod names the one version (and copies the
 # `replace` lines the upstream module needs), go.sum pins every dependency, build.env says what to build.
 #
@@ -18,6 +19,7 @@
 #
 # Idempotent and unattended: a second run takes about a second. Concurrent callers serialize on a flock.
 # Usage: bash infra/test-cluster/ensure-binaries.sh [--check] [component ...]
+#   no component, or `cluster`: every component of the test cluster (ALL below); gitea only when named
 #   --check   only report; exit 1 if a component is missing or outdated (builds nothing)
 # Env:   BERTH_CACHE_DIR   cache root (default $HOME/.cache/berth)
 #        BERTH_REBUILD=1   build even if cached
@@ -28,7 +30,8 @@ export LC_ALL=C.UTF-8
 HERE=$(cd "$(dirname "$0")" && pwd)
 GO_DIR="$HERE/go"
 CACHE_ROOT="${BERTH_CACHE_DIR:-${HOME:-/root}/.cache/berth}/test-cluster"
-# Build order: the apiserver first (every cluster test needs it), ASO last (by far the longest).
+# The cluster's components, in build order: the apiserver first (every cluster test needs it), ASO last (by far the
+# longest). Gitea is not one of them: only the tests of a forge need it (`// needs: gitea`), so it builds when named.
 ALL=(kubernetes etcd source-controller kustomize-controller notification-controller source-watcher helm-controller controller-gen aso)
 T0=$(date +%s)
 
@@ -41,6 +44,7 @@ for arg in "$@"; do
   case "$arg" in
     --check) CHECK_ONLY=1 ;;
     -*) die "unknown option $arg" ;;
+    cluster) COMPONENTS+=("${ALL[@]}") ;;
     *) [[ -d "$GO_DIR/$arg" ]] || die "no component $arg (folders of $GO_DIR)"; COMPONENTS+=("$arg") ;;
   esac
 done
@@ -139,7 +143,7 @@ sampled_in() { # $1: folder, $2...: command
 }
 
 build() { # $1: component
-  local c=$1 MAIN_MODULE="" PROGRAMS="" CRDS="" GENERATE_FROM=""
+  local c=$1 MAIN_MODULE="" PROGRAMS="" CRDS="" GENERATE_FROM="" MODULE_DIRS=""
   unset -f version_ldflags
   # shellcheck disable=SC1090
   source "$GO_DIR/$c/build.env"
@@ -168,6 +172,13 @@ build() { # $1: component
     cp "$module_dir/$CRDS"/*.yaml "$WORK/crds/"
     chmod 644 "$WORK/crds"/*.yaml
   fi
+  # Folders of the module the program reads at run time (Gitea's options/ and templates/ without `bindata`), copied
+  # writable (the module cache's are read-only, and a superseded build must be removable).
+  local d
+  for d in $MODULE_DIRS; do
+    cp -R "$module_dir/$d" "$WORK/$d"
+    chmod -R u+w,go+rX "$WORK/$d"
+  done
   # shellcheck disable=SC2086
   if [[ -n "$GENERATE_FROM" ]]; then generate_aso_manifests "$module_dir" "$WORK" $GENERATE_FROM; fi
   {

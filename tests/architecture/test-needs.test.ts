@@ -25,7 +25,7 @@ describe("what test files need", () => {
     expect(() => declaredNeeds("// needs: cluster docker", "x.test.ts")).toThrow(
       /x.test.ts declares unknown needs: docker/,
     );
-    expect(Object.keys(NEEDS)).toEqual(["cluster", "dist", "image", "sshd", "chromium", "tmux"]);
+    expect(Object.keys(NEEDS)).toEqual(["cluster", "gitea", "dist", "image", "sshd", "chromium", "tmux"]);
   });
 
   it("a use this file did not declare fails, naming the line to add", () => {

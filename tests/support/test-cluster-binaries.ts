@@ -26,6 +26,8 @@ export const COMPONENT_PROGRAMS = {
   /** Its CRDs only: the tests check admission of HelmReleases, not helm-controller. */
   "helm-controller": [],
   aso: ["aso-controller"],
+  /** Not a cluster component: a forge for the tests of pushing to one (tests/support/gitea.ts), built on demand. */
+  gitea: ["gitea"],
 } as const;
 export type Component = keyof typeof COMPONENT_PROGRAMS;
 export type Program = (typeof COMPONENT_PROGRAMS)[Component][number];
