@@ -1,0 +1,265 @@
+/**
+ * A real forge for the tests: Gitea, built from its Go module (infra/test-cluster/go/gitea, `ensure-binaries.sh
+ * gitea`), run as a process on a free port of 127.0.0.1 in a temporary folder of its own: SQLite, no SSH, no
+ * mailer, no LFS, offline, installed from its app.ini (INSTALL_LOCK) as Gitea's own CI sets it up. An admin user
+ * is created with `gitea admin user create`, its access token through the REST API (Basic auth), as a user would.
+ *
+ *   const gitea = await startGitea();
+ *   const repo = await gitea.createRepo("flux");   // an empty private repository; repo.cloneUrl is its HTTP URL
+ *   await gitea.api(`/repos/${gitea.username}/flux/branches/main`);
+ *   await gitea.stop();
+ */
+import { spawn, spawnSync, type ChildProcess } from "node:child_process";
+import { randomBytes } from "node:crypto";
+import { mkdirSync, mkdtempSync, openSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { dirname, join } from "node:path";
+import { requireNeed } from "./needs.js";
+import { freePort, retryOnPortRace } from "./ports.js";
+import { programPath } from "./test-cluster-binaries.js";
+
+export interface GiteaRepo {
+  owner: string;
+  name: string;
+  /** `http://127.0.0.1:<port>/<owner>/<name>.git` */
+  cloneUrl: string;
+}
+
+export interface RunningGitea {
+  /** `http://127.0.0.1:<port>` */
+  url: string;
+  username: string;
+  password: string;
+  /** An access token of the admin user (scopes write:repository, write:user). */
+  token: string;
+  /** Creates a repository of the admin user: empty (the default) or with an initial commit on `main`. */
+  createRepo(name: string, opts?: { autoInit?: boolean; private?: boolean }): Promise<GiteaRepo>;
+  /**
+   * A branch as Gitea's API shows it, once its head is `sha` (any head without one). Gitea takes a push in through
+   * its hooks and a queue: for a moment after `git push` returns, the API may still show the repository as before
+   * (while it was empty: a 500, a nil repository in v1.27.3), so this polls until `timeoutMs`.
+   */
+  waitForBranch(
+    repo: GiteaRepo,
+    branch: string,
+    sha?: string,
+    timeoutMs?: number,
+  ): Promise<{ name: string; commit: { id: string; message: string } }>;
+  /** `fetch` of `/api/v1<path>` with the admin's token; the response as it came. */
+  api(path: string, init?: RequestInit): Promise<Response>;
+  /** Gitea's own log so far (its console output). */
+  log(): string;
+  stop(): Promise<void>;
+}
+
+const USERNAME = "berth-admin";
+const EMAIL = "berth-admin@example.invalid";
+
+function appIni(dir: string, port: number, staticRoot: string): string {
+  const url = `http://127.0.0.1:${port}/`;
+  return `APP_NAME = Berth tests
+RUN_MODE = prod
+WORK_PATH = ${dir}
+; The tests (and CI) may run as root; Gitea refuses to without this.
+I_AM_BEING_UNSAFE_RUNNING_AS_ROOT = true
+
+[server]
+PROTOCOL = http
+HTTP_ADDR = 127.0.0.1
+HTTP_PORT = ${port}
+ROOT_URL = ${url}
+LOCAL_ROOT_URL = ${url}
+APP_DATA_PATH = ${join(dir, "data")}
+; A build without the bindata tag reads options/ (locales, ...) and templates/ from here: copied beside the binary.
+STATIC_ROOT_PATH = ${staticRoot}
+DISABLE_SSH = true
+START_SSH_SERVER = false
+OFFLINE_MODE = true
+LFS_START_SERVER = false
+
+[database]
+DB_TYPE = sqlite3
+PATH = ${join(dir, "data", "gitea.db")}
+
+[repository]
+ROOT = ${join(dir, "repositories")}
+DEFAULT_BRANCH = main
+
+[security]
+INSTALL_LOCK = true
+SECRET_KEY = ${randomBytes(24).toString("hex")}
+
+[service]
+DISABLE_REGISTRATION = true
+
+[mailer]
+ENABLED = false
+
+[oauth2]
+ENABLED = false
+
+[indexer]
+ISSUE_INDEXER_TYPE = db
+
+[session]
+PROVIDER = memory
+
+[cache]
+ADAPTER = memory
+
+[cron]
+ENABLED = false
+
+[log]
+MODE = console
+LEVEL = Info
+ROOT_PATH = ${join(dir, "log")}
+`;
+}
+
+/** Starts Gitea; resolves once its API answers, with an admin user and a token. */
+export async function startGitea(opts: { startTimeoutMs?: number } = {}): Promise<RunningGitea> {
+  requireNeed("gitea");
+  const binary = programPath("gitea", "gitea", "GITEA_BIN");
+  return retryOnPortRace(() => startOnce(binary, opts.startTimeoutMs ?? 60_000));
+}
+
+async function startOnce(binary: string, startTimeoutMs: number): Promise<RunningGitea> {
+  const dir = mkdtempSync(join(tmpdir(), "berth-gitea-"));
+  const port = await freePort();
+  const url = `http://127.0.0.1:${port}`;
+  const config = join(dir, "custom", "conf", "app.ini");
+  mkdirSync(join(dir, "custom", "conf"), { recursive: true });
+  writeFileSync(config, appIni(dir, port, dirname(binary)));
+  const logFile = join(dir, "gitea.log");
+  const global = ["--work-path", dir, "--config", config];
+  // Its own HOME: git's global configuration is Gitea's, not the machine's; `git` from PATH.
+  const env: NodeJS.ProcessEnv = { ...process.env, HOME: dir, GITEA_WORK_DIR: dir, GIT_TERMINAL_PROMPT: "0" };
+  for (const key of ["GIT_DIR", "GIT_WORK_TREE", "GIT_CONFIG_GLOBAL", "GIT_CONFIG_SYSTEM"]) delete env[key];
+
+  const logFd = openSync(logFile, "a");
+  const child: ChildProcess = spawn(binary, [...global, "web"], { cwd: dir, env, stdio: ["ignore", logFd, logFd] });
+  const log = () => {
+    try {
+      return readFileSync(logFile, "utf8");
+    } catch {
+      return "";
+    }
+  };
+  const onExit = () => {
+    if (child.exitCode === null && child.signalCode === null) child.kill("SIGKILL");
+    rmSync(dir, { recursive: true, force: true });
+  };
+  process.on("exit", onExit);
+  let stopped = false;
+  const stop = async () => {
+    if (stopped) return;
+    stopped = true;
+    if (child.exitCode === null && child.signalCode === null) {
+      const exited = new Promise((resolve) => child.once("exit", resolve));
+      child.kill("SIGTERM");
+      const timer = setTimeout(() => child.kill("SIGKILL"), 5_000);
+      await exited;
+      clearTimeout(timer);
+    }
+    process.off("exit", onExit);
+    rmSync(dir, { recursive: true, force: true });
+  };
+  const failure = (what: string) =>
+    new Error(`Gitea ${what}; its log (${logFile}):\n${log().split("\n").slice(-40).join("\n")}`);
+
+  try {
+    // Ready when the API answers; a process that exits (a taken port, a bad app.ini) fails at once.
+    const deadline = Date.now() + startTimeoutMs;
+    for (;;) {
+      if (child.exitCode !== null || child.signalCode !== null)
+        throw failure(`exited (${child.exitCode ?? child.signalCode}) before answering`);
+      if (Date.now() > deadline) throw failure(`did not answer on ${url}/api/healthz within ${startTimeoutMs} ms`);
+      const ok = await fetch(`${url}/api/healthz`).then(
+        (r) => r.ok,
+        () => false,
+      );
+      if (ok) break;
+      await new Promise((r) => setTimeout(r, 200));
+    }
+
+    const password = randomBytes(12).toString("hex");
+    const created = spawnSync(
+      binary,
+      [
+        ...global,
+        "admin",
+        "user",
+        "create",
+        "--admin",
+        "--username",
+        USERNAME,
+        "--password",
+        password,
+        "--email",
+        EMAIL,
+        "--must-change-password=false",
+      ],
+      { cwd: dir, env, encoding: "utf8", timeout: 60_000 },
+    );
+    if (created.status !== 0)
+      throw failure(`admin user create failed (${created.status}): ${created.stderr}${created.stdout}`);
+
+    const basic = `Basic ${Buffer.from(`${USERNAME}:${password}`).toString("base64")}`;
+    const tokenRes = await fetch(`${url}/api/v1/users/${USERNAME}/tokens`, {
+      method: "POST",
+      headers: { authorization: basic, "content-type": "application/json" },
+      body: JSON.stringify({ name: "berth-tests", scopes: ["write:repository", "write:user"] }),
+    });
+    if (tokenRes.status !== 201) throw failure(`refused a token (${tokenRes.status}): ${await tokenRes.text()}`);
+    const token = ((await tokenRes.json()) as { sha1: string }).sha1;
+
+    const api = (path: string, init: RequestInit = {}) =>
+      fetch(`${url}/api/v1${path}`, {
+        ...init,
+        headers: { authorization: `token ${token}`, "content-type": "application/json", ...init.headers },
+      });
+    return {
+      url,
+      username: USERNAME,
+      password,
+      token,
+      api,
+      log,
+      stop,
+      async waitForBranch(repo, branch, sha, timeoutMs = 20_000) {
+        const deadline = Date.now() + timeoutMs;
+        for (;;) {
+          const res = await api(`/repos/${repo.owner}/${repo.name}/branches/${branch}`);
+          const body = await res.text();
+          const found =
+            res.status === 200
+              ? (JSON.parse(body) as { name: string; commit: { id: string; message: string } })
+              : undefined;
+          if (found && (!sha || found.commit.id === sha)) return found;
+          const last = found ? `head ${found.commit.id}` : `${res.status} ${body.slice(0, 300)}`;
+          if (Date.now() > deadline)
+            throw failure(`did not show ${branch} of ${repo.owner}/${repo.name} at ${sha ?? "any commit"}: ${last}`);
+          await new Promise((r) => setTimeout(r, 200));
+        }
+      },
+      async createRepo(name, repoOpts = {}) {
+        const res = await api("/user/repos", {
+          method: "POST",
+          body: JSON.stringify({
+            name,
+            auto_init: repoOpts.autoInit ?? false,
+            default_branch: "main",
+            private: repoOpts.private ?? true,
+          }),
+        });
+        if (res.status !== 201) throw failure(`did not create repository ${name} (${res.status}): ${await res.text()}`);
+        const repo = (await res.json()) as { name: string; owner: { login: string }; clone_url: string };
+        return { owner: repo.owner.login, name: repo.name, cloneUrl: repo.clone_url };
+      },
+    };
+  } catch (err) {
+    await stop();
+    throw err;
+  }
+}
