@@ -79,6 +79,14 @@ describe("adopting hand-written teams through the API", () => {
     expect(remote.files.get("clusters/aks-prod-weu/tenants/payments.yaml")).toContain("suspend: true");
     expect(remote.files.get("tenants/payments/base/quota.yaml")).toContain("PLAT-1501"); // hand-written files stay until cleanup
     expect(body.report.cleanup).toContain("tenants/payments/base/quota.yaml");
+    // Audited like every write: the refusal above, then this commit.
+    const adopts = berth
+      .logEntries<{ audit?: { action: string; outcome: string; status: number; revision: string | null } }>()
+      .flatMap((l) => (l.audit?.action === "adopt" ? [[l.audit.outcome, l.audit.status, l.audit.revision]] : []));
+    expect(adopts).toEqual([
+      ["refused", 422, null],
+      ["committed", 201, body.revision],
+    ]);
 
     const team = readAnswer(await berth.server.inject({ url: "/v1/teams/payments", headers: auth }), teamResponse).team;
     expect(team).toMatchObject({

@@ -101,6 +101,15 @@ describe("bearer JWT auth against an OIDC issuer's JWKS", () => {
     expect(retry.headers["idempotent-replayed"]).toBe("true");
     expect(readAnswer(retry, writeResponse).revision).toBe(revision);
     expect(remoteHead()).toBe(revision);
+    // The audit line names the person beside the caller, for the original and its replay.
+    const audited = berth
+      .logEntries<{ audit?: { principal: string; onBehalfOf: string | null; team: string } }>()
+      .filter((l) => l.audit?.team === "billing")
+      .map((l) => [l.audit?.principal, l.audit?.onBehalfOf]);
+    expect(audited).toEqual([
+      ["backstage-scaffolder", "user:default/jane.doe"],
+      ["backstage-scaffolder", "user:default/jane.doe"],
+    ]);
   });
 
   it("refuses a malformed Berth-On-Behalf-Of on every write (400 naming the header) and commits nothing", async () => {
@@ -119,6 +128,7 @@ describe("bearer JWT auth against an OIDC issuer's JWKS", () => {
     ];
     // A newline cannot be sent in a header; control characters (C0, C1), an over-long value and two headers (which
     // Node joins with a comma) can.
+    const logged = berth.logs.length;
     const malformed = [
       "jane\u0007doe",
       "user:default/jane\u0085",
@@ -143,6 +153,12 @@ describe("bearer JWT auth against an OIDC issuer's JWKS", () => {
       }
     }
     expect(remoteHead()).toBe(before);
+    // Each refusal is audited without the claim: a malformed value is never repeated into the log.
+    const audits = berth
+      .logEntries<{ audit?: { onBehalfOf: string | null; status: number } }>(logged)
+      .filter((l) => l.audit);
+    expect(audits).toHaveLength(malformed.length * writes.length);
+    expect(audits.every((l) => l.audit?.onBehalfOf === null && l.audit.status === 400)).toBe(true);
   });
 
   it("refuses a token without any Berth role (403), even for reads", async () => {

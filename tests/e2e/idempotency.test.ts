@@ -221,8 +221,10 @@ describe("Idempotency-Key", () => {
     expect(byRequest("req-audit-1")).toEqual([
       {
         principal: "developer",
+        onBehalfOf: null,
         action: "create",
         team: "zeta",
+        rollout: null,
         requestId: "req-audit-1",
         idempotencyKey: "audit-zeta-1",
         revision: readAnswer(res, writeResponse).revision,

@@ -492,6 +492,20 @@ describe("rollout in waves, gated on the teams' status", () => {
     await s.berth.services.engine.tick();
     expect(await head(s.remote)).toBe(after);
     expect((await rollout(s.berth, id)).rollout.status.phase).toBe("Aborted");
+    // Every write through the API has its audit line, naming the rollout: committed with its revision, or refused.
+    const audits = s.berth
+      .logEntries<{ audit?: { action: string; rollout: string | null; outcome: string; revision: string | null } }>()
+      .flatMap((l) =>
+        l.audit && l.audit.rollout === id ? [[l.audit.action, l.audit.outcome, !!l.audit.revision]] : [],
+      );
+    expect(audits).toEqual([
+      ["rollout-start", "committed", true],
+      ["rollout-pause", "committed", true],
+      ["rollout-pause", "refused", false],
+      ["rollout-resume", "committed", true],
+      ["rollout-abort", "committed", true],
+      ["rollout-resume", "refused", false],
+    ]);
   });
 
   it("an abort after wave 1 leaves wave 2 on the old version, each team on exactly one version", async () => {

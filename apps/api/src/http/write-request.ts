@@ -3,7 +3,7 @@ import type { ChangeOrigin } from "@berth/core";
 import type { FastifyRequest } from "fastify";
 import type { WriteRequest } from "../services/idempotency.js";
 import { HttpProblem, pathOf } from "./plugins/problem.js";
-import { ON_BEHALF_OF_HEADER } from "./routes/schemas.js";
+import { ON_BEHALF_OF_HEADER, onBehalfOf } from "./routes/schemas.js";
 
 /**
  * What a write request carries into the services, read from HTTP: who asked and for whom (the commit's trailers)
@@ -57,6 +57,15 @@ export function requestFingerprint(method: string, path: string, body: unknown):
 
 /** Whom the caller says it acts for: a trailer of its own, beside Berth-Requested-By. */
 export const TRAILER_ON_BEHALF_OF = "Berth-On-Behalf-Of";
+
+/**
+ * Whom the caller says it acts for, when it sent a valid Berth-On-Behalf-Of; a malformed one (the request is
+ * refused for it) is never repeated into a log or a commit.
+ */
+export function onBehalfOfOf(request: FastifyRequest): string | null {
+  const parsed = onBehalfOf.safeParse(request.headers[ON_BEHALF_OF_HEADER]);
+  return parsed.success ? (parsed.data ?? null) : null;
+}
 
 /**
  * Who asked for a write, for its commit's trailers: the token's identity, and whom the caller says it acts for

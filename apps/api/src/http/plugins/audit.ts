@@ -2,18 +2,27 @@ import type { FastifyInstance, FastifyRequest } from "fastify";
 import fp from "fastify-plugin";
 import type { Idempotency } from "../../services/idempotency.js";
 import type { WriteAction } from "../../services/team-service.js";
+import { onBehalfOfOf } from "../write-request.js";
 
 export type AuditOutcome = "committed" | "unchanged" | "replayed" | "refused" | "failed";
+/** Every write the API commits: a team's, an adoption, a rollout's start and its pause, resume and abort. */
+export type AuditedAction =
+  WriteAction | "adopt" | "rollout-start" | "rollout-pause" | "rollout-resume" | "rollout-abort";
 
 declare module "fastify" {
   interface FastifyContextConfig {
     /** Marks a write route: its every answer is audited (one line per request). */
-    action?: WriteAction;
+    action?: AuditedAction;
   }
   interface FastifyRequest {
     idempotency?: Idempotency;
     /** Set by a write handler that got to the repo: what happened there. */
-    auditResult?: { team: string; revision: string; outcome: "committed" | "unchanged" | "replayed" };
+    auditResult?: {
+      team: string | null;
+      rollout?: string;
+      revision: string;
+      outcome: "committed" | "unchanged" | "replayed";
+    };
   }
 }
 
@@ -22,6 +31,11 @@ function teamOf(request: FastifyRequest): string | null {
   if (typeof fromPath === "string") return fromPath.slice(0, 64);
   const fromBody = (request.body as { name?: unknown } | undefined)?.name;
   return typeof fromBody === "string" ? fromBody.slice(0, 64) : null;
+}
+
+function rolloutOf(request: FastifyRequest): string | null {
+  const fromPath = (request.params as { id?: unknown } | undefined)?.id;
+  return typeof fromPath === "string" ? fromPath.slice(0, 64) : null;
 }
 
 /**
@@ -41,8 +55,10 @@ export const auditPlugin = fp(async (app: FastifyInstance) => {
       {
         audit: {
           principal: request.principal?.actor ?? null,
+          onBehalfOf: onBehalfOfOf(request),
           action,
-          team: result?.team ?? teamOf(request),
+          team: result ? result.team : teamOf(request),
+          rollout: result?.rollout ?? rolloutOf(request),
           requestId: String(request.id),
           idempotencyKey: request.idempotency?.key ?? null,
           revision: result?.revision ?? null,

@@ -112,7 +112,7 @@ export const adoptionRoutes: FastifyPluginAsyncZod<{ adoption: AdoptionService }
   app.post(
     "/teams/:name/adopt",
     {
-      config: write,
+      config: { ...write, action: "adopt" },
       schema: {
         tags: ["teams"],
         summary: "Adopt a hand-written team: team file and Berth's layout in one commit",
@@ -125,6 +125,7 @@ export const adoptionRoutes: FastifyPluginAsyncZod<{ adoption: AdoptionService }
     },
     async (request, reply) => {
       const result = await adoption.adopt(request.params.name, request.body, originOf(request));
+      request.auditResult = { team: result.team.name, revision: result.revision, outcome: "committed" };
       return reply.code(201).header("location", `/v1/teams/${result.team.name}`).send(result);
     },
   );

@@ -9,6 +9,7 @@ import {
 } from "@berth/api-contract";
 import { rolloutRequestSchema } from "@berth/core";
 import type { FastifyPluginAsyncZod } from "fastify-type-provider-zod";
+import type { FastifyRequest } from "fastify";
 import { z } from "zod";
 import type { RolloutService } from "../../services/rollouts/service.js";
 import { onBehalfOfHeaders, problemResponse, problemResponses, writeHeaders } from "./schemas.js";
@@ -55,7 +56,7 @@ export const rolloutRoutes: FastifyPluginAsyncZod<{ rollouts: RolloutService }> 
   app.post(
     "/rollouts",
     {
-      config: write,
+      config: { ...write, action: "rollout-start" },
       schema: {
         tags,
         summary: "Start a rollout: without waves one commit for the whole selection; with waves, gated wave by wave",
@@ -68,6 +69,12 @@ export const rolloutRoutes: FastifyPluginAsyncZod<{ rollouts: RolloutService }> 
     async (request, reply) => {
       const { replayed, ...result } = await rollouts.create(request.body, writeRequest(request, request.body));
       if (replayed) reply.header("idempotent-replayed", "true");
+      request.auditResult = {
+        team: null,
+        rollout: result.rollout.metadata.name,
+        revision: result.revision,
+        outcome: replayed ? "replayed" : "committed",
+      };
       return reply.code(201).header("location", `/v1/rollouts/${result.rollout.metadata.name}`).send(result);
     },
   );
@@ -111,7 +118,7 @@ export const rolloutRoutes: FastifyPluginAsyncZod<{ rollouts: RolloutService }> 
     app.post(
       `/rollouts/:id/${action}`,
       {
-        config: write,
+        config: { ...write, action: `rollout-${action}` },
         schema: {
           tags,
           summary:
@@ -124,14 +131,14 @@ export const rolloutRoutes: FastifyPluginAsyncZod<{ rollouts: RolloutService }> 
           response: { 200: rolloutWriteResponse, 404: problemResponse, 409: problemResponse, ...writeErrors },
         },
       },
-      async (request) => rollouts[action](request.params.id, originOf(request)),
+      async (request) => audited(request, await rollouts[action](request.params.id, originOf(request))),
     );
   }
 
   app.post(
     "/rollouts/:id/abort",
     {
-      config: write,
+      config: { ...write, action: "rollout-abort" },
       schema: {
         tags,
         summary: "Abort: no further wave is committed, nothing is reverted; says which version each team is on",
@@ -141,6 +148,20 @@ export const rolloutRoutes: FastifyPluginAsyncZod<{ rollouts: RolloutService }> 
         response: { 200: rolloutAbortResponse, 404: problemResponse, 409: problemResponse, ...writeErrors },
       },
     },
-    async (request) => rollouts.abort(request.params.id, originOf(request)),
+    async (request) => audited(request, await rollouts.abort(request.params.id, originOf(request))),
   );
 };
+
+/** Records a rollout's pause, resume or abort for the audit line: each is one commit of the rollout's file. */
+function audited<T extends { rollout: { metadata: { name: string } }; revision: string }>(
+  request: FastifyRequest,
+  result: T,
+): T {
+  request.auditResult = {
+    team: null,
+    rollout: result.rollout.metadata.name,
+    revision: result.revision,
+    outcome: "committed",
+  };
+  return result;
+}

@@ -45,7 +45,7 @@ const onBehalfOfRule = {
  * value is refused rather than recorded changed. No comma, as in Idempotency-Key: Node joins two headers with
  * one, and two names would be recorded as one. The commit message cleans every trailer value again.
  */
-const onBehalfOf = z
+export const onBehalfOf = z
   .string()
   .min(1, onBehalfOfRule)
   .max(MAX_TRAILER_VALUE, onBehalfOfRule)
