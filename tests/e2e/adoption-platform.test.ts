@@ -7,9 +7,14 @@ import { cp, mkdtemp, rm, writeFile, mkdir } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { performance } from "node:perf_hooks";
-import { driftResponse, teamResponse, type ProblemDocument } from "@berth/api-contract";
+import {
+  adoptionPreviewResponse,
+  adoptionResponse,
+  driftResponse,
+  teamResponse,
+  type ProblemDocument,
+} from "@berth/api-contract";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { adoptionPreviewResponse, adoptionResponse } from "../../apps/api/src/http/routes/adoption.js";
 import { DEV_TOKEN, REPO_ROOT, startBerth, type RunningBerth } from "../support/berth.js";
 import { readAnswer, readProblem } from "../support/contract.js";
 import { createBareRepo, inspectRemote, pushTree } from "../support/git-remotes.js";

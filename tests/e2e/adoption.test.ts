@@ -4,9 +4,8 @@
  * kept names, and the 422 report for what cannot be mapped.
  */
 import { join } from "node:path";
-import { teamResponse } from "@berth/api-contract";
+import { adoptionPreviewResponse, adoptionResponse, teamResponse } from "@berth/api-contract";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { adoptionPreviewResponse, adoptionResponse } from "../../apps/api/src/http/routes/adoption.js";
 import { DEV_TOKEN, REPO_ROOT, startBerth, type RunningBerth } from "../support/berth.js";
 import { readAnswer, readProblem } from "../support/contract.js";
 import { createBareRepo, inspectRemote, pushTree } from "../support/git-remotes.js";

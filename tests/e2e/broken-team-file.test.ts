@@ -4,9 +4,8 @@
  * /v1/templates, /v1/status, POST /v1/rollouts/preview, the status page), as /v1/fleet/drift already did.
  */
 // needs: dist
-import { fleetResponse, rolloutPreviewResponse, teamListResponse } from "@berth/api-contract";
+import { fleetResponse, rolloutPreviewResponse, teamListResponse, templateListResponse } from "@berth/api-contract";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { templateListResponse } from "../../apps/api/src/http/routes/templates.js";
 import { DEV_TOKEN, startBerth, type RunningBerth } from "../support/berth.js";
 import { ensureBuilt } from "../support/build.js";
 import { readAnswer, readProblem, type AnswerSchema } from "../support/contract.js";

@@ -21,10 +21,10 @@ import {
   rolloutResponse,
   statusResponse,
   teamResponse,
+  templateListResponse,
 } from "@berth/api-contract";
 import type { Rollout } from "@berth/core";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
-import { templateListResponse } from "../../apps/api/src/http/routes/templates.js";
 import { eventually } from "../support/wait.js";
 import { DEV_TOKEN, type RunningBerth } from "../support/berth.js";
 import { readAnswer, type AnswerSchema } from "../support/contract.js";

@@ -7,9 +7,8 @@
 import { cp, mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { rolloutCreatedResponse, writeResponse } from "@berth/api-contract";
+import { rolloutCreatedResponse, templateListResponse, writeResponse } from "@berth/api-contract";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { templateListResponse } from "../../apps/api/src/http/routes/templates.js";
 import { DEV_TOKEN, REPO_ROOT, startBerth, type RunningBerth } from "../support/berth.js";
 import { readAnswer, readProblem } from "../support/contract.js";
 import { createBareRepo, inspectRemote } from "../support/git-remotes.js";

@@ -2,9 +2,8 @@
  * Template versions through the API: new teams get the default or a version they name, an update keeps
  * the team's version, GET /v1/templates counts teams per version. Real API wiring, real git remote.
  */
-import { teamResponse, writeResponse } from "@berth/api-contract";
+import { teamResponse, templateListResponse, writeResponse } from "@berth/api-contract";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { templateListResponse } from "../../apps/api/src/http/routes/templates.js";
 import { DEV_TOKEN, startBerth, type RunningBerth } from "../support/berth.js";
 import { readAnswer, readProblem } from "../support/contract.js";
 import { createBareRepo, inspectRemote } from "../support/git-remotes.js";

@@ -13,6 +13,7 @@ import {
   rolloutPreviewResponse,
   rolloutResponse,
   type RolloutResponse,
+  templateListResponse,
 } from "@berth/api-contract";
 import { afterEach, describe, expect, it } from "vitest";
 import { DEV_TOKEN, startBerth, type RunningBerth } from "../support/berth.js";
@@ -198,9 +199,7 @@ describe("unstaged rollout: one commit for the whole selection", () => {
       field: "selector",
       rule: expect.stringContaining("no selected team's files would change"),
     });
-    const templates = (await api(s.berth, "GET", "/v1/templates")).json() as {
-      items: Array<{ version: string; teams: number }>;
-    };
+    const templates = templateListResponse.parse((await api(s.berth, "GET", "/v1/templates")).json());
     expect(templates.items.map((i) => [i.version, i.teams])).toEqual([
       ["v1", 0],
       ["v3", 5],
