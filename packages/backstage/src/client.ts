@@ -71,6 +71,13 @@ export interface BerthClientOptions {
 
 const DEFAULT_TIMEOUT_MS = 30_000;
 
+/** One answer of Berth's, read whole within the request's time bound. */
+interface Answer {
+  status: number;
+  text: string;
+  etag: string | null;
+}
+
 /**
  * The Berth API as Backstage uses it: every answer parsed with the API's own schemas (@berth/api-contract),
  * every refusal a BerthProblemError carrying Berth's RFC 9457 document, no answer a BerthUnreachableError.
@@ -142,11 +149,10 @@ export class BerthClient {
    * poll the catalog provider makes between full refreshes).
    */
   async fleetStatus(etag?: string, signal?: AbortSignal): Promise<{ fleet: FleetResponse; etag?: string } | undefined> {
-    const res = await this.send("GET", "/v1/status", { signal, headers: etag ? { "if-none-match": etag } : {} });
-    if (res.status === 304) return undefined;
-    const fleet = await this.parse(res, fleetResponse);
-    const next = res.headers.get("etag");
-    return next ? { fleet, etag: next } : { fleet };
+    const answer = await this.send("GET", "/v1/status", { signal, headers: etag ? { "if-none-match": etag } : {} });
+    if (answer.status === 304) return undefined;
+    const fleet = this.parse(answer, fleetResponse);
+    return answer.etag ? { fleet, etag: answer.etag } : { fleet };
   }
 
   private async json<T>(
@@ -162,7 +168,7 @@ export class BerthClient {
     method: string,
     path: string,
     init: { body?: unknown; headers?: Record<string, string>; signal?: AbortSignal | undefined },
-  ): Promise<Response> {
+  ): Promise<Answer> {
     const url = `${this.baseUrl}${path}`;
     // A plain timer, not AbortSignal.timeout + any: on Node 20 the composed signal can be collected and never fire.
     const controller = new AbortController();
@@ -184,8 +190,7 @@ export class BerthClient {
         ...(init.body !== undefined ? { body: JSON.stringify(init.body) } : {}),
       });
       // The body is read under the same bound.
-      const body = res.status === 204 || res.status === 304 ? null : await res.arrayBuffer();
-      return new Response(body, { status: res.status, headers: res.headers });
+      return { status: res.status, text: await res.text(), etag: res.headers.get("etag") };
     } catch (err) {
       if (init.signal?.aborted) throw init.signal.reason ?? err;
       if (controller.signal.aborted)
@@ -203,23 +208,22 @@ export class BerthClient {
     }
   }
 
-  private async parse<T>(res: Response, schema: z.ZodType<T>): Promise<T> {
-    const text = await res.text();
+  private parse<T>(answer: Answer, schema: z.ZodType<T>): T {
     let body: unknown;
     try {
-      body = text ? JSON.parse(text) : undefined;
+      body = answer.text ? JSON.parse(answer.text) : undefined;
     } catch {
       body = undefined;
     }
-    if (!res.ok) {
+    if (answer.status < 200 || answer.status > 299) {
       const problem = problemSchema.safeParse(body);
-      if (problem.success) throw new BerthProblemError(res.status, problem.data);
-      throw new BerthUnreachableError(`Berth at ${this.baseUrl} answered ${res.status} without a problem document`);
+      if (problem.success) throw new BerthProblemError(answer.status, problem.data);
+      throw new BerthUnreachableError(`Berth at ${this.baseUrl} answered ${answer.status} without a problem document`);
     }
     const parsed = schema.safeParse(body);
     if (!parsed.success)
       throw new BerthUnreachableError(
-        `Berth at ${this.baseUrl} answered ${res.status} with a body this plugin does not understand (another Berth version?)`,
+        `Berth at ${this.baseUrl} answered ${answer.status} with a body this plugin does not understand (another Berth version?)`,
       );
     return parsed.data;
   }

@@ -69,12 +69,7 @@ export const rolloutRoutes: FastifyPluginAsyncZod<{ rollouts: RolloutService }> 
     async (request, reply) => {
       const { replayed, ...result } = await rollouts.create(request.body, writeRequest(request, request.body));
       if (replayed) reply.header("idempotent-replayed", "true");
-      request.auditResult = {
-        team: null,
-        rollout: result.rollout.metadata.name,
-        revision: result.revision,
-        outcome: replayed ? "replayed" : "committed",
-      };
+      audited(request, result, replayed);
       return reply.code(201).header("location", `/v1/rollouts/${result.rollout.metadata.name}`).send(result);
     },
   );
@@ -152,16 +147,17 @@ export const rolloutRoutes: FastifyPluginAsyncZod<{ rollouts: RolloutService }> 
   );
 };
 
-/** Records a rollout's pause, resume or abort for the audit line: each is one commit of the rollout's file. */
+/** Records a rollout's write for the audit line: its start, pause, resume or abort, each one commit (or a replay). */
 function audited<T extends { rollout: { metadata: { name: string } }; revision: string }>(
   request: FastifyRequest,
   result: T,
+  replayed = false,
 ): T {
   request.auditResult = {
     team: null,
     rollout: result.rollout.metadata.name,
     revision: result.revision,
-    outcome: "committed",
+    outcome: replayed ? "replayed" : "committed",
   };
   return result;
 }
