@@ -187,7 +187,11 @@ describe("moving a cluster to team slices (ADR 0022) with real Flux: only the re
     for (const team of TEAMS) expect(readyCondition(await teamKs(team))?.status, `team-${team}`).toBe("True");
     await sameObjects();
 
-    const deleted = (await deletes()).map((d) => `${d.resource} ${d.namespace ?? ""}/${d.name ?? ""}`).sort();
+    // Distinct objects: a finalizer that races its own requeue may ask twice for the same delete (the second answered
+    // 404); what this guards is which objects are asked for, not how often.
+    const deleted = [
+      ...new Set((await deletes()).map((d) => `${d.resource} ${d.namespace ?? ""}/${d.name ?? ""}`)),
+    ].sort();
     expect(deleted).toEqual(
       [
         `artifactgenerators.source.extensions.fluxcd.io ${ASO_NAMESPACE}/berth-team-artifacts`,
