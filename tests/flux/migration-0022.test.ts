@@ -29,7 +29,7 @@ import {
   withTeamsRepository,
   type FluxPlatform,
 } from "../support/flux-platform.js";
-import { handEdit } from "../support/git-remotes.js";
+import { handEdit, inspectRemote } from "../support/git-remotes.js";
 import { eventually } from "../support/wait.js";
 import type { Obj } from "../controller/helpers.js";
 
@@ -41,6 +41,10 @@ const CLUSTER = "aks-dev-weu";
 const RETIRED = "berth-teams-0019-retired.yaml";
 const SOURCE_WATCHER = "source.extensions.fluxcd.io/v1beta1";
 const EXTERNAL_ARTIFACT = "source.toolkit.fluxcd.io/v1";
+
+/** Berth's cluster indexes among a clone's files: the top one and each shard's. */
+const indexesIn = (files: Map<string, string>) =>
+  [...files.keys()].filter((p) => /^clusters\/[^/]+\/teams\/([0-9a-f]{2}\/)?kustomization\.yaml$/.test(p));
 
 type Ks = Obj & { spec: { sourceRef: { kind: string; name: string }; suspend?: boolean } };
 
@@ -109,6 +113,7 @@ describe("moving a cluster to team slices (ADR 0022) with real Flux: only the re
       expect(files[path]).toBe(content);
     }
     const revision = await handEdit(platform.repoUrl, files, { env: platform.gitEnv });
+    expect(indexesIn((await inspectRemote(platform.repoUrl, "main", platform.gitEnv)).files).length).toBeGreaterThan(0);
 
     // Cut from the commit with the markers (source-watcher passes the commit on as the slice's origin).
     await eventually(
@@ -149,7 +154,10 @@ describe("moving a cluster to team slices (ADR 0022) with real Flux: only the re
   it("2. the API on team-files- and a same-version rollout: every team reads its slice's artifact; nothing is deleted", async () => {
     const before = await deletes();
     api = await platform.startApi({
-      platform: (p) => (p.fluxSource = { ...p.fluxSource, artifactPrefix: SLICE_DEFAULTS.artifactPrefix }),
+      platform: (p) => {
+        p.fluxSource = { ...p.fluxSource, artifactPrefix: SLICE_DEFAULTS.artifactPrefix };
+        p.layout = { ...p.layout, appliedBy: "slices" };
+      },
     });
     const res = await apiRequest(api, "POST", "/v1/rollouts", { description: "team slices (ADR 0022)" });
     expect(res.statusCode, res.body).toBe(201);
@@ -159,6 +167,9 @@ describe("moving a cluster to team slices (ADR 0022) with real Flux: only the re
       expect(k.spec.sourceRef).toEqual({ kind: "ExternalArtifact", name: `team-files-${team}` });
     }
     await sameObjects();
+    // The rollout's commit also deleted the cluster indexes ADR 0019's layout read, which nothing reads now (ADR 0032).
+    const { files } = await inspectRemote(platform.repoUrl, "main", platform.gitEnv);
+    expect(indexesIn(files)).toEqual([]);
     expect(await deletes()).toEqual(before);
     // From the cluster's start to here: not one delete request.
     expect(await deletes()).toEqual([]);

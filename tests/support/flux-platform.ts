@@ -206,6 +206,8 @@ export async function startFluxPlatform(opts: FluxPlatformOptions = {}): Promise
       namespace: "flux-system",
       artifactPrefix: slices ? "team-files-" : "team-",
     };
+    // The slices apply the team files themselves: no index is written (ADR 0032), as flux/berth/platform/berth.yaml.
+    platform.layout = { ...platform.layout, appliedBy: slices ? "slices" : "cluster-index" };
     opts.platform?.(platform);
 
     // The fleet repository, served over smart HTTP.

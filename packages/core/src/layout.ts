@@ -155,6 +155,8 @@ export function repoLayout(platform: Platform) {
     teamsDir,
     clustersDir,
     rolloutsDir,
+    /** Whether a Flux object reads the cluster indexes, so Berth keeps them (platform.layout.appliedBy, ADR 0032). */
+    writesIndexes: platform.layout.appliedBy === "cluster-index",
     /** A rollout's state file: spec and status, changed only by that rollout's commits. */
     rolloutFile: (id: string) => `${rolloutsDir}/${id}.yaml`,
     teamDir,

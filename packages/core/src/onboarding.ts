@@ -374,6 +374,8 @@ export class Onboarding {
    * content changes: each shard index a team of `updates` is in, rebuilt from its folder; each cluster's top
    * index when a shard gains its first team or loses its last, or a top-level Flux file goes. `every`
    * rebuilds every index from the folders (a fleet plan, drift): hand edits of the indexes show and are mended.
+   * A layout that reads no index (slices) gets none: a write changes only its teams' paths, and `every` deletes the
+   * indexes an earlier layout left.
    */
   async indexChanges(
     tree: RepoTree,
@@ -381,6 +383,13 @@ export class Onboarding {
     options: { every?: boolean } = {},
   ): Promise<Map<string, string | null>> {
     const changes = new Map<string, string | null>();
+    if (!this.layout.writesIndexes) {
+      if (!options.every) return changes;
+      for (const cluster of allClusters(this.platform).map((c) => c.name))
+        for (const path of await tree.list(this.layout.clusterTeamsDir(cluster)))
+          if (this.layout.ownerOf(path).kind === "cluster-teams-index") changes.set(path, null);
+      return changes;
+    }
     const byShard = new Map<string, Array<{ team: string; clusters: ReadonlySet<string> }>>();
     for (const update of updates) {
       const shard = teamShard(update.team);

@@ -174,6 +174,14 @@ export const platformSchema = z
           .string()
           .regex(REPO_DIR, "must be a relative folder such as rollouts or fleet/rollouts")
           .default("rollouts"),
+        /**
+         * What applies each cluster's team Kustomizations, so what Berth writes beside them (ADR 0032).
+         * `cluster-index`: one Kustomization applies `<clustersDir>/<cluster>/teams` through the indexes Berth keeps
+         * there (ADRs 0013, 0019). `slices`: flux/'s slice Kustomizations apply the team files directly (ADR 0022), so
+         * Berth writes no index, a write touches only its team's paths, and a same-version rollout deletes the indexes
+         * an earlier layout left.
+         */
+        appliedBy: z.enum(["cluster-index", "slices"]).default("cluster-index"),
       })
       .strict()
       // Disjoint folders: otherwise a team's folder could hold a cluster's folder (or the reverse).
@@ -181,7 +189,7 @@ export const platformSchema = z
         const dirs = [teamsDir, clustersDir, rolloutsDir];
         return dirs.every((a, i) => dirs.every((b, j) => i === j || (a !== b && !`${a}/`.startsWith(`${b}/`))));
       }, "teamsDir, clustersDir and rolloutsDir must not be the same folder or contain each other")
-      .default({ teamsDir: "teams", clustersDir: "clusters", rolloutsDir: "rollouts" }),
+      .default({ teamsDir: "teams", clustersDir: "clusters", rolloutsDir: "rollouts", appliedBy: "cluster-index" }),
     federatedCredential: z
       .object({
         subjectMode: federatedSubjectModeSchema.default("aso-controller"),
@@ -231,6 +239,15 @@ export const platformSchema = z
   })
   .strict()
   .superRefine((platform, ctx) => {
+    // The slices cut each team's own artifact: a team Kustomization reading the fleet's GitRepository would apply
+    // nothing the slices cut, and without indexes nothing would apply it.
+    if (platform.layout.appliedBy === "slices" && platform.fluxSource.kind !== "ExternalArtifact") {
+      ctx.addIssue({
+        code: "custom",
+        path: ["layout", "appliedBy"],
+        message: "slices need fluxSource.kind ExternalArtifact (each team reads the artifact its slice cuts)",
+      });
+    }
     // A role scope may only use platform-vars keys that are always defined, or Flux's strict substitution
     // fails the team's whole build: refuse such a config at start rather than at the first render.
     const known = new Set([...Object.keys(CORE_PLATFORM_VARS), ...Object.keys(platform.platformVars)]);

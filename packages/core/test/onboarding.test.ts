@@ -4,6 +4,7 @@ import {
   Fleet,
   Onboarding,
   parseTeamFile,
+  platformSchema,
   renderShardIndex,
   RepoContentError,
   repoLayout,
@@ -19,6 +20,7 @@ import {
   CLUSTERS,
   EXAMPLES,
   loadTemplates,
+  makePlatform,
   MemoryRepoTree,
   PLATFORM,
   platformWithSubjectMode,
@@ -339,6 +341,62 @@ describe("a repo written before shards (each Flux file at its cluster folder's t
     expect(drift.teams.map((t) => t.team)).toEqual(["payments", "search"]);
     expect((await fleet.drift(moved, { diffs: false })).teams).toEqual([]);
     expect((await fleet.drift(moved, { diffs: false })).layout).toEqual([]);
+  });
+});
+
+describe("a layout that reads no index (layout.appliedBy slices, ADR 0032)", () => {
+  const SLICES = makePlatform({
+    fluxSource: { kind: "ExternalArtifact", artifactPrefix: "team-files-" },
+    layout: { appliedBy: "slices" },
+  });
+  const sliced = new Onboarding(SLICES, loadTemplates());
+  const isIndex = (path: string) => layout.ownerOf(path).kind === "cluster-teams-index";
+
+  it("onboards, updates and offboards touching only the team's own paths", async () => {
+    const one = await treeWithTeams(sliced, [SEARCH]);
+    const created = await sliced.planCreate(one, PAYMENTS);
+    expect(paths(created.change).filter((p) => !ownedBy("payments")(p))).toEqual([]);
+    expect(written(created.change)).toEqual([...sliced.render(created.team).keys()].sort());
+    const two = one.apply(created.change);
+    expect(two.paths().filter(isIndex)).toEqual([]);
+
+    const { name: _name, ...spec } = PAYMENTS;
+    const updated = await sliced.planUpdate(two, "payments", { ...spec, environments: ["prod"] });
+    expect(deleted(updated.change).length).toBeGreaterThan(0);
+    expect(paths(updated.change).filter((p) => !ownedBy("payments")(p))).toEqual([]);
+
+    const gone = await sliced.planDelete(two, "payments");
+    expect(deleted(gone.change)).toEqual(two.paths().filter(ownedBy("payments")));
+    expect(written(gone.change)).toEqual([]);
+  });
+
+  it("a same-version re-render of every team deletes exactly the indexes an earlier layout left", async () => {
+    // The same team source with indexes: only the layout changes.
+    const indexing = new Onboarding(makePlatform({ fluxSource: SLICES.fluxSource }), loadTemplates());
+    const indexed = await treeWithTeams(indexing, [PAYMENTS, SEARCH]);
+    const indexes = indexed.paths().filter(isIndex);
+    expect(indexes.length).toBeGreaterThan(0);
+    const fleet = new Fleet(sliced);
+    // Drift names them (the teams' own files match), and the plan deletes them and nothing else.
+    const drift = await fleet.drift(indexed, { diffs: false });
+    expect(drift.teams).toEqual([]);
+    expect(drift.layout.map((f) => [f.path, f.drift])).toEqual(indexes.map((p) => [p, "unexpected"]));
+    const plan = await fleet.plan(indexed, ["payments", "search"]);
+    expect([...plan.files].sort()).toEqual(indexes.map((p) => [p, null]));
+    const moved = indexed.apply(plan.files);
+    expect(moved.toRecord()).toEqual((await treeWithTeams(sliced, [PAYMENTS, SEARCH])).toRecord());
+    expect((await fleet.drift(moved, { diffs: false })).layout).toEqual([]);
+  });
+
+  it("is refused with a team source the slices do not cut", () => {
+    const result = platformSchema.safeParse({ ...SLICES, fluxSource: { kind: "GitRepository" } });
+    expect(result.success).toBe(false);
+    expect(result.error?.issues.map((i) => [i.path.join("."), i.message])).toEqual([
+      [
+        "layout.appliedBy",
+        "slices need fluxSource.kind ExternalArtifact (each team reads the artifact its slice cuts)",
+      ],
+    ]);
   });
 });
 
