@@ -306,6 +306,8 @@ describe("rollout in waves, gated on the teams' status", () => {
     await s.berth.services.engine.tick();
     r = await rollout(s.berth, id);
     expect(r.rollout.status.phase).toBe("Completed");
+    // No Berth-On-Behalf-Of sent: no claim in the rollout (nor in its commits, below).
+    expect(r.rollout.spec).not.toHaveProperty("onBehalfOf");
     expect(r.rollout.status.history.map((h) => h.event)).toEqual([
       "Created",
       "WaveCommitted",
@@ -327,10 +329,38 @@ describe("rollout in waves, gated on the teams' status", () => {
       `berth: rollout ${id} wave dev: 2 team(s) to templates v3`,
       `berth: rollout ${id} created: 2 wave(s), 5 team(s) to templates v3`,
     ]);
+    expect(commits.filter((c) => "Berth-On-Behalf-Of" in c.trailers)).toEqual([]);
     // Further ticks change nothing.
     const done = await head(s.remote);
     await s.berth.services.engine.tick();
     expect(await head(s.remote)).toBe(done);
+  });
+
+  it("started on behalf of someone: the rollout says so, and so does every commit the engine makes for it", async () => {
+    const s = await setup();
+    const res = await s.berth.server.inject({
+      method: "POST",
+      url: "/v1/rollouts",
+      headers: { ...auth, "berth-on-behalf-of": "user:default/jane.doe" },
+      payload: TWO_WAVES,
+    });
+    expect(res.statusCode, res.body).toBe(201);
+    const id = (res.json() as { rollout: { metadata: { name: string } } }).rollout.metadata.name;
+    await s.berth.services.engine.tick();
+    await reportReady(s, ["d1", "d2"]);
+    await s.berth.services.engine.tick();
+    expect((await rollout(s.berth, id)).rollout.spec).toMatchObject({
+      requestedBy: "developer",
+      onBehalfOf: "user:default/jane.doe",
+    });
+    const commits = (await inspectRemote(s.remote.url)).commits.filter((c) => c.trailers["Berth-Rollout-Id"] === id);
+    // Created (by the caller), wave dev committed, wave dev Ready, wave prod committed (by the engine).
+    expect(commits.map((c) => [c.trailers["Berth-Requested-By"], c.trailers["Berth-On-Behalf-Of"]])).toEqual([
+      ["berth-rollout-engine", "user:default/jane.doe"],
+      ["berth-rollout-engine", "user:default/jane.doe"],
+      ["berth-rollout-engine", "user:default/jane.doe"],
+      ["developer", "user:default/jane.doe"],
+    ]);
   });
 
   it("halts when a wave-1 team turns Failed, leaves wave 2 alone, and carries on after the fix and a resume", async () => {

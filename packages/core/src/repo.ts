@@ -79,6 +79,16 @@ export interface Trailer {
   value: string;
 }
 
+/**
+ * Whom the caller said it acts for (a portal's user behind its token): a claim, recorded beside the actor, never in
+ * its place.
+ */
+export const TRAILER_ON_BEHALF_OF = "Berth-On-Behalf-Of";
+
+/** The on-behalf-of claim among an origin's trailers, if it has one. */
+export const onBehalfOfIn = (origin: ChangeOrigin): string | undefined =>
+  origin.trailers?.find((t) => t.key === TRAILER_ON_BEHALF_OF)?.value;
+
 /** Who asked for a change; recorded as commit trailers, never passed to git as an option. */
 export interface ChangeOrigin {
   actor: string;

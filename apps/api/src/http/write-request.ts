@@ -1,5 +1,5 @@
 import { createHash } from "node:crypto";
-import type { ChangeOrigin } from "@berth/core";
+import { TRAILER_ON_BEHALF_OF, type ChangeOrigin } from "@berth/core";
 import type { FastifyRequest } from "fastify";
 import type { WriteRequest } from "../services/idempotency.js";
 import { HttpProblem, pathOf } from "./plugins/problem.js";
@@ -54,9 +54,6 @@ export function requestFingerprint(method: string, path: string, body: unknown):
     .digest("base64url");
   return `sha256:${hash}`;
 }
-
-/** Whom the caller says it acts for: a trailer of its own, beside Berth-Requested-By. */
-export const TRAILER_ON_BEHALF_OF = "Berth-On-Behalf-Of";
 
 /**
  * Whom the caller says it acts for, when it sent a valid Berth-On-Behalf-Of; a malformed one (the request is

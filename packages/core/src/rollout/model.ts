@@ -173,6 +173,8 @@ export const rolloutSchema = z
       .object({
         description: z.string(),
         requestedBy: z.string(),
+        /** Whom the caller said it started the rollout for (Berth-On-Behalf-Of): each wave's commit says it too. */
+        onBehalfOf: z.string().optional(),
         createdAt: isoTime,
         target: z.object({ templateVersion: templateVersionSchema.optional() }).strict(),
         selector: teamSelectorSchema,

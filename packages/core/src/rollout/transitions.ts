@@ -26,6 +26,8 @@ export interface NewRolloutInput {
   /** The teams of each wave (assignWaves), or one wave named "all" for an unstaged rollout. */
   waves: Array<{ name: string; teams: string[] }>;
   requestedBy: string;
+  /** Whom the caller said it acts for, if it did. */
+  onBehalfOf?: string | undefined;
   now: Date;
   /** The gate timeout when the request gives none; null for an unstaged rollout. */
   gateTimeoutSeconds: number | null;
@@ -42,6 +44,7 @@ export function newRollout(input: NewRolloutInput): Rollout {
     spec: {
       description: input.request.description,
       requestedBy: input.requestedBy,
+      ...(input.onBehalfOf ? { onBehalfOf: input.onBehalfOf } : {}),
       createdAt: at,
       target: input.request.target,
       selector: input.request.selector,

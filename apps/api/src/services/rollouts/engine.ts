@@ -6,11 +6,13 @@ import {
   haltRollout,
   judge,
   passWave,
+  TRAILER_ON_BEHALF_OF,
   repoLayout,
   ROLLOUT_PHASES,
   RolloutReader,
   sameTeamOnCluster,
   serializeRollout,
+  type ChangeOrigin,
   type Fleet,
   type GateDecision,
   type GateObservation,
@@ -42,6 +44,15 @@ export interface RolloutEngineOptions {
 }
 
 const ENGINE_ORIGIN = { actor: "berth-rollout-engine", requestId: "rollout-engine" };
+
+/** The engine's commits for a rollout: its trailer, and whom the rollout was started for when it was said. */
+function engineOrigin(r: Rollout): ChangeOrigin {
+  const { onBehalfOf } = r.spec;
+  const origin = onBehalfOf
+    ? { ...ENGINE_ORIGIN, trailers: [{ key: TRAILER_ON_BEHALF_OF, value: onBehalfOf }] }
+    : ENGINE_ORIGIN;
+  return withRolloutTrailer(origin, r.metadata.name);
+}
 /** Steps one rollout may take in one pass without waiting (commit, gate, pass, commit, ...). */
 const MAX_STEPS_PER_PASS = 20;
 /** One pass's time limit: a gate over a large wave reads every team's status on every cluster. */
@@ -127,7 +138,7 @@ export class RolloutEngine implements EngineHandle {
       const wave = currentWave(r);
       if (!wave) return;
       if (wave.status.phase === "Pending") {
-        await this.commitCurrentWave(id, wave.index);
+        await this.commitCurrentWave(r, wave.index);
         continue;
       }
       if (wave.status.phase !== "Committed") return;
@@ -165,55 +176,53 @@ export class RolloutEngine implements EngineHandle {
   }
 
   /** Commits the current wave: its teams re-rendered on the target and the rollout file, in one commit. */
-  private async commitCurrentWave(id: string, index: number): Promise<void> {
+  private async commitCurrentWave(started: Rollout, index: number): Promise<void> {
     const { fleet, clock, store, logger } = this.opts;
-    await store.transact(
-      async (tree): Promise<RepoChange | null> => {
-        const r = await this.reader.read(tree, id);
-        const wave = r && currentWave(r);
-        // Another replica (or an earlier attempt) took the step, or the rollout was paused or aborted.
-        if (!r || r.status.phase !== "Running" || !wave || wave.index !== index || wave.status.phase !== "Pending")
-          return null;
-        const target = r.spec.target.templateVersion;
-        const plan = await fleet.plan(tree, wave.spec.teams, target);
-        const path = this.reader.path(id);
-        if (plan.failed.length) {
-          const halted = haltRollout(r, clock.now(), {
-            reason: "RenderFailed",
-            message: `${plan.failed.length} team(s) of wave ${wave.spec.name} cannot be rendered; nothing of the wave was committed`,
-            teams: plan.failed.map((f) => ({
-              team: f.team,
-              result: "render-failed" as const,
-              message: f.error.slice(0, 1000),
-            })),
-          });
-          logger.warn(
-            { rollout: id, wave: wave.spec.name, failed: plan.failed.length },
-            "rollout halted: teams cannot be rendered",
-          );
-          return {
-            files: new Map([[path, serializeRollout(halted)]]),
-            subject: `berth: rollout ${id} halted in wave ${wave.spec.name}: render failed`,
-          };
-        }
-        const next = commitWave(r, clock.now(), plan.gone);
-        const files = new Map(plan.files);
-        files.set(path, serializeRollout(next));
-        logger.info(
-          { rollout: id, wave: wave.spec.name, teams: plan.changed.length, gone: plan.gone.length },
-          "rollout: committing wave",
+    const id = started.metadata.name;
+    await store.transact(async (tree): Promise<RepoChange | null> => {
+      const r = await this.reader.read(tree, id);
+      const wave = r && currentWave(r);
+      // Another replica (or an earlier attempt) took the step, or the rollout was paused or aborted.
+      if (!r || r.status.phase !== "Running" || !wave || wave.index !== index || wave.status.phase !== "Pending")
+        return null;
+      const target = r.spec.target.templateVersion;
+      const plan = await fleet.plan(tree, wave.spec.teams, target);
+      const path = this.reader.path(id);
+      if (plan.failed.length) {
+        const halted = haltRollout(r, clock.now(), {
+          reason: "RenderFailed",
+          message: `${plan.failed.length} team(s) of wave ${wave.spec.name} cannot be rendered; nothing of the wave was committed`,
+          teams: plan.failed.map((f) => ({
+            team: f.team,
+            result: "render-failed" as const,
+            message: f.error.slice(0, 1000),
+          })),
+        });
+        logger.warn(
+          { rollout: id, wave: wave.spec.name, failed: plan.failed.length },
+          "rollout halted: teams cannot be rendered",
         );
         return {
-          files,
-          subject: `berth: rollout ${id} wave ${wave.spec.name}: ${wave.spec.teams.length - plan.gone.length} team(s) ${describeTarget(target)}`,
-          body: [
-            `wave ${wave.spec.name}: ${wave.spec.teams.join(", ")}`,
-            ...(plan.gone.length ? [`gone (skipped): ${plan.gone.join(", ")}`] : []),
-          ],
+          files: new Map([[path, serializeRollout(halted)]]),
+          subject: `berth: rollout ${id} halted in wave ${wave.spec.name}: render failed`,
         };
-      },
-      withRolloutTrailer(ENGINE_ORIGIN, id),
-    );
+      }
+      const next = commitWave(r, clock.now(), plan.gone);
+      const files = new Map(plan.files);
+      files.set(path, serializeRollout(next));
+      logger.info(
+        { rollout: id, wave: wave.spec.name, teams: plan.changed.length, gone: plan.gone.length },
+        "rollout: committing wave",
+      );
+      return {
+        files,
+        subject: `berth: rollout ${id} wave ${wave.spec.name}: ${wave.spec.teams.length - plan.gone.length} team(s) ${describeTarget(target)}`,
+        body: [
+          `wave ${wave.spec.name}: ${wave.spec.teams.join(", ")}`,
+          ...(plan.gone.length ? [`gone (skipped): ${plan.gone.join(", ")}`] : []),
+        ],
+      };
+    }, engineOrigin(started));
   }
 
   /** Reads the gate of `wave`, the current (committed) wave of `r`; on pass or halt commits the rollout file. */
@@ -245,40 +254,37 @@ export class RolloutEngine implements EngineHandle {
     this.opts.metrics?.gateEvaluations.inc({ verdict: decision.verdict });
     if (decision.verdict === "wait") return "wait";
     const gateSince = wave.status.gateSince;
-    await this.opts.store.transact(
-      async (head): Promise<RepoChange | null> => {
-        const current = await this.reader.read(head, id);
-        const w = current && currentWave(current);
-        // Only if nothing moved meanwhile: same wave, still committed, not resumed (gateSince) or paused.
-        if (
-          !current ||
-          current.status.phase !== "Running" ||
-          !w ||
-          w.index !== wave.index ||
-          w.status.phase !== "Committed" ||
-          w.status.gateSince !== gateSince
-        )
-          return null;
-        const next =
-          decision.verdict === "pass"
-            ? passWave(current, clock.now())
-            : haltRollout(current, clock.now(), {
-                reason: haltReasonOf(decision),
-                message: decision.message,
-                teams: decision.teams,
-              });
-        const subject =
-          decision.verdict === "pass"
-            ? `berth: rollout ${id} wave ${wave.spec.name} Ready${next.status.phase === "Completed" ? ": rollout completed" : ""}`
-            : `berth: rollout ${id} halted in wave ${wave.spec.name}: ${decision.reason}`;
-        return {
-          files: new Map([[this.reader.path(id), serializeRollout(next)]]),
-          subject,
-          body: decision.verdict === "halt" ? [decision.message] : rolloutBody(next).slice(0, 1),
-        };
-      },
-      withRolloutTrailer(ENGINE_ORIGIN, id),
-    );
+    await this.opts.store.transact(async (head): Promise<RepoChange | null> => {
+      const current = await this.reader.read(head, id);
+      const w = current && currentWave(current);
+      // Only if nothing moved meanwhile: same wave, still committed, not resumed (gateSince) or paused.
+      if (
+        !current ||
+        current.status.phase !== "Running" ||
+        !w ||
+        w.index !== wave.index ||
+        w.status.phase !== "Committed" ||
+        w.status.gateSince !== gateSince
+      )
+        return null;
+      const next =
+        decision.verdict === "pass"
+          ? passWave(current, clock.now())
+          : haltRollout(current, clock.now(), {
+              reason: haltReasonOf(decision),
+              message: decision.message,
+              teams: decision.teams,
+            });
+      const subject =
+        decision.verdict === "pass"
+          ? `berth: rollout ${id} wave ${wave.spec.name} Ready${next.status.phase === "Completed" ? ": rollout completed" : ""}`
+          : `berth: rollout ${id} halted in wave ${wave.spec.name}: ${decision.reason}`;
+      return {
+        files: new Map([[this.reader.path(id), serializeRollout(next)]]),
+        subject,
+        body: decision.verdict === "halt" ? [decision.message] : rolloutBody(next).slice(0, 1),
+      };
+    }, engineOrigin(r));
     if (decision.verdict === "halt")
       logger.warn(
         { rollout: id, wave: wave.spec.name, reason: decision.reason, message: decision.message },

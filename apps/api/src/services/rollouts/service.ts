@@ -6,6 +6,7 @@ import {
   commitWave,
   FleetRenderError,
   newRollout,
+  onBehalfOfIn,
   pauseRollout,
   resumeRollout,
   ROLLOUT_TRAILER,
@@ -139,6 +140,7 @@ export class RolloutService {
       request,
       waves: staged ? prepared.waves : [{ name: UNSTAGED_WAVE, teams: unstagedTeams }],
       requestedBy: write.origin.actor,
+      onBehalfOf: onBehalfOfIn(write.origin),
       now: clock.now(),
       gateTimeoutSeconds: staged ? this.opts.gateTimeoutSeconds : null,
     });

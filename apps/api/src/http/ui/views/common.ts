@@ -8,6 +8,11 @@ export function phaseBadge(phase: Phase, title?: string): Html {
 }
 
 /** A short commit id in monospace, the full one in the title. */
+/** Who asked: the token's identity, after whom it said it acted for (`jane via backstage`) when it did. */
+export function requester(actor: string, onBehalfOf: string | undefined): string {
+  return onBehalfOf ? `${onBehalfOf} via ${actor}` : actor;
+}
+
 export function shortSha(sha: string | null | undefined): Html {
   if (!sha) return html`<span class="none">none</span>`;
   return html`<code title="${sha}">${sha.slice(0, 7)}</code>`;

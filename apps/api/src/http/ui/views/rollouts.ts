@@ -1,7 +1,7 @@
 import type { GateTeamReport, Rollout, RolloutPhase } from "@berth/core";
 import type { GateProgress } from "../../../services/rollouts/ports.js";
 import { html, type Html } from "../html.js";
-import { shortSha, timestamp } from "./common.js";
+import { requester, shortSha, timestamp } from "./common.js";
 
 /** A rollout phase as one of the page's badge colours. */
 const PHASE_BADGE: Record<RolloutPhase, string> = {
@@ -47,7 +47,7 @@ export function rolloutsMain(items: readonly Rollout[], revision: string | undef
   <td>${rolloutPhaseBadge(r.status.phase)}</td>
   <td>${progressOf(r)}</td>
   <td>${teamCount(teams)}, ${targetOf(r)}</td>
-  <td>${r.spec.requestedBy}</td>
+  <td>${requester(r.spec.requestedBy, r.spec.onBehalfOf)}</td>
   <td>${timestamp(r.spec.createdAt)}</td>
 </tr>`;
     });
@@ -100,7 +100,7 @@ export function rolloutMain(rollout: Rollout, progress: GateProgress | undefined
   <dt>Target</dt><dd>${targetOf(rollout)}</dd>
   <dt>Progress</dt><dd>${progressOf(rollout)}</dd>
   <dt>Gate</dt><dd>${spec.gate ? `every team Ready on every cluster within ${spec.gate.timeoutSeconds} s` : "none (one commit)"}</dd>
-  <dt>Requested by</dt><dd>${spec.requestedBy}, ${timestamp(spec.createdAt)}</dd>
+  <dt>Requested by</dt><dd>${requester(spec.requestedBy, spec.onBehalfOf)}, ${timestamp(spec.createdAt)}</dd>
   <dt>Flux repo</dt><dd>${shortSha(revision)}</dd>
 </dl>
 ${

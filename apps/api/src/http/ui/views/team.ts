@@ -1,15 +1,12 @@
 import { describeClusterStatus, phaseOf, statusChain, type ChainStep, type ClusterStatus } from "@berth/api-contract";
 import type { TeamDetail } from "../../../services/status-board.js";
-import { TRAILER_ON_BEHALF_OF } from "../../write-request.js";
+import { TRAILER_ON_BEHALF_OF } from "@berth/core";
 import { html, type Html } from "../html.js";
-import { phaseBadge, shortSha, timestamp } from "./common.js";
+import { phaseBadge, requester, shortSha, timestamp } from "./common.js";
 
-/** Who asked for a commit: the token's identity, after whom it said it acted for (`jane via backstage`) when it did. */
-function requestedBy(commit: TeamDetail["commits"][number]): string {
-  const actor = commit.trailers["Berth-Requested-By"] ?? commit.author;
-  const onBehalfOf = commit.trailers[TRAILER_ON_BEHALF_OF];
-  return onBehalfOf ? `${onBehalfOf} via ${actor}` : actor;
-}
+/** Who asked for a commit (requester). */
+const requestedBy = (commit: TeamDetail["commits"][number]) =>
+  requester(commit.trailers["Berth-Requested-By"] ?? commit.author, commit.trailers[TRAILER_ON_BEHALF_OF]);
 
 const STEP_STATE_WORDS: Record<ChainStep["state"], string> = {
   done: "done",
