@@ -13,6 +13,7 @@
 // needs: cluster dist
 import { readdir, readFile } from "node:fs/promises";
 import { join, relative } from "node:path";
+import { adoptionPreviewResponse, adoptionResponse } from "@berth/api-contract";
 import { parse, stringify } from "yaml";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { REPO_ROOT } from "../support/berth.js";
@@ -116,7 +117,7 @@ describe.each(["v1", "v5"])(
       const before = await platform.cluster.deletes();
       const res = await platform.request("POST", "/v1/teams/payments/adopt", { keepAzureNames: true });
       expect(res.statusCode, res.body).toBe(201);
-      const revision = res.json.revision as string;
+      const { revision } = adoptionResponse.parse(res.json);
       await platform.waitKustomizationReady(ASO_NAMESPACE, "team-payments", revision, 180_000);
       const old = await eventually(
         "tenant-payments suspended on the cluster",
@@ -243,7 +244,8 @@ describe("adopting a team behind Flux substitution with objects Berth does not r
 
     const res = await platform.request("POST", "/v1/teams/ledger/adopt", { keepAzureNames: true });
     expect(res.statusCode, res.body).toBe(201);
-    await platform.waitKustomizationReady(ASO_NAMESPACE, "team-ledger", res.json.revision, 240_000);
+    const adopted = adoptionResponse.parse(res.json);
+    await platform.waitKustomizationReady(ASO_NAMESPACE, "team-ledger", adopted.revision, 240_000);
     await eventually(
       "tenant-ledger suspended",
       async () =>
@@ -285,7 +287,7 @@ describe("adopting a team behind Flux substitution with objects Berth does not r
     // The clean-up the report lists: the hand-written files go. Ledger was this platform's last hand-written tenant,
     // so its `tenants` wiring goes too. Flux prunes the `tenants` Kustomization, and with it tenant-ledger, which,
     // suspended, prunes nothing (Flux garbage-collects only a Kustomization that is not suspended).
-    const cleanup = res.json.report.cleanup as string[];
+    const { cleanup } = adopted.report;
     expect(cleanup).toContain(`clusters/${PLATFORM_CLUSTER}/tenants/ledger.yaml`);
     await cleanUpAndCheck(
       platform,
@@ -345,15 +347,14 @@ describe("adopting a team whose Flux source and identity ConfigMap live in the p
 
     const preview = await platform.request("POST", "/v1/teams/grants/adopt/preview", { keepAzureNames: true });
     expect(preview.statusCode, preview.body).toBe(200);
-    const fates = (preview.json.report.objects as Array<{ ref: string; fate: string }>).map(
-      (o) => `${o.ref}: ${o.fate}`,
-    );
+    const fates = adoptionPreviewResponse.parse(preview.json).report.objects.map((o) => `${o.ref}: ${o.fate}`);
     expect(fates).toContain("HelmRepository flux-config/grants-helm-repo: carried");
     expect(fates).toHaveLength(inventory.length);
 
     const res = await platform.request("POST", "/v1/teams/grants/adopt", { keepAzureNames: true });
     expect(res.statusCode, res.body).toBe(201);
-    await platform.waitKustomizationReady(ASO_NAMESPACE, "team-grants", res.json.revision, 240_000);
+    const adopted = adoptionResponse.parse(res.json);
+    await platform.waitKustomizationReady(ASO_NAMESPACE, "team-grants", adopted.revision, 240_000);
     await eventually(
       "grants-base suspended",
       async () => ((await platform.kustomization(ASO_NAMESPACE, "grants-base"))?.spec as { suspend?: boolean }).suspend,
@@ -411,7 +412,7 @@ describe("adopting a team whose Flux source and identity ConfigMap live in the p
     expect(await platform.cluster.deletes()).toEqual(before);
 
     // grants was this platform's last hand-written team: the clean-up takes its `services` wiring too.
-    const cleanup = res.json.report.cleanup as string[];
+    const { cleanup } = adopted.report;
     expect(cleanup).toContain(`clusters/${PLATFORM_CLUSTER}/services/grants.yaml`);
     await cleanUpAndCheck(
       platform,
