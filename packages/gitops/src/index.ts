@@ -1,4 +1,4 @@
-export { FluxRepo, type FluxRepoStats, type TransactResult } from "./flux-repo.js";
+export { FluxRepo, type FluxRepoStats, type ProposeResult, type TransactResult } from "./flux-repo.js";
 export type { FluxRepoAuth, FluxRepoBatch, FluxRepoConfig } from "./config.js";
 export { GitOpsError, type GitOpsErrorKind } from "./errors.js";
 export {

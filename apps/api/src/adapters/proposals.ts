@@ -1,0 +1,64 @@
+import type { ChangeOrigin, RepoChange, RepoLayout, RepoTree } from "@berth/core";
+import { GitOpsError, type FluxRepo, type Forge, type ProposeResult, type PullRequest } from "@berth/gitops";
+
+/** A write in pull-request mode: the commit on its branch, and the pull request that proposes the branch. */
+export interface Proposal extends ProposeResult {
+  /** Null only when nothing was committed and the branch does not exist (nothing to review). */
+  pullRequest: PullRequest | null;
+}
+
+/** Whose pending change a write extends: a team's (onboard, update, offboard, adopt) or a rollout wave's. */
+export type ProposalOwner = { team: string } | { rollout: string };
+
+export const proposalBranch = (owner: ProposalOwner) =>
+  "team" in owner ? `berth/team/${owner.team}` : `berth/rollout/${owner.rollout}`;
+
+/**
+ * Pull-request mode's writer (ADR 0030): a write for a team is committed on that team's branch, planned on the
+ * branch's tree (its pending change) or on main when it has none, and the branch's pull request is opened, or
+ * updated by the push when one is open. A change that writes any path that is not its owner's is refused before
+ * anything is pushed (the layout decides: ADR 0032). Merging is the reviewers'.
+ */
+export class ProposingWriter {
+  constructor(
+    private readonly repo: Pick<FluxRepo, "propose" | "branch">,
+    private readonly forge: Forge,
+    private readonly layout: Pick<RepoLayout, "proposalBranchOf">,
+  ) {}
+
+  async propose(
+    owner: ProposalOwner,
+    mutate: (tree: RepoTree) => Promise<RepoChange | null>,
+    origin: ChangeOrigin,
+  ): Promise<Proposal> {
+    const branch = proposalBranch(owner);
+    let planned: RepoChange | null = null;
+    const result = await this.repo.propose(
+      branch,
+      async (tree) => {
+        const change = await mutate(tree);
+        if (change && change.files.size > 0 && this.layout.proposalBranchOf(change.files.keys()) !== branch)
+          throw new GitOpsError(
+            "invalid-change",
+            `the change writes paths outside ${branch}'s (a cluster index?): pull-request mode needs platform.layout.appliedBy slices`,
+          );
+        planned = change;
+        return change;
+      },
+      origin,
+    );
+    if (!result.onBranch) return { ...result, pullRequest: null };
+    const subject = (planned as RepoChange | null)?.subject ?? `berth: ${branch}`;
+    const pullRequest = await this.forge.openPullRequest({
+      head: branch,
+      base: this.repo.branch,
+      title: subject,
+      body: [
+        ...((planned as RepoChange | null)?.body ?? []),
+        "",
+        "Proposed by Berth: merge to apply, close to drop it.",
+      ].join("\n"),
+    });
+    return { ...result, pullRequest };
+  }
+}
