@@ -1,4 +1,7 @@
 import type { ChangeOrigin, RepoChange, RepoLayout, RepoTree } from "@berth/core";
+import type { ReviewRef } from "../services/idempotency.js";
+import type { TeamStore } from "../services/team-service.js";
+import { TRAILER_TEAM } from "../services/team-service.js";
 import { GitOpsError, type FluxRepo, type Forge, type ProposeResult, type PullRequest } from "@berth/gitops";
 
 /** A write in pull-request mode: the commit on its branch, and the pull request that proposes the branch. */
@@ -60,5 +63,50 @@ export class ProposingWriter {
       ].join("\n"),
     });
     return { ...result, pullRequest };
+  }
+}
+
+/**
+ * The API's store in pull-request mode: reads from the Flux repo's branch as in direct mode, writes proposed. A write
+ * names its team in its Berth-Team trailer (TeamService sets it on every team write); a write for no team (a rollout,
+ * an adoption) is refused for now: pull-request mode proposes team writes only (ADR 0030, issue 38).
+ */
+export class ReviewedStore implements TeamStore {
+  constructor(
+    private readonly repo: Pick<FluxRepo, "snapshot" | "ping" | "treeAt">,
+    private readonly writer: Pick<ProposingWriter, "propose">,
+  ) {}
+
+  treeAt(revision: string): Promise<RepoTree | undefined> {
+    return this.repo.treeAt(revision);
+  }
+
+  snapshot(maxAgeMs?: number): Promise<RepoTree> {
+    return this.repo.snapshot(maxAgeMs);
+  }
+
+  ping(): Promise<void> {
+    return this.repo.ping();
+  }
+
+  async transact(
+    mutate: (tree: RepoTree) => Promise<RepoChange | null>,
+    origin: ChangeOrigin,
+  ): Promise<{ revision: string; committed: boolean; files: string[]; review?: ReviewRef }> {
+    const team = origin.trailers?.find((t) => t.key === TRAILER_TEAM)?.value;
+    if (!team)
+      throw new GitOpsError(
+        "invalid-change",
+        "in pull-request mode Berth proposes team writes only; rollouts and adoption are not proposed yet",
+      );
+    const { revision, committed, files, pullRequest } = await this.writer.propose({ team }, mutate, origin);
+    return {
+      revision,
+      committed,
+      files,
+      ...(pullRequest
+        ? { review: { number: pullRequest.number, url: pullRequest.url, state: pullRequest.state } }
+        : {}),
+    };
   }
 }

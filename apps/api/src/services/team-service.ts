@@ -12,7 +12,7 @@ import {
   type TeamFailure,
   type Trailer,
 } from "@berth/core";
-import { IdempotentWrites, type TransactionStore, type WriteRequest } from "./idempotency.js";
+import { IdempotentWrites, type ReviewRef, type TransactionStore, type WriteRequest } from "./idempotency.js";
 import type { ClusterStatus, TeamStatusReader } from "../adapters/team-status.js";
 
 /** What the API needs from the Flux repo; @berth/gitops' FluxRepo provides it. */
@@ -34,6 +34,8 @@ interface Outcome {
   files: FileChange[];
   /** The answer is the original outcome of an earlier request with the same Idempotency-Key. */
   replayed: boolean;
+  /** Pull-request mode: the pull request the change waits in (revision is then its branch's commit). */
+  review?: ReviewRef;
 }
 export interface WriteResult extends Outcome {
   team: Team;
@@ -184,6 +186,7 @@ export class TeamService {
       committed: outcome.committed,
       files: outcome.committed ? planned.files : [],
       replayed: false,
+      ...(outcome.review ? { review: outcome.review } : {}),
     };
   }
 }

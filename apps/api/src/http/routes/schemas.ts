@@ -14,6 +14,7 @@ export {
   fleetResponse,
   previewResponse,
   problemSchema as problemResponse,
+  proposalResponse,
   statusResponse,
   teamListResponse,
   teamNameParams,

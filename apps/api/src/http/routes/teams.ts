@@ -14,6 +14,7 @@ import {
   encodeContinue,
   previewResponse,
   problemResponse,
+  proposalResponse,
   problemResponses,
   statusResponse,
   teamListQuery,
@@ -124,16 +125,20 @@ export const teamRoutes: FastifyPluginAsyncZod<{ teams: TeamService }> = async (
         security,
         headers: writeHeaders,
         body: createTeamBody,
-        response: { 201: writeResponse, ...conflict, ...bodyErrors, ...errors },
+        response: { 201: writeResponse, 202: proposalResponse, ...conflict, ...bodyErrors, ...errors },
       },
     },
     async (request, reply) => {
       const result = await teams.create(request.body, writeRequest(request, request.body));
       settle(request, reply, result.team.name, result);
-      return reply
-        .code(201)
-        .header("location", `/v1/teams/${result.team.name}`)
-        .send({ team: result.team, revision: result.revision, committed: result.committed, files: result.files });
+      const body = { team: result.team, revision: result.revision, committed: result.committed, files: result.files };
+      // Pull-request mode: accepted, applied once a reviewer merges (ADR 0030).
+      if (result.review)
+        return reply
+          .code(202)
+          .header("location", result.review.url)
+          .send({ ...body, pullRequest: result.review });
+      return reply.code(201).header("location", `/v1/teams/${result.team.name}`).send(body);
     },
   );
 

@@ -1,0 +1,97 @@
+// needs: gitea
+/**
+ * Berth's API in pull-request mode (fluxRepo.review, ADR 0030) against a real Gitea: onboarding answers 202 with the
+ * pull request, main does not move and the team is not served until a reviewer merges; bad input is refused before
+ * any branch is pushed. (Team onboarding only so far: issue 38.)
+ */
+import { proposalResponse } from "@berth/api-contract";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { DEV_TOKEN, startBerth, type RunningBerth } from "../support/berth.js";
+import { readAnswer } from "../support/contract.js";
+import { startGitea, type GiteaRepo, type RunningGitea } from "../support/gitea.js";
+import { eventually } from "../support/wait.js";
+
+const OWNER = "0b9a3c1e-1111-4222-8333-444455556666";
+const auth = { authorization: `Bearer ${DEV_TOKEN}` };
+
+describe("pull-request mode: Berth proposes each team write as a pull request on Gitea", () => {
+  let gitea: RunningGitea;
+  let repo: GiteaRepo;
+  let berth: RunningBerth;
+
+  const branches = async () =>
+    ((await (await gitea.api(`/repos/${repo.owner}/${repo.name}/branches`)).json()) as Array<{ name: string }>)
+      .map((b) => b.name)
+      .sort();
+
+  beforeAll(async () => {
+    gitea = await startGitea();
+    repo = await gitea.createRepo("fleet", { autoInit: true });
+    berth = await startBerth({
+      remoteUrl: repo.cloneUrl,
+      env: { BERTH_GIT_USERNAME: gitea.username, BERTH_GIT_TOKEN: gitea.token, BERTH_FORGE_TOKEN: gitea.token },
+      config: (raw) => {
+        raw.fluxRepo = {
+          ...(raw.fluxRepo as object),
+          review: { mode: "pull-request", forge: "gitea", url: gitea.url, owner: repo.owner, repository: repo.name },
+        };
+        const platform = raw.platform as Record<string, unknown>;
+        platform.fluxSource = { kind: "ExternalArtifact", artifactPrefix: "team-files-" };
+        platform.layout = { appliedBy: "slices" };
+      },
+    });
+  }, 120_000);
+  afterAll(async () => {
+    await berth?.stop();
+    await gitea?.stop();
+  });
+
+  it("onboarding answers 202 with the pull request; the team is served once a reviewer merges it", async () => {
+    const before = (await gitea.waitForBranch(repo, "main")).commit.id;
+    const res = await berth.server.inject({
+      method: "POST",
+      url: "/v1/teams",
+      headers: auth,
+      payload: { name: "payments", owners: [OWNER], environments: ["dev"] },
+    });
+    expect(res.statusCode, res.body).toBe(202);
+    const answer = readAnswer(res, proposalResponse);
+    expect(answer.pullRequest).toMatchObject({ state: "open" });
+    expect(res.headers.location).toBe(answer.pullRequest.url);
+    expect((await gitea.waitForBranch(repo, "berth/team/payments", answer.revision)).commit.id).toBe(answer.revision);
+    expect((await gitea.waitForBranch(repo, "main")).commit.id).toBe(before);
+    expect((await berth.server.inject({ url: "/v1/teams/payments", headers: auth })).statusCode).toBe(404);
+
+    const merged = await eventually(
+      "the pull request merged",
+      async () => {
+        const r = await gitea.api(`/repos/${repo.owner}/${repo.name}/pulls/${answer.pullRequest.number}/merge`, {
+          method: "POST",
+          headers: { "content-type": "application/json" },
+          body: JSON.stringify({ Do: "merge" }),
+        });
+        return r.status === 200;
+      },
+      60_000,
+    );
+    expect(merged).toBe(true);
+    await eventually(
+      "the team served from main",
+      async () => (await berth.server.inject({ url: "/v1/teams/payments", headers: auth })).statusCode === 200,
+      30_000,
+    );
+  });
+
+  it("refuses bad input before any branch is pushed", async () => {
+    const before = await branches();
+    const res = await berth.server.inject({
+      method: "POST",
+      url: "/v1/teams",
+      headers: auth,
+      payload: { name: "Not A Name", owners: [OWNER], environments: ["dev"] },
+    });
+    expect(res.statusCode).toBe(422);
+    expect(res.headers["content-type"]).toMatch(/^application\/problem\+json/);
+    expect(await branches()).toEqual(before);
+  });
+});
