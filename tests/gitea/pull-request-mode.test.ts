@@ -4,7 +4,7 @@
  * pull request, main does not move and the team is not served until a reviewer merges; bad input is refused before
  * any branch is pushed. (Team onboarding only so far: issue 38.)
  */
-import { proposalResponse } from "@berth/api-contract";
+import { deleteProposalResponse, proposalResponse } from "@berth/api-contract";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { DEV_TOKEN, startBerth, type RunningBerth } from "../support/berth.js";
 import { readAnswer } from "../support/contract.js";
@@ -80,6 +80,24 @@ describe("pull-request mode: Berth proposes each team write as a pull request on
       async () => (await berth.server.inject({ url: "/v1/teams/payments", headers: auth })).statusCode === 200,
       30_000,
     );
+
+    // The next change starts a new pull request from main (the merged branch is no pending change); so does offboarding.
+    const updated = await berth.server.inject({
+      method: "PUT",
+      url: "/v1/teams/payments",
+      headers: auth,
+      payload: { owners: [OWNER], environments: ["dev"], labels: { "cost-center": "cc-7" } },
+    });
+    expect(updated.statusCode, updated.body).toBe(202);
+    const update = readAnswer(updated, proposalResponse);
+    expect(update.pullRequest.number).not.toBe(answer.pullRequest.number);
+    const commits = (await (
+      await gitea.api(`/repos/${repo.owner}/${repo.name}/pulls/${update.pullRequest.number}/commits`)
+    ).json()) as Array<{ sha: string }>;
+    expect(commits.map((c) => c.sha)).toEqual([update.revision]);
+    const offboarded = await berth.server.inject({ method: "DELETE", url: "/v1/teams/payments", headers: auth });
+    expect(offboarded.statusCode, offboarded.body).toBe(202);
+    expect(readAnswer(offboarded, deleteProposalResponse).pullRequest.number).toBe(update.pullRequest.number);
   });
 
   it("refuses bad input before any branch is pushed", async () => {

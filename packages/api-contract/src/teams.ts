@@ -53,6 +53,8 @@ export const deleteResponse = z.object({
   revision: z.string(),
   files: z.array(fileChangeSchema),
 });
+/** 202 in pull-request mode: the offboarding waits in the team's pull request. */
+export const deleteProposalResponse = deleteResponse.extend({ pullRequest: pullRequestSchema });
 export const previewResponse = z.object({
   team: teamSchema,
   revision: revisionSchema,

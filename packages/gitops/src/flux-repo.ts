@@ -158,8 +158,8 @@ export class FluxRepo {
 
   /**
    * Applies one change as a commit on `branch` and pushes it there, never to the main branch: pull-request mode
-   * (ADR 0030). `mutate` sees the branch's tree when the branch exists (the pending change it extends), else the main
-   * branch's head, from which the branch is then created. Not group-committed: each proposal fetches, commits and
+   * (ADR 0030). `mutate` sees the branch's tree when the branch exists (the pending change it extends), else, or with
+   * `fromMain`, the main branch's head, from which the branch is then (re)started. Not group-committed: each proposal fetches, commits and
    * pushes on its own, in the writer's queue. A branch that moved meanwhile (another replica) is planned again;
    * `mutate`'s own error is returned and nothing is pushed.
    */
@@ -167,6 +167,7 @@ export class FluxRepo {
     branch: string,
     mutate: (tree: RepoTree) => Promise<RepoChange | null>,
     origin: ChangeOrigin,
+    options: { fromMain?: boolean } = {},
   ): Promise<ProposeResult> {
     if (!PROPOSAL_BRANCH.test(branch) || branch === `berth/${this.cfg.branch}`)
       throw new GitOpsError("invalid-change", `${JSON.stringify(branch.slice(0, 100))} is not a proposal branch`);
@@ -177,7 +178,9 @@ export class FluxRepo {
       const outcome = await this.queue.add(async () => {
         const main = await this.fetchHead();
         const existing = await this.fetchRef(branch);
-        const base = existing ?? main;
+        // fromMain: the branch's earlier change was merged or dropped; a new one starts again from main (the push
+        // still compares against the branch's head, so nothing pushed to it meanwhile is lost unseen).
+        const base = options.fromMain ? main : (existing ?? main);
         const planner = new BatchPlanner(new GitTree(this.source(), base), () => {});
         await planner.add([{ mutate, origin }]);
         const plan = planner.plan();
@@ -189,7 +192,8 @@ export class FluxRepo {
             committed: false,
             files: [],
             branch,
-            onBranch: existing !== undefined,
+            // A restarted branch's old commits are no pending change: nothing to propose.
+            onBranch: existing !== undefined && !options.fromMain,
             created: false,
           } as ProposeResult;
         const [sha] = await this.importCommits(plan);

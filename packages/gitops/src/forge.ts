@@ -21,6 +21,8 @@ export interface PullRequest {
 export interface Forge {
   /** The open pull request from `head` into `base`, opened when there is none (a retry finds the first). */
   openPullRequest(request: { head: string; base: string; title: string; body: string }): Promise<PullRequest>;
+  /** The open pull request from `head` into `base`, if there is one. */
+  findOpenPullRequest(head: string, base: string): Promise<PullRequest | undefined>;
   pullRequest(number: number): Promise<PullRequest>;
   /** Closes it without merging (nothing of it reaches the base branch). */
   closePullRequest(number: number): Promise<PullRequest>;
@@ -81,7 +83,7 @@ export class GiteaForge implements Forge {
   }
 
   async openPullRequest(request: { head: string; base: string; title: string; body: string }): Promise<PullRequest> {
-    const existing = await this.openFrom(request.head, request.base);
+    const existing = await this.findOpenPullRequest(request.head, request.base);
     if (existing) return existing;
     const created = giteaPull.parse(await this.call("POST", "/pulls", request));
     return this.withReviews(created);
@@ -100,7 +102,7 @@ export class GiteaForge implements Forge {
   }
 
   /** Open pull requests are few (one per team with a pending change): the list is read page by page. */
-  private async openFrom(head: string, base: string): Promise<PullRequest | undefined> {
+  async findOpenPullRequest(head: string, base: string): Promise<PullRequest | undefined> {
     for (let page = 1; ; page++) {
       const pulls = z.array(giteaPull).parse(await this.call("GET", `/pulls?state=open&limit=50&page=${page}`));
       const found = pulls.find((p) => p.head.ref === head && p.base.ref === base);

@@ -35,6 +35,9 @@ export class ProposingWriter {
     origin: ChangeOrigin,
   ): Promise<Proposal> {
     const branch = proposalBranch(owner);
+    // Only an open pull request is a pending change to extend: a branch whose pull request was merged or closed
+    // starts again from main (planned on what main holds now, not on what that branch held).
+    const pending = await this.forge.findOpenPullRequest(branch, this.repo.branch);
     let planned: RepoChange | null = null;
     const result = await this.repo.propose(
       branch,
@@ -49,6 +52,7 @@ export class ProposingWriter {
         return change;
       },
       origin,
+      { fromMain: !pending },
     );
     if (!result.onBranch) return { ...result, pullRequest: null };
     const subject = (planned as RepoChange | null)?.subject ?? `berth: ${branch}`;

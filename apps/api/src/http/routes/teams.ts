@@ -15,6 +15,7 @@ import {
   previewResponse,
   problemResponse,
   proposalResponse,
+  deleteProposalResponse,
   problemResponses,
   statusResponse,
   teamListQuery,
@@ -211,13 +212,26 @@ export const teamRoutes: FastifyPluginAsyncZod<{ teams: TeamService }> = async (
         params: teamNameParams,
         headers: writeHeaders,
         body: updateTeamBody,
-        response: { 200: writeResponse, 404: problemResponse, ...conflict, ...bodyErrors, ...errors },
+        response: {
+          200: writeResponse,
+          202: proposalResponse,
+          404: problemResponse,
+          ...conflict,
+          ...bodyErrors,
+          ...errors,
+        },
       },
     },
     async (request, reply) => {
       const result = await teams.update(request.params.name, request.body, writeRequest(request, request.body));
       settle(request, reply, result.team.name, result);
-      return { team: result.team, revision: result.revision, committed: result.committed, files: result.files };
+      const body = { team: result.team, revision: result.revision, committed: result.committed, files: result.files };
+      if (result.review)
+        return reply
+          .code(202)
+          .header("location", result.review.url)
+          .send({ ...body, pullRequest: result.review });
+      return body;
     },
   );
 
@@ -250,13 +264,19 @@ export const teamRoutes: FastifyPluginAsyncZod<{ teams: TeamService }> = async (
         security,
         params: teamNameParams,
         headers: writeHeaders,
-        response: { 200: deleteResponse, 404: problemResponse, ...conflict, ...errors },
+        response: { 200: deleteResponse, 202: deleteProposalResponse, 404: problemResponse, ...conflict, ...errors },
       },
     },
     async (request, reply) => {
       const result = await teams.delete(request.params.name, writeRequest(request, null));
       settle(request, reply, result.team, result);
-      return { team: result.team, revision: result.revision, files: result.files };
+      const body = { team: result.team, revision: result.revision, files: result.files };
+      if (result.review)
+        return reply
+          .code(202)
+          .header("location", result.review.url)
+          .send({ ...body, pullRequest: result.review });
+      return body;
     },
   );
 };
