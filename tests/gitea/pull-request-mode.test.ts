@@ -100,6 +100,24 @@ describe("pull-request mode: Berth proposes each team write as a pull request on
     expect(readAnswer(offboarded, deleteProposalResponse).pullRequest.number).toBe(update.pullRequest.number);
   });
 
+  it("a retry with the same Idempotency-Key is answered from the branch's commit, with the same pull request", async () => {
+    const send = () =>
+      berth.server.inject({
+        method: "POST",
+        url: "/v1/teams",
+        headers: { ...auth, "idempotency-key": "onboard-search-1" },
+        payload: { name: "search", owners: [OWNER], environments: ["dev"] },
+      });
+    const first = await send();
+    expect(first.statusCode, first.body).toBe(202);
+    const again = await send();
+    expect(again.statusCode, again.body).toBe(202);
+    expect(again.headers["idempotent-replayed"]).toBe("true");
+    const [a, b] = [readAnswer(first, proposalResponse), readAnswer(again, proposalResponse)];
+    expect(b.revision).toBe(a.revision);
+    expect(b.pullRequest.number).toBe(a.pullRequest.number);
+  });
+
   it("refuses bad input before any branch is pushed", async () => {
     const before = await branches();
     const res = await berth.server.inject({

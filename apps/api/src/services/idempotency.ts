@@ -59,7 +59,7 @@ export interface TransactionStore {
 export type IdempotentOutcome =
   | { replayed: false; revision: string; committed: boolean; review?: ReviewRef }
   /** An earlier request with this key and this fingerprint committed: its commit, to answer from. */
-  | { replayed: true; original: CommitInfo };
+  | { replayed: true; original: CommitInfo; review?: ReviewRef };
 
 function trailerOf(commit: CommitInfo, key: string): string | undefined {
   return commit.trailers.find((t) => t.key.toLowerCase() === key.toLowerCase())?.value;
@@ -120,7 +120,7 @@ export class IdempotentWrites {
         },
         { ...origin, trailers: [...(origin.trailers ?? []), ...trailers, ...keyTrailers] },
       );
-      if (original) return { replayed: true, original };
+      if (original) return { replayed: true, original, ...(result.review ? { review: result.review } : {}) };
       return {
         replayed: false,
         revision: result.revision,

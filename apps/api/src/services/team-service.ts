@@ -178,7 +178,8 @@ export class TeamService {
       planned = { team: planTeam, files: await describeChange(tree, change.files) };
       return change.files.size ? change : null;
     });
-    if (outcome.replayed) return this.replayed(outcome.original);
+    if (outcome.replayed)
+      return { ...(await this.replayed(outcome.original)), ...(outcome.review ? { review: outcome.review } : {}) };
     if (!planned) throw new Error("transaction finished without planning a change");
     return {
       team: planned.team,
