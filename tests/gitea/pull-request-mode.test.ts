@@ -118,6 +118,21 @@ describe("pull-request mode: Berth proposes each team write as a pull request on
     expect(b.pullRequest.number).toBe(a.pullRequest.number);
   });
 
+  it("refuses a rollout (not proposed yet) with a problem, and pushes nothing", async () => {
+    const before = await branches();
+    const mainBefore = (await gitea.waitForBranch(repo, "main")).commit.id;
+    const res = await berth.server.inject({
+      method: "POST",
+      url: "/v1/rollouts",
+      headers: auth,
+      payload: { description: "every team to v3", target: { templateVersion: "v3" } },
+    });
+    expect(res.statusCode, res.body).toBe(409);
+    expect(res.json()).toMatchObject({ type: "https://berth.dev/problems/not-proposed" });
+    expect(await branches()).toEqual(before);
+    expect((await gitea.waitForBranch(repo, "main")).commit.id).toBe(mainBefore);
+  });
+
   it("refuses bad input before any branch is pushed", async () => {
     const before = await branches();
     const res = await berth.server.inject({

@@ -2,6 +2,7 @@ import type { ChangeOrigin, RepoChange, RepoLayout, RepoTree } from "@berth/core
 import type { ReviewRef } from "../services/idempotency.js";
 import type { TeamStore } from "../services/team-service.js";
 import { TRAILER_TEAM } from "../services/team-service.js";
+import { NotProposedError } from "../services/errors.js";
 import { GitOpsError, type FluxRepo, type Forge, type ProposeResult, type PullRequest } from "@berth/gitops";
 
 /** A write in pull-request mode: the commit on its branch, and the pull request that proposes the branch. */
@@ -98,11 +99,7 @@ export class ReviewedStore implements TeamStore {
     origin: ChangeOrigin,
   ): Promise<{ revision: string; committed: boolean; files: string[]; review?: ReviewRef }> {
     const team = origin.trailers?.find((t) => t.key === TRAILER_TEAM)?.value;
-    if (!team)
-      throw new GitOpsError(
-        "invalid-change",
-        "in pull-request mode Berth proposes team writes only; rollouts and adoption are not proposed yet",
-      );
+    if (!team) throw new NotProposedError("a write that is not one team's (a rollout, an adoption)");
     const { revision, committed, files, pullRequest } = await this.writer.propose({ team }, mutate, origin);
     return {
       revision,
