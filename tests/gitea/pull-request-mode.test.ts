@@ -1,12 +1,16 @@
-// needs: gitea
+// needs: gitea dist
 /**
  * Berth's API in pull-request mode (fluxRepo.review, ADR 0030) against a real Gitea: onboarding answers 202 with the
  * pull request, main does not move and the team is not served until a reviewer merges; bad input is refused before
  * any branch is pushed. (Team onboarding only so far: issue 38.)
  */
 import { deleteProposalResponse, proposalResponse } from "@berth/api-contract";
+import { writeFile } from "node:fs/promises";
+import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { DEV_TOKEN, startBerth, type RunningBerth } from "../support/berth.js";
+import { ensureBuilt } from "../support/build.js";
+import { CliHarness } from "../support/cli.js";
 import { readAnswer } from "../support/contract.js";
 import { startGitea, type GiteaRepo, type RunningGitea } from "../support/gitea.js";
 import { eventually } from "../support/wait.js";
@@ -27,8 +31,10 @@ describe("pull-request mode: Berth proposes each team write as a pull request on
   beforeAll(async () => {
     gitea = await startGitea();
     repo = await gitea.createRepo("fleet", { autoInit: true });
+    await ensureBuilt();
     berth = await startBerth({
       remoteUrl: repo.cloneUrl,
+      listen: true,
       env: { BERTH_GIT_USERNAME: gitea.username, BERTH_GIT_TOKEN: gitea.token, BERTH_FORGE_TOKEN: gitea.token },
       config: (raw) => {
         raw.fluxRepo = {
@@ -40,7 +46,7 @@ describe("pull-request mode: Berth proposes each team write as a pull request on
         platform.layout = { appliedBy: "slices" };
       },
     });
-  }, 120_000);
+  }, 600_000);
   afterAll(async () => {
     await berth?.stop();
     await gitea?.stop();
@@ -131,6 +137,27 @@ describe("pull-request mode: Berth proposes each team write as a pull request on
     expect(res.json()).toMatchObject({ type: "https://berth.dev/problems/not-proposed" });
     expect(await branches()).toEqual(before);
     expect((await gitea.waitForBranch(repo, "main")).commit.id).toBe(mainBefore);
+  });
+
+  it("berth apply says the change was proposed, naming its pull request", async () => {
+    const cli = await CliHarness.create();
+    const tokenFile = join(cli.home, "token");
+    await writeFile(tokenFile, `${DEV_TOKEN}\n`, { mode: 0o600 });
+    const file = join(cli.home, "ledger.yaml");
+    await writeFile(file, `name: ledger\nowners: [${OWNER}]\nenvironments: [dev]\n`);
+    const connection = ["--server", berth.url, "--token-file", tokenFile];
+    const applied = await cli.run(["apply", "-f", file, ...connection]);
+    expect(applied.stderr).toBe("");
+    expect(applied.code).toBe(0);
+    const match = /^team\/ledger proposed in pull request #(\d+) \((\S+)\): applied once merged\n$/.exec(
+      applied.stdout,
+    );
+    expect(match, applied.stdout).not.toBeNull();
+    const pulls = (await (
+      await gitea.api(`/repos/${repo.owner}/${repo.name}/pulls?state=open&limit=50`)
+    ).json()) as Array<{ number: number; html_url: string; head: { ref: string } }>;
+    const pull = pulls.find((p) => p.head.ref === "berth/team/ledger");
+    expect([String(pull?.number), pull?.html_url]).toEqual([match![1], match![2]]);
   });
 
   it("refuses bad input before any branch is pushed", async () => {
