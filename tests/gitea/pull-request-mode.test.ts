@@ -4,7 +4,7 @@
  * pull request, main does not move and the team is not served until a reviewer merges; bad input is refused before
  * any branch is pushed. (Team onboarding only so far: issue 38.)
  */
-import { deleteProposalResponse, proposalResponse } from "@berth/api-contract";
+import { deleteProposalResponse, proposalResponse, reviewResponse } from "@berth/api-contract";
 import { writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -67,6 +67,9 @@ describe("pull-request mode: Berth proposes each team write as a pull request on
     expect((await gitea.waitForBranch(repo, "berth/team/payments", answer.revision)).commit.id).toBe(answer.revision);
     expect((await gitea.waitForBranch(repo, "main")).commit.id).toBe(before);
     expect((await berth.server.inject({ url: "/v1/teams/payments", headers: auth })).statusCode).toBe(404);
+    // Where its change stands: the open pull request.
+    const inReview = await berth.server.inject({ url: "/v1/teams/payments/review", headers: auth });
+    expect(readAnswer(inReview, reviewResponse)).toEqual({ team: "payments", pullRequest: answer.pullRequest });
 
     const merged = await eventually(
       "the pull request merged",
@@ -86,6 +89,9 @@ describe("pull-request mode: Berth proposes each team write as a pull request on
       async () => (await berth.server.inject({ url: "/v1/teams/payments", headers: auth })).statusCode === 200,
       30_000,
     );
+    const reviewed = await berth.server.inject({ url: "/v1/teams/payments/review", headers: auth });
+    expect(reviewed.statusCode).toBe(404);
+    expect(reviewed.json()).toMatchObject({ type: "https://berth.dev/problems/no-pending-review" });
 
     // The next change starts a new pull request from main (the merged branch is no pending change); so does offboarding.
     const updated = await berth.server.inject({

@@ -70,22 +70,20 @@ export async function createServices(
   await repo.init();
   // Pull-request mode (ADR 0030): every write goes through the store below, proposed on a branch, never pushed to main.
   const review = config.fluxRepo.review;
-  const store =
+  const proposer =
     review.mode === "pull-request"
-      ? new ReviewedStore(
+      ? new ProposingWriter(
           repo,
-          new ProposingWriter(
-            repo,
-            new GiteaForge({
-              url: review.url,
-              owner: review.owner,
-              repo: review.repository,
-              token: async () => review.token,
-            }),
-            layout,
-          ),
+          new GiteaForge({
+            url: review.url,
+            owner: review.owner,
+            repo: review.repository,
+            token: async () => review.token,
+          }),
+          layout,
         )
-      : repo;
+      : undefined;
+  const store = proposer ? new ReviewedStore(repo, proposer) : repo;
   // One status reader, so the status API, CLI watchers, every open status page and the rollout gates share its
   // per-cluster cache.
   const statusReader =
@@ -121,7 +119,12 @@ export async function createServices(
     gitDir: config.fluxRepo.workDir,
   });
   const deps: AppDeps = {
-    teams: new TeamService(onboarding, store, statusReader),
+    teams: new TeamService(
+      onboarding,
+      store,
+      statusReader,
+      proposer && { pending: (team) => proposer.pending({ team }) },
+    ),
     fleet: new FleetService(onboarding, repo, drift),
     rollouts,
     // Adoption reads hand-written trees: bounded (DEFAULT_BUILD_LIMITS) and yielding to the event loop

@@ -30,6 +30,12 @@ export class ProposingWriter {
     private readonly layout: Pick<RepoLayout, "proposalBranchOf">,
   ) {}
 
+  /** The open pull request of the owner's branch: its pending change, and where review stands. */
+  async pending(owner: ProposalOwner): Promise<ReviewRef | undefined> {
+    const pr = await this.forge.findOpenPullRequest(proposalBranch(owner), this.repo.branch);
+    return pr && { number: pr.number, url: pr.url, state: pr.state };
+  }
+
   async propose(
     owner: ProposalOwner,
     mutate: (tree: RepoTree) => Promise<RepoChange | null>,

@@ -15,6 +15,11 @@ import {
 import { IdempotentWrites, type ReviewRef, type TransactionStore, type WriteRequest } from "./idempotency.js";
 import type { ClusterStatus, TeamStatusReader } from "../adapters/team-status.js";
 
+/** Pull-request mode: the open pull request holding a team's pending change, if any (ADR 0030). */
+export interface PendingReviews {
+  pending(team: string): Promise<ReviewRef | undefined>;
+}
+
 /** What the API needs from the Flux repo; @berth/gitops' FluxRepo provides it. */
 export interface TeamStore extends TransactionStore {
   ping(): Promise<void>;
@@ -64,8 +69,14 @@ export class TeamService {
     private readonly onboarding: Onboarding,
     private readonly store: TeamStore,
     private readonly statusReader: TeamStatusReader,
+    private readonly reviews?: PendingReviews,
   ) {
     this.writes = new IdempotentWrites(store);
+  }
+
+  /** The team's change waiting in review (pull-request mode); undefined when none is open or the mode is direct. */
+  async review(name: string): Promise<ReviewRef | undefined> {
+    return this.reviews?.pending(name);
   }
 
   /** The team's status on every cluster it lands on, as each cluster's controller reports it. */

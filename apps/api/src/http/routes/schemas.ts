@@ -15,6 +15,7 @@ export {
   previewResponse,
   problemSchema as problemResponse,
   proposalResponse,
+  reviewResponse,
   deleteProposalResponse,
   statusResponse,
   teamListResponse,

@@ -16,6 +16,7 @@ import {
   problemResponse,
   proposalResponse,
   deleteProposalResponse,
+  reviewResponse,
   problemResponses,
   statusResponse,
   teamListQuery,
@@ -198,6 +199,31 @@ export const teamRoutes: FastifyPluginAsyncZod<{ teams: TeamService }> = async (
     async (request) => {
       const status = await teams.status(request.params.name);
       return { ...status, revision: status.revision ?? null };
+    },
+  );
+
+  app.get(
+    "/teams/:name/review",
+    {
+      config: read,
+      schema: {
+        tags: ["teams"],
+        summary: "The team's change waiting in review (pull-request mode): its open pull request",
+        security,
+        params: teamNameParams,
+        response: { 200: reviewResponse, 404: problemResponse, ...errors },
+      },
+    },
+    async (request) => {
+      const pullRequest = await teams.review(request.params.name);
+      if (!pullRequest)
+        throw new HttpProblem(
+          404,
+          "no-pending-review",
+          "No change in review",
+          `team "${request.params.name}" has no open pull request (or Berth is not in pull-request mode)`,
+        );
+      return { team: request.params.name, pullRequest };
     },
   );
 
