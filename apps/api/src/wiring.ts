@@ -1,6 +1,7 @@
 import { loadTemplateCatalog, type BerthConfig } from "@berth/config";
 import { Adoption, clustersReading, Fleet, Onboarding, repoLayout } from "@berth/core";
-import { FluxRepo, type FluxRepoBatch } from "@berth/gitops";
+import { FluxRepo, GiteaForge, type FluxRepoBatch } from "@berth/gitops";
+import { ProposingWriter, ReviewedStore } from "./adapters/proposals.js";
 import type pino from "pino";
 import { AdoptionService } from "./services/adoption-service.js";
 import type { AppDeps } from "./http/app.js";
@@ -67,6 +68,22 @@ export async function createServices(
     onBatch,
   });
   await repo.init();
+  // Pull-request mode (ADR 0030): every write goes through the store below, proposed on a branch, never pushed to main.
+  const review = config.fluxRepo.review;
+  const proposer =
+    review.mode === "pull-request"
+      ? new ProposingWriter(
+          repo,
+          new GiteaForge({
+            url: review.url,
+            owner: review.owner,
+            repo: review.repository,
+            token: async () => review.token,
+          }),
+          layout,
+        )
+      : undefined;
+  const store = proposer ? new ReviewedStore(repo, proposer) : repo;
   // One status reader, so the status API, CLI watchers, every open status page and the rollout gates share its
   // per-cluster cache.
   const statusReader =
@@ -78,7 +95,7 @@ export async function createServices(
   const engine = new RolloutEngine({
     onboarding,
     fleet,
-    store: repo,
+    store,
     statusReader,
     clock,
     pollIntervalMs: config.api.rollouts.pollIntervalMs,
@@ -88,7 +105,7 @@ export async function createServices(
   const rollouts = new RolloutService({
     onboarding,
     fleet,
-    store: repo,
+    store,
     observedClusters: new Set(Object.keys(config.api.clusters)),
     gateTimeoutSeconds: config.api.rollouts.gateTimeoutSeconds,
     clock,
@@ -102,7 +119,12 @@ export async function createServices(
     gitDir: config.fluxRepo.workDir,
   });
   const deps: AppDeps = {
-    teams: new TeamService(onboarding, repo, statusReader),
+    teams: new TeamService(
+      onboarding,
+      store,
+      statusReader,
+      proposer && { pending: (team) => proposer.pending({ team }) },
+    ),
     fleet: new FleetService(onboarding, repo, drift),
     rollouts,
     // Adoption reads hand-written trees: bounded (DEFAULT_BUILD_LIMITS) and yielding to the event loop
@@ -111,9 +133,9 @@ export async function createServices(
       new Adoption(onboarding, {
         clock: { now: () => performance.now(), pause: () => new Promise<void>((resolve) => setImmediate(resolve)) },
       }),
-      repo,
+      store,
     ),
-    store: repo,
+    store,
     authenticator: authenticatorFor(config.api.auth),
     limits: config.api.rateLimit,
     metrics,

@@ -39,11 +39,24 @@ export const writeResponse = z.object({
   committed: z.boolean(),
   files: z.array(fileChangeSchema),
 });
+export const pullRequestSchema = z
+  .object({
+    number: z.number().int(),
+    url: z.string(),
+    state: z.enum(["open", "approved", "changes-requested", "merged", "closed"]),
+  })
+  .describe("The pull request that proposes the change (pull-request mode): it applies once merged");
+/** The team's pending change in pull-request mode: its open pull request and where review stands. */
+export const reviewResponse = z.object({ team: z.string(), pullRequest: pullRequestSchema });
+/** 202 in pull-request mode: the change is committed on the team's branch, not yet on the Flux repo's branch. */
+export const proposalResponse = writeResponse.extend({ pullRequest: pullRequestSchema });
 export const deleteResponse = z.object({
   team: z.string(),
   revision: z.string(),
   files: z.array(fileChangeSchema),
 });
+/** 202 in pull-request mode: the offboarding waits in the team's pull request. */
+export const deleteProposalResponse = deleteResponse.extend({ pullRequest: pullRequestSchema });
 export const previewResponse = z.object({
   team: teamSchema,
   revision: revisionSchema,

@@ -97,6 +97,13 @@ export function loadConfig(env: Env = process.env, cwd = process.cwd()): BerthCo
       token,
     });
   }
+  const forgeToken =
+    env.BERTH_FORGE_TOKEN ?? readSecretFile(env.BERTH_FORGE_TOKEN_FILE, "BERTH_FORGE_TOKEN_FILE", problems);
+  if (forgeToken !== undefined) {
+    const review = (raw.fluxRepo as { review?: { mode?: unknown } } | undefined)?.review;
+    if (review?.mode === "pull-request") put(raw, ["fluxRepo", "review", "token"], forgeToken);
+    else problems.push("BERTH_FORGE_TOKEN(_FILE): set, but fluxRepo.review.mode is not pull-request");
+  }
   if (env.BERTH_GIT_SSH_KEY_FILE) {
     put(raw, ["fluxRepo", "auth"], {
       kind: "ssh",

@@ -16,6 +16,24 @@ export const gitAuthSchema = z.discriminatedUnion("kind", [
   z.object({ kind: z.literal("ssh"), privateKeyPath: nonEmpty, knownHostsPath: nonEmpty.optional() }).strict(),
 ]);
 
+export const reviewSchema = z.discriminatedUnion("mode", [
+  z.object({ mode: z.literal("direct") }).strict(),
+  z
+    .object({
+      mode: z.literal("pull-request"),
+      /** Gitea or Forgejo, through Gitea's REST API. */
+      forge: z.literal("gitea"),
+      /** The forge's base URL, e.g. https://git.example.com (its API is under /api/v1). */
+      url: z.url({ protocol: /^https?$/ }),
+      /** The repository on the forge: the same one fluxRepo.url names. */
+      owner: nonEmpty,
+      repository: nonEmpty,
+      /** An API token allowed to open and close pull requests (BERTH_FORGE_TOKEN or BERTH_FORGE_TOKEN_FILE, never the file). */
+      token: nonEmpty,
+    })
+    .strict(),
+]);
+
 export const fluxRepoSchema = z
   .object({
     url: z
@@ -42,6 +60,11 @@ export const fluxRepoSchema = z
       .default({ name: "Berth", email: "berth@localhost" }),
     auth: gitAuthSchema.default({ kind: "none" }),
     timeoutMs: z.number().int().min(1000).max(600_000).default(30_000),
+    /**
+     * How a change reaches `branch` (ADR 0030). `direct`: Berth pushes it. `pull-request`: Berth pushes it to the
+     * branch of the team (or rollout) it is for and opens a pull request on the forge; reviewers merge it.
+     */
+    review: reviewSchema.default({ mode: "direct" }),
   })
   .strict();
 
@@ -278,7 +301,13 @@ export const berthConfigSchema = z
     api: apiSchema,
     platform: platformSchema,
   })
-  .strict();
+  .strict()
+  // A team's pull request may only touch that team's paths, or two open ones conflict on the shared indexes.
+  .refine((config) => config.fluxRepo.review.mode === "direct" || config.platform.layout.appliedBy === "slices", {
+    message:
+      "pull-request mode needs platform.layout.appliedBy slices: with cluster indexes, open pull requests conflict",
+    path: ["fluxRepo", "review", "mode"],
+  });
 
 export type BerthConfig = z.infer<typeof berthConfigSchema>;
 export type GitAuth = z.infer<typeof gitAuthSchema>;

@@ -31,6 +31,20 @@ export interface TransactResult {
   files: string[];
 }
 
+/** A proposal's outcome (pull-request mode): the commit on its branch, and whether that branch was new. */
+export interface ProposeResult extends TransactResult {
+  branch: string;
+  /** Whether the branch exists after the proposal: false only when nothing was committed on a branch that was not there. */
+  onBranch: boolean;
+  /** The branch did not exist: it was created from the main branch's head. */
+  created: boolean;
+}
+
+/** Branches Berth proposes on: its own namespace, plain segments (ADR 0030: berth/team/<team>, berth/rollout/<id>). */
+const PROPOSAL_BRANCH = /^berth(\/[a-z0-9][a-z0-9-]*)+$/;
+/** A proposal whose branch moved under it (another replica) is planned again, at most this often. */
+const MAX_PROPOSE_ATTEMPTS = 3;
+
 export interface FluxRepoStats {
   transactions: number;
   commits: number;
@@ -139,6 +153,83 @@ export class FluxRepo {
     return new Promise<TransactResult>((resolve, reject) => {
       this.pending.push({ txn: { mutate, origin }, resolve, reject });
       this.schedule();
+    });
+  }
+
+  /**
+   * Applies one change as a commit on `branch` and pushes it there, never to the main branch: pull-request mode
+   * (ADR 0030). `mutate` sees the branch's tree when the branch exists (the pending change it extends), else, or with
+   * `fromMain`, the main branch's head, from which the branch is then (re)started. Not group-committed: each proposal fetches, commits and
+   * pushes on its own, in the writer's queue. A branch that moved meanwhile (another replica) is planned again;
+   * `mutate`'s own error is returned and nothing is pushed.
+   */
+  async propose(
+    branch: string,
+    mutate: (tree: RepoTree) => Promise<RepoChange | null>,
+    origin: ChangeOrigin,
+    options: { fromMain?: boolean } = {},
+  ): Promise<ProposeResult> {
+    if (!PROPOSAL_BRANCH.test(branch) || branch === `berth/${this.cfg.branch}`)
+      throw new GitOpsError("invalid-change", `${JSON.stringify(branch.slice(0, 100))} is not a proposal branch`);
+    if (this.closed) throw new GitOpsError("closed", "FluxRepo is closed");
+    await this.init();
+    this.counters.transactions += 1;
+    for (let attempt = 1; ; attempt++) {
+      const outcome = await this.queue.add(async () => {
+        const main = await this.fetchHead();
+        const existing = await this.fetchRef(branch);
+        // fromMain: the branch's earlier change was merged or dropped; a new one starts again from main (the push
+        // still compares against the branch's head, so nothing pushed to it meanwhile is lost unseen).
+        const base = options.fromMain ? main : (existing ?? main);
+        const planner = new BatchPlanner(new GitTree(this.source(), base), () => {});
+        await planner.add([{ mutate, origin }]);
+        const plan = planner.plan();
+        const txn = plan.txns[0];
+        if (!txn || txn.kind === "error") throw txn?.error ?? new GitOpsError("unavailable", "internal: no plan");
+        if (txn.kind === "noop")
+          return {
+            revision: base ?? "",
+            committed: false,
+            files: [],
+            branch,
+            // A restarted branch's old commits are no pending change: nothing to propose.
+            onBranch: existing !== undefined && !options.fromMain,
+            created: false,
+          } as ProposeResult;
+        const [sha] = await this.importCommits(plan);
+        if (!sha) throw new GitOpsError("unavailable", "internal: git fast-import wrote no commit");
+        this.counters.pushAttempts += 1;
+        const pushed = await this.git().tryRun([
+          "push",
+          "--porcelain",
+          `--force-with-lease=refs/heads/${branch}:${existing ?? ""}`,
+          "origin",
+          `${sha}:refs/heads/${branch}`,
+        ]);
+        if (!pushed.ok) {
+          if (PUSH_REJECTED.test(pushed.output)) return "moved" as const;
+          throw pushed.error;
+        }
+        this.counters.commits += 1;
+        this.cfg.logger.info({ branch, revision: sha, created: existing === undefined }, "flux repo: proposed");
+        const files = [...txn.files.keys()].sort();
+        return { revision: sha, committed: true, files, branch, onBranch: true, created: !existing };
+      });
+      if (outcome !== "moved") return outcome as ProposeResult;
+      this.counters.pushRejections += 1;
+      if (attempt >= MAX_PROPOSE_ATTEMPTS)
+        throw new GitOpsError("conflict", `branch ${branch} kept moving (${attempt} attempts); nothing was written`);
+    }
+  }
+
+  /** Deletes a proposal branch on the remote (its pull request was closed or merged); absent is fine. */
+  async deleteProposal(branch: string): Promise<void> {
+    if (!PROPOSAL_BRANCH.test(branch))
+      throw new GitOpsError("invalid-change", `${JSON.stringify(branch.slice(0, 100))} is not a proposal branch`);
+    await this.init();
+    await this.queue.add(async () => {
+      const r = await this.git().tryRun(["push", "--porcelain", "origin", `:refs/heads/${branch}`]);
+      if (!r.ok && !/remote ref does not exist|unable to delete/i.test(r.output)) throw r.error;
     });
   }
 
@@ -325,6 +416,28 @@ export class FluxRepo {
         // absent: nothing to do
       }
     }
+  }
+
+  /** The head of another branch of the remote (a proposal's), fetched now; undefined when it does not exist. */
+  private async fetchRef(branch: string): Promise<string | undefined> {
+    const git = this.git();
+    this.counters.fetches += 1;
+    const tracking = `refs/remotes/origin/${branch}`;
+    const r = await git.tryRun([
+      "fetch",
+      "-v",
+      "--no-tags",
+      "--no-write-fetch-head",
+      "origin",
+      `+refs/heads/${branch}:${tracking}`,
+    ]);
+    if (!r.ok) {
+      if (!MISSING_BRANCH.test(r.output)) throw r.error;
+      await git.tryRun(["update-ref", "-d", tracking]);
+      return undefined;
+    }
+    const rev = await git.tryRun(["rev-parse", "--verify", "--quiet", `${tracking}^{commit}`]);
+    return rev.ok ? rev.stdout.trim() : undefined;
   }
 
   /** Fetches the branch; records and returns its head (undefined while the branch does not exist). */

@@ -1,6 +1,14 @@
-export { FluxRepo, type FluxRepoStats, type TransactResult } from "./flux-repo.js";
+export { FluxRepo, type FluxRepoStats, type ProposeResult, type TransactResult } from "./flux-repo.js";
 export type { FluxRepoAuth, FluxRepoBatch, FluxRepoConfig } from "./config.js";
 export { GitOpsError, type GitOpsErrorKind } from "./errors.js";
+export {
+  ForgeError,
+  GiteaForge,
+  type Forge,
+  type GiteaForgeOptions,
+  type PullRequest,
+  type ReviewState,
+} from "./forge.js";
 export { GitTree } from "./git-tree.js";
 export { RepoReader } from "./repo-reader.js";
 export { assertWritablePath } from "./paths.js";

@@ -3,7 +3,7 @@
  * HTTP edge maps to problems in the same table (apps/api/src/http/plugins/problem.ts). Services never name a status.
  */
 
-export const SERVICE_ERROR_CODES = ["idempotency-key-in-use", "idempotency-key-reused"] as const;
+export const SERVICE_ERROR_CODES = ["idempotency-key-in-use", "idempotency-key-reused", "not-proposed"] as const;
 export type ServiceErrorCode = (typeof SERVICE_ERROR_CODES)[number];
 
 export abstract class ServiceError extends Error {
@@ -30,5 +30,14 @@ export class IdempotencyKeyReusedError extends ServiceError {
     super(
       `this Idempotency-Key was used for a different request (commit ${originalRevision}); use a new key for a new request`,
     );
+  }
+}
+
+/** Pull-request mode proposes team writes only so far: a rollout or an adoption would bypass review (issue 38). */
+export class NotProposedError extends ServiceError {
+  override readonly name = "NotProposedError";
+  readonly code = "not-proposed";
+  constructor(what: string) {
+    super(`${what} is not proposed as a pull request yet, and pull-request mode never pushes to the branch directly`);
   }
 }

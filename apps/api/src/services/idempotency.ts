@@ -40,19 +40,26 @@ export interface WriteRequest {
   idempotency?: Idempotency;
 }
 
+/** The pull request a write was proposed in (pull-request mode, ADR 0030): it applies once merged. */
+export interface ReviewRef {
+  number: number;
+  url: string;
+  state: "open" | "approved" | "changes-requested" | "merged" | "closed";
+}
+
 /** The writer's side of a transaction: what IdempotentWrites needs of the Flux repo. */
 export interface TransactionStore {
   transact(
     mutate: (tree: RepoTree) => Promise<RepoChange | null>,
     origin: ChangeOrigin,
-  ): Promise<{ revision: string; committed: boolean; files: string[] }>;
+  ): Promise<{ revision: string; committed: boolean; files: string[]; review?: ReviewRef }>;
   snapshot(maxAgeMs?: number): Promise<RepoTree>;
 }
 
 export type IdempotentOutcome =
-  | { replayed: false; revision: string; committed: boolean }
+  | { replayed: false; revision: string; committed: boolean; review?: ReviewRef }
   /** An earlier request with this key and this fingerprint committed: its commit, to answer from. */
-  | { replayed: true; original: CommitInfo };
+  | { replayed: true; original: CommitInfo; review?: ReviewRef };
 
 function trailerOf(commit: CommitInfo, key: string): string | undefined {
   return commit.trailers.find((t) => t.key.toLowerCase() === key.toLowerCase())?.value;
@@ -113,8 +120,13 @@ export class IdempotentWrites {
         },
         { ...origin, trailers: [...(origin.trailers ?? []), ...trailers, ...keyTrailers] },
       );
-      if (original) return { replayed: true, original };
-      return { replayed: false, revision: result.revision, committed: result.committed };
+      if (original) return { replayed: true, original, ...(result.review ? { review: result.review } : {}) };
+      return {
+        replayed: false,
+        revision: result.revision,
+        committed: result.committed,
+        ...(result.review ? { review: result.review } : {}),
+      };
     } finally {
       release();
     }

@@ -12,8 +12,13 @@ import {
   type TeamFailure,
   type Trailer,
 } from "@berth/core";
-import { IdempotentWrites, type TransactionStore, type WriteRequest } from "./idempotency.js";
+import { IdempotentWrites, type ReviewRef, type TransactionStore, type WriteRequest } from "./idempotency.js";
 import type { ClusterStatus, TeamStatusReader } from "../adapters/team-status.js";
+
+/** Pull-request mode: the open pull request holding a team's pending change, if any (ADR 0030). */
+export interface PendingReviews {
+  pending(team: string): Promise<ReviewRef | undefined>;
+}
 
 /** What the API needs from the Flux repo; @berth/gitops' FluxRepo provides it. */
 export interface TeamStore extends TransactionStore {
@@ -34,6 +39,8 @@ interface Outcome {
   files: FileChange[];
   /** The answer is the original outcome of an earlier request with the same Idempotency-Key. */
   replayed: boolean;
+  /** Pull-request mode: the pull request the change waits in (revision is then its branch's commit). */
+  review?: ReviewRef;
 }
 export interface WriteResult extends Outcome {
   team: Team;
@@ -62,8 +69,14 @@ export class TeamService {
     private readonly onboarding: Onboarding,
     private readonly store: TeamStore,
     private readonly statusReader: TeamStatusReader,
+    private readonly reviews?: PendingReviews,
   ) {
     this.writes = new IdempotentWrites(store);
+  }
+
+  /** The team's change waiting in review (pull-request mode); undefined when none is open or the mode is direct. */
+  async review(name: string): Promise<ReviewRef | undefined> {
+    return this.reviews?.pending(name);
   }
 
   /** The team's status on every cluster it lands on, as each cluster's controller reports it. */
@@ -176,7 +189,8 @@ export class TeamService {
       planned = { team: planTeam, files: await describeChange(tree, change.files) };
       return change.files.size ? change : null;
     });
-    if (outcome.replayed) return this.replayed(outcome.original);
+    if (outcome.replayed)
+      return { ...(await this.replayed(outcome.original)), ...(outcome.review ? { review: outcome.review } : {}) };
     if (!planned) throw new Error("transaction finished without planning a change");
     return {
       team: planned.team,
@@ -184,6 +198,7 @@ export class TeamService {
       committed: outcome.committed,
       files: outcome.committed ? planned.files : [],
       replayed: false,
+      ...(outcome.review ? { review: outcome.review } : {}),
     };
   }
 }

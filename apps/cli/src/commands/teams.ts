@@ -5,12 +5,12 @@ import {
   PHASE_LABELS,
   phaseOf,
   previewResponse,
+  pullRequestSchema,
   teamResponse,
   writeResponse,
   type FleetTeam,
   type Phase,
   type PreviewResponse,
-  type WriteResponse,
 } from "@berth/api-contract";
 import { TEAM_API_VERSION, TEAM_KIND, teamObject, type Team } from "@berth/core";
 import { stringify } from "yaml";
@@ -27,6 +27,12 @@ import type { Runtime } from "../runtime.js";
 export type OutputFormat = "table" | "wide" | "json" | "yaml" | "name";
 
 const teamPath = (name: string) => `/v1/teams/${encodeURIComponent(name)}`;
+/** A write's answer: 200/201, or 202 in pull-request mode with the pull request the change waits in. */
+const writeAnswer = writeResponse.extend({ pullRequest: pullRequestSchema.optional() });
+const deleteAnswer = deleteResponse.extend({ pullRequest: pullRequestSchema.optional() });
+type WriteAnswer = typeof writeAnswer._output;
+/** "proposed in pull request #7 (url)": the change applies once a reviewer merges it. */
+const inReview = (pr: { number: number; url: string }) => `in pull request #${pr.number} (${pr.url})`;
 const specOf = ({ name: _name, ...spec }: Team) => spec;
 
 /** A team as `get -o yaml|json` prints it: the Team object Berth keeps in the Flux repo (apply takes it back). */
@@ -79,20 +85,20 @@ async function forEachTeam(
 
 // ---- apply ---------------------------------------------------------------------------------------
 
-async function createOrUpdate(client: BerthClient, team: Team): Promise<{ created: boolean; result: WriteResponse }> {
+async function createOrUpdate(client: BerthClient, team: Team): Promise<{ created: boolean; result: WriteAnswer }> {
   // Update first (the common case once a team exists), create on 404, update again if someone created it meanwhile.
   try {
-    const result = await requestBody(client, "PUT", teamPath(team.name), { body: specOf(team), schema: writeResponse });
+    const result = await requestBody(client, "PUT", teamPath(team.name), { body: specOf(team), schema: writeAnswer });
     return { created: false, result };
   } catch (err) {
     if (!(err instanceof ApiError && err.kind === "team-not-found")) throw err;
   }
   try {
-    const result = await requestBody(client, "POST", "/v1/teams", { body: team, schema: writeResponse });
+    const result = await requestBody(client, "POST", "/v1/teams", { body: team, schema: writeAnswer });
     return { created: true, result };
   } catch (err) {
     if (!(err instanceof ApiError && err.kind === "team-exists")) throw err;
-    const result = await requestBody(client, "PUT", teamPath(team.name), { body: specOf(team), schema: writeResponse });
+    const result = await requestBody(client, "PUT", teamPath(team.name), { body: specOf(team), schema: writeAnswer });
     return { created: false, result };
   }
 }
@@ -142,7 +148,11 @@ export async function apply(
       return EXIT.ok;
     }
     const { created, result } = await createOrUpdate(client, team);
-    if (!result.committed) rt.out(`${label} unchanged`);
+    if (result.pullRequest)
+      rt.out(
+        `${label} ${result.committed ? "proposed" : "unchanged, still"} ${inReview(result.pullRequest)}: applied once merged`,
+      );
+    else if (!result.committed) rt.out(`${label} unchanged`);
     else
       rt.out(
         `${label} ${created ? "created" : "configured"} (commit ${shortSha(result.revision)}, ${plural(result.files.length, "file")} ${created ? "written" : "changed"})`,
@@ -302,10 +312,13 @@ export async function deleteTeam(
     }
   }
   try {
-    const deleted = await requestBody(client, "DELETE", teamPath(name), { schema: deleteResponse });
-    rt.out(
-      `team/${name} deleted (commit ${shortSha(deleted.revision)}, ${plural(deleted.files.length, "file")} removed)`,
-    );
+    const deleted = await requestBody(client, "DELETE", teamPath(name), { schema: deleteAnswer });
+    if (deleted.pullRequest)
+      rt.out(`team/${name} deletion proposed ${inReview(deleted.pullRequest)}: applied once merged`);
+    else
+      rt.out(
+        `team/${name} deleted (commit ${shortSha(deleted.revision)}, ${plural(deleted.files.length, "file")} removed)`,
+      );
     return EXIT.ok;
   } catch (err) {
     if (options.ignoreNotFound && err instanceof ApiError && err.status === 404) return EXIT.ok;

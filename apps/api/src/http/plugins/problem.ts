@@ -191,6 +191,7 @@ const CODED_PROBLEMS: Record<
   },
   "idempotency-key-in-use": { status: 409, title: "Request in progress" },
   "idempotency-key-reused": { status: 422, title: "Idempotency-Key reused" },
+  "not-proposed": { status: 409, title: "Not available in pull-request mode", uncommitted: true },
 };
 
 /** The one error handler: maps domain and HTTP errors to problems; details only below 500. */

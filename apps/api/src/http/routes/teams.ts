@@ -14,6 +14,9 @@ import {
   encodeContinue,
   previewResponse,
   problemResponse,
+  proposalResponse,
+  deleteProposalResponse,
+  reviewResponse,
   problemResponses,
   statusResponse,
   teamListQuery,
@@ -124,16 +127,20 @@ export const teamRoutes: FastifyPluginAsyncZod<{ teams: TeamService }> = async (
         security,
         headers: writeHeaders,
         body: createTeamBody,
-        response: { 201: writeResponse, ...conflict, ...bodyErrors, ...errors },
+        response: { 201: writeResponse, 202: proposalResponse, ...conflict, ...bodyErrors, ...errors },
       },
     },
     async (request, reply) => {
       const result = await teams.create(request.body, writeRequest(request, request.body));
       settle(request, reply, result.team.name, result);
-      return reply
-        .code(201)
-        .header("location", `/v1/teams/${result.team.name}`)
-        .send({ team: result.team, revision: result.revision, committed: result.committed, files: result.files });
+      const body = { team: result.team, revision: result.revision, committed: result.committed, files: result.files };
+      // Pull-request mode: accepted, applied once a reviewer merges (ADR 0030).
+      if (result.review)
+        return reply
+          .code(202)
+          .header("location", result.review.url)
+          .send({ ...body, pullRequest: result.review });
+      return reply.code(201).header("location", `/v1/teams/${result.team.name}`).send(body);
     },
   );
 
@@ -195,6 +202,31 @@ export const teamRoutes: FastifyPluginAsyncZod<{ teams: TeamService }> = async (
     },
   );
 
+  app.get(
+    "/teams/:name/review",
+    {
+      config: read,
+      schema: {
+        tags: ["teams"],
+        summary: "The team's change waiting in review (pull-request mode): its open pull request",
+        security,
+        params: teamNameParams,
+        response: { 200: reviewResponse, 404: problemResponse, ...errors },
+      },
+    },
+    async (request) => {
+      const pullRequest = await teams.review(request.params.name);
+      if (!pullRequest)
+        throw new HttpProblem(
+          404,
+          "no-pending-review",
+          "No change in review",
+          `team "${request.params.name}" has no open pull request (or Berth is not in pull-request mode)`,
+        );
+      return { team: request.params.name, pullRequest };
+    },
+  );
+
   app.put(
     "/teams/:name",
     {
@@ -206,13 +238,26 @@ export const teamRoutes: FastifyPluginAsyncZod<{ teams: TeamService }> = async (
         params: teamNameParams,
         headers: writeHeaders,
         body: updateTeamBody,
-        response: { 200: writeResponse, 404: problemResponse, ...conflict, ...bodyErrors, ...errors },
+        response: {
+          200: writeResponse,
+          202: proposalResponse,
+          404: problemResponse,
+          ...conflict,
+          ...bodyErrors,
+          ...errors,
+        },
       },
     },
     async (request, reply) => {
       const result = await teams.update(request.params.name, request.body, writeRequest(request, request.body));
       settle(request, reply, result.team.name, result);
-      return { team: result.team, revision: result.revision, committed: result.committed, files: result.files };
+      const body = { team: result.team, revision: result.revision, committed: result.committed, files: result.files };
+      if (result.review)
+        return reply
+          .code(202)
+          .header("location", result.review.url)
+          .send({ ...body, pullRequest: result.review });
+      return body;
     },
   );
 
@@ -245,13 +290,19 @@ export const teamRoutes: FastifyPluginAsyncZod<{ teams: TeamService }> = async (
         security,
         params: teamNameParams,
         headers: writeHeaders,
-        response: { 200: deleteResponse, 404: problemResponse, ...conflict, ...errors },
+        response: { 200: deleteResponse, 202: deleteProposalResponse, 404: problemResponse, ...conflict, ...errors },
       },
     },
     async (request, reply) => {
       const result = await teams.delete(request.params.name, writeRequest(request, null));
       settle(request, reply, result.team, result);
-      return { team: result.team, revision: result.revision, files: result.files };
+      const body = { team: result.team, revision: result.revision, files: result.files };
+      if (result.review)
+        return reply
+          .code(202)
+          .header("location", result.review.url)
+          .send({ ...body, pullRequest: result.review });
+      return body;
     },
   );
 };

@@ -1,0 +1,167 @@
+import { z } from "zod";
+import { GitOpsError } from "./errors.js";
+
+/**
+ * A forge's pull requests, as pull-request mode uses them (docs/decisions/0030-pull-request-mode.md): Berth pushes
+ * a branch with git, then opens (or finds) its pull request, reads where review stands, and closes one it gives up.
+ * Merging is the reviewers'. One interface for Gitea/Forgejo (their REST API) and, later, GitHub (Octokit).
+ */
+export type ReviewState = "open" | "approved" | "changes-requested" | "merged" | "closed";
+
+export interface PullRequest {
+  number: number;
+  url: string;
+  head: string;
+  base: string;
+  state: ReviewState;
+  /** The merge commit on the base branch, once merged. */
+  mergeCommit?: string;
+}
+
+export interface Forge {
+  /** The open pull request from `head` into `base`, opened when there is none (a retry finds the first). */
+  openPullRequest(request: { head: string; base: string; title: string; body: string }): Promise<PullRequest>;
+  /** The open pull request from `head` into `base`, if there is one. */
+  findOpenPullRequest(head: string, base: string): Promise<PullRequest | undefined>;
+  pullRequest(number: number): Promise<PullRequest>;
+  /** Closes it without merging (nothing of it reaches the base branch). */
+  closePullRequest(number: number): Promise<PullRequest>;
+  deleteBranch(branch: string): Promise<void>;
+}
+
+/**
+ * The forge refused or did not answer, in the adapter's one vocabulary (`auth` for 401/403, `unavailable` when no
+ * answer came or the forge failed, `invalid-change` for any other refusal); `status` is the forge's HTTP status
+ * (0: no answer). The token is never in it.
+ */
+export class ForgeError extends GitOpsError {
+  constructor(
+    message: string,
+    readonly status: number,
+  ) {
+    super(
+      status === 401 || status === 403 ? "auth" : status === 0 || status >= 500 ? "unavailable" : "invalid-change",
+      message,
+    );
+  }
+}
+
+const giteaPull = z.object({
+  number: z.number().int(),
+  html_url: z.string(),
+  state: z.enum(["open", "closed"]),
+  merged: z.boolean(),
+  merge_commit_sha: z.string().nullable().optional(),
+  head: z.object({ ref: z.string() }),
+  base: z.object({ ref: z.string() }),
+});
+const giteaReview = z.object({
+  state: z.string(),
+  dismissed: z.boolean().optional(),
+  stale: z.boolean().optional(),
+  user: z.object({ id: z.number() }).nullable(),
+});
+
+export interface GiteaForgeOptions {
+  /** Gitea's base URL, e.g. https://git.example.com (the API is under /api/v1). */
+  url: string;
+  owner: string;
+  repo: string;
+  token: () => Promise<string>;
+  fetch?: typeof fetch;
+  timeoutMs?: number;
+}
+
+/** Gitea and Forgejo through Gitea's REST API (v1). */
+export class GiteaForge implements Forge {
+  private readonly base: string;
+  private readonly fetchImpl: typeof fetch;
+
+  constructor(private readonly options: GiteaForgeOptions) {
+    this.base = `${options.url.replace(/\/+$/, "")}/api/v1/repos/${encodeURIComponent(options.owner)}/${encodeURIComponent(options.repo)}`;
+    this.fetchImpl = options.fetch ?? fetch;
+  }
+
+  async openPullRequest(request: { head: string; base: string; title: string; body: string }): Promise<PullRequest> {
+    const existing = await this.findOpenPullRequest(request.head, request.base);
+    if (existing) return existing;
+    const created = giteaPull.parse(await this.call("POST", "/pulls", request));
+    return this.withReviews(created);
+  }
+
+  async pullRequest(number: number): Promise<PullRequest> {
+    return this.withReviews(giteaPull.parse(await this.call("GET", `/pulls/${number}`)));
+  }
+
+  async closePullRequest(number: number): Promise<PullRequest> {
+    return this.withReviews(giteaPull.parse(await this.call("PATCH", `/pulls/${number}`, { state: "closed" })));
+  }
+
+  async deleteBranch(branch: string): Promise<void> {
+    await this.call("DELETE", `/branches/${encodeURIComponent(branch)}`, undefined, [404]);
+  }
+
+  /** Open pull requests are few (one per team with a pending change): the list is read page by page. */
+  async findOpenPullRequest(head: string, base: string): Promise<PullRequest | undefined> {
+    for (let page = 1; ; page++) {
+      const pulls = z.array(giteaPull).parse(await this.call("GET", `/pulls?state=open&limit=50&page=${page}`));
+      const found = pulls.find((p) => p.head.ref === head && p.base.ref === base);
+      if (found) return this.withReviews(found);
+      if (pulls.length < 50) return undefined;
+    }
+  }
+
+  /** Where review stands: each reviewer's latest review counts, a request for changes before an approval. */
+  private async withReviews(pull: z.infer<typeof giteaPull>): Promise<PullRequest> {
+    const common = { number: pull.number, url: pull.html_url, head: pull.head.ref, base: pull.base.ref };
+    if (pull.merged)
+      return { ...common, state: "merged", ...(pull.merge_commit_sha ? { mergeCommit: pull.merge_commit_sha } : {}) };
+    if (pull.state === "closed") return { ...common, state: "closed" };
+    const reviews = z.array(giteaReview).parse(await this.call("GET", `/pulls/${pull.number}/reviews`));
+    const latest = new Map<number, string>();
+    for (const r of reviews)
+      if (r.user && !r.dismissed && !r.stale && r.state !== "COMMENT") latest.set(r.user.id, r.state);
+    const states = [...latest.values()];
+    const state: ReviewState = states.includes("REQUEST_CHANGES")
+      ? "changes-requested"
+      : states.includes("APPROVED")
+        ? "approved"
+        : "open";
+    return { ...common, state };
+  }
+
+  private async call(method: string, path: string, body?: unknown, tolerated: number[] = []): Promise<unknown> {
+    const controller = new AbortController();
+    const timer = setTimeout(() => controller.abort(), this.options.timeoutMs ?? 30_000);
+    let res: Response;
+    try {
+      res = await this.fetchImpl(`${this.base}${path}`, {
+        method,
+        headers: {
+          authorization: `token ${await this.options.token()}`,
+          accept: "application/json",
+          ...(body === undefined ? {} : { "content-type": "application/json" }),
+        },
+        redirect: "error",
+        signal: controller.signal,
+        ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+      });
+      const text = await res.text();
+      if (res.ok || tolerated.includes(res.status)) return text ? JSON.parse(text) : undefined;
+      // Gitea's error body is `{ message, url }`; the message names the problem, never the token.
+      const message = (() => {
+        try {
+          return String((JSON.parse(text) as { message?: unknown }).message ?? "");
+        } catch {
+          return "";
+        }
+      })();
+      throw new ForgeError(`Gitea refused ${method} ${path}: ${res.status}${message ? ` ${message}` : ""}`, res.status);
+    } catch (err) {
+      if (err instanceof ForgeError) throw err;
+      throw new ForgeError(`Gitea did not answer ${method} ${path}: ${(err as Error).message}`, 0);
+    } finally {
+      clearTimeout(timer);
+    }
+  }
+}

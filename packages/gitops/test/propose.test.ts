@@ -1,0 +1,82 @@
+/** FluxRepo.propose (pull-request mode, ADR 0030) over file://: commits land on the proposal branch, never on main. */
+import { afterEach, describe, expect, it } from "vitest";
+import { GitOpsError } from "../src/index.js";
+import { createBareRepo, inspectRemote } from "../../../tests/support/git-remotes.js";
+import { pushForeignCommit } from "../../../tests/support/foreign-pusher.js";
+import { openRepo, origin, write } from "./helpers.js";
+
+const cleanups: (() => Promise<void>)[] = [];
+afterEach(async () => {
+  while (cleanups.length) await cleanups.pop()?.();
+});
+
+async function setup() {
+  const remote = await createBareRepo();
+  cleanups.push(remote.remove);
+  const r = await openRepo(remote.url);
+  cleanups.push(r.cleanup);
+  await r.repo.transact(write("seed", { "README.md": "fleet\n" }), origin);
+  return { remote, repo: r.repo };
+}
+
+describe("FluxRepo.propose", () => {
+  it("creates the branch from main, extends it on the next proposal, and leaves main alone", async () => {
+    const { remote, repo } = await setup();
+    const main = (await inspectRemote(remote.url)).head;
+    const first = await repo.propose(
+      "berth/team/a",
+      write("berth: onboard team a", { "teams/a/team.yaml": "a: 1\n" }),
+      origin,
+    );
+    expect(first).toMatchObject({ committed: true, created: true, onBranch: true, files: ["teams/a/team.yaml"] });
+    // The second sees the branch's tree: the file it changes is there.
+    const second = await repo.propose(
+      "berth/team/a",
+      async (tree) => {
+        expect(await tree.read("teams/a/team.yaml")).toBe("a: 1\n");
+        return { files: new Map([["teams/a/team.yaml", "a: 2\n"]]), subject: "berth: update team a" };
+      },
+      origin,
+    );
+    expect(second).toMatchObject({ committed: true, created: false });
+    const branch = await inspectRemote(remote.url, "berth/team/a");
+    expect(branch.commits.map((c) => c.subject)).toEqual(["berth: update team a", "berth: onboard team a", "seed"]);
+    expect(branch.files.get("teams/a/team.yaml")).toBe("a: 2\n");
+    expect((await inspectRemote(remote.url)).head).toBe(main);
+  });
+
+  it("fromMain restarts the branch from main's head; nothing to commit on no branch proposes nothing", async () => {
+    const { remote, repo } = await setup();
+    await repo.propose("berth/team/a", write("berth: onboard team a", { "teams/a/team.yaml": "a: 1\n" }), origin);
+    await pushForeignCommit({ url: remote.url, path: "other.txt", content: "x\n", subject: "a hand edit on main" });
+    const again = await repo.propose(
+      "berth/team/a",
+      async (tree) => {
+        expect(await tree.read("teams/a/team.yaml")).toBeUndefined();
+        expect(await tree.read("other.txt")).toBe("x\n");
+        return { files: new Map([["teams/a/team.yaml", "a: 3\n"]]), subject: "berth: onboard team a again" };
+      },
+      origin,
+      { fromMain: true },
+    );
+    expect(again.committed).toBe(true);
+    const branch = await inspectRemote(remote.url, "berth/team/a");
+    expect(branch.commits.map((c) => c.subject)).toEqual([
+      "berth: onboard team a again",
+      "a hand edit on main",
+      "seed",
+    ]);
+    const nothing = await repo.propose("berth/team/b", async () => null, origin);
+    expect(nothing).toMatchObject({ committed: false, onBranch: false });
+    expect((await inspectRemote(remote.url, "berth/team/b")).head).toBeUndefined();
+  });
+
+  it("refuses a branch outside berth/ and returns mutate's own error, pushing nothing", async () => {
+    const { remote, repo } = await setup();
+    for (const branch of ["main", "feature/x", "berth/../main", "berth/Team", "berth/"])
+      await expect(repo.propose(branch, write("x", { "x.txt": "x\n" }), origin)).rejects.toBeInstanceOf(GitOpsError);
+    const refused = new Error("invalid team");
+    await expect(repo.propose("berth/team/c", async () => Promise.reject(refused), origin)).rejects.toBe(refused);
+    expect((await inspectRemote(remote.url, "berth/team/c")).head).toBeUndefined();
+  });
+});
