@@ -1,0 +1,83 @@
+/** fluxRepo.review (pull-request mode, ADR 0030): what loadConfig accepts and what it refuses, and why. */
+import { mkdtemp, rm, writeFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterEach, describe, expect, it } from "vitest";
+import { stringify } from "yaml";
+import { ConfigError, loadConfig } from "../src/index.js";
+
+const dirs: string[] = [];
+afterEach(async () => {
+  await Promise.all(dirs.splice(0).map((d) => rm(d, { recursive: true, force: true })));
+});
+
+const REVIEW = {
+  mode: "pull-request",
+  forge: "gitea",
+  url: "https://git.example.test",
+  owner: "platform",
+  repository: "fleet",
+};
+const SLICES = {
+  fluxSource: { kind: "ExternalArtifact", artifactPrefix: "team-files-" },
+  layout: { appliedBy: "slices" },
+};
+
+/** A minimal config file with these parts, loaded with `env`: the config, or the problems it was refused for. */
+async function load(parts: { review?: object; platform?: object }, env: Record<string, string> = {}) {
+  const dir = await mkdtemp(join(tmpdir(), "berth-review-config-"));
+  dirs.push(dir);
+  const file = join(dir, "berth.yaml");
+  await writeFile(
+    file,
+    stringify({
+      templatesDir: dir,
+      fluxRepo: {
+        url: "https://git.example.test/platform/fleet.git",
+        workDir: join(dir, "work"),
+        ...(parts.review ? { review: parts.review } : {}),
+      },
+      api: { auth: { mode: "dev", token: "a-dev-token-of-some-length" } },
+      platform: {
+        environments: [{ name: "dev", clusters: [{ name: "aks-dev-weu" }] }],
+        ...parts.platform,
+      },
+    }),
+  );
+  try {
+    return { config: loadConfig({ BERTH_CONFIG_FILE: file, ...env }, dir) };
+  } catch (err) {
+    if (!(err instanceof ConfigError)) throw err;
+    return { problems: err.problems.join("\n") };
+  }
+}
+
+describe("fluxRepo.review", () => {
+  it("is direct unless set", async () => {
+    expect((await load({})).config?.fluxRepo.review).toEqual({ mode: "direct" });
+  });
+
+  it("takes pull-request mode with the forge token from the environment, on the slices layout", async () => {
+    const { config, problems } = await load(
+      { review: REVIEW, platform: SLICES },
+      { BERTH_FORGE_TOKEN: "forge-token-1" },
+    );
+    expect(problems).toBeUndefined();
+    expect(config?.fluxRepo.review).toEqual({ ...REVIEW, token: "forge-token-1" });
+  });
+
+  it("refuses pull-request mode on a layout that writes shared indexes, naming the setting", async () => {
+    const { problems } = await load(
+      { review: REVIEW, platform: { fluxSource: SLICES.fluxSource } },
+      { BERTH_FORGE_TOKEN: "forge-token-1" },
+    );
+    expect(problems).toContain("pull-request mode needs platform.layout.appliedBy slices");
+  });
+
+  it("refuses pull-request mode without a token, and a forge token in direct mode, never repeating it", async () => {
+    expect((await load({ review: REVIEW, platform: SLICES })).problems).toMatch(/fluxRepo\.review\.token/);
+    const { problems } = await load({}, { BERTH_FORGE_TOKEN: "forge-token-secret-2" });
+    expect(problems).toContain("fluxRepo.review.mode is not pull-request");
+    expect(problems).not.toContain("forge-token-secret-2");
+  });
+});
