@@ -418,11 +418,12 @@ export class FluxRepo {
     }
   }
 
-  /** The head of another branch of the remote (a proposal's), fetched now; undefined when it does not exist. */
+  /** The head of a branch of the remote, fetched now (the writer's branch or a proposal's); undefined when it does not exist. */
   private async fetchRef(branch: string): Promise<string | undefined> {
     const git = this.git();
     this.counters.fetches += 1;
     const tracking = `refs/remotes/origin/${branch}`;
+    // `-v`, not `--quiet`: simple-git waits an extra 50 ms after any command that prints nothing.
     const r = await git.tryRun([
       "fetch",
       "-v",
@@ -440,31 +441,10 @@ export class FluxRepo {
     return rev.ok ? rev.stdout.trim() : undefined;
   }
 
-  /** Fetches the branch; records and returns its head (undefined while the branch does not exist). */
+  /** Fetches the writer's branch; records and returns its head (undefined while the branch does not exist). */
   private async fetchHead(): Promise<string | undefined> {
     const { branch } = this.cfg;
-    const git = this.git();
-    this.counters.fetches += 1;
-    const tracking = `refs/remotes/origin/${branch}`;
-    // `-v`, not `--quiet`: simple-git waits an extra 50 ms after any command that prints nothing.
-    const r = await git.tryRun([
-      "fetch",
-      "-v",
-      "--no-tags",
-      "--no-write-fetch-head",
-      "origin",
-      `+refs/heads/${branch}:${tracking}`,
-    ]);
-    let sha: string | undefined;
-    if (r.ok) {
-      const rev = await git.tryRun(["rev-parse", "--verify", "--quiet", `${tracking}^{commit}`]);
-      sha = rev.ok ? rev.stdout.trim() : undefined;
-    } else if (MISSING_BRANCH.test(r.output)) {
-      await git.tryRun(["update-ref", "-d", tracking]);
-      sha = undefined;
-    } else {
-      throw r.error;
-    }
+    const sha = await this.fetchRef(branch);
     // A moved head is read by diffing it against the head before (when that one's index is loaded).
     if (sha !== undefined) this.source().indexes.hintDiffBase(sha, this.head?.sha);
     this.head = { sha, at: Date.now() };
