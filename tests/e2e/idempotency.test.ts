@@ -228,6 +228,7 @@ describe("Idempotency-Key", () => {
         requestId: "req-audit-1",
         idempotencyKey: "audit-zeta-1",
         revision: readAnswer(res, writeResponse).revision,
+        pullRequest: null,
         outcome: "committed",
         status: 201,
         problem: null,

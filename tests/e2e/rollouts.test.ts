@@ -26,7 +26,7 @@ import {
 import type { Rollout } from "@berth/core";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { eventually } from "../support/wait.js";
-import { DEV_TOKEN, type RunningBerth } from "../support/berth.js";
+import { DEV_TOKEN, uiSessionCookie, type RunningBerth } from "../support/berth.js";
 import { readAnswer, type AnswerSchema } from "../support/contract.js";
 import { startFluxPlatform, type FluxPlatform, type PlatformCluster } from "../support/flux-platform.js";
 
@@ -165,15 +165,9 @@ describe("rollouts end to end: two clusters with real Flux and the controller, A
     ]);
     expect(halted.status.halt?.teams[0]?.message).toContain("does not match with Client Credential");
     // The status page shows the same halt: which team, cluster, condition and ASO's reason.
-    const signIn = await berth.server.inject({
-      method: "POST",
-      url: "/ui/sign-in",
-      headers: { "content-type": "application/x-www-form-urlencoded" },
-      payload: new URLSearchParams({ token: DEV_TOKEN, next: "/ui" }).toString(),
-    });
     const page = await berth.server.inject({
       url: `/ui/rollouts/${id}`,
-      headers: { cookie: String(signIn.headers["set-cookie"]).split(";")[0]! },
+      headers: { cookie: await uiSessionCookie(berth) },
     });
     expect(page.statusCode).toBe(200);
     expect(page.body).toContain('data-rollout-phase="Halted"');

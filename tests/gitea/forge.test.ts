@@ -46,38 +46,7 @@ describe("pull requests on a real Gitea through the forge adapter", () => {
     repo = await gitea.createRepo("fleet", { autoInit: true });
     forge = new GiteaForge({ url: gitea.url, owner: repo.owner, repo: repo.name, token: async () => gitea.token });
     // A reviewer other than the author, with write access to the repository, as branch protection wants.
-    const password = "reviewer-password-0123";
-    // The admin's token is scoped to repositories; creating a user takes the admin's password, as in Gitea's UI.
-    const created = await fetch(`${gitea.url}/api/v1/admin/users`, {
-      method: "POST",
-      headers: {
-        authorization: `Basic ${Buffer.from(`${gitea.username}:${gitea.password}`).toString("base64")}`,
-        "content-type": "application/json",
-      },
-      body: JSON.stringify({
-        username: "reviewer",
-        email: "reviewer@example.invalid",
-        password,
-        must_change_password: false,
-      }),
-    });
-    expect(created.status, await created.clone().text()).toBe(201);
-    const collaborator = await gitea.api(`/repos/${repo.owner}/${repo.name}/collaborators/reviewer`, {
-      method: "PUT",
-      headers: { "content-type": "application/json" },
-      body: JSON.stringify({ permission: "write" }),
-    });
-    expect(collaborator.status).toBe(204);
-    const token = await fetch(`${gitea.url}/api/v1/users/reviewer/tokens`, {
-      method: "POST",
-      headers: {
-        authorization: `Basic ${Buffer.from(`reviewer:${password}`).toString("base64")}`,
-        "content-type": "application/json",
-      },
-      body: JSON.stringify({ name: "review", scopes: ["write:repository"] }),
-    });
-    expect(token.status).toBe(201);
-    reviewerToken = ((await token.json()) as { sha1: string }).sha1;
+    reviewerToken = (await gitea.createReviewer(repo, "reviewer")).token;
   }, 120_000);
 
   afterAll(async () => {

@@ -10,14 +10,13 @@ import { readFile, rm } from "node:fs/promises";
 import { join } from "node:path";
 import { loadTemplateCatalog } from "@berth/config";
 import { Onboarding, platformSchema, repoLayout, type Platform, type RepoTree } from "@berth/core";
-import { FluxRepo, GiteaForge } from "@berth/gitops";
+import { FluxRepo, ForgeError, GiteaForge } from "@berth/gitops";
 import { parse } from "yaml";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { ProposingWriter } from "../../apps/api/src/adapters/proposals.js";
+import { ProposalSweeper, ProposingWriter } from "../../apps/api/src/adapters/proposals.js";
 import { REPO_ROOT } from "../support/berth.js";
 import { makeTempDir } from "../support/git-remotes.js";
 import { startGitea, type GiteaRepo, type RunningGitea } from "../support/gitea.js";
-import { eventually } from "../support/wait.js";
 
 const OWNER = "0b9a3c1e-1111-4222-8333-444455556666";
 const origin = { actor: "tester", requestId: "proposals-test" };
@@ -43,6 +42,7 @@ describe("pull-request mode's writer on a real Gitea", () => {
   let writer: ProposingWriter;
   let indexed: ProposingWriter;
   let indexedOnboarding: Onboarding;
+  let forge: GiteaForge;
 
   const pulls = async (state: "open" | "closed" | "all") =>
     (await (await gitea.api(`/repos/${repo.owner}/${repo.name}/pulls?state=${state}&limit=50`)).json()) as Array<{
@@ -58,32 +58,8 @@ describe("pull-request mode's writer on a real Gitea", () => {
       .planCreate(tree, { name, owners: [OWNER], environments: ["dev"] })
       .then((p) => p.change);
   const onboard = onboardWith(() => onboarding);
-  /**
-   * Merges as a reviewer would, once Gitea has tested the pull request against main: it tests each again in the
-   * background whenever main moves, and answers "try again later" to a merge meanwhile. A conflict fails here.
-   */
-  const merge = async (number: number) => {
-    const path = `/repos/${repo.owner}/${repo.name}/pulls/${number}`;
-    await eventually(
-      `pull request #${number} tested against main`,
-      async () => {
-        const pull = (await (await gitea.api(path)).json()) as { mergeable: boolean; state: string };
-        if (pull.state !== "open") throw new Error(`#${number} is ${pull.state}`);
-        if (!pull.mergeable) return undefined;
-        const res = await gitea.api(`${path}/merge`, {
-          method: "POST",
-          headers: { "content-type": "application/json" },
-          body: JSON.stringify({ Do: "merge" }),
-        });
-        if (res.status === 200) return true;
-        const text = await res.text();
-        if (/try again later/i.test(text)) return undefined;
-        throw new Error(`merge #${number}: ${res.status} ${text}`);
-      },
-      // Gitea re-tests every open pull request each time main moves: under load a test takes seconds.
-      120_000,
-    );
-  };
+  /** Merges as a reviewer would; a conflict fails (after Gitea's own test of the pull request against main). */
+  const merge = (number: number) => gitea.merge(repo, number);
 
   beforeAll(async () => {
     gitea = await startGitea();
@@ -96,7 +72,7 @@ describe("pull-request mode's writer on a real Gitea", () => {
       author: { name: "Berth", email: "berth@example.test" },
       auth: { kind: "token", username: gitea.username, token: gitea.token },
     });
-    const forge = new GiteaForge({
+    forge = new GiteaForge({
       url: gitea.url,
       owner: repo.owner,
       repo: repo.name,
@@ -176,5 +152,58 @@ describe("pull-request mode's writer on a real Gitea", () => {
       message: expect.stringContaining("platform.layout.appliedBy slices"),
     });
     expect(await branchExists("berth/team/bravo")).toBe(false);
+  });
+
+  it("deletes the branch of a pull request closed without merge, and says so; a branch pushed to since, or closed too recently, is kept", async () => {
+    const dropped = await writer.propose({ team: "dropped" }, onboard("dropped"), origin);
+    const kept = await writer.propose({ team: "kept" }, onboard("kept"), origin);
+    for (const p of [dropped, kept])
+      expect(
+        (
+          await gitea.api(`/repos/${repo.owner}/${repo.name}/pulls/${p.pullRequest!.number}`, {
+            method: "PATCH",
+            body: JSON.stringify({ state: "closed" }),
+          })
+        ).status,
+      ).toBe(201);
+    // "kept" gets a new change after its pull request was closed: its branch starts again from main, a new pull request.
+    const again = await writer.propose({ team: "kept" }, onboard("kept"), origin);
+    expect(again.pullRequest!.number).not.toBe(kept.pullRequest!.number);
+    expect(await writer.latest({ team: "dropped" })).toMatchObject({ state: "closed" });
+
+    const lines: string[] = [];
+    const logger = { info: (_: object, message: string) => void lines.push(message), warn: () => undefined };
+    // Closed a moment ago: kept for now (the default keeps a day).
+    expect(await new ProposalSweeper(writer, { intervalMs: 1_000, keepMs: 3_600_000, logger }).sweepNow()).toEqual([]);
+    expect(await branchExists("berth/team/dropped")).toBe(true);
+
+    const swept = await new ProposalSweeper(writer, { intervalMs: 1_000, keepMs: 0, logger }).sweepNow();
+    expect(swept.map((s) => s.branch)).toContain("berth/team/dropped");
+    expect(swept.map((s) => s.branch)).not.toContain("berth/team/kept");
+    expect(await branchExists("berth/team/dropped")).toBe(false);
+    expect(await branchExists("berth/team/kept")).toBe(true);
+    expect((await forge.pullRequest(again.pullRequest!.number)).state).toBe("open");
+    expect(lines).toContain(
+      `pull request #${dropped.pullRequest!.number} closed without merge: deleted its branch berth/team/dropped; nothing of it was applied`,
+    );
+  });
+
+  it("a forge that refuses the pull request gets a clear error, and the branch the write pushed is deleted", async () => {
+    const refusing = new GiteaForge({
+      url: gitea.url,
+      owner: repo.owner,
+      repo: repo.name,
+      token: async () => "not-a-token",
+    });
+    // Reads go to the real forge; opening the pull request is refused by it (401).
+    const forgeThatRefuses = Object.assign(Object.create(forge) as GiteaForge, {
+      openPullRequest: refusing.openPullRequest.bind(refusing),
+    });
+    const refused = new ProposingWriter(flux, forgeThatRefuses, repoLayout(await localPlatform("slices")));
+    const failure = await refused.propose({ team: "refused" }, onboard("refused"), origin).catch((e: unknown) => e);
+    expect(failure).toBeInstanceOf(ForgeError);
+    expect(failure).toMatchObject({ kind: "auth", status: 401 });
+    expect((failure as Error).message).not.toContain("not-a-token");
+    expect(await branchExists("berth/team/refused")).toBe(false);
   });
 });

@@ -4,11 +4,11 @@
  * pull request, main does not move and the team is not served until a reviewer merges; bad input is refused before
  * any branch is pushed. (Team onboarding only so far: issue 38.)
  */
-import { deleteProposalResponse, proposalResponse, reviewResponse } from "@berth/api-contract";
+import { deleteProposalResponse, proposalResponse, reviewResponse, statusResponse } from "@berth/api-contract";
 import { writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { DEV_TOKEN, startBerth, type RunningBerth } from "../support/berth.js";
+import { DEV_TOKEN, startBerth, uiSessionCookie, type RunningBerth } from "../support/berth.js";
 import { ensureBuilt } from "../support/build.js";
 import { CliHarness } from "../support/cli.js";
 import { readAnswer } from "../support/contract.js";
@@ -28,14 +28,27 @@ describe("pull-request mode: Berth proposes each team write as a pull request on
       .map((b) => b.name)
       .sort();
 
-  beforeAll(async () => {
-    gitea = await startGitea();
-    repo = await gitea.createRepo("fleet", { autoInit: true });
-    await ensureBuilt();
-    berth = await startBerth({
+  /** The CLI, and the flags that point it at this Berth as the dev token's caller. */
+  const cliOnBerth = async () => {
+    const cli = await CliHarness.create();
+    const tokenFile = join(cli.home, "token");
+    await writeFile(tokenFile, `${DEV_TOKEN}\n`, { mode: 0o600 });
+    return { cli, connection: ["--server", berth.url, "--token-file", tokenFile] };
+  };
+  /** POST /v1/teams of a team in dev. */
+  const onboard = (api: RunningBerth, name: string) =>
+    api.server.inject({
+      method: "POST",
+      url: "/v1/teams",
+      headers: auth,
+      payload: { name, owners: [OWNER], environments: ["dev"] },
+    });
+  /** Berth's API in pull-request mode on this repository, with this forge token. */
+  const startReviewedBerth = (forgeToken: string, opts: { listen?: boolean } = {}) =>
+    startBerth({
       remoteUrl: repo.cloneUrl,
-      listen: true,
-      env: { BERTH_GIT_USERNAME: gitea.username, BERTH_GIT_TOKEN: gitea.token, BERTH_FORGE_TOKEN: gitea.token },
+      ...opts,
+      env: { BERTH_GIT_USERNAME: gitea.username, BERTH_GIT_TOKEN: gitea.token, BERTH_FORGE_TOKEN: forgeToken },
       config: (raw) => {
         raw.fluxRepo = {
           ...(raw.fluxRepo as object),
@@ -46,6 +59,12 @@ describe("pull-request mode: Berth proposes each team write as a pull request on
         platform.layout = { appliedBy: "slices" };
       },
     });
+
+  beforeAll(async () => {
+    gitea = await startGitea();
+    repo = await gitea.createRepo("fleet", { autoInit: true });
+    await ensureBuilt();
+    berth = await startReviewedBerth(gitea.token, { listen: true });
   }, 600_000);
   afterAll(async () => {
     await berth?.stop();
@@ -54,12 +73,7 @@ describe("pull-request mode: Berth proposes each team write as a pull request on
 
   it("onboarding answers 202 with the pull request; the team is served once a reviewer merges it", async () => {
     const before = (await gitea.waitForBranch(repo, "main")).commit.id;
-    const res = await berth.server.inject({
-      method: "POST",
-      url: "/v1/teams",
-      headers: auth,
-      payload: { name: "payments", owners: [OWNER], environments: ["dev"] },
-    });
+    const res = await onboard(berth, "payments");
     expect(res.statusCode, res.body).toBe(202);
     const answer = readAnswer(res, proposalResponse);
     expect(answer.pullRequest).toMatchObject({ state: "open" });
@@ -71,19 +85,7 @@ describe("pull-request mode: Berth proposes each team write as a pull request on
     const inReview = await berth.server.inject({ url: "/v1/teams/payments/review", headers: auth });
     expect(readAnswer(inReview, reviewResponse)).toEqual({ team: "payments", pullRequest: answer.pullRequest });
 
-    const merged = await eventually(
-      "the pull request merged",
-      async () => {
-        const r = await gitea.api(`/repos/${repo.owner}/${repo.name}/pulls/${answer.pullRequest.number}/merge`, {
-          method: "POST",
-          headers: { "content-type": "application/json" },
-          body: JSON.stringify({ Do: "merge" }),
-        });
-        return r.status === 200;
-      },
-      60_000,
-    );
-    expect(merged).toBe(true);
+    await gitea.merge(repo, answer.pullRequest.number);
     await eventually(
       "the team served from main",
       async () => (await berth.server.inject({ url: "/v1/teams/payments", headers: auth })).statusCode === 200,
@@ -146,12 +148,9 @@ describe("pull-request mode: Berth proposes each team write as a pull request on
   });
 
   it("berth apply says the change was proposed, naming its pull request", async () => {
-    const cli = await CliHarness.create();
-    const tokenFile = join(cli.home, "token");
-    await writeFile(tokenFile, `${DEV_TOKEN}\n`, { mode: 0o600 });
+    const { cli, connection } = await cliOnBerth();
     const file = join(cli.home, "ledger.yaml");
     await writeFile(file, `name: ledger\nowners: [${OWNER}]\nenvironments: [dev]\n`);
-    const connection = ["--server", berth.url, "--token-file", tokenFile];
     const applied = await cli.run(["apply", "-f", file, ...connection]);
     expect(applied.stderr).toBe("");
     expect(applied.code).toBe(0);
@@ -164,6 +163,115 @@ describe("pull-request mode: Berth proposes each team write as a pull request on
     ).json()) as Array<{ number: number; html_url: string; head: { ref: string } }>;
     const pull = pulls.find((p) => p.head.ref === "berth/team/ledger");
     expect([String(pull?.number), pull?.html_url]).toEqual([match![1], match![2]]);
+  });
+
+  it("a team in review has a status that starts with its pull request; closed without merge, it says nothing was applied (CLI, status page)", async () => {
+    const res = await onboard(berth, "orders");
+    expect(res.statusCode, res.body).toBe(202);
+    const { pullRequest } = readAnswer(res, proposalResponse);
+    const status = async () =>
+      readAnswer(await berth.server.inject({ url: "/v1/teams/orders/status", headers: auth }), statusResponse);
+    expect(await status()).toMatchObject({
+      team: "orders",
+      ready: false,
+      clusters: [],
+      review: { ...pullRequest, state: "open" },
+    });
+
+    // A reviewer asks for changes: the status says so.
+    const reviewer = await gitea.createReviewer(repo, "reviewer");
+    const reviewed = await gitea.api(`/repos/${repo.owner}/${repo.name}/pulls/${pullRequest.number}/reviews`, {
+      method: "POST",
+      headers: { "content-type": "application/json", authorization: `token ${reviewer.token}` },
+      body: JSON.stringify({ event: "REQUEST_CHANGES", body: "not this name" }),
+    });
+    expect(reviewed.status, await reviewed.text()).toBe(200);
+    await eventually(
+      "the status says changes were requested",
+      async () => (await status()).review?.state === "changes-requested",
+      15_000,
+    );
+
+    // Closed without merge: nothing of it reached main, and its status says so.
+    const closed = await gitea.api(`/repos/${repo.owner}/${repo.name}/pulls/${pullRequest.number}`, {
+      method: "PATCH",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({ state: "closed" }),
+    });
+    expect(closed.status).toBe(201);
+    await eventually("the status says it was closed", async () => (await status()).review?.state === "closed", 15_000);
+    expect(await status()).toMatchObject({ clusters: [], review: { number: pullRequest.number } });
+
+    // `berth status --watch` ends there, saying why; the status page says the same.
+    const { cli, connection } = await cliOnBerth();
+    const watched = await cli.run(["status", "orders", "--watch", "--timeout", "30s", ...connection]);
+    expect(watched.code, watched.stdout + watched.stderr).toBe(1);
+    expect(watched.stderr).toContain(
+      `error: team orders: pull request #${pullRequest.number} was closed without merge: nothing of it was applied (${pullRequest.url})`,
+    );
+    const page = await berth.server.inject({
+      url: "/ui/teams/orders",
+      headers: { cookie: await uiSessionCookie(berth) },
+    });
+    expect(page.statusCode).toBe(200);
+    expect(page.body).toContain('data-review-state="closed"');
+    expect(page.body).toContain(`<a href="${pullRequest.url}">Pull request #${pullRequest.number}</a>`);
+    expect(page.body).toContain("was closed without merge: nothing of it was applied");
+  });
+
+  it("offboarding a team that is only in review closes its pull request, commits nothing, and says so", async () => {
+    const res = await onboard(berth, "refunds");
+    expect(res.statusCode, res.body).toBe(202);
+    const { pullRequest } = readAnswer(res, proposalResponse);
+    const mainBefore = (await gitea.waitForBranch(repo, "main")).commit.id;
+    const logsFrom = berth.logs.length;
+
+    const { cli, connection } = await cliOnBerth();
+    const deleted = await cli.run(["delete", "team", "refunds", "--yes", ...connection]);
+    expect(deleted.stderr).toBe("");
+    expect(deleted.code).toBe(0);
+    expect(deleted.stdout).toBe(
+      `team/refunds was only in review: closed pull request #${pullRequest.number} (${pullRequest.url}) without merge; nothing of it was applied\n`,
+    );
+    const pull = (await (await gitea.api(`/repos/${repo.owner}/${repo.name}/pulls/${pullRequest.number}`)).json()) as {
+      state: string;
+      merged: boolean;
+    };
+    expect(pull).toMatchObject({ state: "closed", merged: false });
+    expect((await gitea.waitForBranch(repo, "main")).commit.id).toBe(mainBefore);
+    const audit = berth
+      .logEntries<{ audit?: { action: string; outcome: string; pullRequest: number | null } }>(logsFrom)
+      .flatMap((l) => (l.audit ? [l.audit] : []));
+    expect(audit).toEqual([
+      expect.objectContaining({ action: "delete", outcome: "withdrawn", pullRequest: pullRequest.number }),
+    ]);
+  });
+
+  it("a forge that refuses Berth's token gets a clear 502 naming the forge's answer, never the token, and no branch", async () => {
+    const before = await branches();
+    const wrongToken = "0123456789abcdef0123456789abcdef01234567";
+    const refused = await startReviewedBerth(wrongToken);
+    try {
+      const res = await onboard(refused, "billing");
+      expect(res.statusCode, res.body).toBe(502);
+      expect(res.headers["content-type"]).toMatch(/^application\/problem\+json/);
+      expect(res.json()).toMatchObject({
+        type: "https://berth.dev/problems/forge-unavailable",
+        detail: expect.stringMatching(/^Gitea refused GET \/pulls\S*: 401 .*; nothing was proposed$/),
+      });
+      expect(res.body).not.toContain(wrongToken);
+      expect(await branches()).toEqual(before);
+      // Reads: a team in the Flux repo keeps its status, without the review line; one only in review cannot be shown.
+      const onMain = await refused.server.inject({ url: "/v1/teams/payments/status", headers: auth });
+      expect(onMain.statusCode, onMain.body).toBe(200);
+      expect(readAnswer(onMain, statusResponse).review).toBeUndefined();
+      const inReviewOnly = await refused.server.inject({ url: "/v1/teams/orders/status", headers: auth });
+      expect(inReviewOnly.statusCode, inReviewOnly.body).toBe(502);
+      expect(inReviewOnly.json().detail).toMatch(/^Gitea refused GET \/pulls\S*: 401 [^;]*$/);
+      expect(refused.logs.join("")).not.toContain(wrongToken);
+    } finally {
+      await refused.stop();
+    }
   });
 
   it("refuses bad input before any branch is pushed", async () => {

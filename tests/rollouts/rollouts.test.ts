@@ -521,19 +521,27 @@ describe("rollout in waves, gated on the teams' status", () => {
     await s.berth.services.engine.tick();
     expect(await head(s.remote)).toBe(after);
     expect((await rollout(s.berth, id)).rollout.status.phase).toBe("Aborted");
-    // Every write through the API has its audit line, naming the rollout: committed with its revision, or refused.
+    // Every write through the API has its audit line, naming the rollout: committed with its revision, or refused;
+    // so does every commit the engine makes on its own (by its name, no request), in the order they happened.
     const audits = s.berth
-      .logEntries<{ audit?: { action: string; rollout: string | null; outcome: string; revision: string | null } }>()
+      .logEntries<{
+        audit?: { action: string; rollout: string | null; outcome: string; revision: string | null; principal: string };
+      }>()
       .flatMap((l) =>
-        l.audit && l.audit.rollout === id ? [[l.audit.action, l.audit.outcome, !!l.audit.revision]] : [],
+        l.audit && l.audit.rollout === id
+          ? [[l.audit.action, l.audit.outcome, !!l.audit.revision, l.audit.principal === "berth-rollout-engine"]]
+          : [],
       );
     expect(audits).toEqual([
-      ["rollout-start", "committed", true],
-      ["rollout-pause", "committed", true],
-      ["rollout-pause", "refused", false],
-      ["rollout-resume", "committed", true],
-      ["rollout-abort", "committed", true],
-      ["rollout-resume", "refused", false],
+      ["rollout-start", "committed", true, false],
+      ["rollout-wave", "committed", true, true],
+      ["rollout-pause", "committed", true, false],
+      ["rollout-pause", "refused", false, false],
+      ["rollout-resume", "committed", true, false],
+      ["rollout-wave-ready", "committed", true, true],
+      ["rollout-wave", "committed", true, true],
+      ["rollout-abort", "committed", true, false],
+      ["rollout-resume", "refused", false, false],
     ]);
   });
 

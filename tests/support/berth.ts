@@ -146,3 +146,14 @@ export async function startBerth(options: {
     },
   };
 }
+
+/** A status-page session of the dev token's caller: the cookie to send with `/ui` requests. */
+export async function uiSessionCookie(berth: Pick<RunningBerth, "server">): Promise<string> {
+  const signIn = await berth.server.inject({
+    method: "POST",
+    url: "/ui/sign-in",
+    headers: { "content-type": "application/x-www-form-urlencoded" },
+    payload: new URLSearchParams({ token: DEV_TOKEN, next: "/ui" }).toString(),
+  });
+  return String(signIn.headers["set-cookie"]).split(";")[0]!;
+}

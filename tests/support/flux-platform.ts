@@ -128,6 +128,18 @@ export interface FluxPlatformOptions {
   asoIntervalMs?: number;
   /** Changes to the API's config file (e.g. templatesDir). */
   berthConfig?: (raw: RawConfig) => void;
+  /** More of the API's environment (e.g. BERTH_FORGE_TOKEN). */
+  apiEnv?: Record<string, string>;
+  /**
+   * Install infra/flux/pull-requests/forge-receiver.yaml on each cluster (Receiver berth-teams-forge, type github,
+   * for the forge's push webhook), with its Secret, as docs/pull-requests.md says (ExternalArtifact only).
+   */
+  forgeReceiver?: boolean;
+  /**
+   * An existing, empty fleet repository (e.g. on Gitea: tests/support/gitea.ts) and its credentials, instead of the
+   * harness's own smart-HTTP server. Flux, Berth's API and the seeding use it.
+   */
+  repository?: { url: string; username: string; password: string };
   /** Files committed with the install, before Flux starts (e.g. teams an earlier Berth wrote: fleet-seed.ts). */
   seed?: (platform: Record<string, unknown>) => Promise<Map<string, string>>;
 }
@@ -139,6 +151,8 @@ export interface PlatformCluster {
   teamsSource: { namespace: string; name: string };
   /** Receiver berth-teams: its webhook URL and HMAC key (ExternalArtifact only). */
   receiver: { url: string; token: string; tokenFile: string } | undefined;
+  /** Receiver berth-teams-forge (`forgeReceiver`): its webhook URL and the secret the forge signs with. */
+  forgeReceiver?: { url: string; token: string };
   cluster: KubeCluster;
   admin: Admin;
   flux: RunningFlux;
@@ -210,13 +224,12 @@ export async function startFluxPlatform(opts: FluxPlatformOptions = {}): Promise
     platform.layout = { ...platform.layout, appliedBy: slices ? "slices" : "cluster-index" };
     opts.platform?.(platform);
 
-    // The fleet repository, served over smart HTTP.
-    const bare = await createBareRepo();
-    cleanups.push(() => bare.remove());
-    const server: GitHttpServer = await startGitHttpServer({ root: dirname(bare.dir), ...GIT_AUTH });
-    cleanups.push(() => server.stop());
-    const repoUrl = server.repoUrl(bare.dir.split("/").pop()!);
-    const gitEnv = basicAuthEnv(GIT_AUTH.username, GIT_AUTH.password);
+    // The fleet repository: the test's, or one served here over smart HTTP.
+    const gitAuth = opts.repository
+      ? { username: opts.repository.username, password: opts.repository.password }
+      : GIT_AUTH;
+    const repoUrl = opts.repository?.url ?? (await serveFleetRepository(cleanups));
+    const gitEnv = basicAuthEnv(gitAuth.username, gitAuth.password);
 
     // Seeded as docs/install.md does it: flux/ copied with links followed, each further cluster copied from
     // aks-dev-weu with its name replaced, this platform's config, and the folder `flux bootstrap` writes.
@@ -241,6 +254,16 @@ export async function startFluxPlatform(opts: FluxPlatformOptions = {}): Promise
       const index = join(fleet, "clusters", PLATFORM_CLUSTER, "kustomization.yaml");
       const kustomization = parse(await readFile(index, "utf8")) as { resources: string[] };
       kustomization.resources = kustomization.resources.filter((r) => r !== "berth-team-slices.yaml");
+      await writeFile(index, stringify(kustomization));
+    }
+    if (opts.forgeReceiver) {
+      await cp(
+        join(REPO_ROOT, "infra", "flux", "pull-requests", "forge-receiver.yaml"),
+        join(fleet, "clusters", PLATFORM_CLUSTER, "forge-receiver.yaml"),
+      );
+      const index = join(fleet, "clusters", PLATFORM_CLUSTER, "kustomization.yaml");
+      const kustomization = parse(await readFile(index, "utf8")) as { resources: string[] };
+      kustomization.resources.push("forge-receiver.yaml");
       await writeFile(index, stringify(kustomization));
     }
     if (teamSource === "ExternalArtifact")
@@ -268,7 +291,7 @@ export async function startFluxPlatform(opts: FluxPlatformOptions = {}): Promise
     const bootstrap = (name: string) => ({
       url: repoUrl,
       path: `./clusters/${name}`,
-      auth: GIT_AUTH,
+      auth: gitAuth,
       interval: opts.pollInterval ?? "5s",
     });
     const notify = teamSource === "ExternalArtifact" && opts.notify !== false;
@@ -332,7 +355,7 @@ export async function startFluxPlatform(opts: FluxPlatformOptions = {}): Promise
       const api = await startBerth({
         remoteUrl: repoUrl,
         listen: true,
-        env: { BERTH_GIT_USERNAME: GIT_AUTH.username, BERTH_GIT_TOKEN: GIT_AUTH.password },
+        env: { BERTH_GIT_USERNAME: gitAuth.username, BERTH_GIT_TOKEN: gitAuth.password, ...opts.apiEnv },
         config: (raw) => {
           raw.platform = apiPlatform;
           raw.api.clusters = Object.fromEntries(
@@ -364,6 +387,15 @@ export async function startFluxPlatform(opts: FluxPlatformOptions = {}): Promise
     await stop();
     throw err;
   }
+}
+
+/** A bare fleet repository served over smart HTTP (Basic auth), stopped and removed with the platform: its URL. */
+async function serveFleetRepository(cleanups: Array<() => Promise<unknown>>): Promise<string> {
+  const bare = await createBareRepo();
+  cleanups.push(() => bare.remove());
+  const server: GitHttpServer = await startGitHttpServer({ root: dirname(bare.dir), ...GIT_AUTH });
+  cleanups.push(() => server.stop());
+  return server.repoUrl(bare.dir.split("/").pop()!);
 }
 
 /** A request to a running API as the dev token's caller (FluxPlatform.request, or an API from startApi). */
@@ -446,14 +478,20 @@ async function startPlatformCluster(
   await bootstrapFlux(cluster, flux, bootstrap);
   // What docs/install.md step 7 creates beside what Flux applies: the Receiver's HMAC key, never in git.
   const receiverToken = randomBytes(32).toString("hex");
-  if (artifacts) {
+  const forgeToken = randomBytes(32).toString("hex");
+  const receiverSecrets = artifacts
+    ? {
+        "berth-teams-receiver": receiverToken,
+        ...(opts.forgeReceiver ? { "berth-teams-forge-receiver": forgeToken } : {}),
+      }
+    : {};
+  for (const [secretName, token] of Object.entries(receiverSecrets))
     await admin.create({
       apiVersion: "v1",
       kind: "Secret",
-      metadata: { name: "berth-teams-receiver", namespace: flux.namespace },
-      stringData: { token: receiverToken },
+      metadata: { name: secretName, namespace: flux.namespace },
+      stringData: { token },
     } as Obj);
-  }
 
   // Berth's controller, once Flux has applied what it runs under (namespace, RBAC, its Deployment). Flux's defaults
   // make that about a minute (berth-controller waits on berth-crds through the 30 s dependency requeue); the bound
@@ -520,11 +558,13 @@ async function startPlatformCluster(
     admin.get("kustomize.toolkit.fluxcd.io/v1", "Kustomization", namespace, ksName);
   const teamsSource = { namespace: flux.namespace, name: artifacts ? "berth-teams" : "flux-system" };
   let receiver: PlatformCluster["receiver"];
-  if (artifacts) {
+  let forgeReceiver: PlatformCluster["forgeReceiver"];
+  /** The Receiver's webhook URL, once it is Ready. */
+  const receiverUrl = async (receiverName: string) => {
     const webhookPath = await eventually(
-      `Receiver berth-teams Ready on ${name}`,
+      `Receiver ${receiverName} Ready on ${name}`,
       async () => {
-        const r = await admin.get("notification.toolkit.fluxcd.io/v1", "Receiver", flux.namespace, "berth-teams");
+        const r = await admin.get("notification.toolkit.fluxcd.io/v1", "Receiver", flux.namespace, receiverName);
         const status = r?.status as
           { webhookPath?: string; conditions?: Array<{ type: string; status: string }> } | undefined;
         return status?.conditions?.some((c) => c.type === "Ready" && c.status === "True")
@@ -533,15 +573,20 @@ async function startPlatformCluster(
       },
       120_000,
     );
+    return `${flux.receiverUrl!}${webhookPath}`;
+  };
+  if (artifacts) {
     const tokenFile = join(work, `${name}.receiver-token`);
     await writeFile(tokenFile, `${receiverToken}\n`, { mode: 0o600 });
-    receiver = { url: `${flux.receiverUrl!}${webhookPath}`, token: receiverToken, tokenFile };
+    receiver = { url: await receiverUrl("berth-teams"), token: receiverToken, tokenFile };
+    if (opts.forgeReceiver) forgeReceiver = { url: await receiverUrl("berth-teams-forge"), token: forgeToken };
   }
   return {
     cluster: {
       name,
       teamsSource,
       receiver,
+      ...(forgeReceiver ? { forgeReceiver } : {}),
       cluster,
       admin,
       flux,

@@ -47,6 +47,17 @@ export interface RunningGitea {
   ): Promise<{ name: string; commit: { id: string; message: string } }>;
   /** `fetch` of `/api/v1<path>` with the admin's token; the response as it came. */
   api(path: string, init?: RequestInit): Promise<Response>;
+  /**
+   * A user other than the admin, with write access to `repo` (a collaborator, as branch protection wants of a
+   * reviewer) and a token scoped write:repository.
+   */
+  createReviewer(repo: GiteaRepo, username: string): Promise<{ username: string; token: string }>;
+  /**
+   * Merges a pull request as a reviewer would (the admin's token), once Gitea has tested it against its base: Gitea
+   * tests each open pull request again in the background whenever the base moves, and answers "try again later" to a
+   * merge meanwhile. A conflict, or a pull request that is not open, fails at once.
+   */
+  merge(repo: GiteaRepo, number: number, timeoutMs?: number): Promise<void>;
   /** Gitea's own log so far (its console output). */
   log(): string;
   stop(): Promise<void>;
@@ -109,6 +120,10 @@ ADAPTER = memory
 
 [cron]
 ENABLED = false
+
+[webhook]
+; The tests' Flux Receivers listen on 127.0.0.1 (Gitea's default refuses private and loopback hosts).
+ALLOWED_HOST_LIST = loopback
 
 [log]
 MODE = console
@@ -242,6 +257,52 @@ async function startOnce(binary: string, startTimeoutMs: number): Promise<Runnin
             throw failure(`did not show ${branch} of ${repo.owner}/${repo.name} at ${sha ?? "any commit"}: ${last}`);
           await new Promise((r) => setTimeout(r, 200));
         }
+      },
+      async merge(repo, number, timeoutMs = 120_000) {
+        const path = `/repos/${repo.owner}/${repo.name}/pulls/${number}`;
+        const deadline = Date.now() + timeoutMs;
+        for (;;) {
+          const pull = (await (await api(path)).json()) as { mergeable: boolean; state: string; merged: boolean };
+          if (pull.state !== "open") throw new Error(`pull request #${number} is ${pull.merged ? "merged" : "closed"}`);
+          if (pull.mergeable) {
+            const res = await api(`${path}/merge`, { method: "POST", body: JSON.stringify({ Do: "merge" }) });
+            if (res.status === 200) return;
+            const text = await res.text();
+            if (!/try again later/i.test(text)) throw new Error(`merge #${number}: ${res.status} ${text}`);
+          }
+          if (Date.now() > deadline) throw failure(`did not merge pull request #${number} within ${timeoutMs} ms`);
+          await new Promise((r) => setTimeout(r, 200));
+        }
+      },
+      async createReviewer(repo, username) {
+        // The admin's token is scoped to repositories; creating a user takes the admin's password, as in Gitea's UI.
+        const userPassword = randomBytes(12).toString("hex");
+        const created = await fetch(`${url}/api/v1/admin/users`, {
+          method: "POST",
+          headers: { authorization: basic, "content-type": "application/json" },
+          body: JSON.stringify({
+            username,
+            email: `${username}@example.invalid`,
+            password: userPassword,
+            must_change_password: false,
+          }),
+        });
+        if (created.status !== 201) throw failure(`did not create user ${username}: ${await created.text()}`);
+        const collaborator = await api(`/repos/${repo.owner}/${repo.name}/collaborators/${username}`, {
+          method: "PUT",
+          body: JSON.stringify({ permission: "write" }),
+        });
+        if (collaborator.status !== 204) throw failure(`did not add ${username} as a collaborator`);
+        const userToken = await fetch(`${url}/api/v1/users/${username}/tokens`, {
+          method: "POST",
+          headers: {
+            authorization: `Basic ${Buffer.from(`${username}:${userPassword}`).toString("base64")}`,
+            "content-type": "application/json",
+          },
+          body: JSON.stringify({ name: "review", scopes: ["write:repository"] }),
+        });
+        if (userToken.status !== 201) throw failure(`refused ${username} a token: ${await userToken.text()}`);
+        return { username, token: ((await userToken.json()) as { sha1: string }).sha1 };
       },
       async createRepo(name, repoOpts = {}) {
         const res = await api("/user/repos", {

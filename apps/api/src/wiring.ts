@@ -1,7 +1,9 @@
 import { loadTemplateCatalog, type BerthConfig } from "@berth/config";
-import { Adoption, clustersReading, Fleet, Onboarding, repoLayout } from "@berth/core";
+import { Adoption, clustersReading, Fleet, Onboarding, repoLayout, type RepoLayout } from "@berth/core";
 import { FluxRepo, GiteaForge, type FluxRepoBatch } from "@berth/gitops";
-import { ProposingWriter, ReviewedStore } from "./adapters/proposals.js";
+import { LRUCache } from "lru-cache";
+import { ProposalSweeper, ProposingWriter, ReviewedStore } from "./adapters/proposals.js";
+import type { ReviewRef } from "./services/idempotency.js";
 import type pino from "pino";
 import { AdoptionService } from "./services/adoption-service.js";
 import type { AppDeps } from "./http/app.js";
@@ -14,8 +16,11 @@ import { systemClock, type Clock } from "@berth/kube-runtime";
 import { RolloutEngine } from "./services/rollouts/engine.js";
 import { RolloutService } from "./services/rollouts/service.js";
 import { StatusBoard } from "./services/status-board.js";
-import { TeamService } from "./services/team-service.js";
+import { TeamService, type PendingReviews } from "./services/team-service.js";
 import { KubeTeamStatusReader, type TeamStatusReader } from "./adapters/team-status.js";
+
+/** How long a team's last pull request, as the forge answered, serves its status polls. */
+const REVIEW_CACHE_MS = 3_000;
 
 /** The API's services built from its configuration: what main.ts runs and what the tests start. */
 export interface ApiServices {
@@ -68,22 +73,11 @@ export async function createServices(
     onBatch,
   });
   await repo.init();
-  // Pull-request mode (ADR 0030): every write goes through the store below, proposed on a branch, never pushed to main.
+  // Pull-request mode (ADR 0030): every write goes through its store, proposed on a branch, never pushed to main.
   const review = config.fluxRepo.review;
-  const proposer =
-    review.mode === "pull-request"
-      ? new ProposingWriter(
-          repo,
-          new GiteaForge({
-            url: review.url,
-            owner: review.owner,
-            repo: review.repository,
-            token: async () => review.token,
-          }),
-          layout,
-        )
-      : undefined;
-  const store = proposer ? new ReviewedStore(repo, proposer) : repo;
+  const pullRequests = review.mode === "pull-request" ? pullRequestMode(repo, review, layout, logger) : undefined;
+  const store = pullRequests?.store ?? repo;
+  const reviews = pullRequests?.reviews;
   // One status reader, so the status API, CLI watchers, every open status page and the rollout gates share its
   // per-cluster cache.
   const statusReader =
@@ -92,6 +86,8 @@ export async function createServices(
   if (statusReader instanceof KubeTeamStatusReader) metrics.watchStatusCache(() => statusReader.stats());
   const clock = options.clock ?? systemClock;
   const fleet = new Fleet(onboarding);
+  // The audit trail is written at info level whatever the log level, as the HTTP audit plugin writes it.
+  const auditLogger = logger.child({ component: "rollout-engine" }, { level: "info" });
   const engine = new RolloutEngine({
     onboarding,
     fleet,
@@ -101,6 +97,7 @@ export async function createServices(
     pollIntervalMs: config.api.rollouts.pollIntervalMs,
     logger: logger.child({ component: "rollout-engine" }),
     metrics,
+    audit: (line) => auditLogger.info({ audit: line }, "audit"),
   });
   const rollouts = new RolloutService({
     onboarding,
@@ -119,12 +116,7 @@ export async function createServices(
     gitDir: config.fluxRepo.workDir,
   });
   const deps: AppDeps = {
-    teams: new TeamService(
-      onboarding,
-      store,
-      statusReader,
-      proposer && { pending: (team) => proposer.pending({ team }) },
-    ),
+    teams: new TeamService(onboarding, store, statusReader, reviews),
     fleet: new FleetService(onboarding, repo, drift),
     rollouts,
     // Adoption reads hand-written trees: bounded (DEFAULT_BUILD_LIMITS) and yielding to the event loop
@@ -139,7 +131,7 @@ export async function createServices(
     authenticator: authenticatorFor(config.api.auth),
     limits: config.api.rateLimit,
     metrics,
-    board: new StatusBoard(onboarding, repo, statusReader),
+    board: new StatusBoard(onboarding, repo, statusReader, reviews),
     ui: { auth: config.api.auth, config: config.api.ui, clock },
   };
   return {
@@ -153,12 +145,52 @@ export async function createServices(
     drift,
     async start() {
       engine.start();
+      pullRequests?.sweeper.start();
     },
     async close() {
+      await pullRequests?.sweeper.stop();
       await engine.stop();
       await drift.close();
       await notifier.stop();
       await repo.close();
     },
   };
+}
+
+/** Pull-request mode's parts: the store that proposes, the team's reviews as status reads them, the sweeper. */
+function pullRequestMode(
+  repo: FluxRepo,
+  review: Extract<BerthConfig["fluxRepo"]["review"], { mode: "pull-request" }>,
+  layout: RepoLayout,
+  logger: pino.Logger,
+) {
+  const forge = new GiteaForge({
+    url: review.url,
+    owner: review.owner,
+    repo: review.repository,
+    token: async () => review.token,
+  });
+  const proposer = new ProposingWriter(repo, forge, layout);
+  // Every status poll (CLI watches, status pages) reads a team's last pull request: one forge lookup per team per
+  // few seconds, however many poll.
+  const latest = new LRUCache<string, ReviewRef | false>({
+    max: 10_000,
+    ttl: REVIEW_CACHE_MS,
+    fetchMethod: async (team) => (await proposer.latest({ team })) ?? false,
+  });
+  const reviews: PendingReviews = {
+    pending: (team) => proposer.pending({ team }),
+    latest: async (team) => (await latest.fetch(team)) || undefined,
+    withdraw: async (team) => {
+      latest.delete(team);
+      return proposer.withdraw({ team });
+    },
+  };
+  const sweeper = new ProposalSweeper(proposer, {
+    intervalMs: review.sweepSeconds * 1000,
+    keepMs: review.keepBranchMinutes * 60_000,
+    logger: logger.child({ component: "proposals" }),
+    onSwept: ({ branch }) => latest.delete(branch.replace(/^berth\/team\//, "")),
+  });
+  return { store: new ReviewedStore(repo, proposer), reviews, sweeper };
 }

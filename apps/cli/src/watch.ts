@@ -1,11 +1,13 @@
 import {
   describeClusterStatus,
+  describeReview,
   PHASE_LABELS,
   phaseOf,
   statusChain,
   type ChainStep,
   type ClusterStatus,
   type Phase,
+  type PullRequestRef,
   type StatusResponse,
 } from "@berth/api-contract";
 import type { Paint } from "./io.js";
@@ -19,7 +21,8 @@ import { plural, shortSha } from "./output/text.js";
 
 export const SPINNER = ["⠋", "⠙", "⠹", "⠸", "⠼", "⠴", "⠦", "⠧", "⠇", "⠏"];
 
-export type Outcome = "ready" | "failed" | "unobservable" | "watching";
+/** `closed`: the team's onboarding was closed without merge in review (pull-request mode): nothing will be Ready. */
+export type Outcome = "ready" | "failed" | "unobservable" | "closed" | "watching";
 
 interface Track {
   status: ClusterStatus;
@@ -53,6 +56,9 @@ export class WatchState {
   revision: string | null = null;
   /** The last poll's error (the API unreachable for a moment): shown, and the watch goes on. */
   pollError: string | undefined;
+  /** Pull-request mode: the team's last pull request, as the last answer gave it. */
+  review: PullRequestRef | undefined;
+  private lastReviewLine: string | undefined;
 
   /** Takes a status answer at `elapsedMs`; returns the log lines for what changed. */
   update(response: StatusResponse, elapsedMs: number): string[] {
@@ -60,6 +66,12 @@ export class WatchState {
     this.revision = response.revision;
     this.pollError = undefined;
     const lines: string[] = [];
+    this.review = response.review;
+    const reviewLine = this.reviewLine();
+    if (reviewLine !== this.lastReviewLine) {
+      if (reviewLine) lines.push(`[${formatElapsed(elapsedMs)}] review: ${reviewLine}`);
+      this.lastReviewLine = reviewLine;
+    }
     for (const status of response.clusters) {
       const phase = phaseOf(status);
       const track: Track = this.clusters.get(status.cluster) ?? { status, phase };
@@ -86,8 +98,14 @@ export class WatchState {
     return [...this.clusters.values()].filter((t) => t.phase !== "unobserved");
   }
 
+  /** Where review stands, with the pull request's link; undefined when there is none (direct mode). */
+  reviewLine(): string | undefined {
+    // A team in the Flux repo lands on at least one cluster (every environment has one): no cluster, not applied.
+    return this.review && `${describeReview(this.review, this.clusters.size > 0)} (${this.review.url})`;
+  }
+
   outcome(): Outcome {
-    if (this.clusters.size === 0) return "watching";
+    if (this.clusters.size === 0) return this.review?.state === "closed" ? "closed" : "watching";
     const observable = this.observable();
     if (observable.length === 0) return "unobservable";
     if (observable.some((t) => t.phase === "failed")) return "failed";
@@ -156,6 +174,16 @@ export function renderFrame(
     `Team ${paint("bold", state.team)} · commit ${shortSha(state.revision)} · ${plural(count, "cluster")}${options.live ? " · Ctrl-C stops watching (the rollout goes on)" : ""}`,
     "",
   ];
+  const review = state.reviewLine();
+  if (review) {
+    const symbol =
+      state.review?.state === "closed" || state.review?.state === "changes-requested"
+        ? paint("red", "✖")
+        : state.review?.state === "merged"
+          ? paint("green", "✔")
+          : paint("cyan", spinner);
+    lines.push(`${symbol} ${truncate(review, width - 2)}`, "");
+  }
   for (const track of state.clusters.values()) {
     const { status, phase } = track;
     const symbol =

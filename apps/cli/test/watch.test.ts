@@ -88,6 +88,45 @@ describe("the watch state", () => {
   });
 });
 
+describe("the watch state in pull-request mode", () => {
+  const pr = { number: 7, url: "https://git.example.com/platform/fleet/pulls/7" };
+  const inReview = (
+    state: "open" | "approved" | "changes-requested" | "merged" | "closed",
+    ...clusters: ClusterStatus[]
+  ) => ({
+    ...response(...clusters),
+    review: { ...pr, state },
+  });
+
+  it("says where review stands, once per change, and first in the frame", () => {
+    const state = new WatchState();
+    expect(state.update(inReview("open"), 0)).toEqual([
+      `[0:00] review: pull request #7 waits for review; it applies once merged (${pr.url})`,
+    ]);
+    expect(state.update(inReview("open"), 2_000)).toEqual([]);
+    expect(state.update(inReview("approved"), 4_000)).toEqual([
+      `[0:04] review: pull request #7 is approved; it applies once merged (${pr.url})`,
+    ]);
+    expect(state.outcome()).toBe("watching");
+    const frame = renderFrame(state, { elapsedMs: 4_000, tick: 0, width: 200, paint: painter(false), live: false });
+    expect(frame.split("\n")[2]).toBe(`… pull request #7 is approved; it applies once merged (${pr.url})`);
+  });
+
+  it("ends on an onboarding closed without merge; a closed change to a team on the clusters leaves its status", () => {
+    const dropped = new WatchState();
+    dropped.update(inReview("closed"), 0);
+    expect(dropped.outcome()).toBe("closed");
+    expect(dropped.reviewLine()).toBe(
+      `pull request #7 was closed without merge: nothing of it was applied (${pr.url})`,
+    );
+
+    const kept = new WatchState();
+    kept.update(inReview("closed", readyStatus), 0);
+    expect(kept.outcome()).toBe("ready");
+    expect(kept.reviewLine()).toContain("its change was dropped, the team stays as the Flux repo holds it");
+  });
+});
+
 describe("formatting", () => {
   it("aligns columns by what is visible, colour codes aside", () => {
     const paint = painter(true);

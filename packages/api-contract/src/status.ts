@@ -1,6 +1,6 @@
 import { z } from "zod";
 import { teamConditionSchema } from "@berth/core";
-import { brokenTeamsSchema, revisionSchema } from "./teams.js";
+import { brokenTeamsSchema, pullRequestSchema, revisionSchema, type PullRequestRef } from "./teams.js";
 
 /**
  * A team's status per cluster, as the controller on that cluster wrote it to the Team object
@@ -30,8 +30,36 @@ export const statusResponse = z.object({
   revision: revisionSchema.describe("The Flux repo commit the team spec was read from"),
   ready: z.boolean().describe("Ready on every cluster the team lands on"),
   clusters: z.array(clusterStatusSchema),
+  review: pullRequestSchema
+    .optional()
+    .describe(
+      "Pull-request mode: the team's last pull request, open, merged or closed without merge (recent ones only). A team " +
+        "whose onboarding is in review, or was closed, has no cluster yet",
+    ),
 });
 export type StatusResponse = z.infer<typeof statusResponse>;
+
+/**
+ * Where a team's last pull request stands, in words. `inFluxRepo`: the team is in the Flux repo (its earlier state
+ * stands while a change to it is reviewed, and after one is closed).
+ */
+export function describeReview(review: PullRequestRef, inFluxRepo: boolean): string {
+  const pr = `pull request #${review.number}`;
+  switch (review.state) {
+    case "open":
+      return `${pr} waits for review; it applies once merged`;
+    case "approved":
+      return `${pr} is approved; it applies once merged`;
+    case "changes-requested":
+      return `${pr}: a reviewer requested changes`;
+    case "merged":
+      return `${pr} is merged`;
+    case "closed":
+      return inFluxRepo
+        ? `${pr} was closed without merge: its change was dropped, the team stays as the Flux repo holds it`
+        : `${pr} was closed without merge: nothing of it was applied`;
+  }
+}
 
 /**
  * The steps a team walks on a cluster, in order: committed → Flux applied → each ASO kind Ready →

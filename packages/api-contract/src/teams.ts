@@ -46,6 +46,7 @@ export const pullRequestSchema = z
     state: z.enum(["open", "approved", "changes-requested", "merged", "closed"]),
   })
   .describe("The pull request that proposes the change (pull-request mode): it applies once merged");
+export type PullRequestRef = z.infer<typeof pullRequestSchema>;
 /** The team's pending change in pull-request mode: its open pull request and where review stands. */
 export const reviewResponse = z.object({ team: z.string(), pullRequest: pullRequestSchema });
 /** 202 in pull-request mode: the change is committed on the team's branch, not yet on the Flux repo's branch. */
@@ -54,6 +55,11 @@ export const deleteResponse = z.object({
   team: z.string(),
   revision: z.string(),
   files: z.array(fileChangeSchema),
+  pullRequest: pullRequestSchema
+    .optional()
+    .describe(
+      "Pull-request mode, a team only in review: its onboarding's pull request, closed without merge (nothing was committed)",
+    ),
 });
 /** 202 in pull-request mode: the offboarding waits in the team's pull request. */
 export const deleteProposalResponse = deleteResponse.extend({ pullRequest: pullRequestSchema });

@@ -30,6 +30,14 @@ export const reviewSchema = z.discriminatedUnion("mode", [
       repository: nonEmpty,
       /** An API token allowed to open and close pull requests (BERTH_FORGE_TOKEN or BERTH_FORGE_TOKEN_FILE, never the file). */
       token: nonEmpty,
+      /** How often Berth looks for merged or closed pull requests' branches to delete. */
+      sweepSeconds: z.number().int().min(1).max(3600).default(300),
+      /**
+       * How long a merged or closed pull request's branch is kept before it is deleted (the next write reuses it
+       * meanwhile). Gitea closes a deleted branch's pull requests from a queue, so a branch recreated right after its
+       * deletion could see its new pull request closed: a day makes that moment rare.
+       */
+      keepBranchMinutes: z.number().int().min(0).default(1440),
     })
     .strict(),
 ]);

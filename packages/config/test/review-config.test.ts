@@ -63,7 +63,13 @@ describe("fluxRepo.review", () => {
       { BERTH_FORGE_TOKEN: "forge-token-1" },
     );
     expect(problems).toBeUndefined();
-    expect(config?.fluxRepo.review).toEqual({ ...REVIEW, token: "forge-token-1" });
+    // Branches of merged or closed pull requests: looked for every 5 minutes, deleted after a day.
+    expect(config?.fluxRepo.review).toEqual({
+      ...REVIEW,
+      token: "forge-token-1",
+      sweepSeconds: 300,
+      keepBranchMinutes: 1440,
+    });
   });
 
   it("refuses pull-request mode on a layout that writes shared indexes, naming the setting", async () => {

@@ -222,15 +222,43 @@ export class FluxRepo {
     }
   }
 
-  /** Deletes a proposal branch on the remote (its pull request was closed or merged); absent is fine. */
-  async deleteProposal(branch: string): Promise<void> {
+  /**
+   * Deletes a proposal branch. With `expected`, only while the branch is still at that commit (a lease): a branch
+   * someone pushed to since is kept, and the answer is false. A branch that is already gone counts as deleted.
+   */
+  async deleteProposal(branch: string, expected?: string): Promise<boolean> {
     if (!PROPOSAL_BRANCH.test(branch))
       throw new GitOpsError("invalid-change", `${JSON.stringify(branch.slice(0, 100))} is not a proposal branch`);
     await this.init();
-    await this.queue.add(async () => {
-      const r = await this.git().tryRun(["push", "--porcelain", "origin", `:refs/heads/${branch}`]);
-      if (!r.ok && !/remote ref does not exist|unable to delete/i.test(r.output)) throw r.error;
+    return this.queue.add(async () => {
+      const lease = expected ? [`--force-with-lease=refs/heads/${branch}:${expected}`] : [];
+      const r = await this.git().tryRun(["push", "--porcelain", ...lease, "origin", `:refs/heads/${branch}`]);
+      if (r.ok || /remote ref does not exist|unable to delete/i.test(r.output)) return true;
+      if (expected && /stale info|\[rejected\]/.test(r.output)) {
+        // The lease failed: the branch moved, or it is gone already (git answers both "stale info").
+        const heads = await this.git().run(["ls-remote", "--heads", "origin", `refs/heads/${branch}`], {
+          what: "git ls-remote",
+        });
+        return heads.trim() === "";
+      }
+      throw r.error;
     });
+  }
+
+  /** Every proposal branch on the remote (berth/...), with its head commit. */
+  async proposals(): Promise<Map<string, string>> {
+    if (this.closed) throw new GitOpsError("closed", "FluxRepo is closed");
+    await this.init();
+    const out = await this.git().run(["ls-remote", "--heads", "origin", "refs/heads/berth/*"], {
+      what: "git ls-remote",
+    });
+    const branches = new Map<string, string>();
+    for (const line of out.split("\n")) {
+      const [sha, ref] = line.split("\t");
+      const branch = ref?.replace(/^refs\/heads\//, "");
+      if (sha && branch && PROPOSAL_BRANCH.test(branch)) branches.set(branch, sha);
+    }
+    return branches;
   }
 
   /**

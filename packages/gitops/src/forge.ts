@@ -16,6 +16,10 @@ export interface PullRequest {
   state: ReviewState;
   /** The merge commit on the base branch, once merged. */
   mergeCommit?: string;
+  /** The branch's commit the pull request proposes (its last push). */
+  headCommit: string;
+  /** When it was merged or closed (ISO 8601). */
+  closedAt?: string;
 }
 
 export interface Forge {
@@ -23,6 +27,11 @@ export interface Forge {
   openPullRequest(request: { head: string; base: string; title: string; body: string }): Promise<PullRequest>;
   /** The open pull request from `head` into `base`, if there is one. */
   findOpenPullRequest(head: string, base: string): Promise<PullRequest | undefined>;
+  /**
+   * The pull request that last proposed `head` into `base`: the open one, else the most recently closed or merged
+   * among the last `RECENTLY_CLOSED` closed, else undefined.
+   */
+  latestPullRequest(head: string, base: string): Promise<PullRequest | undefined>;
   pullRequest(number: number): Promise<PullRequest>;
   /** Closes it without merging (nothing of it reaches the base branch). */
   closePullRequest(number: number): Promise<PullRequest>;
@@ -46,13 +55,21 @@ export class ForgeError extends GitOpsError {
   }
 }
 
+/**
+ * How far back a closed pull request is looked for: a team's change closed longer ago than the last this many is no
+ * longer news (its status then shows what the Flux repo holds, without the review).
+ */
+export const RECENTLY_CLOSED = 200;
+
 const giteaPull = z.object({
   number: z.number().int(),
   html_url: z.string(),
   state: z.enum(["open", "closed"]),
   merged: z.boolean(),
   merge_commit_sha: z.string().nullable().optional(),
-  head: z.object({ ref: z.string() }),
+  closed_at: z.string().nullable().optional(),
+  merged_at: z.string().nullable().optional(),
+  head: z.object({ ref: z.string(), sha: z.string() }),
   base: z.object({ ref: z.string() }),
 });
 const giteaReview = z.object({
@@ -111,12 +128,39 @@ export class GiteaForge implements Forge {
     }
   }
 
+  async latestPullRequest(head: string, base: string): Promise<PullRequest | undefined> {
+    const open = await this.findOpenPullRequest(head, base);
+    if (open) return open;
+    for (let page = 1; page <= RECENTLY_CLOSED / 50; page++) {
+      const pulls = z
+        .array(giteaPull)
+        .parse(
+          await this.call(
+            "GET",
+            `/pulls?state=closed&sort=recentclose&base_branch=${encodeURIComponent(base)}&limit=50&page=${page}`,
+          ),
+        );
+      const found = pulls.find((p) => p.head.ref === head && p.base.ref === base);
+      if (found) return this.withReviews(found);
+      if (pulls.length < 50) return undefined;
+    }
+    return undefined;
+  }
+
   /** Where review stands: each reviewer's latest review counts, a request for changes before an approval. */
   private async withReviews(pull: z.infer<typeof giteaPull>): Promise<PullRequest> {
-    const common = { number: pull.number, url: pull.html_url, head: pull.head.ref, base: pull.base.ref };
+    const common = {
+      number: pull.number,
+      url: pull.html_url,
+      head: pull.head.ref,
+      base: pull.base.ref,
+      headCommit: pull.head.sha,
+    };
+    const closedAt = pull.merged_at ?? pull.closed_at;
+    const closed = { ...common, ...(closedAt ? { closedAt } : {}) };
     if (pull.merged)
-      return { ...common, state: "merged", ...(pull.merge_commit_sha ? { mergeCommit: pull.merge_commit_sha } : {}) };
-    if (pull.state === "closed") return { ...common, state: "closed" };
+      return { ...closed, state: "merged", ...(pull.merge_commit_sha ? { mergeCommit: pull.merge_commit_sha } : {}) };
+    if (pull.state === "closed") return { ...closed, state: "closed" };
     const reviews = z.array(giteaReview).parse(await this.call("GET", `/pulls/${pull.number}/reviews`));
     const latest = new Map<number, string>();
     for (const r of reviews)

@@ -79,4 +79,29 @@ describe("FluxRepo.propose", () => {
     await expect(repo.propose("berth/team/c", async () => Promise.reject(refused), origin)).rejects.toBe(refused);
     expect((await inspectRemote(remote.url, "berth/team/c")).head).toBeUndefined();
   });
+
+  it("lists the proposal branches, and deletes one only while it is at the commit the caller expects", async () => {
+    const { remote, repo } = await setup();
+    const a = await repo.propose("berth/team/a", write("berth: onboard team a", { "teams/a/t.yaml": "a\n" }), origin);
+    const b = await repo.propose("berth/team/b", write("berth: onboard team b", { "teams/b/t.yaml": "b\n" }), origin);
+    expect(await repo.proposals()).toEqual(
+      new Map([
+        ["berth/team/a", a.revision],
+        ["berth/team/b", b.revision],
+      ]),
+    );
+    // Someone pushed to a since it was read at a.revision: the leased delete keeps it.
+    const moved = await repo.propose(
+      "berth/team/a",
+      write("berth: update team a", { "teams/a/t.yaml": "a2\n" }),
+      origin,
+    );
+    expect(await repo.deleteProposal("berth/team/a", a.revision)).toBe(false);
+    expect((await inspectRemote(remote.url, "berth/team/a")).head).toBe(moved.revision);
+    // At the commit expected: deleted; and a branch already gone counts as deleted.
+    expect(await repo.deleteProposal("berth/team/a", moved.revision)).toBe(true);
+    expect(await repo.deleteProposal("berth/team/a", moved.revision)).toBe(true);
+    expect([...(await repo.proposals()).keys()]).toEqual(["berth/team/b"]);
+    await expect(repo.deleteProposal("main")).rejects.toThrow(/not a proposal branch/);
+  });
 });

@@ -1,3 +1,4 @@
+import { setTimeout as sleep } from "node:timers/promises";
 import type { ChangeOrigin, RepoChange, RepoLayout, RepoTree } from "@berth/core";
 import type { ReviewRef } from "../services/idempotency.js";
 import type { TeamStore } from "../services/team-service.js";
@@ -14,6 +15,14 @@ export interface Proposal extends ProposeResult {
 /** Whose pending change a write extends: a team's (onboard, update, offboard, adopt) or a rollout wave's. */
 export type ProposalOwner = { team: string } | { rollout: string };
 
+/** A branch whose pull request was merged or closed, deleted by `sweep`. */
+export interface SweptProposal {
+  branch: string;
+  pullRequest: ReviewRef;
+}
+
+const reviewRef = (pr: PullRequest): ReviewRef => ({ number: pr.number, url: pr.url, state: pr.state });
+
 export const proposalBranch = (owner: ProposalOwner) =>
   "team" in owner ? `berth/team/${owner.team}` : `berth/rollout/${owner.rollout}`;
 
@@ -25,7 +34,7 @@ export const proposalBranch = (owner: ProposalOwner) =>
  */
 export class ProposingWriter {
   constructor(
-    private readonly repo: Pick<FluxRepo, "propose" | "branch">,
+    private readonly repo: Pick<FluxRepo, "propose" | "branch" | "proposals" | "deleteProposal">,
     private readonly forge: Forge,
     private readonly layout: Pick<RepoLayout, "proposalBranchOf">,
   ) {}
@@ -33,7 +42,44 @@ export class ProposingWriter {
   /** The open pull request of the owner's branch: its pending change, and where review stands. */
   async pending(owner: ProposalOwner): Promise<ReviewRef | undefined> {
     const pr = await this.forge.findOpenPullRequest(proposalBranch(owner), this.repo.branch);
-    return pr && { number: pr.number, url: pr.url, state: pr.state };
+    return pr && reviewRef(pr);
+  }
+
+  /**
+   * Closes the owner's open pull request without merge (its change is dropped whole); undefined when none is open.
+   * The branch stays until the sweep: deleting it now would race the owner's next write (see `sweep`).
+   */
+  async withdraw(owner: ProposalOwner): Promise<ReviewRef | undefined> {
+    const open = await this.forge.findOpenPullRequest(proposalBranch(owner), this.repo.branch);
+    return open && reviewRef(await this.forge.closePullRequest(open.number));
+  }
+
+  /** The owner's last pull request, whatever became of it (open, merged, closed without merge), if recent. */
+  async latest(owner: ProposalOwner): Promise<ReviewRef | undefined> {
+    const pr = await this.forge.latestPullRequest(proposalBranch(owner), this.repo.branch);
+    return pr && reviewRef(pr);
+  }
+
+  /**
+   * Deletes the branches whose last pull request was merged or closed at least `olderThanMs` before `now`: a closed
+   * one's change was dropped whole (nothing of it reached main), a merged one's is on main. A branch pushed to since
+   * (a new change on its way to a new pull request) is kept, by a lease on the commit the pull request proposed; so is
+   * a branch with no pull request.
+   *
+   * Why wait: the next write of an owner reuses its branch (a push over it), but a deleted one is created again, and
+   * Gitea closes the open pull requests of a deleted branch later, from a queue: a pull request opened on the new
+   * branch before that runs would be closed too. A branch idle for long is rarely written to in that moment.
+   */
+  async sweep(olderThanMs: number, now = Date.now()): Promise<SweptProposal[]> {
+    const branches = await this.repo.proposals();
+    const swept: SweptProposal[] = [];
+    for (const [branch, head] of branches) {
+      const pr = await this.forge.latestPullRequest(branch, this.repo.branch);
+      if (!pr || (pr.state !== "merged" && pr.state !== "closed") || pr.headCommit !== head) continue;
+      if (!pr.closedAt || now - Date.parse(pr.closedAt) < olderThanMs) continue;
+      if (await this.repo.deleteProposal(branch, head)) swept.push({ branch, pullRequest: reviewRef(pr) });
+    }
+    return swept;
   }
 
   async propose(
@@ -63,17 +109,24 @@ export class ProposingWriter {
     );
     if (!result.onBranch) return { ...result, pullRequest: null };
     const subject = (planned as RepoChange | null)?.subject ?? `berth: ${branch}`;
-    const pullRequest = await this.forge.openPullRequest({
-      head: branch,
-      base: this.repo.branch,
-      title: subject,
-      body: [
-        ...((planned as RepoChange | null)?.body ?? []),
-        "",
-        "Proposed by Berth: merge to apply, close to drop it.",
-      ].join("\n"),
-    });
-    return { ...result, pullRequest };
+    try {
+      const pullRequest = await this.forge.openPullRequest({
+        head: branch,
+        base: this.repo.branch,
+        title: subject,
+        body: [
+          ...((planned as RepoChange | null)?.body ?? []),
+          "",
+          "Proposed by Berth: merge to apply, close to drop it.",
+        ].join("\n"),
+      });
+      return { ...result, pullRequest };
+    } catch (err) {
+      // No pull request proposes the branch this write started (new, or restarted from main): it goes, so nothing is
+      // left that no one reviews. A branch with an open pull request keeps it. Leased on this write's commit.
+      if (!pending) await this.repo.deleteProposal(branch, result.revision).catch(() => false);
+      throw err;
+    }
   }
 }
 
@@ -115,5 +168,62 @@ export class ReviewedStore implements TeamStore {
         ? { review: { number: pullRequest.number, url: pullRequest.url, state: pullRequest.state } }
         : {}),
     };
+  }
+}
+
+/**
+ * Pull-request mode's housekeeping: every `intervalMs` the branches whose pull request was merged or closed are
+ * deleted (`ProposingWriter.sweep`), each said in the log. Polling, so a merge or close is noticed without any
+ * webhook; a failed sweep is logged and tried again at the next.
+ */
+export class ProposalSweeper {
+  private readonly stopper = new AbortController();
+  private loop: Promise<void> | undefined;
+
+  constructor(
+    private readonly writer: Pick<ProposingWriter, "sweep">,
+    private readonly opts: {
+      intervalMs: number;
+      /** How long a merged or closed pull request's branch is kept (see `ProposingWriter.sweep`). */
+      keepMs: number;
+      logger: { info(fields: object, message: string): void; warn(fields: object, message: string): void };
+      /** Told about each branch deleted (e.g. to forget a cached review). */
+      onSwept?: (swept: SweptProposal) => void;
+    },
+  ) {}
+
+  start(): void {
+    this.loop ??= this.run();
+  }
+
+  async stop(): Promise<void> {
+    this.stopper.abort();
+    await this.loop;
+  }
+
+  /** One sweep now: what it deleted. */
+  async sweepNow(): Promise<SweptProposal[]> {
+    const swept = await this.writer.sweep(this.opts.keepMs);
+    for (const s of swept) {
+      const { number, url, state } = s.pullRequest;
+      this.opts.logger.info(
+        { branch: s.branch, pullRequest: number, url, state },
+        state === "merged"
+          ? `pull request #${number} merged: deleted its branch ${s.branch}`
+          : `pull request #${number} closed without merge: deleted its branch ${s.branch}; nothing of it was applied`,
+      );
+      this.opts.onSwept?.(s);
+    }
+    return swept;
+  }
+
+  private async run(): Promise<void> {
+    const signal = this.stopper.signal;
+    while (!signal.aborted) {
+      await this.sweepNow().catch((err: unknown) =>
+        this.opts.logger.warn({ err }, "pull-request sweep failed; trying again at the next"),
+      );
+      await sleep(this.opts.intervalMs, undefined, { signal }).catch(() => undefined);
+    }
   }
 }

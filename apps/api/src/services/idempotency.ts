@@ -1,3 +1,4 @@
+import type { PullRequestRef } from "@berth/api-contract";
 import type { ChangeOrigin, CommitInfo, RepoChange, RepoTree, Trailer } from "@berth/core";
 import { TRAILER_ACTOR, trailerValue } from "@berth/gitops";
 import { IdempotencyKeyInUseError, IdempotencyKeyReusedError } from "./errors.js";
@@ -41,11 +42,7 @@ export interface WriteRequest {
 }
 
 /** The pull request a write was proposed in (pull-request mode, ADR 0030): it applies once merged. */
-export interface ReviewRef {
-  number: number;
-  url: string;
-  state: "open" | "approved" | "changes-requested" | "merged" | "closed";
-}
+export type ReviewRef = PullRequestRef;
 
 /** The writer's side of a transaction: what IdempotentWrites needs of the Flux repo. */
 export interface TransactionStore {

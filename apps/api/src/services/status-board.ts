@@ -11,6 +11,8 @@ import {
 } from "@berth/core";
 import type { CommitSummary } from "@berth/gitops";
 import type { TeamStatusReader } from "../adapters/team-status.js";
+import type { ReviewRef } from "./idempotency.js";
+import type { PendingReviews } from "./team-service.js";
 
 /** What the board reads from the Flux repo; @berth/gitops' FluxRepo provides it. */
 export interface RepoReader {
@@ -35,6 +37,8 @@ export interface TeamDetail {
   commits: CommitSummary[];
   /** Every file Berth rendered for the team at `revision`, sorted by path. */
   files: TeamFile[];
+  /** Pull-request mode: the team's last pull request (a change in review, or the last merged or closed). */
+  review?: ReviewRef;
 }
 
 const everyReady = (clusters: ClusterStatus[]) => clusters.length > 0 && clusters.every((c) => c.ready);
@@ -52,8 +56,14 @@ export class StatusBoard {
     private readonly onboarding: Onboarding,
     private readonly repo: RepoReader,
     private readonly statusReader: TeamStatusReader,
+    private readonly reviews?: Pick<PendingReviews, "latest">,
   ) {
     this.layout = repoLayout(onboarding.platform);
+  }
+
+  /** Pull-request mode: the team's last pull request, for a team the Flux repo does not hold (yet). */
+  async review(name: string): Promise<ReviewRef | undefined> {
+    return this.reviews?.latest(name);
   }
 
   /** Every cluster of the platform, in config order (the fleet's columns). */
@@ -88,7 +98,7 @@ export class StatusBoard {
     const targets = clustersOf(team, this.onboarding.platform);
     // Its Flux files: where Berth writes them, or still where they were before shards (absent ones drop out).
     const kustomizations = targets.flatMap((c) => this.layout.fluxKustomizationPaths(c.name, name));
-    const [clusters, commits, teamPaths] = await Promise.all([
+    const [clusters, commits, teamPaths, review] = await Promise.all([
       this.statusReader.read(name, targets),
       // Every cluster's Flux file, not only today's targets: the history shows moves between environments.
       this.repo.history(
@@ -102,11 +112,21 @@ export class StatusBoard {
         },
       ),
       tree.list(this.layout.teamDir(name)),
+      // The page of a team in the Flux repo does without its review line when the forge does not answer.
+      this.reviews?.latest(name).catch(() => undefined),
     ]);
     const paths = [...teamPaths, ...kustomizations].sort();
     const files = (await Promise.all(paths.map(async (path) => ({ path, content: await tree.read(path) })))).filter(
       (f): f is TeamFile => f.content !== undefined,
     );
-    return { team, revision: tree.revision, ready: everyReady(clusters), clusters, commits, files };
+    return {
+      team,
+      revision: tree.revision,
+      ready: everyReady(clusters),
+      clusters,
+      commits,
+      files,
+      ...(review ? { review } : {}),
+    };
   }
 }

@@ -15,9 +15,14 @@ import {
 import { IdempotentWrites, type ReviewRef, type TransactionStore, type WriteRequest } from "./idempotency.js";
 import type { ClusterStatus, TeamStatusReader } from "../adapters/team-status.js";
 
-/** Pull-request mode: the open pull request holding a team's pending change, if any (ADR 0030). */
+/** Pull-request mode: a team's pull requests (ADR 0030). */
 export interface PendingReviews {
+  /** The open pull request holding the team's pending change, if any. */
   pending(team: string): Promise<ReviewRef | undefined>;
+  /** The team's last pull request, open, merged or closed without merge (recent ones only). */
+  latest(team: string): Promise<ReviewRef | undefined>;
+  /** Closes the team's open pull request without merge: what it was, closed; undefined when none is open. */
+  withdraw(team: string): Promise<ReviewRef | undefined>;
 }
 
 /** What the API needs from the Flux repo; @berth/gitops' FluxRepo provides it. */
@@ -47,6 +52,11 @@ export interface WriteResult extends Outcome {
 }
 export interface DeleteResult extends Outcome {
   team: string;
+  /**
+   * Pull-request mode: the team was only in review (not in the Flux repo), so offboarding it closed its onboarding's
+   * pull request (`review`) without merge; nothing was committed.
+   */
+  withdrawn?: boolean;
 }
 
 export interface TeamPage {
@@ -79,14 +89,36 @@ export class TeamService {
     return this.reviews?.pending(name);
   }
 
-  /** The team's status on every cluster it lands on, as each cluster's controller reports it. */
-  async status(
-    name: string,
-  ): Promise<{ team: string; revision: string | undefined; ready: boolean; clusters: ClusterStatus[] }> {
-    const { revision, team } = await this.get(name);
-    if (!team) throw new TeamNotFoundError(name);
-    const clusters = await this.statusReader.read(name, clustersOf(team, this.onboarding.platform));
-    return { team: name, revision, ready: clusters.length > 0 && clusters.every((c) => c.ready), clusters };
+  /**
+   * The team's status on every cluster it lands on, as each cluster's controller reports it. In pull-request mode it
+   * starts with the team's last pull request: a team whose onboarding is still in review (or was closed without
+   * merge) has a status, with no cluster.
+   */
+  async status(name: string): Promise<{
+    team: string;
+    revision: string | undefined;
+    ready: boolean;
+    clusters: ClusterStatus[];
+    review?: ReviewRef;
+  }> {
+    // A forge that does not answer costs a team in the Flux repo only its review line; a team that is only in review
+    // has nothing else to show, so its status fails with the forge's error.
+    const lookup = this.reviews?.latest(name).then(
+      (review) => ({ review }),
+      (error: unknown) => ({ error }),
+    );
+    const [{ revision, team }, found] = await Promise.all([this.get(name), lookup]);
+    if (found && "error" in found && !team) throw found.error;
+    const review = found && "review" in found ? found.review : undefined;
+    if (!team && !review) throw new TeamNotFoundError(name);
+    const clusters = team ? await this.statusReader.read(name, clustersOf(team, this.onboarding.platform)) : [];
+    return {
+      team: name,
+      revision,
+      ready: clusters.length > 0 && clusters.every((c) => c.ready),
+      clusters,
+      ...(review ? { review } : {}),
+    };
   }
 
   /** Teams in name order after `after`, at most `limit` of them (all when no limit). */
@@ -143,6 +175,24 @@ export class TeamService {
   }
 
   async delete(name: string, request: WriteRequest): Promise<DeleteResult> {
+    if (this.reviews) {
+      // A team whose onboarding is only in review: offboarding it is dropping that pull request, not proposing a
+      // commit that removes what main never held.
+      const tree = await this.store.snapshot();
+      if (!(await this.onboarding.readTeam(tree, name))) {
+        const closed = await this.reviews.withdraw(name);
+        if (closed)
+          return {
+            team: name,
+            revision: tree.revision ?? "",
+            committed: false,
+            files: [],
+            replayed: false,
+            review: closed,
+            withdrawn: true,
+          };
+      }
+    }
     const outcome = await this.write("delete", name, (tree) => this.onboarding.planDelete(tree, name), request);
     return { ...outcome, team: name };
   }

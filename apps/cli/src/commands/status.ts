@@ -93,6 +93,7 @@ async function watch(rt: Runtime, client: BerthClient, team: string, options: St
     finish(EXIT.timeout, [
       `error: timed out after ${formatElapsed(options.timeoutMs)} waiting for team ${team} to be Ready`,
       ...(state.pollError ? [`  the last poll failed: ${state.pollError}`] : []),
+      ...(state.review ? [`  review: ${state.reviewLine()}`] : []),
       ...state.notReady().map((c) => `  ${c.cluster}: ${c.reason}`),
     ]);
 
@@ -104,7 +105,9 @@ async function watch(rt: Runtime, client: BerthClient, team: string, options: St
         if (!tty) {
           if (first)
             rt.out(
-              `[${formatElapsed(elapsed())}] team ${response.team}: in the Flux repo at ${shortSha(response.revision)}; watching ${plural(response.clusters.length, "cluster")}`,
+              response.clusters.length === 0 && response.review
+                ? `[${formatElapsed(elapsed())}] team ${response.team}: in review, not in the Flux repo yet`
+                : `[${formatElapsed(elapsed())}] team ${response.team}: in the Flux repo at ${shortSha(response.revision)}; watching ${plural(response.clusters.length, "cluster")}`,
             );
           for (const line of changes) rt.out(line);
         }
@@ -137,6 +140,7 @@ async function watch(rt: Runtime, client: BerthClient, team: string, options: St
           ...note,
         ]);
       }
+      if (outcome === "closed") return finish(EXIT.no, [`error: team ${team}: ${state.reviewLine()}`]);
       if (outcome === "failed") {
         return finish(
           EXIT.no,

@@ -6,6 +6,7 @@ import {
   phaseOf,
   previewResponse,
   pullRequestSchema,
+  reviewResponse,
   teamResponse,
   writeResponse,
   type FleetTeam,
@@ -29,7 +30,6 @@ export type OutputFormat = "table" | "wide" | "json" | "yaml" | "name";
 const teamPath = (name: string) => `/v1/teams/${encodeURIComponent(name)}`;
 /** A write's answer: 200/201, or 202 in pull-request mode with the pull request the change waits in. */
 const writeAnswer = writeResponse.extend({ pullRequest: pullRequestSchema.optional() });
-const deleteAnswer = deleteResponse.extend({ pullRequest: pullRequestSchema.optional() });
 type WriteAnswer = typeof writeAnswer._output;
 /** "proposed in pull request #7 (url)": the change applies once a reviewer merges it. */
 const inReview = (pr: { number: number; url: string }) => `in pull request #${pr.number} (${pr.url})`;
@@ -299,12 +299,22 @@ export async function deleteTeam(
         `refusing to delete team ${name} without confirmation: pass --yes (stdin is not a terminal)`,
         EXIT.usage,
       );
-    // Fail before asking when there is nothing to delete.
+    // Fail before asking when there is nothing to delete: no team, and (pull-request mode) no onboarding in review.
     try {
       await client.request("GET", teamPath(name), { schema: teamResponse });
     } catch (err) {
-      if (options.ignoreNotFound && err instanceof ApiError && err.status === 404) return EXIT.ok;
-      throw err;
+      if (!(err instanceof ApiError && err.status === 404)) throw err;
+      const inReviewOnly = await client.request("GET", `${teamPath(name)}/review`, { schema: reviewResponse }).then(
+        () => true,
+        (reviewErr: unknown) => {
+          if (reviewErr instanceof ApiError && reviewErr.status === 404) return false;
+          throw reviewErr;
+        },
+      );
+      if (!inReviewOnly) {
+        if (options.ignoreNotFound) return EXIT.ok;
+        throw err;
+      }
     }
     if (!(await confirm(rt, name))) {
       rt.err("Not deleted: the name did not match.");
@@ -312,8 +322,12 @@ export async function deleteTeam(
     }
   }
   try {
-    const deleted = await requestBody(client, "DELETE", teamPath(name), { schema: deleteAnswer });
-    if (deleted.pullRequest)
+    const deleted = await requestBody(client, "DELETE", teamPath(name), { schema: deleteResponse });
+    if (deleted.pullRequest?.state === "closed")
+      rt.out(
+        `team/${name} was only in review: closed pull request #${deleted.pullRequest.number} (${deleted.pullRequest.url}) without merge; nothing of it was applied`,
+      );
+    else if (deleted.pullRequest)
       rt.out(`team/${name} deletion proposed ${inReview(deleted.pullRequest)}: applied once merged`);
     else
       rt.out(

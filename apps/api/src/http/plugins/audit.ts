@@ -1,13 +1,10 @@
 import type { FastifyInstance, FastifyRequest } from "fastify";
 import fp from "fastify-plugin";
 import type { Idempotency } from "../../services/idempotency.js";
-import type { WriteAction } from "../../services/team-service.js";
+import type { AuditedAction, AuditLine, AuditOutcome } from "../../services/audit.js";
 import { onBehalfOfOf } from "../write-request.js";
 
-export type AuditOutcome = "committed" | "unchanged" | "replayed" | "refused" | "failed";
-/** Every write the API commits: a team's, an adoption, a rollout's start and its pause, resume and abort. */
-export type AuditedAction =
-  WriteAction | "adopt" | "rollout-start" | "rollout-pause" | "rollout-resume" | "rollout-abort";
+export type { AuditedAction, AuditOutcome } from "../../services/audit.js";
 
 declare module "fastify" {
   interface FastifyContextConfig {
@@ -21,7 +18,10 @@ declare module "fastify" {
       team: string | null;
       rollout?: string;
       revision: string;
-      outcome: "committed" | "unchanged" | "replayed";
+      /** Refused and failed are the plugin's to say, from the status. */
+      outcome: Exclude<AuditOutcome, "refused" | "failed">;
+      /** Pull-request mode: the pull request the write proposed in (or closed). */
+      pullRequest?: number;
     };
   }
 }
@@ -51,23 +51,20 @@ export const auditPlugin = fp(async (app: FastifyInstance) => {
     const result = request.auditResult;
     const status = reply.statusCode;
     const outcome: AuditOutcome = result?.outcome ?? (status >= 500 ? "failed" : "refused");
-    request.log.child({}, { level: "info" }).info(
-      {
-        audit: {
-          principal: request.principal?.actor ?? null,
-          onBehalfOf: onBehalfOfOf(request),
-          action,
-          team: result ? result.team : teamOf(request),
-          rollout: result?.rollout ?? rolloutOf(request),
-          requestId: String(request.id),
-          idempotencyKey: request.idempotency?.key ?? null,
-          revision: result?.revision ?? null,
-          outcome,
-          status,
-          problem: request.problemType ?? null,
-        },
-      },
-      "audit",
-    );
+    const audit: AuditLine = {
+      principal: request.principal?.actor ?? null,
+      onBehalfOf: onBehalfOfOf(request),
+      action,
+      team: result ? result.team : teamOf(request),
+      rollout: result?.rollout ?? rolloutOf(request),
+      requestId: String(request.id),
+      idempotencyKey: request.idempotency?.key ?? null,
+      revision: result?.revision ?? null,
+      pullRequest: result?.pullRequest ?? null,
+      outcome,
+      status,
+      problem: request.problemType ?? null,
+    };
+    request.log.child({}, { level: "info" }).info({ audit }, "audit");
   });
 });

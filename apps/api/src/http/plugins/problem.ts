@@ -1,7 +1,7 @@
 import { STATUS_CODES } from "node:http";
 import { DomainError, type DomainErrorCode, type FieldIssue } from "@berth/core";
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
-import { GitOpsError } from "@berth/gitops";
+import { ForgeError, GitOpsError } from "@berth/gitops";
 import fp from "fastify-plugin";
 import { RAW_RESPONSE_SECURITY_HEADERS } from "./security-headers.js";
 import { ServiceError, type ServiceErrorCode } from "../../services/errors.js";
@@ -250,6 +250,17 @@ export const problemPlugin = fp(async (app: FastifyInstance) => {
             ? `${error.message}; nothing was committed`
             : error.message,
         ...(issues.length ? { errors: issues } : {}),
+      });
+    }
+    // Pull-request mode: the forge refused or did not answer. Its message names the forge's answer, never the token.
+    if (error instanceof ForgeError) {
+      request.log.warn({ err: error }, "the forge refused or did not answer");
+      if (error.kind === "unavailable") reply.header("retry-after", "5");
+      return sendProblem(request, reply, {
+        type: `${PROBLEM_BASE}forge-unavailable`,
+        title: "Forge unavailable",
+        status: 502,
+        detail: request.method === "GET" ? error.message : `${error.message}; nothing was proposed`,
       });
     }
     if (error instanceof GitOpsError && error.kind !== "invalid-change" && error.kind !== "config") {

@@ -7,6 +7,7 @@ import { z } from "zod";
 import { writeRequest } from "../write-request.js";
 import { HttpProblem } from "../plugins/problem.js";
 import type { TeamService } from "../../services/team-service.js";
+import type { ReviewRef } from "../../services/idempotency.js";
 import {
   conditionalHeaders,
   createTeamBody,
@@ -40,14 +41,31 @@ function settle(
   request: FastifyRequest,
   reply: FastifyReply,
   team: string,
-  result: { revision: string; committed: boolean; replayed: boolean },
+  result: { revision: string; committed: boolean; replayed: boolean; review?: ReviewRef; withdrawn?: boolean },
 ) {
   request.auditResult = {
     team,
     revision: result.revision,
-    outcome: result.replayed ? "replayed" : result.committed ? "committed" : "unchanged",
+    outcome: result.replayed
+      ? "replayed"
+      : result.withdrawn
+        ? "withdrawn"
+        : result.committed
+          ? result.review
+            ? "proposed"
+            : "committed"
+          : "unchanged",
+    ...(result.review ? { pullRequest: result.review.number } : {}),
   };
   if (result.replayed) reply.header("idempotent-replayed", "true");
+}
+
+/** Pull-request mode: accepted, applied once a reviewer merges (ADR 0030): 202, `Location` the pull request. */
+function proposed<Body extends object>(reply: FastifyReply, review: ReviewRef, body: Body) {
+  return reply
+    .code(202)
+    .header("location", review.url)
+    .send({ ...body, pullRequest: review });
 }
 
 /**
@@ -134,12 +152,7 @@ export const teamRoutes: FastifyPluginAsyncZod<{ teams: TeamService }> = async (
       const result = await teams.create(request.body, writeRequest(request, request.body));
       settle(request, reply, result.team.name, result);
       const body = { team: result.team, revision: result.revision, committed: result.committed, files: result.files };
-      // Pull-request mode: accepted, applied once a reviewer merges (ADR 0030).
-      if (result.review)
-        return reply
-          .code(202)
-          .header("location", result.review.url)
-          .send({ ...body, pullRequest: result.review });
+      if (result.review) return proposed(reply, result.review, body);
       return reply.code(201).header("location", `/v1/teams/${result.team.name}`).send(body);
     },
   );
@@ -252,11 +265,7 @@ export const teamRoutes: FastifyPluginAsyncZod<{ teams: TeamService }> = async (
       const result = await teams.update(request.params.name, request.body, writeRequest(request, request.body));
       settle(request, reply, result.team.name, result);
       const body = { team: result.team, revision: result.revision, committed: result.committed, files: result.files };
-      if (result.review)
-        return reply
-          .code(202)
-          .header("location", result.review.url)
-          .send({ ...body, pullRequest: result.review });
+      if (result.review) return proposed(reply, result.review, body);
       return body;
     },
   );
@@ -286,7 +295,8 @@ export const teamRoutes: FastifyPluginAsyncZod<{ teams: TeamService }> = async (
       config: { ...write, action: "delete" },
       schema: {
         tags: ["teams"],
-        summary: "Offboard a team in one commit",
+        summary:
+          "Offboard a team in one commit (pull-request mode: proposed; a team only in review: its pull request closed)",
         security,
         params: teamNameParams,
         headers: writeHeaders,
@@ -297,11 +307,9 @@ export const teamRoutes: FastifyPluginAsyncZod<{ teams: TeamService }> = async (
       const result = await teams.delete(request.params.name, writeRequest(request, null));
       settle(request, reply, result.team, result);
       const body = { team: result.team, revision: result.revision, files: result.files };
-      if (result.review)
-        return reply
-          .code(202)
-          .header("location", result.review.url)
-          .send({ ...body, pullRequest: result.review });
+      // A team only in review: its pull request was closed, nothing committed.
+      if (result.withdrawn && result.review) return { ...body, pullRequest: result.review };
+      if (result.review) return proposed(reply, result.review, body);
       return body;
     },
   );

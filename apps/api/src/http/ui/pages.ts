@@ -7,7 +7,7 @@ import type { StatusBoard } from "../../services/status-board.js";
 import type { Responder } from "./respond.js";
 import { fleetFilterForm, fleetMain, fleetView } from "./views/fleet.js";
 import { rolloutMain, rolloutsMain } from "./views/rollouts.js";
-import { teamMain } from "./views/team.js";
+import { teamInReviewMain, teamMain } from "./views/team.js";
 
 /** The pages a signed-in reader sees: the fleet, a team, the rollouts and one rollout. */
 
@@ -31,6 +31,8 @@ export function registerPages(
   app.get("/teams/:name", { config: { uiAccess: "read" } }, async (request, reply) => {
     const name = teamNameSchema.safeParse((request.params as { name?: unknown }).name);
     const detail = name.success ? await board.team(name.data) : undefined;
+    const review = !detail && name.success ? await board.review(name.data) : undefined;
+    if (review && name.success) return respond.page(request, reply, name.data, teamInReviewMain(name.data, review));
     if (!detail)
       return respond.error(
         request,

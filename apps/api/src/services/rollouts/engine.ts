@@ -28,6 +28,7 @@ import type { ApiMetrics } from "../../metrics.js";
 import type { TeamStatusReader } from "../../adapters/team-status.js";
 import { describeTarget, rolloutBody, withRolloutTrailer } from "./commit-message.js";
 import type { EngineHandle, GateProgress, RolloutStore } from "./ports.js";
+import type { AuditedAction, AuditSink } from "../audit.js";
 
 export interface RolloutEngineOptions {
   onboarding: Onboarding;
@@ -41,6 +42,8 @@ export interface RolloutEngineOptions {
   statusConcurrency?: number;
   /** Rollouts by phase, gate evaluations and their duration. */
   metrics?: Pick<ApiMetrics, "rollouts" | "gateEvaluations" | "gateDuration">;
+  /** The audit trail: one line per commit the engine makes (a wave committed, passed, a halt). */
+  audit?: AuditSink;
 }
 
 const ENGINE_ORIGIN = { actor: "berth-rollout-engine", requestId: "rollout-engine" };
@@ -179,7 +182,9 @@ export class RolloutEngine implements EngineHandle {
   private async commitCurrentWave(started: Rollout, index: number): Promise<void> {
     const { fleet, clock, store, logger } = this.opts;
     const id = started.metadata.name;
-    await store.transact(async (tree): Promise<RepoChange | null> => {
+    let action: AuditedAction = "rollout-wave";
+    const result = await store.transact(async (tree): Promise<RepoChange | null> => {
+      action = "rollout-wave";
       const r = await this.reader.read(tree, id);
       const wave = r && currentWave(r);
       // Another replica (or an earlier attempt) took the step, or the rollout was paused or aborted.
@@ -189,6 +194,7 @@ export class RolloutEngine implements EngineHandle {
       const plan = await fleet.plan(tree, wave.spec.teams, target);
       const path = this.reader.path(id);
       if (plan.failed.length) {
+        action = "rollout-halt";
         const halted = haltRollout(r, clock.now(), {
           reason: "RenderFailed",
           message: `${plan.failed.length} team(s) of wave ${wave.spec.name} cannot be rendered; nothing of the wave was committed`,
@@ -223,6 +229,26 @@ export class RolloutEngine implements EngineHandle {
         ],
       };
     }, engineOrigin(started));
+    this.audited(started, action, result);
+  }
+
+  /** The audit line of a commit the engine made (nothing when the step was taken elsewhere, or was moot). */
+  private audited(r: Rollout, action: AuditedAction, result: { revision: string; committed: boolean }): void {
+    if (!result.committed) return;
+    this.opts.audit?.({
+      principal: ENGINE_ORIGIN.actor,
+      onBehalfOf: r.spec.onBehalfOf ?? null,
+      action,
+      team: null,
+      rollout: r.metadata.name,
+      requestId: null,
+      idempotencyKey: null,
+      revision: result.revision,
+      pullRequest: null,
+      outcome: "committed",
+      status: null,
+      problem: null,
+    });
   }
 
   /** Reads the gate of `wave`, the current (committed) wave of `r`; on pass or halt commits the rollout file. */
@@ -254,7 +280,7 @@ export class RolloutEngine implements EngineHandle {
     this.opts.metrics?.gateEvaluations.inc({ verdict: decision.verdict });
     if (decision.verdict === "wait") return "wait";
     const gateSince = wave.status.gateSince;
-    await this.opts.store.transact(async (head): Promise<RepoChange | null> => {
+    const result = await this.opts.store.transact(async (head): Promise<RepoChange | null> => {
       const current = await this.reader.read(head, id);
       const w = current && currentWave(current);
       // Only if nothing moved meanwhile: same wave, still committed, not resumed (gateSince) or paused.
@@ -285,6 +311,7 @@ export class RolloutEngine implements EngineHandle {
         body: decision.verdict === "halt" ? [decision.message] : rolloutBody(next).slice(0, 1),
       };
     }, engineOrigin(r));
+    this.audited(r, decision.verdict === "pass" ? "rollout-wave-ready" : "rollout-halt", result);
     if (decision.verdict === "halt")
       logger.warn(
         { rollout: id, wave: wave.spec.name, reason: decision.reason, message: decision.message },

@@ -1,4 +1,12 @@
-import { describeClusterStatus, phaseOf, statusChain, type ChainStep, type ClusterStatus } from "@berth/api-contract";
+import {
+  describeClusterStatus,
+  describeReview,
+  phaseOf,
+  statusChain,
+  type ChainStep,
+  type ClusterStatus,
+  type PullRequestRef,
+} from "@berth/api-contract";
 import type { TeamDetail } from "../../../services/status-board.js";
 import { TRAILER_ON_BEHALF_OF } from "@berth/core";
 import { html, type Html } from "../html.js";
@@ -43,6 +51,22 @@ function clusterCard(cluster: ClusterStatus): Html {
 </section>`;
 }
 
+/** Pull-request mode: the team's last pull request, linked, first in its chain. */
+function reviewBlock(review: PullRequestRef, inFluxRepo: boolean): Html {
+  return html`<section class="review" data-review-state="${review.state}" aria-label="Review">
+  <h2>Review</h2>
+  <p>${/^https?:\/\//.test(review.url) ? html`<a href="${review.url}">Pull request #${review.number}</a>` : `Pull request #${review.number}`} · <strong>${review.state}</strong></p>
+  <p class="reason${review.state === "closed" ? " failed" : ""}">${describeReview(review, inFluxRepo)}</p>
+</section>`;
+}
+
+/** A team the Flux repo does not hold, whose onboarding is in review (or was closed without merge). */
+export function teamInReviewMain(name: string, review: PullRequestRef): Html {
+  return html`<p><a href="/ui">← Fleet</a></p>
+<h1>${name} <span class="badge ${review.state === "closed" ? "failed" : "progressing"}">Not in the Flux repo</span></h1>
+${reviewBlock(review, false)}`;
+}
+
 function list(values: readonly string[]): Html {
   return values.length
     ? html`${values.map((v, i) => html`${i ? ", " : ""}<code>${v}</code>`)}`
@@ -66,6 +90,7 @@ export function teamMain(detail: TeamDetail): Html {
   ${team.quota ? html`<dt>Quota</dt><dd>cpu ${team.quota.cpu}, memory ${team.quota.memory}, ${team.quota.pods} pods</dd>` : ""}
   <dt>Flux repo</dt><dd>${shortSha(detail.revision)}</dd>
 </dl>
+${detail.review ? reviewBlock(detail.review, true) : ""}
 <h2>Status per cluster</h2>
 <div class="clusters">${detail.clusters.map(clusterCard)}</div>
 <h2>Last commits touching the team</h2>
