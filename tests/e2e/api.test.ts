@@ -4,7 +4,14 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { pathToFileURL } from "node:url";
 import { teamShard } from "@berth/core";
-import { deleteResponse, previewResponse, teamListResponse, teamResponse, writeResponse } from "@berth/api-contract";
+import {
+  deleteResponse,
+  previewResponse,
+  reviewListResponse,
+  teamListResponse,
+  teamResponse,
+  writeResponse,
+} from "@berth/api-contract";
 import { parse } from "yaml";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { DEV_TOKEN, startBerth, type RunningBerth } from "../support/berth.js";
@@ -157,6 +164,7 @@ describe("onboarding API against a file:// Flux repo", () => {
       ["DELETE", "/v1/teams/payments"],
       ["POST", "/v1/teams/payments/preview"],
       ["GET", "/v1/teams/payments/status"],
+      ["GET", "/v1/reviews"],
     ] as const;
     for (const [method, url] of routes) {
       for (const headers of [{}, { authorization: "Bearer wrong-token-wrong-token" }, { authorization: "Basic abc" }]) {
@@ -237,6 +245,9 @@ describe("onboarding API against a file:// Flux repo", () => {
     const missing = await berth.server.inject({ url: "/v1/teams/nobody", headers: auth });
     expect(missing.statusCode).toBe(404);
     expect(missing.headers["content-type"]).toContain("application/problem+json");
+    // Direct mode: every write went to main, nothing waits in review.
+    const reviews = await berth.server.inject({ url: "/v1/reviews", headers: auth });
+    expect(readAnswer(reviews, reviewListResponse)).toEqual({ review: "direct", items: [] });
   });
 
   it("previews a change as a unified diff without committing", async () => {

@@ -2,7 +2,8 @@
 /**
  * Berth in direct mode against a real forge (issue 38): Gitea built from its Go module, a private repository
  * created from nothing, Berth pushing to it over HTTP with a user's access token. What Berth answered is what
- * Gitea's REST API shows on `main`, and the token never reaches Berth's logs.
+ * Gitea's REST API shows on `main`, and the token never reaches Berth's logs. A protected `main` declines the push:
+ * Berth says so (502 repo-refused, in Gitea's words) and writes nothing.
  */
 import { writeResponse } from "@berth/api-contract";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -71,6 +72,28 @@ describe("direct mode: Berth pushes to a Gitea repository over HTTP with a token
     for (const { path } of answer.files.filter((f) => f.status !== "deleted")) {
       expect((await gitea.api(`/repos/${repo.owner}/${repo.name}/contents/${path}?ref=main`)).status, path).toBe(200);
     }
+  });
+
+  it("a protected main refuses Berth's push: a clear error that says so, and nothing is written", async () => {
+    await gitea.protectBranch(repo, "main");
+    const before = (await gitea.waitForBranch(repo, "main")).commit.id;
+    const refused = await berth.server.inject({
+      method: "POST",
+      url: "/v1/teams",
+      headers: auth,
+      payload: { name: "ledger", owners: [OWNER], environments: ["dev"] },
+    });
+    expect(refused.statusCode, refused.body).toBe(502);
+    expect(refused.headers["content-type"]).toContain("application/problem+json");
+    // Declined for good: not "try again" (no Retry-After), and it says why, in Gitea's words, and what to do.
+    expect(refused.headers["retry-after"]).toBeUndefined();
+    const problem = refused.json() as { type: string; detail: string };
+    expect(problem.type).toBe("https://berth.dev/problems/repo-refused");
+    expect(problem.detail).toContain("Not allowed to push to protected branch main");
+    expect(problem.detail).toContain("nothing was committed");
+    expect(problem.detail).toContain("fluxRepo.review.mode pull-request");
+    expect(problem.detail).not.toContain(gitea.token);
+    expect((await gitea.waitForBranch(repo, "main")).commit.id).toBe(before);
   });
 
   it("never logs the token", () => {

@@ -4,9 +4,10 @@
  * branch to a real apiserver, Berth's controller reports. An onboarding merged by a reviewer reaches Ready on the
  * cluster, well inside the 10-minute poll: Gitea's push webhook reaches Flux's Receiver berth-teams-forge
  * (infra/flux/pull-requests/forge-receiver.yaml). One closed without merge leaves nothing on it, and its status says
- * so.
+ * so. A staged rollout proposes one pull request per wave, starts each wave's gate at its merge, and its abort closes
+ * the pull request still open.
  */
-import { statusResponse } from "@berth/api-contract";
+import { rolloutAbortResponse, rolloutResponse, statusResponse } from "@berth/api-contract";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { DEV_TOKEN } from "../support/berth.js";
 import { readAnswer } from "../support/contract.js";
@@ -101,4 +102,116 @@ describe("pull-request mode with real Flux: merged reaches Ready, closed leaves 
     );
     expect(dropped).toMatchObject({ ready: false, clusters: [], review: { number } });
   }, 600_000);
+
+  it("a staged rollout proposes one pull request per wave and gates each after its merge; a closed one halts it, an abort closes the open one", async () => {
+    // A second team on main (payments is there since the first test).
+    const onboarded = await platform.request("POST", "/v1/teams", {
+      name: "search",
+      owners: [OWNER],
+      environments: ["dev"],
+    });
+    expect(onboarded.statusCode, onboarded.body).toBe(202);
+    await gitea.merge(repo, onboarded.json.pullRequest.number as number);
+    await eventually("search Ready", async () => (await status("search")).ready, 240_000);
+
+    const rolloutOf = async (id: string) => {
+      const res = await platform.berth.server.inject({
+        url: `/v1/rollouts/${id}`,
+        headers: { authorization: `Bearer ${DEV_TOKEN}` },
+      });
+      return readAnswer(res, rolloutResponse).rollout;
+    };
+    const pullRequestOf = async (number: number) =>
+      (await (await pulls(`/${number}`)).json()) as { state: string; merged: boolean; head: { ref: string } };
+    const mainBefore = await platform.head();
+    const created = await platform.request("POST", "/v1/rollouts", {
+      description: "payments first, then the rest",
+      target: { templateVersion: "v3" },
+      waves: [{ name: "first", selector: { names: ["payments"] } }, { name: "rest" }],
+      gate: { timeoutSeconds: 300 },
+    });
+    expect(created.statusCode, created.body).toBe(201);
+    const id = created.json.rollout.metadata.name as string;
+
+    // Wave 1 waits in its pull request: main has not moved, and its gate has not started.
+    const proposed = await eventually(
+      "wave first proposed",
+      async () => {
+        const r = await rolloutOf(id);
+        return r.status.waves[0]?.phase === "Proposed" ? r : undefined;
+      },
+      60_000,
+    );
+    const first = proposed.status.waves[0]!.pullRequest!;
+    expect(await pullRequestOf(first.number)).toMatchObject({
+      state: "open",
+      head: { ref: `berth/rollout/${id}-first` },
+    });
+    expect(await platform.head()).toBe(mainBefore);
+    await new Promise((resolve) => setTimeout(resolve, 3_000));
+    const waiting = await rolloutOf(id);
+    expect(waiting.status.waves[0]).toMatchObject({ phase: "Proposed" });
+    expect(waiting.status.waves[0]?.gateSince).toBeUndefined();
+    // The rollout's file is on its own branch, not on main.
+    expect((await gitea.waitForBranch(repo, "berth/rollouts")).commit.id).toBeDefined();
+
+    // Merged: its gate starts, passes with real Flux, and wave 2 is proposed in its own pull request.
+    const mergedAt = Date.now();
+    await gitea.merge(repo, first.number);
+    const second = await eventually(
+      "wave first Ready and wave rest proposed",
+      async () => {
+        const r = await rolloutOf(id);
+        return r.status.waves[0]?.phase === "Ready" && r.status.waves[1]?.phase === "Proposed" ? r : undefined;
+      },
+      300_000,
+    );
+    const wave = second.status.waves[0]!;
+    // The gate counted from the merge, not from the proposal.
+    expect(Date.parse(wave.gateSince!)).toBeGreaterThanOrEqual(mergedAt);
+    expect(wave.committedAt).toBe(wave.gateSince);
+    const rest = second.status.waves[1]!.pullRequest!;
+    expect(rest.number).not.toBe(first.number);
+    expect((await status("payments")).ready).toBe(true);
+
+    // Wave 2's pull request closed without merge: the rollout halts and says why; a resume proposes it again.
+    const mainAfterFirst = await platform.head();
+    const closed = await pulls(`/${rest.number}`, { method: "PATCH", body: JSON.stringify({ state: "closed" }) });
+    expect(closed.status).toBe(201);
+    const halted = await eventually(
+      "the rollout halted",
+      async () => {
+        const r = await rolloutOf(id);
+        return r.status.phase === "Halted" ? r : undefined;
+      },
+      60_000,
+    );
+    expect(halted.status.halt).toMatchObject({ wave: "rest", reason: "ProposalClosed" });
+    expect(halted.status.halt?.message).toContain(`pull request #${rest.number} of wave rest was closed without merge`);
+    const resumed = await platform.berth.server.inject({
+      method: "POST",
+      url: `/v1/rollouts/${id}/resume`,
+      headers: { authorization: `Bearer ${DEV_TOKEN}` },
+    });
+    expect(resumed.statusCode, resumed.body).toBe(200);
+    const again = await eventually(
+      "wave rest proposed again",
+      async () => {
+        const pr = (await rolloutOf(id)).status.waves[1]?.pullRequest;
+        return pr && pr.number !== rest.number ? pr : undefined;
+      },
+      60_000,
+    );
+
+    // Aborted: the open pull request is closed, nothing of wave 2 reaches main, each team says its version.
+    const aborted = await platform.berth.server.inject({
+      method: "POST",
+      url: `/v1/rollouts/${id}/abort`,
+      headers: { authorization: `Bearer ${DEV_TOKEN}` },
+    });
+    expect(aborted.statusCode, aborted.body).toBe(200);
+    expect(readAnswer(aborted, rolloutAbortResponse).versions).toEqual({ v3: ["payments"], v1: ["search"] });
+    expect(await pullRequestOf(again.number)).toMatchObject({ state: "closed", merged: false });
+    expect(await platform.head()).toBe(mainAfterFirst);
+  }, 900_000);
 });

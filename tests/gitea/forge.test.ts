@@ -3,7 +3,7 @@
  * The Gitea forge adapter (packages/gitops/src/forge.ts) against a real Gitea: it opens a pull request for a
  * branch (a retry finds the same one), reads where review stands as a second user requests changes and then
  * approves, sees the merge and its commit, closes another without merging and deletes its branch, and names an
- * auth failure without the token.
+ * auth failure without the token. It lists the open pull requests of Berth's branches, not others'.
  */
 import { ForgeError, GiteaForge } from "@berth/gitops";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -91,6 +91,27 @@ describe("pull requests on a real Gitea through the forge adapter", () => {
     expect((await gitea.api(`/repos/${repo.owner}/${repo.name}/branches/berth%2Fteam%2Fledger`)).status).toBe(404);
     // Deleting a branch that is gone is not an error: a retried clean-up finishes.
     await forge.deleteBranch("berth/team/ledger");
+  });
+
+  it("lists the open pull requests of Berth's branches into the base, each with where its review stands", async () => {
+    await branchWithCommit("berth/team/alpha", "teams/alpha/base/team.yaml");
+    await branchWithCommit("berth/team/beta", "teams/beta/base/team.yaml");
+    await branchWithCommit("feature/docs", "docs/readme.yaml");
+    const alpha = await forge.openPullRequest({ head: "berth/team/alpha", base: BASE, title: "alpha", body: "" });
+    const beta = await forge.openPullRequest({ head: "berth/team/beta", base: BASE, title: "beta", body: "" });
+    // Someone else's pull request on the same repository is not Berth's.
+    await forge.openPullRequest({ head: "feature/docs", base: BASE, title: "docs", body: "" });
+    await review(alpha.number, "APPROVED");
+
+    const listed = await forge.openPullRequests(BASE, "berth/team/");
+    expect(listed.map((p) => [p.head, p.number, p.state]).sort()).toEqual([
+      ["berth/team/alpha", alpha.number, "approved"],
+      ["berth/team/beta", beta.number, "open"],
+    ]);
+    // Closed ones are no longer listed (payments was merged and ledger closed above).
+    await forge.closePullRequest(beta.number);
+    expect((await forge.openPullRequests(BASE, "berth/team/")).map((p) => p.head)).toEqual(["berth/team/alpha"]);
+    expect(await forge.openPullRequests("other", "berth/team/")).toEqual([]);
   });
 
   it("names a refused token as an auth failure, without the token", async () => {

@@ -64,6 +64,8 @@ describe("pull-request mode's writer on a real Gitea", () => {
   beforeAll(async () => {
     gitea = await startGitea();
     repo = await gitea.createRepo("fleet", { autoInit: true });
+    // main takes approved pull requests only (gitea.merge approves first).
+    await gitea.protectBranch(repo, "main");
     workDir = await makeTempDir("berth-proposals-");
     flux = FluxRepo.fromConfig({
       url: repo.cloneUrl,

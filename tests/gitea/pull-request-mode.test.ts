@@ -2,10 +2,18 @@
 /**
  * Berth's API in pull-request mode (fluxRepo.review, ADR 0030) against a real Gitea: onboarding answers 202 with the
  * pull request, main does not move and the team is not served until a reviewer merges; bad input is refused before
- * any branch is pushed. (Team onboarding only so far: issue 38.)
+ * any branch is pushed; main is protected (no push, one approval), as most fleet repositories' is.
  */
-import { deleteProposalResponse, proposalResponse, reviewResponse, statusResponse } from "@berth/api-contract";
-import { writeFile } from "node:fs/promises";
+import {
+  deleteProposalResponse,
+  proposalResponse,
+  reviewListResponse,
+  reviewResponse,
+  statusResponse,
+} from "@berth/api-contract";
+import { spawnSync } from "node:child_process";
+import { mkdtemp, rm, writeFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { DEV_TOKEN, startBerth, uiSessionCookie, type RunningBerth } from "../support/berth.js";
@@ -63,6 +71,8 @@ describe("pull-request mode: Berth proposes each team write as a pull request on
   beforeAll(async () => {
     gitea = await startGitea();
     repo = await gitea.createRepo("fleet", { autoInit: true });
+    // As most fleet repositories' main: no push, one approving review before a merge.
+    await gitea.protectBranch(repo, "main");
     await ensureBuilt();
     berth = await startReviewedBerth(gitea.token, { listen: true });
   }, 600_000);
@@ -114,6 +124,30 @@ describe("pull-request mode: Berth proposes each team write as a pull request on
     expect(readAnswer(offboarded, deleteProposalResponse).pullRequest.number).toBe(update.pullRequest.number);
   });
 
+  it("main is protected: nobody pushes to it, and a pull request merges only once approved", async () => {
+    const res = await onboard(berth, "inventory");
+    expect(res.statusCode, res.body).toBe(202);
+    const { pullRequest, revision } = readAnswer(res, proposalResponse);
+    // Berth's own credentials cannot put its commit on main...
+    const dir = await mkdtemp(join(tmpdir(), "berth-protected-"));
+    const authed = repo.cloneUrl.replace("://", `://${gitea.username}:${gitea.token}@`);
+    const git = (...args: string[]) => spawnSync("git", args, { cwd: dir, encoding: "utf8" });
+    expect(git("clone", "--quiet", authed, ".").status).toBe(0);
+    expect(git("fetch", "--quiet", "origin", "berth/team/inventory").status).toBe(0);
+    const pushed = git("push", "origin", `${revision}:refs/heads/main`);
+    expect(pushed.status).not.toBe(0);
+    expect(pushed.stderr).toContain("Not allowed to push to protected branch main");
+    // ...and a merge waits for an approving review (gitea.merge approves first).
+    const unapproved = await gitea.api(`/repos/${repo.owner}/${repo.name}/pulls/${pullRequest.number}/merge`, {
+      method: "POST",
+      body: JSON.stringify({ Do: "merge" }),
+    });
+    expect(unapproved.status, await unapproved.clone().text()).toBe(405);
+    await rm(dir, { recursive: true, force: true });
+    const withdrawn = await berth.server.inject({ method: "DELETE", url: "/v1/teams/inventory", headers: auth });
+    expect(withdrawn.statusCode, withdrawn.body).toBe(200);
+  });
+
   it("a retry with the same Idempotency-Key is answered from the branch's commit, with the same pull request", async () => {
     const send = () =>
       berth.server.inject({
@@ -132,7 +166,7 @@ describe("pull-request mode: Berth proposes each team write as a pull request on
     expect(b.pullRequest.number).toBe(a.pullRequest.number);
   });
 
-  it("refuses a rollout (not proposed yet) with a problem, and pushes nothing", async () => {
+  it("refuses a rollout without waves (one commit of every team) with a problem, and pushes nothing", async () => {
     const before = await branches();
     const mainBefore = (await gitea.waitForBranch(repo, "main")).commit.id;
     const res = await berth.server.inject({
@@ -143,6 +177,7 @@ describe("pull-request mode: Berth proposes each team write as a pull request on
     });
     expect(res.statusCode, res.body).toBe(409);
     expect(res.json()).toMatchObject({ type: "https://berth.dev/problems/not-proposed" });
+    expect(res.json().detail).toContain("give it waves: each is proposed as one pull request");
     expect(await branches()).toEqual(before);
     expect((await gitea.waitForBranch(repo, "main")).commit.id).toBe(mainBefore);
   });
@@ -163,6 +198,42 @@ describe("pull-request mode: Berth proposes each team write as a pull request on
     ).json()) as Array<{ number: number; html_url: string; head: { ref: string } }>;
     const pull = pulls.find((p) => p.head.ref === "berth/team/ledger");
     expect([String(pull?.number), pull?.html_url]).toEqual([match![1], match![2]]);
+  });
+
+  it("lists every change in review (GET /v1/reviews), and berth get teams shows them below the teams on main", async () => {
+    const open = (await (
+      await gitea.api(`/repos/${repo.owner}/${repo.name}/pulls?state=open&limit=50`)
+    ).json()) as Array<{ number: number; html_url: string; head: { ref: string } }>;
+    const numberOf = (team: string) => open.find((p) => p.head.ref === `berth/team/${team}`)?.number;
+    const res = await berth.server.inject({ url: "/v1/reviews", headers: auth });
+    // payments is on main with its offboarding in review; search and ledger are new teams in review.
+    expect(readAnswer(res, reviewListResponse)).toEqual({
+      review: "pull-request",
+      items: ["ledger", "payments", "search"].map((team) => ({
+        team,
+        pullRequest: {
+          number: numberOf(team),
+          url: open.find((p) => p.number === numberOf(team))?.html_url,
+          state: "open",
+        },
+      })),
+    });
+
+    const { cli, connection } = await cliOnBerth();
+    const listed = await cli.run(["get", "teams", ...connection]);
+    expect(listed.code, listed.stderr).toBe(0);
+    const lines = listed.stdout.split("\n");
+    expect(lines[0]).toMatch(/^NAME\s+ENVIRONMENTS\s+READY\s+STATUS/);
+    expect(lines[1]).toMatch(/^payments\s/);
+    expect(lines.slice(2, 5)).toEqual([
+      "",
+      "In review (3 pull requests; each applies once merged):",
+      expect.stringMatching(/^NAME\s+PULL REQUEST\s+REVIEW\s+URL$/),
+    ]);
+    for (const team of ["ledger", "payments", "search"])
+      expect(listed.stdout).toMatch(new RegExp(`\\n${team}\\s+#${numberOf(team)}\\s+open\\s+http`));
+    // -o name and -o yaml stay what apply takes back: the teams on main only.
+    expect((await cli.run(["get", "teams", "-o", "name", ...connection])).stdout).toBe("team/payments\n");
   });
 
   it("a team in review has a status that starts with its pull request; closed without merge, it says nothing was applied (CLI, status page)", async () => {

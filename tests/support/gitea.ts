@@ -58,6 +58,12 @@ export interface RunningGitea {
    * merge meanwhile. A conflict, or a pull request that is not open, fails at once.
    */
   merge(repo: GiteaRepo, number: number, timeoutMs?: number): Promise<void>;
+  /**
+   * Protects `branch` as a fleet repository's main usually is: nobody pushes to it (the admin neither), a pull request
+   * merges only once `requiredApprovals` reviewers other than its author approved it. `merge` then approves first, as
+   * a reviewer created for it ("approver").
+   */
+  protectBranch(repo: GiteaRepo, branch: string, opts?: { requiredApprovals?: number }): Promise<void>;
   /** Gitea's own log so far (its console output). */
   log(): string;
   stop(): Promise<void>;
@@ -229,12 +235,14 @@ async function startOnce(binary: string, startTimeoutMs: number): Promise<Runnin
     if (tokenRes.status !== 201) throw failure(`refused a token (${tokenRes.status}): ${await tokenRes.text()}`);
     const token = ((await tokenRes.json()) as { sha1: string }).sha1;
 
+    /** Per protected repository: the token of the reviewer `merge` approves as. */
+    const approvers = new Map<string, string>();
     const api = (path: string, init: RequestInit = {}) =>
       fetch(`${url}/api/v1${path}`, {
         ...init,
         headers: { authorization: `token ${token}`, "content-type": "application/json", ...init.headers },
       });
-    return {
+    const running: RunningGitea = {
       url,
       username: USERNAME,
       password,
@@ -258,8 +266,32 @@ async function startOnce(binary: string, startTimeoutMs: number): Promise<Runnin
           await new Promise((r) => setTimeout(r, 200));
         }
       },
+      async protectBranch(repo, branch, protectOpts = {}) {
+        const approver = await running.createReviewer(repo, "approver");
+        const res = await api(`/repos/${repo.owner}/${repo.name}/branch_protections`, {
+          method: "POST",
+          body: JSON.stringify({
+            rule_name: branch,
+            enable_push: false,
+            required_approvals: protectOpts.requiredApprovals ?? 1,
+            block_on_rejected_reviews: true,
+            dismiss_stale_approvals: true,
+          }),
+        });
+        if (res.status !== 201) throw failure(`did not protect ${branch} (${res.status}): ${await res.text()}`);
+        approvers.set(`${repo.owner}/${repo.name}`, approver.token);
+      },
       async merge(repo, number, timeoutMs = 120_000) {
         const path = `/repos/${repo.owner}/${repo.name}/pulls/${number}`;
+        const approverToken = approvers.get(`${repo.owner}/${repo.name}`);
+        if (approverToken) {
+          const approved = await fetch(`${url}/api/v1${path}/reviews`, {
+            method: "POST",
+            headers: { authorization: `token ${approverToken}`, "content-type": "application/json" },
+            body: JSON.stringify({ event: "APPROVED", body: "approved for the test" }),
+          });
+          if (approved.status !== 200) throw failure(`did not approve #${number}: ${await approved.text()}`);
+        }
         const deadline = Date.now() + timeoutMs;
         for (;;) {
           const pull = (await (await api(path)).json()) as { mergeable: boolean; state: string; merged: boolean };
@@ -319,6 +351,7 @@ async function startOnce(binary: string, startTimeoutMs: number): Promise<Runnin
         return { owner: repo.owner.login, name: repo.name, cloneUrl: repo.clone_url };
       },
     };
+    return running;
   } catch (err) {
     await stop();
     throw err;

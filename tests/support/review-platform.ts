@@ -34,6 +34,8 @@ export async function startReviewPlatform(
           ...(raw.fluxRepo as object),
           review: { mode: "pull-request", forge: "gitea", url: gitea.url, owner: repo.owner, repository: repo.name },
         };
+        // The rollout engine follows a wave's pull request and its gate at this pace.
+        raw.api.rollouts = { pollIntervalMs: 500, gateTimeoutSeconds: 300 };
       },
     });
     const receiver = platform.forgeReceiver!;
@@ -47,6 +49,8 @@ export async function startReviewPlatform(
       }),
     });
     if (hook.status !== 201) throw new Error(`Gitea refused the webhook: ${hook.status} ${await hook.text()}`);
+    // Seeded: from now on main takes reviewed pull requests only, as most fleet repositories' does.
+    await gitea.protectBranch(repo, "main");
     return { gitea, repo, platform, stop };
   } catch (err) {
     await stop();

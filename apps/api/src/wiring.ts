@@ -2,7 +2,13 @@ import { loadTemplateCatalog, type BerthConfig } from "@berth/config";
 import { Adoption, clustersReading, Fleet, Onboarding, repoLayout, type RepoLayout } from "@berth/core";
 import { FluxRepo, GiteaForge, type FluxRepoBatch } from "@berth/gitops";
 import { LRUCache } from "lru-cache";
-import { ProposalSweeper, ProposingWriter, ReviewedStore } from "./adapters/proposals.js";
+import {
+  ProposalSweeper,
+  ProposedWaves,
+  ProposingWriter,
+  ReviewedStore,
+  RolloutRecords,
+} from "./adapters/proposals.js";
 import type { ReviewRef } from "./services/idempotency.js";
 import type pino from "pino";
 import { AdoptionService } from "./services/adoption-service.js";
@@ -16,9 +22,11 @@ import { systemClock, type Clock } from "@berth/kube-runtime";
 import { RolloutEngine } from "./services/rollouts/engine.js";
 import { RolloutService } from "./services/rollouts/service.js";
 import { StatusBoard } from "./services/status-board.js";
-import { TeamService, type PendingReviews } from "./services/team-service.js";
+import { TeamService, type PendingReviews, type TeamInReview } from "./services/team-service.js";
 import { KubeTeamStatusReader, type TeamStatusReader } from "./adapters/team-status.js";
 
+/** Pull-request mode: the branch that holds the rollout files (not read by Flux, not protected). */
+export const ROLLOUT_RECORDS_BRANCH = "berth/rollouts";
 /** How long a team's last pull request, as the forge answered, serves its status polls. */
 const REVIEW_CACHE_MS = 3_000;
 
@@ -75,8 +83,10 @@ export async function createServices(
   await repo.init();
   // Pull-request mode (ADR 0030): every write goes through its store, proposed on a branch, never pushed to main.
   const review = config.fluxRepo.review;
-  const pullRequests = review.mode === "pull-request" ? pullRequestMode(repo, review, layout, logger) : undefined;
+  const pullRequests =
+    review.mode === "pull-request" ? await pullRequestMode(config, repo, review, layout, logger) : undefined;
   const store = pullRequests?.store ?? repo;
+  const rolloutStore = pullRequests?.rolloutStore ?? repo;
   const reviews = pullRequests?.reviews;
   // One status reader, so the status API, CLI watchers, every open status page and the rollout gates share its
   // per-cluster cache.
@@ -91,18 +101,20 @@ export async function createServices(
   const engine = new RolloutEngine({
     onboarding,
     fleet,
-    store,
+    store: rolloutStore,
     statusReader,
     clock,
     pollIntervalMs: config.api.rollouts.pollIntervalMs,
     logger: logger.child({ component: "rollout-engine" }),
     metrics,
     audit: (line) => auditLogger.info({ audit: line }, "audit"),
+    ...(pullRequests ? { proposals: pullRequests.waves } : {}),
   });
   const rollouts = new RolloutService({
     onboarding,
     fleet,
-    store,
+    store: rolloutStore,
+    ...(pullRequests ? { proposals: pullRequests.waves } : {}),
     observedClusters: new Set(Object.keys(config.api.clusters)),
     gateTimeoutSeconds: config.api.rollouts.gateTimeoutSeconds,
     clock,
@@ -152,13 +164,15 @@ export async function createServices(
       await engine.stop();
       await drift.close();
       await notifier.stop();
+      await pullRequests?.records.close();
       await repo.close();
     },
   };
 }
 
 /** Pull-request mode's parts: the store that proposes, the team's reviews as status reads them, the sweeper. */
-function pullRequestMode(
+async function pullRequestMode(
+  config: BerthConfig,
   repo: FluxRepo,
   review: Extract<BerthConfig["fluxRepo"]["review"], { mode: "pull-request" }>,
   layout: RepoLayout,
@@ -178,19 +192,59 @@ function pullRequestMode(
     ttl: REVIEW_CACHE_MS,
     fetchMethod: async (team) => (await proposer.latest({ team })) ?? false,
   });
+  // The list of teams in review: one forge listing per few seconds, however many ask.
+  const inReview = new LRUCache<"all", TeamInReview[]>({
+    max: 1,
+    ttl: REVIEW_CACHE_MS,
+    fetchMethod: () => proposer.teamsInReview(),
+  });
+  // What this replica changed on the forge, it answers at once (another replica's changes after at most the TTL).
+  const forget = (team: string) => {
+    latest.delete(team);
+    inReview.delete("all");
+  };
   const reviews: PendingReviews = {
     pending: (team) => proposer.pending({ team }),
+    inReview: async () => (await inReview.fetch("all")) ?? [],
     latest: async (team) => (await latest.fetch(team)) || undefined,
     withdraw: async (team) => {
-      latest.delete(team);
-      return proposer.withdraw({ team });
+      try {
+        return await proposer.withdraw({ team });
+      } finally {
+        forget(team);
+      }
+    },
+  };
+  const proposing: Pick<ProposingWriter, "propose"> = {
+    propose: async (owner, mutate, origin) => {
+      try {
+        return await proposer.propose(owner, mutate, origin);
+      } finally {
+        if ("team" in owner) forget(owner.team);
+      }
     },
   };
   const sweeper = new ProposalSweeper(proposer, {
     intervalMs: review.sweepSeconds * 1000,
     keepMs: review.keepBranchMinutes * 60_000,
     logger: logger.child({ component: "proposals" }),
-    onSwept: ({ branch }) => latest.delete(branch.replace(/^berth\/team\//, "")),
+    onSwept: ({ branch }) => forget(branch.replace(/^berth\/team\//, "")),
   });
-  return { store: new ReviewedStore(repo, proposer), reviews, sweeper };
+  // Rollout files change at every step: kept on their own unprotected branch, pushed to directly (ADR 0030).
+  const records = FluxRepo.fromConfig({
+    ...config.fluxRepo,
+    branch: ROLLOUT_RECORDS_BRANCH,
+    workDir: `${config.fluxRepo.workDir}-rollouts`,
+    history: config.api.idempotency,
+    logger: logger.child({ component: "rollout-records" }),
+  });
+  await records.init();
+  return {
+    store: new ReviewedStore(repo, proposing),
+    rolloutStore: new RolloutRecords(repo, records, layout.rolloutsDir),
+    waves: new ProposedWaves(proposer, forge),
+    reviews,
+    sweeper,
+    records,
+  };
 }

@@ -49,6 +49,12 @@ export const pullRequestSchema = z
 export type PullRequestRef = z.infer<typeof pullRequestSchema>;
 /** The team's pending change in pull-request mode: its open pull request and where review stands. */
 export const reviewResponse = z.object({ team: z.string(), pullRequest: pullRequestSchema });
+/** Every team whose change waits in an open pull request, by name; always empty in direct mode. */
+export const reviewListResponse = z.object({
+  review: z.enum(["direct", "pull-request"]).describe("The platform's review mode (fluxRepo.review.mode)"),
+  items: z.array(reviewResponse),
+});
+export type ReviewListResponse = z.infer<typeof reviewListResponse>;
 /** 202 in pull-request mode: the change is committed on the team's branch, not yet on the Flux repo's branch. */
 export const proposalResponse = writeResponse.extend({ pullRequest: pullRequestSchema });
 export const deleteResponse = z.object({

@@ -8,10 +8,12 @@ import {
   gateDecision,
   haltRollout,
   matchesSelector,
+  mergeWave,
   newRollout,
   parseRollout,
   passWave,
   pauseRollout,
+  proposeWave,
   resumeRollout,
   rolloutId,
   rolloutRequestSchema,
@@ -147,6 +149,48 @@ describe("transitions", () => {
       ["Aborted", "carol"],
     ]);
     expect(() => abortRollout(r, later(13), "x")).toThrow(RolloutStateError);
+  });
+
+  it("pull-request mode: a wave is proposed, committed at its merge (gate from then), and proposed again after a closed one", () => {
+    const pr = { number: 7, url: "https://git.example.com/platform/fleet/pulls/7" };
+    let r = proposeWave(fresh(), later(1), pr, ["bb"]);
+    expect(r.status.waves[0]).toMatchObject({ phase: "Proposed", pullRequest: pr, proposedAt: later(1).toISOString() });
+    expect(r.status.waves[0]!.gateSince).toBeUndefined();
+    // Not on main yet: its teams are not counted as moved, and it cannot pass a gate.
+    expect(committedTeams(r)).toEqual([]);
+    expect(() => passWave(r, later(2))).toThrow(RolloutStateError);
+    expect(() => proposeWave(r, later(2), pr, [])).toThrow(RolloutStateError);
+    expect(parseRollout(serializeRollout(r), "rollouts/x.yaml")).toEqual(r);
+
+    const merged = mergeWave(r, later(5));
+    expect(merged.status.waves[0]).toMatchObject({
+      phase: "Committed",
+      committedAt: later(5).toISOString(),
+      gateSince: later(5).toISOString(),
+      skipped: ["bb"],
+      pullRequest: pr,
+    });
+    expect(committedTeams(merged)).toEqual(["aa"]);
+    expect(() => mergeWave(merged, later(6))).toThrow(RolloutStateError);
+
+    // Closed without merge: halted; a resume proposes the wave again from scratch.
+    r = haltRollout(r, later(3), { reason: "ProposalClosed", message: "closed", teams: [] });
+    r = resumeRollout(r, later(4), "bob");
+    expect(r.status.waves[0]).toEqual({ name: "one", phase: "Pending" });
+    expect(proposeWave(r, later(5), { ...pr, number: 8 }, []).status.waves[0]).toMatchObject({
+      phase: "Proposed",
+      pullRequest: { number: 8 },
+    });
+    // Any other halt of a proposed wave keeps its pull request.
+    const timedOut = haltRollout(proposeWave(fresh(), later(1), pr, []), later(2), {
+      reason: "Timeout",
+      message: "slow",
+      teams: [],
+    });
+    expect(resumeRollout(timedOut, later(3), "bob").status.waves[0]).toMatchObject({
+      phase: "Proposed",
+      pullRequest: pr,
+    });
   });
 
   it("refuses a hand-edited file that is not a rollout", () => {

@@ -1,7 +1,7 @@
 /**
  * Errors of the git adapter. Domain errors (TeamExistsError, ...) thrown by a transaction's `mutate` are
  * passed through untouched; everything the adapter itself fails on is a GitOpsError with a `kind` the API
- * can map to a status (invalid-change → 500, conflict/unavailable/auth/timeout → 503, closed → 503).
+ * can map to a status (invalid-change → 500, conflict/unavailable/auth/timeout → 503, closed → 503, refused → 502).
  */
 
 export type GitOpsErrorKind =
@@ -13,6 +13,11 @@ export type GitOpsErrorKind =
   | "conflict"
   /** The remote refused our credentials (or the SSH host key). */
   | "auth"
+  /**
+   * The remote declined the push by a rule of its own (a protected branch, a pre-receive hook): a retry gets the
+   * same answer. Its message quotes the remote.
+   */
+  | "refused"
   /** A git command made no progress for timeoutMs. */
   | "timeout"
   /** The remote cannot be reached, or git failed in another way. */

@@ -67,6 +67,8 @@ interface Waiter {
 /** Push failures that mean "the remote moved": retried on a fresh head. */
 const PUSH_REJECTED =
   /\(fetch first\)|\(non-fast-forward\)|\(stale info\)|cannot lock ref|failed to lock|failed to update ref|incorrect old value/i;
+/** A push the remote declined by a rule of its own (a protected branch, a pre-receive hook): not retried. */
+const PUSH_DECLINED = /\[remote rejected\]/i;
 const MISSING_BRANCH = /couldn't find remote ref/i;
 const SCRATCH_REF = "refs/berth/batch";
 /** How old a known head may be for a batch to build on it without fetching (snapshot()'s default window). */
@@ -208,6 +210,7 @@ export class FluxRepo {
         ]);
         if (!pushed.ok) {
           if (PUSH_REJECTED.test(pushed.output)) return "moved" as const;
+          if (PUSH_DECLINED.test(pushed.output)) throw declinedPush(branch, pushed.output);
           throw pushed.error;
         }
         this.counters.commits += 1;
@@ -797,6 +800,7 @@ export class FluxRepo {
       const line = r.output.split("\n").find((l) => PUSH_REJECTED.test(l)) ?? "rejected";
       throw new PushRejectedError(line.trim());
     }
+    if (PUSH_DECLINED.test(r.output)) throw declinedPush(branch, r.output);
     // Unknown outcome (timeout, connection drop): the remote may have taken the push anyway.
     if (r.error.kind !== "auth") {
       try {
@@ -808,4 +812,21 @@ export class FluxRepo {
     }
     throw r.error;
   }
+}
+
+/**
+ * The remote declined a push by its own rule: what it said (its `remote:` lines and the rejection), from git's
+ * redacted output. Gitea: "Not allowed to push to protected branch main"; GitHub: "GH006: Protected branch update
+ * failed"; Azure DevOps: "TF402455: Pushes to this branch are not permitted".
+ */
+function declinedPush(branch: string, output: string): GitOpsError {
+  const said = output
+    .split("\n")
+    .map((line) => line.trim())
+    .filter((line) => line.startsWith("remote:") || PUSH_DECLINED.test(line))
+    .map((line) => line.replace(/^remote:\s*/, "").replace(/^!\s*/, ""))
+    .filter((line) => line !== "")
+    .slice(0, 6)
+    .join(" / ");
+  return new GitOpsError("refused", `the remote declined the push to ${branch}: ${said.slice(0, 600) || "rejected"}`);
 }

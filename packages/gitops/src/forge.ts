@@ -32,6 +32,8 @@ export interface Forge {
    * among the last `RECENTLY_CLOSED` closed, else undefined.
    */
   latestPullRequest(head: string, base: string): Promise<PullRequest | undefined>;
+  /** Every open pull request into `base` whose branch starts with `headPrefix`, with where its review stands. */
+  openPullRequests(base: string, headPrefix: string): Promise<PullRequest[]>;
   pullRequest(number: number): Promise<PullRequest>;
   /** Closes it without merging (nothing of it reaches the base branch). */
   closePullRequest(number: number): Promise<PullRequest>;
@@ -60,6 +62,8 @@ export class ForgeError extends GitOpsError {
  * longer news (its status then shows what the Flux repo holds, without the review).
  */
 export const RECENTLY_CLOSED = 200;
+/** Pull requests per page of a listing (Gitea's default maximum). */
+const PAGE = 50;
 
 const giteaPull = z.object({
   number: z.number().int(),
@@ -121,28 +125,46 @@ export class GiteaForge implements Forge {
   /** Open pull requests are few (one per team with a pending change): the list is read page by page. */
   async findOpenPullRequest(head: string, base: string): Promise<PullRequest | undefined> {
     for (let page = 1; ; page++) {
-      const pulls = z.array(giteaPull).parse(await this.call("GET", `/pulls?state=open&limit=50&page=${page}`));
+      const pulls = await this.openPage(page);
       const found = pulls.find((p) => p.head.ref === head && p.base.ref === base);
       if (found) return this.withReviews(found);
-      if (pulls.length < 50) return undefined;
+      if (pulls.length < PAGE) return undefined;
     }
+  }
+
+  async openPullRequests(base: string, headPrefix: string): Promise<PullRequest[]> {
+    const matching: Array<z.infer<typeof giteaPull>> = [];
+    for (let page = 1; ; page++) {
+      const pulls = await this.openPage(page);
+      matching.push(...pulls.filter((p) => p.base.ref === base && p.head.ref.startsWith(headPrefix)));
+      if (pulls.length < PAGE) break;
+    }
+    // One reviews read per pull request (Gitea's list does not carry them), a few at a time.
+    const out: PullRequest[] = [];
+    for (let i = 0; i < matching.length; i += 8)
+      out.push(...(await Promise.all(matching.slice(i, i + 8).map((p) => this.withReviews(p)))));
+    return out;
+  }
+
+  private async openPage(page: number) {
+    return z.array(giteaPull).parse(await this.call("GET", `/pulls?state=open&limit=${PAGE}&page=${page}`));
   }
 
   async latestPullRequest(head: string, base: string): Promise<PullRequest | undefined> {
     const open = await this.findOpenPullRequest(head, base);
     if (open) return open;
-    for (let page = 1; page <= RECENTLY_CLOSED / 50; page++) {
+    for (let page = 1; page <= RECENTLY_CLOSED / PAGE; page++) {
       const pulls = z
         .array(giteaPull)
         .parse(
           await this.call(
             "GET",
-            `/pulls?state=closed&sort=recentclose&base_branch=${encodeURIComponent(base)}&limit=50&page=${page}`,
+            `/pulls?state=closed&sort=recentclose&base_branch=${encodeURIComponent(base)}&limit=${PAGE}&page=${page}`,
           ),
         );
       const found = pulls.find((p) => p.head.ref === head && p.base.ref === base);
       if (found) return this.withReviews(found);
-      if (pulls.length < 50) return undefined;
+      if (pulls.length < PAGE) return undefined;
     }
     return undefined;
   }

@@ -5,6 +5,7 @@ import type { TeamStore } from "../services/team-service.js";
 import { TRAILER_TEAM } from "../services/team-service.js";
 import { NotProposedError } from "../services/errors.js";
 import { GitOpsError, type FluxRepo, type Forge, type ProposeResult, type PullRequest } from "@berth/gitops";
+import type { WaveProposals } from "../services/rollouts/ports.js";
 
 /** A write in pull-request mode: the commit on its branch, and the pull request that proposes the branch. */
 export interface Proposal extends ProposeResult {
@@ -23,8 +24,9 @@ export interface SweptProposal {
 
 const reviewRef = (pr: PullRequest): ReviewRef => ({ number: pr.number, url: pr.url, state: pr.state });
 
+const TEAM_BRANCH_PREFIX = "berth/team/";
 export const proposalBranch = (owner: ProposalOwner) =>
-  "team" in owner ? `berth/team/${owner.team}` : `berth/rollout/${owner.rollout}`;
+  "team" in owner ? `${TEAM_BRANCH_PREFIX}${owner.team}` : `berth/rollout/${owner.rollout}`;
 
 /**
  * Pull-request mode's writer (ADR 0030): a write for a team is committed on that team's branch, planned on the
@@ -36,13 +38,21 @@ export class ProposingWriter {
   constructor(
     private readonly repo: Pick<FluxRepo, "propose" | "branch" | "proposals" | "deleteProposal">,
     private readonly forge: Forge,
-    private readonly layout: Pick<RepoLayout, "proposalBranchOf">,
+    private readonly layout: Pick<RepoLayout, "proposalBranchOf" | "ownerOf">,
   ) {}
 
   /** The open pull request of the owner's branch: its pending change, and where review stands. */
   async pending(owner: ProposalOwner): Promise<ReviewRef | undefined> {
     const pr = await this.forge.findOpenPullRequest(proposalBranch(owner), this.repo.branch);
     return pr && reviewRef(pr);
+  }
+
+  /** Every team's open pull request (one listing of the forge's open pull requests), by team name. */
+  async teamsInReview(): Promise<Array<{ team: string; pullRequest: ReviewRef }>> {
+    const open = await this.forge.openPullRequests(this.repo.branch, TEAM_BRANCH_PREFIX);
+    return open
+      .map((pr) => ({ team: pr.head.slice(TEAM_BRANCH_PREFIX.length), pullRequest: reviewRef(pr) }))
+      .sort((a, b) => (a.team < b.team ? -1 : a.team > b.team ? 1 : 0));
   }
 
   /**
@@ -82,6 +92,15 @@ export class ProposingWriter {
     return swept;
   }
 
+  /**
+   * Whether a change may go to the owner's branch: a team's writes only that team's paths; a rollout wave's writes its
+   * teams' paths, nothing of the layout's (an index) and not the rollout's own file (kept on the records branch).
+   */
+  private belongsTo(owner: ProposalOwner, branch: string, paths: Iterable<string>): boolean {
+    if ("team" in owner) return this.layout.proposalBranchOf(paths) === branch;
+    return [...paths].every((path) => this.layout.ownerOf(path).kind === "team");
+  }
+
   async propose(
     owner: ProposalOwner,
     mutate: (tree: RepoTree) => Promise<RepoChange | null>,
@@ -96,7 +115,7 @@ export class ProposingWriter {
       branch,
       async (tree) => {
         const change = await mutate(tree);
-        if (change && change.files.size > 0 && this.layout.proposalBranchOf(change.files.keys()) !== branch)
+        if (change && change.files.size > 0 && !this.belongsTo(owner, branch, change.files.keys()))
           throw new GitOpsError(
             "invalid-change",
             `the change writes paths outside ${branch}'s (a cluster index?): pull-request mode needs platform.layout.appliedBy slices`,
@@ -226,4 +245,120 @@ export class ProposalSweeper {
       await sleep(this.opts.intervalMs, undefined, { signal }).catch(() => undefined);
     }
   }
+}
+
+/**
+ * Pull-request mode's rollout waves (ADR 0030): each wave's team files as one pull request from branch
+ * `berth/rollout/<id>-<wave>`, proposed, followed and closed through the same writer and forge as team changes.
+ */
+export class ProposedWaves implements WaveProposals {
+  constructor(
+    private readonly writer: Pick<ProposingWriter, "propose">,
+    private readonly forge: Pick<Forge, "pullRequest" | "closePullRequest">,
+  ) {}
+
+  async propose(
+    rollout: string,
+    wave: string,
+    plan: (tree: RepoTree) => Promise<RepoChange | null>,
+    origin: ChangeOrigin,
+  ): Promise<{ number: number; url: string } | undefined> {
+    const { pullRequest } = await this.writer.propose({ rollout: `${rollout}-${wave}` }, plan, origin);
+    return pullRequest ? { number: pullRequest.number, url: pullRequest.url } : undefined;
+  }
+
+  async state(pullRequest: number): Promise<"open" | "merged" | "closed"> {
+    const { state } = await this.forge.pullRequest(pullRequest);
+    return state === "merged" || state === "closed" ? state : "open";
+  }
+
+  async close(pullRequest: number): Promise<void> {
+    const current = await this.forge.pullRequest(pullRequest);
+    if (current.state !== "merged" && current.state !== "closed") await this.forge.closePullRequest(pullRequest);
+  }
+}
+
+/**
+ * Pull-request mode's store for rollouts (ADR 0030). A rollout's file changes at every step (wave proposed, merged,
+ * passed, paused), so it is kept on an unprotected branch of its own that Flux does not read (`records`, e.g.
+ * `berth/rollouts`), pushed to directly; its teams are read from the Flux repo's branch (`main`), where only reviewed
+ * pull requests land. Reads see one tree: the rollouts folder from the records branch, everything else from main;
+ * its revision and history (idempotent creates) are the records branch's. A write may change rollout files only.
+ */
+export class RolloutRecords implements TeamStore {
+  constructor(
+    private readonly main: Pick<FluxRepo, "snapshot" | "ping" | "treeAt">,
+    private readonly records: Pick<FluxRepo, "snapshot" | "transact">,
+    private readonly rolloutsDir: string,
+  ) {}
+
+  /** Trees at a revision the clusters report: main's, as Flux applied them. */
+  treeAt(revision: string): Promise<RepoTree | undefined> {
+    return this.main.treeAt(revision);
+  }
+
+  async snapshot(maxAgeMs?: number): Promise<RepoTree> {
+    const [main, records] = await Promise.all([this.main.snapshot(maxAgeMs), this.records.snapshot(maxAgeMs)]);
+    return overlayFolder(main, records, this.rolloutsDir);
+  }
+
+  ping(): Promise<void> {
+    return this.main.ping();
+  }
+
+  async transact(
+    mutate: (tree: RepoTree) => Promise<RepoChange | null>,
+    origin: ChangeOrigin,
+  ): Promise<{ revision: string; committed: boolean; files: string[] }> {
+    return this.records.transact(async (records) => {
+      const change = await mutate(overlayFolder(await this.main.snapshot(0), records, this.rolloutsDir));
+      const outside = change && [...change.files.keys()].find((path) => !path.startsWith(`${this.rolloutsDir}/`));
+      if (outside)
+        throw new NotProposedError(
+          `a rollout without waves (its teams' files and its own file in one commit, such as ${outside}; give it waves: each is proposed as one pull request)`,
+        );
+      return change;
+    }, origin);
+  }
+}
+
+/** `base` with folder `dir` read from `over` instead; revision and history are `over`'s. */
+export function overlayFolder(base: RepoTree, over: RepoTree, dir: string): RepoTree {
+  const inDir = (path: string) => path === dir || path.startsWith(`${dir}/`);
+  const from = (path: string) => (inDir(path) ? over : base);
+  return {
+    revision: over.revision,
+    read: (path) => from(path).read(path),
+    list: async (folder) => {
+      if (inDir(folder)) return over.list(folder);
+      const listed = await base.list(folder);
+      // A listing that holds the folder (the root) shows the overlay's files there, not the base's.
+      if (folder !== "" && !dir.startsWith(`${folder}/`)) return listed;
+      const prefix = `${dir}/`;
+      return [...listed.filter((p) => !p.startsWith(prefix)), ...(await over.list(dir))].sort();
+    },
+    hasContent: (path, content) => from(path).hasContent(path, content),
+    findCommit: (trailers) => over.findCommit(trailers),
+    ...overlayIds(base, over, dir),
+  };
+}
+
+/**
+ * Content ids (the readers' cache keys) for `overlayFolder`, when both trees have them: a team listing stays one read
+ * per changed team folder. A folder that holds `dir` mixes two trees and has no entries to give.
+ */
+function overlayIds(base: RepoTree, over: RepoTree, dir: string): Pick<RepoTree, "entries" | "contentId"> {
+  const { entries: baseEntries, contentId: baseId } = base;
+  const { entries: overEntries, contentId: overId } = over;
+  if (!baseEntries || !overEntries || !baseId || !overId) return {};
+  const inDir = (path: string) => path === dir || path.startsWith(`${dir}/`);
+  return {
+    entries: async (folder) => {
+      if (inDir(folder)) return overEntries.call(over, folder);
+      if (folder === "" || dir.startsWith(`${folder}/`))
+        throw new Error(`the entries of ${folder || "the root"} would mix two branches`);
+      return baseEntries.call(base, folder);
+    },
+    contentId: (path) => (inDir(path) ? overId.call(over, path) : baseId.call(base, path)),
+  };
 }

@@ -23,6 +23,12 @@ export interface PendingReviews {
   latest(team: string): Promise<ReviewRef | undefined>;
   /** Closes the team's open pull request without merge: what it was, closed; undefined when none is open. */
   withdraw(team: string): Promise<ReviewRef | undefined>;
+  /** Every team with an open pull request, by name. */
+  inReview(): Promise<TeamInReview[]>;
+}
+export interface TeamInReview {
+  team: string;
+  pullRequest: ReviewRef;
 }
 
 /** What the API needs from the Flux repo; @berth/gitops' FluxRepo provides it. */
@@ -87,6 +93,11 @@ export class TeamService {
   /** The team's change waiting in review (pull-request mode); undefined when none is open or the mode is direct. */
   async review(name: string): Promise<ReviewRef | undefined> {
     return this.reviews?.pending(name);
+  }
+
+  /** The teams whose change waits in an open pull request; undefined in direct mode (nothing is ever in review). */
+  async inReview(): Promise<TeamInReview[] | undefined> {
+    return this.reviews?.inReview();
   }
 
   /**

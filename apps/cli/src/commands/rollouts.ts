@@ -151,7 +151,9 @@ function waveLabel(r: Rollout): string {
   const n = r.spec.waves.length;
   const wave = r.spec.waves[r.status.wave];
   if (wave === undefined) return `${n}/${n}`; // past the last: ended
-  return `${r.status.wave + 1}/${n} ${wave.name}`;
+  const pr =
+    r.status.waves[r.status.wave]?.phase === "Proposed" ? r.status.waves[r.status.wave]?.pullRequest : undefined;
+  return `${r.status.wave + 1}/${n} ${wave.name}${pr ? ` · waits for pull request #${pr.number} to be merged (${pr.url})` : ""}`;
 }
 
 /** `team on cluster: result: Condition Reason Severity: message`, the parts that are known. */
@@ -171,9 +173,16 @@ function describe(rt: Runtime, r: Rollout, progress: GateProgress | null): void 
   rt.out("");
   const rows = spec.waves.map((w, i) => {
     const s = status.waves[i];
-    return [String(i + 1), w.name, s?.phase ?? "?", String(w.teams.length), s?.committedAt ?? "", s?.readyAt ?? ""];
+    const phase = s?.pullRequest ? `${s.phase} #${s.pullRequest.number}` : (s?.phase ?? "?");
+    return [String(i + 1), w.name, phase, String(w.teams.length), s?.committedAt ?? "", s?.readyAt ?? ""];
   });
   rt.out(formatTable(["#", "wave", "phase", "teams", "committed", "ready"], rows));
+  // Pull-request mode: a wave's gate starts once a reviewer merges its pull request.
+  const current = status.waves[status.wave];
+  if (current?.phase === "Proposed" && current.pullRequest)
+    rt.out(
+      `\nWave ${current.name} waits for pull request #${current.pullRequest.number} to be merged (${current.pullRequest.url}); its gate starts then.`,
+    );
   if (status.halt) {
     const h = status.halt;
     rt.out("");

@@ -6,12 +6,14 @@ import {
   phaseOf,
   previewResponse,
   pullRequestSchema,
+  reviewListResponse,
   reviewResponse,
   teamResponse,
   writeResponse,
   type FleetTeam,
   type Phase,
   type PreviewResponse,
+  type ReviewListResponse,
 } from "@berth/api-contract";
 import { TEAM_API_VERSION, TEAM_KIND, teamObject, type Team } from "@berth/core";
 import { stringify } from "yaml";
@@ -211,6 +213,31 @@ async function fleetStatus(rt: Runtime, client: BerthClient): Promise<Map<string
   }
 }
 
+/** Pull-request mode: the teams whose change waits in an open pull request; none from a direct-mode or older API. */
+async function teamsInReview(rt: Runtime, client: BerthClient): Promise<ReviewListResponse["items"]> {
+  try {
+    return (await requestBody(client, "GET", "/v1/reviews", { schema: reviewListResponse })).items;
+  } catch (err) {
+    if (!(err instanceof CliError) || err.exitCode === EXIT.interrupted) throw err;
+    if (!(err instanceof ApiError && err.status === 404))
+      rt.err(`warning: no list of the teams in review: ${err.message}`);
+    return [];
+  }
+}
+
+/** Below the table: each change that applies once a reviewer merges it (a new team, an update or an offboarding). */
+function printInReview(rt: Runtime, reviews: ReviewListResponse["items"]): void {
+  if (reviews.length === 0) return;
+  rt.out("");
+  rt.out(`In review (${plural(reviews.length, "pull request")}; each applies once merged):`);
+  rt.out(
+    formatTable(
+      ["name", "pull request", "review", "url"],
+      reviews.map((r) => [r.team, `#${r.pullRequest.number}`, r.pullRequest.state, r.pullRequest.url]),
+    ),
+  );
+}
+
 function printTable(rt: Runtime, teams: Team[], status: Map<string, FleetTeam>, wide: boolean): void {
   const headers = wide
     ? ["name", "environments", "ready", "status", "roles", "owners", "clusters", "description"]
@@ -259,11 +286,11 @@ export async function getTeams(
     for (const t of teams) rt.out(`team/${t.name}`);
     return EXIT.ok;
   }
-  if (teams.length === 0) {
-    rt.err("No teams found.");
-    return EXIT.ok;
-  }
-  printTable(rt, teams, await fleetStatus(rt, client), output === "wide");
+  // One team asked for by name is the Flux repo's; its review is in `berth status`.
+  const reviews = name ? [] : await teamsInReview(rt, client);
+  if (teams.length === 0) rt.err("No teams found.");
+  else printTable(rt, teams, await fleetStatus(rt, client), output === "wide");
+  printInReview(rt, reviews);
   return EXIT.ok;
 }
 

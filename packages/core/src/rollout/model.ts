@@ -138,7 +138,8 @@ export type GateTeamReport = z.infer<typeof gateTeamReportSchema>;
 export const haltSchema = z.object({
   at: isoTime,
   wave: z.string(),
-  reason: z.enum(["Failed", "Timeout", "RenderFailed"]),
+  /** ProposalClosed: pull-request mode, the wave's pull request was closed without merge. */
+  reason: z.enum(["Failed", "Timeout", "RenderFailed", "ProposalClosed"]),
   message: z.string(),
   teams: z.array(gateTeamReportSchema),
 });
@@ -146,7 +147,21 @@ export type Halt = z.infer<typeof haltSchema>;
 
 export const waveStatusSchema = z.object({
   name: z.string(),
-  phase: z.enum(["Pending", "Committed", "Ready"]),
+  /** Proposed: pull-request mode, the wave's team files wait in `pullRequest`; Committed once it is merged. */
+  phase: z.enum(["Pending", "Proposed", "Committed", "Ready"]),
+  /** Pull-request mode: the pull request that proposes the wave's team files (ADR 0030). */
+  pullRequest: z
+    .object({
+      number: z.number().int().positive(),
+      // Shown as a link (status page, CLI): a web address only, whatever a hand edit of the file says.
+      url: z
+        .string()
+        .max(2048)
+        .regex(/^https?:\/\/[^\s"'<>]+$/, "must be an http(s) URL"),
+    })
+    .strict()
+    .optional(),
+  proposedAt: isoTime.optional(),
   committedAt: isoTime.optional(),
   /** Where the gate's timeout counts from: the commit, or the last resume. */
   gateSince: isoTime.optional(),

@@ -13,8 +13,9 @@ import {
 
 /**
  * The rollout's state machine: Running → (Paused | Halted ⇄ Running) → Completed | Aborted, and each
- * wave Pending → Committed → Ready. Each transition returns a new state and appends to its history; a
- * transition the phase does not allow is a RolloutStateError.
+ * wave Pending → Committed → Ready (in pull-request mode Pending → Proposed → Committed → Ready). Each
+ * transition returns a new state and appends to its history; a transition the phase does not allow is a
+ * RolloutStateError.
  */
 
 /** The history keeps the last entries only: the state file stays small however long the rollout runs. */
@@ -112,6 +113,59 @@ export function commitWave(r: Rollout, now: Date, skipped: string[]): Rollout {
   return r.spec.gate === null ? passWave({ ...r, status }, now) : { ...r, status };
 }
 
+/**
+ * Pull-request mode: the current wave's team files wait in a pull request (ADR 0030). The wave is committed when it
+ * is merged (`mergeWave`), and its gate starts then.
+ */
+export function proposeWave(
+  r: Rollout,
+  now: Date,
+  pullRequest: { number: number; url: string },
+  skipped: string[],
+): Rollout {
+  mustBe(r, ["Running"], "proposed");
+  const wave = currentWave(r);
+  if (!wave || wave.status.phase !== "Pending")
+    throw new RolloutStateError(r.metadata.name, r.status.phase, "proposed again");
+  const at = now.toISOString();
+  const waves = r.status.waves.map((w, i) =>
+    i === wave.index
+      ? {
+          ...w,
+          phase: "Proposed" as const,
+          pullRequest: { number: pullRequest.number, url: pullRequest.url },
+          proposedAt: at,
+          ...(skipped.length ? { skipped: [...skipped].sort() } : {}),
+        }
+      : w,
+  );
+  const history = withHistory(r, {
+    at,
+    event: "WaveProposed",
+    message: `wave ${wave.spec.name}: pull request #${pullRequest.number}`,
+  });
+  return { ...r, status: { ...r.status, waves, history } };
+}
+
+/** Pull-request mode: the current wave's pull request was merged; its team files are on main and its gate starts. */
+export function mergeWave(r: Rollout, now: Date): Rollout {
+  mustBe(r, ["Running"], "merged");
+  const wave = currentWave(r);
+  if (!wave || wave.status.phase !== "Proposed")
+    throw new RolloutStateError(r.metadata.name, r.status.phase, "merged before it was proposed");
+  const at = now.toISOString();
+  const waves = r.status.waves.map((w, i) =>
+    i === wave.index ? { ...w, phase: "Committed" as const, committedAt: at, gateSince: at } : w,
+  );
+  const history = withHistory(r, {
+    at,
+    event: "WaveCommitted",
+    message: `wave ${wave.spec.name}: pull request #${wave.status.pullRequest?.number ?? "?"} merged`,
+  });
+  const status = { ...r.status, waves, history };
+  return r.spec.gate === null ? passWave({ ...r, status }, now) : { ...r, status };
+}
+
 /** The current wave passed its gate: it is Ready, and the next one becomes current (or the rollout completes). */
 export function passWave(r: Rollout, now: Date): Rollout {
   mustBe(r, ["Running"], "advanced");
@@ -154,9 +208,13 @@ export function pauseRollout(r: Rollout, now: Date, by: string): Rollout {
 export function resumeRollout(r: Rollout, now: Date, by: string): Rollout {
   mustBe(r, ["Paused", "Halted"], "resumed");
   const at = now.toISOString();
-  const waves = r.status.waves.map((w, i) =>
-    i === r.status.wave && w.phase === "Committed" ? { ...w, gateSince: at } : w,
-  );
+  // A wave whose pull request was closed without merge is proposed again, from main as it is now.
+  const reproposed = r.status.halt?.reason === "ProposalClosed";
+  const waves = r.status.waves.map((w, i) => {
+    if (i !== r.status.wave) return w;
+    if (reproposed && w.phase === "Proposed") return { name: w.name, phase: "Pending" as const };
+    return w.phase === "Committed" ? { ...w, gateSince: at } : w;
+  });
   const { halt: _halt, ...status } = r.status;
   return {
     ...r,
@@ -175,7 +233,9 @@ export function abortRollout(r: Rollout, now: Date, by: string): Rollout {
 /** Teams of waves already committed (they are on the target), in wave order. */
 export function committedTeams(r: Rollout): string[] {
   return r.spec.waves.flatMap((w, i) =>
-    r.status.waves[i]?.phase !== "Pending" ? w.teams.filter((t) => !r.status.waves[i]?.skipped?.includes(t)) : [],
+    r.status.waves[i]?.phase === "Committed" || r.status.waves[i]?.phase === "Ready"
+      ? w.teams.filter((t) => !r.status.waves[i]?.skipped?.includes(t))
+      : [],
   );
 }
 

@@ -263,6 +263,16 @@ export const problemPlugin = fp(async (app: FastifyInstance) => {
         detail: request.method === "GET" ? error.message : `${error.message}; nothing was proposed`,
       });
     }
+    // The remote declined the push by a rule of its own (a protected branch): the same again would be declined too.
+    if (error instanceof GitOpsError && error.kind === "refused") {
+      request.log.error({ err: error }, "the Flux repo declined the push");
+      return sendProblem(request, reply, {
+        type: `${PROBLEM_BASE}repo-refused`,
+        title: "Flux repo refused the push",
+        status: 502,
+        detail: `${error.message}; nothing was committed. A branch that takes changes only through pull requests needs fluxRepo.review.mode pull-request (docs/pull-requests.md)`,
+      });
+    }
     if (error instanceof GitOpsError && error.kind !== "invalid-change" && error.kind !== "config") {
       request.log.error({ err: error }, "Flux repo write failed");
       reply.header("retry-after", "5");

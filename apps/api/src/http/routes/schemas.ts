@@ -16,6 +16,7 @@ export {
   problemSchema as problemResponse,
   proposalResponse,
   reviewResponse,
+  reviewListResponse,
   deleteProposalResponse,
   statusResponse,
   teamListResponse,

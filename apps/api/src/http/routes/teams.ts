@@ -18,6 +18,7 @@ import {
   proposalResponse,
   deleteProposalResponse,
   reviewResponse,
+  reviewListResponse,
   problemResponses,
   statusResponse,
   teamListQuery,
@@ -237,6 +238,23 @@ export const teamRoutes: FastifyPluginAsyncZod<{ teams: TeamService }> = async (
           `team "${request.params.name}" has no open pull request (or Berth is not in pull-request mode)`,
         );
       return { team: request.params.name, pullRequest };
+    },
+  );
+
+  app.get(
+    "/reviews",
+    {
+      config: read,
+      schema: {
+        tags: ["teams"],
+        summary: "Every team whose change waits in an open pull request (pull-request mode), by name",
+        security,
+        response: { 200: reviewListResponse, ...errors },
+      },
+    },
+    async () => {
+      const items = await teams.inReview();
+      return items ? { review: "pull-request" as const, items } : { review: "direct" as const, items: [] };
     },
   );
 

@@ -5,7 +5,9 @@ import {
   gateDecision,
   haltRollout,
   judge,
+  mergeWave,
   passWave,
+  proposeWave,
   TRAILER_ON_BEHALF_OF,
   repoLayout,
   ROLLOUT_PHASES,
@@ -14,6 +16,7 @@ import {
   serializeRollout,
   type ChangeOrigin,
   type Fleet,
+  type FleetPlan,
   type GateDecision,
   type GateObservation,
   type Onboarding,
@@ -21,13 +24,14 @@ import {
   type RepoLayout,
   type RepoTree,
   type Rollout,
+  type WaveStatus,
 } from "@berth/core";
 import type { Logger } from "@berth/logging";
 import { WorkQueue, type Clock } from "@berth/kube-runtime";
 import type { ApiMetrics } from "../../metrics.js";
 import type { TeamStatusReader } from "../../adapters/team-status.js";
 import { describeTarget, rolloutBody, withRolloutTrailer } from "./commit-message.js";
-import type { EngineHandle, GateProgress, RolloutStore } from "./ports.js";
+import type { EngineHandle, GateProgress, RolloutStore, WaveProposals } from "./ports.js";
 import type { AuditedAction, AuditSink } from "../audit.js";
 
 export interface RolloutEngineOptions {
@@ -44,6 +48,11 @@ export interface RolloutEngineOptions {
   metrics?: Pick<ApiMetrics, "rollouts" | "gateEvaluations" | "gateDuration">;
   /** The audit trail: one line per commit the engine makes (a wave committed, passed, a halt). */
   audit?: AuditSink;
+  /**
+   * Pull-request mode (ADR 0030): each wave's team files are proposed as one pull request, and its gate starts at
+   * the merge; the store then keeps only the rollout files.
+   */
+  proposals?: WaveProposals;
 }
 
 const ENGINE_ORIGIN = { actor: "berth-rollout-engine", requestId: "rollout-engine" };
@@ -141,12 +150,38 @@ export class RolloutEngine implements EngineHandle {
       const wave = currentWave(r);
       if (!wave) return;
       if (wave.status.phase === "Pending") {
-        await this.commitCurrentWave(r, wave.index);
+        const { proposals } = this.opts;
+        await (proposals ? this.proposeCurrentWave(r, wave.index, proposals) : this.commitCurrentWave(r, wave.index));
+        continue;
+      }
+      if (wave.status.phase === "Proposed") {
+        const { proposals } = this.opts;
+        if (!proposals)
+          throw new Error(`rollout ${id}: wave ${wave.spec.name} waits in a pull request, and Berth is in direct mode`);
+        if (!(await this.followProposal(r, wave, proposals))) return;
         continue;
       }
       if (wave.status.phase !== "Committed") return;
       if ((await this.evaluate(tree, r, wave)) !== "pass") return;
     }
+  }
+
+  /**
+   * The rollout as `tree` holds it, if it is still Running at wave `index` in `phase` (and `same` holds): each step
+   * re-checks this on the tree it commits on, so a step another replica (or an earlier attempt) took, or a pause or
+   * abort meanwhile, makes it moot.
+   */
+  private async stillAt(
+    tree: RepoTree,
+    id: string,
+    index: number,
+    phase: WaveStatus["phase"],
+    same: (wave: CurrentWave) => boolean = () => true,
+  ): Promise<{ rollout: Rollout; wave: CurrentWave } | undefined> {
+    const rollout = await this.reader.read(tree, id);
+    const wave = rollout && currentWave(rollout);
+    if (!rollout || rollout.status.phase !== "Running" || !wave || wave.index !== index) return undefined;
+    return wave.status.phase === phase && same(wave) ? { rollout, wave } : undefined;
   }
 
   /** Every poll interval: queue each Running rollout (the queue holds a key once, so a slow pass is not doubled). */
@@ -185,25 +220,15 @@ export class RolloutEngine implements EngineHandle {
     let action: AuditedAction = "rollout-wave";
     const result = await store.transact(async (tree): Promise<RepoChange | null> => {
       action = "rollout-wave";
-      const r = await this.reader.read(tree, id);
-      const wave = r && currentWave(r);
-      // Another replica (or an earlier attempt) took the step, or the rollout was paused or aborted.
-      if (!r || r.status.phase !== "Running" || !wave || wave.index !== index || wave.status.phase !== "Pending")
-        return null;
+      const at = await this.stillAt(tree, id, index, "Pending");
+      if (!at) return null;
+      const { rollout: r, wave } = at;
       const target = r.spec.target.templateVersion;
       const plan = await fleet.plan(tree, wave.spec.teams, target);
       const path = this.reader.path(id);
       if (plan.failed.length) {
         action = "rollout-halt";
-        const halted = haltRollout(r, clock.now(), {
-          reason: "RenderFailed",
-          message: `${plan.failed.length} team(s) of wave ${wave.spec.name} cannot be rendered; nothing of the wave was committed`,
-          teams: plan.failed.map((f) => ({
-            team: f.team,
-            result: "render-failed" as const,
-            message: f.error.slice(0, 1000),
-          })),
-        });
+        const halted = haltRollout(r, clock.now(), renderFailedHalt(wave.spec.name, plan));
         logger.warn(
           { rollout: id, wave: wave.spec.name, failed: plan.failed.length },
           "rollout halted: teams cannot be rendered",
@@ -232,8 +257,125 @@ export class RolloutEngine implements EngineHandle {
     this.audited(started, action, result);
   }
 
+  /**
+   * Pull-request mode: proposes the current wave's team files as one pull request (planned on main's head), then
+   * records the wave as Proposed with it. A wave with nothing to change is committed at once (there is nothing to
+   * review); one whose teams cannot be rendered halts the rollout, as in direct mode, with no pull request.
+   */
+  private async proposeCurrentWave(started: Rollout, index: number, proposals: WaveProposals): Promise<void> {
+    const { fleet, clock, store, logger } = this.opts;
+    const id = started.metadata.name;
+    const wave = currentWave(started);
+    if (!wave || wave.index !== index) return;
+    const target = started.spec.target.templateVersion;
+    let plan: FleetPlan | undefined;
+    const pullRequest = await proposals.propose(
+      id,
+      wave.spec.name,
+      async (tree) => {
+        plan = await fleet.plan(tree, wave.spec.teams, target);
+        if (plan.failed.length || plan.files.size === 0) return null;
+        return {
+          files: new Map(plan.files),
+          subject: `berth: rollout ${id} wave ${wave.spec.name}: ${wave.spec.teams.length - plan.gone.length} team(s) ${describeTarget(target)}`,
+          body: [
+            `wave ${wave.spec.name} of rollout ${id}: ${wave.spec.teams.join(", ")}`,
+            ...(plan.gone.length ? [`gone (skipped): ${plan.gone.join(", ")}`] : []),
+            "Its gate (every team Ready on every cluster) starts once this is merged.",
+          ],
+        };
+      },
+      engineOrigin(started),
+    );
+    const planned = plan as FleetPlan | undefined;
+    if (!planned) throw new Error(`rollout ${id}: wave ${wave.spec.name} was proposed without a plan`);
+    let action: AuditedAction = "rollout-wave";
+    const path = this.reader.path(id);
+    const result = await store.transact(async (tree): Promise<RepoChange | null> => {
+      const at = await this.stillAt(tree, id, index, "Pending");
+      if (!at) return null;
+      const { rollout: r, wave: w } = at;
+      if (planned.failed.length) {
+        action = "rollout-halt";
+        const halted = haltRollout(r, clock.now(), renderFailedHalt(w.spec.name, planned));
+        return {
+          files: new Map([[path, serializeRollout(halted)]]),
+          subject: `berth: rollout ${id} halted in wave ${w.spec.name}: render failed`,
+        };
+      }
+      const next = pullRequest
+        ? proposeWave(r, clock.now(), pullRequest, planned.gone)
+        : commitWave(r, clock.now(), planned.gone);
+      return {
+        files: new Map([[path, serializeRollout(next)]]),
+        subject: pullRequest
+          ? `berth: rollout ${id} wave ${w.spec.name} proposed in pull request #${pullRequest.number}`
+          : `berth: rollout ${id} wave ${w.spec.name}: nothing to change`,
+      };
+    }, engineOrigin(started));
+    if (!result.committed && pullRequest) {
+      // Aborted while its wave was being proposed: nobody waits for that pull request.
+      const now = await this.reader.read(await store.snapshot(0), id);
+      if (now?.status.phase === "Aborted") await proposals.close(pullRequest.number);
+    }
+    if (pullRequest)
+      logger.info({ rollout: id, wave: wave.spec.name, pullRequest: pullRequest.number }, "rollout: wave proposed");
+    this.audited(started, action, result, pullRequest && action === "rollout-wave" ? pullRequest.number : null);
+  }
+
+  /**
+   * Pull-request mode: where the current wave's pull request stands. Merged: the wave is committed and its gate
+   * starts (true: go on). Closed without merge: the rollout halts (resume proposes the wave again). Open: wait.
+   */
+  private async followProposal(r: Rollout, wave: CurrentWave, proposals: WaveProposals): Promise<boolean> {
+    const { clock, store, logger } = this.opts;
+    const id = r.metadata.name;
+    const pullRequest = wave.status.pullRequest;
+    if (!pullRequest) throw new Error(`rollout ${id}: wave ${wave.spec.name} is Proposed without a pull request`);
+    const state = await proposals.state(pullRequest.number);
+    if (state === "open") return false;
+    const result = await store.transact(async (tree): Promise<RepoChange | null> => {
+      const at = await this.stillAt(
+        tree,
+        id,
+        wave.index,
+        "Proposed",
+        (w) => w.status.pullRequest?.number === pullRequest.number,
+      );
+      if (!at) return null;
+      const { rollout: current, wave: w } = at;
+      const next =
+        state === "merged"
+          ? mergeWave(current, clock.now())
+          : haltRollout(current, clock.now(), {
+              reason: "ProposalClosed",
+              message: `pull request #${pullRequest.number} of wave ${w.spec.name} was closed without merge: nothing of the wave was applied (resume proposes it again; abort ends the rollout)`,
+              teams: [],
+            });
+      return {
+        files: new Map([[this.reader.path(id), serializeRollout(next)]]),
+        subject:
+          state === "merged"
+            ? `berth: rollout ${id} wave ${w.spec.name} merged (pull request #${pullRequest.number}): gate started`
+            : `berth: rollout ${id} halted in wave ${w.spec.name}: pull request #${pullRequest.number} closed without merge`,
+      };
+    }, engineOrigin(r));
+    this.audited(r, state === "merged" ? "rollout-wave" : "rollout-halt", result, pullRequest.number);
+    if (state === "closed")
+      logger.warn(
+        { rollout: id, wave: wave.spec.name, pullRequest: pullRequest.number },
+        "rollout halted: pull request closed",
+      );
+    return state === "merged";
+  }
+
   /** The audit line of a commit the engine made (nothing when the step was taken elsewhere, or was moot). */
-  private audited(r: Rollout, action: AuditedAction, result: { revision: string; committed: boolean }): void {
+  private audited(
+    r: Rollout,
+    action: AuditedAction,
+    result: { revision: string; committed: boolean },
+    pullRequest: number | null = null,
+  ): void {
     if (!result.committed) return;
     this.opts.audit?.({
       principal: ENGINE_ORIGIN.actor,
@@ -244,7 +386,7 @@ export class RolloutEngine implements EngineHandle {
       requestId: null,
       idempotencyKey: null,
       revision: result.revision,
-      pullRequest: null,
+      pullRequest,
       outcome: "committed",
       status: null,
       problem: null,
@@ -281,18 +423,10 @@ export class RolloutEngine implements EngineHandle {
     if (decision.verdict === "wait") return "wait";
     const gateSince = wave.status.gateSince;
     const result = await this.opts.store.transact(async (head): Promise<RepoChange | null> => {
-      const current = await this.reader.read(head, id);
-      const w = current && currentWave(current);
       // Only if nothing moved meanwhile: same wave, still committed, not resumed (gateSince) or paused.
-      if (
-        !current ||
-        current.status.phase !== "Running" ||
-        !w ||
-        w.index !== wave.index ||
-        w.status.phase !== "Committed" ||
-        w.status.gateSince !== gateSince
-      )
-        return null;
+      const at = await this.stillAt(head, id, wave.index, "Committed", (w) => w.status.gateSince === gateSince);
+      if (!at) return null;
+      const current = at.rollout;
       const next =
         decision.verdict === "pass"
           ? passWave(current, clock.now())
@@ -384,6 +518,19 @@ export class RolloutEngine implements EngineHandle {
 }
 
 type CurrentWave = NonNullable<ReturnType<typeof currentWave>>;
+
+/** The halt of a wave some of whose teams cannot be rendered: nothing of it was committed (or proposed). */
+function renderFailedHalt(wave: string, plan: FleetPlan) {
+  return {
+    reason: "RenderFailed" as const,
+    message: `${plan.failed.length} team(s) of wave ${wave} cannot be rendered; nothing of the wave was committed`,
+    teams: plan.failed.map((f) => ({
+      team: f.team,
+      result: "render-failed" as const,
+      message: f.error.slice(0, 1000),
+    })),
+  };
+}
 
 /** The reason a halting gate decision gives (gateDecision gives every halt one). */
 function haltReasonOf(decision: GateDecision): NonNullable<GateDecision["reason"]> {

@@ -1,4 +1,4 @@
-import type { GateTeamReport, RepoTree } from "@berth/core";
+import type { ChangeOrigin, GateTeamReport, RepoChange, RepoTree } from "@berth/core";
 import type { TeamStore } from "../team-service.js";
 
 // What the rollout service and its engine share, so that neither imports the other.
@@ -24,4 +24,25 @@ export interface GateProgress {
   waiting: number;
   failed: number;
   teams: GateTeamReport[];
+}
+
+/**
+ * Pull-request mode (ADR 0030): each wave's team files go to the Flux repo's branch as one pull request, and the
+ * wave's gate starts once it is merged. The rollout's own file is kept where the store writes (not on that branch).
+ */
+export interface WaveProposals {
+  /**
+   * Commits the change `plan` makes on the branch's tree (main's head) on the wave's branch and opens its pull
+   * request, or finds the one a retry opened. Undefined when `plan` has nothing to change (no pull request).
+   */
+  propose(
+    rollout: string,
+    wave: string,
+    plan: (tree: RepoTree) => Promise<RepoChange | null>,
+    origin: ChangeOrigin,
+  ): Promise<{ number: number; url: string } | undefined>;
+  /** Where the pull request stands: still open (whatever its review), merged, or closed without merge. */
+  state(pullRequest: number): Promise<"open" | "merged" | "closed">;
+  /** Closes it without merge (an aborted rollout's wave); a closed or merged one stays as it is. */
+  close(pullRequest: number): Promise<void>;
 }

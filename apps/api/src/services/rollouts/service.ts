@@ -4,6 +4,7 @@ import {
   assignWaves,
   clustersOf,
   commitWave,
+  currentWave,
   FleetRenderError,
   newRollout,
   onBehalfOfIn,
@@ -35,7 +36,7 @@ import {
 import { IdempotentWrites, type WriteRequest } from "../idempotency.js";
 import type { Clock } from "@berth/kube-runtime";
 import { describeTarget, rolloutBody, withRolloutTrailer } from "./commit-message.js";
-import type { EngineHandle, GateProgress, RolloutStore } from "./ports.js";
+import type { EngineHandle, GateProgress, RolloutStore, WaveProposals } from "./ports.js";
 
 export interface RolloutPreview {
   revision: string | undefined;
@@ -68,6 +69,8 @@ export interface RolloutServiceOptions {
   /** The engine that drives Running rollouts: woken after each change; its last gate evaluation is shown. */
   engine: EngineHandle;
   random?: (n: number) => Buffer;
+  /** Pull-request mode: an abort closes the pull request its current wave waits in. */
+  proposals?: Pick<WaveProposals, "close">;
 }
 
 /** The name an unstaged rollout gives its single wave. */
@@ -238,6 +241,8 @@ export class RolloutService {
     origin: ChangeOrigin,
   ): Promise<{ rollout: Rollout; revision: string; versions: Record<string, string[]> }> {
     let versions: Record<string, string[]> = {};
+    // First, so that a forge that does not answer leaves the rollout as it was (the abort can be asked again).
+    await this.closeProposedWave(id);
     const result = await this.transition(
       id,
       origin,
@@ -248,6 +253,16 @@ export class RolloutService {
       },
     );
     return { ...result, versions };
+  }
+
+  /** Pull-request mode: closes the pull request of the rollout's current wave, if it waits in one. */
+  private async closeProposedWave(id: string): Promise<void> {
+    const { proposals, store } = this.opts;
+    if (!proposals) return;
+    const r = await this.reader.read(await store.snapshot(0), id);
+    const wave = r && ACTIVE_PHASES.includes(r.status.phase) ? currentWave(r) : undefined;
+    if (wave?.status.phase === "Proposed" && wave.status.pullRequest)
+      await proposals.close(wave.status.pullRequest.number);
   }
 
   /** The version each team is on in the tree, grouped: `{ v3: [a, b], v1: [c] }`; offboarded teams under "gone". */

@@ -86,7 +86,7 @@ export function rolloutMain(rollout: Rollout, progress: GateProgress | undefined
     const current = i === status.wave && status.phase !== "Completed" && status.phase !== "Aborted";
     return html`<tr data-wave="${wave.name}" data-wave-phase="${state?.phase ?? "Pending"}"${current ? html` aria-current="step"` : ""}>
   <th scope="row">${i + 1}. ${wave.name}</th>
-  <td>${state?.phase ?? "Pending"}${current ? " (current)" : ""}</td>
+  <td>${state?.phase ?? "Pending"}${current ? " (current)" : ""}${state?.pullRequest ? html` <a href="${state.pullRequest.url}">pull request #${state.pullRequest.number}</a>` : ""}</td>
   <td>${teamCount(wave.teams.length)}${state?.skipped?.length ? `, ${state.skipped.length} gone` : ""}</td>
   <td>${timestamp(state?.committedAt)}</td>
   <td>${timestamp(state?.readyAt)}</td>
