@@ -5,7 +5,7 @@
  * cluster, well inside the 10-minute poll: Gitea's push webhook reaches Flux's Receiver berth-teams-forge
  * (infra/flux/pull-requests/forge-receiver.yaml). One closed without merge leaves nothing on it, and its status says
  * so. A staged rollout proposes one pull request per wave, starts each wave's gate at its merge, and its abort closes
- * the pull request still open.
+ * the pull request still open. main is protected throughout (no push, one approving review).
  */
 import { rolloutAbortResponse, rolloutResponse, statusResponse } from "@berth/api-contract";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -213,5 +213,24 @@ describe("pull-request mode with real Flux: merged reaches Ready, closed leaves 
     expect(readAnswer(aborted, rolloutAbortResponse).versions).toEqual({ v3: ["payments"], v1: ["search"] });
     expect(await pullRequestOf(again.number)).toMatchObject({ state: "closed", merged: false });
     expect(await platform.head()).toBe(mainAfterFirst);
+
+    // The audit trail: each wave proposed with its pull request, the merged one committed, the closed one a halt.
+    const engineLines = platform.berth
+      .logEntries<{ audit?: { action: string; rollout: string | null; outcome: string; pullRequest: number | null } }>()
+      .flatMap((l) =>
+        l.audit?.rollout === id && l.audit.action.startsWith("rollout-") && l.audit.action !== "rollout-start"
+          ? [[l.audit.action, l.audit.outcome, l.audit.pullRequest]]
+          : [],
+      );
+    expect(engineLines).toEqual([
+      ["rollout-wave", "proposed", first.number],
+      ["rollout-wave", "committed", first.number],
+      ["rollout-wave-ready", "committed", null],
+      ["rollout-wave", "proposed", rest.number],
+      ["rollout-halt", "committed", rest.number],
+      ["rollout-resume", "committed", null],
+      ["rollout-wave", "proposed", again.number],
+      ["rollout-abort", "committed", null],
+    ]);
   }, 900_000);
 });

@@ -325,6 +325,8 @@ export class RolloutRecords implements TeamStore {
 /** `base` with folder `dir` read from `over` instead; revision and history are `over`'s. */
 export function overlayFolder(base: RepoTree, over: RepoTree, dir: string): RepoTree {
   const inDir = (path: string) => path === dir || path.startsWith(`${dir}/`);
+  /** The root, and each folder on the way to `dir`: they hold files of both trees. */
+  const holdsDir = (folder: string) => folder === "" || dir.startsWith(`${folder}/`);
   const from = (path: string) => (inDir(path) ? over : base);
   return {
     revision: over.revision,
@@ -333,32 +335,42 @@ export function overlayFolder(base: RepoTree, over: RepoTree, dir: string): Repo
       if (inDir(folder)) return over.list(folder);
       const listed = await base.list(folder);
       // A listing that holds the folder (the root) shows the overlay's files there, not the base's.
-      if (folder !== "" && !dir.startsWith(`${folder}/`)) return listed;
+      if (!holdsDir(folder)) return listed;
       const prefix = `${dir}/`;
       return [...listed.filter((p) => !p.startsWith(prefix)), ...(await over.list(dir))].sort();
     },
     hasContent: (path, content) => from(path).hasContent(path, content),
     findCommit: (trailers) => over.findCommit(trailers),
-    ...overlayIds(base, over, dir),
+    ...overlayIds(base, over, inDir, holdsDir),
   };
 }
 
 /**
  * Content ids (the readers' cache keys) for `overlayFolder`, when both trees have them: a team listing stays one read
- * per changed team folder. A folder that holds `dir` mixes two trees and has no entries to give.
+ * per changed team folder. A folder that holds the overlaid one mixes two trees: it has no entries or id to give.
  */
-function overlayIds(base: RepoTree, over: RepoTree, dir: string): Pick<RepoTree, "entries" | "contentId"> {
+function overlayIds(
+  base: RepoTree,
+  over: RepoTree,
+  inDir: (path: string) => boolean,
+  holdsDir: (folder: string) => boolean,
+): Pick<RepoTree, "entries" | "contentId"> {
   const { entries: baseEntries, contentId: baseId } = base;
   const { entries: overEntries, contentId: overId } = over;
   if (!baseEntries || !overEntries || !baseId || !overId) return {};
-  const inDir = (path: string) => path === dir || path.startsWith(`${dir}/`);
+  const single = (path: string) => {
+    if (holdsDir(path)) throw new Error(`${path || "the root"} holds files of two branches: it has no content id`);
+  };
   return {
     entries: async (folder) => {
       if (inDir(folder)) return overEntries.call(over, folder);
-      if (folder === "" || dir.startsWith(`${folder}/`))
-        throw new Error(`the entries of ${folder || "the root"} would mix two branches`);
+      single(folder);
       return baseEntries.call(base, folder);
     },
-    contentId: (path) => (inDir(path) ? overId.call(over, path) : baseId.call(base, path)),
+    contentId: async (path) => {
+      if (inDir(path)) return overId.call(over, path);
+      single(path);
+      return baseId.call(base, path);
+    },
   };
 }

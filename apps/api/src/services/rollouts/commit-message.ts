@@ -17,3 +17,19 @@ export function rolloutBody(r: Rollout, plan?: FleetPlan): string[] {
   if (plan?.gone.length) lines.push(`gone (skipped): ${plan.gone.join(", ")}`);
   return lines;
 }
+
+/** A wave's team files, as its commit (direct mode) or its pull request (pull-request mode) describes them. */
+export function waveMessage(
+  id: string,
+  wave: { name: string; teams: readonly string[] },
+  plan: Pick<FleetPlan, "gone">,
+  target: string | undefined,
+): { subject: string; body: string[] } {
+  return {
+    subject: `berth: rollout ${id} wave ${wave.name}: ${wave.teams.length - plan.gone.length} team(s) ${describeTarget(target)}`,
+    body: [
+      `wave ${wave.name}: ${wave.teams.join(", ")}`,
+      ...(plan.gone.length ? [`gone (skipped): ${plan.gone.join(", ")}`] : []),
+    ],
+  };
+}

@@ -30,9 +30,9 @@ import type { Logger } from "@berth/logging";
 import { WorkQueue, type Clock } from "@berth/kube-runtime";
 import type { ApiMetrics } from "../../metrics.js";
 import type { TeamStatusReader } from "../../adapters/team-status.js";
-import { describeTarget, rolloutBody, withRolloutTrailer } from "./commit-message.js";
+import { rolloutBody, waveMessage, withRolloutTrailer } from "./commit-message.js";
 import type { EngineHandle, GateProgress, RolloutStore, WaveProposals } from "./ports.js";
-import type { AuditedAction, AuditSink } from "../audit.js";
+import type { AuditedAction, AuditOutcome, AuditSink } from "../audit.js";
 
 export interface RolloutEngineOptions {
   onboarding: Onboarding;
@@ -247,11 +247,7 @@ export class RolloutEngine implements EngineHandle {
       );
       return {
         files,
-        subject: `berth: rollout ${id} wave ${wave.spec.name}: ${wave.spec.teams.length - plan.gone.length} team(s) ${describeTarget(target)}`,
-        body: [
-          `wave ${wave.spec.name}: ${wave.spec.teams.join(", ")}`,
-          ...(plan.gone.length ? [`gone (skipped): ${plan.gone.join(", ")}`] : []),
-        ],
+        ...waveMessage(id, wave.spec, plan, target),
       };
     }, engineOrigin(started));
     this.audited(started, action, result);
@@ -275,14 +271,11 @@ export class RolloutEngine implements EngineHandle {
       async (tree) => {
         plan = await fleet.plan(tree, wave.spec.teams, target);
         if (plan.failed.length || plan.files.size === 0) return null;
+        const { subject, body } = waveMessage(id, wave.spec, plan, target);
         return {
           files: new Map(plan.files),
-          subject: `berth: rollout ${id} wave ${wave.spec.name}: ${wave.spec.teams.length - plan.gone.length} team(s) ${describeTarget(target)}`,
-          body: [
-            `wave ${wave.spec.name} of rollout ${id}: ${wave.spec.teams.join(", ")}`,
-            ...(plan.gone.length ? [`gone (skipped): ${plan.gone.join(", ")}`] : []),
-            "Its gate (every team Ready on every cluster) starts once this is merged.",
-          ],
+          subject,
+          body: [...body, "Its gate (every team Ready on every cluster) starts once this is merged."],
         };
       },
       engineOrigin(started),
@@ -320,7 +313,9 @@ export class RolloutEngine implements EngineHandle {
     }
     if (pullRequest)
       logger.info({ rollout: id, wave: wave.spec.name, pullRequest: pullRequest.number }, "rollout: wave proposed");
-    this.audited(started, action, result, pullRequest && action === "rollout-wave" ? pullRequest.number : null);
+    // A proposed wave's files wait in its pull request (audited as proposed); the merge is audited when it is seen.
+    if (pullRequest && action === "rollout-wave") this.audited(started, action, result, pullRequest.number, "proposed");
+    else this.audited(started, action, result);
   }
 
   /**
@@ -375,6 +370,7 @@ export class RolloutEngine implements EngineHandle {
     action: AuditedAction,
     result: { revision: string; committed: boolean },
     pullRequest: number | null = null,
+    outcome: AuditOutcome = "committed",
   ): void {
     if (!result.committed) return;
     this.opts.audit?.({
@@ -387,7 +383,7 @@ export class RolloutEngine implements EngineHandle {
       idempotencyKey: null,
       revision: result.revision,
       pullRequest,
-      outcome: "committed",
+      outcome,
       status: null,
       problem: null,
     });
