@@ -8,6 +8,7 @@ import {
   ProposingWriter,
   ReviewedStore,
   RolloutRecords,
+  teamOfBranch,
 } from "./adapters/proposals.js";
 import type { ReviewRef } from "./services/idempotency.js";
 import type pino from "pino";
@@ -228,7 +229,10 @@ async function pullRequestMode(
     intervalMs: review.sweepSeconds * 1000,
     keepMs: review.keepBranchMinutes * 60_000,
     logger: logger.child({ component: "proposals" }),
-    onSwept: ({ branch }) => forget(branch.replace(/^berth\/team\//, "")),
+    onSwept: ({ branch }) => {
+      const team = teamOfBranch(branch);
+      if (team) forget(team);
+    },
   });
   // Rollout files change at every step: kept on their own unprotected branch, pushed to directly (ADR 0030).
   const records = FluxRepo.fromConfig({

@@ -27,6 +27,9 @@ const reviewRef = (pr: PullRequest): ReviewRef => ({ number: pr.number, url: pr.
 const TEAM_BRANCH_PREFIX = "berth/team/";
 export const proposalBranch = (owner: ProposalOwner) =>
   "team" in owner ? `${TEAM_BRANCH_PREFIX}${owner.team}` : `berth/rollout/${owner.rollout}`;
+/** The team whose changes `branch` proposes; undefined for another branch (a rollout wave's). */
+export const teamOfBranch = (branch: string): string | undefined =>
+  branch.startsWith(TEAM_BRANCH_PREFIX) ? branch.slice(TEAM_BRANCH_PREFIX.length) : undefined;
 
 /**
  * Pull-request mode's writer (ADR 0030): a write for a team is committed on that team's branch, planned on the
@@ -51,7 +54,10 @@ export class ProposingWriter {
   async teamsInReview(): Promise<Array<{ team: string; pullRequest: ReviewRef }>> {
     const open = await this.forge.openPullRequests(this.repo.branch, TEAM_BRANCH_PREFIX);
     return open
-      .map((pr) => ({ team: pr.head.slice(TEAM_BRANCH_PREFIX.length), pullRequest: reviewRef(pr) }))
+      .flatMap((pr) => {
+        const team = teamOfBranch(pr.head);
+        return team ? [{ team, pullRequest: reviewRef(pr) }] : [];
+      })
       .sort((a, b) => (a.team < b.team ? -1 : a.team > b.team ? 1 : 0));
   }
 
