@@ -9,6 +9,7 @@ import {
   proposalResponse,
   reviewListResponse,
   reviewResponse,
+  rolloutResponse,
   statusResponse,
 } from "@berth/api-contract";
 import { spawnSync } from "node:child_process";
@@ -22,6 +23,9 @@ import { CliHarness } from "../support/cli.js";
 import { readAnswer } from "../support/contract.js";
 import { startGitea, type GiteaRepo, type RunningGitea } from "../support/gitea.js";
 import { eventually } from "../support/wait.js";
+import { ScriptedStatusReader } from "../support/scripted-status.js";
+import type { TeamStatusReader } from "../../apps/api/src/adapters/team-status.js";
+import type { WaveProposals } from "../../apps/api/src/services/rollouts/ports.js";
 
 const OWNER = "0b9a3c1e-1111-4222-8333-444455556666";
 const auth = { authorization: `Bearer ${DEV_TOKEN}` };
@@ -52,7 +56,13 @@ describe("pull-request mode: Berth proposes each team write as a pull request on
       payload: { name, owners: [OWNER], environments: ["dev"] },
     });
   /** Berth's API in pull-request mode on this repository, with this forge token. */
-  const startReviewedBerth = (forgeToken: string, opts: { listen?: boolean } = {}) =>
+  const startReviewedBerth = (
+    forgeToken: string,
+    {
+      clusters,
+      ...opts
+    }: { listen?: boolean; startEngine?: boolean; statusReader?: TeamStatusReader; clusters?: string[] } = {},
+  ) =>
     startBerth({
       remoteUrl: repo.cloneUrl,
       ...opts,
@@ -65,6 +75,7 @@ describe("pull-request mode: Berth proposes each team write as a pull request on
         const platform = raw.platform as Record<string, unknown>;
         platform.fluxSource = { kind: "ExternalArtifact", artifactPrefix: "team-files-" };
         platform.layout = { appliedBy: "slices" };
+        if (clusters) raw.api.clusters = Object.fromEntries(clusters.map((c) => [c, { kubeconfig: "/dev/null" }]));
       },
     });
 
@@ -342,6 +353,69 @@ describe("pull-request mode: Berth proposes each team write as a pull request on
       expect(refused.logs.join("")).not.toContain(wrongToken);
     } finally {
       await refused.stop();
+    }
+  });
+
+  it("an abort closes its wave's pull request without the engine taking that close for a reviewer's (no halt)", async () => {
+    // Its own Berth: a gate needs every cluster of the wave readable, and the test steps the engine itself.
+    const stepped = await startReviewedBerth(gitea.token, {
+      startEngine: false,
+      statusReader: new ScriptedStatusReader(),
+      clusters: ["aks-dev-weu"],
+    });
+    try {
+      const created = await onboard(stepped, "treasury");
+      expect(created.statusCode, created.body).toBe(202);
+      await gitea.merge(repo, readAnswer(created, proposalResponse).pullRequest.number);
+      await eventually(
+        "treasury served from main",
+        async () => (await stepped.server.inject({ url: "/v1/teams/treasury", headers: auth })).statusCode === 200,
+        30_000,
+      );
+      const started = await stepped.server.inject({
+        method: "POST",
+        url: "/v1/rollouts",
+        headers: auth,
+        payload: {
+          description: "treasury to v3",
+          target: { templateVersion: "v3" },
+          selector: { names: ["treasury"] },
+          waves: [{ name: "only" }],
+        },
+      });
+      expect(started.statusCode, started.body).toBe(201);
+      const id = started.json().rollout.metadata.name as string;
+      const rolloutOf = async () =>
+        readAnswer(await stepped.server.inject({ url: `/v1/rollouts/${id}`, headers: auth }), rolloutResponse).rollout;
+      const { engine } = stepped.services;
+      await engine.tick();
+      expect((await rolloutOf()).status.waves[0]?.phase).toBe("Proposed");
+
+      // The race made certain: an engine pass starts the moment the abort has closed the pull request (one
+      // WaveProposals serves the engine and the abort). Held, it waits, then finds the rollout aborted; not held,
+      // it sees the closed pull request of a Running rollout within the second given, and halts it.
+      const waves = (engine as unknown as { opts: { proposals: WaveProposals } }).opts.proposals;
+      const close = waves.close.bind(waves);
+      let passDuringClose: Promise<void> | undefined;
+      waves.close = async (number) => {
+        await close(number);
+        passDuringClose = engine.tick();
+        await Promise.race([passDuringClose, new Promise((resolve) => setTimeout(resolve, 1_000))]);
+      };
+      const from = stepped.logEntries().length;
+      const aborted = await stepped.server.inject({ method: "POST", url: `/v1/rollouts/${id}/abort`, headers: auth });
+      expect(aborted.statusCode, aborted.body).toBe(200);
+      expect(passDuringClose).toBeDefined();
+      await passDuringClose;
+      const after = await rolloutOf();
+      expect(after.status.phase).toBe("Aborted");
+      expect(after.status.halt).toBeUndefined();
+      const actions = stepped
+        .logEntries<{ audit?: { action: string; rollout: string | null } }>(from)
+        .flatMap((l) => (l.audit?.rollout === id ? [l.audit.action] : []));
+      expect(actions).toEqual(["rollout-abort"]);
+    } finally {
+      await stepped.stop();
     }
   });
 

@@ -80,6 +80,8 @@ const PASS_TIMEOUT_MS = 10 * 60_000;
  */
 export class RolloutEngine implements EngineHandle {
   private readonly evaluations = new Map<string, GateProgress>();
+  /** Per rollout, the end of the last pass or hold queued on it: each waits for the one before. */
+  private readonly turns = new Map<string, Promise<unknown>>();
   private readonly stopper = new AbortController();
   private readonly queue: WorkQueue;
   private resyncLoop: Promise<void> | undefined;
@@ -138,8 +140,26 @@ export class RolloutEngine implements EngineHandle {
     }
   }
 
+  hold<T>(id: string, fn: () => Promise<T>): Promise<T> {
+    const before = this.turns.get(id) ?? Promise.resolve();
+    const run = before.then(fn, fn);
+    const settled = run.then(
+      () => undefined,
+      () => undefined,
+    );
+    this.turns.set(id, settled);
+    void settled.then(() => {
+      if (this.turns.get(id) === settled) this.turns.delete(id);
+    });
+    return run;
+  }
+
   /** Takes steps of one rollout until it has to wait (or is no longer Running, or `signal` aborts). */
-  async reconcile(id: string, signal: AbortSignal): Promise<void> {
+  reconcile(id: string, signal: AbortSignal): Promise<void> {
+    return this.hold(id, () => this.pass(id, signal));
+  }
+
+  private async pass(id: string, signal: AbortSignal): Promise<void> {
     for (let step = 0; step < MAX_STEPS_PER_PASS && !signal.aborted; step++) {
       const tree = await this.opts.store.snapshot(0);
       const r = await this.reader.read(tree, id);

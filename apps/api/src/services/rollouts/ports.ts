@@ -12,6 +12,11 @@ export interface RolloutStore extends TeamStore {
 export interface EngineHandle {
   kick(rolloutId: string): void;
   progress(id: string): GateProgress | undefined;
+  /**
+   * Runs `fn` while no pass over rollout `id` runs on this replica, and holds the next one until `fn` ends: an
+   * abort closes its wave's pull request and then ends the rollout, and the engine must not see the close between.
+   */
+  hold<T>(id: string, fn: () => Promise<T>): Promise<T>;
 }
 
 /** The last gate evaluation of a rollout's current wave, on the replica driving it. */

@@ -241,18 +241,21 @@ export class RolloutService {
     origin: ChangeOrigin,
   ): Promise<{ rollout: Rollout; revision: string; versions: Record<string, string[]> }> {
     let versions: Record<string, string[]> = {};
-    // First, so that a forge that does not answer leaves the rollout as it was (the abort can be asked again).
-    await this.closeProposedWave(id);
-    const result = await this.transition(
-      id,
-      origin,
-      "aborted",
-      (r, now) => abortRollout(r, now, origin.actor),
-      async (tree, r) => {
-        versions = await this.versionsOf(tree, rolloutTeams(r));
-      },
-    );
-    return { ...result, versions };
+    // Held from the engine: its next pass would take Berth's own close for a reviewer's and halt the rollout.
+    return this.opts.engine.hold(id, async () => {
+      // First, so that a forge that does not answer leaves the rollout as it was (the abort can be asked again).
+      await this.closeProposedWave(id);
+      const result = await this.transition(
+        id,
+        origin,
+        "aborted",
+        (r, now) => abortRollout(r, now, origin.actor),
+        async (tree, r) => {
+          versions = await this.versionsOf(tree, rolloutTeams(r));
+        },
+      );
+      return { ...result, versions };
+    });
   }
 
   /** Pull-request mode: closes the pull request of the rollout's current wave, if it waits in one. */
