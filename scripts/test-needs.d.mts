@@ -1,4 +1,4 @@
-export type Need = "cluster" | "gitea" | "dist" | "image" | "sshd" | "chromium" | "tmux";
+export type Need = "cluster" | "aso" | "gitea" | "dist" | "image" | "sshd" | "chromium" | "tmux";
 export const NEEDS: Record<Need, string>;
 export function declaredNeeds(text: string, file?: string): Need[];
 export function testFiles(root: string): Array<{ file: string; needs: Need[] }>;

@@ -6,7 +6,9 @@ import { join, relative } from "node:path";
 
 /** Everything a test may need beyond Node and git, and what prepares it (`npm test` prepares all of it). */
 export const NEEDS = {
-  cluster: "the test cluster's components built from their Go modules (infra/test-cluster/ensure-binaries.sh)",
+  cluster:
+    "the test cluster's components built from their Go modules, ASO's CRDs among them (infra/test-cluster/ensure-binaries.sh)",
+  aso: "Azure Service Operator's controller built from its Go module (infra/test-cluster/ensure-binaries.sh aso)",
   gitea: "Gitea, a real forge, built from its Go module (infra/test-cluster/ensure-binaries.sh gitea)",
   dist: "the apps built (their dist/), run as processes",
   image: "the OCI image built (npm run image)",

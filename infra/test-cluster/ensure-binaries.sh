@@ -17,9 +17,15 @@
 # The hash is over the wrapper folder's files, so a changed go.sum or build.env builds anew (tests/support/
 # test-cluster-binaries.ts computes the same key). Go's own module and build caches are the defaults.
 #
+# A component's CRDs (and the module folders it reads) are in its folder before its programs are built, marked by
+# CRDS-READY; BUILD-INFO marks the whole build. So `aso:crds` gives every cluster test ASO's CRDs in a minute, and
+# the tests that do not run ASO can start while its controller (most of a cold build) compiles (scripts/run.mjs).
+#
 # Idempotent and unattended: a second run takes about a second. Concurrent callers serialize on a flock.
-# Usage: bash infra/test-cluster/ensure-binaries.sh [--check] [component ...]
+# Usage: bash infra/test-cluster/ensure-binaries.sh [--check] [component[:crds] ...]
 #   no component, or `cluster`: every component of the test cluster (ALL below); gitea only when named
+#   cluster-but-aso    all of them but ASO's controller (ASO's CRDs included)
+#   <component>:crds   only its CRDs (ASO's: generated), not its programs
 #   --check   only report; exit 1 if a component is missing or outdated (builds nothing)
 # Env:   BERTH_CACHE_DIR   cache root (default $HOME/.cache/berth)
 #        BERTH_REBUILD=1   build even if cached
@@ -45,12 +51,14 @@ for arg in "$@"; do
     --check) CHECK_ONLY=1 ;;
     -*) die "unknown option $arg" ;;
     cluster) COMPONENTS+=("${ALL[@]}") ;;
-    *) [[ -d "$GO_DIR/$arg" ]] || die "no component $arg (folders of $GO_DIR)"; COMPONENTS+=("$arg") ;;
+    # Every cluster component but ASO's controller: with ASO's CRDs, what every test of the cluster but ASO's needs.
+    cluster-but-aso) for c in "${ALL[@]}"; do [[ $c == aso ]] && COMPONENTS+=(aso:crds) || COMPONENTS+=("$c"); done ;;
+    *) [[ -d "$GO_DIR/${arg%:crds}" ]] || die "no component ${arg%:crds} (folders of $GO_DIR)"; COMPONENTS+=("$arg") ;;
   esac
 done
 [[ ${#COMPONENTS[@]} -gt 0 ]] || COMPONENTS=("${ALL[@]}")
 # ASO's CRDs are written by controller-gen.
-if [[ " ${COMPONENTS[*]} " == *" aso "* && " ${COMPONENTS[*]} " != *" controller-gen "* ]]; then COMPONENTS=(controller-gen "${COMPONENTS[@]}"); fi
+if [[ " ${COMPONENTS[*]} " == *" aso"[\ :]* && " ${COMPONENTS[*]} " != *" controller-gen "* ]]; then COMPONENTS=(controller-gen "${COMPONENTS[@]}"); fi
 
 # The same key tests/support/test-cluster-binaries.ts computes: sha256 over "<file name>\0<content>\0" of the
 # wrapper's files in name order, first 12 hex digits. Comment lines (`//`, `#`) do not count: rewording one must not
@@ -74,6 +82,10 @@ is_built() { # $1: component
   local dir; dir=$(build_dir "$1")
   [[ -f "$dir/BUILD-INFO" ]]
 }
+has_crds() { # $1: component; its CRDs are in place (the whole build, or its first part)
+  local dir; dir=$(build_dir "$1")
+  [[ -f "$dir/BUILD-INFO" || -f "$dir/CRDS-READY" ]]
+}
 is_current() { # $1: component
   is_built "$1" && [[ "$(readlink "$CACHE_ROOT/$1/current" 2>/dev/null)" == "$(basename "$(build_dir "$1")")" ]]
 }
@@ -81,7 +93,9 @@ is_current() { # $1: component
 if [[ $CHECK_ONLY == 1 ]]; then
   ok=1
   for c in "${COMPONENTS[@]}"; do
-    if is_current "$c"; then echo "$c=$(build_dir "$c")"; else log "$c: missing or outdated (want $(build_dir "$c"))"; ok=0; fi
+    if [[ $c == *:crds ]]; then
+      if has_crds "${c%:crds}"; then echo "$c=$(build_dir "${c%:crds}")"; else log "$c: missing or outdated"; ok=0; fi
+    elif is_current "$c"; then echo "$c=$(build_dir "$c")"; else log "$c: missing or outdated (want $(build_dir "$c"))"; ok=0; fi
   done
   [[ $ok == 1 ]] || exit 1
   exit 0
@@ -142,8 +156,8 @@ sampled_in() { # $1: folder, $2...: command
   wait "$pid"
 }
 
-build() { # $1: component
-  local c=$1 MAIN_MODULE="" PROGRAMS="" CRDS="" GENERATE_FROM="" MODULE_DIRS=""
+build() { # $1: component, $2: `crds` to stop once its CRDs are in place
+  local c=$1 only=${2:-} MAIN_MODULE="" PROGRAMS="" CRDS="" GENERATE_FROM="" MODULE_DIRS=""
   unset -f version_ldflags
   # shellcheck disable=SC1090
   source "$GO_DIR/$c/build.env"
@@ -153,51 +167,66 @@ build() { # $1: component
   dir=$(build_dir "$c")
   ts=$(date +%s)
   PEAK_KB=0
-  WORK=$(mktemp -d "$CACHE_ROOT/.build-$c.XXXXXX")
+  # First what the cluster needs before any program runs: the CRDs, webhooks and module folders, published at once.
+  if [[ ! -f "$dir/CRDS-READY" ]]; then
+    WORK=$(mktemp -d "$CACHE_ROOT/.build-$c.XXXXXX")
+    local module_dir
+    (cd "$GO_DIR/$c" && go mod download "$MAIN_MODULE") >&2 || die "$c: go mod download $MAIN_MODULE failed"
+    module_dir=$(cd "$GO_DIR/$c" && go list -m -f '{{.Dir}}' "$MAIN_MODULE")
+    [[ -n "$module_dir" ]] || die "$c: $MAIN_MODULE is not in the module cache"
+    if [[ -n "$CRDS" ]]; then
+      mkdir -p "$WORK/crds"
+      cp "$module_dir/$CRDS"/*.yaml "$WORK/crds/"
+      chmod 644 "$WORK/crds"/*.yaml
+    fi
+    # Folders of the module the program reads at run time (Gitea's options/ and templates/ without `bindata`), copied
+    # writable (the module cache's are read-only, and a superseded build must be removable).
+    local d
+    for d in $MODULE_DIRS; do
+      cp -R "$module_dir/$d" "$WORK/$d"
+      chmod -R u+w,go+rX "$WORK/$d"
+    done
+    # shellcheck disable=SC2086
+    if [[ -n "$GENERATE_FROM" ]]; then generate_aso_manifests "$module_dir" "$WORK" $GENERATE_FROM; fi
+    touch "$WORK/CRDS-READY"
+    rm -rf "$dir"
+    mkdir -p "$(dirname "$dir")"
+    chmod 755 "$WORK"
+    mv "$WORK" "$dir"
+    WORK=""
+    log "$c: CRDs and module folders in place after $(($(date +%s) - ts)) s -> $dir"
+  fi
+  [[ $only != crds ]] || return 0
   local ldflags="-s -w"
   if declare -F version_ldflags >/dev/null; then ldflags+=" $(version_ldflags "$version")"; fi
   local prog name pkg
   for prog in $PROGRAMS; do
     name=${prog%%=*}; pkg=${prog#*=}
     log "$c: go build $pkg@$version -> $name"
-    sampled_in "$GO_DIR/$c" go build -trimpath -ldflags "$ldflags" -o "$WORK/$name" "$pkg" || die "$c: go build $pkg failed"
+    # Under a temporary name: a test that finds the program finds all of it.
+    sampled_in "$GO_DIR/$c" go build -trimpath -ldflags "$ldflags" -o "$dir/.$name.partial" "$pkg" || die "$c: go build $pkg failed"
+    mv "$dir/.$name.partial" "$dir/$name"
   done
-  local module_dir
-  # A wrapper that builds no program (helm-controller: CRDs only) has not downloaded its module yet.
-  (cd "$GO_DIR/$c" && go mod download "$MAIN_MODULE") >&2 || die "$c: go mod download $MAIN_MODULE failed"
-  module_dir=$(cd "$GO_DIR/$c" && go list -m -f '{{.Dir}}' "$MAIN_MODULE")
-  [[ -n "$module_dir" ]] || die "$c: $MAIN_MODULE is not in the module cache"
-  if [[ -n "$CRDS" ]]; then
-    mkdir -p "$WORK/crds"
-    cp "$module_dir/$CRDS"/*.yaml "$WORK/crds/"
-    chmod 644 "$WORK/crds"/*.yaml
-  fi
-  # Folders of the module the program reads at run time (Gitea's options/ and templates/ without `bindata`), copied
-  # writable (the module cache's are read-only, and a superseded build must be removable).
-  local d
-  for d in $MODULE_DIRS; do
-    cp -R "$module_dir/$d" "$WORK/$d"
-    chmod -R u+w,go+rX "$WORK/$d"
-  done
-  # shellcheck disable=SC2086
-  if [[ -n "$GENERATE_FROM" ]]; then generate_aso_manifests "$module_dir" "$WORK" $GENERATE_FROM; fi
   {
     echo "module: $MAIN_MODULE $version"
     echo "wrapper: infra/test-cluster/go/$c ($(basename "$dir"))"
     echo "go: $(go version)"
     echo "built: $(date -u +%Y-%m-%dT%H:%M:%SZ) in $(($(date +%s) - ts)) s on $(nproc) cores (load average $(cut -d' ' -f1-3 /proc/loadavg))"
     echo "peak memory: $((PEAK_KB / 1024)) MiB (go build with its compiler and linker processes, sampled each second)"
-  } >"$WORK/BUILD-INFO"
-  rm -rf "$dir"
-  mkdir -p "$(dirname "$dir")"
-  chmod 755 "$WORK"
-  mv "$WORK" "$dir"
-  WORK=""
+  } >"$dir/.BUILD-INFO.partial"
+  mv "$dir/.BUILD-INFO.partial" "$dir/BUILD-INFO"
   log "$c: built in $(($(date +%s) - ts)) s, peak memory $((PEAK_KB / 1024)) MiB -> $dir"
 }
 
 for c in "${COMPONENTS[@]}"; do
-  if [[ "${BERTH_REBUILD:-0}" == 1 ]] || ! is_built "$c"; then build "$c"; fi
+  if [[ $c == *:crds ]]; then
+    c=${c%:crds}
+    has_crds "$c" || build "$c" crds
+    echo "$c:crds=$(build_dir "$c")"
+    continue
+  fi
+  if [[ "${BERTH_REBUILD:-0}" == 1 ]]; then rm -rf "$(build_dir "$c")"; fi
+  is_built "$c" || build "$c"
   dir=$(build_dir "$c")
   if [[ "$(readlink "$CACHE_ROOT/$c/current" 2>/dev/null)" != "$(basename "$dir")" ]]; then
     ln -sfn "$(basename "$dir")" "$CACHE_ROOT/$c/current.tmp"

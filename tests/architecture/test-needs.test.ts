@@ -16,7 +16,7 @@ describe("what test files need", () => {
     expect(inProcess.length).toBeGreaterThan(files.length / 2);
     // This file, and the fast lane's own checks, need nothing.
     expect(inProcess.map((t) => t.file)).toContain("tests/architecture/test-needs.test.ts");
-    expect(files.find((t) => t.file === "tests/flux/chain.test.ts")?.needs).toEqual(["cluster", "dist"]);
+    expect(files.find((t) => t.file === "tests/flux/chain.test.ts")?.needs).toEqual(["cluster", "aso", "dist"]);
   });
 
   it("reads one declaration line, and refuses a need it does not know", () => {
@@ -25,7 +25,7 @@ describe("what test files need", () => {
     expect(() => declaredNeeds("// needs: cluster docker", "x.test.ts")).toThrow(
       /x.test.ts declares unknown needs: docker/,
     );
-    expect(Object.keys(NEEDS)).toEqual(["cluster", "gitea", "dist", "image", "sshd", "chromium", "tmux"]);
+    expect(Object.keys(NEEDS)).toEqual(["cluster", "aso", "gitea", "dist", "image", "sshd", "chromium", "tmux"]);
   });
 
   it("a use this file did not declare fails, naming the line to add", () => {

@@ -18,7 +18,7 @@
  *   5. offboarding: ASO deletes in Azure in Berth's order, the credential outlives every ASO object, nothing is
  *      stuck; with detach-on-delete (ASO's default reconcile policy) nothing in Azure is deleted.
  */
-// needs: cluster dist
+// needs: cluster aso dist
 import { loadavg } from "node:os";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { CliHarness, type CliResult } from "../support/cli.js";

@@ -13,7 +13,7 @@
  *   4. offboard: Flux prunes; the team's ASO resources go before its credential, its binding last, then the
  *      namespace.
  */
-// needs: cluster dist
+// needs: cluster aso dist
 import { cp, mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";

@@ -18,7 +18,7 @@
  *   6. a team's own Kustomization applies as a ServiceAccount of its namespace, from sources in it;
  *   7. the fake's record: nothing in Azure was done for a team namespace as anyone but that team's identity.
  */
-// needs: cluster dist
+// needs: cluster aso dist
 import { mkdir, mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";

@@ -34,6 +34,7 @@ import { kubeRequest } from "./kube-http.js";
 import { freePorts } from "./ports.js";
 import { componentDir, componentVersion, programPath } from "./test-cluster-binaries.js";
 import { logTail, startWatchdog } from "./watchdog.js";
+import { requireNeed } from "./needs.js";
 
 export const ASO_SYSTEM_NAMESPACE = "azureserviceoperator-system";
 export const ASO_SERVICE_ACCOUNT = "azureserviceoperator-default";
@@ -129,6 +130,7 @@ export async function trustClusterIssuer(cluster: KubeCluster, azure: FakeAzure)
 export async function startAso(cluster: KubeCluster, azure: FakeAzure, opts: AsoOptions = {}): Promise<RunningAso> {
   if (!azure.proxyUrl)
     throw new Error("startAso: start the fake Azure with { proxy: true } (ASO's MSAL asks login.microsoftonline.com)");
+  requireNeed("aso");
   const binary = programPath("aso", "aso-controller");
   const kc = cluster.kubeConfig();
   const dir = join(cluster.dir, "aso");

@@ -117,7 +117,15 @@ export function programPath(component: Component, program: Program, envOverride?
   return join(requireComponent(component), program);
 }
 
-/** The CRD files a component's build holds (its module's own, or generated from it). */
+/**
+ * The CRD files a component's build holds (its module's own, or generated from it). They are in place before its
+ * programs are built (CRDS-READY), so a cluster gets ASO's CRDs while ASO's controller still compiles.
+ */
 export function componentCrdDir(component: Component): string {
-  return join(requireComponent(component), "crds");
+  const dir = componentDir(component);
+  if (!existsSync(join(dir, "BUILD-INFO")) && !existsSync(join(dir, "CRDS-READY")))
+    throw new TestClusterBinariesMissingError([
+      `${component} (${componentVersion(component)}): CRDs not generated at ${dir} (ensure-binaries.sh ${component}:crds)`,
+    ]);
+  return join(dir, "crds");
 }
