@@ -5,9 +5,10 @@
  * cluster, well inside the 10-minute poll: Gitea's push webhook reaches Flux's Receiver berth-teams-forge
  * (infra/flux/pull-requests/forge-receiver.yaml). One closed without merge leaves nothing on it, and its status says
  * so. A staged rollout proposes one pull request per wave, starts each wave's gate at its merge, and its abort closes
- * the pull request still open. main is protected throughout (no push, one approving review).
+ * the pull request still open. Twenty onboardings at once merge in any order, each team on the cluster once. main is
+ * protected throughout (no push, one approving review).
  */
-import { rolloutAbortResponse, rolloutResponse, statusResponse } from "@berth/api-contract";
+import { rolloutAbortResponse, rolloutResponse, statusResponse, teamListResponse } from "@berth/api-contract";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { DEV_TOKEN } from "../support/berth.js";
 import { readAnswer } from "../support/contract.js";
@@ -232,5 +233,41 @@ describe("pull-request mode with real Flux: merged reaches Ready, closed leaves 
       ["rollout-wave", "proposed", again.number],
       ["rollout-abort", "committed", null],
     ]);
+  }, 900_000);
+
+  it("twenty onboardings at once: twenty pull requests, merged in a shuffled order without a conflict, every team Ready on the cluster once", async () => {
+    const names = Array.from({ length: 20 }, (_, i) => `crowd-${String(i).padStart(2, "0")}`);
+    const answers = await Promise.all(
+      names.map((name) => platform.request("POST", "/v1/teams", { name, owners: [OWNER], environments: ["dev"] })),
+    );
+    for (const res of answers) expect(res.statusCode, res.body).toBe(202);
+    const numbers = answers.map((res) => res.json.pullRequest.number as number);
+    expect(new Set(numbers).size).toBe(names.length);
+    // Merged one after another in a random order, each against main as the merges before left it: none conflicts.
+    const order = names
+      .map((name, i) => ({ name, number: numbers[i]!, key: Math.random() }))
+      .sort((a, b) => a.key - b.key);
+    console.log(`[tests/gitea/flux-review] merge order: ${order.map((o) => o.name).join(" ")}`);
+    for (const { number } of order) await gitea.merge(repo, number);
+
+    await eventually(
+      "every team Ready on the cluster",
+      async () => (await Promise.all(names.map(async (name) => (await status(name)).ready))).every(Boolean),
+      300_000,
+    );
+    // Once each: one Kustomization and one namespace per team, and each team once in the fleet on main.
+    const kustomizations = (await platform.admin.list("kustomize.toolkit.fluxcd.io/v1", "Kustomization", ASO_NAMESPACE))
+      .map((k) => k.metadata?.name ?? "")
+      .filter((name) => name.startsWith("team-crowd-"));
+    expect(kustomizations.sort()).toEqual(names.map((name) => `team-${name}`));
+    for (const name of names) expect(await platform.admin.get("v1", "Namespace", undefined, name)).toBeDefined();
+    const listed = await platform.berth.server.inject({
+      url: "/v1/teams?limit=100",
+      headers: { authorization: `Bearer ${DEV_TOKEN}` },
+    });
+    const onMain = readAnswer(listed, teamListResponse)
+      .items.map((t) => t.name)
+      .filter((n) => n.startsWith("crowd-"));
+    expect(onMain.sort()).toEqual(names);
   }, 900_000);
 });
