@@ -197,6 +197,24 @@ describe("transitions", () => {
     const text = serializeRollout(fresh()).replace("phase: Running", "phase: Sprinting");
     expect(() => parseRollout(text, "rollouts/x.yaml")).toThrow(/rollouts\/x.yaml: status.phase/);
   });
+
+  it("refuses a wave's pull request link that is not a web address (a hand edit of the rollouts branch)", () => {
+    const pr = { number: 7, url: "https://git.example.com/platform/fleet/pulls/7" };
+    const text = serializeRollout(proposeWave(fresh(), later(1), pr, []));
+    // The status page and the CLI show it as a link: a script or markup must never get there.
+    for (const url of [
+      "javascript:alert(document.cookie)",
+      "JAVASCRIPT://%0aalert(1)",
+      "data:text/html;base64,PHNjcmlwdD4=",
+      'https://git.example.com/pulls/7" onmouseover="alert(1)',
+      "https://git.example.com/pulls/7><script>alert(1)</script>",
+    ]) {
+      expect(() => parseRollout(text.replace(pr.url, url), "rollouts/x.yaml"), url).toThrow(
+        /rollouts\/x.yaml: status.waves.0.pullRequest.url must be an http\(s\) URL/,
+      );
+    }
+    expect(parseRollout(text, "rollouts/x.yaml").status.waves[0]?.pullRequest).toEqual(pr);
+  });
 });
 
 describe("the gate", () => {

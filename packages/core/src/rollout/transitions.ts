@@ -72,43 +72,60 @@ function mustBe(r: Rollout, phases: readonly RolloutPhase[], action: string): vo
   if (!phases.includes(r.status.phase)) throw new RolloutStateError(r.metadata.name, r.status.phase, action);
 }
 
+/** A rollout's current wave: its place, its spec and its status. */
+export interface CurrentWave {
+  index: number;
+  spec: Rollout["spec"]["waves"][number];
+  status: WaveStatus;
+}
+
 /** The current wave (undefined once every wave is done). */
-export function currentWave(
-  r: Rollout,
-): { index: number; spec: Rollout["spec"]["waves"][number]; status: WaveStatus } | undefined {
+export function currentWave(r: Rollout): CurrentWave | undefined {
   const index = r.status.wave;
   const spec = r.spec.waves[index];
   const status = r.status.waves[index];
   return spec && status ? { index, spec, status } : undefined;
 }
 
+/**
+ * One step of the current wave of a Running rollout: it must be in `from` (else a RolloutStateError saying `refusal`);
+ * `change` gives its new status, `event` the history entry. The waves and history of the result; callers add the rest.
+ */
+function stepCurrentWave(
+  r: Rollout,
+  now: Date,
+  step: { action: string; from: WaveStatus["phase"]; refusal: string },
+  change: (wave: WaveStatus, at: string) => WaveStatus,
+  event: (wave: CurrentWave, at: string) => HistoryEntry,
+): { wave: CurrentWave; status: Rollout["status"] } {
+  mustBe(r, ["Running"], step.action);
+  const wave = currentWave(r);
+  if (!wave || wave.status.phase !== step.from)
+    throw new RolloutStateError(r.metadata.name, r.status.phase, step.refusal);
+  const at = now.toISOString();
+  const waves = r.status.waves.map((w, i) => (i === wave.index ? change(w, at) : w));
+  return { wave, status: { ...r.status, waves, history: withHistory(r, event(wave, at)) } };
+}
+
 /** The current wave is committed (its teams' changes are in the same commit as this state). */
 export function commitWave(r: Rollout, now: Date, skipped: string[]): Rollout {
-  mustBe(r, ["Running"], "committed");
-  const wave = currentWave(r);
-  if (!wave || wave.status.phase !== "Pending")
-    throw new RolloutStateError(r.metadata.name, r.status.phase, "committed again");
-  const at = now.toISOString();
-  const waves = r.status.waves.map((w, i) =>
-    i === wave.index
-      ? {
-          ...w,
-          phase: "Committed" as const,
-          committedAt: at,
-          gateSince: at,
-          ...(skipped.length ? { skipped: [...skipped].sort() } : {}),
-        }
-      : w,
-  );
-  const status = {
-    ...r.status,
-    waves,
-    history: withHistory(r, {
+  const { status } = stepCurrentWave(
+    r,
+    now,
+    { action: "committed", from: "Pending", refusal: "committed again" },
+    (w, at) => ({
+      ...w,
+      phase: "Committed",
+      committedAt: at,
+      gateSince: at,
+      ...(skipped.length ? { skipped: [...skipped].sort() } : {}),
+    }),
+    (wave, at) => ({
       at,
       event: "WaveCommitted",
       message: `wave ${wave.spec.name}: ${wave.spec.teams.length - skipped.length} team(s)`,
     }),
-  };
+  );
   // No gate (unstaged): the wave is done as soon as it is committed.
   return r.spec.gate === null ? passWave({ ...r, status }, now) : { ...r, status };
 }
@@ -123,62 +140,57 @@ export function proposeWave(
   pullRequest: { number: number; url: string },
   skipped: string[],
 ): Rollout {
-  mustBe(r, ["Running"], "proposed");
-  const wave = currentWave(r);
-  if (!wave || wave.status.phase !== "Pending")
-    throw new RolloutStateError(r.metadata.name, r.status.phase, "proposed again");
-  const at = now.toISOString();
-  const waves = r.status.waves.map((w, i) =>
-    i === wave.index
-      ? {
-          ...w,
-          phase: "Proposed" as const,
-          pullRequest: { number: pullRequest.number, url: pullRequest.url },
-          proposedAt: at,
-          ...(skipped.length ? { skipped: [...skipped].sort() } : {}),
-        }
-      : w,
+  const { status } = stepCurrentWave(
+    r,
+    now,
+    { action: "proposed", from: "Pending", refusal: "proposed again" },
+    (w, at) => ({
+      ...w,
+      phase: "Proposed",
+      pullRequest: { number: pullRequest.number, url: pullRequest.url },
+      proposedAt: at,
+      ...(skipped.length ? { skipped: [...skipped].sort() } : {}),
+    }),
+    (wave, at) => ({
+      at,
+      event: "WaveProposed",
+      message: `wave ${wave.spec.name}: pull request #${pullRequest.number}`,
+    }),
   );
-  const history = withHistory(r, {
-    at,
-    event: "WaveProposed",
-    message: `wave ${wave.spec.name}: pull request #${pullRequest.number}`,
-  });
-  return { ...r, status: { ...r.status, waves, history } };
+  return { ...r, status };
 }
 
 /** Pull-request mode: the current wave's pull request was merged; its team files are on main and its gate starts. */
 export function mergeWave(r: Rollout, now: Date): Rollout {
-  mustBe(r, ["Running"], "merged");
-  const wave = currentWave(r);
-  if (!wave || wave.status.phase !== "Proposed")
-    throw new RolloutStateError(r.metadata.name, r.status.phase, "merged before it was proposed");
-  const at = now.toISOString();
-  const waves = r.status.waves.map((w, i) =>
-    i === wave.index ? { ...w, phase: "Committed" as const, committedAt: at, gateSince: at } : w,
+  const { status } = stepCurrentWave(
+    r,
+    now,
+    { action: "merged", from: "Proposed", refusal: "merged before it was proposed" },
+    (w, at) => ({ ...w, phase: "Committed", committedAt: at, gateSince: at }),
+    (wave, at) => ({
+      at,
+      event: "WaveCommitted",
+      message: `wave ${wave.spec.name}: pull request #${wave.status.pullRequest?.number ?? "?"} merged`,
+    }),
   );
-  const history = withHistory(r, {
-    at,
-    event: "WaveCommitted",
-    message: `wave ${wave.spec.name}: pull request #${wave.status.pullRequest?.number ?? "?"} merged`,
-  });
-  const status = { ...r.status, waves, history };
   return r.spec.gate === null ? passWave({ ...r, status }, now) : { ...r, status };
 }
 
 /** The current wave passed its gate: it is Ready, and the next one becomes current (or the rollout completes). */
 export function passWave(r: Rollout, now: Date): Rollout {
-  mustBe(r, ["Running"], "advanced");
-  const wave = currentWave(r);
-  if (!wave || wave.status.phase !== "Committed")
-    throw new RolloutStateError(r.metadata.name, r.status.phase, "advanced before its wave is committed");
-  const at = now.toISOString();
-  const waves = r.status.waves.map((w, i) => (i === wave.index ? { ...w, phase: "Ready" as const, readyAt: at } : w));
+  const { wave, status } = stepCurrentWave(
+    r,
+    now,
+    { action: "advanced", from: "Committed", refusal: "advanced before its wave is committed" },
+    (w, at) => ({ ...w, phase: "Ready", readyAt: at }),
+    (w, at) => ({ at, event: "WaveReady", message: `wave ${w.spec.name}` }),
+  );
   const next = wave.index + 1;
   const done = next >= r.spec.waves.length;
-  let history = withHistory(r, { at, event: "WaveReady", message: `wave ${wave.spec.name}` });
-  if (done) history = [...history, { at, event: "Completed" }].slice(-MAX_HISTORY);
-  return { ...r, status: { ...r.status, phase: done ? "Completed" : "Running", wave: next, waves, history } };
+  const history = done
+    ? [...status.history, { at: now.toISOString(), event: "Completed" as const }].slice(-MAX_HISTORY)
+    : status.history;
+  return { ...r, status: { ...status, phase: done ? "Completed" : "Running", wave: next, history } };
 }
 
 export function haltRollout(r: Rollout, now: Date, halt: Omit<Halt, "at" | "wave">): Rollout {

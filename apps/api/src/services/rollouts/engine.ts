@@ -15,6 +15,7 @@ import {
   sameTeamOnCluster,
   serializeRollout,
   type ChangeOrigin,
+  type CurrentWave,
   type Fleet,
   type FleetPlan,
   type GateDecision,
@@ -532,8 +533,6 @@ export class RolloutEngine implements EngineHandle {
     return perTeam.flat();
   }
 }
-
-type CurrentWave = NonNullable<ReturnType<typeof currentWave>>;
 
 /** The halt of a wave some of whose teams cannot be rendered: nothing of it was committed (or proposed). */
 function renderFailedHalt(wave: string, plan: FleetPlan) {
