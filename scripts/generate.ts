@@ -9,9 +9,9 @@
 import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { dirname, join, sep } from "node:path";
 import { fileURLToPath } from "node:url";
-import { stringify } from "yaml";
+import { parse, stringify } from "yaml";
+import { platformSchema, sliceFiles, sliceOptions } from "@berth/core";
 import { teamCrd } from "../apps/controller/src/crd.js";
-import { SLICE_DEFAULTS, sliceFiles } from "../infra/flux/team-slices.js";
 import { EXAMPLES, renderExample, TEMPLATE_VERSIONS } from "../packages/core/test/fixtures.js";
 import { filesOf } from "../tests/support/folder.js";
 
@@ -57,10 +57,13 @@ export const GENERATED: readonly Generated[] = [
     },
   },
   {
-    what: "flux/'s team slices for aks-dev-weu (infra/flux/team-slices.ts, ADR 0022)",
+    what: "flux/'s team slices for aks-dev-weu, from flux/'s platform config (core's cluster-install.ts, ADR 0022)",
     files: async () => {
       const files = new Map<string, string>();
-      for (const [path, content] of sliceFiles({ cluster: "aks-dev-weu", ...SLICE_DEFAULTS }))
+      const config = parse(readFileSync(join(REPO_ROOT, "flux/berth/platform/berth.yaml"), "utf8")) as {
+        platform: unknown;
+      };
+      for (const [path, content] of sliceFiles(sliceOptions(platformSchema.parse(config.platform), "aks-dev-weu")))
         files.set(`flux/${path}`, content);
       return files;
     },

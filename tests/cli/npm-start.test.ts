@@ -87,6 +87,20 @@ describe("npm start prints commands that work as printed", () => {
     return { curl, commands, ui };
   };
 
+  it("warns at start of each layout flux/ no longer installs that the embedded default is on, with its end date", () => {
+    // infra/local/berth.yaml keeps the defaults: the fleet's GitRepository and the cluster indexes.
+    const warnings = output
+      .split("\n")
+      .filter((l) => l.startsWith("{"))
+      .map((l) => JSON.parse(l) as { level: number; msg: string })
+      .filter((l) => l.level === 40 && / is .* until \d{4}-\d{2}-\d{2}/.test(l.msg))
+      .map((l) => l.msg.split(" ").slice(0, 3).join(" "));
+    expect(warnings).toEqual([
+      "platform.fluxSource.kind is GitRepository",
+      "platform.layout.appliedBy is cluster-index",
+    ]);
+  });
+
   it("prints the curl, the berth commands and the /ui URL", () => {
     const { curl, commands, ui } = printed();
     expect(curl).toMatch(/^curl -sS -X POST http:\/\/127\.0\.0\.1:\d+\/v1\/teams /);

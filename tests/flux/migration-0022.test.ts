@@ -13,11 +13,12 @@
  * poll every 5 s here, and the API tells the Receiver after its own pushes.)
  */
 // needs: cluster dist
+import { readFileSync } from "node:fs";
 import { readFile } from "node:fs/promises";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { parse, stringify } from "yaml";
-import { sliceFiles, SLICE_DEFAULTS } from "../../infra/flux/team-slices.js";
+import { platformSchema, sliceFiles, sliceOptions } from "@berth/core";
 import { REPO_ROOT, type RunningBerth } from "../support/berth.js";
 import { devTeamsSeed } from "../support/fleet-seed.js";
 import {
@@ -39,6 +40,12 @@ const SEEDED = ["alpha", "bravo", "kilo"];
 const TEAMS = [...SEEDED, "delta"];
 const CLUSTER = "aks-dev-weu";
 const RETIRED = "berth-teams-0019-retired.yaml";
+/** flux/'s platform config, which its slices are cut for. */
+const shippedPlatform = () =>
+  platformSchema.parse(
+    (parse(readFileSync(join(REPO_ROOT, "flux", "berth", "platform", "berth.yaml"), "utf8")) as { platform: unknown })
+      .platform,
+  );
 const SOURCE_WATCHER = "source.extensions.fluxcd.io/v1beta1";
 const EXTERNAL_ARTIFACT = "source.toolkit.fluxcd.io/v1";
 
@@ -107,7 +114,7 @@ describe("moving a cluster to team slices (ADR 0022) with real Flux: only the re
       ),
       [`clusters/${CLUSTER}/kustomization.yaml`]: stringify(index),
     };
-    for (const [path, content] of sliceFiles({ cluster: CLUSTER, ...SLICE_DEFAULTS })) {
+    for (const [path, content] of sliceFiles(sliceOptions(shippedPlatform(), CLUSTER))) {
       // What flux/ holds is what the generator writes (tests/install/slices.test.ts); committed from flux/ here.
       files[path] = await flux(path);
       expect(files[path]).toBe(content);
@@ -155,7 +162,7 @@ describe("moving a cluster to team slices (ADR 0022) with real Flux: only the re
     const before = await deletes();
     api = await platform.startApi({
       platform: (p) => {
-        p.fluxSource = { ...p.fluxSource, artifactPrefix: SLICE_DEFAULTS.artifactPrefix };
+        p.fluxSource = { ...p.fluxSource, artifactPrefix: shippedPlatform().fluxSource.artifactPrefix };
         p.layout = { ...p.layout, appliedBy: "slices" };
       },
     });

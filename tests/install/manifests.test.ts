@@ -29,6 +29,7 @@ import {
 import { tmpdir } from "node:os";
 import { dirname, join, relative } from "node:path";
 import { loadConfig, loadControllerConfig } from "@berth/config";
+import { SLICE_LETTERS } from "@berth/core";
 import { parse } from "yaml";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { REPO_ROOT, startKubeCluster, type KubeCluster } from "../support/kube-cluster.js";
@@ -36,7 +37,6 @@ import { formatDryRunProblems, serverSideDryRunApply, type DryRunResult } from "
 import { applyObject, installCrd } from "../support/kube-http.js";
 import { kustomizeBuild, parseManifests, type KubeObject } from "../support/kustomize.js";
 import { componentVersion } from "../support/test-cluster-binaries.js";
-import { SLICE_LETTERS } from "../../infra/flux/team-slices.js";
 
 const FIELD_MANAGER = "berth-install-dry-run";
 /** The image's user (infra/image/build.mjs). */

@@ -1,39 +1,44 @@
 /**
- * The team slices of flux/ (ADR 0022) are what infra/flux/team-slices.ts writes (`npm run generate`;
- * tests/architecture/generated.test.ts checks the files): berth-team-slices.yaml and the two marker files of each
- * slice, for aks-dev-weu with the default folders and artifact names. And the slices cover
+ * The team slices of flux/ (ADR 0022) are what core's cluster-install.ts writes from flux/'s platform config
+ * (`npm run generate` and `berth cluster add`; tests/architecture/generated.test.ts checks the files):
+ * berth-team-slices.yaml and the two marker files of each slice, for aks-dev-weu. And the slices cover
  * every team name the API accepts: each one lands in exactly one slice. (Real Flux runs them in tests/flux.)
  */
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
-import { teamNameSchema } from "@berth/core";
+import { platformSchema, SLICE_LETTERS, sliceFiles, sliceOptions, teamNameSchema } from "@berth/core";
 import fc from "fast-check";
 import { parse } from "yaml";
 import { describe, expect, it } from "vitest";
-import { SLICE_DEFAULTS, SLICE_LETTERS, sliceFiles } from "../../infra/flux/team-slices.js";
 import { REPO_ROOT } from "../support/berth.js";
 
 const CLUSTER = "aks-dev-weu";
+const shipped = () =>
+  platformSchema.parse(
+    (parse(readFileSync(join(REPO_ROOT, "flux", "berth", "platform", "berth.yaml"), "utf8")) as { platform: unknown })
+      .platform,
+  );
 
 describe("flux/'s team slices (ADR 0022)", () => {
   it("are one file of objects and two markers per slice", () => {
-    const files = sliceFiles({ cluster: CLUSTER, ...SLICE_DEFAULTS });
+    const files = sliceFiles(sliceOptions(shipped(), CLUSTER));
     expect(files.size).toBe(1 + 2 * SLICE_LETTERS.length);
     expect(files.has(`clusters/${CLUSTER}/berth-team-slices.yaml`)).toBe(true);
   });
 
-  it("are applied by the cluster's root, and name the artifact prefix berth.yaml renders with", () => {
+  it("are applied by the cluster's root, and cut artifacts under the prefix team Kustomizations read", () => {
     const index = parse(readFileSync(join(REPO_ROOT, "flux", "clusters", CLUSTER, "kustomization.yaml"), "utf8")) as {
       resources: string[];
     };
     expect(index.resources).toContain("berth-team-slices.yaml");
-    const config = parse(readFileSync(join(REPO_ROOT, "flux", "berth", "platform", "berth.yaml"), "utf8")) as {
-      platform: { fluxSource: { kind: string; artifactPrefix: string } };
-    };
-    expect(config.platform.fluxSource).toMatchObject({
-      kind: "ExternalArtifact",
-      artifactPrefix: SLICE_DEFAULTS.artifactPrefix,
-    });
+    const platform = shipped();
+    expect(platform.fluxSource.kind).toBe("ExternalArtifact");
+    const slices = sliceFiles(sliceOptions(platform, CLUSTER)).get(`clusters/${CLUSTER}/berth-team-slices.yaml`)!;
+    expect(slices).toContain(`name: ${platform.fluxSource.artifactPrefix}{team}`);
+    // A platform whose team Kustomizations read the fleet's GitRepository would never read the slices' artifacts.
+    expect(() =>
+      sliceOptions({ ...platform, fluxSource: { ...platform.fluxSource, kind: "GitRepository" } }, CLUSTER),
+    ).toThrow(/ExternalArtifact/);
   });
 
   it("hold every team name the API accepts in exactly one slice", () => {

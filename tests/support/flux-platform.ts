@@ -18,11 +18,11 @@
  *     (tests/support/platform-azure.ts).
  */
 import { randomBytes } from "node:crypto";
-import { readFileSync } from "node:fs";
+import { existsSync, readFileSync } from "node:fs";
 import { cp, mkdir, mkdtemp, readdir, readFile, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
-import type { PlatformInput } from "@berth/core";
+import { newClusterFiles, platformSchema, type PlatformInput } from "@berth/core";
 import { parse, parseAllDocuments, stringify } from "yaml";
 import { Admin, CONTROLLER_GROUPS, CONTROLLER_USER, type Obj } from "../controller/helpers.js";
 import { ensureBuilt } from "./build.js";
@@ -46,6 +46,8 @@ import type { FakeAzure, FakeAzureOptions } from "../fake-azure/index.js";
 import { eventually } from "./wait.js";
 
 export const PLATFORM_CLUSTER = "aks-dev-weu";
+/** The controller identity's client id each further cluster's overlay gets (the fake Azure does not check it). */
+const TEST_CONTROLLER_CLIENT_ID = "11111111-2222-4333-8444-555555555555";
 export const ASO_NAMESPACE = "flux-config";
 export const TENANT_ID = "11111111-1111-4111-8111-111111111111";
 const GIT_AUTH = { username: "berth", password: "fleet-token-for-tests" };
@@ -231,8 +233,8 @@ export async function startFluxPlatform(opts: FluxPlatformOptions = {}): Promise
     const repoUrl = opts.repository?.url ?? (await serveFleetRepository(cleanups));
     const gitEnv = basicAuthEnv(gitAuth.username, gitAuth.password);
 
-    // Seeded as docs/install.md does it: flux/ copied with links followed, each further cluster copied from
-    // aks-dev-weu with its name replaced, this platform's config, and the folder `flux bootstrap` writes.
+    // Seeded as docs/install.md does it: flux/ copied with links followed, each further cluster written by what
+    // `berth cluster add` runs, this platform's config, and the folder `flux bootstrap` writes.
     const work = await mkdtemp(join(tmpdir(), "berth-fleet-"));
     cleanups.push(() => rm(work, { recursive: true, force: true }));
     const fleet = join(work, "fleet");
@@ -272,13 +274,31 @@ export async function startFluxPlatform(opts: FluxPlatformOptions = {}): Promise
         withTeamsRepository(await readFile(teamsFile, "utf8"), repoUrl, opts.pollInterval ?? "5s"),
       );
     for (const spec of specs.filter((c) => c.name !== PLATFORM_CLUSTER)) {
-      for (const dir of ["berth/overlays", "clusters"])
-        await copyReplacing(
-          join(fleet, dir, PLATFORM_CLUSTER),
-          join(fleet, dir, spec.name),
-          PLATFORM_CLUSTER,
-          spec.name,
-        );
+      if (slices) {
+        // What `berth cluster add` writes (docs/install.md, step 3), and what the test added to aks-dev-weu beside it.
+        const files = newClusterFiles({
+          platform: platformSchema.parse(platform),
+          cluster: spec.name,
+          like: PLATFORM_CLUSTER,
+          read: (path) => (existsSync(join(fleet, path)) ? readFileSync(join(fleet, path), "utf8") : undefined),
+          controllerClientId: TEST_CONTROLLER_CLIENT_ID,
+        });
+        for (const [path, text] of files) {
+          await mkdir(dirname(join(fleet, path)), { recursive: true });
+          await writeFile(join(fleet, path), text);
+        }
+        for (const extra of opts.forgeReceiver ? ["forge-receiver.yaml"] : [])
+          await cp(join(fleet, "clusters", PLATFORM_CLUSTER, extra), join(fleet, "clusters", spec.name, extra));
+      } else {
+        // An install from before the slices: copied with the name replaced, as its install.md said.
+        for (const dir of ["berth/overlays", "clusters"])
+          await copyReplacing(
+            join(fleet, dir, PLATFORM_CLUSTER),
+            join(fleet, dir, spec.name),
+            PLATFORM_CLUSTER,
+            spec.name,
+          );
+      }
     }
     if (!specs.some((c) => c.name === PLATFORM_CLUSTER)) {
       await rm(join(fleet, "berth", "overlays", PLATFORM_CLUSTER), { recursive: true });

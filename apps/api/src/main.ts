@@ -1,4 +1,5 @@
 import { loadConfig, ConfigError, type BerthConfig } from "@berth/config";
+import { layoutNotices } from "@berth/core";
 import { startHealthServer, type HealthServer } from "@berth/kube-runtime";
 import pino from "pino";
 import { buildServer, loggerOptions } from "./http/server.js";
@@ -45,6 +46,9 @@ async function main(): Promise<void> {
       "authentication is in development mode: one static token grants every role; never use this outside a laptop",
     );
   }
+
+  // A layout flux/ no longer installs is still written, until its end date (docs/repo-layout.md, "Retiring a layout").
+  for (const notice of layoutNotices(config.platform)) logger.warn(notice);
 
   const services = await createServices(config, logger);
   const server = await buildServer(services.deps, {

@@ -10,6 +10,7 @@ import {
   type RolloutOutput,
   type RolloutSource,
 } from "./commands/rollouts.js";
+import { clusterAdd, type ClusterAddOptions } from "./commands/cluster.js";
 import { status } from "./commands/status.js";
 import { parseDuration } from "./duration.js";
 import { apply, deleteTeam, diff, getTeams, type OutputFormat } from "./commands/teams.js";
@@ -75,6 +76,7 @@ Examples:
   berth status payments --watch --timeout 15m
   berth rollout preview --to v3 --env dev
   berth rollout start -f rollout.yaml && berth rollout get ro-20261124-101500-a1b2c3 --watch
+  berth cluster add aks-prod-weu --fleet ../fleet --client-id 11111111-2222-4333-8444-555555555555
 
 Exit codes: 0 ok · 1 differences (diff) or the team failed (status) · 2 usage · 3 invalid team · 4 not found ·
 5 unauthorized · 6 conflict · 7 API unavailable · 8 timed out · 130 interrupted. Details: docs/cli.md`,
@@ -127,6 +129,19 @@ Exit codes: 0 ok · 1 differences (diff) or the team failed (status) · 2 usage 
     .command("view")
     .description("print the CLI config, stored tokens redacted")
     .action(action(async (_opts: unknown, cmd: Command) => viewConfig(runtime(cmd))));
+
+  program
+    .command("cluster")
+    .description("a workload cluster's Flux files in the fleet repository")
+    .command("add <name>")
+    .description(
+      "write a new workload cluster's Flux files into a fleet checkout, from the platform config and an installed cluster",
+    )
+    .requiredOption("--fleet <dir>", "the fleet repository's checkout")
+    .requiredOption("--client-id <uuid>", "the client id of the cluster's Berth Discovery Reader identity")
+    .option("--platform-config <file>", "the platform config (default: <fleet>/berth/platform/berth.yaml)")
+    .option("--like <cluster>", "the installed cluster to copy from (default: the first one in the platform config)")
+    .action(action(async (name: string, opts: ClusterAddOptions) => clusterAdd(io, name, opts)));
 
   const fileOptions = (cmd: Command) =>
     cmd

@@ -1,5 +1,5 @@
 import { ConfigError, loadControllerConfig, type ControllerConfig } from "@berth/config";
-import type { PlatformValuesProvider } from "@berth/core";
+import { layoutNotices, type PlatformValuesProvider } from "@berth/core";
 import { loadKubeConfig, startHealthServer } from "@berth/kube-runtime";
 import pino from "pino";
 import { Registry } from "prom-client";
@@ -55,6 +55,8 @@ async function main(): Promise<void> {
     config = loadControllerConfig();
     // `app`, not `component`: the runtime's parts bind `component`, and a line carries each key once.
     logger = pino({ level: config.logLevel, base: { app: "berth-controller", identity: config.identity } });
+    // A layout flux/ no longer installs still works, until its end date (docs/repo-layout.md, "Retiring a layout").
+    for (const notice of layoutNotices(config.platform)) logger.warn(notice);
     values = await providerFor(config, registry, logger);
   } catch (err) {
     if (err instanceof ConfigError) {

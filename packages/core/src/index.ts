@@ -5,6 +5,8 @@ export * from "./platform.js";
 export * from "./naming.js";
 export * from "./validate.js";
 export * from "./layout.js";
+export * from "./cluster-install.js";
+export * from "./layout-support.js";
 export * from "./placeholders.js";
 export * from "./serialize.js";
 export * from "./template-set.js";

@@ -7,33 +7,11 @@ import { existsSync, readdirSync, readFileSync } from "node:fs";
 import { describe, expect, it } from "vitest";
 import { parse } from "yaml";
 import { LEGACY_TEMPLATE_VERSION } from "@berth/core";
+import { docSection, docTable } from "./doc-tables.js";
 import { REPO_ROOT, TEMPLATE_VERSIONS, TEMPLATES_DIR } from "./fixtures.js";
 
-const section = (() => {
-  const doc = readFileSync(`${REPO_ROOT}docs/templates.md`, "utf8");
-  const start = doc.indexOf("\n## Retiring a version\n");
-  expect(start, "docs/templates.md has a section 'Retiring a version'").toBeGreaterThan(0);
-  const end = doc.indexOf("\n## ", start + 1);
-  return doc.slice(start, end < 0 ? undefined : end);
-})();
-
-/** The rows of the section's table whose header row starts with `firstHeader`, as lists of cells. */
-function table(firstHeader: string): string[][] {
-  const lines = section.split("\n");
-  const header = lines.findIndex((l) => l.startsWith(`| ${firstHeader} |`));
-  expect(header, `a table headed "${firstHeader}"`).toBeGreaterThan(0);
-  const rows: string[][] = [];
-  for (const line of lines.slice(header + 2)) {
-    if (!line.startsWith("|")) break;
-    rows.push(
-      line
-        .slice(1, -1)
-        .split(" | ")
-        .map((c) => c.trim()),
-    );
-  }
-  return rows;
-}
+const section = docSection("docs/templates.md", "Retiring a version");
+const table = (firstHeader: string) => docTable(section, firstHeader);
 
 const code = (cell: string) => [...cell.matchAll(/`([^`]+)`/g)].map((m) => m[1] ?? "");
 const versionsIn = (cell: string) => code(cell).filter((c) => /^v[1-9][0-9]*$/.test(c));

@@ -1,0 +1,329 @@
+import { CST, isMap, isScalar, isSeq, parseDocument, Parser, stringify, type Document, type YAMLMap } from "yaml";
+import { allClusters, type Platform } from "./platform.js";
+
+/**
+ * A workload cluster's Flux files in the fleet repository (docs/install.md, step 3): what applies the cluster's
+ * teams, derived from the platform config so that they cannot disagree with what the API writes. The slices
+ * (ADR 0022) are built here whole; the files that do not depend on the cluster are taken as they are from a cluster
+ * already installed, and the fields that do are set here, never by replacing text.
+ */
+
+/** Team names start with a lowercase letter (DNS labels, the team schema): one slice per letter. */
+export const SLICE_LETTERS = [..."abcdefghijklmnopqrstuvwxyz"];
+
+export const sliceArtifact = (letter: string) => `berth-team-slice-${letter}`;
+
+/** What the slices depend on: the cluster and four settings of the platform config. */
+export interface SliceOptions {
+  cluster: string;
+  /** platform.asoNamespace: where the team Kustomizations, their artifacts and the slices live. */
+  namespace: string;
+  /** platform.layout's folders. */
+  teamsDir: string;
+  clustersDir: string;
+  /** platform.fluxSource.artifactPrefix: each team's artifact is `<prefix><team>`. */
+  artifactPrefix: string;
+}
+
+/** Why a cluster's Flux files cannot be written as asked. */
+export class ClusterInstallError extends Error {
+  override readonly name = "ClusterInstallError";
+}
+
+/** The slices' settings from the platform config; refused when team Kustomizations would not read the slices. */
+export function sliceOptions(platform: Platform, cluster: string): SliceOptions {
+  if (platform.fluxSource.kind !== "ExternalArtifact")
+    throw new ClusterInstallError(
+      `platform.fluxSource.kind is ${platform.fluxSource.kind}: team Kustomizations would not read the artifacts the ` +
+        "slices cut; set it to ExternalArtifact (docs/install.md, step 4)",
+    );
+  return {
+    cluster,
+    namespace: platform.asoNamespace,
+    teamsDir: platform.layout.teamsDir,
+    clustersDir: platform.layout.clustersDir,
+    artifactPrefix: platform.fluxSource.artifactPrefix,
+  };
+}
+
+/** A copy whose glob matches nothing fails its whole generator: each slice's globs match these at least. */
+function sliceMarkers(o: SliceOptions): Map<string, string> {
+  const markers = new Map<string, string>();
+  for (const l of SLICE_LETTERS) {
+    const text = (where: string) =>
+      `Slice ${l} of Berth's teams (ADR 0022): source-watcher copies ${where}, and a copy that matches nothing fails.\n` +
+      `Not a team: team names cannot contain "--". Keep this file.\n`;
+    markers.set(`${o.teamsDir}/${l}--slice`, text(`${o.teamsDir}/${l}*`));
+    markers.set(
+      `${o.clustersDir}/${o.cluster}/teams/slices/${l}--slice`,
+      text(`${o.clustersDir}/${o.cluster}/teams/*/${l}*`),
+    );
+  }
+  return markers;
+}
+
+export function sliceObjects(o: SliceOptions): object[] {
+  const teams = `${o.clustersDir}/${o.cluster}/teams`;
+  const cutter = {
+    apiVersion: "source.extensions.fluxcd.io/v1beta1",
+    kind: "ArtifactGenerator",
+    metadata: { name: "berth-team-slices", namespace: o.namespace },
+    spec: {
+      sources: [{ alias: "fleet", kind: "GitRepository", name: "berth-teams", namespace: "flux-system" }],
+      artifacts: SLICE_LETTERS.map((l) => ({
+        name: sliceArtifact(l),
+        // The commit the slice was cut from; the team artifacts cut from the slice pass it on.
+        originRevision: "@fleet",
+        copy: [
+          { from: `@fleet/${o.teamsDir}/${l}*`, to: "@artifact/" },
+          // Each shard's index lists all its teams, not only the slice's: without it Flux applies the files present.
+          { from: `@fleet/${teams}/*/${l}*`, to: "@artifact/", exclude: ["kustomization.yaml"] },
+        ],
+      })),
+    },
+  };
+  const perSlice = SLICE_LETTERS.flatMap((l) => [
+    {
+      apiVersion: "kustomize.toolkit.fluxcd.io/v1",
+      kind: "Kustomization",
+      metadata: { name: `berth-teams-${l}`, namespace: o.namespace },
+      spec: {
+        interval: "10m",
+        retryInterval: "1m",
+        path: `./${teams}`,
+        prune: true,
+        // Team Kustomizations report their own health; this one only has to apply them.
+        wait: false,
+        sourceRef: { kind: "ExternalArtifact", name: sliceArtifact(l) },
+      },
+    },
+    {
+      apiVersion: "source.extensions.fluxcd.io/v1beta1",
+      kind: "ArtifactGenerator",
+      metadata: { name: `berth-team-artifacts-${l}`, namespace: o.namespace },
+      spec: {
+        sources: [{ alias: "slice", kind: "ExternalArtifact", name: sliceArtifact(l) }],
+        pathPattern: `@slice/${o.teamsDir}/{team}/clusters/${o.cluster}`,
+        artifacts: [
+          {
+            name: `${o.artifactPrefix}{team}`,
+            originRevision: "@slice",
+            copy: [
+              { from: `@slice/${o.teamsDir}/{team}/base/`, to: `@artifact/${o.teamsDir}/{team}/` },
+              {
+                from: `@slice/${o.teamsDir}/{team}/clusters/${o.cluster}/`,
+                to: `@artifact/${o.teamsDir}/{team}/clusters/`,
+              },
+            ],
+          },
+        ],
+      },
+    },
+  ]);
+  return [cutter, ...perSlice];
+}
+
+const SLICES_HEADER = (
+  o: SliceOptions,
+) => `# Generated by \`berth cluster add\` (Berth's packages/core/src/cluster-install.ts) - do not edit; run it again.
+#
+# This cluster's teams in 26 slices by the team name's first letter (ADR 0022), so that a commit costs Flux work in
+# proportion to what it changed. ArtifactGenerator berth-team-slices cuts each fetch of GitRepository berth-teams
+# (berth-teams.yaml) into ExternalArtifact ${sliceArtifact("<l>")}: the folders of the teams starting with <l> and their
+# Flux files on this cluster. An artifact's revision is its content's digest, so a slice that did not change stops
+# there. Per slice, Kustomization berth-teams-<l> applies the slice's team Kustomizations, and ArtifactGenerator
+# berth-team-artifacts-<l> cuts one ExternalArtifact ${o.artifactPrefix}<team> per team (platform.fluxSource.artifactPrefix),
+# which the team's Kustomization reads. Each slice needs its two marker files (${o.teamsDir}/<l>--slice and
+# ${o.clustersDir}/${o.cluster}/teams/slices/<l>--slice): a copy that matches nothing fails its generator.
+`;
+
+/** The slices' file and markers, by path from the fleet repository's root. */
+export function sliceFiles(o: SliceOptions): Map<string, string> {
+  const file =
+    SLICES_HEADER(o) +
+    sliceObjects(o)
+      .map((obj) => "---\n" + stringify(obj, { lineWidth: 0 }))
+      .join("");
+  return new Map([[`${o.clustersDir}/${o.cluster}/berth-team-slices.yaml`, file], ...sliceMarkers(o)]);
+}
+
+/**
+ * GitRepository berth-teams's `ignore`: only what Berth writes for this cluster (the teams' folders without other
+ * clusters' parts, and this cluster's team Flux files), so source-watcher unpacks less at each commit.
+ */
+export function teamsRepositoryIgnore(platform: Platform, cluster: string): string {
+  const { teamsDir, clustersDir } = platform.layout;
+  const rules = [
+    "/*",
+    ...keepFolder(teamsDir),
+    `/${teamsDir}/*/clusters/*`,
+    `!/${teamsDir}/*/clusters/${cluster}/`,
+    ...keepFolder(clustersDir),
+    `/${clustersDir}/*`,
+    `!/${clustersDir}/${cluster}/`,
+    `/${clustersDir}/${cluster}/*`,
+    `!/${clustersDir}/${cluster}/teams/`,
+  ];
+  return [...new Set(rules)].join("\n") + "\n";
+}
+
+/** gitignore rules that keep `a/b/c` while its parents' other entries stay ignored. */
+function keepFolder(dir: string): string[] {
+  const parts = dir.split("/");
+  return parts.flatMap((_, i) => {
+    const path = parts.slice(0, i + 1).join("/");
+    return i === parts.length - 1 ? [`!/${path}/`] : [`!/${path}/`, `/${path}/*`];
+  });
+}
+
+/** The files of an installed cluster (`like`) that a new cluster's are made from, by path from the fleet's root. */
+export const clusterInstallSources = (platform: Platform, like: string) => ({
+  index: `${platform.layout.clustersDir}/${like}/kustomization.yaml`,
+  controller: `${platform.layout.clustersDir}/${like}/berth.yaml`,
+  teams: `${platform.layout.clustersDir}/${like}/berth-teams.yaml`,
+  tenancy: `${platform.layout.clustersDir}/${like}/berth-tenancy.yaml`,
+  overlay: `berth/overlays/${like}/kustomization.yaml`,
+});
+
+export interface NewCluster {
+  platform: Platform;
+  /** The new cluster: one of platform.environments' clusters. */
+  cluster: string;
+  /** An installed cluster of the same fleet, whose cluster-independent files are taken as they are. */
+  like: string;
+  /** The files clusterInstallSources names, read from the fleet repository. */
+  read: (path: string) => string | undefined;
+  /** The client id of the cluster's "Berth Discovery Reader" identity (docs/install.md, step 2). */
+  controllerClientId: string;
+}
+
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+
+/**
+ * Every Flux file a new workload cluster needs, by path from the fleet's root: `clusters/<cluster>/` (without
+ * `flux-system`, which `flux bootstrap` writes) and `berth/overlays/<cluster>/`. Refused (ClusterInstallError) when
+ * the cluster is not in the platform config, a source file is missing or not as Berth installs it, or a written file
+ * would still name `like`.
+ */
+export function newClusterFiles(input: NewCluster): Map<string, string> {
+  const { platform, cluster, like, read } = input;
+  const known = allClusters(platform).map((c) => c.name);
+  if (!known.includes(cluster))
+    throw new ClusterInstallError(
+      `cluster ${cluster} is not in the platform config (platform.environments[].clusters: ${known.join(", ") || "none"}); add it there first`,
+    );
+  if (cluster === like) throw new ClusterInstallError(`cluster ${cluster} is the cluster to copy from`);
+  if (!UUID.test(input.controllerClientId))
+    throw new ClusterInstallError(`the controller's client id must be a UUID, not "${input.controllerClientId}"`);
+  const sources = clusterInstallSources(platform, like);
+  const source = (path: string) => {
+    const text = read(path);
+    if (text === undefined)
+      throw new ClusterInstallError(`${path} is missing: is ${like} installed as docs/install.md says?`);
+    return text;
+  };
+  const target = clusterInstallSources(platform, cluster);
+  const files = new Map<string, string>();
+
+  files.set(target.index, source(sources.index));
+  files.set(target.tenancy, source(sources.tenancy));
+  files.set(
+    target.controller,
+    editDocuments(source(sources.controller), sources.controller, (doc, o) => {
+      if (o.kind === "Kustomization" && o.name === "berth-controller") {
+        doc.setIn(["spec", "path"], `./berth/overlays/${cluster}`);
+        return true;
+      }
+      return false;
+    }),
+  );
+  files.set(
+    target.teams,
+    editDocuments(source(sources.teams), sources.teams, (doc, o) => {
+      if (o.kind === "GitRepository" && o.name === "berth-teams") {
+        doc.setIn(["spec", "ignore"], teamsRepositoryIgnore(platform, cluster));
+        return true;
+      }
+      return false;
+    }),
+  );
+  files.set(target.overlay, overlayFor(source(sources.overlay), sources.overlay, cluster, input.controllerClientId));
+  for (const [path, text] of sliceFiles(sliceOptions(platform, cluster)))
+    if (!path.startsWith(`${platform.layout.teamsDir}/`)) files.set(path, text);
+
+  // Every field that names the cluster is set above; a mention left would be a field this code does not know.
+  const mention = new RegExp(`(^|[^a-z0-9-])${like.replace(/[.*+?^${}()|[\]\\]/g, "\\$&")}([^a-z0-9-]|$)`);
+  for (const [path, text] of files) {
+    const lines = text.split("\n");
+    const line = lines.findIndex((l) => mention.test(l));
+    if (line !== -1)
+      throw new ClusterInstallError(
+        `${path} would still name ${like} (line ${line + 1}: ${lines[line]?.trim()}); set that field by hand`,
+      );
+  }
+  return files;
+}
+
+/**
+ * Each document of a multi-document file, `edit` applied; refused when no document was edited. A document `edit`
+ * leaves alone is kept byte for byte (its comments and line breaks), an edited one is written again.
+ */
+function editDocuments(
+  text: string,
+  path: string,
+  edit: (doc: Document.Parsed, o: { kind?: string; name?: string }) => boolean,
+): string {
+  let edited = 0;
+  let out = "";
+  for (const token of new Parser().parse(text)) {
+    const source = CST.stringify(token);
+    if (token.type !== "document") {
+      out += source;
+      continue;
+    }
+    const doc = parseDocument(source);
+    const [error] = doc.errors;
+    if (error) throw new ClusterInstallError(`${path}: ${error.message}`);
+    const o = doc.toJS() as { kind?: string; metadata?: { name?: string } } | null;
+    if (o && edit(doc, { kind: o.kind, name: o.metadata?.name })) {
+      edited++;
+      out += doc.toString({ lineWidth: 0, flowCollectionPadding: false });
+    } else out += source;
+  }
+  if (edited === 0) throw new ClusterInstallError(`${path} does not hold the object Berth installs there`);
+  return out;
+}
+
+/** The controller's overlay: the cluster's name and its identity's client id, in the two patches that set them. */
+function overlayFor(text: string, path: string, cluster: string, clientId: string): string {
+  const doc = parseDocument(text);
+  let name = false;
+  let identity = false;
+  for (const item of mapsOf(doc.get("patches"))) {
+    const node = item.get("patch", true);
+    if (!isScalar(node) || typeof node.value !== "string") continue;
+    const patch = parseDocument(node.value);
+    if (patch.get("kind") === "Deployment") {
+      for (const container of mapsOf(patch.getIn(["spec", "template", "spec", "containers"])))
+        for (const env of mapsOf(container.get("env")))
+          if (env.get("name") === "BERTH_CLUSTER_NAME") {
+            env.set("value", cluster);
+            name = true;
+          }
+    } else if (patch.get("kind") === "ServiceAccount" && patch.hasIn(["metadata", "annotations", CLIENT_ID])) {
+      patch.setIn(["metadata", "annotations", CLIENT_ID], clientId);
+      identity = true;
+    }
+    node.value = patch.toString({ lineWidth: 0 }).trimEnd();
+  }
+  if (!name || !identity)
+    throw new ClusterInstallError(
+      `${path} does not hold the patches Berth installs (BERTH_CLUSTER_NAME and the ${CLIENT_ID} annotation)`,
+    );
+  return doc.toString({ lineWidth: 0, flowCollectionPadding: false });
+}
+
+const CLIENT_ID = "azure.workload.identity/client-id";
+
+/** The mappings of a YAML sequence node (none for anything else). */
+const mapsOf = (node: unknown): YAMLMap[] => (isSeq(node) ? node.items.filter((i): i is YAMLMap => isMap(i)) : []);

@@ -1,0 +1,125 @@
+/**
+ * newClusterFiles (what `berth cluster add` writes) on small source files: what it sets, what it keeps byte for
+ * byte, and what it refuses. tests/install/cluster-add.test.ts runs the built CLI on flux/ itself.
+ */
+import { describe, expect, it } from "vitest";
+import { ClusterInstallError, newClusterFiles, type NewCluster } from "../src/index.js";
+import { makePlatform } from "./fixtures.js";
+
+const platform = makePlatform({ fluxSource: { kind: "ExternalArtifact", artifactPrefix: "team-files-" } });
+const CLIENT_ID = "21111111-2222-4333-8444-555555555555";
+
+const CONTROLLER = `# Berth on this cluster.
+apiVersion: kustomize.toolkit.fluxcd.io/v1
+kind: Kustomization
+metadata:
+  name: berth-crds
+spec:
+  path: ./berth/crds # unchanged
+---
+apiVersion: kustomize.toolkit.fluxcd.io/v1
+kind: Kustomization
+metadata:
+  name: berth-controller
+spec:
+  path: ./berth/overlays/aks-dev-weu
+`;
+const TEAMS = `apiVersion: v1
+kind: Namespace
+metadata: { name: flux-config }
+---
+apiVersion: source.toolkit.fluxcd.io/v1
+kind: GitRepository
+metadata:
+  name: berth-teams
+  namespace: flux-system
+spec:
+  ignore: |
+    /clusters/aks-dev-weu/
+`;
+const OVERLAY = `resources: [../../controller]
+patches:
+  - patch: |-
+      apiVersion: apps/v1
+      kind: Deployment
+      metadata: { name: berth-controller, namespace: berth-system }
+      spec:
+        template:
+          spec:
+            containers:
+              - name: controller
+                env:
+                  - name: BERTH_CLUSTER_NAME
+                    value: aks-dev-weu
+  - patch: |-
+      apiVersion: v1
+      kind: ServiceAccount
+      metadata:
+        name: berth-controller
+        annotations:
+          azure.workload.identity/client-id: 11111111-2222-4333-8444-555555555555
+`;
+const SOURCES: Record<string, string> = {
+  "clusters/aks-dev-weu/kustomization.yaml": "resources: [flux-system, berth.yaml]\n",
+  "clusters/aks-dev-weu/berth.yaml": CONTROLLER,
+  "clusters/aks-dev-weu/berth-teams.yaml": TEAMS,
+  "clusters/aks-dev-weu/berth-tenancy.yaml": "kind: List # for every cluster\n",
+  "berth/overlays/aks-dev-weu/kustomization.yaml": OVERLAY,
+};
+
+const add = (over: Partial<NewCluster> = {}, sources: Record<string, string | undefined> = SOURCES) =>
+  newClusterFiles({
+    platform,
+    cluster: "aks-prod-weu",
+    like: "aks-dev-weu",
+    read: (path) => sources[path],
+    controllerClientId: CLIENT_ID,
+    ...over,
+  });
+
+describe("newClusterFiles", () => {
+  it("sets the cluster's fields and keeps every other document as it was, comments included", () => {
+    const files = add();
+    expect(files.get("clusters/aks-prod-weu/kustomization.yaml")).toBe(
+      SOURCES["clusters/aks-dev-weu/kustomization.yaml"],
+    );
+    expect(files.get("clusters/aks-prod-weu/berth-tenancy.yaml")).toBe("kind: List # for every cluster\n");
+    const controller = files.get("clusters/aks-prod-weu/berth.yaml")!;
+    expect(controller.startsWith(CONTROLLER.slice(0, CONTROLLER.indexOf("---")))).toBe(true);
+    expect(controller).toContain("path: ./berth/overlays/aks-prod-weu");
+    const teams = files.get("clusters/aks-prod-weu/berth-teams.yaml")!;
+    expect(teams.startsWith("apiVersion: v1\nkind: Namespace\nmetadata: { name: flux-config }\n---\n")).toBe(true);
+    expect(teams).toContain("!/clusters/aks-prod-weu/teams/");
+    const overlay = files.get("berth/overlays/aks-prod-weu/kustomization.yaml")!;
+    expect(overlay).toContain("value: aks-prod-weu");
+    expect(overlay).toContain(`azure.workload.identity/client-id: ${CLIENT_ID}`);
+    expect(files.has("clusters/aks-prod-weu/berth-team-slices.yaml")).toBe(true);
+    expect(files.has("clusters/aks-prod-weu/teams/slices/a--slice")).toBe(true);
+    // The teams' markers are every cluster's: there already.
+    expect(files.has("teams/a--slice")).toBe(false);
+  });
+
+  it("refuses a field naming the cluster it copies from that it does not know how to set", () => {
+    const sources = { ...SOURCES, "clusters/aks-dev-weu/berth-tenancy.yaml": "kind: List\nnote: aks-dev-weu only\n" };
+    expect(() => add({}, sources)).toThrow(/berth-tenancy.yaml would still name aks-dev-weu \(line 2/);
+    // A name that only contains it is another cluster's.
+    const other = { ...SOURCES, "clusters/aks-dev-weu/berth-tenancy.yaml": "note: aks-dev-weu2\n" };
+    expect(() => add({}, other)).not.toThrow();
+  });
+
+  it("refuses what it cannot do right", () => {
+    expect(() => add({ cluster: "aks-nowhere" })).toThrow(/not in the platform config/);
+    expect(() => add({ controllerClientId: "me" })).toThrow(/must be a UUID/);
+    expect(() => add({ cluster: "aks-dev-weu" })).toThrow(ClusterInstallError);
+    expect(() => add({}, { ...SOURCES, "clusters/aks-dev-weu/berth-tenancy.yaml": undefined })).toThrow(/is missing/);
+    expect(() => add({}, { ...SOURCES, "clusters/aks-dev-weu/berth-teams.yaml": "kind: Namespace\n" })).toThrow(
+      /does not hold the object Berth installs/,
+    );
+    expect(() =>
+      add({}, { ...SOURCES, "berth/overlays/aks-dev-weu/kustomization.yaml": "resources: [../../controller]\n" }),
+    ).toThrow(/BERTH_CLUSTER_NAME/);
+    expect(() => add({ platform: makePlatform({ fluxSource: { kind: "GitRepository" } }) })).toThrow(
+      /ExternalArtifact/,
+    );
+  });
+});
