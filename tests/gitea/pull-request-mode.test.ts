@@ -329,6 +329,35 @@ describe("pull-request mode: Berth proposes each team write as a pull request on
     ]);
   });
 
+  it("berth delete of a team on main proposes its offboarding, naming the pull request, and main keeps the team", async () => {
+    const created = await onboard(berth, "invoices");
+    expect(created.statusCode, created.body).toBe(202);
+    await gitea.merge(repo, readAnswer(created, proposalResponse).pullRequest.number);
+    await eventually(
+      "the team served from main",
+      async () => (await berth.server.inject({ url: "/v1/teams/invoices", headers: auth })).statusCode === 200,
+      30_000,
+    );
+    const mainBefore = (await gitea.waitForBranch(repo, "main")).commit.id;
+
+    const { cli, connection } = await cliOnBerth();
+    const deleted = await cli.run(["delete", "team", "invoices", "--yes", ...connection]);
+    expect(deleted.stderr).toBe("");
+    expect(deleted.code).toBe(0);
+    const match = /^team\/invoices deletion proposed in pull request #(\d+) \((\S+)\): applied once merged\n$/.exec(
+      deleted.stdout,
+    );
+    expect(match, deleted.stdout).not.toBeNull();
+    const pulls = (await (
+      await gitea.api(`/repos/${repo.owner}/${repo.name}/pulls?state=open&limit=50`)
+    ).json()) as Array<{ number: number; html_url: string; head: { ref: string } }>;
+    const pull = pulls.find((p) => p.head.ref === "berth/team/invoices");
+    expect([String(pull?.number), pull?.html_url]).toEqual([match![1], match![2]]);
+    // Nothing is gone until a reviewer merges it.
+    expect((await gitea.waitForBranch(repo, "main")).commit.id).toBe(mainBefore);
+    expect((await berth.server.inject({ url: "/v1/teams/invoices", headers: auth })).statusCode).toBe(200);
+  });
+
   it("a forge that refuses Berth's token gets a clear 502 naming the forge's answer, never the token, and no branch", async () => {
     const before = await branches();
     const wrongToken = "0123456789abcdef0123456789abcdef01234567";
