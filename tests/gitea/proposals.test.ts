@@ -150,10 +150,33 @@ describe("pull-request mode's writer on a real Gitea", () => {
     await expect(
       indexed.propose({ team: "bravo" }, onboardWith(() => indexedOnboarding)("bravo"), origin),
     ).rejects.toMatchObject({
-      kind: "invalid-change",
-      message: expect.stringContaining("platform.layout.appliedBy slices"),
+      code: "path-ownership",
+      message: expect.stringMatching(
+        /^a change for team "bravo" may not write clusters\/aks-dev-weu\/teams\/.*teams index/,
+      ),
     });
     expect(await branchExists("berth/team/bravo")).toBe(false);
+  });
+
+  it("lets an adoption edit hand-written files, but no other team's, and a team write neither", async () => {
+    const writing = (files: Record<string, string>) => async () => ({
+      subject: "berth: adopt team echo",
+      files: new Map(Object.entries(files)),
+    });
+    const own = { "teams/echo/base/team.yaml": "name: echo\n" };
+    const handWritten = { ...own, "tenants/echo/kustomization.yaml": "resources: []\n" };
+    await expect(writer.propose({ team: "echo" }, writing(handWritten), origin)).rejects.toMatchObject({
+      code: "path-ownership",
+      message:
+        'a change for team "echo" may not write tenants/echo/kustomization.yaml: it is a file outside the teams layout',
+    });
+    await expect(
+      writer.propose({ team: "echo", adopts: true }, writing({ ...own, "teams/alpha/base/team.yaml": "x\n" }), origin),
+    ).rejects.toMatchObject({ code: "path-ownership", path: "teams/alpha/base/team.yaml" });
+    expect(await branchExists("berth/team/echo")).toBe(false);
+    const adopted = await writer.propose({ team: "echo", adopts: true }, writing(handWritten), origin);
+    expect(adopted.pullRequest?.state).toBe("open");
+    expect((await gitea.waitForBranch(repo, "berth/team/echo", adopted.revision)).commit.id).toBe(adopted.revision);
   });
 
   it("deletes the branch of a pull request closed without merge, and says so; a branch pushed to since, or closed too recently, is kept", async () => {

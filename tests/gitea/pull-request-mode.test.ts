@@ -2,9 +2,11 @@
 /**
  * Berth's API in pull-request mode (fluxRepo.review, ADR 0030) against a real Gitea: onboarding answers 202 with the
  * pull request, main does not move and the team is not served until a reviewer merges; bad input is refused before
- * any branch is pushed; main is protected (no push, one approval), as most fleet repositories' is.
+ * any branch is pushed; main is protected (no push, one approval), as most fleet repositories' is. Adopting a
+ * hand-written team is proposed the same way.
  */
 import {
+  adoptionProposalResponse,
   deleteProposalResponse,
   proposalResponse,
   reviewListResponse,
@@ -17,10 +19,11 @@ import { mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { DEV_TOKEN, startBerth, uiSessionCookie, type RunningBerth } from "../support/berth.js";
+import { DEV_TOKEN, REPO_ROOT, startBerth, uiSessionCookie, type RunningBerth } from "../support/berth.js";
 import { ensureBuilt } from "../support/build.js";
 import { CliHarness } from "../support/cli.js";
 import { readAnswer } from "../support/contract.js";
+import { basicAuthEnv, pushTree } from "../support/git-remotes.js";
 import { startGitea, type GiteaRepo, type RunningGitea } from "../support/gitea.js";
 import { eventually } from "../support/wait.js";
 import { ScriptedStatusReader } from "../support/scripted-status.js";
@@ -60,17 +63,25 @@ describe("pull-request mode: Berth proposes each team write as a pull request on
     forgeToken: string,
     {
       clusters,
+      on = repo,
       ...opts
-    }: { listen?: boolean; startEngine?: boolean; statusReader?: TeamStatusReader; clusters?: string[] } = {},
+    }: {
+      listen?: boolean;
+      startEngine?: boolean;
+      statusReader?: TeamStatusReader;
+      clusters?: string[];
+      /** The fleet repository: the suite's unless said. */
+      on?: GiteaRepo;
+    } = {},
   ) =>
     startBerth({
-      remoteUrl: repo.cloneUrl,
+      remoteUrl: on.cloneUrl,
       ...opts,
       env: { BERTH_GIT_USERNAME: gitea.username, BERTH_GIT_TOKEN: gitea.token, BERTH_FORGE_TOKEN: forgeToken },
       config: (raw) => {
         raw.fluxRepo = {
           ...(raw.fluxRepo as object),
-          review: { mode: "pull-request", forge: "gitea", url: gitea.url, owner: repo.owner, repository: repo.name },
+          review: { mode: "pull-request", forge: "gitea", url: gitea.url, owner: on.owner, repository: on.name },
         };
         const platform = raw.platform as Record<string, unknown>;
         platform.fluxSource = { kind: "ExternalArtifact", artifactPrefix: "team-files-" };
@@ -356,6 +367,49 @@ describe("pull-request mode: Berth proposes each team write as a pull request on
     // Nothing is gone until a reviewer merges it.
     expect((await gitea.waitForBranch(repo, "main")).commit.id).toBe(mainBefore);
     expect((await berth.server.inject({ url: "/v1/teams/invoices", headers: auth })).statusCode).toBe(200);
+  });
+
+  it("adoption is proposed too: one pull request with the team's files and the hand-written Kustomizations suspended", async () => {
+    // A fleet repository whose teams were written by hand (tests/fixtures/adoption/repo), then protected.
+    const tenants = await gitea.createRepo("tenants");
+    const handWritten = await pushTree({
+      url: tenants.cloneUrl,
+      dir: join(REPO_ROOT, "tests/fixtures/adoption/repo"),
+      subject: "tenants: payments and search (by hand)",
+      env: basicAuthEnv(gitea.username, gitea.token),
+    });
+    await gitea.protectBranch(tenants, "main");
+    const adopter = await startReviewedBerth(gitea.token, { on: tenants });
+    try {
+      const res = await adopter.server.inject({
+        method: "POST",
+        url: "/v1/teams/payments/adopt",
+        headers: auth,
+        payload: { keepAzureNames: true },
+      });
+      expect(res.statusCode, res.body).toBe(202);
+      const answer = readAnswer(res, adoptionProposalResponse);
+      expect(res.headers.location).toBe(answer.pullRequest.url);
+      expect(answer.files.map((f) => f.path)).toContain("clusters/aks-dev-weu/tenants/payments.yaml");
+      // Nothing is adopted on main; the branch holds the adoption's one commit, hand-written files edited in it.
+      expect((await gitea.waitForBranch(tenants, "main")).commit.id).toBe(handWritten);
+      const branch = await gitea.waitForBranch(tenants, "berth/team/payments", answer.revision);
+      expect(branch.commit.id).toBe(answer.revision);
+      const suspended = await gitea.api(
+        `/repos/${tenants.owner}/${tenants.name}/raw/clusters/aks-dev-weu/tenants/payments.yaml?ref=berth/team/payments`,
+      );
+      expect(await suspended.text()).toContain("suspend: true");
+      expect((await adopter.server.inject({ url: "/v1/teams/payments", headers: auth })).statusCode).toBe(404);
+
+      await gitea.merge(tenants, answer.pullRequest.number);
+      await eventually(
+        "the adopted team served from main",
+        async () => (await adopter.server.inject({ url: "/v1/teams/payments", headers: auth })).statusCode === 200,
+        30_000,
+      );
+    } finally {
+      await adopter.stop();
+    }
   });
 
   it("a forge that refuses Berth's token gets a clear 502 naming the forge's answer, never the token, and no branch", async () => {

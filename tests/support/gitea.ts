@@ -61,7 +61,7 @@ export interface RunningGitea {
   /**
    * Protects `branch` as a fleet repository's main usually is: nobody pushes to it (the admin neither), a pull request
    * merges only once `requiredApprovals` reviewers other than its author approved it. `merge` then approves first, as
-   * a reviewer created for it ("approver").
+   * a reviewer created for it ("approver-<repo>").
    */
   protectBranch(repo: GiteaRepo, branch: string, opts?: { requiredApprovals?: number }): Promise<void>;
   /** Gitea's own log so far (its console output). */
@@ -267,7 +267,8 @@ async function startOnce(binary: string, startTimeoutMs: number): Promise<Runnin
         }
       },
       async protectBranch(repo, branch, protectOpts = {}) {
-        const approver = await running.createReviewer(repo, "approver");
+        // One reviewer per repository: a user name is the whole instance's.
+        const approver = await running.createReviewer(repo, `approver-${repo.name}`);
         const res = await api(`/repos/${repo.owner}/${repo.name}/branch_protections`, {
           method: "POST",
           body: JSON.stringify({

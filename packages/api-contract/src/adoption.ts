@@ -1,6 +1,6 @@
 import { teamSchema } from "@berth/core";
 import { z } from "zod";
-import { fileChangeSchema } from "./teams.js";
+import { fileChangeSchema, pullRequestSchema } from "./teams.js";
 
 /** HTTP shapes of adoption (POST /v1/teams/{name}/adopt and its preview); the request is @berth/core's. */
 
@@ -82,7 +82,10 @@ export const adoptionResponse = z.object({
   report: adoptionReportSchema,
   files: z.array(fileChangeSchema),
 });
+/** 202 in pull-request mode: the adoption waits in the team's pull request (nothing is on the Flux repo's branch). */
+export const adoptionProposalResponse = adoptionResponse.extend({ pullRequest: pullRequestSchema });
 
 export type AdoptionReport = z.infer<typeof adoptionReportSchema>;
 export type AdoptionPreviewResponse = z.infer<typeof adoptionPreviewResponse>;
 export type AdoptionResponse = z.infer<typeof adoptionResponse>;
+export type AdoptionProposalResponse = z.infer<typeof adoptionProposalResponse>;

@@ -178,19 +178,6 @@ export function repoLayout(platform: Platform) {
     clusterTeamsListing,
     ownerOf,
     /**
-     * The branch a change is proposed on in pull-request mode (ADR 0030): `berth/rollout/<id>` when it writes a
-     * rollout's state file, else `berth/team/<team>` when every path is that one team's; undefined when the change
-     * touches another owner's path (a cluster index: a layout that writes shared files cannot be reviewed per team).
-     */
-    proposalBranchOf(paths: Iterable<string>): string | undefined {
-      const owners = [...paths].map(ownerOf);
-      const rollout = owners.find((o) => o.kind === "rollout");
-      if (rollout?.kind === "rollout") return `berth/rollout/${rollout.id}`;
-      const first = owners[0];
-      if (first?.kind !== "team") return undefined;
-      return owners.every((o) => o.kind === "team" && o.team === first.team) ? `berth/team/${first.team}` : undefined;
-    },
-    /**
      * The write guard: refuses (PathOwnershipError) when any of `paths` is not the team's own, e.g. a
      * layout file reached through a colliding name or another team's file. Validation refuses such names
      * first; this keeps a change from ever writing them, whatever produced it.

@@ -1,8 +1,16 @@
 import { setTimeout as sleep } from "node:timers/promises";
-import type { ChangeOrigin, RepoChange, RepoLayout, RepoTree } from "@berth/core";
+import {
+  describeOwner,
+  PathOwnershipError,
+  type ChangeOrigin,
+  type RepoChange,
+  type RepoLayout,
+  type RepoTree,
+} from "@berth/core";
 import type { ReviewRef } from "../services/idempotency.js";
 import type { TeamStore } from "../services/team-service.js";
-import { TRAILER_TEAM } from "../services/team-service.js";
+import { TRAILER_ACTION, TRAILER_TEAM } from "../services/team-service.js";
+import { ADOPT_ACTION } from "../services/adoption-service.js";
 import { NotProposedError } from "../services/errors.js";
 import { GitOpsError, type FluxRepo, type Forge, type ProposeResult, type PullRequest } from "@berth/gitops";
 import type { WaveProposals } from "../services/rollouts/ports.js";
@@ -13,8 +21,11 @@ export interface Proposal extends ProposeResult {
   pullRequest: PullRequest | null;
 }
 
-/** Whose pending change a write extends: a team's (onboard, update, offboard, adopt) or a rollout wave's. */
-export type ProposalOwner = { team: string } | { rollout: string };
+/**
+ * Whose pending change a write extends: a team's (onboard, update, offboard, adopt) or a rollout wave's. An adoption
+ * (`adopts`) also edits the hand-written files that applied the team before (it suspends their Flux Kustomizations).
+ */
+export type ProposalOwner = { team: string; adopts?: boolean } | { rollout: string };
 
 /** A branch whose pull request was merged or closed, deleted by `sweep`. */
 export interface SweptProposal {
@@ -41,7 +52,7 @@ export class ProposingWriter {
   constructor(
     private readonly repo: Pick<FluxRepo, "propose" | "branch" | "proposals" | "deleteProposal">,
     private readonly forge: Forge,
-    private readonly layout: Pick<RepoLayout, "proposalBranchOf" | "ownerOf">,
+    private readonly layout: Pick<RepoLayout, "ownerOf">,
   ) {}
 
   /** The open pull request of the owner's branch: its pending change, and where review stands. */
@@ -99,12 +110,18 @@ export class ProposingWriter {
   }
 
   /**
-   * Whether a change may go to the owner's branch: a team's writes only that team's paths; a rollout wave's writes its
-   * teams' paths, nothing of the layout's (an index) and not the rollout's own file (kept on the records branch).
+   * The first path of a change that may not go to the owner's branch, if any: a team's writes only that team's paths
+   * (an adoption also the hand-written files outside Berth's layout, never another owner's); a rollout wave's writes
+   * its teams' paths, nothing of the layout's (an index) and not the rollout's own file (kept on the records branch).
    */
-  private belongsTo(owner: ProposalOwner, branch: string, paths: Iterable<string>): boolean {
-    if ("team" in owner) return this.layout.proposalBranchOf(paths) === branch;
-    return [...paths].every((path) => this.layout.ownerOf(path).kind === "team");
+  private outsider(owner: ProposalOwner, paths: Iterable<string>): string | undefined {
+    const allowed = (path: string) => {
+      const of = this.layout.ownerOf(path);
+      if ("team" in owner)
+        return (of.kind === "team" && of.team === owner.team) || (owner.adopts === true && of.kind === "unowned");
+      return of.kind === "team";
+    };
+    return [...paths].find((path) => !allowed(path));
   }
 
   async propose(
@@ -121,11 +138,12 @@ export class ProposingWriter {
       branch,
       async (tree) => {
         const change = await mutate(tree);
-        if (change && change.files.size > 0 && !this.belongsTo(owner, branch, change.files.keys()))
-          throw new GitOpsError(
-            "invalid-change",
-            `the change writes paths outside ${branch}'s (a cluster index?): pull-request mode needs platform.layout.appliedBy slices`,
-          );
+        const outside = change ? this.outsider(owner, change.files.keys()) : undefined;
+        if (outside !== undefined) {
+          const of = describeOwner(this.layout.ownerOf(outside));
+          if ("team" in owner) throw new PathOwnershipError(owner.team, outside, of);
+          throw new GitOpsError("invalid-change", `the change writes ${outside}, ${of}, outside ${branch}'s teams`);
+        }
         planned = change;
         return change;
       },
@@ -157,8 +175,8 @@ export class ProposingWriter {
 
 /**
  * The API's store in pull-request mode: reads from the Flux repo's branch as in direct mode, writes proposed. A write
- * names its team in its Berth-Team trailer (TeamService sets it on every team write); a write for no team (a rollout,
- * an adoption) is refused for now: pull-request mode proposes team writes only (ADR 0030, issue 38).
+ * names its team in its Berth-Team trailer (TeamService and AdoptionService set it); a write for no team is refused:
+ * rollouts propose their waves through ProposedWaves (ADR 0030).
  */
 export class ReviewedStore implements TeamStore {
   constructor(
@@ -183,8 +201,9 @@ export class ReviewedStore implements TeamStore {
     origin: ChangeOrigin,
   ): Promise<{ revision: string; committed: boolean; files: string[]; review?: ReviewRef }> {
     const team = origin.trailers?.find((t) => t.key === TRAILER_TEAM)?.value;
-    if (!team) throw new NotProposedError("a write that is not one team's (a rollout, an adoption)");
-    const { revision, committed, files, pullRequest } = await this.writer.propose({ team }, mutate, origin);
+    if (!team) throw new NotProposedError("a write that is not one team's (a rollout)");
+    const adopts = origin.trailers?.some((t) => t.key === TRAILER_ACTION && t.value === ADOPT_ACTION) ?? false;
+    const { revision, committed, files, pullRequest } = await this.writer.propose({ team, adopts }, mutate, origin);
     return {
       revision,
       committed,

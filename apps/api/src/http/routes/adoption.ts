@@ -1,4 +1,4 @@
-import { adoptionPreviewResponse, adoptionResponse } from "@berth/api-contract";
+import { adoptionPreviewResponse, adoptionProposalResponse, adoptionResponse } from "@berth/api-contract";
 import { adoptionRequestSchema } from "@berth/core";
 import type { FastifyPluginAsyncZod } from "fastify-type-provider-zod";
 import type { AdoptionService } from "../../services/adoption-service.js";
@@ -34,17 +34,29 @@ export const adoptionRoutes: FastifyPluginAsyncZod<{ adoption: AdoptionService }
       config: { ...write, action: "adopt" },
       schema: {
         tags: ["teams"],
-        summary: "Adopt a hand-written team: team file and Berth's layout in one commit",
+        summary:
+          "Adopt a hand-written team: team file and Berth's layout in one commit (in pull-request mode, one pull request)",
         security,
         params: teamNameParams,
         headers: onBehalfOfHeaders,
         body: adoptionRequestSchema,
-        response: { 201: adoptionResponse, ...problemResponses(400, 409, 422) },
+        response: { 201: adoptionResponse, 202: adoptionProposalResponse, ...problemResponses(400, 409, 422) },
       },
     },
     async (request, reply) => {
-      const result = await adoption.adopt(request.params.name, request.body, originOf(request));
-      request.auditResult = { team: result.team.name, revision: result.revision, outcome: "committed" };
+      const { review, ...result } = await adoption.adopt(request.params.name, request.body, originOf(request));
+      request.auditResult = {
+        team: result.team.name,
+        revision: result.revision,
+        outcome: review ? "proposed" : "committed",
+        ...(review ? { pullRequest: review.number } : {}),
+      };
+      // In pull-request mode nothing is adopted until a reviewer merges: the answer points at the pull request.
+      if (review)
+        return reply
+          .code(202)
+          .header("location", review.url)
+          .send({ ...result, pullRequest: review });
       return reply.code(201).header("location", `/v1/teams/${result.team.name}`).send(result);
     },
   );
