@@ -225,7 +225,15 @@ export function newClusterFiles(input: NewCluster): Map<string, string> {
   const target = clusterInstallSources(platform, cluster);
   const files = new Map<string, string>();
 
-  files.set(target.index, source(sources.index));
+  const index = source(sources.index);
+  // The slices written below are applied only by an index that lists them: a cluster on an earlier layout moves first.
+  const resources = (parseDocument(index).toJS() as { resources?: unknown } | null)?.resources;
+  if (!Array.isArray(resources) || !resources.includes("berth-team-slices.yaml"))
+    throw new ClusterInstallError(
+      `${sources.index} does not list berth-team-slices.yaml: ${like} is on a layout before the team slices; move it ` +
+        'first (docs/install.md, "Moving to team slices"), or copy from a cluster on them (--like)',
+    );
+  files.set(target.index, index);
   files.set(target.tenancy, source(sources.tenancy));
   files.set(
     target.controller,

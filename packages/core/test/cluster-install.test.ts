@@ -60,7 +60,7 @@ patches:
           azure.workload.identity/client-id: 11111111-2222-4333-8444-555555555555
 `;
 const SOURCES: Record<string, string> = {
-  "clusters/aks-dev-weu/kustomization.yaml": "resources: [flux-system, berth.yaml]\n",
+  "clusters/aks-dev-weu/kustomization.yaml": "resources: [flux-system, berth.yaml, berth-team-slices.yaml]\n",
   "clusters/aks-dev-weu/berth.yaml": CONTROLLER,
   "clusters/aks-dev-weu/berth-teams.yaml": TEAMS,
   "clusters/aks-dev-weu/berth-tenancy.yaml": "kind: List # for every cluster\n",
@@ -121,5 +121,9 @@ describe("newClusterFiles", () => {
     expect(() => add({ platform: makePlatform({ fluxSource: { kind: "GitRepository" } }) })).toThrow(
       /ExternalArtifact/,
     );
+    // A cluster still on ADR 0019's layout would get slices nothing applies.
+    expect(() =>
+      add({}, { ...SOURCES, "clusters/aks-dev-weu/kustomization.yaml": "resources: [flux-system, berth.yaml]\n" }),
+    ).toThrow(/does not list berth-team-slices.yaml: aks-dev-weu is on a layout before the team slices/);
   });
 });
