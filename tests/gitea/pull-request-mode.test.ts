@@ -439,67 +439,135 @@ describe("pull-request mode: Berth proposes each team write as a pull request on
     }
   });
 
-  it("an abort closes its wave's pull request without the engine taking that close for a reviewer's (no halt)", async () => {
-    // Its own Berth: a gate needs every cluster of the wave readable, and the test steps the engine itself.
-    const stepped = await startReviewedBerth(gitea.token, {
-      startEngine: false,
-      statusReader: new ScriptedStatusReader(),
-      clusters: ["aks-dev-weu"],
-    });
-    try {
-      const created = await onboard(stepped, "treasury");
+  describe("aborting a rollout whose wave waits in a pull request, with two replicas of Berth", () => {
+    // Their own repository: the suite's Berth runs an engine that would follow these rollouts too.
+    let fleet: GiteaRepo;
+    /** Two replicas on `fleet` (a gate needs every cluster of the wave readable); the tests step their engines. */
+    const replicas = () =>
+      Promise.all(
+        [0, 1].map(() =>
+          startReviewedBerth(gitea.token, {
+            on: fleet,
+            startEngine: false,
+            statusReader: new ScriptedStatusReader(),
+            clusters: ["aks-dev-weu"],
+          }),
+        ),
+      );
+    /** `team` onboarded and merged, and a one-wave rollout of it to v3 whose wave is proposed: its id and PR. */
+    const proposedRollout = async (api: RunningBerth, team: string) => {
+      const created = await onboard(api, team);
       expect(created.statusCode, created.body).toBe(202);
-      await gitea.merge(repo, readAnswer(created, proposalResponse).pullRequest.number);
+      await gitea.merge(fleet, readAnswer(created, proposalResponse).pullRequest.number);
       await eventually(
-        "treasury served from main",
-        async () => (await stepped.server.inject({ url: "/v1/teams/treasury", headers: auth })).statusCode === 200,
+        `${team} served from main`,
+        async () => (await api.server.inject({ url: `/v1/teams/${team}`, headers: auth })).statusCode === 200,
         30_000,
       );
-      const started = await stepped.server.inject({
+      const started = await api.server.inject({
         method: "POST",
         url: "/v1/rollouts",
         headers: auth,
         payload: {
-          description: "treasury to v3",
+          description: `${team} to v3`,
           target: { templateVersion: "v3" },
-          selector: { names: ["treasury"] },
+          selector: { names: [team] },
           waves: [{ name: "only" }],
         },
       });
       expect(started.statusCode, started.body).toBe(201);
       const id = started.json().rollout.metadata.name as string;
-      const rolloutOf = async () =>
-        readAnswer(await stepped.server.inject({ url: `/v1/rollouts/${id}`, headers: auth }), rolloutResponse).rollout;
-      const { engine } = stepped.services;
-      await engine.tick();
-      expect((await rolloutOf()).status.waves[0]?.phase).toBe("Proposed");
-
-      // The race made certain: an engine pass starts the moment the abort has closed the pull request (one
-      // WaveProposals serves the engine and the abort). Held, it waits, then finds the rollout aborted; not held,
-      // it sees the closed pull request of a Running rollout within the second given, and halts it.
-      const waves = (engine as unknown as { opts: { proposals: WaveProposals } }).opts.proposals;
-      const close = waves.close.bind(waves);
-      let passDuringClose: Promise<void> | undefined;
-      waves.close = async (number) => {
-        await close(number);
-        passDuringClose = engine.tick();
-        await Promise.race([passDuringClose, new Promise((resolve) => setTimeout(resolve, 1_000))]);
-      };
-      const from = stepped.logEntries().length;
-      const aborted = await stepped.server.inject({ method: "POST", url: `/v1/rollouts/${id}/abort`, headers: auth });
-      expect(aborted.statusCode, aborted.body).toBe(200);
-      expect(passDuringClose).toBeDefined();
-      await passDuringClose;
-      const after = await rolloutOf();
-      expect(after.status.phase).toBe("Aborted");
-      expect(after.status.halt).toBeUndefined();
-      const actions = stepped
+      await api.services.engine.tick();
+      const wave = (await rolloutOf(api, id)).status.waves[0];
+      expect(wave?.phase).toBe("Proposed");
+      return { id, pullRequest: wave!.pullRequest!.number };
+    };
+    const rolloutOf = async (api: RunningBerth, id: string) =>
+      readAnswer(await api.server.inject({ url: `/v1/rollouts/${id}`, headers: auth }), rolloutResponse).rollout;
+    /** The WaveProposals one replica's engine and rollout service share. */
+    const wavesOf = (api: RunningBerth) =>
+      (api.services.engine as unknown as { opts: { proposals: WaveProposals } }).opts.proposals;
+    const pullRequestState = async (number: number) =>
+      ((await (await gitea.api(`/repos/${fleet.owner}/${fleet.name}/pulls/${number}`)).json()) as { state: string })
+        .state;
+    const auditedActions = (api: RunningBerth, id: string, from: number) =>
+      api
         .logEntries<{ audit?: { action: string; rollout: string | null } }>(from)
         .flatMap((l) => (l.audit?.rollout === id ? [l.audit.action] : []));
-      expect(actions).toEqual(["rollout-abort"]);
-    } finally {
-      await stepped.stop();
-    }
+
+    /** Two replicas, and a rollout of `team` whose wave waits in a pull request (proposed by `aborting`). */
+    const onReplicas = async (
+      team: string,
+      body: (at: { aborting: RunningBerth; other: RunningBerth; id: string; pullRequest: number }) => Promise<void>,
+    ) => {
+      const [aborting, other] = await replicas();
+      try {
+        await body({ aborting: aborting!, other: other!, ...(await proposedRollout(aborting!, team)) });
+      } finally {
+        await Promise.all([aborting?.stop(), other?.stop()]);
+      }
+    };
+    const abort = (api: RunningBerth, id: string) =>
+      api.server.inject({ method: "POST", url: `/v1/rollouts/${id}/abort`, headers: auth });
+
+    beforeAll(async () => {
+      fleet = await gitea.createRepo("fleet-aborts", { autoInit: true });
+    });
+
+    it("the pull request is closed after the abort's commit, so no replica's engine takes that close for a reviewer's (no halt)", async () => {
+      await onReplicas("treasury", async ({ aborting, other, id, pullRequest }) => {
+        // The race made certain: the moment the pull request is closed, a pass of each replica's engine runs. The
+        // aborting replica's waits for the abort to end; the other's does not. Had the close come before the
+        // abort's commit, the other would see a closed pull request of a Running rollout, and halt it.
+        const waves = wavesOf(aborting);
+        const close = waves.close.bind(waves);
+        let ownPass: Promise<void> | undefined;
+        waves.close = async (number) => {
+          await close(number);
+          ownPass = aborting.services.engine.tick();
+          await other.services.engine.tick();
+        };
+        const [fromAborting, fromOther] = [aborting.logEntries().length, other.logEntries().length];
+        const aborted = await abort(aborting, id);
+        expect(aborted.statusCode, aborted.body).toBe(200);
+        expect(ownPass).toBeDefined();
+        await ownPass;
+        const after = await rolloutOf(aborting, id);
+        expect(after.status.phase).toBe("Aborted");
+        expect(after.status.halt).toBeUndefined();
+        expect(await pullRequestState(pullRequest)).toBe("closed");
+        expect(auditedActions(aborting, id, fromAborting)).toEqual(["rollout-abort"]);
+        expect(auditedActions(other, id, fromOther)).toEqual([]);
+      });
+    });
+
+    it("a pull request the abort could not close is closed by the next poll of any replica's engine", async () => {
+      await onReplicas("ledger", async ({ aborting, other, id, pullRequest }) => {
+        const waves = wavesOf(aborting);
+        const close = waves.close.bind(waves);
+        waves.close = () => Promise.reject(new Error("the forge answered 503"));
+        const from = aborting.logEntries().length;
+        const aborted = await abort(aborting, id);
+        // The abort is committed: it is answered as done, and the close is left to the engines.
+        expect(aborted.statusCode, aborted.body).toBe(200);
+        expect((await rolloutOf(aborting, id)).status.phase).toBe("Aborted");
+        expect(await pullRequestState(pullRequest)).toBe("open");
+        expect(
+          aborting.logEntries<{ msg: string; pullRequest?: number }>(from).filter((l) => l.pullRequest === pullRequest),
+        ).toContainEqual(
+          expect.objectContaining({
+            msg: "closing the pull request of an aborted rollout failed; retrying at the next poll",
+          }),
+        );
+        await aborting.services.engine.tick();
+        expect(await pullRequestState(pullRequest)).toBe("open");
+        // Another replica (or this one, once the forge answers) closes it.
+        await other.services.engine.tick();
+        expect(await pullRequestState(pullRequest)).toBe("closed");
+        waves.close = close;
+        expect((await rolloutOf(other, id)).status.halt).toBeUndefined();
+      });
+    });
   });
 
   it("refuses bad input before any branch is pushed", async () => {

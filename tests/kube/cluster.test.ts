@@ -333,14 +333,16 @@ describe("test cluster with kube-controller-manager (namespace and garbage-colle
     });
     await core.createNamespacedConfigMap({ namespace: "leaving", body: { metadata: { name: "plain" } } });
     await core.deleteNamespace({ name: "leaving" });
-    // The namespace controller deletes the contents; the Secret waits for its finalizer, so the namespace stays.
+    // The namespace controller deletes the contents, one resource type after another (ConfigMaps can go before
+    // Secrets are reached); the Secret waits for its finalizer, so the namespace stays.
     await vi.waitFor(
-      async () =>
-        expect(await statusOf(core.readNamespacedConfigMap({ name: "plain", namespace: "leaving" }))).toBe(404),
+      async () => {
+        expect(await statusOf(core.readNamespacedConfigMap({ name: "plain", namespace: "leaving" }))).toBe(404);
+        const held = await core.readNamespacedSecret({ name: "held", namespace: "leaving" });
+        expect(held.metadata?.deletionTimestamp).toBeDefined();
+      },
       { timeout: 30_000, interval: 200 },
     );
-    const held = await core.readNamespacedSecret({ name: "held", namespace: "leaving" });
-    expect(held.metadata?.deletionTimestamp).toBeDefined();
     expect((await core.readNamespace({ name: "leaving" })).status?.phase).toBe("Terminating");
     const released = await kubeRequest(cluster.kubeConfig(), {
       method: "PATCH",

@@ -115,7 +115,6 @@ export async function createServices(
     onboarding,
     fleet,
     store: rolloutStore,
-    ...(pullRequests ? { proposals: pullRequests.waves } : {}),
     observedClusters: new Set(Object.keys(config.api.clusters)),
     gateTimeoutSeconds: config.api.rollouts.gateTimeoutSeconds,
     clock,

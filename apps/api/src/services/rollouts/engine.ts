@@ -83,6 +83,8 @@ export class RolloutEngine implements EngineHandle {
   private readonly evaluations = new Map<string, GateProgress>();
   /** Per rollout, the end of the last pass or hold queued on it: each waits for the one before. */
   private readonly turns = new Map<string, Promise<unknown>>();
+  /** Pull requests of aborted rollouts' waves this replica saw closed (`rollout#number`): no longer tried. */
+  private readonly withdrawn = new Set<string>();
   private readonly stopper = new AbortController();
   private readonly queue: WorkQueue;
   private resyncLoop: Promise<void> | undefined;
@@ -132,13 +134,38 @@ export class RolloutEngine implements EngineHandle {
    * the engine step it with this, so every assertion is about a known state.
    */
   async tick(): Promise<void> {
-    for (const id of await this.listRunning()) {
+    const { running, aborted } = await this.listRunning();
+    for (const r of aborted) await this.withdraw(r);
+    for (const id of running) {
       try {
         await this.reconcile(id, this.stopper.signal);
       } catch (err) {
         this.opts.logger.warn({ rollout: id, err: (err as Error).message }, "rollout step failed");
       }
     }
+  }
+
+  async withdraw(r: Rollout): Promise<void> {
+    const { proposals, logger } = this.opts;
+    const pullRequest = this.unwithdrawn(r);
+    if (!proposals || pullRequest === undefined) return;
+    try {
+      await proposals.close(pullRequest);
+      this.withdrawn.add(`${r.metadata.name}#${pullRequest}`);
+    } catch (err) {
+      logger.warn(
+        { rollout: r.metadata.name, pullRequest, err: (err as Error).message },
+        "closing the pull request of an aborted rollout failed; retrying at the next poll",
+      );
+    }
+  }
+
+  /** The pull request an aborted rollout's wave waits in, unless this replica already saw it closed. */
+  private unwithdrawn(r: Rollout): number | undefined {
+    const wave = currentWave(r);
+    const number = wave?.status.phase === "Proposed" ? wave.status.pullRequest?.number : undefined;
+    if (r.status.phase !== "Aborted" || number === undefined) return undefined;
+    return this.withdrawn.has(`${r.metadata.name}#${number}`) ? undefined : number;
   }
 
   hold<T>(id: string, fn: () => Promise<T>): Promise<T> {
@@ -209,7 +236,9 @@ export class RolloutEngine implements EngineHandle {
   private async resync(): Promise<void> {
     while (!this.stopper.signal.aborted) {
       try {
-        for (const id of await this.listRunning()) this.queue.add(id);
+        const { running, aborted } = await this.listRunning();
+        for (const id of running) this.queue.add(id);
+        for (const r of aborted) await this.withdraw(r);
       } catch (err) {
         this.opts.logger.warn({ err: (err as Error).message }, "rollout resync failed; retrying on the next poll");
       }
@@ -217,8 +246,11 @@ export class RolloutEngine implements EngineHandle {
     }
   }
 
-  /** The Running rollouts; updates the phase gauge and forgets the gate progress of the others. */
-  private async listRunning(): Promise<string[]> {
+  /**
+   * The Running rollouts, and (pull-request mode) the aborted ones whose wave's pull request may still be open;
+   * updates the phase gauge and forgets the gate progress of the others.
+   */
+  private async listRunning(): Promise<{ running: string[]; aborted: Rollout[] }> {
     const tree = await this.opts.store.snapshot(Math.min(1_000, this.opts.pollIntervalMs / 2));
     const rollouts = await this.reader.list(tree);
     if (this.opts.metrics) {
@@ -231,7 +263,8 @@ export class RolloutEngine implements EngineHandle {
       if (r.status.phase === "Running") running.push(r.metadata.name);
       else this.evaluations.delete(r.metadata.name);
     }
-    return running;
+    const aborted = this.opts.proposals ? rollouts.filter((r) => this.unwithdrawn(r) !== undefined) : [];
+    return { running, aborted };
   }
 
   /** Commits the current wave: its teams re-rendered on the target and the rollout file, in one commit. */

@@ -1,4 +1,4 @@
-import type { ChangeOrigin, GateTeamReport, RepoChange, RepoTree } from "@berth/core";
+import type { ChangeOrigin, GateTeamReport, RepoChange, RepoTree, Rollout } from "@berth/core";
 import type { TeamStore } from "../team-service.js";
 
 // What the rollout service and its engine share, so that neither imports the other.
@@ -12,11 +12,13 @@ export interface RolloutStore extends TeamStore {
 export interface EngineHandle {
   kick(rolloutId: string): void;
   progress(id: string): GateProgress | undefined;
-  /**
-   * Runs `fn` while no pass over rollout `id` runs on this replica, and holds the next one until `fn` ends: an
-   * abort closes its wave's pull request and then ends the rollout, and the engine must not see the close between.
-   */
+  /** Runs `fn` while no pass over rollout `id` runs on this replica, and holds the next one until `fn` ends. */
   hold<T>(id: string, fn: () => Promise<T>): Promise<T>;
+  /**
+   * Pull-request mode: closes the pull request an aborted rollout's wave waits in, once the abort is committed. It
+   * does not throw: a close that fails is logged and tried again at each resync, on every replica, until it holds.
+   */
+  withdraw(r: Rollout): Promise<void>;
 }
 
 /** The last gate evaluation of a rollout's current wave, on the replica driving it. */

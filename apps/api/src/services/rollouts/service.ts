@@ -4,7 +4,6 @@ import {
   assignWaves,
   clustersOf,
   commitWave,
-  currentWave,
   FleetRenderError,
   newRollout,
   onBehalfOfIn,
@@ -36,7 +35,7 @@ import {
 import { IdempotentWrites, type WriteRequest } from "../idempotency.js";
 import type { Clock } from "@berth/kube-runtime";
 import { describeTarget, rolloutBody, withRolloutTrailer } from "./commit-message.js";
-import type { EngineHandle, GateProgress, RolloutStore, WaveProposals } from "./ports.js";
+import type { EngineHandle, GateProgress, RolloutStore } from "./ports.js";
 
 export interface RolloutPreview {
   revision: string | undefined;
@@ -69,8 +68,6 @@ export interface RolloutServiceOptions {
   /** The engine that drives Running rollouts: woken after each change; its last gate evaluation is shown. */
   engine: EngineHandle;
   random?: (n: number) => Buffer;
-  /** Pull-request mode: an abort closes the pull request its current wave waits in. */
-  proposals?: Pick<WaveProposals, "close">;
 }
 
 /** The name an unstaged rollout gives its single wave. */
@@ -241,10 +238,8 @@ export class RolloutService {
     origin: ChangeOrigin,
   ): Promise<{ rollout: Rollout; revision: string; versions: Record<string, string[]> }> {
     let versions: Record<string, string[]> = {};
-    // Held from the engine: its next pass would take Berth's own close for a reviewer's and halt the rollout.
+    // Held from this replica's engine, so that no pass of it runs between the commit and the close.
     return this.opts.engine.hold(id, async () => {
-      // First, so that a forge that does not answer leaves the rollout as it was (the abort can be asked again).
-      await this.closeProposedWave(id);
       const result = await this.transition(
         id,
         origin,
@@ -254,18 +249,11 @@ export class RolloutService {
           versions = await this.versionsOf(tree, rolloutTeams(r));
         },
       );
+      // Pull-request mode: the wave's pull request is closed after the commit, never before it, so that no replica's
+      // engine sees it closed while the rollout is still Running and takes Berth's own close for a reviewer's.
+      await this.opts.engine.withdraw(result.rollout);
       return { ...result, versions };
     });
-  }
-
-  /** Pull-request mode: closes the pull request of the rollout's current wave, if it waits in one. */
-  private async closeProposedWave(id: string): Promise<void> {
-    const { proposals, store } = this.opts;
-    if (!proposals) return;
-    const r = await this.reader.read(await store.snapshot(0), id);
-    const wave = r && ACTIVE_PHASES.includes(r.status.phase) ? currentWave(r) : undefined;
-    if (wave?.status.phase === "Proposed" && wave.status.pullRequest)
-      await proposals.close(wave.status.pullRequest.number);
   }
 
   /** The version each team is on in the tree, grouped: `{ v3: [a, b], v1: [c] }`; offboarded teams under "gone". */
