@@ -543,9 +543,7 @@ describe("pull-request mode: Berth proposes each team write as a pull request on
 
     it("a pull request the abort could not close is closed by the next poll of any replica's engine", async () => {
       await onReplicas("ledger", async ({ aborting, other, id, pullRequest }) => {
-        const waves = wavesOf(aborting);
-        const close = waves.close.bind(waves);
-        waves.close = () => Promise.reject(new Error("the forge answered 503"));
+        wavesOf(aborting).close = () => Promise.reject(new Error("the forge answered 503"));
         const from = aborting.logEntries().length;
         const aborted = await abort(aborting, id);
         // The abort is committed: it is answered as done, and the close is left to the engines.
@@ -564,7 +562,6 @@ describe("pull-request mode: Berth proposes each team write as a pull request on
         // Another replica (or this one, once the forge answers) closes it.
         await other.services.engine.tick();
         expect(await pullRequestState(pullRequest)).toBe("closed");
-        waves.close = close;
         expect((await rolloutOf(other, id)).status.halt).toBeUndefined();
       });
     });
