@@ -56,6 +56,11 @@ describe("bearer JWT auth against an OIDC issuer's JWKS", () => {
     const denied = await call("POST", "/v1/teams", reader);
     expect(denied.statusCode).toBe(403);
     expect(denied.headers["content-type"]).toContain("application/problem+json");
+    // Nor steer a rollout (an abort closes its wave's pull request in pull-request mode).
+    for (const action of ["pause", "resume", "abort"]) {
+      const steered = await call("POST", `/v1/rollouts/ro-20261127-000000-abcdef/${action}`, reader);
+      expect(steered.statusCode, action).toBe(403);
+    }
   });
 
   it("lets a writer onboard and records who asked", async () => {
