@@ -264,6 +264,7 @@ async function test(pnpm, clusterBuild, selection) {
     // The files given: once everything they need is built, one run with the arguments as given.
     if (!(await componentsReady(clusterBuild.first)) || !(await componentsReady(clusterBuild.last))) process.exit(1);
     const counts = await vitest(pnpm, "test-results.json", process.argv.slice(3));
+    printNotPassed(counts.notPassed);
     process.stdout.write(`\n${counts.passed} passed, ${counts.failed} failed, ${counts.skipped} skipped\n`);
     process.exit(counts.status !== 0 || counts.failed > 0 || counts.passed === 0 ? 1 : 0);
   }
@@ -288,6 +289,7 @@ async function test(pnpm, clusterBuild, selection) {
     { name: "Gitea's and ASO's", files: all.filter(late), ready: clusterBuild.last },
   ];
   const total = { passed: 0, failed: 0, skipped: 0, status: 0 };
+  const notPassedAll = [];
   for (const [i, phase] of phases.entries()) {
     if (phase.files.length === 0) continue;
     if (phase.ready && !(await componentsReady(phase.ready))) {
@@ -302,7 +304,9 @@ async function test(pnpm, clusterBuild, selection) {
       phase.nice,
     );
     for (const key of Object.keys(total)) total[key] += counts[key];
+    notPassedAll.push(...counts.notPassed);
   }
+  printNotPassed(notPassedAll);
   process.stdout.write(`\n${total.passed} passed, ${total.failed} failed, ${total.skipped} skipped\n`);
   process.exit(total.status !== 0 || total.failed > 0 || total.passed === 0 ? 1 : 0);
 }
@@ -347,7 +351,9 @@ function vitest(pnpm, reportName, args, nice = false) {
       stdio: "inherit",
       env: { TURBO_TELEMETRY_DISABLED: "1", ...process.env },
     });
-    child.on("error", () => resolve({ status: 1, passed: 0, failed: 1, skipped: 0 }));
+    child.on("error", (err) =>
+      resolve({ status: 1, passed: 0, failed: 1, skipped: 0, notPassed: [`vitest did not start: ${err.message}`] }),
+    );
     child.on("exit", (code) => resolve({ status: code ?? 1, ...testCounts(report) }));
   });
 }
@@ -361,10 +367,47 @@ function testCounts(report) {
       results.numFailedTests === 0 && results.numFailedTestSuites > 0
         ? results.numFailedTestSuites
         : results.numFailedTests;
-    return { passed: results.numPassedTests, failed, skipped: results.numPendingTests + results.numTodoTests };
+    return {
+      passed: results.numPassedTests,
+      failed,
+      skipped: results.numPendingTests + results.numTodoTests,
+      notPassed: notPassed(results),
+    };
   } catch {
-    return { passed: 0, failed: 1, skipped: 0 };
+    return { passed: 0, failed: 1, skipped: 0, notPassed: [`${report}: no report (the run died before writing it)`] };
   }
+}
+
+/**
+ * One line per test that did not pass (and per file that failed without a failed test, e.g. in a hook), with the
+ * first line of its error: printed just above the counts, so the tail of a CI log names what to look at.
+ */
+function notPassed(results) {
+  const lines = [];
+  const firstLine = (text) =>
+    String(text ?? "")
+      .split("\n")
+      .find((l) => l.trim()) ?? "";
+  for (const file of results.testResults ?? []) {
+    const name = file.name?.startsWith(root) ? file.name.slice(root.length + 1) : file.name;
+    const tests = (file.assertionResults ?? []).filter((t) => t.status !== "passed");
+    for (const t of tests)
+      lines.push(
+        `${t.status} ${name} > ${t.fullName}${t.failureMessages?.length ? `: ${firstLine(t.failureMessages[0])}` : ""}`,
+      );
+    if (file.status === "failed" && !tests.some((t) => t.status === "failed"))
+      // vitest's JSON report carries no hook error: the tests of a describe whose beforeAll failed show as skipped.
+      lines.push(`failed ${name}: ${firstLine(file.message) || "a hook failed (its error is in the log above)"}`);
+  }
+  return lines.map((l) => (l.length > 400 ? `${l.slice(0, 400)}…` : l));
+}
+
+/** The tests that did not pass, if any, as the last thing before the counts. */
+function printNotPassed(lines) {
+  if (lines.length === 0) return;
+  const shown = lines.slice(0, 40);
+  process.stdout.write(`\nberth: did not pass (${lines.length}):\n${shown.map((l) => `  ${l}`).join("\n")}\n`);
+  if (lines.length > shown.length) process.stdout.write(`  … and ${lines.length - shown.length} more\n`);
 }
 
 /** The OCI image (infra/image/build.mjs), after the Debian tools it needs (mmdebstrap, ...). */
