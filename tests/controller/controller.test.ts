@@ -489,6 +489,103 @@ describe("berth controller on a real apiserver, under its own RBAC", () => {
     await eventually("Team Ready", async () => (await condition("payments", "Ready"))?.status === "True");
   });
 
+  it("wakes a chained credential Azure accepted by annotating its issuer ConfigMap, once per state; changes nothing else there", async () => {
+    const ficV = "managedidentity.azure.com/v1api20230131";
+    const issuerConfigMap = "payments--aso-controller-issuer";
+    // ASO's ConfigMap of the credential before, with the issuer Azure holds (as ASO writes it: its own field manager).
+    await admin.create({
+      apiVersion: V1,
+      kind: "ConfigMap",
+      metadata: { name: issuerConfigMap, namespace: ASO_NS, labels: { exported: "by-aso" } },
+      data: { issuer: OIDC },
+    });
+    const workload: Obj = {
+      apiVersion: ficV,
+      kind: "FederatedIdentityCredential",
+      metadata: { name: "payments--workload", namespace: ASO_NS, labels: { "berth.dev/team": "payments" } },
+      spec: {
+        owner: { name: "payments" },
+        audiences: ["api://AzureADTokenExchange"],
+        issuerFromConfig: { name: issuerConfigMap, key: "issuer" },
+        subject: "system:serviceaccount:payments:workload",
+      },
+    };
+    await admin.create(workload);
+    const warning = (reason: string, message: string) => ({
+      conditions: [
+        {
+          type: "Ready",
+          status: "False",
+          severity: "Warning",
+          reason,
+          message,
+          observedGeneration: 1,
+          lastTransitionTime: new Date().toISOString(),
+        },
+      ],
+    });
+    const woken = async () =>
+      (await admin.get(V1, "ConfigMap", ASO_NS, issuerConfigMap))?.metadata.annotations?.["berth.dev/woke-credential"];
+    const credentialVersion = async () =>
+      (await admin.get(ficV, "FederatedIdentityCredential", ASO_NS, "payments--workload"))!.metadata
+        .resourceVersion as string;
+    try {
+      // Azure answered the PUT 201 with a relative Location; ASO's poller refused it and waits out its backoff.
+      const accepted = "failed to create poller: invalid polling URL";
+      await admin.setStatus(workload, warning("UnknownError", accepted));
+      const first = await credentialVersion();
+      expect(await eventually("the issuer ConfigMap annotated", async () => await woken())).toBe(
+        `payments--workload@${first}`,
+      );
+      // The next state of the credential (ASO tried again, same answer) is woken once more.
+      await admin.setStatus(workload, warning("UnknownError", `${accepted} (again)`));
+      const second = await credentialVersion();
+      expect(second).not.toBe(first);
+      await eventually("woken for the new state", async () => (await woken()) === `payments--workload@${second}`);
+      // A credential Azure refused is not woken: a PUT sooner would only fail sooner. The Team's status shows the
+      // controller saw the 409 before the ConfigMap is read again.
+      const refused = "ConcurrentFederatedIdentityCredentialsWritesForSingleManagedIdentity: written concurrently";
+      await admin.setStatus(workload, warning("Conflict", refused));
+      await eventually("the 409 in the Team's status", async () =>
+        (await condition("payments", "FederatedCredentialsReady"))?.message?.includes("written concurrently"),
+      );
+      expect(await woken()).toBe(`payments--workload@${second}`);
+      const cm = (await admin.get(V1, "ConfigMap", ASO_NS, issuerConfigMap))!;
+      expect(cm.data).toEqual({ issuer: OIDC });
+      expect(cm.metadata.labels).toEqual({ exported: "by-aso" });
+
+      // As the controller's ServiceAccount: that annotation, and nothing else of the ConfigMap (the policy
+      // berth-controller-configmap-wake), and no create or delete (RBAC).
+      const asController = new Admin(cluster.kubeConfigFor(CONTROLLER_USER, CONTROLLER_GROUPS));
+      const cmPath = `/api/v1/namespaces/${ASO_NS}/configmaps/${issuerConfigMap}`;
+      const patch = (body: unknown) =>
+        asController.req("PATCH", `${cmPath}?dryRun=All`, body, "application/merge-patch+json");
+      expect((await patch({ metadata: { annotations: { "berth.dev/woke-credential": "x@1" } } })).status).toBe(200);
+      for (const [what, body] of [
+        ["the issuer", { data: { issuer: "https://attacker.example/" } }],
+        ["a label", { metadata: { labels: { exported: null } } }],
+        ["another annotation", { metadata: { annotations: { "other.dev/x": "1" } } }],
+        ["an owner", { metadata: { ownerReferences: [], finalizers: ["berth.dev/x"] } }],
+      ] as const) {
+        const r = await patch(body);
+        expect(r.status, `${what}: ${r.body}`).toBe(403);
+        expect(r.body, what).toContain("berth-controller-configmap-wake");
+      }
+      expect((await asController.req("DELETE", `${cmPath}?dryRun=All`)).status).toBe(403);
+      const create = await asController.req("POST", `/api/v1/namespaces/${ASO_NS}/configmaps?dryRun=All`, {
+        apiVersion: V1,
+        kind: "ConfigMap",
+        metadata: { name: "payments--other-issuer", namespace: ASO_NS },
+        data: { issuer: "https://attacker.example/" },
+      });
+      expect(create.status).toBe(403);
+    } finally {
+      await admin.delete(ficV, "FederatedIdentityCredential", ASO_NS, "payments--workload");
+      await admin.delete(V1, "ConfigMap", ASO_NS, issuerConfigMap);
+    }
+    await eventually("Team Ready again", async () => (await condition("payments", "Ready"))?.status === "True");
+  });
+
   it("forbids the controller's identity to write outside team namespaces (and in a namespace without the RoleBinding)", async () => {
     const asController = new Admin(cluster.kubeConfigFor(CONTROLLER_USER, CONTROLLER_GROUPS));
     const secret = (ns: string) => ({

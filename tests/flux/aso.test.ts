@@ -11,7 +11,8 @@
  *      team's identity, with a token the fake Entra issued for ASO's ServiceAccount token: issuer, subject, audience);
  *   2. two federated credentials on one identity written at once: 409 ConcurrentFederatedIdentityCredentialsWrites…,
  *      ASO retries, Ready later (the delay measured);
- *  2b. the same with templates v3, which chain the credentials (ADR 0021): no 409, Ready sooner (measured);
+ *  2b. the same with templates v3, which chain the credentials (ADR 0021): no 409, Ready sooner (measured); Berth's
+ *      controller wakes the second credential once Azure accepted it (ADR 0035);
  *  2c. a rollout from v1 to v3 on a live identity: the credentials re-PUT in place, no 409, nothing deleted;
  *   3. PrincipalNotFound while the new identity replicates: the role assignment waits (Warning), not Failed;
  *   4. AuthorizationFailed that persists: status and a rollout gate report ASO's reason and severity;
@@ -236,6 +237,15 @@ describe("real ASO in the loop: POST → Flux → ASO → fake Azure → credent
       ]);
       const exported = await platform.admin.get("v1", "ConfigMap", ASO_NAMESPACE, "invoices--aso-controller-issuer");
       expect(exported?.data).toEqual({ issuer });
+      // Azure accepted `workload` (201) and ASO's poller refused the relative Location: Berth's controller annotated
+      // the ConfigMap `workload` reads its issuer from, and ASO wrote it again at once instead of after its backoff
+      // (34 s without the wake, with this write window: docs/controller.md). ADR 0035.
+      expect(exported?.metadata.annotations?.["berth.dev/woke-credential"]).toMatch(/^invoices--workload@\d+$/);
+      const at = (w: string | undefined) => Number(/^\+([\d.]+)s/.exec(w ?? "")?.[1]);
+      const created = at(credentialWrites.find((w) => / PUT workload 201$/.test(w)));
+      const rewritten = at(credentialWrites.find((w) => / PUT workload 200$/.test(w)));
+      figures.chainedWorkloadRePutAfterS = Number((rewritten - created).toFixed(1));
+      expect(rewritten - created).toBeLessThan(10);
       const status = (await platform.request("GET", "/v1/teams/invoices/status")).json;
       expect(status.clusters[0].conditions).toContainEqual(
         expect.objectContaining({ type: "FederationMatchesIssuer", status: "True", reason: "IssuerMatches" }),

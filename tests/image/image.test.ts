@@ -458,7 +458,8 @@ describe.skipIf(skipImage)(
       for (const ns of teamsEntry.filter((o) => o.kind === "Namespace")) await applyObject(admin(), ns, FIELD_MANAGER);
       const controllerOverlay = await kustomizeBuild(join(OVERLAYS, CLUSTER));
       const inert = new Set(["Deployment", "PodDisruptionBudget", "NetworkPolicy"]);
-      for (const kind of [
+      // In dependency order; the admission policy (berth-controller-configmap-wake) before its binding.
+      const kinds = [
         "Namespace",
         "ServiceAccount",
         "Secret",
@@ -467,20 +468,14 @@ describe.skipIf(skipImage)(
         "ClusterRoleBinding",
         "Role",
         "RoleBinding",
-      ]) {
+        "ValidatingAdmissionPolicy",
+        "ValidatingAdmissionPolicyBinding",
+      ];
+      for (const kind of kinds) {
         for (const obj of controllerOverlay.filter((o) => o.kind === kind))
           await applyObject(admin(), obj, FIELD_MANAGER);
       }
-      const applied = new Set([
-        "Namespace",
-        "ServiceAccount",
-        "Secret",
-        "ConfigMap",
-        "ClusterRole",
-        "ClusterRoleBinding",
-        "Role",
-        "RoleBinding",
-      ]);
+      const applied = new Set(kinds);
       expect(controllerOverlay.filter((o) => !applied.has(o.kind) && !inert.has(o.kind)).map((o) => o.kind)).toEqual(
         [],
       );

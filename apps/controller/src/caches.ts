@@ -142,6 +142,11 @@ export class Caches {
     return name ? name.slice(0, -9) : undefined;
   }
 
+  /** A ConfigMap of the ASO namespace by name (a chained credential's issuer ConfigMap). */
+  asoConfigMap(name: string): ConfigMapLike | undefined {
+    return this.store("asoConfigMaps").get(this.platform.asoNamespace, name) as ConfigMapLike | undefined;
+  }
+
   platformVars(): ConfigMapLike | undefined {
     return this.store("asoConfigMaps").get(this.platform.asoNamespace, this.platform.platformVarsConfigMap) as
       ConfigMapLike | undefined;

@@ -24,6 +24,8 @@ export interface ClusterWriter {
   read(ref: ObjectRef): Promise<KubeObject | undefined>;
   /** Sets the finalizers to `finalizers` if the object is still at `resourceVersion` (else a conflict). */
   setFinalizers(ref: ObjectRef, finalizers: string[], resourceVersion: string | undefined): Promise<void>;
+  /** Sets these annotations on an existing object (a merge patch); one that is gone is left gone. */
+  annotate(ref: ObjectRef, annotations: Record<string, string>): Promise<void>;
   /** Replaces the Secret's data wholesale (removes keys someone else added; SSA cannot remove others' fields). */
   replaceSecretData(current: SecretLike, data: Record<string, string>): Promise<void>;
   /** `Kind/name` of every ASO resource in `namespace`, over the ASO kinds whose CRDs are installed. */
@@ -83,6 +85,21 @@ export class KubeClusterWriter implements ClusterWriter {
         ref,
         { metadata: { finalizers, ...(resourceVersion ? { resourceVersion } : {}) } },
         { fieldManager: FIELD_MANAGER, ...this.signal },
+      );
+    } catch (err) {
+      if (!(err instanceof KubeApiError) || err.kind !== "not-found") throw err;
+    }
+  }
+
+  async annotate(ref: ObjectRef, annotations: Record<string, string>): Promise<void> {
+    try {
+      this.stored(
+        await mergePatchObject(
+          this.kc,
+          ref,
+          { metadata: { annotations } },
+          { fieldManager: FIELD_MANAGER, ...this.signal },
+        ),
       );
     } catch (err) {
       if (!(err instanceof KubeApiError) || err.kind !== "not-found") throw err;

@@ -16,6 +16,8 @@ export const TEAM_ROLE_BINDING = "berth-controller";
 export const ACCESS_FINALIZER = "berth.dev/controller-access";
 
 export const TEAM_LABEL = "berth.dev/team";
+/** On a chained credential's issuer ConfigMap: `<credential>@<resourceVersion>` it was last woken for (ADR 0035). */
+export const WAKE_ANNOTATION = "berth.dev/woke-credential";
 export const MANAGED_BY_LABEL = "app.kubernetes.io/managed-by";
 export const MANAGED_BY = "berth";
 export const CLIENT_ID_ANNOTATION = "azure.workload.identity/client-id";

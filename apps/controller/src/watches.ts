@@ -12,6 +12,7 @@ import {
   TEAM_ROLE_BINDING,
   TEAM_VERSION,
   teamKey,
+  WAKE_ANNOTATION,
 } from "./names.js";
 import {
   type ConditionLike,
@@ -139,7 +140,9 @@ function keepAsoConfigMap(platform: Platform) {
       const data = pick(o.data, ["clientId", "tenantId"]);
       return { metadata: baseMeta(o.metadata), ...(data ? { data } : {}) };
     }
-    return { metadata: baseMeta(o.metadata) }; // some other ConfigMap of the namespace: only its name matters
+    // Some other ConfigMap of the namespace (a credential's issuer, say): its name, and when it was woken last.
+    const annotations = pick(o.metadata?.annotations, [WAKE_ANNOTATION]);
+    return { metadata: baseMeta(o.metadata, annotations ? { annotations } : {}) };
   };
 }
 

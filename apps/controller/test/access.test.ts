@@ -78,6 +78,7 @@ function setup(world: {
     setFinalizers: async (r: ObjectRef, f: string[], rv) =>
       void writes.push(`finalizers ${r.kind}/${r.name} ${JSON.stringify(f)} rv=${rv}`),
     replaceSecretData: async () => void writes.push("replace"),
+    annotate: async (r: ObjectRef) => void writes.push(`annotate ${r.kind}/${r.name}`),
     listAsoResources: async () => world.aso ?? [],
   };
   const reconciler = new TeamReconciler({

@@ -127,10 +127,29 @@ describe("infra/controller RBAC", () => {
 
   it("writes in the ASO namespace only platform-vars and the platform aso-credential; the Lease only in berth-system", () => {
     expect(allows(asoRole.rules!, "", "configmaps", "patch", "platform-vars")).toBe(true);
-    expect(allows(asoRole.rules!, "", "configmaps", "patch", "payments-identity")).toBe(false);
+    expect(allows(asoRole.rules!, "", "configmaps", "create", "payments-identity")).toBe(false);
+    expect(allows(asoRole.rules!, "", "configmaps", "delete", "payments-identity")).toBe(false);
+    expect(allows(asoRole.rules!, "", "configmaps", "update", "payments-identity")).toBe(false);
     expect(allows(asoRole.rules!, "", "secrets", "patch", "aso-credential")).toBe(true);
     expect(allows(leaseRole.rules!, "coordination.k8s.io", "leases", "update", "berth-controller")).toBe(true);
     expect(allows(leaseRole.rules!, "coordination.k8s.io", "leases", "update", "other")).toBe(false);
+  });
+
+  it("may patch other ConfigMaps of the ASO namespace only as the wake policy allows, for the same namespace and ServiceAccount", () => {
+    // RBAC cannot name a credential's issuer ConfigMap (ASO's to name): the patch right is for any, the
+    // ValidatingAdmissionPolicy narrows it (its effect on a real apiserver: tests/controller/controller.test.ts).
+    expect(allows(asoRole.rules!, "", "configmaps", "patch", "payments--aso-controller-issuer")).toBe(true);
+    const policy = docs.find(
+      (d) => d.kind === "ValidatingAdmissionPolicy" && d.metadata.name === "berth-controller-configmap-wake",
+    ) as (Doc & { spec: Record<string, unknown> }) | undefined;
+    const binding = docs.find(
+      (d) => d.kind === "ValidatingAdmissionPolicyBinding" && d.metadata.name === "berth-controller-configmap-wake",
+    ) as (Doc & { spec: { policyName: string; validationActions: string[] } }) | undefined;
+    expect(binding?.spec).toMatchObject({ policyName: "berth-controller-configmap-wake", validationActions: ["Deny"] });
+    const text = JSON.stringify(policy?.spec);
+    expect(text).toContain(`"kubernetes.io/metadata.name":"${asoRole.metadata.namespace}"`);
+    expect(text).toContain("system:serviceaccount:berth-system:berth-controller");
+    expect(policy?.spec.failurePolicy).toBe("Fail");
   });
 
   it("binds each role to the controller's ServiceAccount", () => {

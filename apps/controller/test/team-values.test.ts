@@ -94,6 +94,7 @@ function setup(world: World, provider: PlatformValuesProvider) {
     read: async () => undefined,
     setFinalizers: async () => {},
     replaceSecretData: async () => {},
+    annotate: async () => {},
     listAsoResources: async () => [],
   };
   const reconciler = new TeamReconciler({

@@ -36,6 +36,7 @@ export function trackWrites(inner: ClusterWriter): { writer: ClusterWriter; wrot
     delete: write((r) => inner.delete(r)),
     setFinalizers: write((r, f, v) => inner.setFinalizers(r, f, v)),
     replaceSecretData: write((c, d) => inner.replaceSecretData(c, d)),
+    annotate: write((r, a) => inner.annotate(r, a)),
     read: (r) => inner.read(r),
     listAsoResources: (ns) => inner.listAsoResources(ns),
   };

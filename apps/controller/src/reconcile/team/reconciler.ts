@@ -7,11 +7,12 @@ import { teamIdentity } from "./identity.js";
 import { offboard, releaseAccess } from "./offboard.js";
 import { trackWrites, type TeamPass, type TeamReconcilerDeps } from "./pass.js";
 import { writeCredential } from "./write-credential.js";
+import { wakeWaitingCredentials } from "./wake-credentials.js";
 import { writeStatus } from "./write-status.js";
 
 /**
  * One team, level-triggered. The steps, in this order, each in its own file: offboard (when the Team is gone
- * or going), facts (the cluster's, from the provider or as last written), identity, credential, status. Each
+ * or going), facts (the cluster's, from the provider or as last written), identity, credential, wake, status. Each
  * step reads the caches through the pass's recording view (and, before letting its RoleBinding go, the
  * credential on the server) and writes only through the pass's ClusterWriter. controller.md, "Adding a step".
  */
@@ -62,6 +63,7 @@ export class TeamReconciler {
 
     const identity = await teamIdentity(pass, secret, state.values.fresh);
     const credential = await writeCredential(pass, secret, state, identity);
+    await wakeWaitingCredentials(pass);
     await writeStatus(pass, teamObj, state, identity.identity, credential);
 
     // Only a pass that found everything in place, on values from the ConfigMap and a provider that answers,
