@@ -58,6 +58,36 @@ describe("pull-request mode: Berth proposes each team write as a pull request on
       headers: auth,
       payload: { name, owners: [OWNER], environments: ["dev"] },
     });
+  /** Waits until `api` serves `team` from main (its pull request merged). */
+  const servedFromMain = (api: RunningBerth, team: string) =>
+    eventually(
+      `${team} served from main`,
+      async () => (await api.server.inject({ url: `/v1/teams/${team}`, headers: auth })).statusCode === 200,
+      30_000,
+    );
+  /** `team` onboarded through a pull request on `fleet`, merged there, and served from main. */
+  const onboardMerged = async (api: RunningBerth, fleet: GiteaRepo, team: string) => {
+    const created = await onboard(api, team);
+    expect(created.statusCode, created.body).toBe(202);
+    await gitea.merge(fleet, readAnswer(created, proposalResponse).pullRequest.number);
+    await servedFromMain(api, team);
+  };
+  /** A rollout of `team` to v3 in one wave: its id. */
+  const startRollout = async (api: RunningBerth, team: string) => {
+    const started = await api.server.inject({
+      method: "POST",
+      url: "/v1/rollouts",
+      headers: auth,
+      payload: {
+        description: `${team} to v3`,
+        target: { templateVersion: "v3" },
+        selector: { names: [team] },
+        waves: [{ name: "only" }],
+      },
+    });
+    expect(started.statusCode, started.body).toBe(201);
+    return started.json().rollout.metadata.name as string;
+  };
   /** Berth's API in pull-request mode on this repository, with this forge token. */
   const startReviewedBerth = (
     forgeToken: string,
@@ -118,11 +148,7 @@ describe("pull-request mode: Berth proposes each team write as a pull request on
     expect(readAnswer(inReview, reviewResponse)).toEqual({ team: "payments", pullRequest: answer.pullRequest });
 
     await gitea.merge(repo, answer.pullRequest.number);
-    await eventually(
-      "the team served from main",
-      async () => (await berth.server.inject({ url: "/v1/teams/payments", headers: auth })).statusCode === 200,
-      30_000,
-    );
+    await servedFromMain(berth, "payments");
     const reviewed = await berth.server.inject({ url: "/v1/teams/payments/review", headers: auth });
     expect(reviewed.statusCode).toBe(404);
     expect(reviewed.json()).toMatchObject({ type: "https://berth.dev/problems/no-pending-review" });
@@ -341,14 +367,7 @@ describe("pull-request mode: Berth proposes each team write as a pull request on
   });
 
   it("berth delete of a team on main proposes its offboarding, naming the pull request, and main keeps the team", async () => {
-    const created = await onboard(berth, "invoices");
-    expect(created.statusCode, created.body).toBe(202);
-    await gitea.merge(repo, readAnswer(created, proposalResponse).pullRequest.number);
-    await eventually(
-      "the team served from main",
-      async () => (await berth.server.inject({ url: "/v1/teams/invoices", headers: auth })).statusCode === 200,
-      30_000,
-    );
+    await onboardMerged(berth, repo, "invoices");
     const mainBefore = (await gitea.waitForBranch(repo, "main")).commit.id;
 
     const { cli, connection } = await cliOnBerth();
@@ -402,11 +421,7 @@ describe("pull-request mode: Berth proposes each team write as a pull request on
       expect((await adopter.server.inject({ url: "/v1/teams/payments", headers: auth })).statusCode).toBe(404);
 
       await gitea.merge(tenants, answer.pullRequest.number);
-      await eventually(
-        "the adopted team served from main",
-        async () => (await adopter.server.inject({ url: "/v1/teams/payments", headers: auth })).statusCode === 200,
-        30_000,
-      );
+      await servedFromMain(adopter, "payments");
     } finally {
       await adopter.stop();
     }
@@ -456,27 +471,8 @@ describe("pull-request mode: Berth proposes each team write as a pull request on
       );
     /** `team` onboarded and merged, and a one-wave rollout of it to v3 whose wave is proposed: its id and PR. */
     const proposedRollout = async (api: RunningBerth, team: string) => {
-      const created = await onboard(api, team);
-      expect(created.statusCode, created.body).toBe(202);
-      await gitea.merge(fleet, readAnswer(created, proposalResponse).pullRequest.number);
-      await eventually(
-        `${team} served from main`,
-        async () => (await api.server.inject({ url: `/v1/teams/${team}`, headers: auth })).statusCode === 200,
-        30_000,
-      );
-      const started = await api.server.inject({
-        method: "POST",
-        url: "/v1/rollouts",
-        headers: auth,
-        payload: {
-          description: `${team} to v3`,
-          target: { templateVersion: "v3" },
-          selector: { names: [team] },
-          waves: [{ name: "only" }],
-        },
-      });
-      expect(started.statusCode, started.body).toBe(201);
-      const id = started.json().rollout.metadata.name as string;
+      await onboardMerged(api, fleet, team);
+      const id = await startRollout(api, team);
       await api.services.engine.tick();
       const wave = (await rolloutOf(api, id)).status.waves[0];
       expect(wave?.phase).toBe("Proposed");
@@ -564,6 +560,74 @@ describe("pull-request mode: Berth proposes each team write as a pull request on
         expect(await pullRequestState(pullRequest)).toBe("closed");
         expect((await rolloutOf(other, id)).status.halt).toBeUndefined();
       });
+    });
+  });
+
+  describe("the forge's webhook: Gitea's signed pull request events reach Berth", () => {
+    const SECRET = "gitea-webhook-secret-3c9e1f7a20";
+    let fleet: GiteaRepo;
+    let api: RunningBerth;
+
+    beforeAll(async () => {
+      fleet = await gitea.createRepo("fleet-webhooks", { autoInit: true });
+      // The engine's own poll of a wave's pull request is 10 minutes: only the webhook can start a gate sooner.
+      api = await startBerth({
+        remoteUrl: fleet.cloneUrl,
+        listen: true,
+        statusReader: new ScriptedStatusReader(),
+        env: {
+          BERTH_GIT_USERNAME: gitea.username,
+          BERTH_GIT_TOKEN: gitea.token,
+          BERTH_FORGE_TOKEN: gitea.token,
+          BERTH_FORGE_WEBHOOK_SECRET: SECRET,
+        },
+        config: (raw) => {
+          raw.fluxRepo = {
+            ...raw.fluxRepo,
+            review: {
+              mode: "pull-request",
+              forge: "gitea",
+              url: gitea.url,
+              owner: fleet.owner,
+              repository: fleet.name,
+            },
+          };
+          raw.platform.fluxSource = { kind: "ExternalArtifact", artifactPrefix: "team-files-" };
+          raw.platform.layout = { appliedBy: "slices" };
+          raw.api.clusters = { "aks-dev-weu": { kubeconfig: "/dev/null" } };
+          raw.api.rollouts = { pollIntervalMs: 600_000, gateTimeoutSeconds: 300 };
+        },
+      });
+      const hook = await gitea.api(`/repos/${fleet.owner}/${fleet.name}/hooks`, {
+        method: "POST",
+        body: JSON.stringify({
+          type: "gitea",
+          active: true,
+          events: ["push", "pull_request", "pull_request_review"],
+          config: { url: `${api.url}/v1/forge/events`, content_type: "json", secret: SECRET },
+        }),
+      });
+      expect(hook.status, await hook.text()).toBe(201);
+    }, 120_000);
+    afterAll(async () => {
+      await api?.stop();
+    });
+
+    it("a merged wave's gate starts at the merge's event, not at the engine's next poll (10 minutes)", async () => {
+      await onboardMerged(api, fleet, "forex");
+      const id = await startRollout(api, "forex");
+      const waveOf = async () =>
+        readAnswer(await api.server.inject({ url: `/v1/rollouts/${id}`, headers: auth }), rolloutResponse).rollout
+          .status.waves[0];
+      // Created: the engine is kicked at once and proposes the wave.
+      await eventually("the wave proposed", async () => (await waveOf())?.phase === "Proposed", 30_000);
+      const from = api.logs.length;
+      await gitea.merge(fleet, (await waveOf())!.pullRequest!.number);
+      await eventually("the wave committed", async () => (await waveOf())?.phase !== "Proposed", 20_000);
+      expect((await waveOf())?.phase).toMatch(/^(Committed|Ready)$/);
+      expect(api.logEntries<{ msg: string; rollout?: string }>(from)).toContainEqual(
+        expect.objectContaining({ msg: "pull request changed", rollout: id }),
+      );
     });
   });
 

@@ -8,8 +8,10 @@ import {
   ProposingWriter,
   ReviewedStore,
   RolloutRecords,
+  rolloutOfBranch,
   teamOfBranch,
 } from "./adapters/proposals.js";
+import type { PullRequestEvent } from "./http/routes/forge-events.js";
 import type { ReviewRef } from "./services/idempotency.js";
 import type pino from "pino";
 import { AdoptionService } from "./services/adoption-service.js";
@@ -111,6 +113,24 @@ export async function createServices(
     audit: (line) => auditLogger.info({ audit: line }, "audit"),
     ...(pullRequests ? { proposals: pullRequests.waves } : {}),
   });
+  // The forge's webhook (pull-request mode with a secret): a pull request that changed is acted on now, not at the
+  // next poll. A wave's merge starts its gate; a team's drops its cached review, so its status reads it again.
+  const eventsLogger = logger.child({ component: "forge-events" });
+  const forgeEvents =
+    pullRequests && review.mode === "pull-request" && review.webhookSecret
+      ? {
+          secret: review.webhookSecret,
+          onPullRequest: async ({ number, head, base }: PullRequestEvent) => {
+            if (base !== repo.branch) return;
+            const team = teamOfBranch(head);
+            const rollout = rolloutOfBranch(head);
+            if (team) pullRequests.forget(team);
+            if (rollout) engine.kick(rollout);
+            if (team || rollout)
+              eventsLogger.info({ pullRequest: number, ...(team ? { team } : { rollout }) }, "pull request changed");
+          },
+        }
+      : undefined;
   const rollouts = new RolloutService({
     onboarding,
     fleet,
@@ -145,6 +165,7 @@ export async function createServices(
     metrics,
     board: new StatusBoard(onboarding, repo, statusReader, reviews),
     ui: { auth: config.api.auth, config: config.api.ui, clock },
+    ...(forgeEvents ? { forgeEvents } : {}),
   };
   return {
     deps,
@@ -247,6 +268,7 @@ async function pullRequestMode(
     rolloutStore: new RolloutRecords(repo, records, layout.rolloutsDir),
     waves: new ProposedWaves(proposer, forge),
     reviews,
+    forget,
     sweeper,
     records,
   };

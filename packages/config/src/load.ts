@@ -104,6 +104,14 @@ export function loadConfig(env: Env = process.env, cwd = process.cwd()): BerthCo
     if (review?.mode === "pull-request") put(raw, ["fluxRepo", "review", "token"], forgeToken);
     else problems.push("BERTH_FORGE_TOKEN(_FILE): set, but fluxRepo.review.mode is not pull-request");
   }
+  const webhookSecret =
+    env.BERTH_FORGE_WEBHOOK_SECRET ??
+    readSecretFile(env.BERTH_FORGE_WEBHOOK_SECRET_FILE, "BERTH_FORGE_WEBHOOK_SECRET_FILE", problems);
+  if (webhookSecret !== undefined) {
+    const review = (raw.fluxRepo as { review?: { mode?: unknown } } | undefined)?.review;
+    if (review?.mode === "pull-request") put(raw, ["fluxRepo", "review", "webhookSecret"], webhookSecret);
+    else problems.push("BERTH_FORGE_WEBHOOK_SECRET(_FILE): set, but fluxRepo.review.mode is not pull-request");
+  }
   if (env.BERTH_GIT_SSH_KEY_FILE) {
     put(raw, ["fluxRepo", "auth"], {
       kind: "ssh",

@@ -30,6 +30,12 @@ export const reviewSchema = z.discriminatedUnion("mode", [
       repository: nonEmpty,
       /** An API token allowed to open and close pull requests (BERTH_FORGE_TOKEN or BERTH_FORGE_TOKEN_FILE, never the file). */
       token: nonEmpty,
+      /**
+       * The secret the forge signs its webhooks with (BERTH_FORGE_WEBHOOK_SECRET or BERTH_FORGE_WEBHOOK_SECRET_FILE).
+       * When set, POST /v1/forge/events takes the forge's pull-request events: a merge or close is acted on at once
+       * (a rollout wave's gate starts, the team's review status is read again) instead of at the next poll.
+       */
+      webhookSecret: z.string().min(16, "must be at least 16 characters").optional(),
       /** How often Berth looks for merged or closed pull requests' branches to delete. */
       sweepSeconds: z.number().int().min(1).max(3600).default(300),
       /**

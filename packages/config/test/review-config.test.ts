@@ -86,4 +86,27 @@ describe("fluxRepo.review", () => {
     expect(problems).toContain("fluxRepo.review.mode is not pull-request");
     expect(problems).not.toContain("forge-token-secret-2");
   });
+  it("takes the forge's webhook secret from a file, and refuses one too short or in direct mode, never repeating it", async () => {
+    const dir = await mkdtemp(join(tmpdir(), "berth-webhook-secret-"));
+    dirs.push(dir);
+    const file = join(dir, "secret");
+    await writeFile(file, "a-webhook-secret-of-32-characters\n");
+    const { config, problems } = await load(
+      { review: REVIEW, platform: SLICES },
+      { BERTH_FORGE_TOKEN: "forge-token-1", BERTH_FORGE_WEBHOOK_SECRET_FILE: file },
+    );
+    expect(problems).toBeUndefined();
+    expect(config?.fluxRepo.review).toMatchObject({ webhookSecret: "a-webhook-secret-of-32-characters" });
+    const short = await load(
+      { review: REVIEW, platform: SLICES },
+      { BERTH_FORGE_TOKEN: "forge-token-1", BERTH_FORGE_WEBHOOK_SECRET: "short-secret-7" },
+    );
+    expect(short.problems).toMatch(/fluxRepo\.review\.webhookSecret: must be at least 16 characters/);
+    expect(short.problems).not.toContain("short-secret-7");
+    const direct = await load({}, { BERTH_FORGE_WEBHOOK_SECRET: "a-webhook-secret-in-direct-mode" });
+    expect(direct.problems).toContain(
+      "BERTH_FORGE_WEBHOOK_SECRET(_FILE): set, but fluxRepo.review.mode is not pull-request",
+    );
+    expect(direct.problems).not.toContain("a-webhook-secret-in-direct-mode");
+  });
 });

@@ -2,6 +2,7 @@ import { setTimeout as sleep } from "node:timers/promises";
 import {
   describeOwner,
   PathOwnershipError,
+  ROLLOUT_ID,
   type ChangeOrigin,
   type RepoChange,
   type RepoLayout,
@@ -36,11 +37,19 @@ export interface SweptProposal {
 const reviewRef = (pr: PullRequest): ReviewRef => ({ number: pr.number, url: pr.url, state: pr.state });
 
 const TEAM_BRANCH_PREFIX = "berth/team/";
+const WAVE_BRANCH_PREFIX = "berth/rollout/";
 export const proposalBranch = (owner: ProposalOwner) =>
-  "team" in owner ? `${TEAM_BRANCH_PREFIX}${owner.team}` : `berth/rollout/${owner.rollout}`;
+  "team" in owner ? `${TEAM_BRANCH_PREFIX}${owner.team}` : `${WAVE_BRANCH_PREFIX}${owner.rollout}`;
 /** The team whose changes `branch` proposes; undefined for another branch (a rollout wave's). */
 export const teamOfBranch = (branch: string): string | undefined =>
   branch.startsWith(TEAM_BRANCH_PREFIX) ? branch.slice(TEAM_BRANCH_PREFIX.length) : undefined;
+/** The rollout whose wave `branch` proposes (`berth/rollout/<id>-<wave>`, see `ProposedWaves`); else undefined. */
+export function rolloutOfBranch(branch: string): string | undefined {
+  if (!branch.startsWith(WAVE_BRANCH_PREFIX)) return undefined;
+  const rest = branch.slice(WAVE_BRANCH_PREFIX.length);
+  const id = /^([^-]+-[^-]+-[^-]+-[^-]+)-./.exec(rest)?.[1];
+  return id && ROLLOUT_ID.test(id) ? id : undefined;
+}
 
 /**
  * Pull-request mode's writer (ADR 0030): a write for a team is committed on that team's branch, planned on the

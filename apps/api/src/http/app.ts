@@ -15,6 +15,7 @@ import type { Clock } from "@berth/kube-runtime";
 import type { RolloutService } from "../services/rollouts/service.js";
 import { adoptionRoutes } from "./routes/adoption.js";
 import { fleetRoutes } from "./routes/fleet.js";
+import { forgeEventRoutes, type PullRequestEvent } from "./routes/forge-events.js";
 import { rateLimitPlugin } from "./plugins/rate-limit.js";
 import { securityHeadersPlugin } from "./plugins/security-headers.js";
 import { healthRoutes } from "./routes/health.js";
@@ -41,6 +42,8 @@ export interface AppDeps {
   limits?: RateLimitConfig;
   /** Prometheus metrics (served on their own port by main.ts); none when absent. */
   metrics?: ApiMetrics;
+  /** Pull-request mode with a webhook secret: POST /v1/forge/events takes the forge's signed events. */
+  forgeEvents?: { secret: string; onPullRequest: (event: PullRequestEvent) => Promise<void> };
 }
 
 /**
@@ -69,9 +72,9 @@ const PUBLIC_ROUTES = [/^\/healthz$/, /^\/readyz$/, /^\/openapi\.json$/, /^\/doc
 export async function app(instance: FastifyInstance, deps: AppDeps): Promise<void> {
   instance.addHook("onRoute", (route) => {
     const isPublic = PUBLIC_ROUTES.some((re) => re.test(route.url));
-    if (!isPublic && !route.config?.requiredRole) {
+    if (!isPublic && !route.config?.requiredRole && !route.config?.signedWebhook) {
       throw new Error(
-        `route ${String(route.method)} ${route.url} declares no required role: every non-public route must`,
+        `route ${String(route.method)} ${route.url} declares no required role (nor a signature): every non-public route must`,
       );
     }
   });
@@ -100,6 +103,7 @@ export async function app(instance: FastifyInstance, deps: AppDeps): Promise<voi
       await v1.register(fleetRoutes, { fleet: deps.fleet });
       await v1.register(rolloutRoutes, { rollouts: deps.rollouts });
       await v1.register(adoptionRoutes, { adoption: deps.adoption });
+      if (deps.forgeEvents) await v1.register(forgeEventRoutes, deps.forgeEvents);
     },
     { prefix: "/v1" },
   );
