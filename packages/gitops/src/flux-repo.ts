@@ -64,6 +64,42 @@ interface Waiter {
   reject(e: unknown): void;
 }
 
+interface ProposalWaiter {
+  branch: string;
+  mutate: (tree: RepoTree) => Promise<RepoChange | null>;
+  origin: ChangeOrigin;
+  fromMain: boolean;
+  /** Pushes of it the remote rejected because its branch had moved. */
+  attempts: number;
+  resolve(r: ProposeResult): void;
+  reject(e: unknown): void;
+}
+
+interface PushOutcome {
+  ok: boolean;
+  summary: string;
+  line: string;
+  /** The remote's own words in that push (its hooks' `remote:` lines): this ref's only when it was pushed alone. */
+  remoteSaid: string[];
+  /** Why a ref the report does not name was not updated. */
+  failure?: GitOpsError;
+}
+
+/**
+ * `git push --porcelain`'s report, by ref: one line `<flag>\t<from>:<to>\t<summary>` each, flag `!` for a ref not
+ * updated (its summary says why: `[rejected] (stale info)`, `[remote rejected] (...)`).
+ */
+function pushOutcomes(output: string): Map<string, PushOutcome> {
+  const outcomes = new Map<string, PushOutcome>();
+  const lines = output.split("\n");
+  const remoteSaid = lines.filter((line) => line.startsWith("remote:"));
+  for (const line of lines) {
+    const [flag, ref, summary] = /^([ +\-*!=])\t[^\t]*:(refs\/[^\t]+)\t(.*)$/.exec(line)?.slice(1) ?? [];
+    if (flag && ref && summary !== undefined) outcomes.set(ref, { ok: flag !== "!", summary, line, remoteSaid });
+  }
+  return outcomes;
+}
+
 /** Push failures that mean "the remote moved": retried on a fresh head. */
 const PUSH_REJECTED =
   /\(fetch first\)|\(non-fast-forward\)|\(stale info\)|cannot lock ref|failed to lock|failed to update ref|incorrect old value/i;
@@ -96,6 +132,9 @@ export class FluxRepo {
   private readonly queue = new PQueue({ concurrency: 1 });
   private pending: Waiter[] = [];
   private batchScheduled = false;
+  /** Proposals waiting for the writer (pull-request mode), in arrival order. */
+  private waitingProposals: ProposalWaiter[] = [];
+  private proposalsScheduled = false;
   private initPromise: Promise<void> | undefined;
   private runner: GitRunner | undefined;
   private src: TreeSource | undefined;
@@ -161,9 +200,10 @@ export class FluxRepo {
   /**
    * Applies one change as a commit on `branch` and pushes it there, never to the main branch: pull-request mode
    * (ADR 0030). `mutate` sees the branch's tree when the branch exists (the pending change it extends), else, or with
-   * `fromMain`, the main branch's head, from which the branch is then (re)started. Not group-committed: each proposal fetches, commits and
-   * pushes on its own, in the writer's queue. A branch that moved meanwhile (another replica) is planned again;
-   * `mutate`'s own error is returned and nothing is pushed.
+   * `fromMain`, the main branch's head, from which the branch is then (re)started. Proposals for different branches
+   * that wait in the writer's queue together share its fetches and one push (each still its own commit on its own
+   * branch, each push leased on its branch's head); two for one branch go one after the other. A branch that moved
+   * meanwhile (another replica) is planned again; `mutate`'s own error is returned and nothing is pushed.
    */
   async propose(
     branch: string,
@@ -176,53 +216,177 @@ export class FluxRepo {
     if (this.closed) throw new GitOpsError("closed", "FluxRepo is closed");
     await this.init();
     this.counters.transactions += 1;
-    for (let attempt = 1; ; attempt++) {
-      const outcome = await this.queue.add(async () => {
-        const main = await this.fetchHead();
-        const existing = await this.fetchRef(branch);
+    return new Promise<ProposeResult>((resolve, reject) => {
+      this.waitingProposals.push({
+        branch,
+        mutate,
+        origin,
+        fromMain: options.fromMain ?? false,
+        attempts: 0,
+        resolve,
+        reject,
+      });
+      this.scheduleProposals();
+    });
+  }
+
+  private scheduleProposals(): void {
+    if (this.proposalsScheduled || this.waitingProposals.length === 0) return;
+    this.proposalsScheduled = true;
+    void this.queue.add(async () => {
+      this.proposalsScheduled = false;
+      // One proposal per branch in a run: the next for the same branch builds on this one's commit.
+      const run: ProposalWaiter[] = [];
+      const taken = new Set<string>();
+      this.waitingProposals = this.waitingProposals.filter((w) => {
+        if (taken.has(w.branch) || run.length >= this.cfg.maxBatchSize) return true;
+        taken.add(w.branch);
+        run.push(w);
+        return false;
+      });
+      try {
+        await this.runProposals(run);
+      } catch (err) {
+        // Fetching or pushing failed for all of them (a promise already settled ignores this).
+        for (const w of run) w.reject(err);
+      }
+      this.scheduleProposals();
+    });
+  }
+
+  /** Plans, commits and pushes each of `run` (distinct branches) on its branch: one fetch of them, one push. */
+  private async runProposals(run: ProposalWaiter[]): Promise<void> {
+    const main = await this.fetchHead();
+    const heads = await this.fetchProposalHeads(run.map((w) => w.branch));
+    const planned: Array<{ waiter: ProposalWaiter; sha: string; existing: string | undefined; files: string[] }> = [];
+    for (const waiter of run) {
+      const existing = heads.get(waiter.branch);
+      try {
         // fromMain: the branch's earlier change was merged or dropped; a new one starts again from main (the push
         // still compares against the branch's head, so nothing pushed to it meanwhile is lost unseen).
-        const base = options.fromMain ? main : (existing ?? main);
+        const base = waiter.fromMain ? main : (existing ?? main);
         const planner = new BatchPlanner(new GitTree(this.source(), base), () => {});
-        await planner.add([{ mutate, origin }]);
+        await planner.add([{ mutate: waiter.mutate, origin: waiter.origin }]);
         const plan = planner.plan();
         const txn = plan.txns[0];
         if (!txn || txn.kind === "error") throw txn?.error ?? new GitOpsError("unavailable", "internal: no plan");
-        if (txn.kind === "noop")
-          return {
+        if (txn.kind === "noop") {
+          waiter.resolve({
             revision: base ?? "",
             committed: false,
             files: [],
-            branch,
+            branch: waiter.branch,
             // A restarted branch's old commits are no pending change: nothing to propose.
-            onBranch: existing !== undefined && !options.fromMain,
+            onBranch: existing !== undefined && !waiter.fromMain,
             created: false,
-          } as ProposeResult;
+          });
+          continue;
+        }
         const [sha] = await this.importCommits(plan);
         if (!sha) throw new GitOpsError("unavailable", "internal: git fast-import wrote no commit");
-        this.counters.pushAttempts += 1;
-        const pushed = await this.git().tryRun([
-          "push",
-          "--porcelain",
-          `--force-with-lease=refs/heads/${branch}:${existing ?? ""}`,
-          "origin",
-          `${sha}:refs/heads/${branch}`,
-        ]);
-        if (!pushed.ok) {
-          if (PUSH_REJECTED.test(pushed.output)) return "moved" as const;
-          if (PUSH_DECLINED.test(pushed.output)) throw declinedPush(branch, pushed.output);
-          throw pushed.error;
-        }
+        planned.push({ waiter, sha, existing, files: [...txn.files.keys()].sort() });
+      } catch (err) {
+        waiter.reject(err);
+      }
+    }
+    if (planned.length === 0) return;
+    const outcomes = await this.pushProposals(planned);
+    // A remote's hook may decline a push whole for one ref it refuses (a pre-receive hook, as Gitea's branch
+    // protection: every ref of the push is then declined). The declined ones are pushed again, each on its own, so only
+    // the one refused fails, in the remote's own words.
+    const declined = planned.filter((p) => {
+      const outcome = outcomes.get(`refs/heads/${p.waiter.branch}`);
+      return outcome && !outcome.ok && PUSH_DECLINED.test(outcome.summary);
+    });
+    if (planned.length > 1)
+      for (const p of declined) for (const [ref, outcome] of await this.pushProposals([p])) outcomes.set(ref, outcome);
+    for (const { waiter, sha, existing, files } of planned) {
+      const { branch } = waiter;
+      const outcome = outcomes.get(`refs/heads/${branch}`);
+      if (outcome?.ok) {
         this.counters.commits += 1;
         this.cfg.logger.info({ branch, revision: sha, created: existing === undefined }, "flux repo: proposed");
-        const files = [...txn.files.keys()].sort();
-        return { revision: sha, committed: true, files, branch, onBranch: true, created: !existing };
-      });
-      if (outcome !== "moved") return outcome as ProposeResult;
-      this.counters.pushRejections += 1;
-      if (attempt >= MAX_PROPOSE_ATTEMPTS)
-        throw new GitOpsError("conflict", `branch ${branch} kept moving (${attempt} attempts); nothing was written`);
+        waiter.resolve({ revision: sha, committed: true, files, branch, onBranch: true, created: !existing });
+      } else if (outcome && PUSH_REJECTED.test(outcome.summary)) {
+        // The branch moved since it was fetched: planned again on its new head, in a later run.
+        this.counters.pushRejections += 1;
+        waiter.attempts += 1;
+        if (waiter.attempts >= MAX_PROPOSE_ATTEMPTS)
+          waiter.reject(
+            new GitOpsError(
+              "conflict",
+              `branch ${branch} kept moving (${waiter.attempts} attempts); nothing was written`,
+            ),
+          );
+        else this.waitingProposals.unshift(waiter);
+      } else if (outcome && PUSH_DECLINED.test(outcome.summary)) {
+        waiter.reject(declinedPush(branch, [...outcome.remoteSaid, outcome.line].join("\n")));
+      } else {
+        waiter.reject(outcome?.failure ?? new GitOpsError("unavailable", `git push did not update ${branch}`));
+      }
     }
+  }
+
+  /** One push of these commits to their branches, each leased on the head it was planned on; git's report by ref. */
+  private async pushProposals(planned: Array<{ waiter: ProposalWaiter; sha: string; existing: string | undefined }>) {
+    this.counters.pushAttempts += 1;
+    const pushed = await this.git().tryRun([
+      "push",
+      "--porcelain",
+      ...planned.map((p) => `--force-with-lease=refs/heads/${p.waiter.branch}:${p.existing ?? ""}`),
+      "origin",
+      ...planned.map((p) => `${p.sha}:refs/heads/${p.waiter.branch}`),
+    ]);
+    // The report is on stdout, which a failed push's error carries too (with stderr after it).
+    const outcomes = pushOutcomes(pushed.ok ? pushed.stdout : pushed.output);
+    // The remote's `remote:` lines are one ref's only when it was pushed alone.
+    if (planned.length > 1) for (const outcome of outcomes.values()) outcome.remoteSaid = [];
+    // A ref the report does not name: the push failed as a whole (the remote did not answer, or refused us).
+    const failure = pushed.ok ? new GitOpsError("unavailable", "git push did not report the branch") : pushed.error;
+    for (const { waiter } of planned)
+      if (!outcomes.has(`refs/heads/${waiter.branch}`))
+        outcomes.set(`refs/heads/${waiter.branch}`, { ok: false, summary: "", line: "", remoteSaid: [], failure });
+    return outcomes;
+  }
+
+  /**
+   * The heads of these proposal branches on the remote, fetched now; a branch that does not exist has none. One
+   * listing and one fetch for all of them, however many.
+   */
+  private async fetchProposalHeads(branches: string[]): Promise<Map<string, string>> {
+    const git = this.git();
+    this.counters.fetches += 1;
+    const listed = await git.run(["ls-remote", "--heads", "origin", ...branches.map((b) => `refs/heads/${b}`)], {
+      what: "git ls-remote",
+    });
+    const heads = new Map<string, string>();
+    for (const line of listed.split("\n")) {
+      const [sha, ref] = line.split("\t");
+      const branch = ref?.replace(/^refs\/heads\//, "");
+      if (sha && branch && branches.includes(branch)) heads.set(branch, sha);
+    }
+    if (heads.size > 0) {
+      this.counters.fetches += 1;
+      // `-v`, not `--quiet`: simple-git waits an extra 50 ms after any command that prints nothing.
+      const fetched = await git.tryRun([
+        "fetch",
+        "-v",
+        "--no-tags",
+        "--no-write-fetch-head",
+        "origin",
+        ...[...heads.keys()].map((b) => `+refs/heads/${b}:refs/remotes/origin/${b}`),
+      ]);
+      if (!fetched.ok) {
+        if (!MISSING_BRANCH.test(fetched.output)) throw fetched.error;
+        // One was deleted between the listing and the fetch (a sweep): each again on its own.
+        heads.clear();
+        for (const branch of branches) {
+          const head = await this.fetchRef(branch);
+          if (head) heads.set(branch, head);
+        }
+      }
+    }
+    return heads;
   }
 
   /**

@@ -1,4 +1,6 @@
 /** FluxRepo.propose (pull-request mode, ADR 0030) over file://: commits land on the proposal branch, never on main. */
+import { chmod, writeFile } from "node:fs/promises";
+import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { GitOpsError } from "../src/index.js";
 import { createBareRepo, inspectRemote } from "../../../tests/support/git-remotes.js";
@@ -103,5 +105,52 @@ describe("FluxRepo.propose", () => {
     expect(await repo.deleteProposal("berth/team/a", moved.revision)).toBe(true);
     expect([...(await repo.proposals()).keys()]).toEqual(["berth/team/b"]);
     await expect(repo.deleteProposal("main")).rejects.toThrow(/not a proposal branch/);
+  });
+  it("proposals for different branches waiting together share one push; two for one branch go in turn", async () => {
+    const { remote, repo } = await setup();
+    const before = repo.stats().pushAttempts;
+    const [a1, b, c, a2, d] = await Promise.all(
+      ["a:a1", "b:b", "c:c", "a:a2", "d:d"].map((spec) => {
+        const [team, content] = spec.split(":") as [string, string];
+        return repo.propose(
+          `berth/team/${team}`,
+          write(`berth: ${team} ${content}`, { [`teams/${team}/t.yaml`]: `${content}\n` }),
+          origin,
+        );
+      }),
+    );
+    for (const r of [a1, b, c, a2, d]) expect(r).toMatchObject({ committed: true });
+    // Five proposals, at most three pushes: the first may find the writer idle and go alone, the others wait together,
+    // and the second for a goes after the first (it builds on its commit).
+    expect(repo.stats().pushAttempts - before).toBeLessThanOrEqual(3);
+    const a = await inspectRemote(remote.url, "berth/team/a");
+    expect(a.commits.slice(0, 2).map((commit) => commit.subject)).toEqual(["berth: a a2", "berth: a a1"]);
+    for (const team of ["b", "c", "d"])
+      expect((await inspectRemote(remote.url, `berth/team/${team}`)).files.get(`teams/${team}/t.yaml`)).toBe(
+        `${team}\n`,
+      );
+  });
+
+  it("a branch the remote declines in a shared push fails alone, in the remote's words; the others are pushed", async () => {
+    const { remote, repo } = await setup();
+    // As Gitea's branch protection does: a pre-receive hook that declines the whole push for one branch it refuses.
+    const hook = join(remote.dir, "hooks", "pre-receive");
+    await writeFile(
+      hook,
+      '#!/bin/sh\nwhile read old new ref; do\n  if [ "$ref" = refs/heads/berth/team/frozen ]; then echo "berth/team/frozen is frozen by policy" >&2; exit 1; fi\ndone\n',
+    );
+    await chmod(hook, 0o755);
+    const results = await Promise.allSettled(
+      ["a", "frozen", "b", "c"].map((team) =>
+        repo.propose(`berth/team/${team}`, write(`berth: ${team}`, { [`teams/${team}/t.yaml`]: `${team}\n` }), origin),
+      ),
+    );
+    expect(results.map((r) => r.status)).toEqual(["fulfilled", "rejected", "fulfilled", "fulfilled"]);
+    const reason = (results[1] as PromiseRejectedResult).reason as GitOpsError;
+    expect(reason).toMatchObject({ kind: "refused" });
+    expect(reason.message).toMatch(
+      /^the remote declined the push to berth\/team\/frozen: berth\/team\/frozen is frozen by policy/,
+    );
+    expect([...(await repo.proposals()).keys()].sort()).toEqual(["berth/team/a", "berth/team/b", "berth/team/c"]);
   });
 });
