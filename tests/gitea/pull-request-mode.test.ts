@@ -397,6 +397,14 @@ describe("pull-request mode: Berth proposes each team write as a pull request on
       subject: "tenants: payments and search (by hand)",
       env: basicAuthEnv(gitea.username, gitea.token),
     });
+    // Gitea takes the first push into an empty repository through a queue: until it has, its API still answers for
+    // the empty one (fresh-ci saw GET /pulls answer 404 there, under load). A fleet repository is not that new.
+    await gitea.waitForBranch(tenants, "main", handWritten);
+    await eventually(
+      "Gitea lists the new repository's pull requests",
+      async () => (await gitea.api(`/repos/${tenants.owner}/${tenants.name}/pulls?state=open`)).status === 200,
+      30_000,
+    );
     await gitea.protectBranch(tenants, "main");
     const adopter = await startReviewedBerth(gitea.token, { on: tenants });
     try {
