@@ -356,15 +356,10 @@ export class FluxRepo {
   private async fetchProposalHeads(branches: string[]): Promise<Map<string, string>> {
     const git = this.git();
     this.counters.fetches += 1;
-    const listed = await git.run(["ls-remote", "--heads", "origin", ...branches.map((b) => `refs/heads/${b}`)], {
-      what: "git ls-remote",
-    });
-    const heads = new Map<string, string>();
-    for (const line of listed.split("\n")) {
-      const [sha, ref] = line.split("\t");
-      const branch = ref?.replace(/^refs\/heads\//, "");
-      if (sha && branch && branches.includes(branch)) heads.set(branch, sha);
-    }
+    const heads = await this.remoteHeads(
+      branches.map((b) => `refs/heads/${b}`),
+      (branch) => branches.includes(branch),
+    );
     if (heads.size > 0) {
       this.counters.fetches += 1;
       // `-v`, not `--quiet`: simple-git waits an extra 50 ms after any command that prints nothing.
@@ -416,16 +411,19 @@ export class FluxRepo {
   async proposals(): Promise<Map<string, string>> {
     if (this.closed) throw new GitOpsError("closed", "FluxRepo is closed");
     await this.init();
-    const out = await this.git().run(["ls-remote", "--heads", "origin", "refs/heads/berth/*"], {
-      what: "git ls-remote",
-    });
-    const branches = new Map<string, string>();
+    return this.remoteHeads(["refs/heads/berth/*"], (branch) => PROPOSAL_BRANCH.test(branch));
+  }
+
+  /** The remote's branches matching `patterns` (ls-remote's) that `keep` takes, with their heads. */
+  private async remoteHeads(patterns: string[], keep: (branch: string) => boolean): Promise<Map<string, string>> {
+    const out = await this.git().run(["ls-remote", "--heads", "origin", ...patterns], { what: "git ls-remote" });
+    const heads = new Map<string, string>();
     for (const line of out.split("\n")) {
       const [sha, ref] = line.split("\t");
       const branch = ref?.replace(/^refs\/heads\//, "");
-      if (sha && branch && PROPOSAL_BRANCH.test(branch)) branches.set(branch, sha);
+      if (sha && branch && keep(branch)) heads.set(branch, sha);
     }
-    return branches;
+    return heads;
   }
 
   /**
