@@ -239,6 +239,7 @@ describe("rollouts end to end: two clusters with real Flux and the controller, A
       ["v3", 4],
       ["v4", 0],
       ["v5", 0],
+      ["v6", 0],
     ]);
   }, 300_000);
 });

@@ -73,7 +73,7 @@ describe("a team on a retired template version", () => {
       expect(res.statusCode, `${request.url}: ${res.body}`).toBe(409);
       const problem = readProblem(res);
       expect(problem.type).toBe("https://berth.dev/problems/template-version-retired");
-      expect(problem.detail).toContain("template version v1, which is no longer installed (installed: v3, v4, v5)");
+      expect(problem.detail).toContain("template version v1, which is no longer installed (installed: v3, v4, v5, v6)");
       expect(problem.detail).toContain("POST /v1/rollouts");
     }
     expect((await inspectRemote(url)).head).toBe(head);

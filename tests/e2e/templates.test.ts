@@ -46,6 +46,7 @@ describe("template versions side by side", () => {
         { version: "v3", default: false, available: true, teams: 0 },
         { version: "v4", default: false, available: true, teams: 0 },
         { version: "v5", default: false, available: true, teams: 0 },
+        { version: "v6", default: false, available: true, teams: 0 },
       ],
       broken: [],
     });
@@ -62,7 +63,7 @@ describe("template versions side by side", () => {
     expect(bad.statusCode).toBe(422);
     expect(readProblem(bad).errors).toContainEqual({
       field: "templateVersion",
-      rule: "must be one of the template versions: v1, v3, v4, v5",
+      rule: "must be one of the template versions: v1, v3, v4, v5, v6",
     });
 
     const remote = await inspectRemote(url);
@@ -75,6 +76,7 @@ describe("template versions side by side", () => {
       ["v3", 1],
       ["v4", 0],
       ["v5", 0],
+      ["v6", 0],
     ]);
   });
 
@@ -121,6 +123,7 @@ describe("template versions side by side", () => {
           ["v3", 2],
           ["v4", 0],
           ["v5", 0],
+          ["v6", 0],
         ].map(([v, n]) => [v, n, v === "v3"]),
       );
     } finally {

@@ -46,8 +46,8 @@ async function filesUnder(dir: string, root = FIXTURE): Promise<Map<string, stri
   return out;
 }
 
-// v1, and v5, whose Kustomization impersonates the team applier under the admission policy (ADR 0023, 0024).
-describe.each(["v1", "v5"])(
+// v1, and v6 (the newest), whose Kustomization impersonates the team applier under the admission policy (ADR 0023, 0024).
+describe.each(["v1", "v6"])(
   "adopting a hand-written team that Flux applied onto templates %s, with real Flux: nothing of the team is deleted",
   (templateVersion) => {
     let platform: FluxPlatform;

@@ -13,11 +13,15 @@
  *      ASO retries, Ready later (the delay measured);
  *  2b. the same with templates v3, which chain the credentials (ADR 0021): no 409, Ready sooner (measured); Berth's
  *      controller wakes the second credential once Azure accepted it (ADR 0035);
+ *  2d. templates v6, whose first credential reads the cluster's issuer from a ConfigMap Flux writes: the controller
+ *      wakes it too, and Ready comes sooner (measured);
  *  2c. a rollout from v1 to v3 on a live identity: the credentials re-PUT in place, no 409, nothing deleted;
+ *  2e. a rollout of 2b's team from v3 to v6: the first credential's issuer moves into a ConfigMap in place;
  *   3. PrincipalNotFound while the new identity replicates: the role assignment waits (Warning), not Failed;
  *   4. AuthorizationFailed that persists: status and a rollout gate report ASO's reason and severity;
  *   5. offboarding: ASO deletes in Azure in Berth's order, the credential outlives every ASO object, nothing is
- *      stuck; with detach-on-delete (ASO's default reconcile policy) nothing in Azure is deleted.
+ *      stuck; a v6 team's too (its cluster issuer ConfigMap pruned beside its credentials); with detach-on-delete
+ *      (ASO's default reconcile policy) nothing in Azure is deleted.
  */
 // needs: cluster aso dist
 import { loadavg } from "node:os";
@@ -112,6 +116,35 @@ describe("real ASO in the loop: POST → Flux → ASO → fake Azure → credent
       .map((r) => `+${((r.at - since) / 1000).toFixed(1)}s ${r.method} ${r.path.split("/").pop()} ${r.status}`);
   const identityOf = (team: string) =>
     [...platform.azure!.arm.identities.values()].find((i) => i.name === `id-${team}--aks-dev-weu`);
+  /** ASO's writes of a team's two credentials since `since`, printed with the identity's: "+13.8s PUT workload 201". */
+  const credentialWritesOf = (team: string, label: string, since: number) => {
+    const writes = identityWrites(team, since);
+    console.log(
+      `[tests/flux/aso] ${label}: ASO's writes to the identity and its credentials:\n  ${writes.join("\n  ")}`,
+    );
+    return writes.filter((w) => / PUT (aso-controller|workload) /.test(w));
+  };
+  /** Seconds from a credential's first PUT (201) to ASO's next one (200), from credentialWritesOf's lines. */
+  const rePutAfterS = (credentialWrites: string[], credential: string) => {
+    const at = (status: number) =>
+      Number(/^\+([\d.]+)s/.exec(credentialWrites.find((w) => w.includes(` PUT ${credential} ${status}`)) ?? "")?.[1]);
+    return Number((at(200) - at(201)).toFixed(1));
+  };
+  const expectIssuerMatches = async (team: string) => {
+    const status = (await platform.request("GET", `/v1/teams/${team}/status`)).json;
+    expect(status.clusters[0].conditions).toContainEqual(
+      expect.objectContaining({ type: "FederationMatchesIssuer", status: "True", reason: "IssuerMatches" }),
+    );
+  };
+  /** Azure trusts the cluster's issuer on both of the team's credentials (ASO's and the team's workload's). */
+  const expectBothTrustTheClusterIssuer = (team: string) => {
+    const issuer = platform.cluster.serviceAccountIssuer;
+    expect([...identityOf(team)!.fics.values()].map((f) => [f.subject, f.issuer]).sort()).toEqual([
+      [ASO_SA, issuer],
+      [`system:serviceaccount:${team}:workload`, issuer],
+    ]);
+    return issuer;
+  };
   /** Onboards a team and follows it with `berth status --watch` to the end; the time to Ready is a figure. */
   const onboardAndWatch = async (team: string, figure: string, timeout = "5m", templateVersion?: string) => {
     const t0 = Date.now();
@@ -217,11 +250,7 @@ describe("real ASO in the loop: POST → Flux → ASO → fake Azure → credent
     try {
       const { watched, since } = await onboardAndWatch("invoices", "readyChainedMs", "5m", "v3");
       expect(watched.code, watched.stderr).toBe(0);
-      const writes = identityWrites("invoices", since);
-      console.log(
-        `[tests/flux/aso] invoices (v3): ASO's writes to the identity and its credentials:\n  ${writes.join("\n  ")}`,
-      );
-      const credentialWrites = writes.filter((w) => / PUT (aso-controller|workload) /.test(w));
+      const credentialWrites = credentialWritesOf("invoices", "invoices (v3)", since);
       const conflicts = credentialWrites.filter((w) => w.endsWith(" 409"));
       figures.chainedConflicts409 = conflicts.length;
       expect(conflicts).toEqual([]);
@@ -230,75 +259,109 @@ describe("real ASO in the loop: POST → Flux → ASO → fake Azure → credent
       expect(credentialWrites.slice(0, firstWorkload).some((w) => / PUT aso-controller 20[01]$/.test(w))).toBe(true);
       expect(watched.stdout).not.toMatch(/aks-dev-weu: Failed/);
       // Azure trusts the cluster's issuer on both; the chain's ConfigMap holds what Azure has.
-      const issuer = platform.cluster.serviceAccountIssuer;
-      expect([...identityOf("invoices")!.fics.values()].map((f) => [f.subject, f.issuer]).sort()).toEqual([
-        [ASO_SA, issuer],
-        ["system:serviceaccount:invoices:workload", issuer],
-      ]);
+      const issuer = expectBothTrustTheClusterIssuer("invoices");
       const exported = await platform.admin.get("v1", "ConfigMap", ASO_NAMESPACE, "invoices--aso-controller-issuer");
       expect(exported?.data).toEqual({ issuer });
       // Azure accepted `workload` (201) and ASO's poller refused the relative Location: Berth's controller annotated
       // the ConfigMap `workload` reads its issuer from, and ASO wrote it again at once instead of after its backoff
       // (34 s without the wake, with this write window: docs/controller.md). ADR 0035.
       expect(exported?.metadata.annotations?.["berth.dev/woke-credential"]).toMatch(/^invoices--workload@\d+$/);
-      const at = (w: string | undefined) => Number(/^\+([\d.]+)s/.exec(w ?? "")?.[1]);
-      const created = at(credentialWrites.find((w) => / PUT workload 201$/.test(w)));
-      const rewritten = at(credentialWrites.find((w) => / PUT workload 200$/.test(w)));
-      figures.chainedWorkloadRePutAfterS = Number((rewritten - created).toFixed(1));
-      expect(rewritten - created).toBeLessThan(10);
-      const status = (await platform.request("GET", "/v1/teams/invoices/status")).json;
-      expect(status.clusters[0].conditions).toContainEqual(
-        expect.objectContaining({ type: "FederationMatchesIssuer", status: "True", reason: "IssuerMatches" }),
-      );
+      figures.chainedWorkloadRePutAfterS = rePutAfterS(credentialWrites, "workload");
+      expect(figures.chainedWorkloadRePutAfterS).toBeLessThan(10);
+      await expectIssuerMatches("invoices");
     } finally {
       platform.azure!.arm.opts.ficWriteLatencyMs = 0;
     }
   }, 400_000);
 
-  it("2c. a rollout from v1 to v3 turns side-by-side credentials into a chain in place: nothing in Azure replaced, no 409", async () => {
-    const fake = platform.azure!;
-    const before = [...identityOf("orders")!.fics.values()].map((f) => [f.subject, f.issuer]).sort();
+  it("2d. templates v6: the first credential reads the cluster's issuer from a ConfigMap too, and is woken like the next one", async () => {
     platform.azure!.arm.opts.ficWriteLatencyMs = 2_000;
+    try {
+      const { watched, since } = await onboardAndWatch("billing", "readyV6Ms", "5m", "v6");
+      expect(watched.code, watched.stderr).toBe(0);
+      const credentialWrites = credentialWritesOf("billing", "billing (v6)", since);
+      expect(credentialWrites.filter((w) => w.endsWith(" 409"))).toEqual([]);
+      const issuer = expectBothTrustTheClusterIssuer("billing");
+      // Flux wrote the cluster's issuer from platform-vars; the first credential read it from there, and Berth's
+      // controller annotated it once Azure had accepted that credential (ADR 0035), as it does for the next one.
+      const clusterIssuer = await platform.admin.get("v1", "ConfigMap", ASO_NAMESPACE, "billing--cluster-issuer");
+      expect(clusterIssuer?.data).toEqual({ issuer });
+      expect(clusterIssuer?.metadata.annotations?.["berth.dev/woke-credential"]).toMatch(
+        /^billing--aso-controller@\d+$/,
+      );
+      const exported = await platform.admin.get("v1", "ConfigMap", ASO_NAMESPACE, "billing--aso-controller-issuer");
+      expect(exported?.metadata.annotations?.["berth.dev/woke-credential"]).toMatch(/^billing--workload@\d+$/);
+      for (const credential of ["aso-controller", "workload"]) {
+        const after = rePutAfterS(credentialWrites, credential);
+        figures[`v6${credential === "workload" ? "Workload" : "AsoController"}RePutAfterS`] = after;
+        // Without the wake ASO writes it again only after its backoff: 10 s for the first (scenario 2b), more after.
+        expect(after, credential).toBeLessThan(5);
+      }
+      await expectIssuerMatches("billing");
+    } finally {
+      platform.azure!.arm.opts.ficWriteLatencyMs = 0;
+    }
+  }, 400_000);
+
+  /**
+   * Rolls one live team to `version` with the 2 s write window on, and checks that nothing in Azure was replaced: no
+   * DELETE, no 409, the same subjects and issuers. Returns its FederatedIdentityCredential `<team>--<credential>`.
+   */
+  const rollInPlace = async (team: string, version: string, figure: string, credential: string) => {
+    const fake = platform.azure!;
+    const before = [...identityOf(team)!.fics.values()].map((f) => [f.subject, f.issuer]).sort();
+    fake.arm.opts.ficWriteLatencyMs = 2_000;
     const since = Date.now();
     try {
       const created = await platform.request("POST", "/v1/rollouts", {
-        description: "orders to v3: credentials in a chain",
-        target: { templateVersion: "v3" },
-        selector: { names: ["orders"] },
+        description: `${team} to ${version}`,
+        target: { templateVersion: version },
+        selector: { names: [team] },
         waves: [{ name: "only" }],
       });
       expect(created.statusCode, created.body).toBe(201);
       const id = created.json.rollout.metadata.name as string;
       const done = await eventually(
-        "the rollout Completed (its gate saw orders Ready on v3)",
+        `the rollout Completed (its gate saw ${team} Ready on ${version})`,
         async () => {
           const r = (await platform.request("GET", `/v1/rollouts/${id}`)).json.rollout;
           return r.status.phase === "Completed" || r.status.phase === "Halted" ? r : undefined;
         },
         300_000,
       );
-      figures.rolloutToV3Ms = Date.now() - since;
+      figures[figure] = Date.now() - since;
       expect(done.status.phase, JSON.stringify(done.status)).toBe("Completed");
     } finally {
-      platform.azure!.arm.opts.ficWriteLatencyMs = 0;
+      fake.arm.opts.ficWriteLatencyMs = 0;
     }
-    const workload = await aso(
-      "managedidentity.azure.com/v1api20230131",
-      "FederatedIdentityCredential",
-      "orders--workload",
-    );
+    console.log(`[tests/flux/aso] ${team} → ${version}: ASO's writes:\n  ${identityWrites(team, since).join("\n  ")}`);
+    const writes = fake.stats.requests.filter((r) => r.at >= since && r.path.includes(`id-${team}--`));
+    expect(
+      writes.filter((r) => r.method === "DELETE" || r.status === 409).map((r) => `${r.method} ${r.status}`),
+    ).toEqual([]);
+    expect([...identityOf(team)!.fics.values()].map((f) => [f.subject, f.issuer]).sort()).toEqual(before);
+    return aso("managedidentity.azure.com/v1api20230131", "FederatedIdentityCredential", `${team}--${credential}`);
+  };
+
+  it("2c. a rollout from v1 to v3 turns side-by-side credentials into a chain in place: nothing in Azure replaced, no 409", async () => {
+    const workload = await rollInPlace("orders", "v3", "rolloutToV3Ms", "workload");
     expect((workload?.spec as Record<string, unknown>).issuerFromConfig).toEqual({
       name: "orders--aso-controller-issuer",
       key: "issuer",
     });
     // Flux's server-side apply dropped the field v1 had set, so ASO reads the issuer from the chain only.
     expect(workload?.spec).not.toHaveProperty("issuer");
-    console.log(`[tests/flux/aso] orders, v1 → v3: ASO's writes:\n  ${identityWrites("orders", since).join("\n  ")}`);
-    const writes = fake.stats.requests.filter((r) => r.at >= since && r.path.includes("id-orders--"));
-    expect(
-      writes.filter((r) => r.method === "DELETE" || r.status === 409).map((r) => `${r.method} ${r.status}`),
-    ).toEqual([]);
-    expect([...identityOf("orders")!.fics.values()].map((f) => [f.subject, f.issuer]).sort()).toEqual(before);
+  }, 400_000);
+
+  it("2e. a rollout from the chain of v3 to v6 moves the first credential's issuer into a ConfigMap in place: nothing replaced", async () => {
+    const first = await rollInPlace("invoices", "v6", "rolloutV3ToV6Ms", "aso-controller");
+    expect((first?.spec as Record<string, unknown>).issuerFromConfig).toEqual({
+      name: "invoices--cluster-issuer",
+      key: "issuer",
+    });
+    // Flux's server-side apply dropped the issuer v3 had set; Azure was given the same one again.
+    expect(first?.spec).not.toHaveProperty("issuer");
+    await expectIssuerMatches("invoices");
   }, 400_000);
 
   it("3. PrincipalNotFound while the new identity replicates: the role assignment waits (Warning), Ready after ASO's retries", async () => {
@@ -459,6 +522,29 @@ describe("real ASO in the loop: POST → Flux → ASO → fake Azure → credent
         (r) => r.at >= since && r.method === "DELETE" && r.path.endsWith("/resourceGroups/rg-payments--aks-dev-weu"),
       ),
     ).toEqual([]);
+  }, 400_000);
+
+  it("5c. offboarding a v6 team: Flux prunes its cluster issuer ConfigMap, and ASO still deletes every credential", async () => {
+    const since = Date.now();
+    const res = await platform.request("DELETE", "/v1/teams/billing");
+    expect(res.statusCode, res.body).toBe(200);
+    await eventually(
+      "namespace billing gone",
+      async () => !(await platform.admin.get("v1", "Namespace", undefined, "billing")),
+      240_000,
+    );
+    for (const [kind, apiVersion] of Object.entries(ASO_API_VERSIONS)) {
+      await eventually(
+        `${kind} of billing gone`,
+        async () =>
+          (await platform.admin.list(apiVersion, kind, ASO_NAMESPACE, "?labelSelector=berth.dev/team%3Dbilling"))
+            .length === 0,
+        120_000,
+      );
+    }
+    figures.offboardV6Ms = Date.now() - since;
+    expect(await platform.admin.get("v1", "ConfigMap", ASO_NAMESPACE, "billing--cluster-issuer")).toBeUndefined();
+    expect(identityOf("billing")).toBeUndefined();
   }, 400_000);
 
   it("5b. offboarding with ASO's default reconcile policy detach-on-delete: nothing in Azure is deleted", async () => {

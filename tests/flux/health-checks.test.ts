@@ -2,7 +2,7 @@
  * The team Kustomization's health checks with real Flux: ASO writes `observedGeneration` on each condition, not on
  * `status`, so Flux's own generation check does not see that an ASO object's Ready describes an older spec. The
  * templates' `healthCheckExprs` must: when a commit changes an identity's spec, Flux waits for ASO's answer to the new
- * spec instead of judging the new revision by the old answer. Each team here is rolled from v5 to a v6 that adds a tag
+ * spec instead of judging the new revision by the old answer. Each team here is rolled from v6 to a v7 that adds a tag
  * to its identity, while the ASO stand-in holds its answer (ASO has not reconciled the change yet):
  *
  *   1. the identity had failed (severity Error): Flux does not fail the new revision on that old failure, and the
@@ -38,18 +38,18 @@ describe("team health checks with real Flux: an ASO condition of an older genera
   beforeAll(async () => {
     templates = await mkdtemp(join(tmpdir(), "berth-templates-"));
     await cp(join(REPO_ROOT, "templates"), templates, { recursive: true });
-    await cp(join(templates, "v5"), join(templates, "v6"), { recursive: true });
-    const identity = await readFile(join(templates, "v6", "identity.yaml"), "utf8");
+    await cp(join(templates, "v6"), join(templates, "v7"), { recursive: true });
+    const identity = await readFile(join(templates, "v7", "identity.yaml"), "utf8");
     const tagged = identity.replace(
       /^( +)berth-team: .*$/m,
-      (line, indent: string) => `${line}\n${indent}spec-change: "v6"`,
+      (line, indent: string) => `${line}\n${indent}spec-change: "v7"`,
     );
-    if (tagged === identity) throw new Error("templates/v5/identity.yaml changed: add the tag elsewhere");
-    await writeFile(join(templates, "v6", "identity.yaml"), tagged);
-    const set = await readFile(join(templates, "v6", "templateset.yaml"), "utf8");
-    await writeFile(join(templates, "v6", "templateset.yaml"), set.replace("name: v5", "name: v6"));
+    if (tagged === identity) throw new Error("templates/v6/identity.yaml changed: add the tag elsewhere");
+    await writeFile(join(templates, "v7", "identity.yaml"), tagged);
+    const set = await readFile(join(templates, "v7", "templateset.yaml"), "utf8");
+    await writeFile(join(templates, "v7", "templateset.yaml"), set.replace("name: v6", "name: v7"));
     platform = await startFluxPlatform({
-      platform: (p) => (p.templateVersion = "v5"),
+      platform: (p) => (p.templateVersion = "v6"),
       seed: devTeamsSeed(["alpha", "bravo"], OWNER),
       berthConfig: (raw) => {
         raw.templatesDir = templates;
@@ -71,7 +71,7 @@ describe("team health checks with real Flux: an ASO condition of an older genera
   const kustomization = (team: string) => platform.kustomization(ASO_NAMESPACE, `team-${team}`);
   const startRollout = async (team: string) => {
     const res = await platform.request("POST", "/v1/rollouts", {
-      target: { templateVersion: "v6" },
+      target: { templateVersion: "v7" },
       selector: { names: [team] },
       waves: [{ name: "only" }], // one gated wave: an unstaged rollout completes at its commit
     });
@@ -82,7 +82,7 @@ describe("team health checks with real Flux: an ASO condition of an older genera
     (await platform.request("GET", `/v1/rollouts/${id}`)).json.rollout.status.phase as string;
 
   /**
-   * Rolls the team to v6 while ASO holds its answer, until Flux has applied the new spec and decided about its health:
+   * Rolls the team to v7 while ASO holds its answer, until Flux has applied the new spec and decided about its health:
    * returns the Kustomization once its health check has run for longer than one poll on the new revision, or has
    * ended there (which, while ASO holds its answer, it may only do on stale data).
    */
@@ -94,7 +94,7 @@ describe("team health checks with real Flux: an ASO condition of an older genera
     platform.aso!.hold(team);
     const id = await startRollout(team);
     await eventually(
-      `Flux applied ${team}'s v6 identity`,
+      `Flux applied ${team}'s v7 identity`,
       async () => ((await identityOf(team))?.metadata.generation as number) > before,
       120_000,
     );

@@ -137,7 +137,7 @@ describe("tenant isolation with real ASO: a team owner acts only as its own team
   beforeAll(async () => {
     platform = await startFluxPlatform({
       aso: "real",
-      platform: (p) => (p.templateVersion = "v5"),
+      platform: (p) => (p.templateVersion = "v6"),
       realAso: {
         settings: {
           AZURE_CLIENT_ID: PLATFORM_CLIENT_ID,

@@ -1,12 +1,15 @@
 /**
  * Flux's multi-tenancy lockdown with real Flux (ADR 0023), on flux/ as docs/install.md installs it, with
  * kustomize-controller refusing cross-namespace references (--no-cross-namespace-refs=true) and teams rendered with
- * templates v4, whose Kustomizations impersonate ServiceAccount flux-config/berth-team-applier:
+ * templates v6 (the newest; v4 was the first), whose Kustomizations impersonate ServiceAccount
+ * flux-config/berth-team-applier:
  *
- *   1. teams onboarded through the API are applied as that account and become Ready;
+ *   1. teams onboarded through the API are applied as that account and become Ready, the ConfigMap of the cluster's
+ *      issuer in flux-config included (v6);
  *   2. a hand edit of one team's folder cannot write into another team: the admission policy refuses a kind RBAC
  *      allows outside the team's names, an ASO object of the team's own name under another team's owner, and ASO
- *      objects that read or export another team's ConfigMap (a role for bravo's identity, ids written over bravo's); RBAC
+ *      objects that read or export another team's ConfigMap (a role for bravo's identity, ids written over bravo's), and
+ *      a ConfigMap of the team's own name in flux-config but the cluster's issuer (one ASO exports); RBAC
  *      refuses a kind a team never holds; the other team stays Ready, and reverting the edit makes the team Ready;
  *   3. offboarding prunes the team's objects as that account (the apiserver's audit log of deletes names it), and the
  *      account stays for the other teams.
@@ -27,7 +30,7 @@ describe("Flux's multi-tenancy lockdown with real Flux: a team's folder is appli
 
   beforeAll(async () => {
     platform = await startFluxPlatform({
-      platform: (p) => (p.templateVersion = "v4"),
+      platform: (p) => (p.templateVersion = "v6"),
       flux: { extraArgs: { "kustomize-controller": ["--no-cross-namespace-refs=true"] } },
     });
   }, 300_000);
@@ -66,6 +69,12 @@ describe("Flux's multi-tenancy lockdown with real Flux: a team's folder is appli
       const ks = await platform.kustomization(ASO_NAMESPACE, `team-${name}`);
       expect((ks!.spec as { serviceAccountName?: string }).serviceAccountName).toBe("berth-team-applier");
       expect(await platform.admin.get("v1", "Namespace", undefined, name)).toBeDefined();
+      // Flux substituted the cluster's issuer from platform-vars.
+      const vars = (await platform.admin.get("v1", "ConfigMap", ASO_NAMESPACE, "platform-vars"))?.data as
+        Record<string, string> | undefined;
+      const issuer = await platform.admin.get("v1", "ConfigMap", ASO_NAMESPACE, `${name}--cluster-issuer`);
+      expect(vars?.CLUSTER_OIDC_ISSUER_URL).toMatch(/^https:/);
+      expect(issuer?.data).toEqual({ issuer: vars?.CLUSTER_OIDC_ISSUER_URL });
     }
   }, 400_000);
 
@@ -146,6 +155,21 @@ describe("Flux's multi-tenancy lockdown with real Flux: a team's folder is appli
       ),
     ).toBeUndefined();
 
+    // A ConfigMap of alpha's own name in flux-config, the issuer ASO exports from alpha's first credential for the
+    // next one to trust: RBAC lets the team applier write ConfigMaps there (templates v6's cluster issuer), the
+    // policy that one name alone, so no folder writes what ASO exports.
+    await alphaWith("hijack.yaml", {
+      apiVersion: "v1",
+      kind: "ConfigMap",
+      metadata: { name: "alpha--aso-controller-issuer", namespace: ASO_NAMESPACE },
+      data: { issuer: "https://issuer.attacker.example/" },
+    });
+    await platform.reconcileSource();
+    expect(await failureOf("alpha", /alpha--aso-controller-issuer/)).toMatch(
+      /may write only the ConfigMap alpha--cluster-issuer in flux-config, not alpha--aso-controller-issuer/,
+    );
+    expect(await platform.admin.get("v1", "ConfigMap", ASO_NAMESPACE, "alpha--aso-controller-issuer")).toBeUndefined();
+
     // A ClusterRoleBinding: no team folder holds one, so RBAC refuses it before the policy is asked.
     await alphaWith("hijack.yaml", {
       apiVersion: "rbac.authorization.k8s.io/v1",
@@ -191,6 +215,10 @@ describe("Flux's multi-tenancy lockdown with real Flux: a team's folder is appli
     expect(byApplier("namespaces"), JSON.stringify(pruned)).toBeDefined();
     expect(byApplier("teams.berth.dev"), JSON.stringify(pruned)).toBeDefined();
     expect(byApplier("resourcegroups.resources.azure.com"), JSON.stringify(pruned)).toBeDefined();
+    const issuerPruned = (await platform.cluster.deletes()).find(
+      (d) => d.resource === "configmaps" && d.name === "alpha--cluster-issuer" && d.code < 300,
+    );
+    expect(issuerPruned?.impersonatedUser).toBe(APPLIER);
     expect(await platform.admin.get("v1", "ServiceAccount", ASO_NAMESPACE, "berth-team-applier")).toBeDefined();
     expect(await platform.admin.get("v1", "Namespace", undefined, "bravo")).toBeDefined();
   }, 400_000);

@@ -205,6 +205,7 @@ describe("unstaged rollout: one commit for the whole selection", () => {
       ["v3", 5],
       ["v4", 0],
       ["v5", 0],
+      ["v6", 0],
     ]);
   });
 
@@ -633,7 +634,7 @@ describe("rollout in waves, gated on the teams' status", () => {
     const unknown = await api(s.berth, "POST", "/v1/rollouts", { target: { templateVersion: "v7" } });
     expect(unknown.statusCode).toBe(422);
     expect(unknown.json().errors).toEqual([
-      { field: "target.templateVersion", rule: "must be one of the template versions: v1, v3, v4, v5" },
+      { field: "target.templateVersion", rule: "must be one of the template versions: v1, v3, v4, v5, v6" },
     ]);
     expect((await api(s.berth, "GET", "/v1/rollouts/ro-20260101-000000-abcdef")).statusCode).toBe(404);
     expect((await api(s.berth, "GET", "/v1/rollouts/not-an-id")).statusCode).toBe(422);

@@ -45,6 +45,8 @@ export function teamNames(team: string) {
     federatedCredential: (kind: FederatedSubjectKind) => `${team}--${kind}`,
     /** Where ASO exports the issuer a credential trusts in Azure, for the next credential of the chain (templates v3). */
     federatedCredentialIssuerConfigMap: (kind: FederatedSubjectKind) => `${team}--${kind}-issuer`,
+    /** The cluster's OIDC issuer, which Flux writes from platform-vars for the first credential to read (templates v6). */
+    clusterIssuerConfigMap: `${team}--cluster-issuer`,
     /** `--` cannot occur in a team name, so no other team's assignment can get the same name. */
     roleAssignment: (roleId: string) => `${team}--${roleId}`,
   };

@@ -156,3 +156,64 @@ it("v4 differs from v3 only in the team Kustomization's serviceAccountName: Flux
     expect(fluxFiles, ex.name).toBeGreaterThan(0);
   }
 });
+
+it("v6 differs from v5 only in the cluster issuer ConfigMap, which each identity's first credential reads", async () => {
+  type Rendered = {
+    apiVersion?: string;
+    kind?: string;
+    metadata: { name: string; namespace?: string; labels?: Record<string, string> };
+    spec?: Record<string, unknown>;
+    data?: Record<string, string>;
+  };
+  const objectsIn = (text = "") => parseAllDocuments(text).map((d) => d.toJS() as Rendered);
+  const asV5 = (text: string) => text.replaceAll("v6", "v5");
+  let clusterFolders = 0;
+  for (const ex of EXAMPLES) {
+    const v5 = await renderExample(ex, "v5");
+    const v6 = await renderExample(ex, "v6");
+    expect([...v6.keys()].sort(), ex.name).toEqual([...v5.keys()].sort());
+    for (const [path, v5Text] of v5) {
+      const v6Text = asV5(v6.get(path) ?? "");
+      if (!/\/clusters\/[^/]+\/resources\.yaml$/.test(path)) {
+        expect(v6Text, `${ex.name} ${path}`).toBe(v5Text);
+        continue;
+      }
+      clusterFolders++;
+      const objects = objectsIn(v6Text);
+      const issuerMaps = objects.filter((o) => o.kind === "ConfigMap");
+      expect(issuerMaps, `${ex.name} ${path}`).toHaveLength(1);
+      const [issuerMap] = issuerMaps;
+      const team = issuerMap!.metadata.labels?.["berth.dev/team"];
+      expect(issuerMap, `${ex.name} ${path}`).toEqual({
+        apiVersion: "v1",
+        kind: "ConfigMap",
+        metadata: {
+          name: `${team}--cluster-issuer`,
+          namespace: expect.any(String),
+          labels: {
+            "berth.dev/team": team,
+            "app.kubernetes.io/managed-by": "berth",
+            "berth.dev/template-version": "v5",
+          },
+        },
+        data: { issuer: "${CLUSTER_OIDC_ISSUER_URL}" },
+      });
+      // The credential that read it is v5's first one, which trusted the same issuer directly.
+      let readers = 0;
+      const asBefore = objects
+        .filter((o) => o !== issuerMap)
+        .map((o) => {
+          const from = o.spec?.issuerFromConfig as { name?: string; key?: string } | undefined;
+          if (from?.name !== issuerMap!.metadata.name) return o;
+          readers++;
+          expect(from.key).toBe("issuer");
+          expect(o.metadata.namespace).toBe(issuerMap!.metadata.namespace);
+          const { issuerFromConfig: _read, ...spec } = o.spec ?? {};
+          return { ...o, spec: { ...spec, issuer: "${CLUSTER_OIDC_ISSUER_URL}" } };
+        });
+      expect(readers, `${ex.name} ${path}`).toBe(1);
+      expect(asBefore, `${ex.name} ${path}`).toEqual(objectsIn(v5Text));
+    }
+  }
+  expect(clusterFolders).toBeGreaterThan(0);
+});

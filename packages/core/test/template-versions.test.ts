@@ -46,7 +46,7 @@ async function issuesOf(p: Promise<unknown> | (() => unknown)) {
 describe("TemplateCatalog", () => {
   it("holds every version, orders them numerically, and refuses a default without a folder", () => {
     const catalog = loadCatalog("v1");
-    expect(catalog.versions()).toEqual(["v1", "v3", "v4", "v5"]);
+    expect(catalog.versions()).toEqual(["v1", "v3", "v4", "v5", "v6"]);
     expect(catalog.get("v3").version).toBe("v3");
     expect(() => catalog.get("v9")).toThrow(RenderError);
     // v2 was retired (docs/templates.md#retiring-a-version): no folder, no version.
@@ -76,7 +76,7 @@ describe("new teams", () => {
     const issues = await issuesOf(() => onV3.prepareCreate(teamInput({ templateVersion: "v9", owners: [] })));
     expect(issues).toContainEqual({
       field: "templateVersion",
-      rule: "must be one of the template versions: v1, v3, v4, v5",
+      rule: "must be one of the template versions: v1, v3, v4, v5, v6",
     });
     expect(issues.map((i) => i.field)).toContain("owners");
     expect(await issuesOf(() => onV3.prepareCreate(teamInput({ templateVersion: "latest" })))).toContainEqual({
