@@ -4,10 +4,11 @@
 import { spawn, spawnSync } from "node:child_process";
 import { createInterface } from "node:readline";
 import { randomBytes } from "node:crypto";
-import { existsSync, mkdirSync, openSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
+import { closeSync, existsSync, mkdirSync, openSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { dirname, join, resolve } from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
 import { testFiles } from "./test-needs.mjs";
+import { runPhases, totalCounts } from "./test-phases.mjs";
 
 const root = resolve(dirname(fileURLToPath(import.meta.url)), "..");
 // BERTH_STATE_DIR moves the local state (Flux repo, token, clone), e.g. for a second copy or a test.
@@ -268,9 +269,10 @@ async function test(pnpm, clusterBuild, selection) {
     process.stdout.write(`\n${counts.passed} passed, ${counts.failed} failed, ${counts.skipped} skipped\n`);
     process.exit(counts.status !== 0 || counts.failed > 0 || counts.passed === 0 ? 1 : 0);
   }
-  // The whole suite in three runs, each as soon as what it needs is built: the files that need no Go component run
-  // while the cluster builds (at a lower priority: the build is what everything else waits for), the cluster's while
-  // Gitea and ASO's controller build, and those of Gitea and ASO last.
+  // The whole suite in three runs, each as soon as what it needs is built (scripts/test-phases.mjs): the files that
+  // need no Go component from the start, at a lower priority (the build is what everything else waits for), beside
+  // the build and then beside the cluster's, which start the moment the cluster is built; those of Gitea and ASO
+  // after the cluster's (ASO's tests load the machine most) once Gitea and ASO's controller are built.
   const all = testFiles(root);
   // Options given (`npm test -- --bail=1`) apply to each run.
   const flags = process.argv.slice(3).filter((a) => a.startsWith("-"));
@@ -279,34 +281,39 @@ async function test(pnpm, clusterBuild, selection) {
     {
       name: "without Go components",
       files: all.filter((t) => t.needs.every((n) => !GO_NEEDS.includes(n))),
-      nice: true,
+      // Its output is printed in one block when it ends, so it does not interleave with the cluster's.
+      background: true,
     },
     {
       name: "the cluster's",
       files: all.filter((t) => t.needs.includes("cluster") && !late(t)),
       ready: clusterBuild.first,
     },
-    { name: "Gitea's and ASO's", files: all.filter(late), ready: clusterBuild.last },
+    {
+      name: "Gitea's and ASO's",
+      files: all.filter(late),
+      ready: clusterBuild.last,
+      after: ["the cluster's"],
+    },
   ];
-  const total = { passed: 0, failed: 0, skipped: 0, status: 0 };
-  const notPassedAll = [];
-  for (const [i, phase] of phases.entries()) {
-    if (phase.files.length === 0) continue;
-    if (phase.ready && !(await componentsReady(phase.ready))) {
-      total.failed += 1;
-      break;
-    }
-    process.stdout.write(`\nberth: tests ${i + 1}/${phases.length}, ${phase.name}: ${phase.files.length} file(s)\n`);
-    const counts = await vitest(
-      pnpm,
-      `test-results-${i + 1}.json`,
-      [...flags, ...phase.files.map((t) => join(root, t.file))],
-      phase.nice,
-    );
-    for (const key of Object.keys(total)) total[key] += counts[key];
-    notPassedAll.push(...counts.notPassed);
-  }
-  printNotPassed(notPassedAll);
+  const outcomes = await runPhases(phases, {
+    componentsReady,
+    run: async (phase, i) => {
+      const title = `tests ${i + 1}/${phases.length}, ${phase.name}: ${phase.files.length} file(s)`;
+      const files = [...flags, ...phase.files.map((t) => join(root, t.file))];
+      if (!phase.background) {
+        process.stdout.write(`\nberth: ${title}\n`);
+        return vitest(pnpm, `test-results-${i + 1}.json`, files);
+      }
+      const output = join(stateDir, `test-output-${i + 1}.log`);
+      process.stdout.write(`\nberth: ${title}, in the background (output: ${output})\n`);
+      const counts = await vitest(pnpm, `test-results-${i + 1}.json`, files, { nice: true, output });
+      process.stdout.write(`\nberth: ${title}, ended:\n${readFileSync(output, "utf8")}\nberth: end of ${title}\n`);
+      return counts;
+    },
+  });
+  const total = totalCounts(outcomes);
+  printNotPassed(total.notPassed);
   process.stdout.write(`\n${total.passed} passed, ${total.failed} failed, ${total.skipped} skipped\n`);
   process.exit(total.status !== 0 || total.failed > 0 || total.passed === 0 ? 1 : 0);
 }
@@ -327,8 +334,11 @@ async function componentsReady(stage) {
   return false;
 }
 
-/** One vitest run (its JSON report in the state folder); resolves with its exit status and counts. */
-function vitest(pnpm, reportName, args, nice = false) {
+/**
+ * One vitest run (its JSON report in the state folder), at a lower priority when `nice`, its output to the file
+ * `output` when given; resolves with its exit status and counts.
+ */
+function vitest(pnpm, reportName, args, { nice = false, output } = {}) {
   mkdirSync(stateDir, { recursive: true });
   const report = join(stateDir, reportName);
   // A run that dies before writing its report must not be counted from an earlier one.
@@ -346,15 +356,23 @@ function vitest(pnpm, reportName, args, nice = false) {
   ];
   const [cmd, ...rest] = nice ? ["nice", "-n", "10", ...command] : command;
   return new Promise((resolve) => {
+    const out = output ? openSync(output, "w") : "inherit";
     const child = spawn(cmd, rest, {
       cwd: root,
-      stdio: "inherit",
+      stdio: [output ? "ignore" : "inherit", out, out],
       env: { TURBO_TELEMETRY_DISABLED: "1", ...process.env },
     });
-    child.on("error", (err) =>
-      resolve({ status: 1, passed: 0, failed: 1, skipped: 0, notPassed: [`vitest did not start: ${err.message}`] }),
+    let settled = false;
+    const settle = (counts) => {
+      if (settled) return;
+      settled = true;
+      if (typeof out === "number") closeSync(out);
+      resolve(counts);
+    };
+    child.once("error", (err) =>
+      settle({ status: 1, passed: 0, failed: 1, skipped: 0, notPassed: [`vitest did not start: ${err.message}`] }),
     );
-    child.on("exit", (code) => resolve({ status: code ?? 1, ...testCounts(report) }));
+    child.once("exit", (code) => settle({ status: code ?? 1, ...testCounts(report) }));
   });
 }
 
