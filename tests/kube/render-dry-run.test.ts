@@ -52,6 +52,8 @@ import { kustomizeFiles, normalizeRepoPath } from "../support/flux-build.js";
 import type { KubeConfig } from "@kubernetes/client-node";
 
 const FIELD_MANAGER = "berth-render-dry-run";
+/** Templates v6 and later render the team's `<team>--cluster-issuer` ConfigMap in the ASO namespace (ADR 0035). */
+const issuerConfigMap = (version: string) => Number(version.slice(1)) >= 6;
 
 // ---- the Team CRD -----------------------------------------------------------------------------------
 
@@ -400,12 +402,16 @@ describe(`rendered manifests: server-side dry-run on kube-apiserver ${componentV
           "v1/Namespace",
           "v1/ResourceQuota",
           "v1/ServiceAccount",
+          // From v6 the first federated credential reads the cluster's issuer from a ConfigMap (ADR 0035).
+          ...(issuerConfigMap(version) ? ["v1/ConfigMap"] : []),
         ].sort(),
       );
       for (const ex of EXAMPLES) {
         const refs = perExample.get(`${version}/${ex.name}`)!.map((r) => r.ref);
         expect(refs).toContain(`rbac.authorization.k8s.io/v1/RoleBinding ${ex.team.name}/berth-controller`);
         expect(refs).toContain(`berth.dev/v1alpha1/Team ${ex.team.name}`);
+        if (issuerConfigMap(version))
+          expect(refs).toContain(`v1/ConfigMap ${ex.platform.asoNamespace}/${ex.team.name}--cluster-issuer`);
       }
       // Every output file of the version held at least one object that was checked (the Flux Kustomization's file
       // is named after the team, the kinds above cover it). With one file per folder (v5) the kinds above are what
