@@ -4,7 +4,8 @@
  * HTTP with Basic auth, apply what its root Kustomization builds, substitute strictly from a ConfigMap, prune
  * what a later commit removes, and report their status as Flux does; and the harness's `requestReconcile` (what
  * `flux reconcile` does) holds when a Receiver's request replaces its own before source-controller reads either;
- * and `startFlux` calls a controller ready only once it listens on every port the harness gave it.
+ * and `startFlux` calls a controller ready only once it listens on every port the harness gave it, and a wait on
+ * Flux gives up at once when a controller dies under it (`exits`).
  */
 // needs: cluster dist
 import { mkdtemp, mkdir, rm, writeFile } from "node:fs/promises";
@@ -234,4 +235,30 @@ describe(`real Flux (source-controller ${componentVersion("source-controller")},
       holder.close();
     }
   }, 60_000);
+
+  it("a wait on Flux gives up at once, naming the controller and its log, when one dies under it; not one stopped", async () => {
+    // As in a CI run: notification-controller was gone and the platform harness waited 120 s for its Receiver.
+    const other = await startFlux(cluster, {
+      namespace: "flux-dies",
+      controllers: ["source-controller", "kustomize-controller"],
+    });
+    try {
+      expect(other.exits()).toBeUndefined();
+      // One stopped on purpose (a test of Flux partly down) is not news.
+      await other.stopController("kustomize-controller");
+      expect(other.exits()).toBeUndefined();
+      process.kill(other.processes.get("source-controller")!.pid, "SIGKILL");
+      const outcome = await eventually("a Receiver that never comes", async () => undefined, 60_000, other.exits).then(
+        () => "waited",
+        (err: unknown) => (err as Error).message,
+      );
+      expect(outcome).toMatch(
+        /^gave up waiting for a Receiver that never comes: source-controller exited \(SIGKILL\):\n[^]*"msg":/,
+      );
+      expect(outcome).not.toMatch(/kustomize-controller/);
+    } finally {
+      await other.stop();
+    }
+    expect(other.exits()).toBeUndefined();
+  }, 90_000);
 });

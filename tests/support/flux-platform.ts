@@ -520,6 +520,7 @@ async function startPlatformCluster(
     `Flux applied Deployment berth-system/berth-controller on ${name}`,
     () => admin.get("apps/v1", "Deployment", "berth-system", "berth-controller"),
     240_000,
+    flux.exits,
   ).catch(async (err: unknown) => {
     const standing = async (apiVersion: string, kind: string) =>
       (await admin.list(apiVersion, kind, "flux-system"))
@@ -565,6 +566,7 @@ async function startPlatformCluster(
       );
     },
     120_000,
+    flux.exits,
   );
 
   const aso = opts.aso === false || opts.aso === "real" ? undefined : new AsoStandIn(admin, TENANT_ID);
@@ -592,6 +594,7 @@ async function startPlatformCluster(
           : undefined;
       },
       120_000,
+      flux.exits,
     );
     return `${flux.receiverUrl!}${webhookPath}`;
   };
@@ -649,6 +652,7 @@ async function startPlatformCluster(
             return ready && applied === `main@sha1:${revision}` ? k : undefined;
           },
           ms,
+          flux.exits,
         ),
     },
   };

@@ -74,6 +74,11 @@ export interface RunningFlux {
   stopController(controller: FluxController): Promise<void>;
   /** The last lines of a controller's log, for failure messages. */
   logTail(controller: FluxController, lines?: number): Promise<string>;
+  /**
+   * Each controller that has exited without being stopped, with its exit code and the end of its log; undefined
+   * while all run. A wait on Flux gives up at once on it (`eventually`'s `stopIf`), rather than time out blind.
+   */
+  exits(): string | undefined;
   stop(): Promise<void>;
 }
 
@@ -112,7 +117,10 @@ export async function startFlux(cluster: KubeCluster, opts: FluxOptions = {}): P
       child.once("exit", () => resolve());
       child.kill("SIGKILL");
     });
+  /** Controllers stopped on purpose (stopController, stop): their exit is not news. */
+  const stopped = new Set<FluxController>();
   const stop = async () => {
+    for (const controller of children.keys()) stopped.add(controller);
     await Promise.all([...children.values()].map(kill));
   };
 
@@ -121,6 +129,7 @@ export async function startFlux(cluster: KubeCluster, opts: FluxOptions = {}): P
     await stop();
     children.clear();
     processes.clear();
+    stopped.clear();
   });
 
   async function startControllers(): Promise<void> {
@@ -242,11 +251,24 @@ export async function startFlux(cluster: KubeCluster, opts: FluxOptions = {}): P
     },
     stopController: async (controller) => {
       proc(controller);
+      stopped.add(controller);
       await kill(children.get(controller)!);
     },
     resetPeakRss: (controller) => writeFileSync(`/proc/${proc(controller).pid}/clear_refs`, "5"),
     logTail: async (controller, lines = 30) =>
       (await readFile(proc(controller).log, "utf8")).trimEnd().split("\n").slice(-lines).join("\n"),
+    exits: () => {
+      const exited = [...children].filter(
+        ([controller, child]) => !stopped.has(controller) && (child.exitCode !== null || child.signalCode !== null),
+      );
+      if (exited.length === 0) return undefined;
+      return exited
+        .map(
+          ([controller, child]) =>
+            `${controller} exited (${child.exitCode ?? child.signalCode}):\n${logTail(proc(controller).log)}`,
+        )
+        .join("\n");
+    },
     stop,
   };
 }
