@@ -17,7 +17,9 @@
 import { cpus, totalmem } from "node:os";
 import { performance } from "node:perf_hooks";
 import { statusResponse } from "@berth/api-contract";
+import { identityWrites } from "../support/aso.js";
 import { startFluxPlatform } from "../support/flux-platform.js";
+import { eventually } from "../support/wait.js";
 import { load, ms, OWNER } from "./fleet-seed.js";
 import { percentile } from "./stats.js";
 
@@ -53,23 +55,10 @@ async function main() {
         templateVersion,
       });
       if (res.statusCode !== 201) throw new Error(`${name}: HTTP ${res.statusCode} ${res.body}`);
-      const deadline = posted + 300_000;
-      while (!(await ready(name))) {
-        if (performance.now() > deadline) throw new Error(`${name} not Ready within 300 s`);
-        await new Promise((r) => setTimeout(r, 250));
-      }
+      await eventually(`${name} Ready`, () => ready(name), 300_000);
       const readyMs = performance.now() - posted;
-      const writes = azure.stats.requests.filter(
-        (r) => r.at >= since && r.path.includes(`id-${name}--`) && r.method !== "GET",
-      );
-      return {
-        team: name,
-        readyMs,
-        conflicts: writes.filter((r) => r.status === 409).length,
-        timeline: writes.map(
-          (r) => `+${((r.at - since) / 1000).toFixed(1)} s ${r.method} ${r.path.split("/").pop()} ${r.status}`,
-        ),
-      };
+      const timeline = identityWrites(azure, name, since);
+      return { team: name, readyMs, conflicts: timeline.filter((w) => w.endsWith(" 409")).length, timeline };
     };
 
     const rows: string[] = [];

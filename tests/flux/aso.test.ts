@@ -29,13 +29,14 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { CliHarness, type CliResult } from "../support/cli.js";
 import { watchDeletions } from "../support/deletion-watch.js";
 import { DEV_TOKEN } from "../support/berth.js";
+import { ASO_SUBJECT, identityWrites as identityWritesIn } from "../support/aso.js";
 import { ASO_API_VERSIONS } from "../support/aso-stand-in.js";
 import { ASO_NAMESPACE, startFluxPlatform, type FluxPlatform } from "../support/flux-platform.js";
 import { eventually } from "../support/wait.js";
 import type { Obj } from "../controller/helpers.js";
+import type { AsoKindName } from "@berth/core";
 
 const OWNER = "0b9a3c1e-1111-4222-8333-444455556666";
-const ASO_SA = "system:serviceaccount:azureserviceoperator-system:azureserviceoperator-default";
 const CONCURRENT_FIC_WRITES = "ConcurrentFederatedIdentityCredentialsWritesForSingleManagedIdentity";
 const figures: Record<string, number | string> = {};
 const load = () =>
@@ -109,11 +110,36 @@ describe("real ASO in the loop: POST → Flux → ASO → fake Azure → credent
     platform
       .azure!.stats.requests.filter((r) => r.at >= since && r.path.toLowerCase().includes(`-${team}`))
       .map((r) => `${r.method} ${r.path.split("/").slice(-2).join("/")} ${r.status}`);
-  /** ASO's writes to a team's identity and its credentials, seconds after `since`: "+13.8s PUT workload 201". */
-  const identityWrites = (team: string, since: number) =>
-    platform
-      .azure!.stats.requests.filter((r) => r.at >= since && r.path.includes(`id-${team}--`) && r.method !== "GET")
-      .map((r) => `+${((r.at - since) / 1000).toFixed(1)}s ${r.method} ${r.path.split("/").pop()} ${r.status}`);
+  /** Waits until no ASO object of `kinds` (default: every kind Berth renders) is left for `team` in the ASO namespace. */
+  const asoObjectsGone = async (team: string, kinds = Object.keys(ASO_API_VERSIONS) as AsoKindName[]) => {
+    for (const kind of kinds)
+      await eventually(
+        `${kind} of ${team} gone`,
+        async () =>
+          (
+            await platform.admin.list(
+              ASO_API_VERSIONS[kind],
+              kind,
+              ASO_NAMESPACE,
+              `?labelSelector=berth.dev/team%3D${team}`,
+            )
+          ).length === 0,
+        120_000,
+      );
+  };
+  const identityWrites = (team: string, since: number) => identityWritesIn(platform.azure!, team, since);
+  /**
+   * Runs `fn` while the fake Azure holds the identity for 2 s on each federated-credential write, about as long as one
+   * takes in Azure (a concurrent write on it gets 409), and lifts the window after.
+   */
+  const withFicWriteWindow = async (fn: () => Promise<void>) => {
+    platform.azure!.arm.opts.ficWriteLatencyMs = 2_000;
+    try {
+      await fn();
+    } finally {
+      platform.azure!.arm.opts.ficWriteLatencyMs = 0;
+    }
+  };
   const identityOf = (team: string) =>
     [...platform.azure!.arm.identities.values()].find((i) => i.name === `id-${team}--aks-dev-weu`);
   /** ASO's writes of a team's two credentials since `since`, printed with the identity's: "+13.8s PUT workload 201". */
@@ -140,7 +166,7 @@ describe("real ASO in the loop: POST → Flux → ASO → fake Azure → credent
   const expectBothTrustTheClusterIssuer = (team: string) => {
     const issuer = platform.cluster.serviceAccountIssuer;
     expect([...identityOf(team)!.fics.values()].map((f) => [f.subject, f.issuer]).sort()).toEqual([
-      [ASO_SA, issuer],
+      [ASO_SUBJECT, issuer],
       [`system:serviceaccount:${team}:workload`, issuer],
     ]);
     return issuer;
@@ -213,13 +239,11 @@ describe("real ASO in the loop: POST → Flux → ASO → fake Azure → credent
     expect(fake.arm.resourceGroups.has(`${fake.subscriptionId}/rg-payments-data`)).toBe(true);
     const teamToken = fake.entra.issued.find((t) => t.clientId === identity!.clientId);
     expect(teamToken, "a token for the team's identity").toBeDefined();
-    expect(teamToken!.assertion).toEqual({ issuer, subject: ASO_SA, audiences: ["api://AzureADTokenExchange"] });
+    expect(teamToken!.assertion).toEqual({ issuer, subject: ASO_SUBJECT, audiences: ["api://AzureADTokenExchange"] });
   }, 400_000);
 
   it("2. two federated credentials written at once: Azure answers the second 409, ASO retries it, Ready comes later", async () => {
-    // A federated-credential write holds the identity for about as long as one takes in Azure.
-    platform.azure!.arm.opts.ficWriteLatencyMs = 2_000;
-    try {
+    await withFicWriteWindow(async () => {
       const { watched, since } = await onboardAndWatch("orders", "readyWith409Ms");
       expect(watched.code, watched.stderr).toBe(0);
       console.log(
@@ -240,14 +264,11 @@ describe("real ASO in the loop: POST → Flux → ASO → fake Azure → credent
       );
       expect(watched.stdout).not.toMatch(/aks-dev-weu: Failed/);
       expect([...identityOf("orders")!.fics.values()]).toHaveLength(2);
-    } finally {
-      platform.azure!.arm.opts.ficWriteLatencyMs = 0;
-    }
+    });
   }, 400_000);
 
   it("2b. the same with templates v3, which chain the credentials through the issuer each exports: no 409, Ready sooner", async () => {
-    platform.azure!.arm.opts.ficWriteLatencyMs = 2_000;
-    try {
+    await withFicWriteWindow(async () => {
       const { watched, since } = await onboardAndWatch("invoices", "readyChainedMs", "5m", "v3");
       expect(watched.code, watched.stderr).toBe(0);
       const credentialWrites = credentialWritesOf("invoices", "invoices (v3)", since);
@@ -269,14 +290,11 @@ describe("real ASO in the loop: POST → Flux → ASO → fake Azure → credent
       figures.chainedWorkloadRePutAfterS = rePutAfterS(credentialWrites, "workload");
       expect(figures.chainedWorkloadRePutAfterS).toBeLessThan(10);
       await expectIssuerMatches("invoices");
-    } finally {
-      platform.azure!.arm.opts.ficWriteLatencyMs = 0;
-    }
+    });
   }, 400_000);
 
   it("2d. templates v6: the first credential reads the cluster's issuer from a ConfigMap too, and is woken like the next one", async () => {
-    platform.azure!.arm.opts.ficWriteLatencyMs = 2_000;
-    try {
+    await withFicWriteWindow(async () => {
       const { watched, since } = await onboardAndWatch("billing", "readyV6Ms", "5m", "v6");
       expect(watched.code, watched.stderr).toBe(0);
       const credentialWrites = credentialWritesOf("billing", "billing (v6)", since);
@@ -298,9 +316,7 @@ describe("real ASO in the loop: POST → Flux → ASO → fake Azure → credent
         expect(after, credential).toBeLessThan(5);
       }
       await expectIssuerMatches("billing");
-    } finally {
-      platform.azure!.arm.opts.ficWriteLatencyMs = 0;
-    }
+    });
   }, 400_000);
 
   /**
@@ -310,9 +326,8 @@ describe("real ASO in the loop: POST → Flux → ASO → fake Azure → credent
   const rollInPlace = async (team: string, version: string, figure: string, credential: string) => {
     const fake = platform.azure!;
     const before = [...identityOf(team)!.fics.values()].map((f) => [f.subject, f.issuer]).sort();
-    fake.arm.opts.ficWriteLatencyMs = 2_000;
     const since = Date.now();
-    try {
+    await withFicWriteWindow(async () => {
       const created = await platform.request("POST", "/v1/rollouts", {
         description: `${team} to ${version}`,
         target: { templateVersion: version },
@@ -331,9 +346,7 @@ describe("real ASO in the loop: POST → Flux → ASO → fake Azure → credent
       );
       figures[figure] = Date.now() - since;
       expect(done.status.phase, JSON.stringify(done.status)).toBe("Completed");
-    } finally {
-      fake.arm.opts.ficWriteLatencyMs = 0;
-    }
+    });
     console.log(`[tests/flux/aso] ${team} → ${version}: ASO's writes:\n  ${identityWrites(team, since).join("\n  ")}`);
     const writes = fake.stats.requests.filter((r) => r.at >= since && r.path.includes(`id-${team}--`));
     expect(
@@ -499,15 +512,7 @@ describe("real ASO in the loop: POST → Flux → ASO → fake Azure → credent
     expect(credential).toBeLessThanOrEqual(binding);
     expect(binding).toBeLessThanOrEqual(namespace);
     // Nothing of the team is left on the cluster, nothing stuck deleting.
-    for (const [kind, apiVersion] of Object.entries(ASO_API_VERSIONS)) {
-      await eventually(
-        `${kind} of payments gone`,
-        async () =>
-          (await platform.admin.list(apiVersion, kind, ASO_NAMESPACE, "?labelSelector=berth.dev/team%3Dpayments"))
-            .length === 0,
-        120_000,
-      );
-    }
+    await asoObjectsGone("payments");
     // In Azure: the team's identity (its credentials and role assignment with it) and its own resource group are
     // deleted; the team's resource group is kept (Berth renders it detach-on-delete: the team's data stays).
     const deletes = fake.stats.requests
@@ -533,15 +538,7 @@ describe("real ASO in the loop: POST → Flux → ASO → fake Azure → credent
       async () => !(await platform.admin.get("v1", "Namespace", undefined, "billing")),
       240_000,
     );
-    for (const [kind, apiVersion] of Object.entries(ASO_API_VERSIONS)) {
-      await eventually(
-        `${kind} of billing gone`,
-        async () =>
-          (await platform.admin.list(apiVersion, kind, ASO_NAMESPACE, "?labelSelector=berth.dev/team%3Dbilling"))
-            .length === 0,
-        120_000,
-      );
-    }
+    await asoObjectsGone("billing");
     figures.offboardV6Ms = Date.now() - since;
     expect(await platform.admin.get("v1", "ConfigMap", ASO_NAMESPACE, "billing--cluster-issuer")).toBeUndefined();
     expect(identityOf("billing")).toBeUndefined();
@@ -559,21 +556,7 @@ describe("real ASO in the loop: POST → Flux → ASO → fake Azure → credent
       async () => (await platform.admin.get("v1", "Namespace", undefined, "orders")) === undefined,
       240_000,
     );
-    for (const kind of ["UserAssignedIdentity", "FederatedIdentityCredential"]) {
-      await eventually(
-        `${kind} of orders gone`,
-        async () =>
-          (
-            await platform.admin.list(
-              "managedidentity.azure.com/v1api20230131",
-              kind,
-              ASO_NAMESPACE,
-              "?labelSelector=berth.dev/team%3Dorders",
-            )
-          ).length === 0,
-        120_000,
-      );
-    }
+    await asoObjectsGone("orders", ["UserAssignedIdentity", "FederatedIdentityCredential"]);
     expect(fake.stats.requests.filter((r) => r.at >= since && r.method === "DELETE")).toEqual([]);
     expect(identityOf("orders")).toMatchObject({ clientId: identity.clientId });
     expect(identity.fics.size).toBe(2);

@@ -285,6 +285,16 @@ export function processUsage(pid: number): { cpuSeconds: number; peakRssBytes: n
   }
 }
 
+/**
+ * ASO's writes to a team's identity and its federated credentials, as the fake Azure answered them, seconds after
+ * `since` (ms): "+13.8s PUT workload 201". For timelines in tests and benchmarks.
+ */
+export function identityWrites(azure: FakeAzure, team: string, since: number): string[] {
+  return azure.stats.requests
+    .filter((r) => r.at >= since && r.path.includes(`id-${team}--`) && r.method !== "GET")
+    .map((r) => `+${((r.at - since) / 1000).toFixed(1)}s ${r.method} ${r.path.split("/").pop()} ${r.status}`);
+}
+
 async function ensure(
   kc: ReturnType<KubeCluster["kubeConfig"]>,
   path: string,

@@ -546,14 +546,12 @@ async function startPlatformCluster(
   cleanups.push(() => controller.stop());
   await eventually(
     `the controller wrote platform-vars on ${name}`,
-    async () => {
-      if (controller.child.exitCode !== null)
-        throw new Error(
-          `the controller exited (${controller.child.exitCode}):\n${controller.logs.join("").slice(-3000)}`,
-        );
-      return admin.get("v1", "ConfigMap", ASO_NAMESPACE, "platform-vars");
-    },
+    () => admin.get("v1", "ConfigMap", ASO_NAMESPACE, "platform-vars"),
     60_000,
+    () =>
+      controller.child.exitCode === null
+        ? undefined
+        : `the controller exited (${controller.child.exitCode}):\n${controller.logs.join("").slice(-3000)}`,
   );
   await markDeploymentAvailable(admin, "berth-system", "berth-controller");
   // Installed: Flux reports Berth's controller healthy (berth-teams waits for that before it applies any team).
