@@ -13,7 +13,7 @@
  */
 // needs: cluster dist
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { kustomizationReconciles } from "../support/flux.js";
+import { kustomizationReconciles, reconciledSince } from "../support/flux.js";
 import { ASO_NAMESPACE, startFluxPlatform, type FluxPlatform } from "../support/flux-platform.js";
 import { sample } from "../support/prometheus.js";
 import { eventually } from "../support/wait.js";
@@ -88,11 +88,7 @@ describe("team slices with real Flux: a commit reconciles only what it changed, 
     // Whatever the commit queued has run by now; give a straggler time to show.
     await new Promise((r) => setTimeout(r, 10_000));
 
-    const counts = await kustomizationReconciles(platform.flux);
-    const moved = [...counts]
-      .filter(([k, n]) => n !== (counts0.get(k) ?? 0))
-      .map(([k]) => k)
-      .sort();
+    const moved = await reconciledSince(platform.flux, counts0);
     // What the commit changed is reconciled (the new team, and its slice for its new Flux file); alpha and alpha's
     // slice are not.
     expect(moved).toContain(`${ASO_NAMESPACE}/team-bravo`);

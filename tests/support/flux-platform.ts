@@ -22,7 +22,15 @@ import { existsSync, readFileSync } from "node:fs";
 import { cp, mkdir, mkdtemp, readdir, readFile, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
-import { newClusterFiles, platformSchema, type PlatformInput } from "@berth/core";
+import {
+  newClusterFiles,
+  platformSchema,
+  sliceFiles,
+  sliceOptions,
+  slicesFile,
+  withTeamsRepositoryIgnore,
+  type PlatformInput,
+} from "@berth/core";
 import { parse, parseAllDocuments, stringify } from "yaml";
 import { Admin, CONTROLLER_GROUPS, CONTROLLER_USER, type Obj } from "../controller/helpers.js";
 import { ensureBuilt } from "./build.js";
@@ -114,6 +122,11 @@ export interface FluxPlatformOptions {
    * artifacts team-<team>, one Kustomization berth-teams) instead of flux/'s slices (ADR 0022).
    */
   install0019?: boolean;
+  /**
+   * With ExternalArtifact: this many hash slices (ADR 0034, platform.layout.slices) instead of flux/'s first-letter
+   * slices, as `berth cluster add` writes them for such a platform (team folders in their shard's folder).
+   */
+  hashSlices?: 16 | 32 | 64 | 128 | 256;
   /**
    * The API tells each cluster's Receiver to fetch after a push (api.fluxReceivers; ExternalArtifact only). Default
    * true; false leaves every fetch to the poll interval and `reconcileSource()`.
@@ -224,6 +237,10 @@ export async function startFluxPlatform(opts: FluxPlatformOptions = {}): Promise
     };
     // The slices apply the team files themselves: no index is written (ADR 0032), as flux/berth/platform/berth.yaml.
     platform.layout = { ...platform.layout, appliedBy: slices ? "slices" : "cluster-index" };
+    if (opts.hashSlices) {
+      if (!slices) throw new Error("hashSlices needs flux/'s slices (ExternalArtifact, not install0019)");
+      platform.layout.slices = { by: "hash", count: opts.hashSlices };
+    }
     opts.platform?.(platform);
 
     // The fleet repository: the test's, or one served here over smart HTTP.
@@ -257,6 +274,27 @@ export async function startFluxPlatform(opts: FluxPlatformOptions = {}): Promise
       const kustomization = parse(await readFile(index, "utf8")) as { resources: string[] };
       kustomization.resources = kustomization.resources.filter((r) => r !== "berth-team-slices.yaml");
       await writeFile(index, stringify(kustomization));
+    }
+    if (opts.hashSlices) {
+      // flux/'s first-letter slices and their markers give way to the hash slices berth cluster add writes.
+      await rm(join(fleet, "teams"), { recursive: true });
+      await rm(join(fleet, "clusters", PLATFORM_CLUSTER, "teams"), { recursive: true });
+      await rm(join(fleet, "clusters", PLATFORM_CLUSTER, "berth-team-slices.yaml"));
+      const parsed = platformSchema.parse(platform);
+      const index = join(fleet, "clusters", PLATFORM_CLUSTER, "kustomization.yaml");
+      const kustomization = parse(await readFile(index, "utf8")) as { resources: string[] };
+      kustomization.resources = kustomization.resources.map((r) =>
+        r === "berth-team-slices.yaml" ? slicesFile(parsed.layout.slices) : r,
+      );
+      await writeFile(index, stringify(kustomization));
+      for (const [path, text] of sliceFiles(sliceOptions(parsed, PLATFORM_CLUSTER))) {
+        await mkdir(dirname(join(fleet, path)), { recursive: true });
+        await writeFile(join(fleet, path), text);
+      }
+      await writeFile(
+        teamsFile,
+        withTeamsRepositoryIgnore(await readFile(teamsFile, "utf8"), teamsFile, parsed, PLATFORM_CLUSTER),
+      );
     }
     if (opts.forgeReceiver) {
       await cp(

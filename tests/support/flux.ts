@@ -400,3 +400,11 @@ export async function kustomizationReconciles(flux: RunningFlux): Promise<Map<st
   }
   return counts;
 }
+
+/** The Kustomizations (`namespace/name`, sorted) kustomize-controller reconciled since `before` was counted. */
+export async function reconciledSince(flux: RunningFlux, before: ReadonlyMap<string, number>): Promise<string[]> {
+  return [...(await kustomizationReconciles(flux))]
+    .filter(([k, n]) => n !== (before.get(k) ?? 0))
+    .map(([k]) => k)
+    .sort();
+}

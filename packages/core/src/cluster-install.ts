@@ -11,9 +11,51 @@ import { allClusters, type Platform } from "./platform.js";
 /** Team names start with a lowercase letter (DNS labels, the team schema): one slice per letter. */
 export const SLICE_LETTERS = [..."abcdefghijklmnopqrstuvwxyz"];
 
-export const sliceArtifact = (letter: string) => `berth-team-slice-${letter}`;
+export const sliceArtifact = (slice: string) => `berth-team-slice-${slice}`;
 
-/** What the slices depend on: the cluster and four settings of the platform config. */
+const HEX = "0123456789abcdef";
+
+/**
+ * One slice of a cut: its name, the glob (a folder name pattern) that selects its folders under the teams folder and
+ * under a cluster's teams folder, and the marker file each of those globs matches when the slice holds no team.
+ */
+export interface Slice {
+  id: string;
+  glob: string;
+  marker: string;
+}
+
+/**
+ * The slices of a cut. First letter: one per letter, globbing team folders by name (ADR 0022). Hash: `count` slices of
+ * 256 / count consecutive shards each, globbing shard folders (ADR 0034): `a*` (K = 16), `a[01234567]*` (K = 32), ...,
+ * `a7*` (K = 256); named by their first and last shard.
+ */
+export function slicesOf(cut: SliceCut): Slice[] {
+  if (cut.by === "first-letter") return SLICE_LETTERS.map((l) => ({ id: l, glob: `${l}*`, marker: `${l}--slice` }));
+  const width = 256 / cut.count;
+  return Array.from({ length: cut.count }, (_, i) => {
+    const first = i * width;
+    const shard = (n: number) => n.toString(16).padStart(2, "0");
+    const high = HEX[first >> 4] ?? "";
+    const lows = HEX.slice(first & 15, (first & 15) + Math.min(width, 16));
+    const glob = width >= 16 ? `${high}*` : width === 1 ? `${shard(first)}*` : `${high}[${lows}]*`;
+    const id = width === 1 ? shard(first) : `${shard(first)}-${shard(first + width - 1)}`;
+    return { id, glob, marker: `${shard(first)}--slice` };
+  });
+}
+
+/** How the slices cut the fleet: platform.layout.slices. */
+export type SliceCut = { by: "first-letter" } | { by: "hash"; count: number };
+
+/**
+ * The file of a cut's slices in `<clustersDir>/<cluster>/`, and the name of the generator that cuts them: apart for
+ * the two cuts, so that both can be installed while a fleet moves from one to the other (ADR 0034).
+ */
+export const slicesFile = (cut: SliceCut) =>
+  cut.by === "hash" ? "berth-team-hash-slices.yaml" : "berth-team-slices.yaml";
+const slicesCutter = (cut: SliceCut) => (cut.by === "hash" ? "berth-team-hash-slices" : "berth-team-slices");
+
+/** What the slices depend on: the cluster and five settings of the platform config. */
 export interface SliceOptions {
   cluster: string;
   /** platform.asoNamespace: where the team Kustomizations, their artifacts and the slices live. */
@@ -23,6 +65,8 @@ export interface SliceOptions {
   clustersDir: string;
   /** platform.fluxSource.artifactPrefix: each team's artifact is `<prefix><team>`. */
   artifactPrefix: string;
+  /** platform.layout.slices. */
+  cut: SliceCut;
 }
 
 /** Why a cluster's Flux files cannot be written as asked. */
@@ -43,50 +87,66 @@ export function sliceOptions(platform: Platform, cluster: string): SliceOptions 
     teamsDir: platform.layout.teamsDir,
     clustersDir: platform.layout.clustersDir,
     artifactPrefix: platform.fluxSource.artifactPrefix,
+    cut: platform.layout.slices,
   };
 }
 
 /** A copy whose glob matches nothing fails its whole generator: each slice's globs match these at least. */
 function sliceMarkers(o: SliceOptions): Map<string, string> {
   const markers = new Map<string, string>();
-  for (const l of SLICE_LETTERS) {
+  const adr = o.cut.by === "hash" ? "ADR 0034" : "ADR 0022";
+  // First-letter slices glob the cluster's shard folders' files, hash slices the shard folders themselves.
+  const clusterMarkers =
+    o.cut.by === "hash" ? `${o.clustersDir}/${o.cluster}/teams` : `${o.clustersDir}/${o.cluster}/teams/slices`;
+  const clusterGlob = (slice: Slice) =>
+    o.cut.by === "hash"
+      ? `${o.clustersDir}/${o.cluster}/teams/${slice.glob}`
+      : `${o.clustersDir}/${o.cluster}/teams/*/${slice.glob}`;
+  for (const slice of slicesOf(o.cut)) {
     const text = (where: string) =>
-      `Slice ${l} of Berth's teams (ADR 0022): source-watcher copies ${where}, and a copy that matches nothing fails.\n` +
+      `Slice ${slice.id} of Berth's teams (${adr}): source-watcher copies ${where}, and a copy that matches nothing fails.\n` +
       `Not a team: team names cannot contain "--". Keep this file.\n`;
-    markers.set(`${o.teamsDir}/${l}--slice`, text(`${o.teamsDir}/${l}*`));
-    markers.set(
-      `${o.clustersDir}/${o.cluster}/teams/slices/${l}--slice`,
-      text(`${o.clustersDir}/${o.cluster}/teams/*/${l}*`),
-    );
+    markers.set(`${o.teamsDir}/${slice.marker}`, text(`${o.teamsDir}/${slice.glob}`));
+    markers.set(`${clusterMarkers}/${slice.marker}`, text(clusterGlob(slice)));
   }
   return markers;
 }
 
 export function sliceObjects(o: SliceOptions): object[] {
   const teams = `${o.clustersDir}/${o.cluster}/teams`;
+  const slices = slicesOf(o.cut);
+  const byHash = o.cut.by === "hash";
   const cutter = {
     apiVersion: "source.extensions.fluxcd.io/v1beta1",
     kind: "ArtifactGenerator",
-    metadata: { name: "berth-team-slices", namespace: o.namespace },
+    metadata: { name: slicesCutter(o.cut), namespace: o.namespace },
     spec: {
       sources: [{ alias: "fleet", kind: "GitRepository", name: "berth-teams", namespace: "flux-system" }],
-      artifacts: SLICE_LETTERS.map((l) => ({
-        name: sliceArtifact(l),
+      artifacts: slices.map((slice) => ({
+        name: sliceArtifact(slice.id),
         // The commit the slice was cut from; the team artifacts cut from the slice pass it on.
         originRevision: "@fleet",
-        copy: [
-          { from: `@fleet/${o.teamsDir}/${l}*`, to: "@artifact/" },
-          // Each shard's index lists all its teams, not only the slice's: without it Flux applies the files present.
-          { from: `@fleet/${teams}/*/${l}*`, to: "@artifact/", exclude: ["kustomization.yaml"] },
-        ],
+        copy: byHash
+          ? [
+              { from: `@fleet/${o.teamsDir}/${slice.glob}`, to: "@artifact/" },
+              // A shard folder holds only its own teams' Flux files, so it goes whole.
+              { from: `@fleet/${teams}/${slice.glob}`, to: "@artifact/" },
+            ]
+          : [
+              { from: `@fleet/${o.teamsDir}/${slice.glob}`, to: "@artifact/" },
+              // Each shard's index lists all its teams, not only the slice's: without it Flux applies the files present.
+              { from: `@fleet/${teams}/*/${slice.glob}`, to: "@artifact/", exclude: ["kustomization.yaml"] },
+            ],
       })),
     },
   };
-  const perSlice = SLICE_LETTERS.flatMap((l) => [
+  // A team folder's path in the slice, and in the team's artifact: the same as in the repository.
+  const teamFolder = byHash ? `${o.teamsDir}/{shard}/{team}` : `${o.teamsDir}/{team}`;
+  const perSlice = slices.flatMap((slice) => [
     {
       apiVersion: "kustomize.toolkit.fluxcd.io/v1",
       kind: "Kustomization",
-      metadata: { name: `berth-teams-${l}`, namespace: o.namespace },
+      metadata: { name: `berth-teams-${slice.id}`, namespace: o.namespace },
       spec: {
         interval: "10m",
         retryInterval: "1m",
@@ -94,25 +154,25 @@ export function sliceObjects(o: SliceOptions): object[] {
         prune: true,
         // Team Kustomizations report their own health; this one only has to apply them.
         wait: false,
-        sourceRef: { kind: "ExternalArtifact", name: sliceArtifact(l) },
+        sourceRef: { kind: "ExternalArtifact", name: sliceArtifact(slice.id) },
       },
     },
     {
       apiVersion: "source.extensions.fluxcd.io/v1beta1",
       kind: "ArtifactGenerator",
-      metadata: { name: `berth-team-artifacts-${l}`, namespace: o.namespace },
+      metadata: { name: `berth-team-artifacts-${slice.id}`, namespace: o.namespace },
       spec: {
-        sources: [{ alias: "slice", kind: "ExternalArtifact", name: sliceArtifact(l) }],
-        pathPattern: `@slice/${o.teamsDir}/{team}/clusters/${o.cluster}`,
+        sources: [{ alias: "slice", kind: "ExternalArtifact", name: sliceArtifact(slice.id) }],
+        pathPattern: `@slice/${teamFolder}/clusters/${o.cluster}`,
         artifacts: [
           {
             name: `${o.artifactPrefix}{team}`,
             originRevision: "@slice",
             copy: [
-              { from: `@slice/${o.teamsDir}/{team}/base/`, to: `@artifact/${o.teamsDir}/{team}/` },
+              { from: `@slice/${teamFolder}/base/`, to: `@artifact/${teamFolder}/` },
               {
-                from: `@slice/${o.teamsDir}/{team}/clusters/${o.cluster}/`,
-                to: `@artifact/${o.teamsDir}/{team}/clusters/`,
+                from: `@slice/${teamFolder}/clusters/${o.cluster}/`,
+                to: `@artifact/${teamFolder}/clusters/`,
               },
             ],
           },
@@ -123,19 +183,29 @@ export function sliceObjects(o: SliceOptions): object[] {
   return [cutter, ...perSlice];
 }
 
-const SLICES_HEADER = (
-  o: SliceOptions,
-) => `# Generated by \`berth cluster add\` (Berth's packages/core/src/cluster-install.ts) - do not edit; run it again.
-#
-# This cluster's teams in 26 slices by the team name's first letter (ADR 0022), so that a commit costs Flux work in
+const SLICES_HEADER = (o: SliceOptions) => {
+  const generated = `# Generated by \`berth cluster add\` (Berth's packages/core/src/cluster-install.ts) - do not edit; run it again.\n#\n`;
+  const perSlice = `# there. Per slice, Kustomization berth-teams-<slice> applies the slice's team Kustomizations, and ArtifactGenerator
+# berth-team-artifacts-<slice> cuts one ExternalArtifact ${o.artifactPrefix}<team> per team (platform.fluxSource.artifactPrefix),
+# which the team's Kustomization reads. Each slice needs its two marker files`;
+  if (o.cut.by === "hash")
+    return `${generated}# This cluster's teams in ${o.cut.count} slices by the SHA-256 of the team name (ADR 0034), so that a commit costs Flux work in
+# proportion to what it changed whatever the names. A team's folder is ${o.teamsDir}/<hh>/<team>/ and its Flux file
+# ${o.clustersDir}/${o.cluster}/teams/<hh>/<team>.yaml, hh the first two hex digits of the hash; each slice holds ${256 / o.cut.count} consecutive
+# shards. ArtifactGenerator berth-team-hash-slices cuts each fetch of GitRepository berth-teams (berth-teams.yaml) into
+# ExternalArtifact ${sliceArtifact("<slice>")}: its shards' team folders and Flux files on this cluster. An artifact's
+# revision is its content's digest, so a slice that did not change stops
+${perSlice} (${o.teamsDir}/<first shard>--slice and
+# ${o.clustersDir}/${o.cluster}/teams/<first shard>--slice): a copy that matches nothing fails its generator.
+`;
+  return `${generated}# This cluster's teams in 26 slices by the team name's first letter (ADR 0022), so that a commit costs Flux work in
 # proportion to what it changed. ArtifactGenerator berth-team-slices cuts each fetch of GitRepository berth-teams
 # (berth-teams.yaml) into ExternalArtifact ${sliceArtifact("<l>")}: the folders of the teams starting with <l> and their
 # Flux files on this cluster. An artifact's revision is its content's digest, so a slice that did not change stops
-# there. Per slice, Kustomization berth-teams-<l> applies the slice's team Kustomizations, and ArtifactGenerator
-# berth-team-artifacts-<l> cuts one ExternalArtifact ${o.artifactPrefix}<team> per team (platform.fluxSource.artifactPrefix),
-# which the team's Kustomization reads. Each slice needs its two marker files (${o.teamsDir}/<l>--slice and
+${perSlice.replaceAll("<slice>", "<l>")} (${o.teamsDir}/<l>--slice and
 # ${o.clustersDir}/${o.cluster}/teams/slices/<l>--slice): a copy that matches nothing fails its generator.
 `;
+};
 
 /** The slices' file and markers, by path from the fleet repository's root. */
 export function sliceFiles(o: SliceOptions): Map<string, string> {
@@ -144,7 +214,7 @@ export function sliceFiles(o: SliceOptions): Map<string, string> {
     sliceObjects(o)
       .map((obj) => "---\n" + stringify(obj, { lineWidth: 0 }))
       .join("");
-  return new Map([[`${o.clustersDir}/${o.cluster}/berth-team-slices.yaml`, file], ...sliceMarkers(o)]);
+  return new Map([[`${o.clustersDir}/${o.cluster}/${slicesFile(o.cut)}`, file], ...sliceMarkers(o)]);
 }
 
 /**
@@ -153,11 +223,13 @@ export function sliceFiles(o: SliceOptions): Map<string, string> {
  */
 export function teamsRepositoryIgnore(platform: Platform, cluster: string): string {
   const { teamsDir, clustersDir } = platform.layout;
+  // A team folder is one level down, or two when team folders sit in their shard's (hash slices).
+  const teamFolders = platform.layout.slices.by === "hash" ? `${teamsDir}/*/*` : `${teamsDir}/*`;
   const rules = [
     "/*",
     ...keepFolder(teamsDir),
-    `/${teamsDir}/*/clusters/*`,
-    `!/${teamsDir}/*/clusters/${cluster}/`,
+    `/${teamFolders}/clusters/*`,
+    `!/${teamFolders}/clusters/${cluster}/`,
     ...keepFolder(clustersDir),
     `/${clustersDir}/*`,
     `!/${clustersDir}/${cluster}/`,
@@ -165,6 +237,17 @@ export function teamsRepositoryIgnore(platform: Platform, cluster: string): stri
     `!/${clustersDir}/${cluster}/teams/`,
   ];
   return [...new Set(rules)].join("\n") + "\n";
+}
+
+/** A cluster's berth-teams.yaml (`text`, read from `path`) with GitRepository berth-teams's `ignore` for `cluster`. */
+export function withTeamsRepositoryIgnore(text: string, path: string, platform: Platform, cluster: string): string {
+  return editDocuments(text, path, (doc, o) => {
+    if (o.kind === "GitRepository" && o.name === "berth-teams") {
+      doc.setIn(["spec", "ignore"], teamsRepositoryIgnore(platform, cluster));
+      return true;
+    }
+    return false;
+  });
 }
 
 /** gitignore rules that keep `a/b/c` while its parents' other entries stay ignored. */
@@ -228,9 +311,10 @@ export function newClusterFiles(input: NewCluster): Map<string, string> {
   const index = source(sources.index);
   // The slices written below are applied only by an index that lists them: a cluster on an earlier layout moves first.
   const resources = (parseDocument(index).toJS() as { resources?: unknown } | null)?.resources;
-  if (!Array.isArray(resources) || !resources.includes("berth-team-slices.yaml"))
+  const slices = slicesFile(platform.layout.slices);
+  if (!Array.isArray(resources) || !resources.includes(slices))
     throw new ClusterInstallError(
-      `${sources.index} does not list berth-team-slices.yaml: ${like} is on a layout before the team slices; move it ` +
+      `${sources.index} does not list ${slices}: ${like} is on a layout before the platform config's slices; move it ` +
         'first (docs/install.md, "Moving to team slices"), or copy from a cluster on them (--like)',
     );
   files.set(target.index, index);
@@ -245,16 +329,7 @@ export function newClusterFiles(input: NewCluster): Map<string, string> {
       return false;
     }),
   );
-  files.set(
-    target.teams,
-    editDocuments(source(sources.teams), sources.teams, (doc, o) => {
-      if (o.kind === "GitRepository" && o.name === "berth-teams") {
-        doc.setIn(["spec", "ignore"], teamsRepositoryIgnore(platform, cluster));
-        return true;
-      }
-      return false;
-    }),
-  );
+  files.set(target.teams, withTeamsRepositoryIgnore(source(sources.teams), sources.teams, platform, cluster));
   files.set(target.overlay, overlayFor(source(sources.overlay), sources.overlay, cluster, input.controllerClientId));
   for (const [path, text] of sliceFiles(sliceOptions(platform, cluster)))
     if (!path.startsWith(`${platform.layout.teamsDir}/`)) files.set(path, text);

@@ -127,8 +127,7 @@ export class Fleet {
   async plan(tree: RepoTree, names: readonly string[], version?: string): Promise<FleetPlan> {
     // Each team folder's content id from one listing, for the parse cache (asking git for 1,000 folders
     // one by one made it walk the 1,000-entry teams folder each time).
-    const folders = tree.entries ? await tree.entries(this.layout.teamsDir) : [];
-    const folderIds = new Map(folders.filter((e) => e.kind === "folder").map((e) => [e.name, e.id]));
+    const folderIds = await this.onboarding.teamFolderIds(tree);
     const results = await Promise.all(names.map((name) => this.planTeam(tree, name, version, folderIds.get(name))));
     const plan: FleetPlan = { changed: [], unchanged: [], failed: [], gone: [], files: new Map() };
     const memberships: Array<{ team: string; clusters: ReadonlySet<string> }> = [];
@@ -178,8 +177,7 @@ export class Fleet {
    */
   async drift(tree: RepoTree, options: { diffs: boolean }): Promise<DriftReport> {
     const names = await this.onboarding.listTeamNames(tree);
-    const folders = tree.entries ? await tree.entries(this.layout.teamsDir) : [];
-    const folderIds = new Map(folders.filter((e) => e.kind === "folder").map((e) => [e.name, e.id]));
+    const folderIds = await this.onboarding.teamFolderIds(tree);
     const results = await Promise.all(
       names.map((name) => this.teamDrift(tree, name, { ...options, folderId: folderIds.get(name) })),
     );
@@ -259,9 +257,9 @@ export class Fleet {
     | { kind: "failed"; team: string; error: string }
     | { kind: "ok"; plan: TeamPlan; clusters: ReadonlySet<string> }
   > {
-    const path = this.layout.teamSpec(name);
-    const text = await tree.read(path);
-    if (text === undefined) return { kind: "gone", team: name };
+    const spec = await this.onboarding.teamSpecIn(tree, name);
+    if (spec === undefined) return { kind: "gone", team: name };
+    const { path, text } = spec;
     try {
       // Parsed once per team folder content, shared with the selection's listing (a 1,000-team preview
       // parsed every team file twice).

@@ -22,20 +22,21 @@ export async function clustersReading(tree: RepoTree, layout: RepoLayout, paths:
   const clusters = new Set<string>();
   const wholeTeams = new Set<string>();
   const clustersPrefix = `${layout.clustersDir}/`;
-  const teamsPrefix = `${layout.teamsDir}/`;
   for (const path of paths) {
     if (path.startsWith(clustersPrefix)) {
       const cluster = path.slice(clustersPrefix.length).split("/")[0];
       if (cluster) clusters.add(cluster);
-    } else if (path.startsWith(teamsPrefix)) {
-      const [team, part, cluster] = path.slice(teamsPrefix.length).split("/");
-      if (!team) continue;
-      if (part === "clusters" && cluster) clusters.add(cluster);
-      else wholeTeams.add(team);
+      continue;
     }
+    const inTeams = layout.teamPath(path);
+    if (!inTeams) continue;
+    const [part, cluster] = inTeams.rest;
+    if (part === "clusters" && cluster) clusters.add(cluster);
+    else wholeTeams.add(inTeams.team);
   }
   for (const team of wholeTeams)
-    for (const cluster of await folderNames(tree, `${layout.teamDir(team)}/clusters`)) clusters.add(cluster);
+    for (const dir of layout.teamDirs(team))
+      for (const cluster of await folderNames(tree, `${dir}/clusters`)) clusters.add(cluster);
   return [...clusters].sort();
 }
 

@@ -32,7 +32,8 @@ export function teamShard(team: string): string {
 }
 /** Shards already computed: a whole-folder rebuild asks for every team of a cluster. */
 const shards = new Map<string, string>();
-const SHARD = /^[0-9a-f]{2}$/;
+/** A shard's name: two hex digits. */
+export const SHARD = /^[0-9a-f]{2}$/;
 
 /**
  * A cluster's teams folder, read from a listing of it: the teams in each shard folder and the teams whose
@@ -48,7 +49,34 @@ export interface ClusterTeamsListing {
 /** Where Berth writes each file in the Flux repo. docs/repo-layout.md describes the same tree. */
 export function repoLayout(platform: Platform) {
   const { teamsDir, clustersDir, rolloutsDir } = platform.layout;
-  const teamDir = (team: string) => `${teamsDir}/${team}`;
+  /** Hash slices cut by the folder's shard, so a team's folder sits in its shard's (ADR 0034). */
+  const foldersByShard = platform.layout.slices.by === "hash";
+  const teamDir = foldersByShard
+    ? (team: string) => `${teamsDir}/${teamShard(team)}/${team}`
+    : (team: string) => `${teamsDir}/${team}`;
+  /**
+   * Every folder the team's files may be in: its own, and with hash slices also where first-letter slices kept it
+   * (`<teamsDir>/<team>/`), still the team's while a fleet moves (ADR 0034): read from there, deleted by its next
+   * write, which writes the folder in its shard.
+   */
+  const teamDirs = foldersByShard
+    ? (team: string) => [teamDir(team), `${teamsDir}/${team}`]
+    : (team: string) => [teamDir(team)];
+  /** The team a path under the teams folder belongs to and the rest of the path, or undefined. */
+  const teamPath = (path: string): { team: string; rest: string[] } | undefined => {
+    if (!path.startsWith(`${teamsDir}/`)) return undefined;
+    const segments = path.slice(teamsDir.length + 1).split("/");
+    if (foldersByShard) {
+      const [shard, team, ...rest] = segments;
+      if (shard && team && SHARD.test(shard) && teamShard(team) === shard) return { team, rest };
+      // Else a team folder of the layout before, if it can be one: a shard's folder holds team folders, so a path in
+      // it is another team's only through a team folder's own parts (a team named like a shard, e.g. `cd`); a team
+      // folder in another shard than its own is nobody's.
+      if (shard && SHARD.test(shard) && team !== "base" && team !== "clusters") return undefined;
+    }
+    const [team, ...rest] = segments;
+    return team ? { team, rest } : undefined;
+  };
   const clusterTeamsDir = (cluster: string) => `${clustersDir}/${cluster}/teams`;
   /** The cluster's top index: its shard folders that hold a team (and any Flux file not moved into one yet). */
   const clusterTeamsIndex = (cluster: string) => `${clusterTeamsDir(cluster)}/kustomization.yaml`;
@@ -108,11 +136,8 @@ export function repoLayout(platform: Platform) {
       const id = file.includes("/") ? undefined : yamlStem(file);
       if (id) return { kind: "rollout", id };
     }
-    const teamsPrefix = `${teamsDir}/`;
-    if (path.startsWith(teamsPrefix)) {
-      const [team, ...rest] = path.slice(teamsPrefix.length).split("/");
-      if (team && rest.length > 0) return { kind: "team", team };
-    }
+    const inTeams = teamPath(path);
+    if (inTeams && inTeams.rest.length > 0) return { kind: "team", team: inTeams.team };
     return { kind: "unowned" };
   };
 
@@ -160,6 +185,19 @@ export function repoLayout(platform: Platform) {
     /** A rollout's state file: spec and status, changed only by that rollout's commits. */
     rolloutFile: (id: string) => `${rolloutsDir}/${id}.yaml`,
     teamDir,
+    /** Whether team folders sit in shard folders (`<teamsDir>/<hh>/<team>/`, hash slices) rather than at the top. */
+    foldersByShard,
+    teamPath,
+    teamDirs,
+    /** Where the team's spec may be, in the order to read them (see teamDirs). */
+    teamSpecs: (team: string) => teamDirs(team).map((dir) => `${dir}/base/${TEAM_SPEC_FILE}`),
+    /** The team whose spec is at `path`, or undefined: how a listing of the teams folder finds the teams. */
+    teamOfSpec(path: string): string | undefined {
+      const found = teamPath(path);
+      return found && found.rest.length === 2 && found.rest[0] === "base" && found.rest[1] === TEAM_SPEC_FILE
+        ? found.team
+        : undefined;
+    },
     /**
      * The team spec (kind Team): Berth's source of truth, and inside the base so Flux applies it as the
      * cluster-scoped Team object (CRD teams.berth.dev). Kustomize only reads files under its root.

@@ -7,7 +7,7 @@ import {
   TemplateVersionRetiredError,
   type FieldIssue,
 } from "./errors.js";
-import { repoLayout, TEAM_SPEC_FILE, teamShard, type RepoLayout } from "./layout.js";
+import { repoLayout, SHARD, teamShard, type RepoLayout } from "./layout.js";
 import { allClusters, type Platform } from "./platform.js";
 import { renderClusterTeamsIndex, renderShardIndex, renderTeam } from "./render.js";
 import { type FileChange, type FileStatus, type RepoChange, type RepoTree } from "./repo.js";
@@ -96,9 +96,13 @@ export class Onboarding {
    * caller has it already (from one listing of the teams folder): git then need not find each folder again.
    */
   async readTeam(tree: RepoTree, name: string, folderId?: string): Promise<VersionedTeam | undefined> {
-    const id = folderId ?? (tree.contentId ? await tree.contentId(this.layout.teamDir(name)) : undefined);
-    if (tree.contentId && id === undefined) return undefined;
-    return this.parsedTeam(tree, name, id);
+    if (folderId !== undefined || !tree.contentId) return this.parsedTeam(tree, name, folderId);
+    // Its folder, or where the layout before kept it (layout.teamDirs): the first that is there.
+    for (const dir of this.layout.teamDirs(name)) {
+      const id = await tree.contentId(dir);
+      if (id !== undefined) return this.parsedTeam(tree, name, id);
+    }
+    return undefined;
   }
 
   /**
@@ -117,8 +121,9 @@ export class Onboarding {
       if (hit !== null && "unreadable" in hit) throw hit.unreadable;
       return hit ?? undefined;
     }
-    const path = this.layout.teamSpec(name);
-    const text = await tree.read(path);
+    const spec = await this.teamSpecIn(tree, name);
+    const path = spec?.path ?? this.layout.teamSpec(name);
+    const text = spec?.text;
     let result: ParsedFolder = null;
     if (text !== undefined) {
       try {
@@ -139,15 +144,50 @@ export class Onboarding {
     return result ?? undefined;
   }
 
+  /** The team's spec file and its text: in its folder, or where the layout before kept it (layout.teamSpecs). */
+  async teamSpecIn(tree: RepoTree, name: string): Promise<{ path: string; text: string } | undefined> {
+    for (const path of this.layout.teamSpecs(name)) {
+      const text = await tree.read(path);
+      if (text !== undefined) return { path, text };
+    }
+    return undefined;
+  }
+
   /** Every team with a spec in the tree (`teams/<team>/base/team.yaml`), sorted. */
   async listTeamNames(tree: RepoTree): Promise<string[]> {
-    const prefix = `${this.layout.teamsDir}/`;
-    const suffix = `/base/${TEAM_SPEC_FILE}`;
-    return (await tree.list(this.layout.teamsDir))
-      .filter((p) => p.startsWith(prefix) && p.endsWith(suffix))
-      .map((p) => p.slice(prefix.length, -suffix.length))
-      .filter((name) => name !== "" && !name.includes("/"))
-      .sort();
+    const names = new Set<string>();
+    for (const path of await tree.list(this.layout.teamsDir)) {
+      const name = this.layout.teamOfSpec(path);
+      if (name !== undefined) names.add(name);
+    }
+    return [...names].sort();
+  }
+
+  /**
+   * Each team folder's name and content id, from listings of the teams folder (and of its shard folders when team
+   * folders sit in them): one listing per folder instead of asking git for each team's.
+   */
+  async teamFolderIds(tree: RepoTree): Promise<Map<string, string>> {
+    if (!tree.entries) return new Map();
+    const entries = tree.entries.bind(tree);
+    const top = (await entries(this.layout.teamsDir)).filter((e) => e.kind === "folder");
+    if (!this.layout.foldersByShard) return new Map(top.map((e) => [e.name, e.id]));
+    const inShards = new Map<string, string>();
+    const before = new Map<string, string>();
+    await Promise.all(
+      top.map(async (folder) => {
+        // Not a shard's folder: a team's where the layout before kept it, until its next write moves it.
+        if (!SHARD.test(folder.name)) return void before.set(folder.name, folder.id);
+        const inside = (await entries(`${this.layout.teamsDir}/${folder.name}`)).filter((e) => e.kind === "folder");
+        // A team's folder in another shard than its own is nobody's (layout.teamPath); a team named like a shard and
+        // kept where the layout before kept it shows by its own parts.
+        for (const e of inside) if (teamShard(e.name) === folder.name) inShards.set(e.name, e.id);
+        if (inside.some((e) => (e.name === "base" || e.name === "clusters") && teamShard(e.name) !== folder.name))
+          before.set(folder.name, folder.id);
+      }),
+    );
+    // A team in both places (a move cut short by hand) is read from its shard's folder, as readTeam reads it.
+    return new Map([...before, ...inShards]);
   }
 
   /**
@@ -177,8 +217,8 @@ export class Onboarding {
   }
 
   private async listByFolder(tree: FolderListingTree): Promise<TeamListing> {
-    const folders = (await tree.entries(this.layout.teamsDir)).filter((e) => e.kind === "folder");
-    return this.collect(folders.map((f) => ({ name: f.name, read: this.parsedTeam(tree, f.name, f.id) })));
+    const folders = await this.teamFolderIds(tree);
+    return this.collect([...folders].map(([name, id]) => ({ name, read: this.parsedTeam(tree, name, id) })));
   }
 
   /** Teams read concurrently, sorted by name; a file that cannot be read goes to `broken`, with why. */
@@ -232,7 +272,7 @@ export class Onboarding {
   async planCreate(tree: RepoTree, input: unknown | PreparedTeam): Promise<{ team: Team; change: RepoChange }> {
     const prepared = isPrepared(input) ? input : this.prepareCreate(input);
     const { team } = prepared;
-    if ((await tree.read(this.layout.teamSpec(team.name))) !== undefined) throw new TeamExistsError(team.name);
+    if ((await this.teamSpecIn(tree, team.name)) !== undefined) throw new TeamExistsError(team.name);
     const files = await this.changeFor(tree, team.name, prepared.files);
     return { team, change: { files, subject: `berth: onboard team ${team.name}`, body: this.describe(team) } };
   }
@@ -350,7 +390,9 @@ export class Onboarding {
       const owner = this.layout.ownerOf(path);
       return owner.kind === "team" && owner.team === team;
     };
-    const existing = new Set((await tree.list(this.layout.teamDir(team))).filter(owned));
+    // Its folder, and where the layout before kept it (moved whole: deleted there, written in its shard's folder).
+    const listed = await Promise.all(this.layout.teamDirs(team).map((dir) => tree.list(dir)));
+    const existing = new Set(listed.flat().filter(owned));
     // Its Flux file on every cluster, where Berth writes it and where it was written before shards.
     const fluxFiles = allClusters(this.platform)
       .flatMap((c) => this.layout.fluxKustomizationPaths(c.name, team))

@@ -182,6 +182,19 @@ export const platformSchema = z
          * an earlier layout left.
          */
         appliedBy: z.enum(["cluster-index", "slices"]).default("cluster-index"),
+        /**
+         * How the slices cut the fleet (appliedBy slices only). `first-letter`: 26 slices by the team name's first
+         * letter, team folders at `<teamsDir>/<team>/` (ADR 0022). `hash`: `count` slices by the first hex digits of
+         * the SHA-256 of the name, team folders at `<teamsDir>/<hh>/<team>/` (ADR 0034), even whatever the names;
+         * `count` is read by `berth cluster add` only; changing it on an installed cluster is not built yet (ADR 0034).
+         */
+        slices: z
+          .object({
+            by: z.enum(["first-letter", "hash"]).default("first-letter"),
+            count: z.union([z.literal(16), z.literal(32), z.literal(64), z.literal(128), z.literal(256)]).default(16),
+          })
+          .strict()
+          .default({ by: "first-letter", count: 16 }),
       })
       .strict()
       // Disjoint folders: otherwise a team's folder could hold a cluster's folder (or the reverse).
@@ -189,7 +202,13 @@ export const platformSchema = z
         const dirs = [teamsDir, clustersDir, rolloutsDir];
         return dirs.every((a, i) => dirs.every((b, j) => i === j || (a !== b && !`${a}/`.startsWith(`${b}/`))));
       }, "teamsDir, clustersDir and rolloutsDir must not be the same folder or contain each other")
-      .default({ teamsDir: "teams", clustersDir: "clusters", rolloutsDir: "rollouts", appliedBy: "cluster-index" }),
+      .default({
+        teamsDir: "teams",
+        clustersDir: "clusters",
+        rolloutsDir: "rollouts",
+        appliedBy: "cluster-index",
+        slices: { by: "first-letter", count: 16 },
+      }),
     federatedCredential: z
       .object({
         subjectMode: federatedSubjectModeSchema.default("aso-controller"),
@@ -246,6 +265,14 @@ export const platformSchema = z
         code: "custom",
         path: ["layout", "appliedBy"],
         message: "slices need fluxSource.kind ExternalArtifact (each team reads the artifact its slice cuts)",
+      });
+    }
+    // Team folders by hash are read by hash slices only: cluster indexes would name folders nothing else moved.
+    if (platform.layout.slices.by === "hash" && platform.layout.appliedBy !== "slices") {
+      ctx.addIssue({
+        code: "custom",
+        path: ["layout", "slices", "by"],
+        message: "hash slices need layout.appliedBy slices (the slices apply the team files; ADR 0034)",
       });
     }
     // A role scope may only use platform-vars keys that are always defined, or Flux's strict substitution

@@ -3,7 +3,19 @@
  * byte, and what it refuses. tests/install/cluster-add.test.ts runs the built CLI on flux/ itself.
  */
 import { describe, expect, it } from "vitest";
-import { ClusterInstallError, newClusterFiles, type NewCluster } from "../src/index.js";
+import { matchesGlob } from "node:path";
+import { parseAllDocuments } from "yaml";
+import {
+  ClusterInstallError,
+  newClusterFiles,
+  repoLayout,
+  sliceFiles,
+  sliceOptions,
+  slicesOf,
+  teamShard,
+  teamsRepositoryIgnore,
+  type NewCluster,
+} from "../src/index.js";
 import { makePlatform } from "./fixtures.js";
 
 const platform = makePlatform({ fluxSource: { kind: "ExternalArtifact", artifactPrefix: "team-files-" } });
@@ -124,6 +136,70 @@ describe("newClusterFiles", () => {
     // A cluster still on ADR 0019's layout would get slices nothing applies.
     expect(() =>
       add({}, { ...SOURCES, "clusters/aks-dev-weu/kustomization.yaml": "resources: [flux-system, berth.yaml]\n" }),
-    ).toThrow(/does not list berth-team-slices.yaml: aks-dev-weu is on a layout before the team slices/);
+    ).toThrow(/does not list berth-team-slices.yaml: aks-dev-weu is on a layout before the platform config.s slices/);
+  });
+});
+
+describe("hash slices (ADR 0034)", () => {
+  const shards = Array.from({ length: 256 }, (_, i) => i.toString(16).padStart(2, "0"));
+
+  it.each([16, 32, 64, 128, 256])("cut %i slices that hold every shard exactly once, in order", (count) => {
+    const slices = slicesOf({ by: "hash", count });
+    expect(slices).toHaveLength(count);
+    const holders = shards.map((shard) => slices.filter((s) => matchesGlob(shard, s.glob)).map((s) => s.id));
+    expect(holders.every((h) => h.length === 1)).toBe(true);
+    // Consecutive shards: slice i holds shards i*w .. i*w+w-1, and its name says which.
+    const width = 256 / count;
+    slices.forEach((slice, i) => {
+      const held = shards.filter((shard) => matchesGlob(shard, slice.glob));
+      expect(held).toEqual(shards.slice(i * width, (i + 1) * width));
+      expect(slice.id).toBe(width === 1 ? held[0] : `${held[0]}-${held.at(-1)}`);
+      // Its marker is matched by its own glob only, so a slice without teams still copies something.
+      expect(slices.filter((s) => matchesGlob(slice.marker, s.glob)).map((s) => s.id)).toEqual([slice.id]);
+    });
+  });
+
+  it("cut the team folders in their shard's folder, and the team artifacts at the same paths", () => {
+    const platform = makePlatform({
+      fluxSource: { kind: "ExternalArtifact", artifactPrefix: "team-files-" },
+      layout: { appliedBy: "slices", slices: { by: "hash", count: 16 } },
+    });
+    const files = sliceFiles(sliceOptions(platform, "aks-dev-weu"));
+    expect([...files.keys()].filter((p) => p.endsWith("--slice"))).toHaveLength(32);
+    expect(files.has("teams/a0--slice")).toBe(true);
+    expect(files.has("clusters/aks-dev-weu/teams/a0--slice")).toBe(true);
+    const objects = parseAllDocuments(files.get("clusters/aks-dev-weu/berth-team-hash-slices.yaml")!).map(
+      (d) => d.toJS() as { kind: string; metadata: { name: string }; spec: Record<string, unknown> },
+    );
+    expect(objects).toHaveLength(1 + 2 * 16);
+    const cutter = objects[0]!.spec as { artifacts: Array<{ name: string; copy: Array<{ from: string }> }> };
+    expect(objects[0]!.metadata.name).toBe("berth-team-hash-slices");
+    expect(cutter.artifacts[10]).toMatchObject({
+      name: "berth-team-slice-a0-af",
+      copy: [{ from: "@fleet/teams/a*" }, { from: "@fleet/clusters/aks-dev-weu/teams/a*" }],
+    });
+    const generator = objects.find((o) => o.metadata.name === "berth-team-artifacts-a0-af")!;
+    expect(generator.spec.pathPattern).toBe("@slice/teams/{shard}/{team}/clusters/aks-dev-weu");
+    expect(generator.spec.artifacts).toEqual([
+      {
+        name: "team-files-{team}",
+        originRevision: "@slice",
+        copy: [
+          { from: "@slice/teams/{shard}/{team}/base/", to: "@artifact/teams/{shard}/{team}/" },
+          { from: "@slice/teams/{shard}/{team}/clusters/aks-dev-weu/", to: "@artifact/teams/{shard}/{team}/clusters/" },
+        ],
+      },
+    ]);
+    // What a team's Kustomization reads in its artifact is where its folder is in the repository.
+    expect(repoLayout(platform).clusterDir("alpha", "aks-dev-weu")).toBe(
+      `teams/${teamShard("alpha")}/alpha/clusters/aks-dev-weu`,
+    );
+    expect(teamsRepositoryIgnore(platform, "aks-dev-weu")).toContain("!/teams/*/*/clusters/aks-dev-weu/\n");
+  });
+
+  it("are refused without the slices applying the team files", () => {
+    expect(() => makePlatform({ layout: { slices: { by: "hash", count: 16 } } })).toThrow(
+      /hash slices need layout.appliedBy slices/,
+    );
   });
 });

@@ -133,6 +133,12 @@ export function platformWithSubjectMode(mode: SubjectMode, overrides: Partial<Pl
 /** The default test platform: subject mode aso-controller, default layout and namespaces. */
 export const PLATFORM: Platform = makePlatform();
 
+/** Team folders in their shard's folder, read by hash slices (ADR 0034). */
+export const HASH_SLICES_PLATFORM: Platform = makePlatform({
+  fluxSource: { kind: "ExternalArtifact", artifactPrefix: "team-files-" },
+  layout: { appliedBy: "slices", slices: { by: "hash", count: 32 } },
+});
+
 export const CLUSTERS = ["aks-dev-weu", "aks-stg-weu", "aks-prod-weu", "aks-prod-neu"] as const;
 
 // ---------------------------------------------------------------------------------------------------

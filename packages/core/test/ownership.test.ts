@@ -20,6 +20,7 @@ import {
 } from "@berth/core";
 import {
   CLUSTERS,
+  HASH_SLICES_PLATFORM,
   loadTemplates,
   makePlatform,
   MemoryRepoTree,
@@ -33,6 +34,7 @@ const CUSTOM_LAYOUT = makePlatform({ layout: { teamsDir: "tenants", clustersDir:
 const PLATFORMS: ReadonlyArray<[string, Platform]> = [
   ["default layout", PLATFORM],
   ["custom layout", CUSTOM_LAYOUT],
+  ["hash slices", HASH_SLICES_PLATFORM],
 ];
 const ALL_ENVIRONMENTS = ["dev", "staging", "prod"];
 

@@ -1,8 +1,16 @@
 /** Reading teams at scale: each team folder is parsed once per content id, and an unchanged teams folder costs nothing. */
 import { createHash } from "node:crypto";
 import { describe, expect, it } from "vitest";
-import { Onboarding, type TreeEntry } from "@berth/core";
-import { loadTemplates, MemoryRepoTree, PLATFORM, teamInput, treeWithTeams } from "./fixtures.js";
+import { Fleet, Onboarding, teamShard, type TreeEntry } from "@berth/core";
+import {
+  HASH_SLICES_PLATFORM,
+  loadTemplates,
+  makePlatform,
+  MemoryRepoTree,
+  PLATFORM,
+  teamInput,
+  treeWithTeams,
+} from "./fixtures.js";
 
 /** A MemoryRepoTree with content ids (a hash of everything below a path, as git's object ids behave) that counts file reads. */
 class ContentIdTree extends MemoryRepoTree {
@@ -108,5 +116,94 @@ describe("listing teams by content id", () => {
     expect(again.reads).toBe(1);
     expect(reads).toBe(5);
     await expect(onboarding.readTeam(again, "bravo")).rejects.toThrow(/Excessive alias count/);
+  });
+});
+
+describe("team folders in their shard's folder (hash slices, ADR 0034)", () => {
+  it("writes each team under teams/<hh>/<team>/ and lists, plans and checks drift from there", async () => {
+    const onboarding = new Onboarding(HASH_SLICES_PLATFORM, loadTemplates());
+    const names = ["alpha", "bravo", "charlie", "delta"];
+    const base = await treeWithTeams(
+      onboarding,
+      names.map((name) => teamInput({ name })),
+    );
+    const teamFiles = base.paths().filter((p) => p.startsWith("teams/"));
+    expect(teamFiles.length).toBeGreaterThan(names.length);
+    for (const path of teamFiles) {
+      const [, shard, team] = path.split("/");
+      expect(shard).toBe(teamShard(team!));
+    }
+    // The slices apply the team files: no cluster index is written.
+    expect(base.paths().filter((p) => p.endsWith("kustomization.yaml") && p.startsWith("clusters/"))).toEqual([]);
+
+    const tree = ContentIdTree.of(base);
+    expect((await onboarding.listTeams(tree)).teams.map((t) => t.name)).toEqual(names);
+    expect(await onboarding.listTeamNames(base)).toEqual(names);
+    expect([...(await onboarding.teamFolderIds(tree)).keys()].sort()).toEqual(names);
+    expect(tree.reads).toBe(names.length);
+    // A folder in another shard than its team's is nobody's: not listed.
+    const stray = ContentIdTree.of(
+      base.apply(new Map([[`teams/${teamShard("echo") === "00" ? "01" : "00"}/echo/base/team.yaml`, "x"]]), "r2"),
+    );
+    expect((await onboarding.listTeams(stray)).teams.map((t) => t.name)).toEqual(names);
+
+    const fleet = new Fleet(onboarding);
+    const drift = await fleet.drift(tree, { diffs: false });
+    expect(drift).toMatchObject({ teams: [], layout: [], failed: [], checked: names.length });
+    const plan = await fleet.plan(tree, names);
+    expect(plan.unchanged).toEqual(names);
+    expect(plan.files.size).toBe(0);
+    // Offboarding deletes the team's folder in its shard and its Flux files, nothing else.
+    const { change } = await onboarding.planDelete(tree, "bravo");
+    expect([...change.files.keys()].every((p) => p.includes(`/${teamShard("bravo")}/bravo`))).toBe(true);
+    expect((await onboarding.listTeams(ContentIdTree.of(base.apply(change, "r3")))).teams.map((t) => t.name)).toEqual(
+      names.filter((n) => n !== "bravo"),
+    );
+  });
+});
+
+describe("moving a fleet to hash slices: teams are read where the layout before kept them, and moved whole", () => {
+  const LETTER_SLICES = makePlatform({
+    fluxSource: { kind: "ExternalArtifact", artifactPrefix: "team-files-" },
+    layout: { appliedBy: "slices" },
+  });
+  // Two teams named like a shard ("cd" and "fe" are shards too) must not be mistaken for shard folders.
+  const names = ["alpha", "bravo", "cd", "fe"];
+
+  it("lists, reads and re-renders them, each into its shard's folder, deleting the old one", async () => {
+    const before = await treeWithTeams(
+      new Onboarding(LETTER_SLICES, loadTemplates()),
+      names.map((name) => teamInput({ name })),
+    );
+    expect(before.paths().filter((p) => p.startsWith("teams/cd/")).length).toBeGreaterThan(0);
+    const onboarding = new Onboarding(HASH_SLICES_PLATFORM, loadTemplates());
+    const tree = ContentIdTree.of(before);
+    expect((await onboarding.listTeams(tree)).teams.map((t) => t.name)).toEqual(names);
+    expect(await onboarding.listTeamNames(before)).toEqual(names);
+    expect((await onboarding.readTeam(tree, "cd"))?.name).toBe("cd");
+
+    const fleet = new Fleet(onboarding);
+    // Each team drifts from its render (its folder is not where the platform config puts it) until it is moved.
+    expect((await fleet.drift(tree, { diffs: false })).teams.map((t) => t.team)).toEqual(names);
+    const plan = await fleet.plan(tree, names);
+    expect(plan.changed.map((t) => t.team)).toEqual(names);
+    const moved = before.apply(plan.files, "moved");
+    for (const name of names) {
+      expect(moved.paths().filter((p) => p.startsWith(`teams/${name}/`))).toEqual([]);
+      const now = moved.paths().filter((p) => p.startsWith(`teams/${teamShard(name)}/${name}/`));
+      expect(now.map((p) => p.replace(`teams/${teamShard(name)}/`, "teams/")).sort()).toEqual(
+        before
+          .paths()
+          .filter((p) => p.startsWith(`teams/${name}/`))
+          .sort(),
+      );
+    }
+    const after = ContentIdTree.of(moved);
+    expect((await onboarding.listTeams(after)).teams.map((t) => t.name)).toEqual(names);
+    expect(await fleet.drift(after, { diffs: false })).toMatchObject({ teams: [], layout: [], failed: [] });
+    // Nothing but team files changed: each team's Flux file (its path and source) and its folder.
+    expect(
+      [...plan.files.keys()].every((p) => p.startsWith("teams/") || /^clusters\/[^/]+\/teams\/[0-9a-f]{2}\//.test(p)),
+    ).toBe(true);
   });
 });

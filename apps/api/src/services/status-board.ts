@@ -103,7 +103,7 @@ export class StatusBoard {
       // Every cluster's Flux file, not only today's targets: the history shows moves between environments.
       this.repo.history(
         [
-          this.layout.teamDir(name),
+          ...this.layout.teamDirs(name),
           ...this.clusters().flatMap((c) => this.layout.fluxKustomizationPaths(c.name, name)),
         ],
         {
@@ -111,7 +111,7 @@ export class StatusBoard {
           limit: options.commits ?? 10,
         },
       ),
-      tree.list(this.layout.teamDir(name)),
+      Promise.all(this.layout.teamDirs(name).map((dir) => tree.list(dir))).then((lists) => lists.flat()),
       // The page of a team in the Flux repo does without its review line when the forge does not answer.
       this.reviews?.latest(name).catch(() => undefined),
     ]);

@@ -84,7 +84,7 @@ export class Adoption {
    * credentials → the team's own manifests → the change.
    */
   async plan(tree: RepoTree, name: string, request: AdoptionRequest): Promise<AdoptionPlan> {
-    if ((await tree.read(this.layout.teamSpec(name))) !== undefined) throw new TeamExistsError(name);
+    if ((await this.onboarding.teamSpecIn(tree, name)) !== undefined) throw new TeamExistsError(name);
     const unmappable = new Unmappable();
     const warnings: string[] = [];
 

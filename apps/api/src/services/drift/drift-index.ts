@@ -76,8 +76,7 @@ export class DriftIndex {
       }
       touched = names.filter((name) => owners.has(name) || !this.entries.has(name));
     }
-    const folders = tree.entries ? await tree.entries(layout.teamsDir) : [];
-    const folderIds = new Map(folders.filter((e) => e.kind === "folder").map((e) => [e.name, e.id]));
+    const folderIds = await onboarding.teamFolderIds(tree);
     const results = await Promise.all(
       touched.map((name) => this.fleet.teamDrift(tree, name, { diffs: false, folderId: folderIds.get(name) })),
     );
