@@ -10,7 +10,7 @@ import {
   type RolloutOutput,
   type RolloutSource,
 } from "./commands/rollouts.js";
-import { clusterAdd, type ClusterAddOptions } from "./commands/cluster.js";
+import { clusterAdd, clusterSlices, type ClusterAddOptions, type ClusterSlicesOptions } from "./commands/cluster.js";
 import { status } from "./commands/status.js";
 import { parseDuration } from "./duration.js";
 import { apply, deleteTeam, diff, getTeams, type OutputFormat } from "./commands/teams.js";
@@ -77,6 +77,7 @@ Examples:
   berth rollout preview --to v3 --env dev
   berth rollout start -f rollout.yaml && berth rollout get ro-20261124-101500-a1b2c3 --watch
   berth cluster add aks-prod-weu --fleet ../fleet --client-id 11111111-2222-4333-8444-555555555555
+  berth cluster slices aks-dev-weu --fleet ../fleet
 
 Exit codes: 0 ok · 1 differences (diff) or the team failed (status) · 2 usage · 3 invalid team · 4 not found ·
 5 unauthorized · 6 conflict · 7 API unavailable · 8 timed out · 130 interrupted. Details: docs/cli.md`,
@@ -130,9 +131,8 @@ Exit codes: 0 ok · 1 differences (diff) or the team failed (status) · 2 usage 
     .description("print the CLI config, stored tokens redacted")
     .action(action(async (_opts: unknown, cmd: Command) => viewConfig(runtime(cmd))));
 
-  program
-    .command("cluster")
-    .description("a workload cluster's Flux files in the fleet repository")
+  const cluster = program.command("cluster").description("a workload cluster's Flux files in the fleet repository");
+  cluster
     .command("add <name>")
     .description(
       "write a new workload cluster's Flux files into a fleet checkout, from the platform config and an installed cluster",
@@ -142,6 +142,15 @@ Exit codes: 0 ok · 1 differences (diff) or the team failed (status) · 2 usage 
     .option("--platform-config <file>", "the platform config (default: <fleet>/berth/platform/berth.yaml)")
     .option("--like <cluster>", "the installed cluster to copy from (default: the first one in the platform config)")
     .action(action(async (name: string, opts: ClusterAddOptions) => clusterAdd(io, name, opts)));
+  cluster
+    .command("slices <name>")
+    .description(
+      "move an installed cluster to the platform config's hash slices, one step per run: install them beside the " +
+        "first-letter slices, then (once a rollout moved every team) retire those",
+    )
+    .requiredOption("--fleet <dir>", "the fleet repository's checkout")
+    .option("--platform-config <file>", "the platform config (default: <fleet>/berth/platform/berth.yaml)")
+    .action(action(async (name: string, opts: ClusterSlicesOptions) => clusterSlices(io, name, opts)));
 
   const fileOptions = (cmd: Command) =>
     cmd

@@ -1,4 +1,16 @@
-import { CST, isMap, isScalar, isSeq, parseDocument, Parser, stringify, type Document, type YAMLMap } from "yaml";
+import {
+  CST,
+  isMap,
+  isScalar,
+  isSeq,
+  parseAllDocuments,
+  parseDocument,
+  Parser,
+  stringify,
+  type Document,
+  type YAMLMap,
+} from "yaml";
+import { SHARD } from "./layout.js";
 import { allClusters, type Platform } from "./platform.js";
 
 /**
@@ -410,3 +422,156 @@ const CLIENT_ID = "azure.workload.identity/client-id";
 
 /** The mappings of a YAML sequence node (none for anything else). */
 const mapsOf = (node: unknown): YAMLMap[] => (isSeq(node) ? node.items.filter((i): i is YAMLMap => isMap(i)) : []);
+
+export interface SliceMove {
+  platform: Platform;
+  /** The cluster whose slices move: one of platform.environments' clusters, installed. */
+  cluster: string;
+  /** A file of the fleet repository, by path from its root; undefined when absent. */
+  read: (path: string) => string | undefined;
+  /** The folders directly in platform.layout.teamsDir (team folders, or shard folders with hash slices). */
+  teamsDirFolders: readonly string[];
+}
+
+/** What moveSlices decided: the step, and the files to write (text) or delete (null), by path from the fleet's root. */
+export interface SliceMoveResult {
+  step: "install" | "retire" | "none";
+  files: Map<string, string | null>;
+}
+
+/**
+ * The next step that moves an installed cluster from first-letter to hash slices (ADR 0034; docs/install.md, "Moving
+ * to hash slices"), for a platform config already on hash slices and on a new artifactPrefix:
+ *
+ * - `install`: the hash slices beside the first-letter ones, which are suspended and orphan what they applied: the
+ *   hash slices take every team Kustomization over (the cluster side of both is the same shard folders), and the
+ *   first-letter generators keep cutting the old artifacts until each team is moved.
+ * - `retire` (once every team folder is in its shard's, after a same-version rollout): the first-letter slices and
+ *   their markers removed; their Kustomizations orphan, their generators delete only artifacts nothing reads.
+ * - `none`: nothing left to do.
+ *
+ * Refused (ClusterInstallError) when a step would delete or race: the same artifact prefix for both cuts, first-letter
+ * Kustomizations not orphaning, teams not moved yet, or another count than the installed hash slices'.
+ */
+export function moveSlices(input: SliceMove): SliceMoveResult {
+  const { platform, cluster, read } = input;
+  const cut = platform.layout.slices;
+  if (cut.by !== "hash")
+    throw new ClusterInstallError("platform.layout.slices.by is first-letter: set it to hash first (ADR 0034)");
+  const options = sliceOptions(platform, cluster);
+  const dir = `${platform.layout.clustersDir}/${cluster}`;
+  const indexPath = `${dir}/kustomization.yaml`;
+  const letterPath = `${dir}/${slicesFile({ by: "first-letter" })}`;
+  const hashPath = `${dir}/${slicesFile(cut)}`;
+  const teamsPath = `${dir}/berth-teams.yaml`;
+  const index = read(indexPath);
+  if (index === undefined) throw new ClusterInstallError(`${indexPath} is missing: is ${cluster} installed?`);
+  const letters = read(letterPath);
+  const hashed = read(hashPath);
+  const files = new Map<string, string | null>();
+
+  if (hashed === undefined) {
+    const teams = read(teamsPath);
+    if (teams === undefined) throw new ClusterInstallError(`${teamsPath} is missing: is ${cluster} installed?`);
+    if (letters !== undefined) {
+      const old = letterArtifactPrefix(letters, letterPath);
+      if (old === options.artifactPrefix)
+        throw new ClusterInstallError(
+          `platform.fluxSource.artifactPrefix is ${old}, the prefix the first-letter slices name their artifacts with: ` +
+            "two generators would make the same artifacts; set a new one (e.g. team-hashed-)",
+        );
+      files.set(letterPath, retiringLetterSlices(letters, letterPath));
+    }
+    for (const [path, text] of sliceFiles(options)) if (read(path) === undefined) files.set(path, text);
+    files.set(indexPath, withResource(index, indexPath, slicesFile(cut)));
+    files.set(teamsPath, withTeamsRepositoryIgnore(teams, teamsPath, platform, cluster));
+    return { step: "install", files };
+  }
+
+  const installed = parseAllDocuments(hashed)
+    .map((d) => d.toJS() as { kind?: string; metadata?: { name?: string }; spec?: { artifacts?: unknown[] } } | null)
+    .find((o) => o?.kind === "ArtifactGenerator" && o.metadata?.name === slicesCutter(cut))?.spec?.artifacts?.length;
+  if (installed !== cut.count)
+    throw new ClusterInstallError(
+      `${hashPath} cuts ${installed ?? "no"} slices, the platform config ${cut.count}: changing an installed cluster's ` +
+        "count is not built yet (ADR 0034)",
+    );
+  if (letters === undefined) return { step: "none", files };
+
+  const unmoved = input.teamsDirFolders.filter((name) => !SHARD.test(name));
+  if (unmoved.length > 0)
+    throw new ClusterInstallError(
+      `${unmoved.length} team folders are still where first-letter slices read them (${unmoved.slice(0, 3).join(", ")}` +
+        `${unmoved.length > 3 ? ", …" : ""}): move them first with a same-version rollout (POST /v1/rollouts) of the API ` +
+        "on hash slices, and wait until every team is Ready",
+    );
+  const deleting = orphaningKustomizations(letters, letterPath).find((k) => !k.orphans);
+  if (deleting)
+    throw new ClusterInstallError(
+      `${letterPath}: Kustomization ${deleting.name} does not orphan (deletionPolicy: Orphan): removing it would ` +
+        "delete every team it applied; run the install step first",
+    );
+  files.set(letterPath, null);
+  files.set(indexPath, withoutResource(index, indexPath, slicesFile({ by: "first-letter" })));
+  const letterOptions: SliceOptions = { ...options, cut: { by: "first-letter" } };
+  // The teams folder's markers are every cluster's: removed with the last cluster's first-letter slices.
+  const othersOnLetters = allClusters(platform).some(
+    (c) =>
+      c.name !== cluster &&
+      read(`${platform.layout.clustersDir}/${c.name}/${slicesFile({ by: "first-letter" })}`) !== undefined,
+  );
+  for (const path of sliceMarkers(letterOptions).keys())
+    if (read(path) !== undefined && (!path.startsWith(`${platform.layout.teamsDir}/`) || !othersOnLetters))
+      files.set(path, null);
+  return { step: "retire", files };
+}
+
+/** The Kustomizations of a slices file, and whether each orphans what it applied when deleted. */
+function orphaningKustomizations(text: string, path: string): Array<{ name: string; orphans: boolean }> {
+  const kustomizations: Array<{ name: string; orphans: boolean }> = [];
+  for (const doc of parseAllDocuments(text)) {
+    if (doc.errors[0]) throw new ClusterInstallError(`${path}: ${doc.errors[0].message}`);
+    const o = doc.toJS() as { kind?: string; metadata?: { name?: string }; spec?: { deletionPolicy?: string } } | null;
+    if (o?.kind === "Kustomization")
+      kustomizations.push({ name: o.metadata?.name ?? "", orphans: o.spec?.deletionPolicy === "Orphan" });
+  }
+  return kustomizations;
+}
+
+/** The artifact prefix the first-letter slices' team generators name artifacts with (`<prefix>{team}`). */
+function letterArtifactPrefix(text: string, path: string): string | undefined {
+  for (const doc of parseAllDocuments(text)) {
+    const o = doc.toJS() as { kind?: string; spec?: { artifacts?: Array<{ name?: string }> } } | null;
+    const name = o?.kind === "ArtifactGenerator" ? o.spec?.artifacts?.[0]?.name : undefined;
+    if (name?.endsWith("{team}")) return name.slice(0, -"{team}".length);
+  }
+  throw new ClusterInstallError(`${path} holds no team artifact generator: is it Berth's first-letter slices?`);
+}
+
+/** The first-letter slices, their Kustomizations suspended and orphaning; every other document byte for byte. */
+function retiringLetterSlices(text: string, path: string): string {
+  return editDocuments(text, path, (doc, o) => {
+    if (o.kind !== "Kustomization") return false;
+    doc.setIn(["spec", "suspend"], true);
+    doc.setIn(["spec", "deletionPolicy"], "Orphan");
+    return true;
+  });
+}
+
+/** A kustomization.yaml with `resource` listed after the slices or at the end; as it was when listed already. */
+function withResource(text: string, path: string, resource: string): string {
+  const doc = parseDocument(text);
+  const resources = doc.get("resources");
+  if (!isSeq(resources)) throw new ClusterInstallError(`${path} has no resources list`);
+  if (resources.items.some((i) => isScalar(i) && i.value === resource)) return text;
+  resources.add(doc.createNode(resource));
+  return doc.toString({ lineWidth: 0 });
+}
+
+function withoutResource(text: string, path: string, resource: string): string {
+  const doc = parseDocument(text);
+  const resources = doc.get("resources");
+  if (!isSeq(resources)) throw new ClusterInstallError(`${path} has no resources list`);
+  resources.items = resources.items.filter((i) => !(isScalar(i) && i.value === resource));
+  return doc.toString({ lineWidth: 0 });
+}

@@ -1,13 +1,15 @@
 import { existsSync, readFileSync } from "node:fs";
-import { mkdir, writeFile } from "node:fs/promises";
+import { mkdir, readdir, rm, writeFile } from "node:fs/promises";
 import { dirname, join, resolve } from "node:path";
 import {
   allClusters,
   ClusterInstallError,
   clusterInstallSources,
+  moveSlices,
   newClusterFiles,
   platformSchema,
   type Platform,
+  type SliceMoveResult,
 } from "@berth/core";
 import { parse } from "yaml";
 import { CliError, EXIT } from "../exit-codes.js";
@@ -68,6 +70,58 @@ export async function clusterAdd(io: Io, cluster: string, opts: ClusterAddOption
       `next: flux bootstrap the cluster with --path ${platform.layout.clustersDir}/${cluster}, then commit and push ` +
       `(docs/install.md)\n`,
   );
+  return EXIT.ok;
+}
+
+export interface ClusterSlicesOptions {
+  fleet: string;
+  platformConfig?: string;
+}
+
+/**
+ * `berth cluster slices <name>`: the next step of moving an installed cluster to hash slices (docs/install.md,
+ * "Moving to hash slices"), written into a fleet checkout (files deleted where a step retires them). Refuses a step
+ * that would delete what Flux applied.
+ */
+export async function clusterSlices(io: Io, cluster: string, opts: ClusterSlicesOptions): Promise<number> {
+  const fleet = resolve(io.cwd, opts.fleet);
+  const configPath = resolve(io.cwd, opts.platformConfig ?? join(fleet, "berth", "platform", "berth.yaml"));
+  const platform = readPlatform(configPath);
+  if (!allClusters(platform).some((c) => c.name === cluster))
+    throw new CliError(`cluster ${cluster} is not in the platform config ${configPath}`, EXIT.invalid);
+  const read = (path: string) => {
+    const file = join(fleet, path);
+    return existsSync(file) ? readFileSync(file, "utf8") : undefined;
+  };
+  const teamsDir = join(fleet, platform.layout.teamsDir);
+  const teamsDirFolders = existsSync(teamsDir)
+    ? (await readdir(teamsDir, { withFileTypes: true })).filter((e) => e.isDirectory()).map((e) => e.name)
+    : [];
+  let result: SliceMoveResult;
+  try {
+    result = moveSlices({ platform, cluster, read, teamsDirFolders });
+  } catch (err) {
+    if (err instanceof ClusterInstallError) throw new CliError(err.message, EXIT.invalid);
+    throw err;
+  }
+  for (const [path, text] of result.files) {
+    if (text === null) await rm(join(fleet, path), { force: true });
+    else {
+      await mkdir(dirname(join(fleet, path)), { recursive: true });
+      await writeFile(join(fleet, path), text);
+    }
+  }
+  const changed = `${result.files.size} files under ${fleet}`;
+  const next = {
+    install:
+      `installed ${platform.layout.slices.count} hash slices on ${cluster} beside its first-letter slices, which now ` +
+      `orphan what they applied (${changed})\nnext: commit and push; once the hash slices are Ready and the API runs ` +
+      "on this platform config, move every team with a same-version rollout (berth rollout start), then run this " +
+      "again (docs/install.md)\n",
+    retire: `retired ${cluster}'s first-letter slices (${changed})\nnext: commit and push (docs/install.md)\n`,
+    none: `${cluster} is on the platform config's hash slices: nothing to do\n`,
+  }[result.step];
+  io.stdout.write(next);
   return EXIT.ok;
 }
 
