@@ -54,6 +54,33 @@ export function makeTempDir(prefix = "berth-git-"): Promise<string> {
   return mkdtemp(join(tmpdir(), prefix));
 }
 
+/**
+ * Which of `paths` git itself ignores under the gitignore `rules` (`git check-ignore` in a scratch repository): how
+ * a fetch filter written as gitignore rules is checked against what it means.
+ */
+export async function ignoredByGit(rules: string, paths: readonly string[]): Promise<Set<string>> {
+  const repo = await makeTempDir("berth-ignore-");
+  try {
+    await git(["init", "-q", repo]);
+    await writeFile(join(repo, ".gitignore"), rules);
+    const ignored = new Set<string>();
+    for (const path of paths) {
+      // Exit 0: ignored; 1: not ignored (git rejects, so does this call).
+      const answer = await git(["-C", repo, "check-ignore", "-q", "--no-index", path]).then(
+        () => true,
+        (err: { stderr?: string }) => {
+          if (err.stderr) throw err;
+          return false;
+        },
+      );
+      if (answer) ignored.add(path);
+    }
+    return ignored;
+  } finally {
+    await rm(repo, { recursive: true, force: true });
+  }
+}
+
 /** An empty bare repository whose HEAD names `branch` (default main); the branch itself does not exist yet. */
 export async function createBareRepo(dir?: string, opts: { branch?: string } = {}): Promise<BareRepo> {
   const owned = dir === undefined ? await makeTempDir("berth-remote-") : undefined;
