@@ -3,7 +3,7 @@
  *
  *   npm run bench -- flux                                  # 100 and 1,000 teams, before and slices
  *   BENCH_FLUX_TEAMS=100,1000,5000 BENCH_FLUX_SAMPLES=5 npm run bench -- flux
- *   BENCH_FLUX_LAYOUTS=ExternalArtifact,Slices npm run bench -- flux
+ *   BENCH_FLUX_LAYOUTS=ExternalArtifact,Slices,HashSlices npm run bench -- flux
  *   BENCH_FLUX_API_QPS=0 npm run bench -- flux             # kustomize-controller and source-watcher at Flux's rate limit
  *   BENCH_FLUX_TMP=disk npm run bench -- flux              # every Flux controller's /tmp on disk, not in memory
  *
@@ -18,6 +18,8 @@
  *     team's artifact, Kustomization berth-teams applies every team's Flux file; the API's Receiver notification
  *     makes Flux fetch.
  *   - Slices ("slices"): flux/ as it is (ADR 0022): the same per team, in 26 slices by first letter.
+ *   - HashSlices ("hash"): 16 slices by the SHA-256 of the name (ADR 0034, platform.layout.slices), team folders in
+ *     their shard's, as `berth cluster slices` leaves a cluster.
  * Every GitRepository polls every 10 minutes. kustomize-controller runs with the settings Flux gives for the size:
  * its vertical scaling guide's `--concurrent=10 --requeue-dependency=5s` for hundreds of applications, and
  * flux-benchmark's `--concurrent=20` from 1,000 on, where it and source-watcher also get operations.md's client rate
@@ -50,6 +52,7 @@ import { join } from "node:path";
 import { performance } from "node:perf_hooks";
 import { setTimeout as sleep } from "node:timers/promises";
 import { parseAllDocuments } from "yaml";
+import { slicesOf, teamShard } from "@berth/core";
 import type { Obj } from "../controller/helpers.js";
 import { REPO_ROOT } from "../support/berth.js";
 import { renderFleet } from "../support/fleet-seed.js";
@@ -66,9 +69,11 @@ import { percentile } from "./stats.js";
 
 const SIZES = (process.env.BENCH_FLUX_TEAMS ?? "100,1000").split(",").map(Number);
 /** The layouts a run can compare: before ADR 0019, ADR 0019's team artifacts, ADR 0022's slices (flux/). */
-type Layout = TeamSource | "Slices";
+type Layout = TeamSource | "Slices" | "HashSlices";
 const LAYOUTS = (process.env.BENCH_FLUX_LAYOUTS ?? "GitRepository,Slices").split(",") as Layout[];
 const SAMPLES = Number(process.env.BENCH_FLUX_SAMPLES ?? 5);
+/** The hash slices' count: 16, what install.md advises from about 1,000 teams (one slice per leading hex digit). */
+const HASH_SLICES = 16;
 /** The before layout reconciles every team at every commit: fewer onboardings there, each takes minutes at 1,000. */
 const SAMPLES_BEFORE = Number(process.env.BENCH_FLUX_SAMPLES_BEFORE ?? 2);
 const QUIET_MS = 15_000;
@@ -95,8 +100,9 @@ const NAME = {
   GitRepository: "before (GitRepository)",
   ExternalArtifact: "artifacts (ADR 0019)",
   Slices: "slices (ADR 0022)",
+  HashSlices: "hash slices (ADR 0034, 16)",
 } as const;
-const SHORT = { GitRepository: "before", ExternalArtifact: "artifacts", Slices: "slices" } as const;
+const SHORT = { GitRepository: "before", ExternalArtifact: "artifacts", Slices: "slices", HashSlices: "hash" } as const;
 /**
  * The template versions of each layout's fleet: `fleet` for most teams and new ones, `behind` for the 10 % the rollout
  * moves to `target`. Before: templates v1 as they were (one file per object, about 14 files a team), 10 % to v3.
@@ -107,6 +113,7 @@ const TEMPLATES = {
   GitRepository: { fleet: "v1", behind: "v1", target: "v3" },
   ExternalArtifact: { fleet: "v5", behind: "v4", target: "v5" },
   Slices: { fleet: "v5", behind: "v4", target: "v5" },
+  HashSlices: { fleet: "v5", behind: "v4", target: "v5" },
 } as const satisfies Record<Layout, { fleet: string; behind: string; target: string }>;
 
 type Ks = Obj & {
@@ -287,8 +294,12 @@ async function timeline(platform: FluxPlatform, layout: Layout, team: string, po
     const artifact = await platform.admin.get(source, "ExternalArtifact", ASO_NAMESPACE, `team-${team}`);
     steps.push(["index artifact", artifactTime(index)], ["team artifact", artifact?.metadata.creationTimestamp]);
   }
-  if (layout === "Slices") {
-    const slice = await platform.admin.get(source, "ExternalArtifact", ASO_NAMESPACE, `berth-team-slice-${team[0]}`);
+  if (layout === "Slices" || layout === "HashSlices") {
+    const sliceId =
+      layout === "Slices"
+        ? team[0]
+        : slicesOf({ by: "hash", count: HASH_SLICES })[parseInt(teamShard(team)[0]!, 16)]!.id;
+    const slice = await platform.admin.get(source, "ExternalArtifact", ASO_NAMESPACE, `berth-team-slice-${sliceId}`);
     const artifact = await platform.admin.get(source, "ExternalArtifact", ASO_NAMESPACE, `team-files-${team}`);
     steps.push(["slice artifact", artifactTime(slice)], ["team artifact", artifact?.metadata.creationTimestamp]);
   }
@@ -318,6 +329,7 @@ async function run(layout: Layout, n: number): Promise<Result> {
   const platform = await startFluxPlatform({
     teamSource: layout === "GitRepository" ? "GitRepository" : "ExternalArtifact",
     install0019: layout === "ExternalArtifact",
+    ...(layout === "HashSlices" ? { hashSlices: HASH_SLICES } : {}),
     platform: (p) => (p.templateVersion = templates.fleet),
     pollInterval: "10m",
     asoIntervalMs: 2_000,

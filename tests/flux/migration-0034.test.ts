@@ -8,8 +8,10 @@
  *      Kustomization reads the artifact its hash slice cuts (the first-letter generators drop the old artifacts);
  *   3. `berth cluster slices` again: the first-letter slices and their markers removed; they orphan, their generators
  *      delete only what nothing reads.
+ * Then from 16 to 32 hash slices the same way (4-6: install beside, rollout onto a new prefix, retire).
  * Every delete request the apiserver answers is in its audit log: none in step 1, in step 2 only the old team
- * artifacts, in step 3 only the first-letter objects and their artifacts. Not one team's Kustomization, namespace or
+ * artifacts, in step 3 only the first-letter objects and their artifacts, in 4-6 only the 16 slices' objects and
+ * their artifacts. Not one team's Kustomization, namespace or
  * ASO object; the same objects (uids) from start to end, and a team onboarded after.
  */
 // needs: cluster dist
@@ -40,15 +42,20 @@ const PLATFORM_CONFIG = "berth/platform/berth.yaml";
 const SOURCE_WATCHER = "source.extensions.fluxcd.io/v1beta1";
 const EXTERNAL_ARTIFACT = "source.toolkit.fluxcd.io/v1";
 /** The hash slice that holds `team` (16 slices: by the shard's first digit). */
-const hashSlice = (team: string) => slicesOf({ by: "hash", count: COUNT })[parseInt(teamShard(team)[0]!, 16)]!.id;
+const hashSlice = (team: string, count = COUNT) =>
+  slicesOf({ by: "hash", count })[Math.floor((parseInt(teamShard(team), 16) * count) / 256)]!.id;
+const DOUBLED = 2 * COUNT;
+const DOUBLED_PREFIX = "team-hashed32-";
 
 type Ks = Obj & { spec: { sourceRef: { kind: string; name: string }; path: string; suspend?: boolean } };
 
-/** The fleet's platform config as the three steps leave it: hash slices, artifacts under a new prefix. */
-function onHashSlices(p: Record<string, unknown> & { layout?: object; fluxSource?: object }) {
-  p.layout = { ...p.layout, slices: { by: "hash", count: COUNT } };
-  p.fluxSource = { ...p.fluxSource, artifactPrefix: NEW_PREFIX };
-}
+/** The fleet's platform config on `count` hash slices, artifacts under `prefix`. */
+const onHashSlices =
+  (count = COUNT, prefix = NEW_PREFIX) =>
+  (p: Record<string, unknown> & { layout?: object; fluxSource?: object }) => {
+    p.layout = { ...p.layout, slices: { by: "hash", count } };
+    p.fluxSource = { ...p.fluxSource, artifactPrefix: prefix };
+  };
 
 describe("moving a cluster to hash slices (ADR 0034) with real Flux: nothing a team reads is deleted", () => {
   let platform: FluxPlatform;
@@ -85,13 +92,8 @@ describe("moving a cluster to hash slices (ADR 0034) with real Flux: nothing a t
     const raw = parse(files.get(PLATFORM_CONFIG)!) as { platform: Record<string, unknown> };
     config?.(raw.platform);
     const fleetPlatform: Platform = platformSchema.parse(raw.platform);
-    const folders = new Set([...files.keys()].filter((p) => /^teams\/[^/]+\//.test(p)).map((p) => p.split("/")[1]!));
-    const move = moveSlices({
-      platform: fleetPlatform,
-      cluster: CLUSTER,
-      read: (p) => files.get(p),
-      teamsDirFolders: [...folders],
-    });
+    const list = (dir: string) => [...files.keys()].filter((p) => p.startsWith(`${dir}/`));
+    const move = moveSlices({ platform: fleetPlatform, cluster: CLUSTER, read: (p) => files.get(p), list });
     expect(move.step).toBe(step);
     const edit: Record<string, string | null> = Object.fromEntries(move.files);
     if (config) edit[PLATFORM_CONFIG] = stringify(raw);
@@ -119,7 +121,7 @@ describe("moving a cluster to hash slices (ADR 0034) with real Flux: nothing a t
 
   it("1. the hash slices beside the suspended first-letter ones take every team Kustomization over; nothing is deleted", async () => {
     const before = (await deletes()).length;
-    const revision = await sliceStep("install", onHashSlices);
+    const revision = await sliceStep("install", onHashSlices());
     await eventually(
       "the hash slices cut from the new commit",
       async () =>
@@ -153,7 +155,7 @@ describe("moving a cluster to hash slices (ADR 0034) with real Flux: nothing a t
 
   it("2. the API on hash slices and a same-version rollout: every team moves to its shard; only old artifacts go", async () => {
     const before = (await deletes()).length;
-    api = await platform.startApi({ platform: onHashSlices });
+    api = await platform.startApi({ platform: onHashSlices() });
     const res = await apiRequest(api, "POST", "/v1/rollouts", { description: "hash slices (ADR 0034)" });
     expect(res.statusCode, res.body).toBe(201);
     const revision = res.json.revision as string;
@@ -217,4 +219,70 @@ describe("moving a cluster to hash slices (ADR 0034) with real Flux: nothing a t
     ];
     expect(await deletedSince(before)).toEqual(retired.sort());
   }, 300_000);
+
+  it(`4-6. doubling to ${DOUBLED} hash slices the same way: only the ${COUNT} slices and their artifacts are deleted`, async () => {
+    const before = (await deletes()).length;
+    const teams = [...TEAMS, "echo"];
+    await sliceStep("install", onHashSlices(DOUBLED, DOUBLED_PREFIX));
+    for (const team of teams)
+      await eventually(
+        `team-${team} applied by hash slice ${hashSlice(team, DOUBLED)}`,
+        async () => ownerOf(await teamKs(team)) === `berth-teams-${hashSlice(team, DOUBLED)}`,
+        180_000,
+      );
+    expect(await deletedSince(before)).toEqual([]);
+    // Not before every team reads the new artifacts: the old generators would take theirs.
+    await expect(sliceStep("retire")).rejects.toThrow(/5 teams are not on the new slices yet/);
+
+    api = await platform.startApi({ platform: onHashSlices(DOUBLED, DOUBLED_PREFIX) });
+    const res = await apiRequest(api, "POST", "/v1/rollouts", { description: `${DOUBLED} hash slices` });
+    expect(res.statusCode, res.body).toBe(201);
+    for (const team of teams) {
+      const k = (await platform.waitKustomizationReady(
+        ASO_NAMESPACE,
+        `team-${team}`,
+        res.json.revision,
+        180_000,
+      )) as Ks;
+      expect(k.spec.sourceRef.name).toBe(`${DOUBLED_PREFIX}${team}`);
+    }
+    expect(await deletedSince(before)).toEqual([]);
+
+    await sliceStep("retire");
+    const gone = slicesOf({ by: "hash", count: COUNT });
+    await eventually(
+      `the ${COUNT} hash slices gone`,
+      async () =>
+        !(await platform.admin.get(
+          SOURCE_WATCHER,
+          "ArtifactGenerator",
+          ASO_NAMESPACE,
+          `berth-team-hash-slices-${COUNT}`,
+        )) &&
+        (await Promise.all(gone.map((g) => platform.kustomization(ASO_NAMESPACE, `berth-teams-${g.id}`)))).every(
+          (k) => k === undefined,
+        ) &&
+        (
+          await Promise.all(
+            teams.map((t) =>
+              platform.admin.get(EXTERNAL_ARTIFACT, "ExternalArtifact", ASO_NAMESPACE, `${NEW_PREFIX}${t}`),
+            ),
+          )
+        ).every((a) => a === undefined),
+      180_000,
+    );
+    for (const team of teams) expect(readyCondition(await teamKs(team))?.status, `team-${team}`).toBe("True");
+    await sameObjects();
+    expect(await deletedSince(before)).toEqual(
+      [
+        `artifactgenerators.source.extensions.fluxcd.io ${ASO_NAMESPACE}/berth-team-hash-slices-${COUNT}`,
+        ...gone.flatMap((g) => [
+          `artifactgenerators.source.extensions.fluxcd.io ${ASO_NAMESPACE}/berth-team-artifacts-${g.id}`,
+          `externalartifacts.source.toolkit.fluxcd.io ${ASO_NAMESPACE}/berth-team-slice-${g.id}`,
+          `kustomizations.kustomize.toolkit.fluxcd.io ${ASO_NAMESPACE}/berth-teams-${g.id}`,
+        ]),
+        ...teams.map((t) => `externalartifacts.source.toolkit.fluxcd.io ${ASO_NAMESPACE}/${NEW_PREFIX}${t}`),
+      ].sort(),
+    );
+  }, 600_000);
 });

@@ -56,7 +56,7 @@ describe("berth cluster slices", () => {
     const samePrefix = await slices();
     expect(samePrefix.code).toBe(3);
     expect(samePrefix.stderr).toContain("two generators would make the same artifacts");
-    expect(existsSync(join(fleet, DIR, "berth-team-hash-slices.yaml"))).toBe(false);
+    expect(existsSync(join(fleet, DIR, "berth-team-hash-slices-16.yaml"))).toBe(false);
   });
 
   it("installs the hash slices beside the first-letter ones, which orphan what they applied", async () => {
@@ -66,7 +66,7 @@ describe("berth cluster slices", () => {
     expect(install.stderr).toBe("");
     expect(install.code).toBe(0);
     expect(install.stdout).toContain("installed 16 hash slices");
-    expect(resources()).toEqual(expect.arrayContaining(["berth-team-slices.yaml", "berth-team-hash-slices.yaml"]));
+    expect(resources()).toEqual(expect.arrayContaining(["berth-team-slices.yaml", "berth-team-hash-slices-16.yaml"]));
     expect(existsSync(join(fleet, "teams", "00--slice"))).toBe(true);
     expect(existsSync(join(fleet, DIR, "teams", "f0--slice"))).toBe(true);
     // Every first-letter Kustomization suspended and orphaning; every other document as it was.
@@ -78,7 +78,7 @@ describe("berth cluster slices", () => {
         expect(o.spec).toEqual({ ...before[i]!.spec, suspend: true, deletionPolicy: "Orphan" });
       else expect(o).toEqual(before[i]);
     });
-    const hash = objects(`${DIR}/berth-team-hash-slices.yaml`);
+    const hash = objects(`${DIR}/berth-team-hash-slices-16.yaml`);
     expect(
       hash.find((o) => o.kind === "ArtifactGenerator" && o.metadata.name === "berth-team-artifacts-00-0f"),
     ).toBeDefined();
@@ -87,7 +87,7 @@ describe("berth cluster slices", () => {
     const names = built.map((o) => `${o.kind}/${o.metadata.name}`);
     expect(new Set(names).size).toBe(names.length);
     expect(names).toEqual(
-      expect.arrayContaining(["ArtifactGenerator/berth-team-slices", "ArtifactGenerator/berth-team-hash-slices"]),
+      expect.arrayContaining(["ArtifactGenerator/berth-team-slices", "ArtifactGenerator/berth-team-hash-slices-16"]),
     );
   });
 
@@ -115,7 +115,7 @@ describe("berth cluster slices", () => {
   it("retires the first-letter slices only once every team folder is in its shard's", async () => {
     const early = await slices();
     expect(early.code).toBe(3);
-    expect(early.stderr).toContain("1 team folders are still where first-letter slices read them (alpha)");
+    expect(early.stderr).toContain("1 teams are not on the new slices yet (alpha)");
     expect(existsSync(join(fleet, DIR, "berth-team-slices.yaml"))).toBe(true);
 
     // What the rollout does: the folder moved into its shard's.
@@ -127,7 +127,7 @@ describe("berth cluster slices", () => {
     expect(retire.code).toBe(0);
     expect(existsSync(join(fleet, DIR, "berth-team-slices.yaml"))).toBe(false);
     expect(resources()).not.toContain("berth-team-slices.yaml");
-    expect(resources()).toContain("berth-team-hash-slices.yaml");
+    expect(resources()).toContain("berth-team-hash-slices-16.yaml");
     expect(existsSync(join(fleet, "teams", "a--slice"))).toBe(false);
     expect(existsSync(join(fleet, DIR, "teams", "slices", "a--slice"))).toBe(false);
     expect(existsSync(join(fleet, "teams", "a0--slice"))).toBe(true);
@@ -138,10 +138,41 @@ describe("berth cluster slices", () => {
     expect(done.stdout).toContain("nothing to do");
   });
 
-  it("refuses another count than the installed hash slices'", async () => {
+  it("doubles the count the same way: beside, then retired once every team reads the new artifacts", async () => {
     setConfig(["layout", "slices"], { by: "hash", count: 32 });
-    const resize = await slices();
-    expect(resize.code).toBe(3);
-    expect(resize.stderr).toContain("cuts 16 slices, the platform config 32");
+    const samePrefix = await slices();
+    expect(samePrefix.code).toBe(3);
+    expect(samePrefix.stderr).toContain("berth-team-hash-slices-16.yaml names its artifacts with");
+    setConfig(["fluxSource", "artifactPrefix"], "team-hashed32-");
+    const install = await slices();
+    expect(install.code).toBe(0);
+    expect(resources()).toEqual(
+      expect.arrayContaining(["berth-team-hash-slices-16.yaml", "berth-team-hash-slices-32.yaml"]),
+    );
+    const retiring = objects(`${DIR}/berth-team-hash-slices-16.yaml`).filter((o) => o.kind === "Kustomization");
+    expect(retiring).toHaveLength(16);
+    expect(retiring.every((o) => o.spec.suspend === true && o.spec.deletionPolicy === "Orphan")).toBe(true);
+    expect(existsSync(join(fleet, "teams", "a8--slice"))).toBe(true);
+
+    // A team Kustomization still on the 16 slices' artifacts: not yet.
+    const shard = teamShard("alpha");
+    mkdirSync(join(fleet, DIR, "teams", shard), { recursive: true });
+    const flux = (prefix: string) =>
+      `apiVersion: kustomize.toolkit.fluxcd.io/v1\nkind: Kustomization\nmetadata: { name: team-alpha }\nspec: { sourceRef: { kind: ExternalArtifact, name: ${prefix}alpha } }\n`;
+    writeFileSync(join(fleet, DIR, "teams", shard, "alpha.yaml"), flux("team-hashed-"));
+    const early = await slices();
+    expect(early.code).toBe(3);
+    expect(early.stderr).toContain("1 teams are not on the new slices yet (alpha)");
+
+    writeFileSync(join(fleet, DIR, "teams", shard, "alpha.yaml"), flux("team-hashed32-"));
+    const retire = await slices();
+    expect(retire.stderr).toBe("");
+    expect(retire.code).toBe(0);
+    expect(resources()).not.toContain("berth-team-hash-slices-16.yaml");
+    expect(existsSync(join(fleet, DIR, "berth-team-hash-slices-16.yaml"))).toBe(false);
+    // The 16 slices' markers are the 32's too: kept.
+    expect(existsSync(join(fleet, "teams", "a0--slice"))).toBe(true);
+    expect(existsSync(join(fleet, DIR, "teams", "a0--slice"))).toBe(true);
+    await kustomizeBuild(join(fleet, DIR));
   });
 });

@@ -63,9 +63,15 @@ export type SliceCut = { by: "first-letter" } | { by: "hash"; count: number };
  * The file of a cut's slices in `<clustersDir>/<cluster>/`, and the name of the generator that cuts them: apart for
  * the two cuts, so that both can be installed while a fleet moves from one to the other (ADR 0034).
  */
-export const slicesFile = (cut: SliceCut) =>
-  cut.by === "hash" ? "berth-team-hash-slices.yaml" : "berth-team-slices.yaml";
-const slicesCutter = (cut: SliceCut) => (cut.by === "hash" ? "berth-team-hash-slices" : "berth-team-slices");
+export const slicesFile = (cut: SliceCut) => `${slicesCutter(cut)}.yaml`;
+const slicesCutter = (cut: SliceCut) =>
+  cut.by === "hash" ? `berth-team-hash-slices-${cut.count}` : "berth-team-slices";
+/** The cut a slices file of slicesFile's holds, or undefined for another file. */
+function cutOfFile(file: string): SliceCut | undefined {
+  if (file === slicesFile({ by: "first-letter" })) return { by: "first-letter" };
+  const count = /^berth-team-hash-slices-(\d+)\.yaml$/.exec(file)?.[1];
+  return count ? { by: "hash", count: Number(count) } : undefined;
+}
 
 /** What the slices depend on: the cluster and five settings of the platform config. */
 export interface SliceOptions {
@@ -204,7 +210,7 @@ const SLICES_HEADER = (o: SliceOptions) => {
     return `${generated}# This cluster's teams in ${o.cut.count} slices by the SHA-256 of the team name (ADR 0034), so that a commit costs Flux work in
 # proportion to what it changed whatever the names. A team's folder is ${o.teamsDir}/<hh>/<team>/ and its Flux file
 # ${o.clustersDir}/${o.cluster}/teams/<hh>/<team>.yaml, hh the first two hex digits of the hash; each slice holds ${256 / o.cut.count} consecutive
-# shards. ArtifactGenerator berth-team-hash-slices cuts each fetch of GitRepository berth-teams (berth-teams.yaml) into
+# shards. ArtifactGenerator ${slicesCutter(o.cut)} cuts each fetch of GitRepository berth-teams (berth-teams.yaml) into
 # ExternalArtifact ${sliceArtifact("<slice>")}: its shards' team folders and Flux files on this cluster. An artifact's
 # revision is its content's digest, so a slice that did not change stops
 ${perSlice} (${o.teamsDir}/<first shard>--slice and
@@ -429,8 +435,8 @@ export interface SliceMove {
   cluster: string;
   /** A file of the fleet repository, by path from its root; undefined when absent. */
   read: (path: string) => string | undefined;
-  /** The folders directly in platform.layout.teamsDir (team folders, or shard folders with hash slices). */
-  teamsDirFolders: readonly string[];
+  /** Every file under a folder of the fleet repository, by path from its root. */
+  list: (dir: string) => readonly string[];
 }
 
 /** What moveSlices decided: the step, and the files to write (text) or delete (null), by path from the fleet's root. */
@@ -440,18 +446,20 @@ export interface SliceMoveResult {
 }
 
 /**
- * The next step that moves an installed cluster from first-letter to hash slices (ADR 0034; docs/install.md, "Moving
- * to hash slices"), for a platform config already on hash slices and on a new artifactPrefix:
+ * The next step that moves an installed cluster from its slices (first-letter, or hash slices of another count) to the
+ * platform config's hash slices (ADR 0034; docs/install.md, "Moving to hash slices"), for a platform config on a new
+ * artifactPrefix:
  *
- * - `install`: the hash slices beside the first-letter ones, which are suspended and orphan what they applied: the
- *   hash slices take every team Kustomization over (the cluster side of both is the same shard folders), and the
- *   first-letter generators keep cutting the old artifacts until each team is moved.
- * - `retire` (once every team folder is in its shard's, after a same-version rollout): the first-letter slices and
- *   their markers removed; their Kustomizations orphan, their generators delete only artifacts nothing reads.
+ * - `install`: the new slices beside the installed ones, whose Kustomizations are suspended and orphan what they
+ *   applied: the new slices take every team Kustomization over (the cluster side of every cut is the same shard
+ *   folders), and the old generators keep cutting the old artifacts until each team is moved.
+ * - `retire` (once a same-version rollout put every team folder in its shard's and every team Kustomization on the new
+ *   prefix): the old slices and their markers removed; their Kustomizations orphan, their generators delete only
+ *   artifacts nothing reads.
  * - `none`: nothing left to do.
  *
- * Refused (ClusterInstallError) when a step would delete or race: the same artifact prefix for both cuts, first-letter
- * Kustomizations not orphaning, teams not moved yet, or another count than the installed hash slices'.
+ * Refused (ClusterInstallError) when a step would delete or race: the same artifact prefix for two cuts, old
+ * Kustomizations not orphaning, or teams not moved yet.
  */
 export function moveSlices(input: SliceMove): SliceMoveResult {
   const { platform, cluster, read } = input;
@@ -459,71 +467,102 @@ export function moveSlices(input: SliceMove): SliceMoveResult {
   if (cut.by !== "hash")
     throw new ClusterInstallError("platform.layout.slices.by is first-letter: set it to hash first (ADR 0034)");
   const options = sliceOptions(platform, cluster);
-  const dir = `${platform.layout.clustersDir}/${cluster}`;
+  const { clustersDir, teamsDir } = platform.layout;
+  const dir = `${clustersDir}/${cluster}`;
   const indexPath = `${dir}/kustomization.yaml`;
-  const letterPath = `${dir}/${slicesFile({ by: "first-letter" })}`;
-  const hashPath = `${dir}/${slicesFile(cut)}`;
-  const teamsPath = `${dir}/berth-teams.yaml`;
   const index = read(indexPath);
   if (index === undefined) throw new ClusterInstallError(`${indexPath} is missing: is ${cluster} installed?`);
-  const letters = read(letterPath);
-  const hashed = read(hashPath);
+  const desired = slicesFile(cut);
+  /** The slices files a cluster's index lists and its folder holds. */
+  const installedOn = (name: string) =>
+    resourcesOf(read(`${clustersDir}/${name}/kustomization.yaml`)).flatMap((file) => {
+      const sliceCut = cutOfFile(file);
+      // Only a slices file is read: the index also lists folders (flux-system).
+      const text = sliceCut ? read(`${clustersDir}/${name}/${file}`) : undefined;
+      return sliceCut && text !== undefined
+        ? [{ file, cut: sliceCut, text, path: `${clustersDir}/${name}/${file}` }]
+        : [];
+    });
+  const installed = installedOn(cluster);
+  const old = installed.filter((i) => i.file !== desired);
   const files = new Map<string, string | null>();
 
-  if (hashed === undefined) {
+  if (!installed.some((i) => i.file === desired)) {
+    const teamsPath = `${dir}/berth-teams.yaml`;
     const teams = read(teamsPath);
     if (teams === undefined) throw new ClusterInstallError(`${teamsPath} is missing: is ${cluster} installed?`);
-    if (letters !== undefined) {
-      const old = letterArtifactPrefix(letters, letterPath);
-      if (old === options.artifactPrefix)
+    for (const { path, text } of old) {
+      const prefix = artifactPrefixOf(text, path);
+      if (prefix === options.artifactPrefix)
         throw new ClusterInstallError(
-          `platform.fluxSource.artifactPrefix is ${old}, the prefix the first-letter slices name their artifacts with: ` +
-            "two generators would make the same artifacts; set a new one (e.g. team-hashed-)",
+          `platform.fluxSource.artifactPrefix is ${prefix}, the prefix ${path} names its artifacts with: two ` +
+            "generators would make the same artifacts; set a new one (e.g. team-hashed-)",
         );
-      files.set(letterPath, retiringLetterSlices(letters, letterPath));
+      files.set(path, retiringSlices(text, path));
     }
     for (const [path, text] of sliceFiles(options)) if (read(path) === undefined) files.set(path, text);
-    files.set(indexPath, withResource(index, indexPath, slicesFile(cut)));
+    files.set(indexPath, withResource(index, indexPath, desired));
     files.set(teamsPath, withTeamsRepositoryIgnore(teams, teamsPath, platform, cluster));
     return { step: "install", files };
   }
+  if (old.length === 0) return { step: "none", files };
 
-  const installed = parseAllDocuments(hashed)
-    .map((d) => d.toJS() as { kind?: string; metadata?: { name?: string }; spec?: { artifacts?: unknown[] } } | null)
-    .find((o) => o?.kind === "ArtifactGenerator" && o.metadata?.name === slicesCutter(cut))?.spec?.artifacts?.length;
-  if (installed !== cut.count)
-    throw new ClusterInstallError(
-      `${hashPath} cuts ${installed ?? "no"} slices, the platform config ${cut.count}: changing an installed cluster's ` +
-        "count is not built yet (ADR 0034)",
-    );
-  if (letters === undefined) return { step: "none", files };
-
-  const unmoved = input.teamsDirFolders.filter((name) => !SHARD.test(name));
-  if (unmoved.length > 0)
-    throw new ClusterInstallError(
-      `${unmoved.length} team folders are still where first-letter slices read them (${unmoved.slice(0, 3).join(", ")}` +
-        `${unmoved.length > 3 ? ", …" : ""}): move them first with a same-version rollout (POST /v1/rollouts) of the API ` +
-        "on hash slices, and wait until every team is Ready",
-    );
-  const deleting = orphaningKustomizations(letters, letterPath).find((k) => !k.orphans);
-  if (deleting)
-    throw new ClusterInstallError(
-      `${letterPath}: Kustomization ${deleting.name} does not orphan (deletionPolicy: Orphan): removing it would ` +
-        "delete every team it applied; run the install step first",
-    );
-  files.set(letterPath, null);
-  files.set(indexPath, withoutResource(index, indexPath, slicesFile({ by: "first-letter" })));
-  const letterOptions: SliceOptions = { ...options, cut: { by: "first-letter" } };
-  // The teams folder's markers are every cluster's: removed with the last cluster's first-letter slices.
-  const othersOnLetters = allClusters(platform).some(
-    (c) =>
-      c.name !== cluster &&
-      read(`${platform.layout.clustersDir}/${c.name}/${slicesFile({ by: "first-letter" })}`) !== undefined,
+  const unmoved = new Set(
+    input.list(teamsDir).flatMap((path) => {
+      const [folder, ...rest] = path.slice(teamsDir.length + 1).split("/");
+      return folder !== undefined && rest.length > 0 && !SHARD.test(folder) ? [folder] : [];
+    }),
   );
-  for (const path of sliceMarkers(letterOptions).keys())
-    if (read(path) !== undefined && (!path.startsWith(`${platform.layout.teamsDir}/`) || !othersOnLetters))
-      files.set(path, null);
+  // Each team Kustomization on this cluster must read its artifact under the new prefix before the old generators go.
+  for (const path of input.list(`${dir}/teams`)) {
+    if (!path.endsWith(".yaml")) continue;
+    const o = parseDocument(read(path) ?? "").toJS() as {
+      kind?: string;
+      spec?: { sourceRef?: { name?: string } };
+    } | null;
+    const source = o?.kind === "Kustomization" ? o.spec?.sourceRef?.name : undefined;
+    if (source !== undefined && !source.startsWith(options.artifactPrefix))
+      unmoved.add(path.slice(path.lastIndexOf("/") + 1, -".yaml".length));
+  }
+  if (unmoved.size > 0) {
+    const names = [...unmoved].sort();
+    throw new ClusterInstallError(
+      `${names.length} teams are not on the new slices yet (${names.slice(0, 3).join(", ")}${names.length > 3 ? ", …" : ""}): ` +
+        "move them first with a same-version rollout (POST /v1/rollouts) of the API on the platform config, and wait " +
+        "until every team is Ready",
+    );
+  }
+  for (const { path, text } of old) {
+    const deleting = orphaningKustomizations(text, path).find((k) => !k.orphans);
+    if (deleting)
+      throw new ClusterInstallError(
+        `${path}: Kustomization ${deleting.name} does not orphan (deletionPolicy: Orphan): removing it would ` +
+          "delete every team it applied; run the install step first",
+      );
+  }
+  let next = index;
+  for (const { path, file } of old) {
+    files.set(path, null);
+    next = withoutResource(next, indexPath, file);
+  }
+  files.set(indexPath, next);
+  // The teams folder's markers are every cluster's: kept while any installed cut of any cluster needs them.
+  const kept = new Set(sliceMarkers(options).keys());
+  for (const other of allClusters(platform))
+    for (const otherCut of other.name === cluster ? [cut] : installedOn(other.name).map((i) => i.cut))
+      for (const path of sliceMarkers({ ...options, cluster: other.name, cut: otherCut }).keys())
+        if (path.startsWith(`${teamsDir}/`)) kept.add(path);
+  for (const { cut: oldCut } of old)
+    for (const path of sliceMarkers({ ...options, cut: oldCut }).keys())
+      if (!kept.has(path) && read(path) !== undefined) files.set(path, null);
   return { step: "retire", files };
+}
+
+/** The resources a kustomization.yaml lists (none when it is absent or lists none). */
+function resourcesOf(text: string | undefined): string[] {
+  const resources = (text === undefined ? undefined : (parseDocument(text).toJS() as { resources?: unknown } | null))
+    ?.resources;
+  return Array.isArray(resources) ? resources.filter((r): r is string => typeof r === "string") : [];
 }
 
 /** The Kustomizations of a slices file, and whether each orphans what it applied when deleted. */
@@ -538,18 +577,18 @@ function orphaningKustomizations(text: string, path: string): Array<{ name: stri
   return kustomizations;
 }
 
-/** The artifact prefix the first-letter slices' team generators name artifacts with (`<prefix>{team}`). */
-function letterArtifactPrefix(text: string, path: string): string | undefined {
+/** The artifact prefix a slices file's team generators name artifacts with (`<prefix>{team}`). */
+function artifactPrefixOf(text: string, path: string): string | undefined {
   for (const doc of parseAllDocuments(text)) {
     const o = doc.toJS() as { kind?: string; spec?: { artifacts?: Array<{ name?: string }> } } | null;
     const name = o?.kind === "ArtifactGenerator" ? o.spec?.artifacts?.[0]?.name : undefined;
     if (name?.endsWith("{team}")) return name.slice(0, -"{team}".length);
   }
-  throw new ClusterInstallError(`${path} holds no team artifact generator: is it Berth's first-letter slices?`);
+  throw new ClusterInstallError(`${path} holds no team artifact generator: is it Berth's slices?`);
 }
 
-/** The first-letter slices, their Kustomizations suspended and orphaning; every other document byte for byte. */
-function retiringLetterSlices(text: string, path: string): string {
+/** Slices being retired: their Kustomizations suspended and orphaning; every other document byte for byte. */
+function retiringSlices(text: string, path: string): string {
   return editDocuments(text, path, (doc, o) => {
     if (o.kind !== "Kustomization") return false;
     doc.setIn(["spec", "suspend"], true);

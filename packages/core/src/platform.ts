@@ -186,7 +186,7 @@ export const platformSchema = z
          * How the slices cut the fleet (appliedBy slices only). `first-letter`: 26 slices by the team name's first
          * letter, team folders at `<teamsDir>/<team>/` (ADR 0022). `hash`: `count` slices by the first hex digits of
          * the SHA-256 of the name, team folders at `<teamsDir>/<hh>/<team>/` (ADR 0034), even whatever the names;
-         * `count` is read by `berth cluster add` only; changing it on an installed cluster is not built yet (ADR 0034).
+         * `count` is read by `berth cluster add` and `berth cluster slices`, which moves an installed cluster to it.
          */
         slices: z
           .object({

@@ -168,12 +168,12 @@ describe("hash slices (ADR 0034)", () => {
     expect([...files.keys()].filter((p) => p.endsWith("--slice"))).toHaveLength(32);
     expect(files.has("teams/a0--slice")).toBe(true);
     expect(files.has("clusters/aks-dev-weu/teams/a0--slice")).toBe(true);
-    const objects = parseAllDocuments(files.get("clusters/aks-dev-weu/berth-team-hash-slices.yaml")!).map(
+    const objects = parseAllDocuments(files.get("clusters/aks-dev-weu/berth-team-hash-slices-16.yaml")!).map(
       (d) => d.toJS() as { kind: string; metadata: { name: string }; spec: Record<string, unknown> },
     );
     expect(objects).toHaveLength(1 + 2 * 16);
     const cutter = objects[0]!.spec as { artifacts: Array<{ name: string; copy: Array<{ from: string }> }> };
-    expect(objects[0]!.metadata.name).toBe("berth-team-hash-slices");
+    expect(objects[0]!.metadata.name).toBe("berth-team-hash-slices-16");
     expect(cutter.artifacts[10]).toMatchObject({
       name: "berth-team-slice-a0-af",
       copy: [{ from: "@fleet/teams/a*" }, { from: "@fleet/clusters/aks-dev-weu/teams/a*" }],

@@ -1,6 +1,6 @@
-import { existsSync, readFileSync } from "node:fs";
-import { mkdir, readdir, rm, writeFile } from "node:fs/promises";
-import { dirname, join, resolve } from "node:path";
+import { existsSync, readdirSync, readFileSync } from "node:fs";
+import { mkdir, rm, writeFile } from "node:fs/promises";
+import { dirname, join, relative, resolve, sep } from "node:path";
 import {
   allClusters,
   ClusterInstallError,
@@ -93,13 +93,16 @@ export async function clusterSlices(io: Io, cluster: string, opts: ClusterSlices
     const file = join(fleet, path);
     return existsSync(file) ? readFileSync(file, "utf8") : undefined;
   };
-  const teamsDir = join(fleet, platform.layout.teamsDir);
-  const teamsDirFolders = existsSync(teamsDir)
-    ? (await readdir(teamsDir, { withFileTypes: true })).filter((e) => e.isDirectory()).map((e) => e.name)
-    : [];
+  const list = (dir: string) => {
+    const root = join(fleet, dir);
+    if (!existsSync(root)) return [];
+    return readdirSync(root, { recursive: true, withFileTypes: true })
+      .filter((e) => e.isFile())
+      .map((e) => relative(fleet, join(e.parentPath, e.name)).split(sep).join("/"));
+  };
   let result: SliceMoveResult;
   try {
-    result = moveSlices({ platform, cluster, read, teamsDirFolders });
+    result = moveSlices({ platform, cluster, read, list });
   } catch (err) {
     if (err instanceof ClusterInstallError) throw new CliError(err.message, EXIT.invalid);
     throw err;
@@ -114,11 +117,11 @@ export async function clusterSlices(io: Io, cluster: string, opts: ClusterSlices
   const changed = `${result.files.size} files under ${fleet}`;
   const next = {
     install:
-      `installed ${platform.layout.slices.count} hash slices on ${cluster} beside its first-letter slices, which now ` +
+      `installed ${platform.layout.slices.count} hash slices on ${cluster} beside its slices before, which now ` +
       `orphan what they applied (${changed})\nnext: commit and push; once the hash slices are Ready and the API runs ` +
       "on this platform config, move every team with a same-version rollout (berth rollout start), then run this " +
       "again (docs/install.md)\n",
-    retire: `retired ${cluster}'s first-letter slices (${changed})\nnext: commit and push (docs/install.md)\n`,
+    retire: `retired ${cluster}'s slices before the hash slices (${changed})\nnext: commit and push (docs/install.md)\n`,
     none: `${cluster} is on the platform config's hash slices: nothing to do\n`,
   }[result.step];
   io.stdout.write(next);
