@@ -13,7 +13,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { slicesOf, teamShard } from "@berth/core";
 import { kustomizationReconciles, reconciledSince } from "../support/flux.js";
-import { ASO_NAMESPACE, startFluxPlatform, type FluxPlatform } from "../support/flux-platform.js";
+import { appliedBy, ASO_NAMESPACE, startFluxPlatform, type FluxPlatform } from "../support/flux-platform.js";
 import { eventually } from "../support/wait.js";
 
 const OWNER = "0b9a3c1e-1111-4222-8333-444455556666";
@@ -55,9 +55,7 @@ describe("hash slices with real Flux: teams reach the cluster through their shar
     const team = await platform.kustomization(ASO_NAMESPACE, `team-${FIRST}`);
     // Its path is its folder's in the repository, which its artifact keeps.
     expect((team?.spec as { path: string }).path).toBe(`./teams/${teamShard(FIRST)}/${FIRST}/clusters/aks-dev-weu`);
-    expect((team?.metadata.labels as Record<string, string>)["kustomize.toolkit.fluxcd.io/name"]).toBe(
-      `berth-teams-${sliceOf(FIRST)}`,
-    );
+    expect(appliedBy(team)).toBe(`berth-teams-${sliceOf(FIRST)}`);
   }, 300_000);
 
   it(`a team in another slice (${SECOND} in ${sliceOf(SECOND)}) reconciles neither the first team nor its slice`, async () => {

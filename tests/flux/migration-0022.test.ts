@@ -24,6 +24,8 @@ import { devTeamsSeed } from "../support/fleet-seed.js";
 import {
   answeredDeletes,
   apiRequest,
+  appliedBy,
+  deletedObjects,
   ASO_NAMESPACE,
   readyCondition,
   startFluxPlatform,
@@ -74,8 +76,6 @@ describe("moving a cluster to team slices (ADR 0022) with real Flux: only the re
   const deletes = () => answeredDeletes(platform);
   const teamKs = async (team: string) =>
     (await platform.kustomization(ASO_NAMESPACE, `team-${team}`)) as Ks | undefined;
-  const ownerOf = (o: Obj | undefined) =>
-    (o?.metadata.labels as Record<string, string> | undefined)?.["kustomize.toolkit.fluxcd.io/name"];
   /** Every team's Kustomization and namespace are the objects they were before the migration. */
   const sameObjects = async () => {
     for (const team of TEAMS) {
@@ -91,7 +91,7 @@ describe("moving a cluster to team slices (ADR 0022) with real Flux: only the re
       await platform.waitKustomizationReady(ASO_NAMESPACE, `team-${team}`, res.json.revision, 180_000);
       const ks = await teamKs(team);
       expect(ks!.spec.sourceRef).toEqual({ kind: "ExternalArtifact", name: `team-${team}` });
-      expect(ownerOf(ks)).toBe("berth-teams");
+      expect(appliedBy(ks)).toBe("berth-teams");
       uids.set(`ks/${team}`, ks!.metadata.uid as string);
       uids.set(team, (await platform.admin.get("v1", "Namespace", undefined, team))!.metadata.uid as string);
     }
@@ -143,7 +143,7 @@ describe("moving a cluster to team slices (ADR 0022) with real Flux: only the re
       );
       await eventually(
         `team-${team} applied by its slice`,
-        async () => ownerOf(await teamKs(team)) === `berth-teams-${team[0]}`,
+        async () => appliedBy(await teamKs(team)) === `berth-teams-${team[0]}`,
         60_000,
       );
       await eventually(
@@ -207,9 +207,7 @@ describe("moving a cluster to team slices (ADR 0022) with real Flux: only the re
 
     // Distinct objects: a finalizer that races its own requeue may ask twice for the same delete (the second answered
     // 404); what this guards is which objects are asked for, not how often.
-    const deleted = [
-      ...new Set((await deletes()).map((d) => `${d.resource} ${d.namespace ?? ""}/${d.name ?? ""}`)),
-    ].sort();
+    const deleted = deletedObjects(await deletes());
     expect(deleted).toEqual(
       [
         `artifactgenerators.source.extensions.fluxcd.io ${ASO_NAMESPACE}/berth-team-artifacts`,

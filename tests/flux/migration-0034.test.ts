@@ -23,6 +23,8 @@ import { devTeamsSeed } from "../support/fleet-seed.js";
 import {
   answeredDeletes,
   apiRequest,
+  appliedBy,
+  deletedObjects,
   ASO_NAMESPACE,
   readyCondition,
   startFluxPlatform,
@@ -72,14 +74,9 @@ describe("moving a cluster to hash slices (ADR 0034) with real Flux: nothing a t
 
   const deletes = () => answeredDeletes(platform);
   /** Distinct objects asked to be deleted (a finalizer racing its requeue may ask twice, the second answered 404). */
-  const deletedSince = async (before: number) =>
-    [
-      ...new Set((await deletes()).slice(before).map((d) => `${d.resource} ${d.namespace ?? ""}/${d.name ?? ""}`)),
-    ].sort();
+  const deletedSince = async (before: number) => deletedObjects((await deletes()).slice(before));
   const teamKs = async (team: string) =>
     (await platform.kustomization(ASO_NAMESPACE, `team-${team}`)) as Ks | undefined;
-  const ownerOf = (o: Obj | undefined) =>
-    (o?.metadata.labels as Record<string, string> | undefined)?.["kustomize.toolkit.fluxcd.io/name"];
   const sameObjects = async () => {
     for (const team of TEAMS) {
       expect((await teamKs(team))!.metadata.uid).toBe(uids.get(`ks/${team}`));
@@ -113,7 +110,7 @@ describe("moving a cluster to hash slices (ADR 0034) with real Flux: nothing a t
       );
       const ks = await teamKs(team);
       expect(ks!.spec.sourceRef).toEqual({ kind: "ExternalArtifact", name: `team-files-${team}` });
-      expect(ownerOf(ks)).toBe(`berth-teams-${team[0]}`);
+      expect(appliedBy(ks)).toBe(`berth-teams-${team[0]}`);
       uids.set(`ks/${team}`, ks!.metadata.uid as string);
       uids.set(team, (await platform.admin.get("v1", "Namespace", undefined, team))!.metadata.uid as string);
     }
@@ -140,7 +137,7 @@ describe("moving a cluster to hash slices (ADR 0034) with real Flux: nothing a t
     for (const team of TEAMS) {
       await eventually(
         `team-${team} applied by hash slice ${hashSlice(team)}`,
-        async () => ownerOf(await teamKs(team)) === `berth-teams-${hashSlice(team)}`,
+        async () => appliedBy(await teamKs(team)) === `berth-teams-${hashSlice(team)}`,
         180_000,
       );
       // Still on the first-letter generators' artifact until it is moved.
@@ -205,7 +202,7 @@ describe("moving a cluster to hash slices (ADR 0034) with real Flux: nothing a t
     const res = await apiRequest(api, "POST", "/v1/teams", { name: "echo", owners: [OWNER], environments: ["dev"] });
     expect(res.statusCode, res.body).toBe(201);
     await platform.waitKustomizationReady(ASO_NAMESPACE, "team-echo", res.json.revision as string, 180_000);
-    expect(ownerOf(await teamKs("echo"))).toBe(`berth-teams-${hashSlice("echo")}`);
+    expect(appliedBy(await teamKs("echo"))).toBe(`berth-teams-${hashSlice("echo")}`);
     for (const team of TEAMS) expect(readyCondition(await teamKs(team))?.status, `team-${team}`).toBe("True");
     await sameObjects();
 
@@ -227,7 +224,7 @@ describe("moving a cluster to hash slices (ADR 0034) with real Flux: nothing a t
     for (const team of teams)
       await eventually(
         `team-${team} applied by hash slice ${hashSlice(team, DOUBLED)}`,
-        async () => ownerOf(await teamKs(team)) === `berth-teams-${hashSlice(team, DOUBLED)}`,
+        async () => appliedBy(await teamKs(team)) === `berth-teams-${hashSlice(team, DOUBLED)}`,
         180_000,
       );
     expect(await deletedSince(before)).toEqual([]);

@@ -481,6 +481,14 @@ export async function answeredDeletes(platform: Pick<FluxPlatform, "cluster">) {
   );
 }
 
+/** Distinct objects of answered deletes (`resource namespace/name`, sorted): a finalizer racing its own requeue may ask twice. */
+export const deletedObjects = (deletes: ReadonlyArray<{ resource: string; namespace?: string; name?: string }>) =>
+  [...new Set(deletes.map((d) => `${d.resource} ${d.namespace ?? ""}/${d.name ?? ""}`))].sort();
+
+/** The Flux Kustomization that applied `o` (kustomize-controller's label on what it applies), if any. */
+export const appliedBy = (o: Obj | undefined) =>
+  (o?.metadata.labels as Record<string, string> | undefined)?.["kustomize.toolkit.fluxcd.io/name"];
+
 /** A Flux object's Ready condition, if it has one yet. */
 export const readyCondition = (o: Obj | undefined) =>
   (

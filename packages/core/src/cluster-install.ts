@@ -328,9 +328,8 @@ export function newClusterFiles(input: NewCluster): Map<string, string> {
 
   const index = source(sources.index);
   // The slices written below are applied only by an index that lists them: a cluster on an earlier layout moves first.
-  const resources = (parseDocument(index).toJS() as { resources?: unknown } | null)?.resources;
   const slices = slicesFile(platform.layout.slices);
-  if (!Array.isArray(resources) || !resources.includes(slices))
+  if (!resourcesOf(index).includes(slices))
     throw new ClusterInstallError(
       `${sources.index} does not list ${slices}: ${like} is on a layout before the platform config's slices; move it ` +
         'first (docs/install.md, "Moving to team slices"), or copy from a cluster on them (--like)',
@@ -578,7 +577,7 @@ function orphaningKustomizations(text: string, path: string): Array<{ name: stri
 }
 
 /** The artifact prefix a slices file's team generators name artifacts with (`<prefix>{team}`). */
-function artifactPrefixOf(text: string, path: string): string | undefined {
+function artifactPrefixOf(text: string, path: string): string {
   for (const doc of parseAllDocuments(text)) {
     const o = doc.toJS() as { kind?: string; spec?: { artifacts?: Array<{ name?: string }> } } | null;
     const name = o?.kind === "ArtifactGenerator" ? o.spec?.artifacts?.[0]?.name : undefined;
@@ -597,7 +596,7 @@ function retiringSlices(text: string, path: string): string {
   });
 }
 
-/** A kustomization.yaml with `resource` listed after the slices or at the end; as it was when listed already. */
+/** A kustomization.yaml with `resource` listed last; as it was when listed already. */
 function withResource(text: string, path: string, resource: string): string {
   const doc = parseDocument(text);
   const resources = doc.get("resources");

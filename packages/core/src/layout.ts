@@ -34,6 +34,8 @@ export function teamShard(team: string): string {
 const shards = new Map<string, string>();
 /** A shard's name: two hex digits. */
 export const SHARD = /^[0-9a-f]{2}$/;
+/** The folders of a team's own folder: how a team folder named like a shard is told from a shard's folder. */
+export const TEAM_FOLDER_PARTS: readonly string[] = ["base", "clusters"];
 
 /**
  * A cluster's teams folder, read from a listing of it: the teams in each shard folder and the teams whose
@@ -72,7 +74,7 @@ export function repoLayout(platform: Platform) {
       // Else a team folder of the layout before, if it can be one: a shard's folder holds team folders, so a path in
       // it is another team's only through a team folder's own parts (a team named like a shard, e.g. `cd`); a team
       // folder in another shard than its own is nobody's.
-      if (shard && SHARD.test(shard) && team !== "base" && team !== "clusters") return undefined;
+      if (shard && SHARD.test(shard) && (team === undefined || !TEAM_FOLDER_PARTS.includes(team))) return undefined;
     }
     const [team, ...rest] = segments;
     return team ? { team, rest } : undefined;

@@ -7,7 +7,7 @@ import {
   TemplateVersionRetiredError,
   type FieldIssue,
 } from "./errors.js";
-import { repoLayout, SHARD, teamShard, type RepoLayout } from "./layout.js";
+import { repoLayout, SHARD, TEAM_FOLDER_PARTS, teamShard, type RepoLayout } from "./layout.js";
 import { allClusters, type Platform } from "./platform.js";
 import { renderClusterTeamsIndex, renderShardIndex, renderTeam } from "./render.js";
 import { type FileChange, type FileStatus, type RepoChange, type RepoTree } from "./repo.js";
@@ -182,7 +182,7 @@ export class Onboarding {
         // A team's folder in another shard than its own is nobody's (layout.teamPath); a team named like a shard and
         // kept where the layout before kept it shows by its own parts.
         for (const e of inside) if (teamShard(e.name) === folder.name) inShards.set(e.name, e.id);
-        if (inside.some((e) => (e.name === "base" || e.name === "clusters") && teamShard(e.name) !== folder.name))
+        if (inside.some((e) => TEAM_FOLDER_PARTS.includes(e.name) && teamShard(e.name) !== folder.name))
           before.set(folder.name, folder.id);
       }),
     );
