@@ -11,7 +11,7 @@ import {
   type YAMLMap,
 } from "yaml";
 import { SHARD } from "./layout.js";
-import { allClusters, type Platform } from "./platform.js";
+import { allClusters, HASH_SLICE_COUNTS, type Platform } from "./platform.js";
 
 /**
  * A workload cluster's Flux files in the fleet repository (docs/install.md, step 3): what applies the cluster's
@@ -69,8 +69,8 @@ const slicesCutter = (cut: SliceCut) =>
 /** The cut a slices file of slicesFile's holds, or undefined for another file. */
 function cutOfFile(file: string): SliceCut | undefined {
   if (file === slicesFile({ by: "first-letter" })) return { by: "first-letter" };
-  const count = /^berth-team-hash-slices-(\d+)\.yaml$/.exec(file)?.[1];
-  return count ? { by: "hash", count: Number(count) } : undefined;
+  const count = Number(/^berth-team-hash-slices-(\d+)\.yaml$/.exec(file)?.[1]);
+  return HASH_SLICE_COUNTS.some((n) => n === count) ? { by: "hash", count } : undefined;
 }
 
 /** What the slices depend on: the cluster and five settings of the platform config. */
@@ -333,6 +333,13 @@ export function newClusterFiles(input: NewCluster): Map<string, string> {
     throw new ClusterInstallError(
       `${sources.index} does not list ${slices}: ${like} is on a layout before the platform config's slices; move it ` +
         'first (docs/install.md, "Moving to team slices"), or copy from a cluster on them (--like)',
+    );
+  // A cluster mid-move also lists the slices it moves from, whose files are not copied: the copy would not build.
+  const moving = resourcesOf(index).filter((file) => file !== slices && cutOfFile(file));
+  if (moving.length)
+    throw new ClusterInstallError(
+      `${sources.index} also lists ${moving.join(", ")}: ${like} is moving to ${slices} (berth cluster slices); ` +
+        "finish its move (the retire step) first, or copy from a cluster that is not moving (--like)",
     );
   files.set(target.index, index);
   files.set(target.tenancy, source(sources.tenancy));

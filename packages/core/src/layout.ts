@@ -70,7 +70,10 @@ export function repoLayout(platform: Platform) {
     const segments = path.slice(teamsDir.length + 1).split("/");
     if (foldersByShard) {
       const [shard, team, ...rest] = segments;
-      if (shard && team && SHARD.test(shard) && teamShard(team) === shard) return { team, rest };
+      // A team folder's own parts are never a team's name there: `teams/ca/base/` is the folder of a team `ca`
+      // from before, though `base` hashes to `ca` (so no team may be named `base` or `clusters`: teamPathCollisions).
+      if (shard && team && SHARD.test(shard) && teamShard(team) === shard && !TEAM_FOLDER_PARTS.includes(team))
+        return { team, rest };
       // Else a team folder of the layout before, if it can be one: a shard's folder holds team folders, so a path in
       // it is another team's only through a team folder's own parts (a team named like a shard, e.g. `cd`); a team
       // folder in another shard than its own is nobody's.

@@ -181,9 +181,10 @@ export class Onboarding {
         const inside = (await entries(`${this.layout.teamsDir}/${folder.name}`)).filter((e) => e.kind === "folder");
         // A team's folder in another shard than its own is nobody's (layout.teamPath); a team named like a shard and
         // kept where the layout before kept it shows by its own parts.
-        for (const e of inside) if (teamShard(e.name) === folder.name) inShards.set(e.name, e.id);
-        if (inside.some((e) => TEAM_FOLDER_PARTS.includes(e.name) && teamShard(e.name) !== folder.name))
-          before.set(folder.name, folder.id);
+        for (const e of inside) {
+          if (TEAM_FOLDER_PARTS.includes(e.name)) before.set(folder.name, folder.id);
+          else if (teamShard(e.name) === folder.name) inShards.set(e.name, e.id);
+        }
       }),
     );
     // A team in both places (a move cut short by hand) is read from its shard's folder, as readTeam reads it.

@@ -115,6 +115,9 @@ export const roleCatalogEntrySchema = z
 
 export const federatedSubjectModeSchema = z.enum(["aso-controller", "aso-workload", "both"]);
 
+/** How many hash slices a fleet may have: each a whole number of the 256 shards (ADR 0034). */
+export const HASH_SLICE_COUNTS = [16, 32, 64, 128, 256] as const;
+
 export const platformSchema = z
   .object({
     /** Namespace holding the ASO resources, the team Flux Kustomizations and platform-vars. */
@@ -191,7 +194,7 @@ export const platformSchema = z
         slices: z
           .object({
             by: z.enum(["first-letter", "hash"]).default("first-letter"),
-            count: z.union([z.literal(16), z.literal(32), z.literal(64), z.literal(128), z.literal(256)]).default(16),
+            count: z.literal(HASH_SLICE_COUNTS).default(16),
           })
           .strict()
           .default({ by: "first-letter", count: 16 }),

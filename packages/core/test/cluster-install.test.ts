@@ -137,6 +137,17 @@ describe("newClusterFiles", () => {
     expect(() =>
       add({}, { ...SOURCES, "clusters/aks-dev-weu/kustomization.yaml": "resources: [flux-system, berth.yaml]\n" }),
     ).toThrow(/does not list berth-team-slices.yaml: aks-dev-weu is on a layout before the platform config.s slices/);
+    // A cluster moving from other slices (berth cluster slices' install step) lists both: their files are not copied.
+    expect(() =>
+      add(
+        {},
+        {
+          ...SOURCES,
+          "clusters/aks-dev-weu/kustomization.yaml":
+            "resources: [flux-system, berth.yaml, berth-team-hash-slices-16.yaml, berth-team-slices.yaml]\n",
+        },
+      ),
+    ).toThrow(/also lists berth-team-hash-slices-16.yaml: aks-dev-weu is moving to berth-team-slices.yaml/);
   });
 });
 

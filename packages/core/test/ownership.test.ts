@@ -63,8 +63,13 @@ function candidateNames(platform: Platform): fc.Arbitrary<string> {
   );
   const templateStems = [...loadTemplates().templates.keys()].map((t) => t.replace(/\.yaml$/, ""));
   const label = fc.stringMatching(/^[a-z][a-z0-9-]{0,38}[a-z0-9]$/);
+  // A team folder's own parts, and the shard folders they hash to: with hash slices, `teams/<hh>/base/` is the
+  // folder of a team `base` in shard hh and of a team named `<hh>` from before (ADR 0034).
+  const folderParts = ["base", "clusters"];
   return fc.oneof(
-    fc.constantFrom(...new Set([...layoutStems, ...templateStems, "teams", "base", "clusters", "team"])),
+    fc.constantFrom(
+      ...new Set([...layoutStems, ...templateStems, "teams", "team", ...folderParts, ...folderParts.map(teamShard)]),
+    ),
     label,
   );
 }
@@ -135,7 +140,7 @@ describe.each(PLATFORMS)("team names against the layout (%s)", (_, platform) => 
       fc.property(candidateNames(platform), candidateNames(platform), (a, b) => {
         if (a === b || nameIssues(a, platform).length || nameIssues(b, platform).length) return;
         const pathsOf = (t: string) => [
-          layout.teamSpec(t),
+          ...layout.teamSpecs(t),
           ...CLUSTERS.flatMap((c) => layout.fluxKustomizationPaths(c, t)),
         ];
         const mine = new Set(pathsOf(a));
@@ -321,6 +326,17 @@ describe("the write guard", () => {
     // In another team's shard, a file named after the team is nobody's: no write may touch it.
     const other = teamShard("payments") === "00" ? "01" : "00";
     expect(layout.ownerOf(`clusters/c1/teams/${other}/payments.yaml`)).toEqual({ kind: "unowned" });
+  });
+});
+
+describe("a team folder's own parts with hash slices", () => {
+  it("refuses teams named base and clusters: teams/<their shard>/base/ is a team folder from before", () => {
+    for (const part of ["base", "clusters"]) {
+      const issues = nameIssues(part, HASH_SLICES_PLATFORM);
+      expect(issues, part).toHaveLength(1);
+      expect(issues[0]).toContain(`would be a file of team ${teamShard(part)}`);
+      expect(nameIssues(part, PLATFORM), part).toEqual([]);
+    }
   });
 });
 

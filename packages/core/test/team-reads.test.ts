@@ -167,8 +167,9 @@ describe("moving a fleet to hash slices: teams are read where the layout before 
     fluxSource: { kind: "ExternalArtifact", artifactPrefix: "team-files-" },
     layout: { appliedBy: "slices" },
   });
-  // Two teams named like a shard ("cd" and "fe" are shards too) must not be mistaken for shard folders.
-  const names = ["alpha", "bravo", "cd", "fe"];
+  // Teams named like a shard ("cd" and "fe" are shards too) must not be mistaken for shard folders, nor the parts of
+  // their folders for teams: `base` and `clusters` hash to the shards `ca` and `eb`.
+  const names = ["alpha", "bravo", "cd", "fe", teamShard("base"), teamShard("clusters")].sort();
 
   it("lists, reads and re-renders them, each into its shard's folder, deleting the old one", async () => {
     const before = await treeWithTeams(
