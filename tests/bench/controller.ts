@@ -15,6 +15,9 @@
  * (c) At the first scale point: steady state, nothing changing, for BENCH_STEADY_SECONDS (default 330 s,
  *     so one periodic re-check of every team — 5 min — falls inside): controller CPU as % of a core and the
  *     writes the apiserver served (Lease renewals shown apart).
+ * (e) Restart: the controller stopped and started again with every team in place (a new pod after an upgrade or
+ *     a drain): time from spawn until every team has had a pass (its own metrics: team reconciles ≥ teams, the
+ *     team queue empty), the CPU and the writes the apiserver served meanwhile (none expected: all in place).
  * (d) Memory: peak RSS (VmHWM of /proc/<pid>/status), RSS after each phase, and the same process started
  *     against an unreachable apiserver (nothing cached), with the static and the azure provider.
  *
@@ -29,6 +32,7 @@
 import { percentile } from "./stats.js";
 import { spawn, spawnSync, type ChildProcess } from "node:child_process";
 import { freePort } from "../support/ports.js";
+import { processUsage } from "../support/process-usage.js";
 import { createRequire } from "node:module";
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { availableParallelism, cpus, loadavg, tmpdir } from "node:os";
@@ -142,18 +146,10 @@ async function within<T>(promise: Promise<T>, ms: number, message: () => string)
   }
 }
 
-/** VmRSS / VmHWM (KiB) and CPU seconds (utime + stime) of a process, from /proc. */
+/** VmRSS / VmHWM (KiB) and CPU seconds of a process. */
 function procStats(pid: number): { rssKiB: number; hwmKiB: number; cpuSec: number } | undefined {
-  try {
-    const status = readFileSync(`/proc/${pid}/status`, "utf8");
-    const kib = (key: string) => Number(new RegExp(`^${key}:\\s+(\\d+) kB`, "m").exec(status)?.[1] ?? 0);
-    // Fields after the parenthesised command name; utime and stime are fields 14 and 15 (clock ticks, 100/s).
-    const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
-    const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
-    return { rssKiB: kib("VmRSS"), hwmKiB: kib("VmHWM"), cpuSec: (Number(fields[11]) + Number(fields[12])) / 100 };
-  } catch {
-    return undefined;
-  }
+  const usage = processUsage(pid);
+  return usage && { rssKiB: usage.rssBytes / 1024, hwmKiB: usage.peakRssBytes / 1024, cpuSec: usage.cpuSeconds };
 }
 
 /** The 1-minute load average, sampled every second while the bench runs. */
@@ -660,6 +656,50 @@ async function scalePoint(teamsCount: number, first: boolean, command: string[])
       ],
       ["watch restarts (detection)", String(credentials.restarts)],
     );
+
+    // ---- (e) restart: every team in place (a new pod after an upgrade or a drain) ----
+    const inPlace = teamsCount + (first ? LATENCY_TEAMS : 0);
+    await sleep(2_000);
+    const restartWrites0 = await apiserverWrites(admin);
+    const restarted = new ControllerProcess(command, controllerEnv, await freePort());
+    controllers.push(restarted);
+    const r0 = cpuNow(undefined, cluster);
+    const restartReadyMs = await restarted.ready(300_000);
+    // Every team checked once: the team queue has finished a pass per team and holds nothing.
+    const checkedMs = await within(
+      Promise.race([
+        until(
+          "every team checked after the restart",
+          async () => {
+            const m = await (await fetch(`http://127.0.0.1:${restarted.metricsPort}/metrics`)).text();
+            const passes = [...m.matchAll(/^berth_controller_reconcile_total\{[^}]*controller="team"[^}]*\} (\S+)$/gm)];
+            const depth = /^berth_controller_workqueue_depth\{queue="team"\} (\S+)$/m.exec(m)?.[1];
+            const total = passes.reduce((sum, p) => sum + Number(p[1]), 0);
+            return total >= inPlace && depth === "0" && performance.now() - restarted.startedAt;
+          },
+          30 * 60_000,
+          200,
+        ),
+        restarted.died,
+      ]),
+      30 * 60_000 + 1_000,
+      () => "restart: not every team checked after 30 min",
+    );
+    const r1 = cpuNow(restarted.child.pid, cluster);
+    const restartWrites = writesBetween(restartWrites0, await apiserverWrites(admin));
+    rows.push(
+      [`(e) restart, ${inPlace} teams in place: spawn → /readyz`, fmtMs(restartReadyMs)],
+      ["(e) spawn → every team checked (a pass each, queue empty)", fmtMs(checkedMs)],
+      [
+        "(e) CPU: controller / apiserver / etcd",
+        `${r1.controller.toFixed(1)} / ${(r1.apiserver - r0.apiserver).toFixed(1)} / ${(r1.etcd - r0.etcd).toFixed(1)} s`,
+      ],
+      [
+        "(e) writes the apiserver served (Lease apart)",
+        `${restartWrites.total} (${restartWrites.byKind}); leases ${restartWrites.leases}`,
+      ],
+    );
+    await restarted.stop();
     return {
       teams: teamsCount,
       rows,

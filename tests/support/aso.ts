@@ -23,7 +23,6 @@
  */
 import { spawn, type ChildProcess } from "node:child_process";
 import { closeSync, mkdirSync, openSync, readFileSync, renameSync, writeFileSync } from "node:fs";
-import { readFile } from "node:fs/promises";
 import { request as httpsRequest, type RequestOptions } from "node:https";
 import { join } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
@@ -33,6 +32,7 @@ import { readCrds, type KubeCluster } from "./kube-cluster.js";
 import { kubeRequest } from "./kube-http.js";
 import { freePorts } from "./ports.js";
 import { componentDir, componentVersion, programPath } from "./test-cluster-binaries.js";
+import { processUsage } from "./process-usage.js";
 import { logTail, startWatchdog } from "./watchdog.js";
 import { requireNeed } from "./needs.js";
 
@@ -258,9 +258,12 @@ export async function startAso(cluster: KubeCluster, azure: FakeAzure, opts: Aso
     metricsUrl: `http://127.0.0.1:${metricsPort}/metrics`,
     webhookUrl,
     log,
-    logTail: async (lines = 40) => (await readFile(log, "utf8")).trimEnd().split("\n").slice(-lines).join("\n"),
+    logTail: async (lines = 40) => logTail(log, lines),
     metrics: async () => (await fetch(`http://127.0.0.1:${metricsPort}/metrics`)).text(),
-    usage: () => processUsage(child?.pid ?? -1),
+    usage: () => {
+      const usage = processUsage(child?.pid ?? -1);
+      return { cpuSeconds: usage?.cpuSeconds ?? 0, peakRssBytes: usage?.peakRssBytes ?? 0 };
+    },
     async updateSettings(changed) {
       const current = await readSettingsData(kc);
       await writeSettings(kc, { ...current, ...changed });
@@ -272,17 +275,6 @@ export async function startAso(cluster: KubeCluster, azure: FakeAzure, opts: Aso
       await kill();
     },
   };
-}
-
-/** CPU seconds (/proc/<pid>/stat utime + stime, 100 ticks a second) and VmHWM of a process. */
-export function processUsage(pid: number): { cpuSeconds: number; peakRssBytes: number } {
-  try {
-    const fields = readFileSync(`/proc/${pid}/stat`, "utf8").split(") ")[1]!.split(" ");
-    const kb = /VmHWM:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, "utf8"))?.[1];
-    return { cpuSeconds: (Number(fields[11]) + Number(fields[12])) / 100, peakRssBytes: Number(kb ?? 0) * 1024 };
-  } catch {
-    return { cpuSeconds: 0, peakRssBytes: 0 };
-  }
 }
 
 /**

@@ -14,13 +14,13 @@
  * A missing binary is an error naming infra/test-cluster/ensure-binaries.sh: a test that needs Flux never skips.
  */
 import { spawn, type ChildProcess } from "node:child_process";
-import { closeSync, mkdirSync, openSync, readFileSync, writeFileSync } from "node:fs";
-import { readFile } from "node:fs/promises";
+import { closeSync, mkdirSync, openSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
 import type { KubeCluster } from "./kube-cluster.js";
 import { kubeRequest } from "./kube-http.js";
 import { freePort, listeningPorts, retryOnPortRace } from "./ports.js";
+import { processUsage, type ProcessUsage } from "./process-usage.js";
 import { programPath, type Component } from "./test-cluster-binaries.js";
 import { logTail, startWatchdog } from "./watchdog.js";
 
@@ -231,6 +231,11 @@ export async function startFlux(cluster: KubeCluster, opts: FluxOptions = {}): P
     if (!p) throw new Error(`${controller} is not running in this test`);
     return p;
   };
+  const usageOf = (controller: FluxController): ProcessUsage => {
+    const usage = processUsage(proc(controller).pid);
+    if (!usage) throw new Error(`${controller} has exited`);
+    return usage;
+  };
   return {
     namespace,
     processes,
@@ -238,25 +243,15 @@ export async function startFlux(cluster: KubeCluster, opts: FluxOptions = {}): P
     storageUrl,
     receiverUrl,
     metrics: async (controller) => (await fetch(proc(controller).metricsUrl)).text(),
-    cpuSeconds: (controller) => {
-      // /proc/<pid>/stat fields 14 and 15: utime and stime in clock ticks (100 per second on Linux).
-      const fields = readFileSync(`/proc/${proc(controller).pid}/stat`, "utf8")
-        .split(") ")[1]!
-        .split(" ");
-      return (Number(fields[11]) + Number(fields[12])) / 100;
-    },
-    peakRssBytes: (controller) => {
-      const kb = /VmHWM:\s+(\d+) kB/.exec(readFileSync(`/proc/${proc(controller).pid}/status`, "utf8"))?.[1];
-      return Number(kb ?? 0) * 1024;
-    },
+    cpuSeconds: (controller) => usageOf(controller).cpuSeconds,
+    peakRssBytes: (controller) => usageOf(controller).peakRssBytes,
     stopController: async (controller) => {
       proc(controller);
       stopped.add(controller);
       await kill(children.get(controller)!);
     },
     resetPeakRss: (controller) => writeFileSync(`/proc/${proc(controller).pid}/clear_refs`, "5"),
-    logTail: async (controller, lines = 30) =>
-      (await readFile(proc(controller).log, "utf8")).trimEnd().split("\n").slice(-lines).join("\n"),
+    logTail: async (controller, lines = 30) => logTail(proc(controller).log, lines),
     exits: () => {
       const exited = [...children].filter(
         ([controller, child]) => !stopped.has(controller) && (child.exitCode !== null || child.signalCode !== null),
