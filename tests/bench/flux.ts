@@ -37,7 +37,8 @@
  *     controller's gotk_reconcile_duration_seconds_count{kind="Kustomization"}, and which objects), where the wait
  *     went (when the fetch, the artifacts, the team's Kustomization and its namespace appeared), how many
  *     Kustomizations attempted a new revision (status.lastAttemptedRevision), CPU seconds of each Flux controller,
- *     of kube-apiserver and etcd, kustomize-controller's peak RSS during it;
+ *     of kube-apiserver and etcd, kustomize-controller's peak RSS during it, and the requests the apiserver served
+ *     (its apiserver_request_total and _duration_seconds_sum by verb, resource and dry run; the heaviest printed);
  *   - the same for a rollout commit that moves 10 % of the teams to a new template version (one commit), until all
  *     of them are Ready;
  *   - what the templates' 10-minute interval costs: untouched teams reconciled on request, CPU per reconcile.
@@ -46,7 +47,8 @@
  * A phase ends when the counters have not moved for 15 s (the before layout also waits until every Kustomization
  * attempted the commit). With the machine's load before and after each block (the machine is shared).
  */
-import { mkdtempSync, readFileSync, rmSync, statfsSync } from "node:fs";
+import { processUsage } from "../support/process-usage.js";
+import { mkdtempSync, rmSync, statfsSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { performance } from "node:perf_hooks";
@@ -133,6 +135,56 @@ interface PhaseCost {
   attempted: number;
   cpu: Record<string, number>;
   kustomizePeakRssMiB: number;
+  /** What the apiserver served in the phase, by request kind: where its CPU goes (issue 39, point 3). */
+  requests: Map<string, RequestTally>;
+}
+
+/** Requests of one kind the apiserver served, and the seconds it took answering them (wall, not CPU). */
+interface RequestTally {
+  count: number;
+  seconds: number;
+}
+
+/**
+ * The apiserver's own apiserver_request_total and apiserver_request_duration_seconds_sum, by verb, resource,
+ * subresource and whether it was a dry run ("PATCH kustomizations/status", "PATCH namespaces dry-run"); watches
+ * apart (their duration is how long they stayed open).
+ */
+async function apiserverRequests(platform: FluxPlatform): Promise<Map<string, RequestTally>> {
+  const text = (await platform.admin.req("GET", "/metrics")).body;
+  const out = new Map<string, RequestTally>();
+  const series = /^apiserver_request_(total|duration_seconds_sum)\{([^}]*)\} (\S+)$/gm;
+  for (const [, metric, labels, value] of text.matchAll(series)) {
+    const label = (name: string) => new RegExp(`(?:^|,)${name}="([^"]*)"`).exec(labels!)?.[1] ?? "";
+    if (label("verb") === "WATCH") continue;
+    const kind = `${label("verb")} ${label("resource")}${label("subresource") ? `/${label("subresource")}` : ""}${label("dry_run") ? " dry-run" : ""}`;
+    const tally = out.get(kind) ?? { count: 0, seconds: 0 };
+    if (metric === "total") tally.count += Number(value);
+    else tally.seconds += Number(value);
+    out.set(kind, tally);
+  }
+  return out;
+}
+
+function requestsBetween(
+  before: Map<string, RequestTally>,
+  after: Map<string, RequestTally>,
+): Map<string, RequestTally> {
+  const out = new Map<string, RequestTally>();
+  for (const [kind, a] of after) {
+    const b = before.get(kind) ?? { count: 0, seconds: 0 };
+    if (a.count > b.count) out.set(kind, { count: a.count - b.count, seconds: a.seconds - b.seconds });
+  }
+  return out;
+}
+
+/** The request kinds that took the apiserver longest, most first: "PATCH kustomizations/status 12 (0.31 s)". */
+function heaviestRequests(requests: Map<string, RequestTally>, top = 8): string {
+  return [...requests]
+    .sort(([, a], [, b]) => b.seconds - a.seconds)
+    .slice(0, top)
+    .map(([kind, t]) => `${kind} ${t.count} (${t.seconds.toFixed(2)} s)`)
+    .join(", ");
 }
 
 interface Onboarding {
@@ -160,8 +212,9 @@ interface Result {
 const teamNames = (n: number) =>
   Array.from({ length: n }, (_, i) => `${"abcdefghijklmnopqrstuvwxyz"[i % 26]}${String(i).padStart(5, "0")}`);
 const cpuOf = (pid: number) => {
-  const fields = readFileSync(`/proc/${pid}/stat`, "utf8").split(") ")[1]!.split(" ");
-  return (Number(fields[11]) + Number(fields[12])) / 100;
+  const usage = processUsage(pid);
+  if (!usage) throw new Error(`process ${pid} is gone`);
+  return usage.cpuSeconds;
 };
 const mib = (bytes: number) => Math.round(bytes / 1024 / 1024);
 const rev = (sha: string) => `main@sha1:${sha}`;
@@ -225,6 +278,7 @@ async function phase(platform: FluxPlatform): Promise<{ end(settled?: () => Prom
     ]),
   );
   platform.flux.resetPeakRss("kustomize-controller");
+  const requests0 = await apiserverRequests(platform);
   return {
     async end(settled) {
       let last = "";
@@ -249,6 +303,7 @@ async function phase(platform: FluxPlatform): Promise<{ end(settled?: () => Prom
         ).length,
         cpu: Object.fromEntries(Object.entries(pids).map(([k, pid]) => [k, cpuOf(pid) - cpu0[k]!])),
         kustomizePeakRssMiB: mib(platform.flux.peakRssBytes("kustomize-controller")),
+        requests: requestsBetween(requests0, await apiserverRequests(platform)),
       };
     },
   };
@@ -424,6 +479,7 @@ async function run(layout: Layout, n: number): Promise<Result> {
         `  onboarding ${i + 1}/${samples} (${revision.slice(0, 7)}): POST → namespace ${ms(toNamespaceMs)}, → Kustomization Ready ${ms(toReadyMs)}; ${describe(cost)}`,
       );
       console.log(`    after the POST: ${await timeline(platform, layout, team, postedAt)}`);
+      console.log(`    apiserver, heaviest requests: ${heaviestRequests(cost.requests)}`);
     }
 
     // A rollout commit that changes 10 % of the teams (one commit).
@@ -533,6 +589,8 @@ function summary(results: Result[]): void {
   row("onboarding: kube-apiserver + etcd CPU s, p50", (r) =>
     med(r, (o) => o.cost.cpu["kube-apiserver"]! + o.cost.cpu.etcd!).toFixed(2),
   );
+  const requestCount = (o: Onboarding) => [...o.cost.requests.values()].reduce((sum, t) => sum + t.count, 0);
+  row("onboarding: apiserver requests (watches apart), p50", (r) => String(med(r, requestCount)));
   row("onboarding: kustomize-controller peak RSS MiB, max", (r) =>
     String(Math.max(...r.onboardings.map((o) => o.cost.kustomizePeakRssMiB))),
   );
