@@ -33,6 +33,7 @@ import { percentile } from "./stats.js";
 import { spawn, spawnSync, type ChildProcess } from "node:child_process";
 import { freePort } from "../support/ports.js";
 import { processUsage } from "../support/process-usage.js";
+import { metricSum, sample } from "../support/prometheus.js";
 import { createRequire } from "node:module";
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { availableParallelism, cpus, loadavg, tmpdir } from "node:os";
@@ -672,10 +673,9 @@ async function scalePoint(teamsCount: number, first: boolean, command: string[])
           "every team checked after the restart",
           async () => {
             const m = await (await fetch(`http://127.0.0.1:${restarted.metricsPort}/metrics`)).text();
-            const passes = [...m.matchAll(/^berth_controller_reconcile_total\{[^}]*controller="team"[^}]*\} (\S+)$/gm)];
-            const depth = /^berth_controller_workqueue_depth\{queue="team"\} (\S+)$/m.exec(m)?.[1];
-            const total = passes.reduce((sum, p) => sum + Number(p[1]), 0);
-            return total >= inPlace && depth === "0" && performance.now() - restarted.startedAt;
+            const passes = metricSum(m, "berth_controller_reconcile_total", { controller: "team" });
+            const depth = sample(m, "berth_controller_workqueue_depth", { queue: "team" });
+            return passes >= inPlace && depth === 0 && performance.now() - restarted.startedAt;
           },
           30 * 60_000,
           200,

@@ -48,6 +48,7 @@
  * attempted the commit). With the machine's load before and after each block (the machine is shared).
  */
 import { processUsage } from "../support/process-usage.js";
+import { samples } from "../support/prometheus.js";
 import { mkdtempSync, rmSync, statfsSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -153,15 +154,17 @@ interface RequestTally {
 async function apiserverRequests(platform: FluxPlatform): Promise<Map<string, RequestTally>> {
   const text = (await platform.admin.req("GET", "/metrics")).body;
   const out = new Map<string, RequestTally>();
-  const series = /^apiserver_request_(total|duration_seconds_sum)\{([^}]*)\} (\S+)$/gm;
-  for (const [, metric, labels, value] of text.matchAll(series)) {
-    const label = (name: string) => new RegExp(`(?:^|,)${name}="([^"]*)"`).exec(labels!)?.[1] ?? "";
-    if (label("verb") === "WATCH") continue;
-    const kind = `${label("verb")} ${label("resource")}${label("subresource") ? `/${label("subresource")}` : ""}${label("dry_run") ? " dry-run" : ""}`;
-    const tally = out.get(kind) ?? { count: 0, seconds: 0 };
-    if (metric === "total") tally.count += Number(value);
-    else tally.seconds += Number(value);
-    out.set(kind, tally);
+  for (const [metric, field] of [
+    ["apiserver_request_total", "count"],
+    ["apiserver_request_duration_seconds_sum", "seconds"],
+  ] as const) {
+    for (const { labels, value } of samples(text, metric)) {
+      if (labels.verb === "WATCH") continue;
+      const kind = `${labels.verb} ${labels.resource ?? ""}${labels.subresource ? `/${labels.subresource}` : ""}${labels.dry_run ? " dry-run" : ""}`;
+      const tally = out.get(kind) ?? { count: 0, seconds: 0 };
+      tally[field] += value;
+      out.set(kind, tally);
+    }
   }
   return out;
 }

@@ -31,6 +31,7 @@ import { CLUSTER_NAME, CLUSTER_RG, PLATFORM_IDENTITY, startWorld, type World } f
 import { DEFAULT_TIMINGS } from "../../apps/controller/src/controller.js";
 import { REPO_ROOT, startKubeCluster, type KubeCluster } from "../support/kube-cluster.js";
 import { parseLogOutput } from "../support/logs.js";
+import { metricSum } from "../support/prometheus.js";
 import { eventually } from "../support/wait.js";
 import {
   Admin,
@@ -150,19 +151,10 @@ describe("controller with live Azure discovery (child process, HTTPS_PROXY, Defa
     );
 
   const metricsText = async () => (await fetch(`http://127.0.0.1:${metricsPort}/metrics`)).text();
-  /** Sum of the samples of `name` whose labels include `labels`. */
-  const metric = (text: string, name: string, labels: Record<string, string> = {}): number => {
-    let sum = 0;
-    for (const m of text.matchAll(new RegExp(`^${name}\\{([^}]*)\\} (\\S+)$`, "gm"))) {
-      const have = Object.fromEntries([...m[1]!.matchAll(/(\w+)="([^"]*)"/g)].map((l) => [l[1], l[2]]));
-      if (Object.entries(labels).every(([k, v]) => have[k] === v)) sum += Number(m[2]);
-    }
-    return sum;
-  };
   /** Reads that went past the cache to the ARM call path (one per cache miss, stale answer or error). */
   const loads = (text: string, kind: string) =>
     ["miss", "stale", "error"].reduce(
-      (n, result) => n + metric(text, "berth_azure_discovery_cache_total", { kind, result }),
+      (n, result) => n + metricSum(text, "berth_azure_discovery_cache_total", { kind, result }),
       0,
     );
   let spawnedAt = 0;
@@ -626,7 +618,7 @@ describe("controller with live Azure discovery (child process, HTTPS_PROXY, Defa
         // budget (process-wide: the storms before this one may have spent it).
         const atEnd = await metricsText();
         const handled = (name: string) =>
-          metric(atEnd, name, { reason: phase.reason }) - metric(atStart, name, { reason: phase.reason });
+          metricSum(atEnd, name, { reason: phase.reason }) - metricSum(atStart, name, { reason: phase.reason });
         const retried = handled("berth_azure_discovery_retries_total");
         const refused = handled("berth_azure_discovery_retry_budget_exhausted_total");
         expect(
@@ -672,7 +664,7 @@ describe("controller with live Azure discovery (child process, HTTPS_PROXY, Defa
         const c1 = counts();
         const text = await metricsText();
         const c2 = counts();
-        const fromMetric = armOps.map((op) => metric(text, "berth_arm_requests_total", { operation: op })).join(",");
+        const fromMetric = armOps.map((op) => metricSum(text, "berth_arm_requests_total", { operation: op })).join(",");
         return c1 === c2 && c2 === fromMetric
           ? { after: text, armTotal: world.fake.stats.requests.filter((r) => r.service === "arm").length }
           : undefined;
@@ -681,7 +673,7 @@ describe("controller with live Azure discovery (child process, HTTPS_PROXY, Defa
     );
     const elapsed = Date.now() - spawnedAt;
     // The first storm meets an unspent budget (no failure before it in this process): its 429s are retried.
-    expect(metric(after, "berth_azure_discovery_retries_total", { reason: "throttled" })).toBeGreaterThan(0);
+    expect(metricSum(after, "berth_azure_discovery_retries_total", { reason: "throttled" })).toBeGreaterThan(0);
 
     // ≤ 4 requests per read (no second retry layer under ours), over the storms.
     for (const op of ops) {
@@ -725,7 +717,7 @@ describe("controller with live Azure discovery (child process, HTTPS_PROXY, Defa
       );
     const before = await versions();
     const teamReconciles = async () =>
-      metric(await metricsText(), "berth_controller_reconcile_total", { controller: "team" });
+      metricSum(await metricsText(), "berth_controller_reconcile_total", { controller: "team" });
 
     // Azure Resource Manager answers 503 to everything (Entra still issues tokens).
     const outage = world.fake.faults.serverError({ service: "arm" }, { status: 503 });
@@ -779,7 +771,7 @@ describe("controller with live Azure discovery (child process, HTTPS_PROXY, Defa
 
   it("writes no workload-identity credential for a cluster without an OIDC issuer, and says why in a Warning Event", async () => {
     const platformPasses = async () =>
-      metric(await metricsText(), "berth_controller_reconcile_total", { controller: "platform" });
+      metricSum(await metricsText(), "berth_controller_reconcile_total", { controller: "platform" });
     world.fake.setOidcIssuer({ resourceGroup: CLUSTER_RG, name: CLUSTER_NAME, enabled: false });
     try {
       // Azure says so for sure (not an outage): severity Error, and no last known values stand in.
