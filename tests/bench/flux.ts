@@ -8,7 +8,7 @@
  *   BENCH_FLUX_TMP=disk npm run bench -- flux              # every Flux controller's /tmp on disk, not in memory
  *
  * For each size N and each layout, a whole platform as docs/install.md builds it (tests/support/flux-platform.ts:
- * kube-apiserver 1.35, real Flux 2.9.3 built from its Go modules, Berth's controller and API, ASO played), on one
+ * kube-apiserver 1.35, real Flux 2.9.4 built from its Go modules, Berth's controller and API, ASO played), on one
  * cluster, whose fleet repository holds N teams (in dev; their template versions: TEMPLATES) before Flux starts:
  *   - GitRepository ("before"): the install before ADR 0019 (tests/fixtures/flux-install-before-0019): berth-teams
  *     and every team Kustomization read GitRepository flux-system. No Receiver there: right after each push the

@@ -3,7 +3,7 @@ module berth.local/test-cluster/notification-controller
 
 go 1.26.0
 
-require github.com/fluxcd/notification-controller v1.9.2
+require github.com/fluxcd/notification-controller v1.9.3
 
 require (
 	cel.dev/expr v0.25.1 // indirect
@@ -218,6 +218,6 @@ require (
 )
 
 // github.com/fluxcd/notification-controller/api: the published module of the same release (upstream replaces it with ./api)
-require github.com/fluxcd/notification-controller/api v1.9.2 // indirect
+require github.com/fluxcd/notification-controller/api v1.9.3 // indirect
 
 replace gopkg.in/yaml.v3 => gopkg.in/yaml.v3 v3.0.1

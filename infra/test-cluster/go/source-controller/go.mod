@@ -3,7 +3,7 @@ module berth.local/test-cluster/source-controller
 
 go 1.26.0
 
-require github.com/fluxcd/source-controller v1.9.3
+require github.com/fluxcd/source-controller v1.9.4
 
 require (
 	cel.dev/expr v0.25.1 // indirect
@@ -108,14 +108,14 @@ require (
 	github.com/fluxcd/pkg/apis/acl v0.10.0 // indirect
 	github.com/fluxcd/pkg/apis/event v0.27.1 // indirect
 	github.com/fluxcd/pkg/apis/meta v1.30.1 // indirect
-	github.com/fluxcd/pkg/artifact v0.18.1 // indirect
-	github.com/fluxcd/pkg/auth v0.54.1 // indirect
+	github.com/fluxcd/pkg/artifact v0.18.2 // indirect
+	github.com/fluxcd/pkg/auth v0.54.2 // indirect
 	github.com/fluxcd/pkg/cache v0.14.0 // indirect
 	github.com/fluxcd/pkg/git v0.52.0 // indirect
 	github.com/fluxcd/pkg/http/transport v0.8.0 // indirect
 	github.com/fluxcd/pkg/lockedfile v0.8.0 // indirect
 	github.com/fluxcd/pkg/masktoken v0.9.0 // indirect
-	github.com/fluxcd/pkg/oci v0.68.0 // indirect
+	github.com/fluxcd/pkg/oci v0.68.1 // indirect
 	github.com/fluxcd/pkg/runtime v0.110.1 // indirect
 	github.com/fluxcd/pkg/sourceignore v0.18.0 // indirect
 	github.com/fluxcd/pkg/ssh v0.25.0 // indirect
@@ -332,6 +332,11 @@ require (
 )
 
 // github.com/fluxcd/source-controller/api: the published module of the same release (upstream replaces it with ./api)
-require github.com/fluxcd/source-controller/api v1.9.3 // indirect
+require github.com/fluxcd/source-controller/api v1.9.4 // indirect
 
 replace github.com/opencontainers/go-digest => github.com/opencontainers/go-digest v1.0.1-0.20220411205349-bde1400a84be
+
+// source-controller v1.9.4 requires github.com/fluxcd/pkg/artifact v0.18.2, whose source the module proxy refuses
+// (403, 2026-11-27 to 2026-12-06). v0.18.2 differs from v0.18.1 only in its go.mod (pkg/oci v0.68.0 -> v0.68.1,
+// which source-controller requires itself): the same code, so the wrapper builds v0.18.1's.
+replace github.com/fluxcd/pkg/artifact v0.18.2 => github.com/fluxcd/pkg/artifact v0.18.1

@@ -3,7 +3,7 @@ module berth.local/test-cluster/source-watcher
 
 go 1.26.0
 
-require github.com/fluxcd/source-watcher/v2 v2.2.2
+require github.com/fluxcd/source-watcher/v2 v2.2.3
 
 require (
 	github.com/Azure/go-ansiterm v0.0.0-20230124172434-306776ec8161 // indirect
@@ -125,6 +125,6 @@ require (
 )
 
 // github.com/fluxcd/source-watcher/api/v2: the published module of the same release (upstream replaces it with ./api)
-require github.com/fluxcd/source-watcher/api/v2 v2.2.2 // indirect
+require github.com/fluxcd/source-watcher/api/v2 v2.2.3 // indirect
 
 replace github.com/opencontainers/go-digest => github.com/opencontainers/go-digest v1.0.1-0.20220411205349-bde1400a84be
