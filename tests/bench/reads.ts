@@ -1,7 +1,8 @@
 /**
  * Benchmark of the read path: GET /v1/teams and GET /v1/teams/{name} over HTTP with a fleet of teams.
  * Prints figures; asserts nothing. Run: `npm run bench -- reads` (BENCH_TEAMS, default 1000).
- * Targets (issue 8): GET /v1/teams with 1,000 teams p50 ≤ 50 ms, GET /v1/teams/{name} ≤ 10 ms.
+ * Targets (issue 8): GET /v1/teams with 1,000 teams p50 ≤ 50 ms, GET /v1/teams/{name} ≤ 10 ms (issue 39: the same at
+ * 5,000). The readers are fetch's, which ask for gzip; one row reads the whole list uncompressed too.
  *
  * The fleet is rendered by the real Onboarding and committed in one commit with plain git (onboarding
  * 1,000 teams through the API would measure the writer, not the reads).
@@ -129,7 +130,22 @@ async function main() {
   const concurrent: number[] = [];
   await Promise.all(Array.from({ length: 20 }, async () => concurrent.push(...(await series(10, () => timed(list))))));
   row(`GET /v1/teams (${TEAMS} teams), 20 concurrent readers`, concurrent);
+  // fetch asks for gzip; a reader that does not (curl without --compressed) gets the JSON as is.
+  const identity = { "accept-encoding": "identity" };
+  const plainConcurrent: number[] = [];
+  await Promise.all(
+    Array.from({ length: 20 }, async () => plainConcurrent.push(...(await series(10, () => timed(list, identity))))),
+  );
+  row(`GET /v1/teams (${TEAMS} teams), 20 concurrent readers, not gzipped`, plainConcurrent);
   row("GET /v1/teams?limit=100", await series(50, () => timed(`${list}?limit=100`)));
+  const sizes = await Promise.all(
+    ["gzip", "identity"].map(async (coding) => {
+      const res = await fetch(list, { headers: { ...auth, "accept-encoding": coding } });
+      await res.arrayBuffer();
+      return `${coding} ${res.headers.get("content-length")} bytes`;
+    }),
+  );
+  process.stdout.write(`whole list on the wire: ${sizes.join(", ")}\n`);
   const { etag } = await timed(list);
   row("GET /v1/teams, If-None-Match → 304", await series(50, () => timed(list, { "if-none-match": etag! }), 304));
   row(

@@ -1,5 +1,6 @@
 /** Reads at scale: limit/continue pagination and ETag/If-None-Match on GET /v1/teams and /v1/teams/{name}. */
 import { teamListResponse, teamResponse, writeResponse } from "@berth/api-contract";
+import { gunzipSync } from "node:zlib";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { DEV_TOKEN, startBerth, type RunningBerth } from "../support/berth.js";
 import { readAnswer } from "../support/contract.js";
@@ -67,6 +68,31 @@ describe("reading teams", () => {
       expect(res.headers["content-type"]).toContain("application/problem+json");
     }
     expect((await get("/v1/teams?unrelated=1")).statusCode).toBe(200);
+  });
+
+  it("sends the list gzipped to a reader that accepts it, as its own representation (Vary, ETag, 304)", async () => {
+    for (const url of ["/v1/teams", "/v1/teams?limit=2"]) {
+      const plain = await get(url);
+      expect(plain.headers["content-encoding"], url).toBeUndefined();
+      expect(plain.headers.vary, url).toContain("accept-encoding");
+      const zipped = await get(url, { "accept-encoding": "br;q=1, gzip;q=0.8" });
+      expect(zipped.statusCode, url).toBe(200);
+      expect(zipped.headers["content-encoding"], url).toBe("gzip");
+      expect(zipped.headers.vary, url).toContain("accept-encoding");
+      expect(gunzipSync(zipped.rawPayload).toString("utf8"), url).toBe(plain.body);
+      expect(zipped.rawPayload.length, url).toBeLessThan(plain.rawPayload.length);
+      // Other bytes, so another strong tag; each answers 304 to its own.
+      const tag = zipped.headers.etag as string;
+      expect(tag, url).not.toBe(plain.headers.etag);
+      expect((await get(url, { "accept-encoding": "gzip", "if-none-match": tag })).statusCode, url).toBe(304);
+      expect((await get(url, { "if-none-match": tag })).statusCode, url).toBe(200);
+      // Refused or not offered: the body as is.
+      for (const refused of ["gzip;q=0", "br", "identity"]) {
+        const res = await get(url, { "accept-encoding": refused });
+        expect(res.headers["content-encoding"], `${url} ${refused}`).toBeUndefined();
+        expect(res.body, `${url} ${refused}`).toBe(plain.body);
+      }
+    }
   });
 
   it("answers 304 while the repo has not changed, for the list and for one team", async () => {

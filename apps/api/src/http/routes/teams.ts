@@ -2,6 +2,7 @@ import { createHash } from "node:crypto";
 import { LRUCache } from "lru-cache";
 import type { FastifyReply, FastifyRequest } from "fastify";
 import { matchesEtag } from "../etag.js";
+import { contentCodingFor, encodeBody, encodedSize, type EncodedBody } from "../encoded-body.js";
 import type { FastifyPluginAsyncZod } from "fastify-type-provider-zod";
 import { z } from "zod";
 import { writeRequest } from "../write-request.js";
@@ -90,7 +91,7 @@ function notModifiedSince(
 }
 
 export const teamRoutes: FastifyPluginAsyncZod<{ teams: TeamService }> = async (app, { teams }) => {
-  const listBodies = new LRUCache<string, Buffer>({
+  const listBodies = new LRUCache<string, EncodedBody>({
     max: 32,
     maxSize: 64 * 1024 * 1024,
     maxEntrySize: 16 * 1024 * 1024,
@@ -115,9 +116,13 @@ export const teamRoutes: FastifyPluginAsyncZod<{ teams: TeamService }> = async (
       const { limit, continue: after } = request.query;
       const page = await teams.list({ limit, after });
       const variant = `list\n${limit ?? ""}\n${after ?? ""}`;
-      if (notModifiedSince(request, reply, page.revision, variant)) return reply;
-      // A page is a function of (revision, query): serialized and encoded once, then sent as is to every reader
-      // of that revision (1,000 teams are ~70 ms of JSON work, and a string would be encoded on every send).
+      // Each content coding is its own representation, with its own strong ETag (RFC 9110 8.8.3).
+      const coding = contentCodingFor(request.headers["accept-encoding"]);
+      reply.header("vary", "accept-encoding");
+      if (notModifiedSince(request, reply, page.revision, `${variant}\n${coding}`)) return reply;
+      // A page is a function of (revision, query): serialized, encoded and compressed once, then sent as is to
+      // every reader of that revision (1,000 teams are ~70 ms of JSON work, and a string would be encoded on
+      // every send).
       const key = `${page.revision ?? ""}\n${variant}`;
       let body = listBodies.get(key);
       if (body === undefined) {
@@ -127,12 +132,15 @@ export const teamRoutes: FastifyPluginAsyncZod<{ teams: TeamService }> = async (
           revision: page.revision ?? null,
           ...(page.lastOfPage ? { continue: encodeContinue(page.lastOfPage) } : {}),
         };
-        body = Buffer.from(JSON.stringify(teamListResponse.parse(value)), "utf8");
-        listBodies.set(key, body, { size: body.length });
+        body = encodeBody(JSON.stringify(teamListResponse.parse(value)));
+        listBodies.set(key, body, { size: encodedSize(body) });
       }
+      if (coding === "gzip") reply.header("content-encoding", "gzip");
       // A Buffer payload skips fastify's serializer; the value was checked against the schema above (hence the
       // cast: the type provider types send() with the schema's type).
-      return reply.type("application/json; charset=utf-8").send(body as unknown as z.infer<typeof teamListResponse>);
+      return reply
+        .type("application/json; charset=utf-8")
+        .send(body[coding] as unknown as z.infer<typeof teamListResponse>);
     },
   );
 
