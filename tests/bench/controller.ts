@@ -418,6 +418,16 @@ async function scalePoint(teamsCount: number, first: boolean, command: string[])
       BERTH_CLUSTER_NAME: "aks-dev-weu",
       BERTH_POD_NAME: "bench",
     };
+    /** Spawns a controller with the apiserver's writes and the cluster's CPU taken just before, and waits for /readyz. */
+    const spawnMeasured = async () => {
+      await sleep(2_000); // let the apiserver settle after what came before, so the CPU windows start quiet
+      const writes0 = await apiserverWrites(admin);
+      const controller = new ControllerProcess(command, controllerEnv, await freePort());
+      controllers.push(controller);
+      const cpu0 = cpuNow(undefined, cluster);
+      const readyMs = await controller.ready(300_000);
+      return { controller, writes0, cpu0, readyMs };
+    };
     process.stdout.write(`${label} cluster up in ${fmtMs(cluster.startupMs)}\n`);
 
     if (first) {
@@ -494,12 +504,7 @@ async function scalePoint(teamsCount: number, first: boolean, command: string[])
 
     await credentials.start();
     const allCold = Promise.all(teams.map((t) => credentials.expect(t.name, t.id)));
-    await sleep(2_000); // let the apiserver settle after the pre-create before the CPU windows start
-    const writes0 = await apiserverWrites(admin);
-    const controller = new ControllerProcess(command, controllerEnv, await freePort());
-    controllers.push(controller);
-    const cpu0 = cpuNow(undefined, cluster);
-    const readyMs = await controller.ready(300_000);
+    const { controller, writes0, cpu0, readyMs } = await spawnMeasured();
     const leadMs = await until(
       "the controller to hold the Lease",
       async () => {
@@ -660,12 +665,7 @@ async function scalePoint(teamsCount: number, first: boolean, command: string[])
 
     // ---- (e) restart: every team in place (a new pod after an upgrade or a drain) ----
     const inPlace = teamsCount + (first ? LATENCY_TEAMS : 0);
-    await sleep(2_000);
-    const restartWrites0 = await apiserverWrites(admin);
-    const restarted = new ControllerProcess(command, controllerEnv, await freePort());
-    controllers.push(restarted);
-    const r0 = cpuNow(undefined, cluster);
-    const restartReadyMs = await restarted.ready(300_000);
+    const { controller: restarted, writes0: restartWrites0, cpu0: r0, readyMs: restartReadyMs } = await spawnMeasured();
     // Every team checked once: the team queue has finished a pass per team and holds nothing.
     const checkedMs = await within(
       Promise.race([
