@@ -97,6 +97,12 @@ async function series(
   return out;
 }
 
+/** 20 readers at once, each making 10 requests in turn: every request's time. */
+async function concurrently(f: (reader: number, i: number) => Promise<{ ms: number; status: number }>) {
+  const perReader = await Promise.all(Array.from({ length: 20 }, (_, reader) => series(10, (i) => f(reader, i))));
+  return perReader.flat();
+}
+
 async function main() {
   const root = await makeTempDir("berth-bench-reads-");
   const remote = await createBareRepo(join(root, "flux.git"));
@@ -127,16 +133,13 @@ async function main() {
   rows.push([`GET /v1/teams, first after start (parses ${TEAMS})`, ms(cold.ms), "", "1"]);
 
   row(`GET /v1/teams (${TEAMS} teams), one reader`, await series(50, () => timed(list)));
-  const concurrent: number[] = [];
-  await Promise.all(Array.from({ length: 20 }, async () => concurrent.push(...(await series(10, () => timed(list))))));
-  row(`GET /v1/teams (${TEAMS} teams), 20 concurrent readers`, concurrent);
+  row(`GET /v1/teams (${TEAMS} teams), 20 concurrent readers`, await concurrently(() => timed(list)));
   // fetch asks for gzip; a reader that does not (curl without --compressed) gets the JSON as is.
   const identity = { "accept-encoding": "identity" };
-  const plainConcurrent: number[] = [];
-  await Promise.all(
-    Array.from({ length: 20 }, async () => plainConcurrent.push(...(await series(10, () => timed(list, identity))))),
+  row(
+    `GET /v1/teams (${TEAMS} teams), 20 concurrent readers, not gzipped`,
+    await concurrently(() => timed(list, identity)),
   );
-  row(`GET /v1/teams (${TEAMS} teams), 20 concurrent readers, not gzipped`, plainConcurrent);
   row("GET /v1/teams?limit=100", await series(50, () => timed(`${list}?limit=100`)));
   const sizes = await Promise.all(
     ["gzip", "identity"].map(async (coding) => {
@@ -152,15 +155,10 @@ async function main() {
     "GET /v1/teams/{name}",
     await series(200, (i) => timed(`${list}/team-${String((i * 7) % TEAMS).padStart(4, "0")}`)),
   );
-  const oneConcurrent: number[] = [];
-  await Promise.all(
-    Array.from({ length: 20 }, async (_, w) =>
-      oneConcurrent.push(
-        ...(await series(10, (i) => timed(`${list}/team-${String((w * 10 + i) % TEAMS).padStart(4, "0")}`))),
-      ),
-    ),
+  row(
+    "GET /v1/teams/{name}, 20 concurrent readers",
+    await concurrently((reader, i) => timed(`${list}/team-${String((reader * 10 + i) % TEAMS).padStart(4, "0")}`)),
   );
-  row("GET /v1/teams/{name}, 20 concurrent readers", oneConcurrent);
 
   // After a write: the list is rebuilt, re-reading only the team that changed.
   const afterWrite: number[] = [];
