@@ -3,7 +3,8 @@
  *
  *   npm run bench -- flux                                  # 100 and 1,000 teams, before and slices
  *   BENCH_FLUX_TEAMS=100,1000,5000 BENCH_FLUX_SAMPLES=5 npm run bench -- flux
- *   BENCH_FLUX_LAYOUTS=ExternalArtifact,Slices,HashSlices npm run bench -- flux
+ *   BENCH_FLUX_LAYOUTS=ExternalArtifact,Slices,HashSlices,HashSlicesPerSlice npm run bench -- flux
+ *   BENCH_FLUX_SLICES=64 BENCH_FLUX_LAYOUTS=HashSlicesPerSlice npm run bench -- flux   # the hash slices' count
  *   BENCH_FLUX_API_QPS=0 npm run bench -- flux             # kustomize-controller and source-watcher at Flux's rate limit
  *   BENCH_FLUX_TMP=disk npm run bench -- flux              # every Flux controller's /tmp on disk, not in memory
  *
@@ -18,8 +19,10 @@
  *     team's artifact, Kustomization berth-teams applies every team's Flux file; the API's Receiver notification
  *     makes Flux fetch.
  *   - Slices ("slices"): flux/ as it is (ADR 0022): the same per team, in 26 slices by first letter.
- *   - HashSlices ("hash"): 16 slices by the SHA-256 of the name (ADR 0034, platform.layout.slices), team folders in
- *     their shard's, as `berth cluster slices` leaves a cluster.
+ *   - HashSlices ("hash"): 16 slices (BENCH_FLUX_SLICES) by the SHA-256 of the name (ADR 0034, platform.layout.slices),
+ *     team folders in their shard's, as `berth cluster slices` leaves a cluster.
+ *   - HashSlicesPerSlice ("per-slice"): the same slices, each fetching only its shards' folders with a GitRepository of
+ *     its own (ADR 0036, platform.layout.slices.fetch), woken by the real Receiver only for the shards a push touched.
  * Every GitRepository polls every 10 minutes. kustomize-controller runs with the settings Flux gives for the size:
  * its vertical scaling guide's `--concurrent=10 --requeue-dependency=5s` for hundreds of applications, and
  * flux-benchmark's `--concurrent=20` from 1,000 on, where it and source-watcher also get operations.md's client rate
@@ -55,7 +58,7 @@ import { join } from "node:path";
 import { performance } from "node:perf_hooks";
 import { setTimeout as sleep } from "node:timers/promises";
 import { parseAllDocuments } from "yaml";
-import { slicesOf, teamShard } from "@berth/core";
+import { sliceHolding } from "@berth/core";
 import type { Obj } from "../controller/helpers.js";
 import { REPO_ROOT } from "../support/berth.js";
 import { renderFleet } from "../support/fleet-seed.js";
@@ -72,11 +75,15 @@ import { percentile } from "./stats.js";
 
 const SIZES = (process.env.BENCH_FLUX_TEAMS ?? "100,1000").split(",").map(Number);
 /** The layouts a run can compare: before ADR 0019, ADR 0019's team artifacts, ADR 0022's slices (flux/). */
-type Layout = TeamSource | "Slices" | "HashSlices";
+type Layout = TeamSource | "Slices" | "HashSlices" | "HashSlicesPerSlice";
 const LAYOUTS = (process.env.BENCH_FLUX_LAYOUTS ?? "GitRepository,Slices").split(",") as Layout[];
 const SAMPLES = Number(process.env.BENCH_FLUX_SAMPLES ?? 5);
-/** The hash slices' count: 16, what install.md advises from about 1,000 teams (one slice per leading hex digit). */
-const HASH_SLICES = 16;
+/**
+ * The hash slices' count (BENCH_FLUX_SLICES): 16 by default, what install.md advises from about 1,000 teams (one slice
+ * per leading hex digit).
+ */
+const HASH_SLICES = Number(process.env.BENCH_FLUX_SLICES ?? 16) as 16 | 32 | 64 | 128 | 256;
+const hashLayout = (layout: Layout) => layout === "HashSlices" || layout === "HashSlicesPerSlice";
 /** The before layout reconciles every team at every commit: fewer onboardings there, each takes minutes at 1,000. */
 const SAMPLES_BEFORE = Number(process.env.BENCH_FLUX_SAMPLES_BEFORE ?? 2);
 const QUIET_MS = 15_000;
@@ -103,9 +110,16 @@ const NAME = {
   GitRepository: "before (GitRepository)",
   ExternalArtifact: "artifacts (ADR 0019)",
   Slices: "slices (ADR 0022)",
-  HashSlices: "hash slices (ADR 0034, 16)",
+  HashSlices: `hash slices (ADR 0034, ${HASH_SLICES})`,
+  HashSlicesPerSlice: `hash slices fetched per slice (ADR 0036, ${HASH_SLICES})`,
 } as const;
-const SHORT = { GitRepository: "before", ExternalArtifact: "artifacts", Slices: "slices", HashSlices: "hash" } as const;
+const SHORT = {
+  GitRepository: "before",
+  ExternalArtifact: "artifacts",
+  Slices: "slices",
+  HashSlices: "hash",
+  HashSlicesPerSlice: "per-slice",
+} as const;
 /**
  * The template versions of each layout's fleet: `fleet` for most teams and new ones, `behind` for the 10 % the rollout
  * moves to `target`. Before: templates v1 as they were (one file per object, about 14 files a team), 10 % to v3.
@@ -117,6 +131,7 @@ const TEMPLATES = {
   ExternalArtifact: { fleet: "v5", behind: "v4", target: "v5" },
   Slices: { fleet: "v5", behind: "v4", target: "v5" },
   HashSlices: { fleet: "v5", behind: "v4", target: "v5" },
+  HashSlicesPerSlice: { fleet: "v5", behind: "v4", target: "v5" },
 } as const satisfies Record<Layout, { fleet: string; behind: string; target: string }>;
 
 type Ks = Obj & {
@@ -344,8 +359,11 @@ async function timeline(platform: FluxPlatform, layout: Layout, team: string, po
     (o?.status as { artifact?: { lastUpdateTime?: string } } | undefined)?.artifact?.lastUpdateTime;
   const source = "source.toolkit.fluxcd.io/v1";
   const { namespace, name } = platform.teamsSource;
+  // Per-slice fetch: the team's slice's own GitRepository fetches (ADR 0036), cut by nothing.
+  const perSlice = layout === "HashSlicesPerSlice";
+  const fetchedBy = perSlice ? `berth-teams-${sliceHolding({ by: "hash", count: HASH_SLICES }, team).id}` : name;
   const steps: Array<[string, unknown]> = [
-    ["fetched", artifactTime(await platform.admin.get(source, "GitRepository", namespace, name))],
+    ["fetched", artifactTime(await platform.admin.get(source, "GitRepository", namespace, fetchedBy))],
   ];
   if (layout === "ExternalArtifact") {
     const index = await platform.admin.get(source, "ExternalArtifact", "flux-system", "berth-teams");
@@ -353,13 +371,16 @@ async function timeline(platform: FluxPlatform, layout: Layout, team: string, po
     steps.push(["index artifact", artifactTime(index)], ["team artifact", artifact?.metadata.creationTimestamp]);
   }
   if (layout === "Slices" || layout === "HashSlices") {
-    const sliceId =
-      layout === "Slices"
-        ? team[0]
-        : slicesOf({ by: "hash", count: HASH_SLICES })[parseInt(teamShard(team)[0]!, 16)]!.id;
+    const sliceId = sliceHolding(
+      layout === "Slices" ? { by: "first-letter" } : { by: "hash", count: HASH_SLICES },
+      team,
+    ).id;
     const slice = await platform.admin.get(source, "ExternalArtifact", ASO_NAMESPACE, `berth-team-slice-${sliceId}`);
+    steps.push(["slice artifact", artifactTime(slice)]);
+  }
+  if (layout === "Slices" || hashLayout(layout)) {
     const artifact = await platform.admin.get(source, "ExternalArtifact", ASO_NAMESPACE, `team-files-${team}`);
-    steps.push(["slice artifact", artifactTime(slice)], ["team artifact", artifact?.metadata.creationTimestamp]);
+    steps.push(["team artifact", artifact?.metadata.creationTimestamp]);
   }
   steps.push(
     ["Kustomization", (await platform.kustomization(ASO_NAMESPACE, `team-${team}`))?.metadata.creationTimestamp],
@@ -387,7 +408,9 @@ async function run(layout: Layout, n: number): Promise<Result> {
   const platform = await startFluxPlatform({
     teamSource: layout === "GitRepository" ? "GitRepository" : "ExternalArtifact",
     install0019: layout === "ExternalArtifact",
-    ...(layout === "HashSlices" ? { hashSlices: HASH_SLICES } : {}),
+    ...(hashLayout(layout)
+      ? { hashSlices: HASH_SLICES, sliceFetch: layout === "HashSlicesPerSlice" ? "per-slice" : "whole" }
+      : {}),
     platform: (p) => (p.templateVersion = templates.fleet),
     pollInterval: "10m",
     asoIntervalMs: 2_000,

@@ -3,7 +3,7 @@
  * cluster's Receiver, signed with its HMAC key. Here each cluster's Receiver is a small HTTP server that checks the
  * signature as notification-controller's generic-hmac Receiver does (tests/flux/team-artifacts.test.ts runs the
  * real one). What is checked: who is told (the clusters that read what the push changed, nobody for a rollout's
- * state file), the signature and body, that a cluster that does not answer costs the write nothing and is retried
+ * state file), the signature and body (the shards of the teams it touched, ADR 0036), that a cluster that does not answer costs the write nothing and is retried
  * with backoff, then given up, and counted in the metrics; a burst of pushes coalesces; the key is read at each
  * notification (a rotated Secret) and never logged; a redirect is never followed (the signed body stays with the
  * Receiver), and no failure logs the URL's userinfo or path.
@@ -14,6 +14,7 @@ import { writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { Writable } from "node:stream";
 import { rolloutCreatedResponse, writeResponse } from "@berth/api-contract";
+import { teamShard } from "@berth/core";
 import pino from "pino";
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { FluxNotifier } from "../../apps/api/src/adapters/flux-notifier.js";
@@ -32,6 +33,8 @@ type Cluster = (typeof CLUSTERS)[number];
 
 interface Delivery {
   revision: string;
+  /** The shards the body names (undefined: none named, every slice). */
+  shards?: string[];
   at: number;
 }
 
@@ -62,11 +65,10 @@ class ReceiverStandIn {
       res.writeHead(400).end();
       return;
     }
-    if (answer === 200)
-      this.deliveries.push({
-        revision: (JSON.parse(body.toString()) as { revision: string }).revision,
-        at: Date.now(),
-      });
+    if (answer === 200) {
+      const { revision, shards } = JSON.parse(body.toString()) as { revision: string; shards?: string[] };
+      this.deliveries.push({ revision, ...(shards ? { shards } : {}), at: Date.now() });
+    }
     res.writeHead(answer, answer >= 300 && answer < 400 ? { location: this.location } : {}).end();
   };
 }
@@ -100,10 +102,13 @@ describe("the API tells each cluster's Flux to fetch after a push", () => {
         // Staged rollouts need status access to their clusters (never read here: the engine does not run).
         raw.api.clusters = Object.fromEntries(CLUSTERS.map((c) => [c, { kubeconfig: "/dev/null" }]));
         raw.api.fluxReceivers = config;
+        // What flux/ installs: the slices apply the team files, so a write touches only its team's paths (no index).
+        raw.platform.fluxSource = { kind: "ExternalArtifact", artifactPrefix: "team-files-" };
+        raw.platform.layout = { appliedBy: "slices" };
         raw.api.fluxNotify = { attempts: 3, minDelayMs: 50, maxDelayMs: 200, timeoutMs: 500 };
       },
     });
-    // The first write also creates every cluster's teams index: every cluster is told. From here on, only some.
+    // A team in every environment: every cluster is told. From here on, only some.
     expect(
       (await post("/v1/teams", { name: "first", owners: [OWNER], environments: ["dev", "prod"] })).statusCode,
     ).toBe(201);
@@ -153,6 +158,8 @@ describe("the API tells each cluster's Flux to fetch after a push", () => {
       "aks-prod-weu": [],
       "aks-prod-neu": [],
     });
+    // The shard of the team it touched, so that per-slice fetch wakes that slice alone (ADR 0036).
+    expect(receivers["aks-dev-weu"].deliveries[0]!.shards).toEqual([teamShard("payments")]);
     expect(Object.values(receivers).flatMap((r) => r.refused)).toEqual([]);
   });
 
@@ -245,6 +252,9 @@ describe("the API tells each cluster's Flux to fetch after a push", () => {
     const got = delivered()["aks-dev-weu"];
     expect(got.length).toBeLessThan(results.length);
     expect(got.at(-1)).toBe(newest);
+    // What the coalesced notifications name together: every team's shard, none lost by the burst.
+    const named = new Set(receivers["aks-dev-weu"].deliveries.flatMap((d) => d.shards ?? []));
+    expect([...named].sort()).toEqual([...new Set(results.map((_, i) => teamShard(`burst-${i}`)))].sort());
   });
 
   it("reads the key at each notification (a rotated Secret), and never logs it", async () => {
@@ -325,7 +335,7 @@ describe("the notifier's logs", () => {
       { "aks-dev-weu": { url: `${withPassword}/hook/0123456789abcdef`, tokenFile: join(keyDir, "key") } },
       { attempts: 2, minDelayMs: 10, maxDelayMs: 20, timeoutMs: 500, logger: pino({ level: "debug" }, sink) },
     );
-    notifier.notify(["aks-dev-weu"], "0".repeat(40));
+    notifier.notify(new Map([["aks-dev-weu", undefined]]), "0".repeat(40));
     await notifier.idle();
     const written = logs.join("");
     expect(written).toContain("flux notify: gave up");

@@ -8,6 +8,11 @@
  *   2. a team in another slice reconciles that slice and not the first team's, nor the first team (kustomize-
  *      controller's own reconcile count);
  *   3. offboarding one prunes its objects and leaves the other.
+ *
+ * Both ways a platform can have its slices fetch (platform.layout.slices.fetch): `whole`, GitRepository berth-teams cut
+ * by source-watcher, and `per-slice` (ADR 0036), each slice's own sparse GitRepository, woken by the real Receiver only
+ * for the shards the API names in its signed notification: the first team's slice does not even fetch the second
+ * team's commit (with a 10-minute poll, a slice not woken would not fetch within the test).
  */
 // needs: cluster dist
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -34,60 +39,80 @@ const nameWhere = (stem: string, ok: (slice: string) => boolean) => {
 const FIRST = nameWhere("alpha", (slice) => /^[0-9a-f][0-7]-/.test(slice));
 const SECOND = nameWhere("bravo", (slice) => /^[0-9a-f][89a-f]-/.test(slice) && slice !== sliceOf(FIRST));
 
-describe("hash slices with real Flux: teams reach the cluster through their shard's slice", () => {
-  let platform: FluxPlatform;
+describe.each(["whole", "per-slice"] as const)(
+  "hash slices with real Flux, fetched %s: teams reach the cluster through their shard's slice",
+  (fetch) => {
+    let platform: FluxPlatform;
 
-  beforeAll(async () => {
-    platform = await startFluxPlatform({ pollInterval: "10m", hashSlices: COUNT });
-  }, 300_000);
+    beforeAll(async () => {
+      platform = await startFluxPlatform({ pollInterval: "10m", hashSlices: COUNT, sliceFetch: fetch });
+    }, 300_000);
 
-  afterAll(async () => {
-    await platform?.stop();
-  });
+    afterAll(async () => {
+      await platform?.stop();
+    });
 
-  it(`a team onboarded through the API is applied by its slice (${FIRST} in ${sliceOf(FIRST)})`, async () => {
-    const res = await platform.request("POST", "/v1/teams", { name: FIRST, owners: [OWNER], environments: ["dev"] });
-    expect(res.statusCode, res.body).toBe(201);
-    const revision = res.json.revision as string;
-    await platform.waitKustomizationReady(ASO_NAMESPACE, `team-${FIRST}`, revision, 180_000);
-    await platform.waitKustomizationReady(ASO_NAMESPACE, `berth-teams-${sliceOf(FIRST)}`, revision, 60_000);
-    expect(await platform.admin.get("v1", "Namespace", undefined, FIRST)).toBeDefined();
-    const team = await platform.kustomization(ASO_NAMESPACE, `team-${FIRST}`);
-    // Its path is its folder's in the repository, which its artifact keeps.
-    expect((team?.spec as { path: string }).path).toBe(`./teams/${teamShard(FIRST)}/${FIRST}/clusters/aks-dev-weu`);
-    expect(appliedBy(team)).toBe(`berth-teams-${sliceOf(FIRST)}`);
-  }, 300_000);
+    it(`a team onboarded through the API is applied by its slice (${FIRST} in ${sliceOf(FIRST)})`, async () => {
+      const res = await platform.request("POST", "/v1/teams", { name: FIRST, owners: [OWNER], environments: ["dev"] });
+      expect(res.statusCode, res.body).toBe(201);
+      const revision = res.json.revision as string;
+      await platform.waitKustomizationReady(ASO_NAMESPACE, `team-${FIRST}`, revision, 180_000);
+      await platform.waitKustomizationReady(ASO_NAMESPACE, `berth-teams-${sliceOf(FIRST)}`, revision, 60_000);
+      expect(await platform.admin.get("v1", "Namespace", undefined, FIRST)).toBeDefined();
+      const team = await platform.kustomization(ASO_NAMESPACE, `team-${FIRST}`);
+      // Its path is its folder's in the repository, which its artifact keeps.
+      expect((team?.spec as { path: string }).path).toBe(`./teams/${teamShard(FIRST)}/${FIRST}/clusters/aks-dev-weu`);
+      expect(appliedBy(team)).toBe(`berth-teams-${sliceOf(FIRST)}`);
+    }, 300_000);
 
-  it(`a team in another slice (${SECOND} in ${sliceOf(SECOND)}) reconciles neither the first team nor its slice`, async () => {
-    const counts0 = await kustomizationReconciles(platform.flux);
-    expect(counts0.get(`${ASO_NAMESPACE}/team-${FIRST}`)).toBeGreaterThan(0);
+    it(`a team in another slice (${SECOND} in ${sliceOf(SECOND)}) reconciles neither the first team nor its slice`, async () => {
+      const counts0 = await kustomizationReconciles(platform.flux);
+      expect(counts0.get(`${ASO_NAMESPACE}/team-${FIRST}`)).toBeGreaterThan(0);
 
-    const res = await platform.request("POST", "/v1/teams", { name: SECOND, owners: [OWNER], environments: ["dev"] });
-    expect(res.statusCode, res.body).toBe(201);
-    const revision = res.json.revision as string;
-    await platform.waitKustomizationReady(ASO_NAMESPACE, `team-${SECOND}`, revision, 180_000);
-    await platform.waitKustomizationReady(ASO_NAMESPACE, `berth-teams-${sliceOf(SECOND)}`, revision, 60_000);
-    // Whatever the commit queued has run by now; give a straggler time to show.
-    await new Promise((r) => setTimeout(r, 10_000));
+      const res = await platform.request("POST", "/v1/teams", { name: SECOND, owners: [OWNER], environments: ["dev"] });
+      expect(res.statusCode, res.body).toBe(201);
+      const revision = res.json.revision as string;
+      await platform.waitKustomizationReady(ASO_NAMESPACE, `team-${SECOND}`, revision, 180_000);
+      await platform.waitKustomizationReady(ASO_NAMESPACE, `berth-teams-${sliceOf(SECOND)}`, revision, 60_000);
+      // Whatever the commit queued has run by now; give a straggler time to show.
+      await new Promise((r) => setTimeout(r, 10_000));
 
-    const moved = await reconciledSince(platform.flux, counts0);
-    expect(moved).toContain(`${ASO_NAMESPACE}/team-${SECOND}`);
-    expect(moved).toContain(`${ASO_NAMESPACE}/berth-teams-${sliceOf(SECOND)}`);
-    expect(moved).not.toContain(`${ASO_NAMESPACE}/team-${FIRST}`);
-    expect(moved).not.toContain(`${ASO_NAMESPACE}/berth-teams-${sliceOf(FIRST)}`);
-  }, 300_000);
+      const moved = await reconciledSince(platform.flux, counts0);
+      expect(moved).toContain(`${ASO_NAMESPACE}/team-${SECOND}`);
+      expect(moved).toContain(`${ASO_NAMESPACE}/berth-teams-${sliceOf(SECOND)}`);
+      expect(moved).not.toContain(`${ASO_NAMESPACE}/team-${FIRST}`);
+      expect(moved).not.toContain(`${ASO_NAMESPACE}/berth-teams-${sliceOf(FIRST)}`);
+      if (fetch === "per-slice") {
+        // The Receiver woke the second team's slice alone: the first one's source has not fetched this commit.
+        const source = (name: string) =>
+          platform.admin.get("source.toolkit.fluxcd.io/v1", "GitRepository", "flux-system", `berth-teams-${name}`);
+        const revisionOf = (o: Awaited<ReturnType<typeof source>>) =>
+          (o?.status as { artifact?: { revision?: string } } | undefined)?.artifact?.revision;
+        expect(revisionOf(await source(sliceOf(SECOND)))).toBe(`main@sha1:${revision}`);
+        expect(revisionOf(await source(sliceOf(FIRST)))).not.toBe(`main@sha1:${revision}`);
+        // Nor does GitRepository berth-teams, suspended: each slice copies its URL and credentials.
+        const whole = await platform.admin.get(
+          "source.toolkit.fluxcd.io/v1",
+          "GitRepository",
+          "flux-system",
+          "berth-teams",
+        );
+        expect((whole?.spec as { suspend?: boolean }).suspend).toBe(true);
+      }
+    }, 300_000);
 
-  it("offboarding a team prunes its objects and leaves the other team's", async () => {
-    const res = await platform.request("DELETE", `/v1/teams/${SECOND}`);
-    expect(res.statusCode, res.body).toBe(200);
-    await eventually(
-      `namespace ${SECOND} and its team Kustomization gone`,
-      async () =>
-        !(await platform.admin.get("v1", "Namespace", undefined, SECOND)) &&
-        !(await platform.kustomization(ASO_NAMESPACE, `team-${SECOND}`)),
-      300_000,
-    );
-    expect(await platform.admin.get("v1", "Namespace", undefined, FIRST)).toBeDefined();
-    expect(await platform.kustomization(ASO_NAMESPACE, `team-${FIRST}`)).toBeDefined();
-  }, 400_000);
-});
+    it("offboarding a team prunes its objects and leaves the other team's", async () => {
+      const res = await platform.request("DELETE", `/v1/teams/${SECOND}`);
+      expect(res.statusCode, res.body).toBe(200);
+      await eventually(
+        `namespace ${SECOND} and its team Kustomization gone`,
+        async () =>
+          !(await platform.admin.get("v1", "Namespace", undefined, SECOND)) &&
+          !(await platform.kustomization(ASO_NAMESPACE, `team-${SECOND}`)),
+        300_000,
+      );
+      expect(await platform.admin.get("v1", "Namespace", undefined, FIRST)).toBeDefined();
+      expect(await platform.kustomization(ASO_NAMESPACE, `team-${FIRST}`)).toBeDefined();
+    }, 400_000);
+  },
+);

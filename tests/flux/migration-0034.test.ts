@@ -8,10 +8,11 @@
  *      Kustomization reads the artifact its hash slice cuts (the first-letter generators drop the old artifacts);
  *   3. `berth cluster slices` again: the first-letter slices and their markers removed; they orphan, their generators
  *      delete only what nothing reads.
- * Then from 16 to 32 hash slices the same way (4-6: install beside, rollout onto a new prefix, retire).
+ * Then from 16 to 32 hash slices the same way (4-6: install beside, rollout onto a new prefix, retire), and (7) the 32
+ * fetched per slice instead (ADR 0036): one commit, `berth cluster slices`' refetch step.
  * Every delete request the apiserver answers is in its audit log: none in step 1, in step 2 only the old team
  * artifacts, in step 3 only the first-letter objects and their artifacts, in 4-6 only the 16 slices' objects and
- * their artifacts. Not one team's Kustomization, namespace or
+ * their artifacts, in 7 only the cutter and its slice artifacts (and no team reconciles). Not one team's Kustomization, namespace or
  * ASO object; the same objects (uids) from start to end, and a team onboarded after.
  */
 // needs: cluster dist
@@ -19,6 +20,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { parse, stringify } from "yaml";
 import { moveSlices, platformSchema, SLICE_LETTERS, slicesOf, teamShard, type Platform } from "@berth/core";
 import type { RunningBerth } from "../support/berth.js";
+import { kustomizationReconciles, reconciledSince } from "../support/flux.js";
 import { devTeamsSeed } from "../support/fleet-seed.js";
 import {
   answeredDeletes,
@@ -84,7 +86,7 @@ describe("moving a cluster to hash slices (ADR 0034) with real Flux: nothing a t
     }
   };
   /** The next step `berth cluster slices` writes for the fleet's platform config, committed. */
-  const sliceStep = async (step: "install" | "retire", config?: (p: Record<string, unknown>) => void) => {
+  const sliceStep = async (step: "install" | "retire" | "refetch", config?: (p: Record<string, unknown>) => void) => {
     const { files } = await inspectRemote(platform.repoUrl, "main", platform.gitEnv);
     const raw = parse(files.get(PLATFORM_CONFIG)!) as { platform: Record<string, unknown> };
     config?.(raw.platform);
@@ -282,4 +284,60 @@ describe("moving a cluster to hash slices (ADR 0034) with real Flux: nothing a t
       ].sort(),
     );
   }, 600_000);
+
+  it(`7. the ${DOUBLED} slices fetched per slice (ADR 0036) in one commit: only the cutter and its artifacts go, no team reconciles`, async () => {
+    const before = (await deletes()).length;
+    const teams = [...TEAMS, "echo"];
+    const reconciles = await kustomizationReconciles(platform.flux);
+    const revision = await sliceStep("refetch", (p) => {
+      const layout = p.layout as { slices: object };
+      p.layout = { ...layout, slices: { ...layout.slices, fetch: "per-slice" } };
+    });
+    const slices = [...new Set(teams.map((t) => hashSlice(t, DOUBLED)))];
+    // berth-teams may still cut the commit for the old sources first: wait for the new source and the commit on it.
+    for (const slice of slices)
+      await eventually(
+        `berth-teams-${slice} applied from its own GitRepository`,
+        async () => {
+          const k = (await platform.kustomization(ASO_NAMESPACE, `berth-teams-${slice}`)) as Ks | undefined;
+          const status = k?.status as { lastAppliedRevision?: string } | undefined;
+          return (
+            k?.spec.sourceRef.kind === "GitRepository" &&
+            k.spec.sourceRef.name === `berth-teams-${slice}` &&
+            status?.lastAppliedRevision === `main@sha1:${revision}` &&
+            readyCondition(k)?.status === "True"
+          );
+        },
+        180_000,
+      );
+    await eventually(
+      "the cutter gone",
+      async () =>
+        !(await platform.admin.get(
+          SOURCE_WATCHER,
+          "ArtifactGenerator",
+          ASO_NAMESPACE,
+          `berth-team-hash-slices-${DOUBLED}`,
+        )),
+      180_000,
+    );
+    // Whatever the commit queued has run by now; give a straggler time to show.
+    await new Promise((r) => setTimeout(r, 10_000));
+    expect((await reconciledSince(platform.flux, reconciles)).filter((k) => k.includes("/team-"))).toEqual([]);
+    for (const team of teams) expect(readyCondition(await teamKs(team))?.status, `team-${team}`).toBe("True");
+    await sameObjects();
+    expect(await deletedSince(before)).toEqual(
+      [
+        `artifactgenerators.source.extensions.fluxcd.io ${ASO_NAMESPACE}/berth-team-hash-slices-${DOUBLED}`,
+        ...slicesOf({ by: "hash", count: DOUBLED }).map(
+          (g) => `externalartifacts.source.toolkit.fluxcd.io ${ASO_NAMESPACE}/berth-team-slice-${g.id}`,
+        ),
+      ].sort(),
+    );
+    // A team onboarded after reaches the cluster through its slice's own source.
+    const res = await apiRequest(api, "POST", "/v1/teams", { name: "foxtrot", owners: [OWNER], environments: ["dev"] });
+    expect(res.statusCode, res.body).toBe(201);
+    await platform.waitKustomizationReady(ASO_NAMESPACE, "team-foxtrot", res.json.revision as string, 180_000);
+    expect(appliedBy(await teamKs("foxtrot"))).toBe(`berth-teams-${hashSlice("foxtrot", DOUBLED)}`);
+  }, 400_000);
 });

@@ -6,9 +6,17 @@
  */
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
-import { platformSchema, SLICE_LETTERS, sliceFiles, sliceOptions, teamNameSchema } from "@berth/core";
+import {
+  platformSchema,
+  SLICE_LETTERS,
+  sliceFiles,
+  sliceOptions,
+  TEAMS_RECEIVER_FILTER,
+  TEAMS_RECEIVER_RESOURCES,
+  teamNameSchema,
+} from "@berth/core";
 import fc from "fast-check";
-import { parse } from "yaml";
+import { parse, parseAllDocuments } from "yaml";
 import { describe, expect, it } from "vitest";
 import { REPO_ROOT } from "../support/berth.js";
 
@@ -39,6 +47,16 @@ describe("flux/'s team slices (ADR 0022)", () => {
     expect(() =>
       sliceOptions({ ...platform, fluxSource: { ...platform.fluxSource, kind: "GitRepository" } }, CLUSTER),
     ).toThrow(/ExternalArtifact/);
+  });
+
+  it("are woken by a Receiver that also wakes per-slice sources, only for the shards a push names (ADR 0036)", () => {
+    const text = readFileSync(join(REPO_ROOT, "flux", "clusters", CLUSTER, "berth-teams.yaml"), "utf8");
+    const receiver = parseAllDocuments(text)
+      .map((d) => d.toJS() as { kind?: string; metadata?: { name?: string }; spec?: Record<string, unknown> } | null)
+      .find((o) => o?.kind === "Receiver" && o.metadata?.name === "berth-teams");
+    // What `berth cluster add` and `berth cluster slices` write there.
+    expect(receiver?.spec?.resources).toEqual(TEAMS_RECEIVER_RESOURCES);
+    expect(receiver?.spec?.resourceFilter).toBe(TEAMS_RECEIVER_FILTER);
   });
 
   it("hold every team name the API accepts in exactly one slice", () => {

@@ -28,7 +28,7 @@ import {
   sliceFiles,
   sliceOptions,
   slicesFile,
-  withTeamsRepositoryIgnore,
+  withTeamsRepositorySettings,
   type PlatformInput,
 } from "@berth/core";
 import { parse, parseAllDocuments, stringify } from "yaml";
@@ -127,6 +127,8 @@ export interface FluxPlatformOptions {
    * slices, as `berth cluster add` writes them for such a platform (team folders in their shard's folder).
    */
   hashSlices?: 16 | 32 | 64 | 128 | 256;
+  /** With hashSlices: how the slices fetch (platform.layout.slices.fetch, ADR 0036). Default whole. */
+  sliceFetch?: "whole" | "per-slice";
   /**
    * The API tells each cluster's Receiver to fetch after a push (api.fluxReceivers; ExternalArtifact only). Default
    * true; false leaves every fetch to the poll interval and `reconcileSource()`.
@@ -239,7 +241,7 @@ export async function startFluxPlatform(opts: FluxPlatformOptions = {}): Promise
     platform.layout = { ...platform.layout, appliedBy: slices ? "slices" : "cluster-index" };
     if (opts.hashSlices) {
       if (!slices) throw new Error("hashSlices needs flux/'s slices (ExternalArtifact, not install0019)");
-      platform.layout.slices = { by: "hash", count: opts.hashSlices };
+      platform.layout.slices = { by: "hash", count: opts.hashSlices, fetch: opts.sliceFetch ?? "whole" };
     }
     opts.platform?.(platform);
 
@@ -275,6 +277,11 @@ export async function startFluxPlatform(opts: FluxPlatformOptions = {}): Promise
       kustomization.resources = kustomization.resources.filter((r) => r !== "berth-team-slices.yaml");
       await writeFile(index, stringify(kustomization));
     }
+    if (teamSource === "ExternalArtifact")
+      await writeFile(
+        teamsFile,
+        withTeamsRepository(await readFile(teamsFile, "utf8"), repoUrl, opts.pollInterval ?? "5s"),
+      );
     if (opts.hashSlices) {
       // flux/'s first-letter slices and their markers give way to the hash slices berth cluster add writes.
       await rm(join(fleet, "teams"), { recursive: true });
@@ -287,13 +294,15 @@ export async function startFluxPlatform(opts: FluxPlatformOptions = {}): Promise
         r === "berth-team-slices.yaml" ? slicesFile(parsed.layout.slices) : r,
       );
       await writeFile(index, stringify(kustomization));
-      for (const [path, text] of sliceFiles(sliceOptions(parsed, PLATFORM_CLUSTER))) {
+      const teams = { text: await readFile(teamsFile, "utf8"), path: teamsFile };
+      for (const [path, text] of sliceFiles(sliceOptions(parsed, PLATFORM_CLUSTER, teams))) {
         await mkdir(dirname(join(fleet, path)), { recursive: true });
         await writeFile(join(fleet, path), text);
       }
+      const perSlice = parsed.layout.slices.fetch === "per-slice";
       await writeFile(
         teamsFile,
-        withTeamsRepositoryIgnore(await readFile(teamsFile, "utf8"), teamsFile, parsed, PLATFORM_CLUSTER),
+        withTeamsRepositorySettings(teams.text, teamsFile, parsed, PLATFORM_CLUSTER, perSlice),
       );
     }
     if (opts.forgeReceiver) {
@@ -306,11 +315,6 @@ export async function startFluxPlatform(opts: FluxPlatformOptions = {}): Promise
       kustomization.resources.push("forge-receiver.yaml");
       await writeFile(index, stringify(kustomization));
     }
-    if (teamSource === "ExternalArtifact")
-      await writeFile(
-        teamsFile,
-        withTeamsRepository(await readFile(teamsFile, "utf8"), repoUrl, opts.pollInterval ?? "5s"),
-      );
     for (const spec of specs.filter((c) => c.name !== PLATFORM_CLUSTER)) {
       if (slices) {
         // What `berth cluster add` writes (docs/install.md, step 3), and what the test added to aks-dev-weu beside it.

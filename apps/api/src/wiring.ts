@@ -1,5 +1,5 @@
 import { loadTemplateCatalog, type BerthConfig } from "@berth/config";
-import { Adoption, clustersReading, Fleet, Onboarding, repoLayout, type RepoLayout } from "@berth/core";
+import { Adoption, Fleet, fluxReadsOf, Onboarding, repoLayout, type RepoLayout } from "@berth/core";
 import { FluxRepo, GiteaForge, type FluxRepoBatch } from "@berth/gitops";
 import { LRUCache } from "lru-cache";
 import {
@@ -72,10 +72,10 @@ export async function createServices(
     const pushed = batch.pushed;
     if (!pushed || notifier.clusters.length === 0) return;
     // Whose Flux reads what the batch wrote: told to fetch now, after the push (ADR 0020). Never the write's concern.
-    const clusters = repo
+    const reads = repo
       .treeAt(pushed.revision)
-      .then((tree) => (tree ? clustersReading(tree, layout, pushed.paths) : notifier.clusters));
-    notifier.notify(clusters, pushed.revision);
+      .then((tree) => (tree ? fluxReadsOf(tree, layout, pushed.paths) : notifier.everything));
+    notifier.notify(reads, pushed.revision);
   };
   const repo = FluxRepo.fromConfig({
     ...config.fluxRepo,

@@ -10,7 +10,7 @@ import {
   type Document,
   type YAMLMap,
 } from "yaml";
-import { SHARD } from "./layout.js";
+import { SHARD, teamShard } from "./layout.js";
 import { allClusters, HASH_SLICE_COUNTS, type Platform } from "./platform.js";
 
 /**
@@ -56,6 +56,17 @@ export function slicesOf(cut: SliceCut): Slice[] {
   });
 }
 
+/** The slice of a cut that holds `team`: by its first letter, or by its shard (teamShard) for hash slices. */
+export function sliceHolding(cut: SliceCut, team: string): Slice {
+  const slices = slicesOf(cut);
+  const slice =
+    cut.by === "hash"
+      ? slices[Math.floor((parseInt(teamShard(team), 16) * cut.count) / 256)]
+      : slices.find((s) => s.id === team[0]);
+  if (!slice) throw new ClusterInstallError(`no slice of the cut holds ${team}`);
+  return slice;
+}
+
 /** How the slices cut the fleet: platform.layout.slices. */
 export type SliceCut = { by: "first-letter" } | { by: "hash"; count: number };
 
@@ -85,6 +96,13 @@ export interface SliceOptions {
   artifactPrefix: string;
   /** platform.layout.slices. */
   cut: SliceCut;
+  /** platform.layout.slices.fetch: one GitRepository cut by source-watcher, or one sparse GitRepository per slice. */
+  fetch: "whole" | "per-slice";
+  /**
+   * With per-slice fetch: the spec of the cluster's GitRepository berth-teams (its URL, ref and credentials), which
+   * each slice's GitRepository copies, so that the fleet's address stays set in one place (ADR 0036).
+   */
+  repository?: Record<string, unknown>;
 }
 
 /** Why a cluster's Flux files cannot be written as asked. */
@@ -92,8 +110,15 @@ export class ClusterInstallError extends Error {
   override readonly name = "ClusterInstallError";
 }
 
-/** The slices' settings from the platform config; refused when team Kustomizations would not read the slices. */
-export function sliceOptions(platform: Platform, cluster: string): SliceOptions {
+/**
+ * The slices' settings from the platform config; refused when team Kustomizations would not read the slices. With
+ * per-slice fetch, `teams` is the cluster's berth-teams.yaml (its text and path), whose GitRepository the slices copy.
+ */
+export function sliceOptions(
+  platform: Platform,
+  cluster: string,
+  teams?: { text: string; path: string },
+): SliceOptions {
   if (platform.fluxSource.kind !== "ExternalArtifact")
     throw new ClusterInstallError(
       `platform.fluxSource.kind is ${platform.fluxSource.kind}: team Kustomizations would not read the artifacts the ` +
@@ -106,11 +131,38 @@ export function sliceOptions(platform: Platform, cluster: string): SliceOptions 
     clustersDir: platform.layout.clustersDir,
     artifactPrefix: platform.fluxSource.artifactPrefix,
     cut: platform.layout.slices,
+    fetch: platform.layout.slices.fetch,
+    ...(platform.layout.slices.fetch === "per-slice"
+      ? { repository: teamsRepositorySpec(platform, cluster, teams) }
+      : {}),
   };
+}
+
+/** GitRepository berth-teams's spec in a cluster's berth-teams.yaml, for the slices' own GitRepositories to copy. */
+function teamsRepositorySpec(
+  platform: Platform,
+  cluster: string,
+  teams: { text: string; path: string } | undefined,
+): Record<string, unknown> {
+  if (!teams)
+    throw new ClusterInstallError(
+      `per-slice fetch copies GitRepository berth-teams (clusters/${cluster}/berth-teams.yaml): it was not given`,
+    );
+  for (const doc of parseAllDocuments(teams.text)) {
+    if (doc.errors[0]) throw new ClusterInstallError(`${teams.path}: ${doc.errors[0].message}`);
+    const o = doc.toJS() as { kind?: string; metadata?: { name?: string }; spec?: Record<string, unknown> } | null;
+    if (o?.kind === "GitRepository" && o.metadata?.name === "berth-teams" && typeof o.spec?.url === "string") {
+      // What the slices set themselves, and what only berth-teams has (it is suspended: nothing reads it).
+      const { ignore: _ignore, suspend: _suspend, sparseCheckout: _sparse, ...spec } = o.spec;
+      return { ...spec, ignore: teamsRepositoryIgnore(platform, cluster) };
+    }
+  }
+  throw new ClusterInstallError(`${teams.path} holds no GitRepository berth-teams with a url`);
 }
 
 /** A copy whose glob matches nothing fails its whole generator: each slice's globs match these at least. */
 function sliceMarkers(o: SliceOptions): Map<string, string> {
+  if (o.fetch === "per-slice") return shardMarkers(o);
   const markers = new Map<string, string>();
   const adr = o.cut.by === "hash" ? "ADR 0034" : "ADR 0022";
   // First-letter slices glob the cluster's shard folders' files, hash slices the shard folders themselves.
@@ -130,7 +182,117 @@ function sliceMarkers(o: SliceOptions): Map<string, string> {
   return markers;
 }
 
+/**
+ * A sparse checkout fails when a folder it names is missing (source-controller checks each): with per-slice fetch,
+ * every shard folder, under the teams folder and under the cluster's, holds a marker, a file no copy or build reads.
+ */
+function shardMarkers(o: SliceOptions): Map<string, string> {
+  const markers = new Map<string, string>();
+  const text =
+    `Shard folder of Berth's teams (ADR 0036): each slice's GitRepository checks out its shards' folders, and a\n` +
+    `missing folder fails it. Not a team: team names cannot contain "--". Keep this file.\n`;
+  for (let i = 0; i < 256; i++) {
+    const shard = i.toString(16).padStart(2, "0");
+    markers.set(`${o.teamsDir}/${shard}/${SHARD_MARKER}`, text);
+    markers.set(`${o.clustersDir}/${o.cluster}/teams/${shard}/${SHARD_MARKER}`, text);
+  }
+  return markers;
+}
+
+/** The marker in each shard folder (per-slice fetch): not YAML, so no build reads it, and no team's name. */
+export const SHARD_MARKER = "--shard";
+
+/** The labels of a slice's GitRepository that the Receiver's filter reads: the first and last shard it fetches. */
+export const SLICE_FIRST_SHARD = "berth.dev/first-shard";
+export const SLICE_LAST_SHARD = "berth.dev/last-shard";
+
+/** The shards of each hash slice, in order: slice i of K holds shards i * 256 / K to (i + 1) * 256 / K - 1. */
+function shardsBySlice(count: number): string[][] {
+  const width = 256 / count;
+  return Array.from({ length: count }, (_, i) =>
+    Array.from({ length: width }, (_, j) => (i * width + j).toString(16).padStart(2, "0")),
+  );
+}
+
+/** Each slice fetches its own shards' folders (ADR 0036): its GitRepository, its Kustomization, its team artifacts. */
+function perSliceObjects(o: SliceOptions): object[] {
+  const teams = `${o.clustersDir}/${o.cluster}/teams`;
+  const teamFolder = `${o.teamsDir}/{shard}/{team}`;
+  if (!o.repository) throw new ClusterInstallError("per-slice fetch needs GitRepository berth-teams's spec");
+  const shardsOf = shardsBySlice(o.cut.by === "hash" ? o.cut.count : 0);
+  return slicesOf(o.cut).flatMap((slice, i) => {
+    const shards = shardsOf[i] ?? [];
+    const source = { kind: "GitRepository", name: `berth-teams-${slice.id}`, namespace: "flux-system" };
+    return [
+      {
+        apiVersion: "source.toolkit.fluxcd.io/v1",
+        kind: "GitRepository",
+        metadata: {
+          name: source.name,
+          namespace: source.namespace,
+          labels: { [SLICE_SOURCE_LABEL]: "true", [SLICE_FIRST_SHARD]: shards[0], [SLICE_LAST_SHARD]: shards.at(-1) },
+        },
+        spec: {
+          ...o.repository,
+          sparseCheckout: [...shards.map((s) => `${o.teamsDir}/${s}`), ...shards.map((s) => `${teams}/${s}`)],
+        },
+      },
+      ...sliceAppliers(o, slice, source, teamFolder),
+    ];
+  });
+}
+
+/**
+ * What a slice applies from its `source` (the cut slice's artifact, or its own GitRepository): Kustomization
+ * berth-teams-<slice>, its team Kustomizations, and ArtifactGenerator berth-team-artifacts-<slice>, one artifact per
+ * team with its folder at `teamFolder` (the repository's path).
+ */
+function sliceAppliers(
+  o: SliceOptions,
+  slice: Slice,
+  source: { kind: string; name: string; namespace?: string },
+  teamFolder: string,
+): object[] {
+  const teams = `${o.clustersDir}/${o.cluster}/teams`;
+  return [
+    {
+      apiVersion: "kustomize.toolkit.fluxcd.io/v1",
+      kind: "Kustomization",
+      metadata: { name: `berth-teams-${slice.id}`, namespace: o.namespace },
+      spec: {
+        interval: "10m",
+        retryInterval: "1m",
+        path: `./${teams}`,
+        prune: true,
+        // Team Kustomizations report their own health; this one only has to apply them.
+        wait: false,
+        sourceRef: source,
+      },
+    },
+    {
+      apiVersion: "source.extensions.fluxcd.io/v1beta1",
+      kind: "ArtifactGenerator",
+      metadata: { name: `berth-team-artifacts-${slice.id}`, namespace: o.namespace },
+      spec: {
+        sources: [{ alias: "slice", ...source }],
+        pathPattern: `@slice/${teamFolder}/clusters/${o.cluster}`,
+        artifacts: [
+          {
+            name: `${o.artifactPrefix}{team}`,
+            originRevision: "@slice",
+            copy: [
+              { from: `@slice/${teamFolder}/base/`, to: `@artifact/${teamFolder}/` },
+              { from: `@slice/${teamFolder}/clusters/${o.cluster}/`, to: `@artifact/${teamFolder}/clusters/` },
+            ],
+          },
+        ],
+      },
+    },
+  ];
+}
+
 export function sliceObjects(o: SliceOptions): object[] {
+  if (o.fetch === "per-slice") return perSliceObjects(o);
   const teams = `${o.clustersDir}/${o.cluster}/teams`;
   const slices = slicesOf(o.cut);
   const byHash = o.cut.by === "hash";
@@ -160,44 +322,9 @@ export function sliceObjects(o: SliceOptions): object[] {
   };
   // A team folder's path in the slice, and in the team's artifact: the same as in the repository.
   const teamFolder = byHash ? `${o.teamsDir}/{shard}/{team}` : `${o.teamsDir}/{team}`;
-  const perSlice = slices.flatMap((slice) => [
-    {
-      apiVersion: "kustomize.toolkit.fluxcd.io/v1",
-      kind: "Kustomization",
-      metadata: { name: `berth-teams-${slice.id}`, namespace: o.namespace },
-      spec: {
-        interval: "10m",
-        retryInterval: "1m",
-        path: `./${teams}`,
-        prune: true,
-        // Team Kustomizations report their own health; this one only has to apply them.
-        wait: false,
-        sourceRef: { kind: "ExternalArtifact", name: sliceArtifact(slice.id) },
-      },
-    },
-    {
-      apiVersion: "source.extensions.fluxcd.io/v1beta1",
-      kind: "ArtifactGenerator",
-      metadata: { name: `berth-team-artifacts-${slice.id}`, namespace: o.namespace },
-      spec: {
-        sources: [{ alias: "slice", kind: "ExternalArtifact", name: sliceArtifact(slice.id) }],
-        pathPattern: `@slice/${teamFolder}/clusters/${o.cluster}`,
-        artifacts: [
-          {
-            name: `${o.artifactPrefix}{team}`,
-            originRevision: "@slice",
-            copy: [
-              { from: `@slice/${teamFolder}/base/`, to: `@artifact/${teamFolder}/` },
-              {
-                from: `@slice/${teamFolder}/clusters/${o.cluster}/`,
-                to: `@artifact/${teamFolder}/clusters/`,
-              },
-            ],
-          },
-        ],
-      },
-    },
-  ]);
+  const perSlice = slices.flatMap((slice) =>
+    sliceAppliers(o, slice, { kind: "ExternalArtifact", name: sliceArtifact(slice.id) }, teamFolder),
+  );
   return [cutter, ...perSlice];
 }
 
@@ -206,6 +333,18 @@ const SLICES_HEADER = (o: SliceOptions) => {
   const perSlice = `# there. Per slice, Kustomization berth-teams-<slice> applies the slice's team Kustomizations, and ArtifactGenerator
 # berth-team-artifacts-<slice> cuts one ExternalArtifact ${o.artifactPrefix}<team> per team (platform.fluxSource.artifactPrefix),
 # which the team's Kustomization reads. Each slice needs its two marker files`;
+  if (o.cut.by === "hash" && o.fetch === "per-slice")
+    return `${generated}# This cluster's teams in ${o.cut.count} slices by the SHA-256 of the team name (ADR 0034), each fetching only its own
+# shards (ADR 0036), so that a commit costs Flux work in proportion to what it changed, not to the fleet. A team's
+# folder is ${o.teamsDir}/<hh>/<team>/ and its Flux file ${o.clustersDir}/${o.cluster}/teams/<hh>/<team>.yaml, hh the first two hex
+# digits of the hash; each slice holds ${256 / o.cut.count} consecutive shards. Per slice, GitRepository flux-system/berth-teams-<slice>
+# checks out its shards' folders (spec.sparseCheckout; the rest of its spec is GitRepository berth-teams's, in
+# berth-teams.yaml, suspended); Receiver berth-teams wakes only the slices whose shards a push touched (labels
+# ${SLICE_FIRST_SHARD} and ${SLICE_LAST_SHARD}). Kustomization berth-teams-<slice> applies the slice's team Kustomizations,
+# and ArtifactGenerator berth-team-artifacts-<slice> cuts one ExternalArtifact ${o.artifactPrefix}<team> per team
+# (platform.fluxSource.artifactPrefix), which the team's Kustomization reads. Every shard folder holds a marker
+# (${o.teamsDir}/<hh>/${SHARD_MARKER}, ${o.clustersDir}/${o.cluster}/teams/<hh>/${SHARD_MARKER}): a sparse checkout of a missing folder fails.
+`;
   if (o.cut.by === "hash")
     return `${generated}# This cluster's teams in ${o.cut.count} slices by the SHA-256 of the team name (ADR 0034), so that a commit costs Flux work in
 # proportion to what it changed whatever the names. A team's folder is ${o.teamsDir}/<hh>/<team>/ and its Flux file
@@ -257,16 +396,55 @@ export function teamsRepositoryIgnore(platform: Platform, cluster: string): stri
   return [...new Set(rules)].join("\n") + "\n";
 }
 
-/** A cluster's berth-teams.yaml (`text`, read from `path`) with GitRepository berth-teams's `ignore` for `cluster`. */
-export function withTeamsRepositoryIgnore(text: string, path: string, platform: Platform, cluster: string): string {
+/**
+ * A cluster's berth-teams.yaml (`text`, read from `path`) with GitRepository berth-teams's `ignore` for `cluster`,
+ * the GitRepository suspended when `suspend` (per-slice fetch, where each slice fetches for itself from a copy of its
+ * spec and nothing reads berth-teams, ADR 0036), and Receiver berth-teams waking the slices' GitRepositories too.
+ */
+export function withTeamsRepositorySettings(
+  text: string,
+  path: string,
+  platform: Platform,
+  cluster: string,
+  suspend = false,
+): string {
   return editDocuments(text, path, (doc, o) => {
     if (o.kind === "GitRepository" && o.name === "berth-teams") {
       doc.setIn(["spec", "ignore"], teamsRepositoryIgnore(platform, cluster));
+      if (suspend) doc.setIn(["spec", "suspend"], true);
+      else doc.deleteIn(["spec", "suspend"]);
+      return true;
+    }
+    if (o.kind === "Receiver" && o.name === "berth-teams") {
+      doc.setIn(["spec", "resources"], doc.createNode(TEAMS_RECEIVER_RESOURCES));
+      doc.setIn(["spec", "resourceFilter"], TEAMS_RECEIVER_FILTER);
       return true;
     }
     return false;
   });
 }
+
+/** The label every slice's own GitRepository carries (per-slice fetch), by which Receiver berth-teams finds them. */
+export const SLICE_SOURCE_LABEL = "berth.dev/team-slice";
+
+/** What Receiver berth-teams wakes: GitRepository berth-teams (whole fetch) and each slice's (per-slice fetch). */
+export const TEAMS_RECEIVER_RESOURCES = [
+  { apiVersion: "source.toolkit.fluxcd.io/v1", kind: "GitRepository", name: "berth-teams" },
+  {
+    apiVersion: "source.toolkit.fluxcd.io/v1",
+    kind: "GitRepository",
+    name: "*",
+    matchLabels: { [SLICE_SOURCE_LABEL]: "true" },
+  },
+];
+
+/**
+ * Receiver berth-teams's CEL filter: a slice's GitRepository only when the push touched one of its shards (the API
+ * sends them, `shards`, in the signed body); anything else, or a push whose shards the API could not tell, always.
+ */
+export const TEAMS_RECEIVER_FILTER =
+  `!has(req.shards) || !has(res.metadata.labels) || !('${SLICE_FIRST_SHARD}' in res.metadata.labels) || ` +
+  `req.shards.exists(s, res.metadata.labels['${SLICE_FIRST_SHARD}'] <= s && s <= res.metadata.labels['${SLICE_LAST_SHARD}'])`;
 
 /** gitignore rules that keep `a/b/c` while its parents' other entries stay ignored. */
 function keepFolder(dir: string): string[] {
@@ -292,7 +470,10 @@ export interface NewCluster {
   cluster: string;
   /** An installed cluster of the same fleet, whose cluster-independent files are taken as they are. */
   like: string;
-  /** The files clusterInstallSources names, read from the fleet repository. */
+  /**
+   * A file of the fleet repository, by path from its root, undefined when absent: the files clusterInstallSources
+   * names, and with per-slice fetch the shard markers in the teams folder (written when missing).
+   */
   read: (path: string) => string | undefined;
   /** The client id of the cluster's "Berth Discovery Reader" identity (docs/install.md, step 2). */
   controllerClientId: string;
@@ -353,10 +534,17 @@ export function newClusterFiles(input: NewCluster): Map<string, string> {
       return false;
     }),
   );
-  files.set(target.teams, withTeamsRepositoryIgnore(source(sources.teams), sources.teams, platform, cluster));
+  const perSlice = platform.layout.slices.fetch === "per-slice";
+  files.set(
+    target.teams,
+    withTeamsRepositorySettings(source(sources.teams), sources.teams, platform, cluster, perSlice),
+  );
   files.set(target.overlay, overlayFor(source(sources.overlay), sources.overlay, cluster, input.controllerClientId));
-  for (const [path, text] of sliceFiles(sliceOptions(platform, cluster)))
-    if (!path.startsWith(`${platform.layout.teamsDir}/`)) files.set(path, text);
+  const teams = { text: source(sources.teams), path: sources.teams };
+  // The teams folder's markers are every cluster's: written only when missing (a fleet's first per-slice cluster).
+  for (const [path, text] of sliceFiles(sliceOptions(platform, cluster, perSlice ? teams : undefined)))
+    if (!path.startsWith(`${platform.layout.teamsDir}/`) || (perSlice && read(path) === undefined))
+      files.set(path, text);
 
   // Every field that names the cluster is set above; a mention left would be a field this code does not know.
   const mention = new RegExp(`(^|[^a-z0-9-])${like.replace(/[.*+?^${}()|[\]\\]/g, "\\$&")}([^a-z0-9-]|$)`);
@@ -447,7 +635,7 @@ export interface SliceMove {
 
 /** What moveSlices decided: the step, and the files to write (text) or delete (null), by path from the fleet's root. */
 export interface SliceMoveResult {
-  step: "install" | "retire" | "none";
+  step: "install" | "retire" | "refetch" | "none";
   files: Map<string, string | null>;
 }
 
@@ -462,6 +650,8 @@ export interface SliceMoveResult {
  * - `retire` (once a same-version rollout put every team folder in its shard's and every team Kustomization on the new
  *   prefix): the old slices and their markers removed; their Kustomizations orphan, their generators delete only
  *   artifacts nothing reads.
+ * - `refetch` (the config's slices installed, fetched the other way: platform.layout.slices.fetch, ADR 0036): the
+ *   slices file written again, and GitRepository berth-teams suspended (per-slice) or fetching again (whole).
  * - `none`: nothing left to do.
  *
  * Refused (ClusterInstallError) when a step would delete or race: the same artifact prefix for two cuts, old
@@ -472,9 +662,13 @@ export function moveSlices(input: SliceMove): SliceMoveResult {
   const cut = platform.layout.slices;
   if (cut.by !== "hash")
     throw new ClusterInstallError("platform.layout.slices.by is first-letter: set it to hash first (ADR 0034)");
-  const options = sliceOptions(platform, cluster);
   const { clustersDir, teamsDir } = platform.layout;
   const dir = `${clustersDir}/${cluster}`;
+  const teamsPath = `${dir}/berth-teams.yaml`;
+  const teams = read(teamsPath);
+  if (teams === undefined) throw new ClusterInstallError(`${teamsPath} is missing: is ${cluster} installed?`);
+  const perSlice = cut.fetch === "per-slice";
+  const options = sliceOptions(platform, cluster, { text: teams, path: teamsPath });
   const indexPath = `${dir}/kustomization.yaml`;
   const index = read(indexPath);
   if (index === undefined) throw new ClusterInstallError(`${indexPath} is missing: is ${cluster} installed?`);
@@ -494,9 +688,6 @@ export function moveSlices(input: SliceMove): SliceMoveResult {
   const files = new Map<string, string | null>();
 
   if (!installed.some((i) => i.file === desired)) {
-    const teamsPath = `${dir}/berth-teams.yaml`;
-    const teams = read(teamsPath);
-    if (teams === undefined) throw new ClusterInstallError(`${teamsPath} is missing: is ${cluster} installed?`);
     for (const { path, text } of old) {
       const prefix = artifactPrefixOf(text, path);
       if (prefix === options.artifactPrefix)
@@ -508,10 +699,23 @@ export function moveSlices(input: SliceMove): SliceMoveResult {
     }
     for (const [path, text] of sliceFiles(options)) if (read(path) === undefined) files.set(path, text);
     files.set(indexPath, withResource(index, indexPath, desired));
-    files.set(teamsPath, withTeamsRepositoryIgnore(teams, teamsPath, platform, cluster));
+    // berth-teams goes on fetching for the old slices' generators until the retire step.
+    files.set(
+      teamsPath,
+      withTeamsRepositorySettings(teams, teamsPath, platform, cluster, perSlice && old.length === 0),
+    );
     return { step: "install", files };
   }
-  if (old.length === 0) return { step: "none", files };
+  if (old.length === 0) {
+    // The same slices fetched the other way (ADR 0036): one commit. Each slice's Kustomization and team generator keep
+    // their names and read the slice's new source; the team artifacts keep names and contents, so no team reconciles.
+    const current = installed.find((i) => i.file === desired);
+    if (!current || fetchOfSlices(current.text, current.path) === cut.fetch) return { step: "none", files };
+    for (const [path, text] of sliceFiles(options))
+      if (path === current.path || read(path) === undefined) files.set(path, text);
+    files.set(teamsPath, withTeamsRepositorySettings(teams, teamsPath, platform, cluster, perSlice));
+    return { step: "refetch", files };
+  }
 
   const unmoved = new Set(
     input.list(teamsDir).flatMap((path) => {
@@ -552,16 +756,28 @@ export function moveSlices(input: SliceMove): SliceMoveResult {
     next = withoutResource(next, indexPath, file);
   }
   files.set(indexPath, next);
+  if (perSlice) files.set(teamsPath, withTeamsRepositorySettings(teams, teamsPath, platform, cluster, true));
   // The teams folder's markers are every cluster's: kept while any installed cut of any cluster needs them.
   const kept = new Set(sliceMarkers(options).keys());
   for (const other of allClusters(platform))
-    for (const otherCut of other.name === cluster ? [cut] : installedOn(other.name).map((i) => i.cut))
-      for (const path of sliceMarkers({ ...options, cluster: other.name, cut: otherCut }).keys())
+    for (const otherCut of other.name === cluster
+      ? []
+      : installedOn(other.name).map((i) => ({ cut: i.cut, fetch: fetchOfSlices(i.text, i.path) })))
+      for (const path of sliceMarkers({ ...options, cluster: other.name, ...otherCut }).keys())
         if (path.startsWith(`${teamsDir}/`)) kept.add(path);
-  for (const { cut: oldCut } of old)
-    for (const path of sliceMarkers({ ...options, cut: oldCut }).keys())
+  for (const { cut: oldCut, text, path: oldPath } of old)
+    for (const path of sliceMarkers({ ...options, cut: oldCut, fetch: fetchOfSlices(text, oldPath) }).keys())
       if (!kept.has(path) && read(path) !== undefined) files.set(path, null);
   return { step: "retire", files };
+}
+
+/** How an installed slices file fetches: per slice when its slices have GitRepositories of their own. */
+function fetchOfSlices(text: string, path: string): "whole" | "per-slice" {
+  for (const doc of parseAllDocuments(text)) {
+    if (doc.errors[0]) throw new ClusterInstallError(`${path}: ${doc.errors[0].message}`);
+    if ((doc.toJS() as { kind?: string } | null)?.kind === "GitRepository") return "per-slice";
+  }
+  return "whole";
 }
 
 /** The resources a kustomization.yaml lists (none when it is absent or lists none). */

@@ -1,4 +1,4 @@
-import type { RepoLayout } from "./layout.js";
+import { teamShard, type RepoLayout } from "./layout.js";
 import type { RepoTree } from "./repo.js";
 
 /**
@@ -19,25 +19,49 @@ export function teamInputsOnCluster(layout: RepoLayout, team: string, cluster: s
  * head). Other paths (rollout state files) concern no cluster.
  */
 export async function clustersReading(tree: RepoTree, layout: RepoLayout, paths: Iterable<string>): Promise<string[]> {
-  const clusters = new Set<string>();
+  return [...(await fluxReadsOf(tree, layout, paths)).keys()];
+}
+
+/**
+ * What of a push each cluster's Flux reads, by cluster (sorted as clustersReading): the shards of the teams it
+ * touched there (teamShard), which a cluster whose slices fetch for themselves wakes only (ADR 0036), or undefined
+ * when it touched a file of the cluster that is no team's (every slice, then).
+ */
+export async function fluxReadsOf(
+  tree: RepoTree,
+  layout: RepoLayout,
+  paths: Iterable<string>,
+): Promise<Map<string, string[] | undefined>> {
+  const reads = new Map<string, Set<string> | undefined>();
+  const read = (cluster: string, team: string | undefined) => {
+    const shards = reads.has(cluster) ? reads.get(cluster) : new Set<string>();
+    if (shards && team !== undefined) shards.add(teamShard(team));
+    reads.set(cluster, team === undefined ? undefined : shards);
+  };
   const wholeTeams = new Set<string>();
   const clustersPrefix = `${layout.clustersDir}/`;
   for (const path of paths) {
     if (path.startsWith(clustersPrefix)) {
       const cluster = path.slice(clustersPrefix.length).split("/")[0];
-      if (cluster) clusters.add(cluster);
+      const owner = layout.ownerOf(path);
+      if (cluster) read(cluster, owner.kind === "team" ? owner.team : undefined);
       continue;
     }
     const inTeams = layout.teamPath(path);
     if (!inTeams) continue;
     const [part, cluster] = inTeams.rest;
-    if (part === "clusters" && cluster) clusters.add(cluster);
+    if (part === "clusters" && cluster) read(cluster, inTeams.team);
     else wholeTeams.add(inTeams.team);
   }
   for (const team of wholeTeams)
     for (const dir of layout.teamDirs(team))
-      for (const cluster of await folderNames(tree, `${dir}/clusters`)) clusters.add(cluster);
-  return [...clusters].sort();
+      for (const cluster of await folderNames(tree, `${dir}/clusters`)) read(cluster, team);
+  return new Map(
+    [...reads.keys()].sort().map((cluster) => {
+      const shards = reads.get(cluster);
+      return [cluster, shards && [...shards].sort()];
+    }),
+  );
 }
 
 /**

@@ -190,14 +190,18 @@ export const platformSchema = z
          * letter, team folders at `<teamsDir>/<team>/` (ADR 0022). `hash`: `count` slices by the first hex digits of
          * the SHA-256 of the name, team folders at `<teamsDir>/<hh>/<team>/` (ADR 0034), even whatever the names;
          * `count` is read by `berth cluster add` and `berth cluster slices`, which moves an installed cluster to it.
+         * `fetch` (hash only): `whole`, one GitRepository fetches the repository and source-watcher cuts it into the
+         * slices at each commit; `per-slice`, each slice fetches only its shards' folders (a sparse checkout) and the
+         * Receiver wakes only the slices a push touched (ADR 0036).
          */
         slices: z
           .object({
             by: z.enum(["first-letter", "hash"]).default("first-letter"),
             count: z.literal(HASH_SLICE_COUNTS).default(16),
+            fetch: z.enum(["whole", "per-slice"]).default("whole"),
           })
           .strict()
-          .default({ by: "first-letter", count: 16 }),
+          .default({ by: "first-letter", count: 16, fetch: "whole" }),
       })
       .strict()
       // Disjoint folders: otherwise a team's folder could hold a cluster's folder (or the reverse).
@@ -210,7 +214,7 @@ export const platformSchema = z
         clustersDir: "clusters",
         rolloutsDir: "rollouts",
         appliedBy: "cluster-index",
-        slices: { by: "first-letter", count: 16 },
+        slices: { by: "first-letter", count: 16, fetch: "whole" },
       }),
     federatedCredential: z
       .object({
@@ -276,6 +280,14 @@ export const platformSchema = z
         code: "custom",
         path: ["layout", "slices", "by"],
         message: "hash slices need layout.appliedBy slices (the slices apply the team files; ADR 0034)",
+      });
+    }
+    // A sparse checkout selects folders, and only hash slices are whole folders (a shard's): first-letter slices glob.
+    if (platform.layout.slices.fetch === "per-slice" && platform.layout.slices.by !== "hash") {
+      ctx.addIssue({
+        code: "custom",
+        path: ["layout", "slices", "fetch"],
+        message: "per-slice fetch needs layout.slices.by hash (a slice fetches its shards' folders; ADR 0036)",
       });
     }
     // A role scope may only use platform-vars keys that are always defined, or Flux's strict substitution

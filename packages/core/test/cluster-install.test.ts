@@ -10,6 +10,7 @@ import {
   newClusterFiles,
   repoLayout,
   sliceFiles,
+  sliceHolding,
   sliceOptions,
   slicesOf,
   teamShard,
@@ -206,6 +207,77 @@ describe("hash slices (ADR 0034)", () => {
       `teams/${teamShard("alpha")}/alpha/clusters/aks-dev-weu`,
     );
     expect(teamsRepositoryIgnore(platform, "aks-dev-weu")).toContain("!/teams/*/*/clusters/aks-dev-weu/\n");
+  });
+
+  it("fetch per slice: a sparse GitRepository per slice copied from berth-teams, no cutter (ADR 0036)", () => {
+    const platform = makePlatform({
+      fluxSource: { kind: "ExternalArtifact", artifactPrefix: "team-files-" },
+      layout: { appliedBy: "slices", slices: { by: "hash", count: 32, fetch: "per-slice" } },
+    });
+    const teams = {
+      path: "clusters/aks-dev-weu/berth-teams.yaml",
+      text: TEAMS.replace(
+        "spec:\n",
+        "spec:\n  url: https://git.example/fleet.git\n  secretRef: { name: flux-system }\n  interval: 1h\n",
+      ),
+    };
+    expect(() => sliceOptions(platform, "aks-dev-weu")).toThrow(/copies GitRepository berth-teams/);
+    const files = sliceFiles(sliceOptions(platform, "aks-dev-weu", teams));
+    // A marker in every shard folder (a sparse checkout of a missing folder fails), none per slice.
+    const markers = [...files.keys()].filter((p) => p !== "clusters/aks-dev-weu/berth-team-hash-slices-32.yaml");
+    expect(markers).toHaveLength(2 * 256);
+    expect(markers).toContain("teams/a7/--shard");
+    expect(markers).toContain("clusters/aks-dev-weu/teams/00/--shard");
+    const objects = parseAllDocuments(files.get("clusters/aks-dev-weu/berth-team-hash-slices-32.yaml")!).map(
+      (d) => d.toJS() as { kind: string; metadata: { name: string; labels?: object }; spec: Record<string, unknown> },
+    );
+    expect(objects).toHaveLength(3 * 32);
+    expect(
+      objects.filter((o) => o.kind === "ArtifactGenerator" && !o.metadata.name.startsWith("berth-team-artifacts-")),
+    ).toEqual([]);
+    const repository = objects.find((o) => o.kind === "GitRepository" && o.metadata.name === "berth-teams-a8-af")!;
+    expect(repository.metadata.labels).toEqual({
+      "berth.dev/team-slice": "true",
+      "berth.dev/first-shard": "a8",
+      "berth.dev/last-shard": "af",
+    });
+    expect(repository.spec).toEqual({
+      url: "https://git.example/fleet.git",
+      secretRef: { name: "flux-system" },
+      interval: "1h",
+      ignore: teamsRepositoryIgnore(platform, "aks-dev-weu"),
+      sparseCheckout: [
+        ...["a8", "a9", "aa", "ab", "ac", "ad", "ae", "af"].map((s) => `teams/${s}`),
+        ...["a8", "a9", "aa", "ab", "ac", "ad", "ae", "af"].map((s) => `clusters/aks-dev-weu/teams/${s}`),
+      ],
+    });
+    const source = { kind: "GitRepository", name: "berth-teams-a8-af", namespace: "flux-system" };
+    const slice = objects.find((o) => o.kind === "Kustomization" && o.metadata.name === "berth-teams-a8-af")!;
+    expect(slice.spec.sourceRef).toEqual(source);
+    const generator = objects.find((o) => o.metadata.name === "berth-team-artifacts-a8-af")!;
+    expect(generator.spec.sources).toEqual([{ alias: "slice", ...source }]);
+    expect(generator.spec.pathPattern).toBe("@slice/teams/{shard}/{team}/clusters/aks-dev-weu");
+    // Every shard is fetched by exactly one slice.
+    const fetched = objects.flatMap((o) => (o.kind === "GitRepository" ? (o.spec.sparseCheckout as string[]) : []));
+    expect(new Set(fetched).size).toBe(2 * 256);
+  });
+
+  it("sliceHolding finds the slice whose glob selects the team's folder, for every cut", () => {
+    const names = Array.from({ length: 300 }, (_, i) => `team-${i}`);
+    for (const count of [16, 32, 64, 128, 256])
+      for (const name of names)
+        expect(matchesGlob(teamShard(name), sliceHolding({ by: "hash", count }, name).glob)).toBe(true);
+    for (const name of ["alpha", "zulu", "m1"])
+      expect(matchesGlob(name, sliceHolding({ by: "first-letter" }, name).glob)).toBe(true);
+  });
+
+  it("fetch per slice is refused for first-letter slices, which glob team folders", () => {
+    expect(() =>
+      makePlatform({
+        fluxSource: { kind: "ExternalArtifact", artifactPrefix: "team-files-" },
+        layout: { appliedBy: "slices", slices: { by: "first-letter", fetch: "per-slice" } },
+      }),
+    ).toThrow(/per-slice fetch needs layout.slices.by hash/);
   });
 
   it("are refused without the slices applying the team files", () => {

@@ -6,10 +6,12 @@ import { describe, expect, it } from "vitest";
 import { parseAllDocuments } from "yaml";
 import {
   clustersReading,
+  fluxReadsOf,
   Onboarding,
   repoLayout,
   sameTeamOnCluster,
   teamInputsOnCluster,
+  teamShard,
   validateTeam,
   type Platform,
 } from "@berth/core";
@@ -110,6 +112,40 @@ describe("clustersReading: whose Flux a push concerns", () => {
       "aks-prod-weu",
     ]);
     expect(await clustersReading(tree, layout, ["rollouts/ro-1.yaml"])).toEqual([]);
+  });
+});
+
+describe("fluxReadsOf: which shards of each cluster a push touched (ADR 0036)", () => {
+  const tree = new MemoryRepoTree([
+    ...render(PLATFORM, "v1"),
+    ...render(PLATFORM, "v1", teamInput({ name: "billing", owners: [OWNERS.payments], environments: ["dev"] })),
+  ]);
+
+  it("names the shards of the teams touched on each cluster, through their base, folder or Flux file", async () => {
+    const reads = await fluxReadsOf(tree, layout, [
+      "teams/billing/base/team.yaml",
+      "teams/orders/clusters/aks-prod-weu/identity.yaml",
+      layout.fluxKustomization("aks-dev-weu", "orders"),
+    ]);
+    expect([...reads.keys()]).toEqual(["aks-dev-weu", "aks-prod-weu"]);
+    expect(reads.get("aks-dev-weu")).toEqual([teamShard("billing"), teamShard("orders")].sort());
+    expect(reads.get("aks-prod-weu")).toEqual([teamShard("orders")]);
+  });
+
+  it("names no shard (every slice) for a cluster file that is no team's, whatever else the push touched", async () => {
+    const reads = await fluxReadsOf(tree, layout, [
+      layout.fluxKustomization("aks-dev-weu", "orders"),
+      layout.clusterTeamsIndex("aks-dev-weu"),
+      "clusters/aks-prod-weu/berth.yaml",
+      "teams/orders/clusters/aks-prod-neu/identity.yaml",
+    ]);
+    expect(reads).toEqual(
+      new Map([
+        ["aks-dev-weu", undefined],
+        ["aks-prod-neu", [teamShard("orders")]],
+        ["aks-prod-weu", undefined],
+      ]),
+    );
   });
 });
 

@@ -24,9 +24,18 @@ export interface NotifyObserver {
   gaveUp(cluster: string): void;
 }
 
+/**
+ * What of a push each cluster's Flux reads: by cluster, the shards of the teams it touched there, or undefined for
+ * every shard (core's fluxReadsOf). A Receiver whose filter reads them wakes only those shards' slices (ADR 0036).
+ */
+export type FluxReads = ReadonlyMap<string, readonly string[] | undefined>;
+
 interface Lane {
-  /** The newest pushed revision not yet delivered, and when it was pushed. */
-  pending?: { revision: string; pushedAt: number };
+  /**
+   * The newest pushed revision not yet delivered, when the oldest undelivered push was, and the shards of every
+   * undelivered push (undefined: every shard).
+   */
+  pending?: { revision: string; pushedAt: number; shards: Set<string> | undefined };
   running?: Promise<void>;
 }
 
@@ -58,20 +67,26 @@ export class FluxNotifier {
     return Object.keys(this.receivers);
   }
 
+  /** Every cluster with a Receiver, every shard: for a push whose reads are unknown. */
+  get everything(): FluxReads {
+    return new Map(this.clusters.map((cluster) => [cluster, undefined]));
+  }
+
   /**
-   * Asks each of `clusters` (those with a Receiver) to fetch `revision` or later. Returns at once; the clusters may
-   * still be worked out (a promise), and every cluster with a Receiver is told when that fails.
+   * Asks each cluster of `reads` (those with a Receiver) to fetch `revision` or later, naming the shards it touched
+   * there. Returns at once; the reads may still be worked out (a promise), and every cluster with a Receiver is told,
+   * for every shard, when that fails.
    */
-  notify(clusters: Iterable<string> | Promise<Iterable<string>>, revision: string): void {
+  notify(reads: FluxReads | Promise<FluxReads>, revision: string): void {
     if (this.stopping.signal.aborted) return;
-    if (!isIterable(clusters)) {
-      const resolving = clusters
+    if (reads instanceof Promise) {
+      const resolving = reads
         .catch((err: unknown) => {
           this.opts.logger?.warn(
             { revision, reason: (err as Error).message },
             "flux notify: cannot tell which clusters a push concerns; telling every one",
           );
-          return this.clusters;
+          return this.everything;
         })
         .then((found) => this.notify(found, revision))
         .finally(() => this.resolving.delete(resolving));
@@ -79,12 +94,17 @@ export class FluxNotifier {
       return;
     }
     const pushedAt = Date.now();
-    for (const cluster of clusters) {
+    for (const [cluster, shards] of reads) {
       if (!this.receivers[cluster]) continue;
       let lane = this.lanes.get(cluster);
       if (!lane) this.lanes.set(cluster, (lane = {}));
-      // An older pending push keeps its time: the delay measured is the oldest undelivered push's.
-      lane.pending = { revision, pushedAt: lane.pending?.pushedAt ?? pushedAt };
+      // An older pending push keeps its time (the delay measured is the oldest undelivered push's) and its shards.
+      const before = lane.pending;
+      lane.pending = {
+        revision,
+        pushedAt: before?.pushedAt ?? pushedAt,
+        shards: shards && (!before || before.shards) ? new Set([...(before?.shards ?? []), ...shards]) : undefined,
+      };
       lane.running ??= this.drain(cluster, lane);
     }
   }
@@ -107,9 +127,9 @@ export class FluxNotifier {
   private async drain(cluster: string, lane: Lane): Promise<void> {
     try {
       while (lane.pending && !this.stopping.signal.aborted) {
-        const { revision, pushedAt } = lane.pending;
+        const { revision, pushedAt, shards } = lane.pending;
         lane.pending = undefined;
-        const ok = await this.deliver(cluster, revision);
+        const ok = await this.deliver(cluster, revision, shards);
         if (ok) this.opts.observer?.delivered(cluster, Date.now() - pushedAt);
       }
     } finally {
@@ -118,10 +138,12 @@ export class FluxNotifier {
   }
 
   /** One notification with its retries; false once given up. */
-  private async deliver(cluster: string, revision: string): Promise<boolean> {
+  private async deliver(cluster: string, revision: string, shards: Set<string> | undefined): Promise<boolean> {
     const { attempts, minDelayMs, maxDelayMs, observer, logger } = this.opts;
+    // Receiver berth-teams's filter wakes a slice's GitRepository only for its shards; without them, every one.
+    const body = JSON.stringify({ source: "berth", revision, ...(shards ? { shards: [...shards].sort() } : {}) });
     try {
-      await pRetry(() => this.send(cluster, revision), {
+      await pRetry(() => this.send(cluster, body), {
         retries: attempts - 1,
         factor: 2,
         minTimeout: minDelayMs,
@@ -149,7 +171,7 @@ export class FluxNotifier {
     }
   }
 
-  private async send(cluster: string, revision: string): Promise<void> {
+  private async send(cluster: string, body: string): Promise<void> {
     const target = this.receivers[cluster];
     // `notify` only queues clusters that have a Receiver, and the receivers never change.
     if (!target) throw new Error(`no Receiver is configured for cluster ${cluster}`);
@@ -162,7 +184,6 @@ export class FluxNotifier {
       });
     }
     if (!key) throw new Error("the Receiver key file is empty");
-    const body = JSON.stringify({ source: "berth", revision });
     const signature = `sha256=${createHmac("sha256", key).update(body).digest("hex")}`;
     let res: Response;
     try {
@@ -192,8 +213,4 @@ function redactUrls(message: string): string {
     const url = new URL(found);
     return url.pathname === "/" && !url.search && !url.hash ? url.origin : `${url.origin}/[redacted]`;
   });
-}
-
-function isIterable(value: Iterable<string> | Promise<Iterable<string>>): value is Iterable<string> {
-  return typeof (value as Iterable<string>)[Symbol.iterator] === "function";
 }

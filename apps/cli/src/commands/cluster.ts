@@ -122,6 +122,9 @@ export async function clusterSlices(io: Io, cluster: string, opts: ClusterSlices
       "on this platform config, move every team with a same-version rollout (berth rollout start), then run this " +
       "again (docs/install.md)\n",
     retire: `retired ${cluster}'s slices before the hash slices (${changed})\nnext: commit and push (docs/install.md)\n`,
+    refetch:
+      `${cluster}'s hash slices now fetch ${platform.layout.slices.fetch === "per-slice" ? "each its own shards" : "the whole repository, cut by source-watcher"} ` +
+      `(${changed})\nnext: commit and push; no team reconciles (docs/install.md)\n`,
     none: `${cluster} is on the platform config's hash slices: nothing to do\n`,
   }[result.step];
   io.stdout.write(next);
