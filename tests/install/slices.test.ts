@@ -57,6 +57,11 @@ describe("flux/'s team slices (ADR 0022)", () => {
     // What `berth cluster add` and `berth cluster slices` write there.
     expect(receiver?.spec?.resources).toEqual(TEAMS_RECEIVER_RESOURCES);
     expect(receiver?.spec?.resourceFilter).toBe(TEAMS_RECEIVER_FILTER);
+    // Pull-request mode's Receiver for the forge's push webhook wakes the same sources (its body names no shards).
+    const forge = parse(
+      readFileSync(join(REPO_ROOT, "infra", "flux", "pull-requests", "forge-receiver.yaml"), "utf8"),
+    ) as { spec: { resources: unknown } };
+    expect(forge.spec.resources).toEqual(TEAMS_RECEIVER_RESOURCES);
   });
 
   it("hold every team name the API accepts in exactly one slice", () => {
