@@ -16,21 +16,14 @@
  */
 // needs: cluster dist
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { slicesOf, teamShard } from "@berth/core";
+import { sliceHolding, teamShard } from "@berth/core";
 import { kustomizationReconciles, reconciledSince } from "../support/flux.js";
 import { appliedBy, ASO_NAMESPACE, startFluxPlatform, type FluxPlatform } from "../support/flux-platform.js";
 import { eventually } from "../support/wait.js";
 
 const OWNER = "0b9a3c1e-1111-4222-8333-444455556666";
 const COUNT = 32;
-const SLICES = slicesOf({ by: "hash", count: COUNT });
-/** The slice holding `team`: the one whose shards include the team's. */
-const sliceOf = (team: string) => {
-  const shard = teamShard(team);
-  return SLICES.find(
-    (s) => s.id === shard || (s.id.includes("-") && s.id.slice(0, 2) <= shard && shard <= s.id.slice(3)),
-  )!.id;
-};
+const sliceOf = (team: string) => sliceHolding({ by: "hash", count: COUNT }, team).id;
 /** The first name of the form `<stem>-<n>` whose slice passes `ok`: names picked by their hash, not by hand. */
 const nameWhere = (stem: string, ok: (slice: string) => boolean) => {
   for (let n = 0; ; n++) if (ok(sliceOf(`${stem}-${n}`))) return `${stem}-${n}`;

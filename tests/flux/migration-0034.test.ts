@@ -18,7 +18,15 @@
 // needs: cluster dist
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { parse, stringify } from "yaml";
-import { moveSlices, platformSchema, SLICE_LETTERS, slicesOf, teamShard, type Platform } from "@berth/core";
+import {
+  moveSlices,
+  platformSchema,
+  SLICE_LETTERS,
+  sliceHolding,
+  slicesOf,
+  teamShard,
+  type Platform,
+} from "@berth/core";
 import type { RunningBerth } from "../support/berth.js";
 import { kustomizationReconciles, reconciledSince } from "../support/flux.js";
 import { devTeamsSeed } from "../support/fleet-seed.js";
@@ -46,8 +54,7 @@ const PLATFORM_CONFIG = "berth/platform/berth.yaml";
 const SOURCE_WATCHER = "source.extensions.fluxcd.io/v1beta1";
 const EXTERNAL_ARTIFACT = "source.toolkit.fluxcd.io/v1";
 /** The hash slice that holds `team` (16 slices: by the shard's first digit). */
-const hashSlice = (team: string, count = COUNT) =>
-  slicesOf({ by: "hash", count })[Math.floor((parseInt(teamShard(team), 16) * count) / 256)]!.id;
+const hashSlice = (team: string, count = COUNT) => sliceHolding({ by: "hash", count }, team).id;
 const DOUBLED = 2 * COUNT;
 const DOUBLED_PREFIX = "team-hashed32-";
 

@@ -29,12 +29,14 @@ const HEX = "0123456789abcdef";
 
 /**
  * One slice of a cut: its name, the glob (a folder name pattern) that selects its folders under the teams folder and
- * under a cluster's teams folder, and the marker file each of those globs matches when the slice holds no team.
+ * under a cluster's teams folder, the marker file each of those globs matches when the slice holds no team, and the
+ * shards it holds (hash slices; none for first-letter ones).
  */
 export interface Slice {
   id: string;
   glob: string;
   marker: string;
+  shards: string[];
 }
 
 /**
@@ -43,26 +45,27 @@ export interface Slice {
  * `a7*` (K = 256); named by their first and last shard.
  */
 export function slicesOf(cut: SliceCut): Slice[] {
-  if (cut.by === "first-letter") return SLICE_LETTERS.map((l) => ({ id: l, glob: `${l}*`, marker: `${l}--slice` }));
+  if (cut.by === "first-letter")
+    return SLICE_LETTERS.map((l) => ({ id: l, glob: `${l}*`, marker: `${l}--slice`, shards: [] }));
   const width = 256 / cut.count;
   return Array.from({ length: cut.count }, (_, i) => {
     const first = i * width;
-    const shard = (n: number) => n.toString(16).padStart(2, "0");
+    const shards = Array.from({ length: width }, (_, j) => shardName(first + j));
     const high = HEX[first >> 4] ?? "";
     const lows = HEX.slice(first & 15, (first & 15) + Math.min(width, 16));
-    const glob = width >= 16 ? `${high}*` : width === 1 ? `${shard(first)}*` : `${high}[${lows}]*`;
-    const id = width === 1 ? shard(first) : `${shard(first)}-${shard(first + width - 1)}`;
-    return { id, glob, marker: `${shard(first)}--slice` };
+    const glob = width >= 16 ? `${high}*` : width === 1 ? `${shards[0]}*` : `${high}[${lows}]*`;
+    const id = width === 1 ? shardName(first) : `${shards[0]}-${shards.at(-1)}`;
+    return { id, glob, marker: `${shards[0]}--slice`, shards };
   });
 }
 
+/** Shard n (0–255) as its folder is named: two hex digits. */
+const shardName = (n: number) => n.toString(16).padStart(2, "0");
+
 /** The slice of a cut that holds `team`: by its first letter, or by its shard (teamShard) for hash slices. */
 export function sliceHolding(cut: SliceCut, team: string): Slice {
-  const slices = slicesOf(cut);
-  const slice =
-    cut.by === "hash"
-      ? slices[Math.floor((parseInt(teamShard(team), 16) * cut.count) / 256)]
-      : slices.find((s) => s.id === team[0]);
+  const shard = cut.by === "hash" ? teamShard(team) : undefined;
+  const slice = slicesOf(cut).find((s) => (shard === undefined ? s.id === team[0] : s.shards.includes(shard)));
   if (!slice) throw new ClusterInstallError(`no slice of the cut holds ${team}`);
   return slice;
 }
@@ -166,12 +169,9 @@ function sliceMarkers(o: SliceOptions): Map<string, string> {
   const markers = new Map<string, string>();
   const adr = o.cut.by === "hash" ? "ADR 0034" : "ADR 0022";
   // First-letter slices glob the cluster's shard folders' files, hash slices the shard folders themselves.
-  const clusterMarkers =
-    o.cut.by === "hash" ? `${o.clustersDir}/${o.cluster}/teams` : `${o.clustersDir}/${o.cluster}/teams/slices`;
+  const clusterMarkers = o.cut.by === "hash" ? clusterTeams(o) : `${clusterTeams(o)}/slices`;
   const clusterGlob = (slice: Slice) =>
-    o.cut.by === "hash"
-      ? `${o.clustersDir}/${o.cluster}/teams/${slice.glob}`
-      : `${o.clustersDir}/${o.cluster}/teams/*/${slice.glob}`;
+    o.cut.by === "hash" ? `${clusterTeams(o)}/${slice.glob}` : `${clusterTeams(o)}/*/${slice.glob}`;
   for (const slice of slicesOf(o.cut)) {
     const text = (where: string) =>
       `Slice ${slice.id} of Berth's teams (${adr}): source-watcher copies ${where}, and a copy that matches nothing fails.\n` +
@@ -192,9 +192,8 @@ function shardMarkers(o: SliceOptions): Map<string, string> {
     `Shard folder of Berth's teams (ADR 0036): each slice's GitRepository checks out its shards' folders, and a\n` +
     `missing folder fails it. Not a team: team names cannot contain "--". Keep this file.\n`;
   for (let i = 0; i < 256; i++) {
-    const shard = i.toString(16).padStart(2, "0");
-    markers.set(`${o.teamsDir}/${shard}/${SHARD_MARKER}`, text);
-    markers.set(`${o.clustersDir}/${o.cluster}/teams/${shard}/${SHARD_MARKER}`, text);
+    markers.set(`${o.teamsDir}/${shardName(i)}/${SHARD_MARKER}`, text);
+    markers.set(`${clusterTeams(o)}/${shardName(i)}/${SHARD_MARKER}`, text);
   }
   return markers;
 }
@@ -206,22 +205,15 @@ export const SHARD_MARKER = "--shard";
 export const SLICE_FIRST_SHARD = "berth.dev/first-shard";
 export const SLICE_LAST_SHARD = "berth.dev/last-shard";
 
-/** The shards of each hash slice, in order: slice i of K holds shards i * 256 / K to (i + 1) * 256 / K - 1. */
-function shardsBySlice(count: number): string[][] {
-  const width = 256 / count;
-  return Array.from({ length: count }, (_, i) =>
-    Array.from({ length: width }, (_, j) => (i * width + j).toString(16).padStart(2, "0")),
-  );
-}
+/** The cluster's teams folder: each team's Flux files, in shard folders (hash slices) or index folders. */
+const clusterTeams = (o: SliceOptions) => `${o.clustersDir}/${o.cluster}/teams`;
 
 /** Each slice fetches its own shards' folders (ADR 0036): its GitRepository, its Kustomization, its team artifacts. */
 function perSliceObjects(o: SliceOptions): object[] {
-  const teams = `${o.clustersDir}/${o.cluster}/teams`;
   const teamFolder = `${o.teamsDir}/{shard}/{team}`;
   if (!o.repository) throw new ClusterInstallError("per-slice fetch needs GitRepository berth-teams's spec");
-  const shardsOf = shardsBySlice(o.cut.by === "hash" ? o.cut.count : 0);
-  return slicesOf(o.cut).flatMap((slice, i) => {
-    const shards = shardsOf[i] ?? [];
+  return slicesOf(o.cut).flatMap((slice) => {
+    const { shards } = slice;
     const source = { kind: "GitRepository", name: `berth-teams-${slice.id}`, namespace: "flux-system" };
     return [
       {
@@ -234,7 +226,7 @@ function perSliceObjects(o: SliceOptions): object[] {
         },
         spec: {
           ...o.repository,
-          sparseCheckout: [...shards.map((s) => `${o.teamsDir}/${s}`), ...shards.map((s) => `${teams}/${s}`)],
+          sparseCheckout: [...shards.map((s) => `${o.teamsDir}/${s}`), ...shards.map((s) => `${clusterTeams(o)}/${s}`)],
         },
       },
       ...sliceAppliers(o, slice, source, teamFolder),
@@ -253,7 +245,6 @@ function sliceAppliers(
   source: { kind: string; name: string; namespace?: string },
   teamFolder: string,
 ): object[] {
-  const teams = `${o.clustersDir}/${o.cluster}/teams`;
   return [
     {
       apiVersion: "kustomize.toolkit.fluxcd.io/v1",
@@ -262,7 +253,7 @@ function sliceAppliers(
       spec: {
         interval: "10m",
         retryInterval: "1m",
-        path: `./${teams}`,
+        path: `./${clusterTeams(o)}`,
         prune: true,
         // Team Kustomizations report their own health; this one only has to apply them.
         wait: false,
@@ -293,7 +284,7 @@ function sliceAppliers(
 
 export function sliceObjects(o: SliceOptions): object[] {
   if (o.fetch === "per-slice") return perSliceObjects(o);
-  const teams = `${o.clustersDir}/${o.cluster}/teams`;
+  const teams = clusterTeams(o);
   const slices = slicesOf(o.cut);
   const byHash = o.cut.by === "hash";
   const cutter = {
@@ -679,8 +670,9 @@ export function moveSlices(input: SliceMove): SliceMoveResult {
       const sliceCut = cutOfFile(file);
       // Only a slices file is read: the index also lists folders (flux-system).
       const text = sliceCut ? read(`${clustersDir}/${name}/${file}`) : undefined;
+      const path = `${clustersDir}/${name}/${file}`;
       return sliceCut && text !== undefined
-        ? [{ file, cut: sliceCut, text, path: `${clustersDir}/${name}/${file}` }]
+        ? [{ file, cut: sliceCut, text, path, fetch: fetchOfSlices(text, path) }]
         : [];
     });
   const installed = installedOn(cluster);
@@ -710,7 +702,7 @@ export function moveSlices(input: SliceMove): SliceMoveResult {
     // The same slices fetched the other way (ADR 0036): one commit. Each slice's Kustomization and team generator keep
     // their names and read the slice's new source; the team artifacts keep names and contents, so no team reconciles.
     const current = installed.find((i) => i.file === desired);
-    if (!current || fetchOfSlices(current.text, current.path) === cut.fetch) return { step: "none", files };
+    if (!current || current.fetch === cut.fetch) return { step: "none", files };
     for (const [path, text] of sliceFiles(options))
       if (path === current.path || read(path) === undefined) files.set(path, text);
     files.set(teamsPath, withTeamsRepositorySettings(teams, teamsPath, platform, cluster, perSlice));
@@ -762,11 +754,11 @@ export function moveSlices(input: SliceMove): SliceMoveResult {
   for (const other of allClusters(platform))
     for (const otherCut of other.name === cluster
       ? []
-      : installedOn(other.name).map((i) => ({ cut: i.cut, fetch: fetchOfSlices(i.text, i.path) })))
+      : installedOn(other.name).map((i) => ({ cut: i.cut, fetch: i.fetch })))
       for (const path of sliceMarkers({ ...options, cluster: other.name, ...otherCut }).keys())
         if (path.startsWith(`${teamsDir}/`)) kept.add(path);
-  for (const { cut: oldCut, text, path: oldPath } of old)
-    for (const path of sliceMarkers({ ...options, cut: oldCut, fetch: fetchOfSlices(text, oldPath) }).keys())
+  for (const { cut: oldCut, fetch } of old)
+    for (const path of sliceMarkers({ ...options, cut: oldCut, fetch }).keys())
       if (!kept.has(path) && read(path) !== undefined) files.set(path, null);
   return { step: "retire", files };
 }
