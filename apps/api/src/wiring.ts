@@ -1,6 +1,6 @@
 import { loadTemplateCatalog, type BerthConfig } from "@berth/config";
 import { Adoption, Fleet, fluxReadsOf, Onboarding, repoLayout, type RepoLayout } from "@berth/core";
-import { FluxRepo, GiteaForge, type FluxRepoBatch } from "@berth/gitops";
+import { FluxRepo, GiteaForge, GitHubForge, type FluxRepoBatch } from "@berth/gitops";
 import { LRUCache } from "lru-cache";
 import {
   ProposalSweeper,
@@ -199,12 +199,8 @@ async function pullRequestMode(
   layout: RepoLayout,
   logger: pino.Logger,
 ) {
-  const forge = new GiteaForge({
-    url: review.url,
-    owner: review.owner,
-    repo: review.repository,
-    token: async () => review.token,
-  });
+  const where = { url: review.url, owner: review.owner, repo: review.repository, token: async () => review.token };
+  const forge = review.forge === "github" ? new GitHubForge(where) : new GiteaForge(where);
   const proposer = new ProposingWriter(repo, forge, layout);
   // Every status poll (CLI watches, status pages) reads a team's last pull request: one forge lookup per team per
   // few seconds, however many poll.

@@ -21,9 +21,12 @@ export const reviewSchema = z.discriminatedUnion("mode", [
   z
     .object({
       mode: z.literal("pull-request"),
-      /** Gitea or Forgejo, through Gitea's REST API. */
-      forge: z.literal("gitea"),
-      /** The forge's base URL, e.g. https://git.example.com (its API is under /api/v1). */
+      /** `gitea`: Gitea or Forgejo, through Gitea's REST API. `github`: github.com or GitHub Enterprise Server. */
+      forge: z.enum(["gitea", "github"]),
+      /**
+       * Gitea: the forge's base URL, e.g. https://git.example.com (its API is under /api/v1). GitHub: the REST API's
+       * base URL, https://api.github.com, or https://<host>/api/v3 for Enterprise Server.
+       */
       url: z.url({ protocol: /^https?$/ }),
       /** The repository on the forge: the same one fluxRepo.url names. */
       owner: nonEmpty,

@@ -72,6 +72,15 @@ describe("fluxRepo.review", () => {
     });
   });
 
+  it("takes GitHub (its REST API's base URL) as the forge, and names the forges it knows for any other", async () => {
+    const github = { ...REVIEW, forge: "github", url: "https://api.github.com" };
+    const taken = await load({ review: github, platform: SLICES }, { BERTH_FORGE_TOKEN: "forge-token-1" });
+    expect(taken.problems).toBeUndefined();
+    expect(taken.config?.fluxRepo.review).toMatchObject({ forge: "github", url: "https://api.github.com" });
+    const other = await load({ review: { ...REVIEW, forge: "gitlab" }, platform: SLICES }, { BERTH_FORGE_TOKEN: "t" });
+    expect(other.problems).toMatch(/fluxRepo\.review\.forge.*"gitea".*"github"/s);
+  });
+
   it("refuses pull-request mode on a layout that writes shared indexes, naming the setting", async () => {
     const { problems } = await load(
       { review: REVIEW, platform: { fluxSource: SLICES.fluxSource } },

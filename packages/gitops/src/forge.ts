@@ -4,7 +4,8 @@ import { GitOpsError } from "./errors.js";
 /**
  * A forge's pull requests, as pull-request mode uses them (docs/decisions/0030-pull-request-mode.md): Berth pushes
  * a branch with git, then opens (or finds) its pull request, reads where review stands, and closes one it gives up.
- * Merging is the reviewers'. One interface for Gitea/Forgejo (their REST API) and, later, GitHub (Octokit).
+ * Merging is the reviewers'. One interface for Gitea/Forgejo (their REST API, GiteaForge) and GitHub (Octokit,
+ * GitHubForge).
  */
 export type ReviewState = "open" | "approved" | "changes-requested" | "merged" | "closed";
 
@@ -58,6 +59,81 @@ export class ForgeError extends GitOpsError {
 }
 
 /**
+ * A pull request as Gitea's and GitHub's APIs answer it (the same field names): what Berth reads of it. `merged` is in
+ * Gitea's answers and GitHub's single reads, not in GitHub's listings, where `merged_at` says it.
+ */
+export const forgePull = z.object({
+  number: z.number().int(),
+  html_url: z.string(),
+  state: z.enum(["open", "closed"]),
+  merged: z.boolean().optional(),
+  merged_at: z.string().nullable().optional(),
+  closed_at: z.string().nullable().optional(),
+  merge_commit_sha: z.string().nullable().optional(),
+  head: z.object({ ref: z.string(), sha: z.string() }),
+  base: z.object({ ref: z.string() }),
+});
+export type ForgePull = z.infer<typeof forgePull>;
+
+/**
+ * The pull request Berth works with, from the forge's answer; `verdicts` (its reviews, read only while it is open)
+ * says where review stands.
+ */
+export async function pullRequestOf(pull: ForgePull, verdicts: () => Promise<ReviewVerdict[]>): Promise<PullRequest> {
+  const common = {
+    number: pull.number,
+    url: pull.html_url,
+    head: pull.head.ref,
+    base: pull.base.ref,
+    headCommit: pull.head.sha,
+  };
+  const closedAt = pull.merged_at ?? pull.closed_at;
+  const closed = { ...common, ...(closedAt ? { closedAt } : {}) };
+  if (pull.merged ?? Boolean(pull.merged_at))
+    return { ...closed, state: "merged", ...(pull.merge_commit_sha ? { mergeCommit: pull.merge_commit_sha } : {}) };
+  if (pull.state === "closed") return { ...closed, state: "closed" };
+  return { ...common, state: reviewStateOf(await verdicts()) };
+}
+
+/**
+ * Reviews, oldest first, as verdicts: `counts` false for a review that is no verdict (a comment; on Gitea a dismissed
+ * or stale one); a counted review in neither of the forge's two words withdraws the reviewer's verdict.
+ */
+export function verdictsOf(
+  reviews: ReadonlyArray<{ reviewer: number | undefined; state: string; counts: boolean }>,
+  words: { approved: string; changesRequested: string },
+): ReviewVerdict[] {
+  return reviews.flatMap(({ reviewer, state, counts }) =>
+    reviewer !== undefined && counts
+      ? [
+          {
+            reviewer,
+            verdict:
+              state === words.approved ? "approved" : state === words.changesRequested ? "changes-requested" : "none",
+          },
+        ]
+      : [],
+  );
+}
+
+/** A reviewer's verdict, oldest first; `none` when the reviewer's last review withdrew one (dismissed, pending). */
+export interface ReviewVerdict {
+  reviewer: number;
+  verdict: "approved" | "changes-requested" | "none";
+}
+
+/** Where an open pull request's review stands: each reviewer's latest verdict counts, a request for changes first. */
+export function reviewStateOf(verdicts: readonly ReviewVerdict[]): ReviewState {
+  const latest = new Map(verdicts.map((v) => [v.reviewer, v.verdict]));
+  const standing = [...latest.values()];
+  return standing.includes("changes-requested")
+    ? "changes-requested"
+    : standing.includes("approved")
+      ? "approved"
+      : "open";
+}
+
+/**
  * How far back a closed pull request is looked for: a team's change closed longer ago than the last this many is no
  * longer news (its status then shows what the Flux repo holds, without the review).
  */
@@ -65,17 +141,6 @@ export const RECENTLY_CLOSED = 200;
 /** Pull requests per page of a listing (Gitea's default maximum). */
 const PAGE = 50;
 
-const giteaPull = z.object({
-  number: z.number().int(),
-  html_url: z.string(),
-  state: z.enum(["open", "closed"]),
-  merged: z.boolean(),
-  merge_commit_sha: z.string().nullable().optional(),
-  closed_at: z.string().nullable().optional(),
-  merged_at: z.string().nullable().optional(),
-  head: z.object({ ref: z.string(), sha: z.string() }),
-  base: z.object({ ref: z.string() }),
-});
 const giteaReview = z.object({
   state: z.string(),
   dismissed: z.boolean().optional(),
@@ -83,15 +148,18 @@ const giteaReview = z.object({
   user: z.object({ id: z.number() }).nullable(),
 });
 
-export interface GiteaForgeOptions {
-  /** Gitea's base URL, e.g. https://git.example.com (the API is under /api/v1). */
+/** Where a forge adapter finds the fleet repository, and how it authenticates. */
+export interface ForgeOptions {
+  /** Gitea: its base URL, e.g. https://git.example.com (the API is under /api/v1). GitHub: the REST API's base URL. */
   url: string;
   owner: string;
   repo: string;
+  /** Read for each request: a mounted Secret may be rotated. */
   token: () => Promise<string>;
   fetch?: typeof fetch;
   timeoutMs?: number;
 }
+export type GiteaForgeOptions = ForgeOptions;
 
 /** Gitea and Forgejo through Gitea's REST API (v1). */
 export class GiteaForge implements Forge {
@@ -106,16 +174,16 @@ export class GiteaForge implements Forge {
   async openPullRequest(request: { head: string; base: string; title: string; body: string }): Promise<PullRequest> {
     const existing = await this.findOpenPullRequest(request.head, request.base);
     if (existing) return existing;
-    const created = giteaPull.parse(await this.call("POST", "/pulls", request));
+    const created = forgePull.parse(await this.call("POST", "/pulls", request));
     return this.withReviews(created);
   }
 
   async pullRequest(number: number): Promise<PullRequest> {
-    return this.withReviews(giteaPull.parse(await this.call("GET", `/pulls/${number}`)));
+    return this.withReviews(forgePull.parse(await this.call("GET", `/pulls/${number}`)));
   }
 
   async closePullRequest(number: number): Promise<PullRequest> {
-    return this.withReviews(giteaPull.parse(await this.call("PATCH", `/pulls/${number}`, { state: "closed" })));
+    return this.withReviews(forgePull.parse(await this.call("PATCH", `/pulls/${number}`, { state: "closed" })));
   }
 
   async deleteBranch(branch: string): Promise<void> {
@@ -133,7 +201,7 @@ export class GiteaForge implements Forge {
   }
 
   async openPullRequests(base: string, headPrefix: string): Promise<PullRequest[]> {
-    const matching: Array<z.infer<typeof giteaPull>> = [];
+    const matching: Array<ForgePull> = [];
     for (let page = 1; ; page++) {
       const pulls = await this.openPage(page);
       matching.push(...pulls.filter((p) => p.base.ref === base && p.head.ref.startsWith(headPrefix)));
@@ -147,7 +215,7 @@ export class GiteaForge implements Forge {
   }
 
   private async openPage(page: number) {
-    return z.array(giteaPull).parse(await this.call("GET", `/pulls?state=open&limit=${PAGE}&page=${page}`));
+    return z.array(forgePull).parse(await this.call("GET", `/pulls?state=open&limit=${PAGE}&page=${page}`));
   }
 
   async latestPullRequest(head: string, base: string): Promise<PullRequest | undefined> {
@@ -155,7 +223,7 @@ export class GiteaForge implements Forge {
     if (open) return open;
     for (let page = 1; page <= RECENTLY_CLOSED / PAGE; page++) {
       const pulls = z
-        .array(giteaPull)
+        .array(forgePull)
         .parse(
           await this.call(
             "GET",
@@ -169,31 +237,21 @@ export class GiteaForge implements Forge {
     return undefined;
   }
 
-  /** Where review stands: each reviewer's latest review counts, a request for changes before an approval. */
-  private async withReviews(pull: z.infer<typeof giteaPull>): Promise<PullRequest> {
-    const common = {
-      number: pull.number,
-      url: pull.html_url,
-      head: pull.head.ref,
-      base: pull.base.ref,
-      headCommit: pull.head.sha,
-    };
-    const closedAt = pull.merged_at ?? pull.closed_at;
-    const closed = { ...common, ...(closedAt ? { closedAt } : {}) };
-    if (pull.merged)
-      return { ...closed, state: "merged", ...(pull.merge_commit_sha ? { mergeCommit: pull.merge_commit_sha } : {}) };
-    if (pull.state === "closed") return { ...closed, state: "closed" };
-    const reviews = z.array(giteaReview).parse(await this.call("GET", `/pulls/${pull.number}/reviews`));
-    const latest = new Map<number, string>();
-    for (const r of reviews)
-      if (r.user && !r.dismissed && !r.stale && r.state !== "COMMENT") latest.set(r.user.id, r.state);
-    const states = [...latest.values()];
-    const state: ReviewState = states.includes("REQUEST_CHANGES")
-      ? "changes-requested"
-      : states.includes("APPROVED")
-        ? "approved"
-        : "open";
-    return { ...common, state };
+  /** Where review stands: each reviewer's latest review counts; a comment, or a dismissed or stale review, does not. */
+  private withReviews(pull: ForgePull): Promise<PullRequest> {
+    return pullRequestOf(pull, async () =>
+      verdictsOf(
+        z
+          .array(giteaReview)
+          .parse(await this.call("GET", `/pulls/${pull.number}/reviews`))
+          .map((r) => ({
+            reviewer: r.user?.id,
+            state: r.state,
+            counts: !r.dismissed && !r.stale && r.state !== "COMMENT",
+          })),
+        { approved: "APPROVED", changesRequested: "REQUEST_CHANGES" },
+      ),
+    );
   }
 
   private async call(method: string, path: string, body?: unknown, tolerated: number[] = []): Promise<unknown> {

@@ -9,6 +9,7 @@ export {
   type PullRequest,
   type ReviewState,
 } from "./forge.js";
+export { GitHubForge, type GitHubForgeOptions } from "./github-forge.js";
 export { GitTree } from "./git-tree.js";
 export { RepoReader } from "./repo-reader.js";
 export { assertWritablePath } from "./paths.js";
