@@ -44,6 +44,12 @@ describe("GitHubForge against the fake GitHub (pull requests, reviews)", () => {
     expect(github.requests.every((r) => r.auth === "token")).toBe(true);
   });
 
+  it("two writers opening the same branch's pull request at once get the same one (GitHub's 422 for the second)", async () => {
+    const both = await Promise.all([1, 2].map(() => forge.openPullRequest({ ...request, head: "berth/team/race" })));
+    expect(both[0]!.number).toBe(both[1]!.number);
+    expect(github.requests.filter((r) => r.method === "POST")).toHaveLength(2);
+  });
+
   it("reads where review stands: each reviewer's latest verdict, changes requested first, a dismissal withdraws", async () => {
     const pr = await forge.openPullRequest({ ...request, head: "berth/team/orders" });
     const state = async () => (await forge.pullRequest(pr.number)).state;
@@ -62,6 +68,17 @@ describe("GitHubForge against the fake GitHub (pull requests, reviews)", () => {
     expect(await state()).toBe("changes-requested");
     github.dismiss(pr.number, withdrawn);
     expect(await state()).toBe("approved");
+  });
+
+  it("reads again are conditional: an unchanged pull request costs 304s (no rate limit), a change is seen at once", async () => {
+    const pr = await forge.openPullRequest({ ...request, head: "berth/team/polled" });
+    await forge.pullRequest(pr.number);
+    const before = github.notModified();
+    expect(await forge.pullRequest(pr.number)).toEqual(await forge.pullRequest(pr.number));
+    // Each read is the pull request and its reviews: all four answered 304.
+    expect(github.notModified() - before).toBe(4);
+    github.review(pr.number, 7, "APPROVED");
+    expect((await forge.pullRequest(pr.number)).state).toBe("approved");
   });
 
   it("a merged pull request carries its merge commit; the branch's latest is found after it closed", async () => {
@@ -115,10 +132,19 @@ describe("GitHubForge against the fake GitHub (pull requests, reviews)", () => {
     const down = await forge.pullRequest(1).catch((e: unknown) => e);
     expect(down).toMatchObject({ kind: "unavailable", status: 502 });
 
+    // A spent rate limit is GitHub's 403 with x-ratelimit-remaining 0: a wait, not a refused token.
+    github.failNext(403, "API rate limit exceeded for installation ID 1.", undefined, {
+      "x-ratelimit-remaining": "0",
+      "x-ratelimit-reset": "1796083200",
+    });
+    const limited = await forge.pullRequest(1).catch((e: unknown) => e);
+    expect(limited).toMatchObject({ kind: "unavailable", status: 429 });
+    expect((limited as Error).message).toContain("until 2026-12-01T00:00:00.000Z");
+
     const gone = new GitHubForge({ url: "http://127.0.0.1:9", owner: "o", repo: "r", token: async () => TOKEN });
     const noAnswer = await gone.pullRequest(1).catch((e: unknown) => e);
     expect(noAnswer).toMatchObject({ kind: "unavailable", status: 0 });
-    for (const e of [auth, down, noAnswer]) expect(JSON.stringify(e) + String(e)).not.toContain(TOKEN);
+    for (const e of [auth, down, limited, noAnswer]) expect(JSON.stringify(e) + String(e)).not.toContain(TOKEN);
   });
 
   it("deleting a branch that is already gone succeeds (GitHub's 422 Reference does not exist)", async () => {

@@ -7,6 +7,7 @@
  * (a branch deleted, GitHub's error bodies) through the same client. What a person does on GitHub (review, merge,
  * close) the test does with `review`, `merge` and `close`.
  */
+import { createHash } from "node:crypto";
 import { createServer, type IncomingMessage, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import type { components } from "@octokit/openapi-types";
@@ -33,6 +34,8 @@ export interface FakeGitHub {
   repo: string;
   /** Every request, in order: method, path with its query, and the authorization header's scheme. */
   requests: Array<{ method: string; path: string; auth: string | undefined }>;
+  /** Conditional reads answered 304 (an unchanged answer; GitHub does not count them against the rate limit). */
+  notModified(): number;
   /** A reviewer's review, as GitHub records it (APPROVED, CHANGES_REQUESTED, COMMENTED); its id. */
   review(number: number, reviewer: number, state: FakeReview["state"]): number;
   /** The reviewer's earlier review dismissed, as a maintainer does on GitHub. */
@@ -41,8 +44,8 @@ export interface FakeGitHub {
   close(number: number): void;
   /** Open pull requests made outside Berth (e.g. another tool's), to fill pages. */
   seed(count: number, headPrefix: string): void;
-  /** The next request (of `method`, when given) answers `status` with GitHub's error body. */
-  failNext(status: number, message: string, method?: string): void;
+  /** The next request (of `method`, when given) answers `status` with GitHub's error body (and `headers`). */
+  failNext(status: number, message: string, method?: string, headers?: Record<string, string>): void;
   stop(): Promise<void>;
 }
 
@@ -53,11 +56,13 @@ export async function startFakeGitHub(token: string, owner = "platform", repo = 
   const pulls: FakePull[] = [];
   const reviews = new Map<number, FakeReview[]>();
   const requests: FakeGitHub["requests"] = [];
-  let failure: { status: number; message: string; method: string | undefined } | undefined;
+  let failure:
+    { status: number; message: string; method: string | undefined; headers: Record<string, string> } | undefined;
   let clock = Date.parse("2026-12-01T00:00:00Z");
   const now = () => new Date((clock += 1000)).toISOString();
   let commits = 100;
   let reviewIds = 1;
+  let notModified = 0;
   const repoPath = `/repos/${owner}/${repo}`;
   const url = (n: number) => `https://github.example/${owner}/${repo}/pull/${n}`;
 
@@ -87,12 +92,25 @@ export async function startFakeGitHub(token: string, owner = "platform", repo = 
 
   const server: Server = createServer((req, res) => {
     void (async () => {
-      const answer = (status: number, body?: unknown) => {
-        res.writeHead(status, body === undefined ? {} : { "content-type": "application/json; charset=utf-8" });
+      const answer = (status: number, body?: unknown, headers: Record<string, string> = {}) => {
+        // GitHub tags every read; a read whose If-None-Match is the answer's tag is 304, and costs no rate limit.
+        if (req.method === "GET" && status === 200) {
+          const etag = `W/"${createHash("sha256").update(JSON.stringify(body)).digest("hex").slice(0, 32)}"`;
+          if (req.headers["if-none-match"] === etag) {
+            notModified++;
+            res.writeHead(304, { etag });
+            return res.end();
+          }
+          headers = { ...headers, etag };
+        }
+        res.writeHead(status, {
+          ...headers,
+          ...(body === undefined ? {} : { "content-type": "application/json; charset=utf-8" }),
+        });
         res.end(body === undefined ? undefined : JSON.stringify(body));
       };
-      const error = (status: number, message: string) =>
-        answer(status, { message, documentation_url: DOCS } satisfies ErrorBody);
+      const error = (status: number, message: string, headers: Record<string, string> = {}) =>
+        answer(status, { message, documentation_url: DOCS } satisfies ErrorBody, headers);
       const address = new URL(req.url ?? "/", "http://127.0.0.1");
       requests.push({
         method: req.method ?? "",
@@ -101,9 +119,9 @@ export async function startFakeGitHub(token: string, owner = "platform", repo = 
       });
       if (req.headers.authorization !== `token ${token}`) return error(401, "Bad credentials");
       if (failure && (failure.method === undefined || failure.method === req.method)) {
-        const { status, message } = failure;
+        const { status, message, headers } = failure;
         failure = undefined;
-        return error(status, message);
+        return error(status, message, headers);
       }
       if (!address.pathname.startsWith(`${repoPath}/`)) return error(404, "Not Found");
       // Octokit encodes a ref's slashes (heads%2Fberth%2F...); GitHub takes them decoded.
@@ -174,6 +192,7 @@ export async function startFakeGitHub(token: string, owner = "platform", repo = 
     owner,
     repo,
     requests,
+    notModified: () => notModified,
     review(number, reviewer, state) {
       const list = reviews.get(number) ?? [];
       list.push({
@@ -211,8 +230,8 @@ export async function startFakeGitHub(token: string, owner = "platform", repo = 
     seed(count, headPrefix) {
       for (let i = 0; i < count; i++) open(`seeded ${i}`, `${headPrefix}${i}`, "main", null);
     },
-    failNext(status, message, method) {
-      failure = { status, message, method };
+    failNext(status, message, method, headers = {}) {
+      failure = { status, message, method, headers };
     },
     stop: () => new Promise<void>((resolve) => server.close(() => resolve())),
   };

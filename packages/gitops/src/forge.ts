@@ -43,8 +43,8 @@ export interface Forge {
 
 /**
  * The forge refused or did not answer, in the adapter's one vocabulary (`auth` for 401/403, `unavailable` when no
- * answer came or the forge failed, `invalid-change` for any other refusal); `status` is the forge's HTTP status
- * (0: no answer). The token is never in it.
+ * answer came, the forge failed or its rate limit stopped the request (429), `invalid-change` for any other
+ * refusal); `status` is the forge's HTTP status (0: no answer). The token is never in it.
  */
 export class ForgeError extends GitOpsError {
   constructor(
@@ -52,7 +52,11 @@ export class ForgeError extends GitOpsError {
     readonly status: number,
   ) {
     super(
-      status === 401 || status === 403 ? "auth" : status === 0 || status >= 500 ? "unavailable" : "invalid-change",
+      status === 401 || status === 403
+        ? "auth"
+        : status === 0 || status === 429 || status >= 500
+          ? "unavailable"
+          : "invalid-change",
       message,
     );
   }

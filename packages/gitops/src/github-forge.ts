@@ -1,4 +1,5 @@
 import { Octokit, type RestEndpointMethodTypes } from "@octokit/rest";
+import { LRUCache } from "lru-cache";
 import { z } from "zod";
 import {
   ForgeError,
@@ -41,15 +42,43 @@ export class GitHubForge implements Forge {
     this.octokit.hook.before("request", async (request) => {
       request.headers.authorization = `token ${await options.token()}`;
     });
+    // Reads are conditional: GitHub answers an unchanged one 304, which costs no rate limit (status polls ask the
+    // same few questions every few seconds).
+    const answered = new LRUCache<string, { etag: string; data: unknown }>({ max: 1_000 });
+    this.octokit.hook.wrap("request", async (request, options) => {
+      const { method, url } = this.octokit.request.endpoint(options);
+      const known = method === "GET" ? answered.get(url) : undefined;
+      if (known) options.headers = { ...options.headers, "if-none-match": known.etag };
+      try {
+        const response = await request(options);
+        const etag = response.headers.etag;
+        if (method === "GET" && etag) answered.set(url, { etag, data: response.data });
+        return response;
+      } catch (err) {
+        if (known && (err as { status?: number }).status === 304)
+          return { status: 200, url, headers: {}, data: known.data } as Awaited<ReturnType<typeof request>>;
+        throw err;
+      }
+    });
   }
 
   async openPullRequest(request: { head: string; base: string; title: string; body: string }): Promise<PullRequest> {
     const existing = await this.findOpenPullRequest(request.head, request.base);
     if (existing) return existing;
-    const created = await this.call("POST /pulls", (signal) =>
-      this.octokit.rest.pulls.create({ ...this.repo, ...request, request: { signal } }),
-    );
-    return this.withReviews(forgePull.parse(created));
+    try {
+      const created = await this.call("POST /pulls", (signal) =>
+        this.octokit.rest.pulls.create({ ...this.repo, ...request, request: { signal } }),
+      );
+      return await this.withReviews(forgePull.parse(created));
+    } catch (err) {
+      // 422: another writer (a retry, another replica) opened the branch's pull request since the lookup.
+      const raced =
+        err instanceof ForgeError && err.status === 422
+          ? await this.findOpenPullRequest(request.head, request.base)
+          : undefined;
+      if (raced) return raced;
+      throw err;
+    }
   }
 
   async findOpenPullRequest(head: string, base: string): Promise<PullRequest | undefined> {
@@ -166,13 +195,21 @@ export class GitHubForge implements Forge {
     try {
       return (await request(AbortSignal.timeout(this.options.timeoutMs ?? 30_000))).data;
     } catch (err) {
-      const status = (err as { response?: { status?: number } }).response?.status;
+      const response = (err as { response?: { status?: number; headers?: Record<string, string | undefined> } })
+        .response;
+      const status = response?.status;
       if (status !== undefined && tolerated.includes(status)) return undefined;
       // Octokit's message is GitHub's (`message` of the error body): it names the problem, never the token.
       const message = (err as Error).message;
-      throw status === undefined
-        ? new ForgeError(`GitHub did not answer ${what}: ${message}`, 0)
-        : new ForgeError(`GitHub refused ${what}: ${status} ${message}`, status);
+      if (status === undefined) throw new ForgeError(`GitHub did not answer ${what}: ${message}`, 0);
+      // GitHub answers a spent rate limit 403 (or 429) with these headers: a wait, not a token it refuses.
+      const headers = response?.headers ?? {};
+      if (status === 429 || (status === 403 && (headers["x-ratelimit-remaining"] === "0" || headers["retry-after"]))) {
+        const reset = Number(headers["x-ratelimit-reset"]);
+        const until = reset > 0 ? ` until ${new Date(reset * 1000).toISOString()}` : "";
+        throw new ForgeError(`GitHub's rate limit stopped ${what}${until}: ${message}`, 429);
+      }
+      throw new ForgeError(`GitHub refused ${what}: ${status} ${message}`, status);
     }
   }
 }
