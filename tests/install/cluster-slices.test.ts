@@ -175,4 +175,39 @@ describe("berth cluster slices", () => {
     expect(existsSync(join(fleet, DIR, "teams", "a0--slice"))).toBe(true);
     await kustomizeBuild(join(fleet, DIR));
   });
+
+  it("fetches per slice and back again, one step each way (ADR 0036), the cluster's files building both ways", async () => {
+    const file = `${DIR}/berth-team-hash-slices-32.yaml`;
+    const teamsRepository = () => objects(`${DIR}/berth-teams.yaml`).find((o) => o.kind === "GitRepository")!;
+    const kinds = () => objects(file).map((o) => o.kind);
+
+    setConfig(["layout", "slices"], { by: "hash", count: 32, fetch: "per-slice" });
+    const perSlice = await slices();
+    expect(perSlice.stderr).toBe("");
+    expect(perSlice.code).toBe(0);
+    expect(perSlice.stdout).toContain("hash slices now fetch each its own shards");
+    const sources = objects(file).filter((o) => o.kind === "GitRepository");
+    expect(sources).toHaveLength(32);
+    expect(sources[0]!.spec.sparseCheckout).toEqual([
+      ...["00", "01", "02", "03", "04", "05", "06", "07"].map((s) => `teams/${s}`),
+      ...["00", "01", "02", "03", "04", "05", "06", "07"].map((s) => `${DIR}/teams/${s}`),
+    ]);
+    expect(objects(file).some((o) => o.metadata?.name === "berth-team-hash-slices-32")).toBe(false);
+    expect(teamsRepository().spec.suspend).toBe(true);
+    expect(existsSync(join(fleet, "teams", "ff", "--shard"))).toBe(true);
+    expect(existsSync(join(fleet, DIR, "teams", "ff", "--shard"))).toBe(true);
+    await kustomizeBuild(join(fleet, DIR));
+    expect((await slices()).stdout).toContain("nothing to do");
+
+    setConfig(["layout", "slices"], { by: "hash", count: 32, fetch: "whole" });
+    const whole = await slices();
+    expect(whole.stderr).toBe("");
+    expect(whole.code).toBe(0);
+    expect(whole.stdout).toContain("hash slices now fetch the whole repository");
+    expect(kinds()).not.toContain("GitRepository");
+    expect(objects(file).some((o) => o.metadata?.name === "berth-team-hash-slices-32")).toBe(true);
+    expect(teamsRepository().spec.suspend).toBeUndefined();
+    await kustomizeBuild(join(fleet, DIR));
+    expect((await slices()).stdout).toContain("nothing to do");
+  });
 });
