@@ -6,7 +6,7 @@
  */
 import { createHmac } from "node:crypto";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
-import { DEV_TOKEN, startBerth, type RunningBerth } from "../support/berth.js";
+import { DEV_TOKEN, inPullRequestMode, startBerth, type RunningBerth } from "../support/berth.js";
 import { readProblem } from "../support/contract.js";
 import { createBareRepo, type BareRepo } from "../support/git-remotes.js";
 
@@ -43,14 +43,7 @@ describe("the forge's webhook (pull-request mode)", () => {
         BERTH_FORGE_TOKEN: "forge-token-never-used",
         ...(webhookSecret ? { BERTH_FORGE_WEBHOOK_SECRET: webhookSecret } : {}),
       },
-      config: (raw) => {
-        raw.fluxRepo = {
-          ...raw.fluxRepo,
-          review: { mode: "pull-request", forge: "gitea", url: "http://127.0.0.1:9", owner: "o", repository: "r" },
-        };
-        raw.platform.fluxSource = { kind: "ExternalArtifact", artifactPrefix: "team-files-" };
-        raw.platform.layout = { appliedBy: "slices" };
-      },
+      config: inPullRequestMode({ forge: "gitea", url: "http://127.0.0.1:9", owner: "o", repository: "r" }),
     });
 
   beforeAll(async () => {

@@ -6,7 +6,7 @@
  */
 import { proposalResponse, statusResponse } from "@berth/api-contract";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { DEV_TOKEN, startBerth, type RunningBerth } from "../support/berth.js";
+import { DEV_TOKEN, inPullRequestMode, startBerth, type RunningBerth } from "../support/berth.js";
 import { readAnswer } from "../support/contract.js";
 import { createBareRepo, git, type BareRepo } from "../support/git-remotes.js";
 import { startFakeGitHub, type FakeGitHub } from "../support/fake-github.js";
@@ -40,20 +40,7 @@ describe("pull-request mode on GitHub: each team write is a pull request opened 
       remoteUrl: remote.url,
       startEngine: false,
       env: { BERTH_FORGE_TOKEN: TOKEN },
-      config: (raw) => {
-        raw.fluxRepo = {
-          ...raw.fluxRepo,
-          review: {
-            mode: "pull-request",
-            forge: "github",
-            url: github.url,
-            owner: github.owner,
-            repository: github.repo,
-          },
-        };
-        raw.platform.fluxSource = { kind: "ExternalArtifact", artifactPrefix: "team-files-" };
-        raw.platform.layout = { appliedBy: "slices" };
-      },
+      config: inPullRequestMode({ forge: "github", url: github.url, owner: github.owner, repository: github.repo }),
     });
   });
   afterAll(async () => {

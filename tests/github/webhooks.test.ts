@@ -10,7 +10,7 @@ import { readFileSync } from "node:fs";
 import { createRequire } from "node:module";
 import { dirname, join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { startBerth, type RunningBerth } from "../support/berth.js";
+import { inPullRequestMode, startBerth, type RunningBerth } from "../support/berth.js";
 import { createBareRepo, type BareRepo } from "../support/git-remotes.js";
 
 const SECRET = "github-webhook-secret-7a1d3e9c55";
@@ -50,14 +50,7 @@ describe("GitHub's own webhook payloads reach Berth's forge events route", () =>
       remoteUrl: remote.url,
       startEngine: false,
       env: { BERTH_FORGE_TOKEN: "forge-token-never-used", BERTH_FORGE_WEBHOOK_SECRET: SECRET },
-      config: (raw) => {
-        raw.fluxRepo = {
-          ...raw.fluxRepo,
-          review: { mode: "pull-request", forge: "github", url: "http://127.0.0.1:9", owner: "o", repository: "r" },
-        };
-        raw.platform.fluxSource = { kind: "ExternalArtifact", artifactPrefix: "team-files-" };
-        raw.platform.layout = { appliedBy: "slices" };
-      },
+      config: inPullRequestMode({ forge: "github", url: "http://127.0.0.1:9", owner: "o", repository: "r" }),
     });
   });
   afterAll(async () => {

@@ -47,6 +47,17 @@ const TEST_RATE_LIMITS = { reads: 1_000_000, writes: 1_000_000, unauthenticated:
 export type RawConfig = Record<string, any>;
 
 /**
+ * A config edit: pull-request mode on `review`'s forge (fluxRepo.review, ADR 0030), on the layout that mode needs
+ * (team artifacts applied by slices).
+ */
+export const inPullRequestMode =
+  (review: { forge: "gitea" | "github"; url: string; owner: string; repository: string }) => (raw: RawConfig) => {
+    raw.fluxRepo = { ...raw.fluxRepo, review: { mode: "pull-request", ...review } };
+    raw.platform.fluxSource = { kind: "ExternalArtifact", artifactPrefix: "team-files-" };
+    raw.platform.layout = { appliedBy: "slices" };
+  };
+
+/**
  * infra/local/berth.yaml with `api` settings merged over its own, written beside the work dir: the overrides
  * go through the same file parsing and validation as a deployment's config.
  */
