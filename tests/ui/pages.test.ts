@@ -4,6 +4,7 @@
  * sessions (redirects, 401 for live refreshes, cookie flags, tampering), no open redirect after
  * sign-in, ETag/304 on the live refresh and on GET /v1/status, and the pages kept out of the OpenAPI doc.
  */
+import { gunzipSync } from "node:zlib";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { UI_CONTENT_SECURITY_POLICY } from "../../apps/api/src/http/ui/index.js";
 import { html } from "../../apps/api/src/http/ui/html.js";
@@ -363,6 +364,32 @@ describe("the status page over HTTP", () => {
     const openapi = (await berth.server.inject({ url: "/openapi.json" })).json() as { paths: Record<string, unknown> };
     expect(Object.keys(openapi.paths)).toContain("/v1/status");
     expect(Object.keys(openapi.paths).filter((p) => p.startsWith("/ui"))).toEqual([]);
+  });
+
+  it("sends the fleet gzipped to a reader that accepts it, under the same weak ETag (Vary: accept-encoding)", async () => {
+    const plain = await berth.server.inject({ url: "/v1/status", headers: bearer });
+    expect(plain.headers["content-encoding"]).toBeUndefined();
+    expect(plain.headers.vary).toContain("accept-encoding");
+    const zipped = await berth.server.inject({
+      url: "/v1/status",
+      headers: { ...bearer, "accept-encoding": "br;q=1, gzip;q=0.8" },
+    });
+    expect(zipped.statusCode).toBe(200);
+    expect(zipped.headers["content-encoding"]).toBe("gzip");
+    expect(zipped.headers["content-type"]).toContain("application/json");
+    expect(zipped.headers.vary).toContain("accept-encoding");
+    expect(gunzipSync(zipped.rawPayload).toString("utf8")).toBe(plain.body);
+    expect(zipped.headers.etag).toBe(plain.headers.etag);
+    const revalidated = await berth.server.inject({
+      url: "/v1/status",
+      headers: { ...bearer, "accept-encoding": "gzip", "if-none-match": String(zipped.headers.etag) },
+    });
+    expect(revalidated.statusCode).toBe(304);
+    for (const refused of ["gzip;q=0", "br", "identity"]) {
+      const res = await berth.server.inject({ url: "/v1/status", headers: { ...bearer, "accept-encoding": refused } });
+      expect(res.headers["content-encoding"], refused).toBeUndefined();
+      expect(res.body, refused).toBe(plain.body);
+    }
   });
 
   it("names in the team's history whom a write was made for, beside who made it", async () => {
