@@ -341,6 +341,15 @@ describe("the status page over HTTP", () => {
     expect((await berth.server.inject({ url: `/ui/rollouts/${id}` })).statusCode).toBe(303);
   });
 
+  it("reads the fleet's page number from the query, and a page it cannot read is the first", async () => {
+    for (const query of ["page=2", "page=abc", "page=-1", "page=99999999", "q=pay&page=3"]) {
+      const res = await get(`/ui?${query}`);
+      expect(res.statusCode, query).toBe(200);
+      expect(res.body, query).toContain('data-team="payments"'); // one page: every page past it shows it
+      expect(res.body, query).not.toContain('class="pager"');
+    }
+  });
+
   it("serves the fleet at GET /v1/status with an ETag, and keeps the pages out of the OpenAPI document", async () => {
     const fleet = await berth.server.inject({ url: "/v1/status", headers: bearer });
     expect(fleet.statusCode).toBe(200);

@@ -14,6 +14,7 @@ import { teamInReviewMain, teamMain } from "./views/team.js";
 const fleetQuery = z.object({
   q: z.string().max(100).catch(""),
   phase: z.enum(PHASES).optional().catch(undefined),
+  page: z.coerce.number().int().min(1).max(1_000_000).catch(1),
   fragment: z.literal("main").optional().catch(undefined),
 });
 
@@ -24,7 +25,7 @@ export function registerPages(
   app.get("/", { config: { uiAccess: "read" } }, async (request, reply) => {
     const query = fleetQuery.parse(request.query ?? {});
     const filter = { q: query.q, phase: query.phase };
-    const view = fleetView(await board.fleet(), board.clusters(), filter);
+    const view = fleetView(await board.fleet(), board.clusters(), filter, query.page);
     return respond.page(request, reply, "Fleet", fleetMain(view, filter), fleetFilterForm(filter));
   });
 

@@ -47,6 +47,7 @@ th, td { text-align: left; padding: .4rem .6rem; border-bottom: 1px solid var(--
 thead th { background: var(--panel); font-size: .9rem; }
 th small, td small { display: block; color: var(--muted); font-weight: 400; }
 .none { color: var(--muted); }
+.pager { display: flex; gap: 1rem; align-items: center; margin: .8rem 0; }
 .empty { padding: 2rem; background: var(--panel); border-radius: 8px; }
 .broken { padding: .5rem 1rem; margin-bottom: 1rem; border-left: 4px solid var(--failed-fg); background: var(--failed-bg); border-radius: 4px; }
 .broken h2 { font-size: 1rem; margin: .3rem 0; }

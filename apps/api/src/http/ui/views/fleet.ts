@@ -17,10 +17,21 @@ export interface FleetFilter {
   phase: Phase | undefined;
 }
 
+/**
+ * Rows per page: a grid of thousands of teams is megabytes of HTML at every live refresh and more than a reader
+ * scrolls; the counts and the filter cover the whole fleet.
+ */
+export const FLEET_PAGE_ROWS = 200;
+
 export interface FleetView {
   columns: Cluster[];
-  /** One cell per column, in column order: the cluster's name and the team's status there, if deployed. */
+  /** This page's rows; one cell per column, in column order: the cluster's name and the team's status there. */
   rows: Array<{ team: string; cells: Array<{ cluster: string; status: ClusterStatus | undefined }> }>;
+  /** Teams the filter matches, on every page. */
+  matching: number;
+  /** The page shown (from 1; a page past the last shows the last) and how many there are (at least 1). */
+  page: number;
+  pages: number;
   /** Team × cluster cells per phase, over the whole fleet (not only the filtered rows). */
   counts: Record<Phase, number>;
   teams: number;
@@ -30,26 +41,53 @@ export interface FleetView {
 }
 
 /** The fleet as a grid: one row per team, one column per cluster; filtering happens here, on the server. */
-export function fleetView(fleet: FleetResponse, columns: Cluster[], filter: FleetFilter): FleetView {
+export function fleetView(fleet: FleetResponse, columns: Cluster[], filter: FleetFilter, page = 1): FleetView {
   const counts = Object.fromEntries(PHASES.map((p) => [p, 0])) as Record<Phase, number>;
   for (const team of fleet.teams) for (const cell of team.clusters) counts[phaseOf(cell)] += 1;
   const q = filter.q.trim().toLowerCase();
-  const rows = fleet.teams
+  const matching = fleet.teams
     .filter((t) => !q || t.team.toLowerCase().includes(q))
-    .filter((t) => !filter.phase || t.clusters.some((c) => phaseOf(c) === filter.phase))
-    .map((t) => ({
-      team: t.team,
-      cells: columns.map((col) => ({ cluster: col.name, status: t.clusters.find((c) => c.cluster === col.name) })),
-    }));
-  return { columns, rows, counts, teams: fleet.teams.length, revision: fleet.revision, broken: fleet.broken };
+    .filter((t) => !filter.phase || t.clusters.some((c) => phaseOf(c) === filter.phase));
+  const pages = Math.max(1, Math.ceil(matching.length / FLEET_PAGE_ROWS));
+  const shown = Math.min(Math.max(1, Math.trunc(page)), pages);
+  const rows = matching.slice((shown - 1) * FLEET_PAGE_ROWS, shown * FLEET_PAGE_ROWS).map((t) => ({
+    team: t.team,
+    cells: columns.map((col) => ({ cluster: col.name, status: t.clusters.find((c) => c.cluster === col.name) })),
+  }));
+  return {
+    columns,
+    rows,
+    matching: matching.length,
+    page: shown,
+    pages,
+    counts,
+    teams: fleet.teams.length,
+    revision: fleet.revision,
+    broken: fleet.broken,
+  };
 }
 
-function filterQuery(filter: FleetFilter, phase: Phase | undefined): string {
+function filterQuery(filter: FleetFilter, phase: Phase | undefined, page = 1): string {
   const params = new URLSearchParams();
   if (filter.q) params.set("q", filter.q);
   if (phase) params.set("phase", phase);
+  if (page > 1) params.set("page", String(page));
   const query = params.toString();
   return query ? `/ui?${query}` : "/ui";
+}
+
+/** Previous and next page, keeping the filter; none when everything fits on one. */
+function pager(view: FleetView, filter: FleetFilter): Html | string {
+  if (view.pages === 1) return "";
+  const link = (page: number, text: string, rel: string) =>
+    page >= 1 && page <= view.pages
+      ? html`<a href="${filterQuery(filter, filter.phase, page)}" rel="${rel}">${text}</a>`
+      : html`<span class="none">${text}</span>`;
+  return html`<nav class="pager" aria-label="Pages of teams">
+  ${link(view.page - 1, "← Previous", "prev")}
+  <span>Page ${view.page} of ${view.pages}</span>
+  ${link(view.page + 1, "Next →", "next")}
+</nav>`;
 }
 
 /** The filter form: outside <main>, so typing is not interrupted when the grid refreshes. */
@@ -91,7 +129,17 @@ export function fleetMain(view: FleetView, filter: FleetFilter): Html {
 </tr>`,
   );
   const teams = (n: number) => `${n} team${n === 1 ? "" : "s"}`;
-  const shown = view.rows.length === view.teams ? teams(view.teams) : `${view.rows.length} of ${teams(view.teams)}`;
+  const first = (view.page - 1) * FLEET_PAGE_ROWS + 1;
+  const range = `${first}–${first + view.rows.length - 1}`;
+  const filtered = view.matching !== view.teams;
+  const shown =
+    view.pages === 1
+      ? filtered
+        ? `${view.matching} of ${teams(view.teams)}`
+        : teams(view.teams)
+      : filtered
+        ? `${range} of ${view.matching} matching (${teams(view.teams)})`
+        : `${range} of ${teams(view.teams)}`;
   return html`<h1>Fleet</h1>
 ${counts}
 ${broken}
@@ -100,5 +148,6 @@ ${broken}
 <thead>${header}</thead>
 <tbody>${body}</tbody>
 </table>
+${pager(view, filter)}
 ${view.rows.length === 0 ? html`<p class="empty">No team matches this filter. <a href="/ui">Show all teams</a></p>` : ""}`;
 }
