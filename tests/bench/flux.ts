@@ -8,6 +8,7 @@
  *   BENCH_FLUX_API_QPS=0 npm run bench -- flux             # kustomize-controller and source-watcher at Flux's rate limit
  *   BENCH_FLUX_TMP=disk npm run bench -- flux              # every Flux controller's /tmp on disk, not in memory
  *   BENCH_FLUX_COLD_MINUTES=120 npm run bench -- flux      # how long the cold apply may take (default: an hour, N / 50 minutes from 3,000)
+ *   BENCH_FLUX_POLL=1h npm run bench -- flux               # the GitRepositories' poll (flux-system, berth-teams, the slices); default 10m
  *
  * For each size N and each layout, a whole platform as docs/install.md builds it (tests/support/flux-platform.ts:
  * kube-apiserver 1.35, real Flux 2.9.4 built from its Go modules, Berth's controller and API, ASO played), on one
@@ -24,8 +25,8 @@
  *     team folders in their shard's, as `berth cluster slices` leaves a cluster.
  *   - HashSlicesPerSlice ("per-slice"): the same slices, each fetching only its shards' folders with a GitRepository of
  *     its own (ADR 0036, platform.layout.slices.fetch), woken by the real Receiver only for the shards a push touched.
- * Every GitRepository polls every 10 minutes. kustomize-controller runs with the settings Flux gives for the size:
- * its vertical scaling guide's `--concurrent=10 --requeue-dependency=5s` for hundreds of applications, and
+ * Every GitRepository polls every 10 minutes (BENCH_FLUX_POLL). kustomize-controller runs with the settings Flux
+ * gives for the size: its vertical scaling guide's `--concurrent=10 --requeue-dependency=5s` for hundreds of applications, and
  * flux-benchmark's `--concurrent=20` from 1,000 on, where it and source-watcher also get operations.md's client rate
  * limit (`--kube-api-qps=500 --kube-api-burst=1000`). Every controller's /tmp is in memory (the test cluster's
  * folder is on /dev/shm), as the guide mounts it for kustomize-controller's builds; it matters as much to
@@ -79,6 +80,11 @@ const SIZES = (process.env.BENCH_FLUX_TEAMS ?? "100,1000").split(",").map(Number
 type Layout = TeamSource | "Slices" | "HashSlices" | "HashSlicesPerSlice";
 const LAYOUTS = (process.env.BENCH_FLUX_LAYOUTS ?? "GitRepository,Slices").split(",") as Layout[];
 const SAMPLES = Number(process.env.BENCH_FLUX_SAMPLES ?? 5);
+/**
+ * The GitRepositories' poll (BENCH_FLUX_POLL): flux-system's, berth-teams's and so every slice's. 10 minutes is
+ * `flux bootstrap`'s and flux/'s; install.md advises an hour for slices fetched per slice once the Receiver is in place.
+ */
+const POLL = process.env.BENCH_FLUX_POLL ?? "10m";
 /**
  * The hash slices' count (BENCH_FLUX_SLICES): 16 by default, what install.md advises from about 1,000 teams (one slice
  * per leading hex digit).
@@ -419,7 +425,7 @@ async function run(layout: Layout, n: number): Promise<Result> {
       ? { hashSlices: HASH_SLICES, sliceFetch: layout === "HashSlicesPerSlice" ? "per-slice" : "whole" }
       : {}),
     platform: (p) => (p.templateVersion = templates.fleet),
-    pollInterval: "10m",
+    pollInterval: POLL,
     asoIntervalMs: 2_000,
     flux: {
       kustomizeConcurrent: kustomizeConcurrent(n),
@@ -660,7 +666,7 @@ function summary(results: Result[]): void {
 
 async function main(): Promise<void> {
   console.log(
-    `Flux at fleet scale: sizes ${SIZES.join(", ")}; layouts ${LAYOUTS.join(", ")}; onboardings per run: ${SAMPLES} (before: ${SAMPLES_BEFORE}); kustomize-controller ${KUSTOMIZE_ARGS.join(" ")}; load: ${load()}`,
+    `Flux at fleet scale: sizes ${SIZES.join(", ")}; layouts ${LAYOUTS.join(", ")}; onboardings per run: ${SAMPLES} (before: ${SAMPLES_BEFORE}); GitRepositories poll every ${POLL}; kustomize-controller ${KUSTOMIZE_ARGS.join(" ")}; load: ${load()}`,
   );
   const results: Result[] = [];
   for (const n of SIZES) for (const layout of LAYOUTS) results.push(await run(layout, n));
