@@ -229,6 +229,10 @@ describe("berth controller on a real apiserver, under its own RBAC", () => {
     // Written once each at start: no pass writes an object whose content would not change (the platform
     // credential used to be applied twice, 12 ms apart, when a second pass ran before the watch echo).
     const writes = (msg: string) => replicaLogs[0]!.filter((l) => parseLogLine(l).msg === msg).length;
+    // The object can be read before its log line has come through the replica's stdout pipe.
+    await eventually("the platform writes logged", async () =>
+      writes("platform aso-credential written") > 0 && writes("platform-vars written") > 0 ? true : undefined,
+    );
     expect(writes("platform aso-credential written")).toBe(1);
     expect(writes("platform-vars written")).toBe(1);
 
