@@ -54,11 +54,11 @@ describe("the fleet grid in pages", () => {
   it("filters before paging, and the links keep the filter", () => {
     const filter: FleetFilter = { q: "team-0", phase: undefined }; // all 450
     const notReady: FleetFilter = { q: "", phase: "progressing" };
-    const failed = fleetView(fleet, columns, notReady);
-    expect(failed.matching).toBe(45);
-    expect(failed.pages).toBe(1);
-    expect(fleetMain(failed, notReady).value).toContain("45 of 450 teams");
-    expect(fleetMain(failed, notReady).value).not.toContain('class="pager"');
+    const progressing = fleetView(fleet, columns, notReady);
+    expect(progressing.matching).toBe(45);
+    expect(progressing.pages).toBe(1);
+    expect(fleetMain(progressing, notReady).value).toContain("45 of 450 teams");
+    expect(fleetMain(progressing, notReady).value).not.toContain('class="pager"');
 
     expect(fleetView(fleet, columns, { q: "team-00", phase: undefined })).toMatchObject({ matching: 100, pages: 1 });
     const paged = fleetView(fleet, columns, filter, 2);
