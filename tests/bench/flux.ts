@@ -115,6 +115,15 @@ const clientArgs = (teams: number) =>
   apiQps(teams) > 0 ? [`--kube-api-qps=${apiQps(teams)}`, `--kube-api-burst=${2 * apiQps(teams)}`] : [];
 /** Flux's vertical scaling guide: 10 workers for hundreds of applications; flux-benchmark runs 1,000 and more with 20. */
 const kustomizeConcurrent = (teams: number) => (teams >= 1000 ? 20 : 10);
+/**
+ * source-controller's --concurrent when every slice is a GitRepository (per-slice fetch): Flux's default, 2, lets
+ * two slices' polls hold the slice an onboarding woke (5,000 teams, 64 slices: fetched 26 s after the POST).
+ * BENCH_FLUX_SOURCE_CONCURRENT sets it (0: Flux's default).
+ */
+const sourceConcurrent = (layout: Layout) =>
+  layout !== "HashSlicesPerSlice" ? 0 : Number(process.env.BENCH_FLUX_SOURCE_CONCURRENT ?? 4);
+const sourceArgs = (layout: Layout) =>
+  sourceConcurrent(layout) > 0 ? [`--concurrent=${sourceConcurrent(layout)}`] : [];
 /** BENCH_FLUX_TMP=disk: the controllers' TMPDIR in the OS temp folder (a disk here), to price an in-memory /tmp. */
 const TMP_ON_DISK = process.env.BENCH_FLUX_TMP === "disk";
 const TMPFS_MAGIC = 0x01021994;
@@ -409,7 +418,7 @@ const allAttempted = (platform: FluxPlatform, revision: string) => async () =>
 async function run(layout: Layout, n: number): Promise<Result> {
   const loadBefore = load();
   console.log(
-    `\n== ${NAME[layout]}, ${n} teams, kustomize-controller --concurrent=${kustomizeConcurrent(n)} ${clientArgs(n).join(" ")}, source-watcher ${clientArgs(n).join(" ") || "with Flux's rate limit"}; load before: ${loadBefore}`,
+    `\n== ${NAME[layout]}, ${n} teams, kustomize-controller --concurrent=${kustomizeConcurrent(n)} ${clientArgs(n).join(" ")}, source-watcher ${clientArgs(n).join(" ") || "with Flux's rate limit"}, source-controller --concurrent=${sourceConcurrent(layout) || 2}; load before: ${loadBefore}`,
   );
   const names = teamNames(n);
   const templates = TEMPLATES[layout];
@@ -429,7 +438,11 @@ async function run(layout: Layout, n: number): Promise<Result> {
     asoIntervalMs: 2_000,
     flux: {
       kustomizeConcurrent: kustomizeConcurrent(n),
-      extraArgs: { "kustomize-controller": [...KUSTOMIZE_ARGS, ...clientArgs(n)], "source-watcher": clientArgs(n) },
+      extraArgs: {
+        "kustomize-controller": [...KUSTOMIZE_ARGS, ...clientArgs(n)],
+        "source-watcher": clientArgs(n),
+        "source-controller": sourceArgs(layout),
+      },
       ...(fluxTmp ? { tmpDir: fluxTmp } : {}),
     },
     berthConfig: (raw) => (raw.logLevel = "warn"),

@@ -7,7 +7,9 @@
  *      the repository's path;
  *   2. a team in another slice reconciles that slice and not the first team's, nor the first team (kustomize-
  *      controller's own reconcile count);
- *   3. offboarding one prunes its objects and leaves the other.
+ *   3. (per-slice) the first team's slice, polled after the second team's commit, fetches it and applies nothing:
+ *      its Kustomization reads the artifact of its Flux files, whose revision is their content's digest;
+ *   4. offboarding one prunes its objects and leaves the other.
  *
  * Both ways a platform can have its slices fetch (platform.layout.slices.fetch): `whole`, GitRepository berth-teams cut
  * by source-watcher, and `per-slice` (ADR 0036), each slice's own sparse GitRepository, woken by the real Receiver only
@@ -18,7 +20,13 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { sliceHolding, teamShard } from "@berth/core";
 import { kustomizationReconciles, reconciledSince } from "../support/flux.js";
-import { appliedBy, ASO_NAMESPACE, startFluxPlatform, type FluxPlatform } from "../support/flux-platform.js";
+import {
+  appliedBy,
+  ASO_NAMESPACE,
+  requestReconcile,
+  startFluxPlatform,
+  type FluxPlatform,
+} from "../support/flux-platform.js";
 import { eventually } from "../support/wait.js";
 
 const OWNER = "0b9a3c1e-1111-4222-8333-444455556666";
@@ -36,6 +44,8 @@ describe.each(["whole", "per-slice"] as const)(
   "hash slices with real Flux, fetched %s: teams reach the cluster through their shard's slice",
   (fetch) => {
     let platform: FluxPlatform;
+    /** The second team's commit. */
+    let secondRevision = "";
 
     beforeAll(async () => {
       platform = await startFluxPlatform({ pollInterval: "10m", hashSlices: COUNT, sliceFetch: fetch });
@@ -65,6 +75,7 @@ describe.each(["whole", "per-slice"] as const)(
       const res = await platform.request("POST", "/v1/teams", { name: SECOND, owners: [OWNER], environments: ["dev"] });
       expect(res.statusCode, res.body).toBe(201);
       const revision = res.json.revision as string;
+      secondRevision = revision;
       await platform.waitKustomizationReady(ASO_NAMESPACE, `team-${SECOND}`, revision, 180_000);
       await platform.waitKustomizationReady(ASO_NAMESPACE, `berth-teams-${sliceOf(SECOND)}`, revision, 60_000);
       // Whatever the commit queued has run by now; give a straggler time to show.
@@ -93,6 +104,47 @@ describe.each(["whole", "per-slice"] as const)(
         expect((whole?.spec as { suspend?: boolean }).suspend).toBe(true);
       }
     }, 300_000);
+
+    // Per-slice only: fetched whole, a slice has no GitRepository of its own to poll.
+    if (fetch === "per-slice")
+      it("the first team's slice polled after that commit fetches it and applies nothing: its Flux files did not change", async () => {
+        const fluxFiles = async () => {
+          const o = await platform.admin.get(
+            "source.toolkit.fluxcd.io/v1",
+            "ExternalArtifact",
+            ASO_NAMESPACE,
+            `berth-team-flux-${sliceOf(FIRST)}`,
+          );
+          return (o?.status as { artifact?: { revision: string; metadata?: Record<string, string> } } | undefined)
+            ?.artifact;
+        };
+        const before = await fluxFiles();
+        expect(before?.revision).toMatch(/^latest@sha256:/);
+        const counts0 = await kustomizationReconciles(platform.flux);
+        // What the slice's poll does after a commit elsewhere: fetch it (a new revision of its GitRepository).
+        const fetched = await requestReconcile(
+          platform.admin,
+          "source.toolkit.fluxcd.io/v1",
+          "GitRepository",
+          "flux-system",
+          `berth-teams-${sliceOf(FIRST)}`,
+        );
+        expect(fetched).toBe(`main@sha1:${secondRevision}`);
+        // source-watcher cuts the fetch: the Flux files' artifact now comes from the commit, with the same content.
+        const after = await eventually(
+          "the first slice's Flux files cut from the second team's commit",
+          async () => {
+            const artifact = await fluxFiles();
+            if (artifact?.metadata?.["org.opencontainers.image.revision"] === fetched) return artifact;
+            throw new Error(`origin ${JSON.stringify(artifact?.metadata)}`);
+          },
+          60_000,
+        );
+        expect(after.revision).toBe(before?.revision);
+        // Whatever the fetch queued has run by now; give a straggler time to show.
+        await new Promise((r) => setTimeout(r, 10_000));
+        expect(await reconciledSince(platform.flux, counts0)).toEqual([]);
+      }, 120_000);
 
     it("offboarding a team prunes its objects and leaves the other team's", async () => {
       const res = await platform.request("DELETE", `/v1/teams/${SECOND}`);

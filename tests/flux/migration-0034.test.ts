@@ -304,14 +304,14 @@ describe("moving a cluster to hash slices (ADR 0034) with real Flux: nothing a t
     // berth-teams may still cut the commit for the old sources first: wait for the new source and the commit on it.
     for (const slice of slices)
       await eventually(
-        `berth-teams-${slice} applied from its own GitRepository`,
+        `berth-teams-${slice} applied from its own GitRepository (its Flux files' artifact)`,
         async () => {
           const k = (await platform.kustomization(ASO_NAMESPACE, `berth-teams-${slice}`)) as Ks | undefined;
-          const status = k?.status as { lastAppliedRevision?: string } | undefined;
+          const status = k?.status as { lastAppliedOriginRevision?: string } | undefined;
           return (
-            k?.spec.sourceRef.kind === "GitRepository" &&
-            k.spec.sourceRef.name === `berth-teams-${slice}` &&
-            status?.lastAppliedRevision === `main@sha1:${revision}` &&
+            k?.spec.sourceRef.kind === "ExternalArtifact" &&
+            k.spec.sourceRef.name === `berth-team-flux-${slice}` &&
+            status?.lastAppliedOriginRevision === `main@sha1:${revision}` &&
             readyCondition(k)?.status === "True"
           );
         },

@@ -13,6 +13,11 @@ import { HASH_SLICE_COUNTS, type Platform } from "./platform.js";
 export const SLICE_LETTERS = [..."abcdefghijklmnopqrstuvwxyz"];
 
 export const sliceArtifact = (slice: string) => `berth-team-slice-${slice}`;
+/**
+ * Fetched per slice (ADR 0036): the generator, and its one ExternalArtifact, of the slice's Flux files (its shards'
+ * folders under the cluster's teams folder), which the slice's Kustomization applies.
+ */
+export const sliceFluxFiles = (slice: string) => `berth-team-flux-${slice}`;
 
 const HEX = "0123456789abcdef";
 
@@ -192,20 +197,25 @@ export const SLICE_LAST_SHARD = "berth.dev/last-shard";
 /** The cluster's teams folder: each team's Flux files, in shard folders (hash slices) or index folders. */
 const clusterTeams = (o: SliceOptions) => `${o.clustersDir}/${o.cluster}/teams`;
 
-/** Each slice fetches its own shards' folders (ADR 0036): its GitRepository, its Kustomization, its team artifacts. */
+/**
+ * Each slice fetches its own shards' folders (ADR 0036): its GitRepository, the generator of its Flux files' artifact,
+ * its Kustomization and its team artifacts. The Kustomization reads the artifact, not the GitRepository: every commit is
+ * a new revision of every slice's GitRepository, and each poll after one would re-apply the slice's team
+ * Kustomizations (a dry-run each) though none changed; an artifact's revision is its content's digest.
+ */
 function perSliceObjects(o: SliceOptions): object[] {
   const teamFolder = `${o.teamsDir}/{shard}/{team}`;
   if (!o.repository) throw new ClusterInstallError("per-slice fetch needs GitRepository berth-teams's spec");
   return slicesOf(o.cut).flatMap((slice) => {
     const { shards } = slice;
-    const source = { kind: "GitRepository", name: `berth-teams-${slice.id}`, namespace: "flux-system" };
+    const repository = { kind: "GitRepository", name: `berth-teams-${slice.id}`, namespace: "flux-system" };
     return [
       {
         apiVersion: "source.toolkit.fluxcd.io/v1",
         kind: "GitRepository",
         metadata: {
-          name: source.name,
-          namespace: source.namespace,
+          name: repository.name,
+          namespace: repository.namespace,
           labels: { [SLICE_SOURCE_LABEL]: "true", [SLICE_FIRST_SHARD]: shards[0], [SLICE_LAST_SHARD]: shards.at(-1) },
         },
         spec: {
@@ -213,20 +223,43 @@ function perSliceObjects(o: SliceOptions): object[] {
           sparseCheckout: [...shards.map((s) => `${o.teamsDir}/${s}`), ...shards.map((s) => `${clusterTeams(o)}/${s}`)],
         },
       },
-      ...sliceAppliers(o, slice, source, teamFolder),
+      {
+        apiVersion: "source.extensions.fluxcd.io/v1beta1",
+        kind: "ArtifactGenerator",
+        metadata: { name: sliceFluxFiles(slice.id), namespace: o.namespace },
+        spec: {
+          sources: [{ alias: "slice", ...repository }],
+          artifacts: [
+            {
+              name: sliceFluxFiles(slice.id),
+              originRevision: "@slice",
+              // The folder whole, at the same path: the checkout holds only the slice's shards of it.
+              copy: [{ from: `@slice/${clusterTeams(o)}/`, to: `@artifact/${o.clustersDir}/${o.cluster}/` }],
+            },
+          ],
+        },
+      },
+      ...sliceAppliers(
+        o,
+        slice,
+        { apply: { kind: "ExternalArtifact", name: sliceFluxFiles(slice.id) }, cut: repository },
+        teamFolder,
+      ),
     ];
   });
 }
 
+type SourceRef = { kind: string; name: string; namespace?: string };
+
 /**
- * What a slice applies from its `source` (the cut slice's artifact, or its own GitRepository): Kustomization
- * berth-teams-<slice>, its team Kustomizations, and ArtifactGenerator berth-team-artifacts-<slice>, one artifact per
- * team with its folder at `teamFolder` (the repository's path).
+ * What a slice applies: Kustomization berth-teams-<slice>, applying the slice's team Kustomizations from `apply`, and
+ * ArtifactGenerator berth-team-artifacts-<slice>, cutting from `cut` one artifact per team with its folder at
+ * `teamFolder` (the repository's path).
  */
 function sliceAppliers(
   o: SliceOptions,
   slice: Slice,
-  source: { kind: string; name: string; namespace?: string },
+  from: { apply: SourceRef; cut: SourceRef },
   teamFolder: string,
 ): object[] {
   return [
@@ -241,7 +274,7 @@ function sliceAppliers(
         prune: true,
         // Team Kustomizations report their own health; this one only has to apply them.
         wait: false,
-        sourceRef: source,
+        sourceRef: from.apply,
       },
     },
     {
@@ -249,7 +282,7 @@ function sliceAppliers(
       kind: "ArtifactGenerator",
       metadata: { name: `berth-team-artifacts-${slice.id}`, namespace: o.namespace },
       spec: {
-        sources: [{ alias: "slice", ...source }],
+        sources: [{ alias: "slice", ...from.cut }],
         pathPattern: `@slice/${teamFolder}/clusters/${o.cluster}`,
         artifacts: [
           {
@@ -297,9 +330,10 @@ export function sliceObjects(o: SliceOptions): object[] {
   };
   // A team folder's path in the slice, and in the team's artifact: the same as in the repository.
   const teamFolder = byHash ? `${o.teamsDir}/{shard}/{team}` : `${o.teamsDir}/{team}`;
-  const perSlice = slices.flatMap((slice) =>
-    sliceAppliers(o, slice, { kind: "ExternalArtifact", name: sliceArtifact(slice.id) }, teamFolder),
-  );
+  const perSlice = slices.flatMap((slice) => {
+    const artifact = { kind: "ExternalArtifact", name: sliceArtifact(slice.id) };
+    return sliceAppliers(o, slice, { apply: artifact, cut: artifact }, teamFolder);
+  });
   return [cutter, ...perSlice];
 }
 
@@ -315,8 +349,10 @@ const SLICES_HEADER = (o: SliceOptions) => {
 # digits of the hash; each slice holds ${256 / o.cut.count} consecutive shards. Per slice, GitRepository flux-system/berth-teams-<slice>
 # checks out its shards' folders (spec.sparseCheckout; the rest of its spec is GitRepository berth-teams's, in
 # berth-teams.yaml, suspended); Receiver berth-teams wakes only the slices whose shards a push touched (labels
-# ${SLICE_FIRST_SHARD} and ${SLICE_LAST_SHARD}). Kustomization berth-teams-<slice> applies the slice's team Kustomizations,
-# and ArtifactGenerator berth-team-artifacts-<slice> cuts one ExternalArtifact ${o.artifactPrefix}<team> per team
+# ${SLICE_FIRST_SHARD} and ${SLICE_LAST_SHARD}). ArtifactGenerator ${sliceFluxFiles("<slice>")} cuts the slice's Flux files into
+# ExternalArtifact ${sliceFluxFiles("<slice>")}, whose revision is its content's digest, so that Kustomization berth-teams-<slice>
+# applies the slice's team Kustomizations again only when they change, not at every commit its GitRepository fetches;
+# ArtifactGenerator berth-team-artifacts-<slice> cuts one ExternalArtifact ${o.artifactPrefix}<team> per team
 # (platform.fluxSource.artifactPrefix), which the team's Kustomization reads. Every shard folder holds a marker
 # (${o.teamsDir}/<hh>/${SHARD_MARKER}, ${o.clustersDir}/${o.cluster}/teams/<hh>/${SHARD_MARKER}): a sparse checkout of a missing folder fails.
 `;

@@ -231,9 +231,15 @@ describe("hash slices (ADR 0034)", () => {
     const objects = parseAllDocuments(files.get("clusters/aks-dev-weu/berth-team-hash-slices-32.yaml")!).map(
       (d) => d.toJS() as { kind: string; metadata: { name: string; labels?: object }; spec: Record<string, unknown> },
     );
-    expect(objects).toHaveLength(3 * 32);
+    expect(objects).toHaveLength(4 * 32);
+    // No cutter of the whole repository: per slice, its team artifacts and its Flux files.
     expect(
-      objects.filter((o) => o.kind === "ArtifactGenerator" && !o.metadata.name.startsWith("berth-team-artifacts-")),
+      objects.filter(
+        (o) =>
+          o.kind === "ArtifactGenerator" &&
+          !o.metadata.name.startsWith("berth-team-artifacts-") &&
+          !o.metadata.name.startsWith("berth-team-flux-"),
+      ),
     ).toEqual([]);
     const repository = objects.find((o) => o.kind === "GitRepository" && o.metadata.name === "berth-teams-a8-af")!;
     expect(repository.metadata.labels).toEqual({
@@ -252,8 +258,23 @@ describe("hash slices (ADR 0034)", () => {
       ],
     });
     const source = { kind: "GitRepository", name: "berth-teams-a8-af", namespace: "flux-system" };
+    // The slice's Kustomization reads its Flux files' artifact, content-addressed: a commit elsewhere re-applies nothing.
+    const fluxFiles = objects.find(
+      (o) => o.kind === "ArtifactGenerator" && o.metadata.name === "berth-team-flux-a8-af",
+    )!;
+    expect(fluxFiles.spec).toEqual({
+      sources: [{ alias: "slice", ...source }],
+      artifacts: [
+        {
+          name: "berth-team-flux-a8-af",
+          originRevision: "@slice",
+          copy: [{ from: "@slice/clusters/aks-dev-weu/teams/", to: "@artifact/clusters/aks-dev-weu/" }],
+        },
+      ],
+    });
     const slice = objects.find((o) => o.kind === "Kustomization" && o.metadata.name === "berth-teams-a8-af")!;
-    expect(slice.spec.sourceRef).toEqual(source);
+    expect(slice.spec.sourceRef).toEqual({ kind: "ExternalArtifact", name: "berth-team-flux-a8-af" });
+    expect(slice.spec.path).toBe("./clusters/aks-dev-weu/teams");
     const generator = objects.find((o) => o.metadata.name === "berth-team-artifacts-a8-af")!;
     expect(generator.spec.sources).toEqual([{ alias: "slice", ...source }]);
     expect(generator.spec.pathPattern).toBe("@slice/teams/{shard}/{team}/clusters/aks-dev-weu");
