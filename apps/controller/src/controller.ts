@@ -31,7 +31,7 @@ export interface ControllerTimings {
   leaseDurationSec: number;
   renewDeadlineSec: number;
   retryPeriodSec: number;
-  /** Informer watchdog and relist period. */
+  /** Informer watchdog, and the resync period (a replay of the cache, not a relist). */
   watchdogMs: number;
   informerResyncMs: number;
   /** Longest one reconcile may take: its requests are aborted then and it is retried. Default 60 s. */

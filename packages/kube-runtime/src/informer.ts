@@ -7,12 +7,15 @@
  *     ├ server closes a healthy watch (its timeoutSeconds)      → watch again from the last resourceVersion
  *     ├ 410 Gone / ERROR event with code 410                    → relist at once
  *     ├ any other error, a short-lived close, or the watchdog   → relist after capped exponential backoff
- *     ├ resync timer (jittered)                                 → relist, every cached object re-emitted as MODIFIED
  *     └ stop()                                                  → end
  *
+ *   resync timer (jittered), beside the loop → every cached object re-emitted as MODIFIED
+ *
  * A relist emits a synthetic DELETED (carrying the last cached state) for every cached object the
- * list no longer contains: deletions missed while the watch was down are never lost. The handler
- * only runs on this loop, one event at a time; its exceptions are caught and logged.
+ * list no longer contains: deletions missed while the watch was down are never lost. A resync replays
+ * the cache, as client-go's does: no request, the watch keeps running. The watch keeps the cache
+ * current, and a periodic LIST of every watched kind by every replica does not scale (5,000 teams).
+ * The handler runs one event at a time; its exceptions are caught and logged.
  *
  * What is cached is what `transform` returns (client-go's SetTransform): an informer whose readers need a
  * few fields keeps only those (no managedFields, no unused data), which is most of a controller's memory.
@@ -78,7 +81,10 @@ export class InformerError extends Error {
 export interface InformerOptions {
   /** Restart the watch when nothing (not even a bookmark) arrived for this long. Default 300 000 ms. */
   watchdogMs?: number;
-  /** Periodic relist, jittered ±10 %, re-emitting every cached object as MODIFIED. Default 600 000 ms; 0 disables. */
+  /**
+   * Periodic resync, jittered ±10 %: every cached object is re-emitted as MODIFIED from the cache, without a
+   * request to the apiserver and without touching the watch. Default 600 000 ms; 0 disables.
+   */
   resyncMs?: number;
   /** Backoff between restarts after errors. Default 250 ms doubling, capped at 30 s (client-go's reflector: 800 ms / 30 s). */
   backoffBaseMs?: number;
@@ -151,10 +157,9 @@ class ListWatchInformer<T extends KubernetesObject, Raw extends KubernetesObject
   private readonly resyncMs: number;
   private readonly backoff: BackoffPolicy;
   private readonly sleeper = new Sleeper();
-  /** Ends the current watch session (resync, stop). */
+  /** Ends the current watch session (stop). */
   private interrupt: (() => void) | undefined;
   private resyncTimer: NodeJS.Timeout | undefined;
-  private resyncDue = false;
 
   constructor(
     kc: KubeConfigLike,
@@ -212,8 +217,9 @@ class ListWatchInformer<T extends KubernetesObject, Raw extends KubernetesObject
     if (old?.metadata?.resourceVersion === rv) return;
     // A write's answer can arrive after the watch already delivered a newer change (someone wrote right
     // after us), or the object's deletion: caching the answer then would hide that change, or resurrect the
-    // object, until the next resync. resourceVersions are etcd revisions, integers that only grow
-    // (client-go's mutation cache relies on the same).
+    // object, until its next change or the next relist (a resync replays the cache, it does not repair it).
+    // resourceVersions are etcd revisions, integers that only grow (client-go's mutation cache relies on the
+    // same).
     if (isNewer(old?.metadata?.resourceVersion, rv)) return;
     const deletedAt = old ? undefined : this.tombstones.get(key);
     if (deletedAt !== undefined && !isNewer(rv, deletedAt)) return;
@@ -275,10 +281,9 @@ class ListWatchInformer<T extends KubernetesObject, Raw extends KubernetesObject
     let needList = true;
     let failures = 0;
     while (!this.stopped) {
-      if (needList || this.resyncDue) {
-        const resync = this.resyncDue;
+      if (needList) {
         try {
-          await this.relist(resync);
+          await this.relist();
         } catch (err) {
           if (this.stopped) break;
           failures++;
@@ -289,7 +294,6 @@ class ListWatchInformer<T extends KubernetesObject, Raw extends KubernetesObject
         }
         if (this.stopped) break;
         needList = false;
-        if (resync) this.resyncDue = false;
         if (!this.isSynced) {
           this.isSynced = true;
           this.resolveSynced();
@@ -297,12 +301,11 @@ class ListWatchInformer<T extends KubernetesObject, Raw extends KubernetesObject
         }
         if (!this.resyncTimer) this.scheduleResync();
       }
-      if (this.resyncDue) continue; // the resync timer fired while we were listing
 
       const end = await this.watchOnce();
       if (this.stopped) break;
       const healthy = end.ms >= HEALTHY_WATCH_MS || end.events > 0;
-      if (end.kind === "interrupted") continue; // resync: the loop relists
+      if (end.kind === "interrupted") continue; // only stop() interrupts a watch
       if (end.kind === "closed" && healthy) {
         // The apiserver ended the watch at its timeoutSeconds: resume where we were.
         failures = 0;
@@ -351,8 +354,8 @@ class ListWatchInformer<T extends KubernetesObject, Raw extends KubernetesObject
     }
   }
 
-  /** Replaces the cache with a fresh list, emitting the differences (all of it as MODIFIED on resync). */
-  private async relist(resync: boolean): Promise<void> {
+  /** Replaces the cache with a fresh list, emitting the differences. */
+  private async relist(): Promise<void> {
     const list = await this.listCollection();
     if (this.stopped) return;
     const fresh = new Map<string, T>();
@@ -370,10 +373,24 @@ class ListWatchInformer<T extends KubernetesObject, Raw extends KubernetesObject
       const old = this.cache.get(key);
       this.store(key, obj, old);
       if (!old) this.emit("ADDED", obj);
-      else if (resync || old.metadata?.resourceVersion !== obj.metadata?.resourceVersion) this.emit("MODIFIED", obj);
+      else if (old.metadata?.resourceVersion !== obj.metadata?.resourceVersion) this.emit("MODIFIED", obj);
     }
     this.resourceVersion = list.metadata?.resourceVersion ?? "";
-    this.log.debug({ objects: fresh.size, resourceVersion: this.resourceVersion, resync }, "listed");
+    this.log.debug({ objects: fresh.size, resourceVersion: this.resourceVersion }, "listed");
+  }
+
+  /**
+   * The resync: every cached object again as MODIFIED, so a handler gets another look at objects whose
+   * outside state (what no watch sees) may have changed. The cache is what the watch keeps current, so
+   * nothing is asked of the apiserver, and the watch is not disturbed. Runs between two watch events
+   * (one thread), so it never interleaves with them.
+   */
+  private replay(): void {
+    if (this.stopped) return;
+    // A snapshot: a handler's observe() must not add to this pass.
+    const objects = [...this.cache.values()];
+    for (const obj of objects) this.emit("MODIFIED", obj);
+    this.log.debug({ objects: objects.length }, "resynced from the cache");
   }
 
   private watchOnce(): Promise<WatchEnd> {
@@ -474,8 +491,8 @@ class ListWatchInformer<T extends KubernetesObject, Raw extends KubernetesObject
     const delay = Math.round(this.resyncMs * (0.9 + 0.2 * Math.random()));
     this.resyncTimer = setTimeout(() => {
       this.resyncTimer = undefined;
-      this.resyncDue = true;
-      this.interrupt?.();
+      this.replay();
+      this.scheduleResync();
     }, delay);
   }
 

@@ -1,19 +1,90 @@
 /**
  * The informer against a real kube-apiserver: cache + events, label selectors on list and watch,
  * handler exceptions contained, and recovery from cut connections, a blocked apiserver, silent
- * watches (watchdog), forbidden lists/watches (any error, not only 410), with synthetic DELETEDs.
+ * watches (watchdog), forbidden lists/watches (any error, not only 410), with synthetic DELETEDs; and
+ * resyncs replayed from the cache (no LIST, the same watch), counted at an HTTP proxy in front of the apiserver.
  */
 // needs: cluster
+import { createServer, type IncomingHttpHeaders } from "node:http";
+import { request as httpsRequest, type RequestOptions } from "node:https";
+import type { Socket } from "node:net";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { CoreV1Api, RbacAuthorizationV1Api, type KubeConfig, type V1ConfigMap } from "@kubernetes/client-node";
 import { Registry } from "prom-client";
 import { listPath } from "../src/client.js";
 import { KubeApiError } from "../src/errors.js";
 import { InformerError, startInformer, type Informer, type InformerEvent } from "../src/informer.js";
+import type { KubeConfigLike } from "../src/kubeconfig.js";
 import { createControllerMetrics, type ControllerMetrics } from "../src/metrics.js";
 import { recordingLogger, sleep, startKubeCluster, TcpProxy, viaServer, type KubeCluster } from "./support.js";
 
 type CM = V1ConfigMap;
+
+/**
+ * A plain-HTTP proxy to the apiserver that adds `kc`'s credentials: every request it forwards is recorded,
+ * so a test counts what the apiserver was asked (LISTs, WATCHes) rather than what the informer says it did.
+ * Its `kubeConfig` holds no credentials (client-node's KubeConfig refuses plain HTTP): the proxy adds them.
+ */
+async function countingProxy(kc: KubeConfig) {
+  const target = new URL(kc.getCurrentCluster()!.server);
+  const requests: Array<{ method: string; path: string; watch: boolean }> = [];
+  const sockets = new Set<Socket>();
+  const hopByHop = ["connection", "keep-alive", "transfer-encoding", "host"];
+  const pass = (headers: IncomingHttpHeaders) =>
+    Object.fromEntries(Object.entries(headers).filter(([k, v]) => v !== undefined && !hopByHop.includes(k)));
+  const server = createServer((req, res) => {
+    const url = new URL(req.url ?? "/", "http://proxy");
+    requests.push({ method: req.method ?? "", path: url.pathname, watch: url.searchParams.get("watch") === "true" });
+    const opts: RequestOptions = { headers: {} };
+    void kc.applyToHTTPSOptions(opts).then(() => {
+      const up = httpsRequest(
+        {
+          hostname: target.hostname,
+          port: target.port,
+          path: req.url,
+          method: req.method,
+          headers: { ...pass(req.headers), ...(opts.headers as Record<string, string>) },
+          ca: opts.ca,
+          cert: opts.cert,
+          key: opts.key,
+          agent: false,
+        },
+        (upRes) => {
+          res.writeHead(upRes.statusCode ?? 502, pass(upRes.headers));
+          upRes.pipe(res);
+        },
+      );
+      up.on("error", () => res.destroy());
+      // A watch the client closed must end upstream too.
+      res.on("close", () => {
+        if (!res.writableFinished) up.destroy();
+      });
+      req.pipe(up);
+    });
+  });
+  server.on("connection", (s) => {
+    sockets.add(s);
+    s.on("close", () => sockets.delete(s));
+  });
+  await new Promise<void>((r) => server.listen(0, "127.0.0.1", r));
+  const port = (server.address() as { port: number }).port;
+  const count = (path: string, watch: boolean) =>
+    requests.filter((r) => r.method === "GET" && r.path === path && r.watch === watch).length;
+  const kubeConfig: KubeConfigLike = {
+    getCurrentCluster: () => ({ server: `http://127.0.0.1:${port}` }),
+    applyToHTTPSOptions: () => Promise.resolve(),
+  };
+  return {
+    kubeConfig,
+    lists: (path: string) => count(path, false),
+    watches: (path: string) => count(path, true),
+    stop: () =>
+      new Promise<void>((r) => {
+        server.close(() => r());
+        for (const s of sockets) s.destroy();
+      }),
+  };
+}
 
 // Concurrent: every test has its own namespace, and most of their time is spent waiting.
 describe.concurrent("startInformer (real kube-apiserver)", () => {
@@ -49,7 +120,7 @@ describe.concurrent("startInformer (real kube-apiserver)", () => {
     });
 
   function watchConfigMaps(
-    kc: KubeConfig,
+    kc: KubeConfigLike,
     ns: string,
     opts: Parameters<typeof startInformer>[3] & { labelSelector?: string } = {},
     handler?: (e: InformerEvent<CM>) => void,
@@ -374,7 +445,7 @@ describe.concurrent("startInformer (real kube-apiserver)", () => {
     });
   });
 
-  it("resyncs: relists periodically and re-emits unchanged objects as MODIFIED", async () => {
+  it("resyncs: periodically re-emits every cached object, unchanged, as MODIFIED", async () => {
     const ns = await namespace("inf-resync");
     await cm(ns, "steady");
     const { informer, events } = watchConfigMaps(admin, ns, { resyncMs: 400 });
@@ -388,6 +459,41 @@ describe.concurrent("startInformer (real kube-apiserver)", () => {
       { timeout: 10_000, interval: 25 },
     );
     expect(events.filter((e) => e.type === "MODIFIED").every((e) => e.rv === rv)).toBe(true);
+  });
+
+  it("resyncs from its cache: objects re-emitted as MODIFIED with no LIST request, and the watch not restarted", async () => {
+    const ns = await namespace("inf-replay");
+    await cm(ns, "one");
+    await cm(ns, "two");
+    const path = `/api/v1/namespaces/${ns}/configmaps`;
+    const proxy = await countingProxy(admin);
+    let informer: Informer<CM> | undefined;
+    try {
+      const watched = watchConfigMaps(proxy.kubeConfig, ns, { resyncMs: 300 });
+      informer = watched.informer;
+      const { events, has } = watched;
+      await informer.synced;
+      const cachedRv = new Map(informer.list().map((o) => [o.metadata?.name, o.metadata?.resourceVersion]));
+      expect([proxy.lists(path), events.map((e) => e.type)]).toEqual([1, ["ADDED", "ADDED"]]);
+      const resyncs = (name: string) => events.filter((e) => e.type === "MODIFIED" && e.name === name).length;
+      await vi.waitFor(() => expect(resyncs("one") >= 3 && resyncs("two") >= 3, "three resyncs").toBe(true), {
+        timeout: 10_000,
+        interval: 25,
+      });
+      // Replayed as cached, and nothing asked of the apiserver for it: the first LIST and the first watch only.
+      expect(events.filter((e) => e.type === "MODIFIED").every((e) => e.rv === cachedRv.get(e.name))).toBe(true);
+      expect({ lists: proxy.lists(path), watches: proxy.watches(path) }).toEqual({ lists: 1, watches: 1 });
+      // That watch still delivers.
+      await cm(ns, "three");
+      await vi.waitFor(() => expect(has("ADDED", "three"), "ADDED over the same watch").toBe(true), {
+        timeout: 10_000,
+        interval: 25,
+      });
+      expect({ lists: proxy.lists(path), watches: proxy.watches(path) }).toEqual({ lists: 1, watches: 1 });
+    } finally {
+      informer?.stop();
+      await proxy.stop();
+    }
   });
 
   it("keeps retrying on any error (403 on list, then on watch) and recovers once allowed", async () => {
