@@ -7,18 +7,18 @@
  *      the repository's path;
  *   2. a team in another slice reconciles that slice and not the first team's, nor the first team (kustomize-
  *      controller's own reconcile count);
- *   3. (per-slice) the first team's slice, polled after the second team's commit, fetches it and applies nothing:
- *      its Kustomization reads the artifact of its Flux files, whose revision is their content's digest;
+ *   3. (per-slice) the first team's slice, polled after the second team's commit, fetches nothing: its GitRepository
+ *      follows the slice's own branch, which the API moved for the second team's slice alone;
  *   4. offboarding one prunes its objects and leaves the other.
  *
  * Both ways a platform can have its slices fetch (platform.layout.slices.fetch): `whole`, GitRepository berth-teams cut
- * by source-watcher, and `per-slice` (ADR 0036), each slice's own sparse GitRepository, woken by the real Receiver only
+ * by source-watcher, and `per-slice` (ADR 0036), each slice's own sparse GitRepository on its own branch, woken by the real Receiver only
  * for the shards the API names in its signed notification: the first team's slice does not even fetch the second
  * team's commit (with a 10-minute poll, a slice not woken would not fetch within the test).
  */
 // needs: cluster dist
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { sliceHolding, teamShard } from "@berth/core";
+import { sliceBranch, sliceFluxFiles, sliceHolding, teamShard } from "@berth/core";
 import { kustomizationReconciles, reconciledSince } from "../support/flux.js";
 import {
   appliedBy,
@@ -32,6 +32,8 @@ import { eventually } from "../support/wait.js";
 const OWNER = "0b9a3c1e-1111-4222-8333-444455556666";
 const COUNT = 32;
 const sliceOf = (team: string) => sliceHolding({ by: "hash", count: COUNT }, team).id;
+/** A slice's GitRepository revision at `commit` (per-slice fetch: the slice's own branch). */
+const onBranch = (team: string, commit: string) => `${sliceBranch("aks-dev-weu", sliceOf(team))}@sha1:${commit}`;
 /** The first name of the form `<stem>-<n>` whose slice passes `ok`: names picked by their hash, not by hand. */
 const nameWhere = (stem: string, ok: (slice: string) => boolean) => {
   for (let n = 0; ; n++) if (ok(sliceOf(`${stem}-${n}`))) return `${stem}-${n}`;
@@ -44,7 +46,8 @@ describe.each(["whole", "per-slice"] as const)(
   "hash slices with real Flux, fetched %s: teams reach the cluster through their shard's slice",
   (fetch) => {
     let platform: FluxPlatform;
-    /** The second team's commit. */
+    /** The first and the second team's commits. */
+    let firstRevision = "";
     let secondRevision = "";
 
     beforeAll(async () => {
@@ -59,6 +62,7 @@ describe.each(["whole", "per-slice"] as const)(
       const res = await platform.request("POST", "/v1/teams", { name: FIRST, owners: [OWNER], environments: ["dev"] });
       expect(res.statusCode, res.body).toBe(201);
       const revision = res.json.revision as string;
+      firstRevision = revision;
       await platform.waitKustomizationReady(ASO_NAMESPACE, `team-${FIRST}`, revision, 180_000);
       await platform.waitKustomizationReady(ASO_NAMESPACE, `berth-teams-${sliceOf(FIRST)}`, revision, 60_000);
       expect(await platform.admin.get("v1", "Namespace", undefined, FIRST)).toBeDefined();
@@ -87,13 +91,13 @@ describe.each(["whole", "per-slice"] as const)(
       expect(moved).not.toContain(`${ASO_NAMESPACE}/team-${FIRST}`);
       expect(moved).not.toContain(`${ASO_NAMESPACE}/berth-teams-${sliceOf(FIRST)}`);
       if (fetch === "per-slice") {
-        // The Receiver woke the second team's slice alone: the first one's source has not fetched this commit.
+        // The Receiver woke the second team's slice alone, on its branch: the first one's source is where it was.
         const source = (name: string) =>
           platform.admin.get("source.toolkit.fluxcd.io/v1", "GitRepository", "flux-system", `berth-teams-${name}`);
         const revisionOf = (o: Awaited<ReturnType<typeof source>>) =>
           (o?.status as { artifact?: { revision?: string } } | undefined)?.artifact?.revision;
-        expect(revisionOf(await source(sliceOf(SECOND)))).toBe(`main@sha1:${revision}`);
-        expect(revisionOf(await source(sliceOf(FIRST)))).not.toBe(`main@sha1:${revision}`);
+        expect(revisionOf(await source(sliceOf(SECOND)))).toBe(onBranch(SECOND, revision));
+        expect(revisionOf(await source(sliceOf(FIRST)))).toBe(onBranch(FIRST, firstRevision));
         // Nor does GitRepository berth-teams, suspended: each slice copies its URL and credentials.
         const whole = await platform.admin.get(
           "source.toolkit.fluxcd.io/v1",
@@ -107,13 +111,13 @@ describe.each(["whole", "per-slice"] as const)(
 
     // Per-slice only: fetched whole, a slice has no GitRepository of its own to poll.
     if (fetch === "per-slice")
-      it("the first team's slice polled after that commit fetches it and applies nothing: its Flux files did not change", async () => {
+      it("the first team's slice polled after that commit fetches nothing: the API did not move its branch", async () => {
         const fluxFiles = async () => {
           const o = await platform.admin.get(
             "source.toolkit.fluxcd.io/v1",
             "ExternalArtifact",
             ASO_NAMESPACE,
-            `berth-team-flux-${sliceOf(FIRST)}`,
+            sliceFluxFiles(sliceOf(FIRST)),
           );
           return (o?.status as { artifact?: { revision: string; metadata?: Record<string, string> } } | undefined)
             ?.artifact;
@@ -121,7 +125,7 @@ describe.each(["whole", "per-slice"] as const)(
         const before = await fluxFiles();
         expect(before?.revision).toMatch(/^latest@sha256:/);
         const counts0 = await kustomizationReconciles(platform.flux);
-        // What the slice's poll does after a commit elsewhere: fetch it (a new revision of its GitRepository).
+        // What the slice's poll does after a commit elsewhere: its branch is where the first team's commit left it.
         const fetched = await requestReconcile(
           platform.admin,
           "source.toolkit.fluxcd.io/v1",
@@ -129,20 +133,13 @@ describe.each(["whole", "per-slice"] as const)(
           "flux-system",
           `berth-teams-${sliceOf(FIRST)}`,
         );
-        expect(fetched).toBe(`main@sha1:${secondRevision}`);
-        // source-watcher cuts the fetch: the Flux files' artifact now comes from the commit, with the same content.
-        const after = await eventually(
-          "the first slice's Flux files cut from the second team's commit",
-          async () => {
-            const artifact = await fluxFiles();
-            if (artifact?.metadata?.["org.opencontainers.image.revision"] === fetched) return artifact;
-            throw new Error(`origin ${JSON.stringify(artifact?.metadata)}`);
-          },
-          60_000,
-        );
-        expect(after.revision).toBe(before?.revision);
-        // Whatever the fetch queued has run by now; give a straggler time to show.
+        expect(secondRevision).not.toBe(firstRevision);
+        expect(fetched).toBe(onBranch(FIRST, firstRevision));
+        // Whatever the poll queued has run by now; give a straggler time to show: nothing cut, nothing applied.
         await new Promise((r) => setTimeout(r, 10_000));
+        const after = await fluxFiles();
+        expect(after?.revision).toBe(before?.revision);
+        expect(after?.metadata?.["org.opencontainers.image.revision"]).toBe(onBranch(FIRST, firstRevision));
         expect(await reconciledSince(platform.flux, counts0)).toEqual([]);
       }, 120_000);
 

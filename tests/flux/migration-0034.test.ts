@@ -22,6 +22,8 @@ import {
   moveSlices,
   platformSchema,
   SLICE_LETTERS,
+  sliceBranch,
+  sliceFluxFiles,
   sliceHolding,
   slicesOf,
   teamShard,
@@ -296,9 +298,17 @@ describe("moving a cluster to hash slices (ADR 0034) with real Flux: nothing a t
     const before = (await deletes()).length;
     const teams = [...TEAMS, "echo"];
     const reconciles = await kustomizationReconciles(platform.flux);
-    const revision = await sliceStep("refetch", (p) => {
+    const perSlice = (p: Record<string, unknown>) => {
       const layout = p.layout as { slices: object };
       p.layout = { ...layout, slices: { ...layout.slices, fetch: "per-slice" } };
+    };
+    const revision = await sliceStep("refetch", perSlice);
+    // The API on the new config: at its start it puts each slice's branch at the commit, which the slices then follow.
+    api = await platform.startApi({
+      platform: (p) => {
+        onHashSlices(DOUBLED, DOUBLED_PREFIX)(p);
+        perSlice(p);
+      },
     });
     const slices = [...new Set(teams.map((t) => hashSlice(t, DOUBLED)))];
     // berth-teams may still cut the commit for the old sources first: wait for the new source and the commit on it.
@@ -310,8 +320,8 @@ describe("moving a cluster to hash slices (ADR 0034) with real Flux: nothing a t
           const status = k?.status as { lastAppliedOriginRevision?: string } | undefined;
           return (
             k?.spec.sourceRef.kind === "ExternalArtifact" &&
-            k.spec.sourceRef.name === `berth-team-flux-${slice}` &&
-            status?.lastAppliedOriginRevision === `main@sha1:${revision}` &&
+            k.spec.sourceRef.name === sliceFluxFiles(slice) &&
+            status?.lastAppliedOriginRevision === `${sliceBranch(CLUSTER, slice)}@sha1:${revision}` &&
             readyCondition(k)?.status === "True"
           );
         },

@@ -25,6 +25,7 @@ import { dirname, join } from "node:path";
 import {
   newClusterFiles,
   platformSchema,
+  sliceBranches,
   sliceFiles,
   sliceOptions,
   slicesFile,
@@ -379,7 +380,15 @@ export async function startFluxPlatform(opts: FluxPlatformOptions = {}): Promise
       await mkdir(dirname(join(fleet, path)), { recursive: true });
       await writeFile(join(fleet, path), content);
     }
-    await pushTree({ url: repoUrl, dir: fleet, subject: "Install Berth (docs/install.md)", env: gitEnv });
+    await pushTree({
+      url: repoUrl,
+      dir: fleet,
+      subject: "Install Berth (docs/install.md)",
+      env: gitEnv,
+      // Per-slice fetch: each slice's branch at the install, as Berth's API makes them at its start (ADR 0036); here
+      // before Flux starts, which the API waits for, so that no slice's first fetch finds its branch missing.
+      alsoTo: sliceBranches(platformSchema.parse(platform)).map((b) => b.branch),
+    });
 
     const azure = opts.aso === "real" ? await startPlatformAzure(platform, opts.realAso?.azure) : undefined;
     if (azure) cleanups.push(() => azure.close());
@@ -697,7 +706,8 @@ async function startPlatformCluster(
               | undefined;
             const ready = status?.conditions?.some((c) => c.type === "Ready" && c.status === "True");
             const applied = status?.lastAppliedOriginRevision ?? status?.lastAppliedRevision;
-            return ready && applied === `main@sha1:${revision}` ? k : undefined;
+            // `main@sha1:<commit>`, or with per-slice fetch the slice's branch at it (ADR 0036).
+            return ready && applied?.endsWith(`@sha1:${revision}`) ? k : undefined;
           },
           ms,
           flux.exits,

@@ -182,6 +182,8 @@ export async function pushTree(opts: {
   subject?: string;
   env?: Record<string, string>;
   remove?: string[];
+  /** Branches pointed at the commit too, in the same push (per-slice fetch's slice branches, ADR 0036). */
+  alsoTo?: readonly string[];
 }): Promise<string> {
   const branch = opts.branch ?? "main";
   const env = opts.env ?? {};
@@ -216,7 +218,8 @@ export async function pushTree(opts: {
       ],
       { cwd: work },
     );
-    await git(["push", "--quiet", "origin", `HEAD:refs/heads/${branch}`], { cwd: work, env });
+    const also = (opts.alsoTo ?? []).map((b) => `HEAD:refs/heads/${b}`);
+    await git(["push", "--quiet", "origin", `HEAD:refs/heads/${branch}`, ...also], { cwd: work, env });
     return (await git(["rev-parse", "HEAD"], { cwd: work })).trim();
   } finally {
     await rm(tmp, { recursive: true, force: true });

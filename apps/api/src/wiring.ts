@@ -24,12 +24,15 @@ import { authenticatorFor } from "./http/plugins/auth.js";
 import { systemClock, type Clock } from "@berth/kube-runtime";
 import { RolloutEngine } from "./services/rollouts/engine.js";
 import { RolloutService } from "./services/rollouts/service.js";
+import { SliceBranchFollower } from "./services/slice-branches.js";
 import { StatusBoard } from "./services/status-board.js";
 import { TeamService, type PendingReviews, type TeamInReview } from "./services/team-service.js";
 import { KubeTeamStatusReader, type TeamStatusReader } from "./adapters/team-status.js";
 
 /** Pull-request mode: the branch that holds the rollout files (not read by Flux, not protected). */
 export const ROLLOUT_RECORDS_BRANCH = "berth/rollouts";
+/** How often the slices' branches follow commits Berth did not push (per-slice fetch, ADR 0036). */
+const SLICE_BRANCH_FOLLOW_MS = 30_000;
 /** How long a team's last pull request, as the forge answered, serves its status polls. */
 const REVIEW_CACHE_MS = 3_000;
 
@@ -47,6 +50,8 @@ export interface ApiServices {
   notifier: FluxNotifier;
   /** The drift worker thread behind GET /v1/fleet/drift (its stats() tell what it rendered). */
   drift: DriftThread;
+  /** Moves each slice's branch after the commits that change it (per-slice fetch, ADR 0036). */
+  sliceBranches: SliceBranchFollower;
   /** Starts background work (the rollout engine); call after the server listens. */
   start(): Promise<void>;
   /** Stops background work and closes the repo; call after the server closed. */
@@ -70,10 +75,13 @@ export async function createServices(
   const onBatch = (batch: FluxRepoBatch) => {
     metrics.observeBatch(batch);
     const pushed = batch.pushed;
-    if (!pushed || notifier.clusters.length === 0) return;
+    if (!pushed) return;
+    // The slices' branches first (per-slice fetch): a slice told to fetch must find its branch moved (ADR 0036).
+    const followed = slices.follow(pushed.revision);
+    if (notifier.clusters.length === 0) return;
     // Whose Flux reads what the batch wrote: told to fetch now, after the push (ADR 0020). Never the write's concern.
-    const reads = repo
-      .treeAt(pushed.revision)
+    const reads = followed
+      .then(() => repo.treeAt(pushed.revision))
       .then((tree) => (tree ? fluxReadsOf(tree, layout, pushed.paths) : notifier.everything));
     notifier.notify(reads, pushed.revision);
   };
@@ -84,6 +92,13 @@ export async function createServices(
     onBatch,
   });
   await repo.init();
+  // Commits Berth did not push (a merged pull request, a commit by hand) reach the slices' branches within this long.
+  const slices = new SliceBranchFollower(config.platform, repo, {
+    intervalMs: SLICE_BRANCH_FOLLOW_MS,
+    logger: logger.child({ component: "slice-branches" }),
+    // A merged pull request's slices fetch now, as a push of Berth's would have them.
+    onMoved: ({ revision, shards }) => revision && notifier.notify(shards, revision),
+  });
   // Pull-request mode (ADR 0030): every write goes through its store, proposed on a branch, never pushed to main.
   const review = config.fluxRepo.review;
   const pullRequests =
@@ -176,7 +191,9 @@ export async function createServices(
     metrics,
     notifier,
     drift,
+    sliceBranches: slices,
     async start() {
+      slices.start();
       engine.start();
       pullRequests?.sweeper.start();
     },
@@ -184,6 +201,7 @@ export async function createServices(
       await pullRequests?.sweeper.stop();
       await engine.stop();
       await drift.close();
+      await slices.stop();
       await notifier.stop();
       await pullRequests?.records.close();
       await repo.close();

@@ -82,6 +82,38 @@ export async function sameTeamOnCluster(
   return true;
 }
 
+/**
+ * Whether Flux on `cluster` reads the same of `shards` in both trees (per-slice fetch, ADR 0036): then the branch of
+ * the slice that holds them, at `a`, need not move to `b`. The shards' folders alike answer at once; else, team by team
+ * in a shard whose team folders changed, the inputs of each team that is on the cluster in either tree: a change to a
+ * team on other clusters only is not this cluster's.
+ */
+export async function sameShardsOnCluster(
+  a: RepoTree,
+  b: RepoTree,
+  layout: RepoLayout,
+  cluster: string,
+  shards: readonly string[],
+): Promise<boolean> {
+  const same = async (path: string) => {
+    const [x, y] = await Promise.all([contentOf(a, path), contentOf(b, path)]);
+    return x === y;
+  };
+  for (const shard of shards) {
+    if (!(await same(`${layout.clustersDir}/${cluster}/teams/${shard}`))) return false;
+    const teamsShard = `${layout.teamsDir}/${shard}`;
+    if (await same(teamsShard)) continue;
+    const teams = new Set([...(await folderNames(a, teamsShard)), ...(await folderNames(b, teamsShard))]);
+    for (const team of teams) {
+      const onCluster = layout.clusterDir(team, cluster);
+      const [x, y] = await Promise.all([contentOf(a, onCluster), contentOf(b, onCluster)]);
+      if (x === undefined && y === undefined) continue;
+      if (!(await sameTeamOnCluster(a, b, layout, team, cluster))) return false;
+    }
+  }
+  return true;
+}
+
 /** A comparable fingerprint of a file or folder: git's object id when the tree has one, else its files' text. */
 async function contentOf(tree: RepoTree, path: string): Promise<string | undefined> {
   if (tree.contentId) return tree.contentId(path);

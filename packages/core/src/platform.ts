@@ -191,7 +191,8 @@ export const platformSchema = z
          * the SHA-256 of the name, team folders at `<teamsDir>/<hh>/<team>/` (ADR 0034), even whatever the names;
          * `count` is read by `berth cluster add` and `berth cluster slices`, which moves an installed cluster to it.
          * `fetch` (hash only): `whole`, one GitRepository fetches the repository and source-watcher cuts it into the
-         * slices at each commit; `per-slice`, each slice fetches only its shards' folders (a sparse checkout) and the
+         * slices at each commit; `per-slice`, each slice fetches only its shards' folders (a sparse checkout) from a
+         * branch of its own, which the API moves to the main branch only when a commit changes the slice, and the
          * Receiver wakes only the slices a push touched (ADR 0036).
          */
         slices: z

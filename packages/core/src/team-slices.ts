@@ -1,7 +1,7 @@
 import { parseAllDocuments, stringify } from "yaml";
 import { ClusterInstallError, editDocuments } from "./fleet-files.js";
 import { teamShard } from "./layout.js";
-import { HASH_SLICE_COUNTS, type Platform } from "./platform.js";
+import { allClusters, HASH_SLICE_COUNTS, type Platform } from "./platform.js";
 
 /**
  * A cluster's team slices in the fleet repository (ADR 0022, 0034, 0036): how a cut divides the teams, and the Flux
@@ -18,6 +18,37 @@ export const sliceArtifact = (slice: string) => `berth-team-slice-${slice}`;
  * folders under the cluster's teams folder), which the slice's Kustomization applies.
  */
 export const sliceFluxFiles = (slice: string) => `berth-team-flux-${slice}`;
+
+/**
+ * Fetched per slice: the branch a slice's GitRepository follows on a cluster. The API moves it to the main branch's
+ * head only when a commit changed the slice's folders (ADR 0036), so a poll of a slice that no commit touched finds
+ * its branch where it was and fetches nothing.
+ */
+export const sliceBranch = (cluster: string, slice: string) => `${SLICE_BRANCHES}${cluster}/${slice}`;
+/** The folder of every slice branch. */
+export const SLICE_BRANCHES = "berth-slices/";
+
+/** A slice's branch on a cluster, and the slice's shards (what of the main branch it follows: sameShardsOnCluster). */
+export interface SliceBranch {
+  branch: string;
+  cluster: string;
+  shards: string[];
+}
+
+/** Every slice's branch on every cluster of the platform config; none unless the slices are fetched per slice. */
+export function sliceBranches(platform: Platform): SliceBranch[] {
+  const cut = platform.layout.slices;
+  if (cut.fetch !== "per-slice" || cut.by !== "hash") return [];
+  return allClusters(platform).flatMap(({ name: cluster }) =>
+    slicesOf(cut).map((slice) => ({ branch: sliceBranch(cluster, slice.id), cluster, shards: slice.shards })),
+  );
+}
+
+/** The folders a slice fetches: its shards' under the teams folder and under the cluster's teams folder. */
+const sliceFolders = (o: Pick<SliceOptions, "teamsDir" | "clustersDir" | "cluster">, slice: Slice) => [
+  ...slice.shards.map((s) => `${o.teamsDir}/${s}`),
+  ...slice.shards.map((s) => `${clusterTeams(o)}/${s}`),
+];
 
 const HEX = "0123456789abcdef";
 
@@ -96,8 +127,9 @@ export interface SliceOptions {
   /** platform.layout.slices.fetch: one GitRepository cut by source-watcher, or one sparse GitRepository per slice. */
   fetch: "whole" | "per-slice";
   /**
-   * With per-slice fetch: the spec of the cluster's GitRepository berth-teams (its URL, ref and credentials), which
-   * each slice's GitRepository copies, so that the fleet's address stays set in one place (ADR 0036).
+   * With per-slice fetch: the spec of the cluster's GitRepository berth-teams (its URL and credentials), which each
+   * slice's GitRepository copies, so that the fleet's address stays set in one place (ADR 0036); its ref is the slice's
+   * own branch.
    */
   repository?: Record<string, unknown>;
 }
@@ -195,7 +227,7 @@ export const SLICE_FIRST_SHARD = "berth.dev/first-shard";
 export const SLICE_LAST_SHARD = "berth.dev/last-shard";
 
 /** The cluster's teams folder: each team's Flux files, in shard folders (hash slices) or index folders. */
-const clusterTeams = (o: SliceOptions) => `${o.clustersDir}/${o.cluster}/teams`;
+const clusterTeams = (o: Pick<SliceOptions, "clustersDir" | "cluster">) => `${o.clustersDir}/${o.cluster}/teams`;
 
 /**
  * Each slice fetches its own shards' folders (ADR 0036): its GitRepository, the generator of its Flux files' artifact,
@@ -220,7 +252,8 @@ function perSliceObjects(o: SliceOptions): object[] {
         },
         spec: {
           ...o.repository,
-          sparseCheckout: [...shards.map((s) => `${o.teamsDir}/${s}`), ...shards.map((s) => `${clusterTeams(o)}/${s}`)],
+          ref: { branch: sliceBranch(o.cluster, slice.id) },
+          sparseCheckout: sliceFolders(o, slice),
         },
       },
       {
@@ -347,8 +380,9 @@ const SLICES_HEADER = (o: SliceOptions) => {
 # shards (ADR 0036), so that a commit costs Flux work in proportion to what it changed, not to the fleet. A team's
 # folder is ${o.teamsDir}/<hh>/<team>/ and its Flux file ${o.clustersDir}/${o.cluster}/teams/<hh>/<team>.yaml, hh the first two hex
 # digits of the hash; each slice holds ${256 / o.cut.count} consecutive shards. Per slice, GitRepository flux-system/berth-teams-<slice>
-# checks out its shards' folders (spec.sparseCheckout; the rest of its spec is GitRepository berth-teams's, in
-# berth-teams.yaml, suspended); Receiver berth-teams wakes only the slices whose shards a push touched (labels
+# follows branch ${sliceBranch(o.cluster, "<slice>")}, which Berth moves to the main branch's head only when a commit changes the
+# slice's shards, so that a poll of an untouched slice fetches nothing; it checks out its shards' folders
+# (spec.sparseCheckout; the rest of its spec is GitRepository berth-teams's, in berth-teams.yaml, suspended); Receiver berth-teams wakes only the slices whose shards a push touched (labels
 # ${SLICE_FIRST_SHARD} and ${SLICE_LAST_SHARD}). ArtifactGenerator ${sliceFluxFiles("<slice>")} cuts the slice's Flux files into
 # ExternalArtifact ${sliceFluxFiles("<slice>")}, whose revision is its content's digest, so that Kustomization berth-teams-<slice>
 # applies the slice's team Kustomizations again only when they change, not at every commit its GitRepository fetches;

@@ -9,6 +9,7 @@ import {
   ClusterInstallError,
   newClusterFiles,
   repoLayout,
+  sliceBranches,
   sliceFiles,
   sliceHolding,
   sliceOptions,
@@ -218,7 +219,7 @@ describe("hash slices (ADR 0034)", () => {
       path: "clusters/aks-dev-weu/berth-teams.yaml",
       text: TEAMS.replace(
         "spec:\n",
-        "spec:\n  url: https://git.example/fleet.git\n  secretRef: { name: flux-system }\n  interval: 1h\n",
+        "spec:\n  url: https://git.example/fleet.git\n  ref: { branch: main }\n  secretRef: { name: flux-system }\n  interval: 1h\n",
       ),
     };
     expect(() => sliceOptions(platform, "aks-dev-weu")).toThrow(/copies GitRepository berth-teams/);
@@ -252,11 +253,28 @@ describe("hash slices (ADR 0034)", () => {
       secretRef: { name: "flux-system" },
       interval: "1h",
       ignore: teamsRepositoryIgnore(platform, "aks-dev-weu"),
+      // Not berth-teams's main: the slice's own branch, which the API moves only for the slice's commits.
+      ref: { branch: "berth-slices/aks-dev-weu/a8-af" },
       sparseCheckout: [
         ...["a8", "a9", "aa", "ab", "ac", "ad", "ae", "af"].map((s) => `teams/${s}`),
         ...["a8", "a9", "aa", "ab", "ac", "ad", "ae", "af"].map((s) => `clusters/aks-dev-weu/teams/${s}`),
       ],
     });
+    // Every slice's branch on every cluster of the config, which the API keeps (ADR 0036).
+    const clusters = platform.environments.flatMap((e) => e.clusters.map((c) => c.name));
+    const branches = sliceBranches(platform);
+    expect(branches).toHaveLength(32 * clusters.length);
+    expect(branches).toContainEqual({
+      branch: "berth-slices/aks-dev-weu/a8-af",
+      cluster: "aks-dev-weu",
+      shards: ["a8", "a9", "aa", "ab", "ac", "ad", "ae", "af"],
+    });
+    // Fetched whole: no branches.
+    const whole = makePlatform({
+      fluxSource: { kind: "ExternalArtifact", artifactPrefix: "team-files-" },
+      layout: { appliedBy: "slices", slices: { by: "hash", count: 32 } },
+    });
+    expect(sliceBranches(whole)).toEqual([]);
     const source = { kind: "GitRepository", name: "berth-teams-a8-af", namespace: "flux-system" };
     // The slice's Kustomization reads its Flux files' artifact, content-addressed: a commit elsewhere re-applies nothing.
     const fluxFiles = objects.find(

@@ -9,6 +9,7 @@ import {
   fluxReadsOf,
   Onboarding,
   repoLayout,
+  sameShardsOnCluster,
   sameTeamOnCluster,
   teamInputsOnCluster,
   teamShard,
@@ -183,5 +184,38 @@ describe("sameTeamOnCluster: an older commit still holds what Flux reads for the
       layout.fluxKustomization("aks-dev-weu", "orders"),
       "clusters/aks-dev-weu/teams/orders.yaml",
     ]);
+  });
+});
+
+describe("sameShardsOnCluster: a slice's branch need not move (per-slice fetch, ADR 0036)", () => {
+  const hashed = makePlatform({
+    fluxSource: { kind: "ExternalArtifact", artifactPrefix: "team-files-" },
+    layout: { appliedBy: "slices", slices: { by: "hash", count: 32, fetch: "per-slice" } },
+  });
+  const hashLayout = repoLayout(hashed);
+  const before = new MemoryRepoTree([
+    ...render(hashed, "v1"),
+    ...render(hashed, "v1", teamInput({ name: "billing", owners: [OWNERS.payments], environments: ["dev"] })),
+  ]);
+  const change = (files: Record<string, string | null>) => before.apply(new Map(Object.entries(files)));
+  const same = (after: MemoryRepoTree, team: string, cluster: string) =>
+    sameShardsOnCluster(before, after, hashLayout, cluster, [teamShard(team)]);
+
+  it("is true when a team of the shard changed only on other clusters, or another shard changed", async () => {
+    const billing = change({ [`${hashLayout.baseDir("billing")}/team.yaml`]: "changed\n" });
+    // billing is on the dev cluster only: its base is not what prod reads of its shard.
+    expect(await same(billing, "billing", "aks-prod-weu")).toBe(true);
+    expect(await same(billing, "billing", "aks-dev-weu")).toBe(false);
+    const prod = change({ [`${hashLayout.clusterDir("orders", "aks-prod-weu")}/identity.yaml`]: "changed\n" });
+    expect(await same(prod, "orders", "aks-dev-weu")).toBe(true);
+    expect(await same(prod, "orders", "aks-prod-weu")).toBe(false);
+  });
+
+  it("is false when the cluster's Flux file in the shard changed, or a team joined the cluster", async () => {
+    const flux = change({ [hashLayout.fluxKustomization("aks-dev-weu", "orders")]: "changed\n" });
+    expect(await same(flux, "orders", "aks-dev-weu")).toBe(false);
+    expect(await same(flux, "orders", "aks-prod-neu")).toBe(true);
+    const joined = change({ [`${hashLayout.clusterDir("billing", "aks-prod-neu")}/identity.yaml`]: "new\n" });
+    expect(await same(joined, "billing", "aks-prod-neu")).toBe(false);
   });
 });

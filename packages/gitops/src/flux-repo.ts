@@ -42,6 +42,9 @@ export interface ProposeResult extends TransactResult {
 
 /** Branches Berth proposes on: its own namespace, plain segments (ADR 0030: berth/team/<team>, berth/rollout/<id>). */
 const PROPOSAL_BRANCH = /^berth(\/[a-z0-9][a-z0-9-]*)+$/;
+/** Branches that follow the main branch (slice branches, ADR 0036): a folder of their own, plain segments. */
+const FOLLOWER_BRANCH = /^[a-z0-9][a-z0-9-]*(\/[a-z0-9][a-z0-9.-]*)+$/;
+const FOLLOWER_PREFIX = /^[a-z0-9][a-z0-9-]*(\/[a-z0-9][a-z0-9.-]*)*\/$/;
 /** A proposal whose branch moved under it (another replica) is planned again, at most this often. */
 const MAX_PROPOSE_ATTEMPTS = 3;
 
@@ -412,6 +415,56 @@ export class FluxRepo {
     if (this.closed) throw new GitOpsError("closed", "FluxRepo is closed");
     await this.init();
     return this.remoteHeads(["refs/heads/berth/*"], (branch) => PROPOSAL_BRANCH.test(branch));
+  }
+
+  /** The remote's branches under `prefix` (a folder of branch names, such as `berth-slices/`), with their heads. */
+  async branchesUnder(prefix: string): Promise<Map<string, string>> {
+    if (!FOLLOWER_PREFIX.test(prefix))
+      throw new GitOpsError("invalid-change", `${JSON.stringify(prefix.slice(0, 100))} is not a folder of branches`);
+    if (this.closed) throw new GitOpsError("closed", "FluxRepo is closed");
+    await this.init();
+    return this.remoteHeads([`refs/heads/${prefix}*`], (branch) => branch.startsWith(prefix));
+  }
+
+  /**
+   * Moves branches that follow the main branch (each slice's, ADR 0036) forward to commits of it: one push, each
+   * leased on the head it was seen at (`from`; none: the branch is created). Only forward along the main branch: a
+   * move to a commit that is not the main branch's last fetched head or behind it, or from a head that is not behind
+   * `to` (or not in the clone), is left out. Never the main branch itself. Returns the branches moved; a branch that
+   * another writer moved meanwhile is left where that writer put it.
+   */
+  async advanceFollowers(
+    moves: ReadonlyArray<{ branch: string; from?: string | undefined; to: string }>,
+  ): Promise<string[]> {
+    if (this.closed) throw new GitOpsError("closed", "FluxRepo is closed");
+    await this.init();
+    for (const { branch } of moves)
+      if (branch === this.cfg.branch || PROPOSAL_BRANCH.test(branch) || !FOLLOWER_BRANCH.test(branch))
+        throw new GitOpsError("invalid-change", `${JSON.stringify(branch.slice(0, 100))} is not a following branch`);
+    return this.queue.add(async () => {
+      const git = this.git();
+      const head = this.head?.sha;
+      const forward: Array<(typeof moves)[number]> = [];
+      for (const move of moves) {
+        if (!head || !(await git.isAncestor(move.to, head))) continue;
+        if (move.from !== undefined && (move.from === move.to || !(await git.isAncestor(move.from, move.to)))) continue;
+        forward.push(move);
+      }
+      if (forward.length === 0) return [];
+      this.counters.pushAttempts += 1;
+      const pushed = await git.tryRun([
+        "push",
+        "--porcelain",
+        ...forward.map((m) => `--force-with-lease=refs/heads/${m.branch}:${m.from ?? ""}`),
+        "origin",
+        ...forward.map((m) => `${m.to}:refs/heads/${m.branch}`),
+      ]);
+      const outcomes = pushOutcomes(pushed.ok ? pushed.stdout : pushed.output);
+      const moved = forward.filter((m) => outcomes.get(`refs/heads/${m.branch}`)?.ok).map((m) => m.branch);
+      // Nothing reported at all: the push failed as a whole (the remote did not answer, or refused us).
+      if (!pushed.ok && outcomes.size === 0) throw pushed.error;
+      return moved;
+    });
   }
 
   /** The remote's branches matching `patterns` (ls-remote's) that `keep` takes, with their heads. */

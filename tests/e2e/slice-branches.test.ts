@@ -1,0 +1,163 @@
+/**
+ * Per-slice fetch (ADR 0036): each slice's GitRepository follows a branch of its own, `berth-slices/<cluster>/<slice>`,
+ * which the API moves to the main branch's head only when a commit changes the slice's folders. What is checked, on a
+ * real git remote: the first push creates every slice's branch on every cluster of the config; an onboarding moves
+ * only its team's slice on its team's clusters, before that cluster's Receiver is told; a commit Berth did not push
+ * (by hand) is followed at the next pass, a commit outside every slice moves nothing, and a branch someone moved
+ * ahead is never moved back.
+ */
+import { createServer } from "node:http";
+import { writeFile } from "node:fs/promises";
+import { join } from "node:path";
+import { writeResponse } from "@berth/api-contract";
+import { sliceBranch, sliceHolding, teamShard } from "@berth/core";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { DEV_TOKEN, startBerth, type RunningBerth } from "../support/berth.js";
+import { readAnswer } from "../support/contract.js";
+import { pushForeignCommit } from "../support/foreign-pusher.js";
+import { createBareRepo, git, makeTempDir, type BareRepo } from "../support/git-remotes.js";
+import { LoopbackServers } from "../support/loopback-servers.js";
+import { ScriptedStatusReader } from "../support/scripted-status.js";
+
+const OWNER = "0b9a3c1e-1111-4222-8333-444455556666";
+const CLUSTERS = ["aks-dev-weu", "aks-prod-weu", "aks-prod-neu"];
+const CUT = { by: "hash", count: 16 } as const;
+
+describe("slice branches follow the main branch, slice by slice", () => {
+  let remote: BareRepo;
+  let berth: RunningBerth;
+  const servers = new LoopbackServers();
+  /** What the dev cluster's Receiver saw: each delivery's revision, and the team's slice branch at that moment. */
+  const told: Array<{ revision: string; branches: Map<string, string> }> = [];
+
+  /** Every slice branch on the remote, with its head. */
+  async function branches(): Promise<Map<string, string>> {
+    const out = await git(["ls-remote", "--heads", remote.url, "refs/heads/berth-slices/*"]);
+    return new Map(
+      out
+        .split("\n")
+        .filter(Boolean)
+        .map((line) => {
+          const [sha, ref] = line.split("\t") as [string, string];
+          return [ref.replace("refs/heads/", ""), sha];
+        }),
+    );
+  }
+
+  const branchOf = (cluster: string, team: string) => sliceBranch(cluster, sliceHolding(CUT, team).id);
+
+  async function onboard(name: string, environments: string[]): Promise<string> {
+    const res = await berth.server.inject({
+      method: "POST",
+      url: "/v1/teams",
+      headers: { authorization: `Bearer ${DEV_TOKEN}` },
+      payload: { name, description: `Team ${name}`, owners: [OWNER], environments },
+    });
+    expect(res.statusCode, res.body).toBe(201);
+    return readAnswer(res, writeResponse).revision;
+  }
+
+  /** Two team names in different slices. */
+  function namesInTwoSlices(): [string, string] {
+    const first = "payments";
+    for (let i = 0; ; i++) {
+      const other = `search${i}`;
+      if (sliceHolding(CUT, other).id !== sliceHolding(CUT, first).id) return [first, other];
+    }
+  }
+  const [teamA, teamB] = namesInTwoSlices();
+
+  beforeAll(async () => {
+    remote = await createBareRepo();
+    const keyDir = await makeTempDir("berth-receiver-keys-");
+    const tokenFile = join(keyDir, "aks-dev-weu");
+    await writeFile(tokenFile, `hmac-key-of-aks-dev-weu-${"x".repeat(20)}\n`);
+    const url = await servers.listen(
+      createServer((req, res) => {
+        const chunks: Buffer[] = [];
+        req.on("data", (c: Buffer) => chunks.push(c));
+        req.on("end", () => {
+          const { revision } = JSON.parse(Buffer.concat(chunks).toString()) as { revision: string };
+          // The branches as the Receiver's GitRepositories would find them when they fetch now.
+          void branches().then((now) => {
+            told.push({ revision, branches: now });
+            res.writeHead(200).end();
+          });
+        });
+      }),
+    );
+    berth = await startBerth({
+      remoteUrl: remote.url,
+      statusReader: new ScriptedStatusReader(),
+      config: (raw) => {
+        raw.platform.fluxSource = { kind: "ExternalArtifact", artifactPrefix: "team-files-" };
+        raw.platform.layout = { appliedBy: "slices", slices: { ...CUT, fetch: "per-slice" } };
+        raw.api.fluxReceivers = { "aks-dev-weu": { url: `${url}/hook/0123456789abcdef`, tokenFile } };
+      },
+    });
+  }, 120_000);
+
+  afterAll(async () => {
+    await berth?.stop();
+    await servers.close();
+    await remote?.remove();
+  });
+
+  it("the first push creates every slice's branch on every cluster, at that commit", async () => {
+    const first = await onboard(teamA, ["dev", "prod"]);
+    await berth.services.notifier.idle();
+    const heads = await branches();
+    expect(heads.size).toBe(CLUSTERS.length * CUT.count);
+    expect(new Set(heads.values())).toEqual(new Set([first]));
+  });
+
+  it("an onboarding moves only its team's slice on its team's clusters, before the Receiver is told", async () => {
+    const before = await branches();
+    told.length = 0;
+    const revision = await onboard(teamB, ["dev"]);
+    await berth.services.notifier.idle();
+    const after = await branches();
+    const moved = [...after].filter(([branch, sha]) => before.get(branch) !== sha).map(([branch]) => branch);
+    expect(moved).toEqual([branchOf("aks-dev-weu", teamB)]);
+    expect(after.get(branchOf("aks-dev-weu", teamB))).toBe(revision);
+    // The Receiver was told of this commit, and by then the slice's branch was at it.
+    const delivery = told.find((t) => t.revision === revision);
+    expect(delivery?.branches.get(branchOf("aks-dev-weu", teamB))).toBe(revision);
+  });
+
+  it("follows a commit Berth did not push; one outside every slice moves nothing", async () => {
+    const before = await branches();
+    // A hand edit of team A's Flux file on the prod cluster: its slice there, and nothing else, moves.
+    const path = `clusters/aks-prod-neu/teams/${teamShard(teamA)}/${teamA}.yaml`;
+    const current = await git(["--git-dir", remote.dir, "show", `main:${path}`]);
+    const head = await pushForeignCommit({
+      url: remote.url,
+      path,
+      content: `${current}# by hand\n`,
+      subject: "by hand",
+    });
+    const followed = await berth.services.sliceBranches.follow();
+    expect(followed.revision).toBe(head);
+    expect([...followed.shards]).toEqual([["aks-prod-neu", sliceHolding(CUT, teamA).shards]]);
+    const after = await branches();
+    const moved = [...after].filter(([branch, sha]) => before.get(branch) !== sha).map(([branch]) => branch);
+    expect(moved).toEqual([branchOf("aks-prod-neu", teamA)]);
+
+    await pushForeignCommit({ url: remote.url, path: "docs/notes.md", content: "notes\n", subject: "docs" });
+    expect((await berth.services.sliceBranches.follow()).shards.size).toBe(0);
+    expect(await branches()).toEqual(after);
+  });
+
+  it("never moves a branch back behind where someone else moved it", async () => {
+    const branch = branchOf("aks-dev-weu", teamA);
+    const older = (await branches()).get(branch)!;
+    // Team A changes on dev (a new commit), and another replica moves the branch there before this one's pass.
+    const path = `clusters/aks-dev-weu/teams/${teamShard(teamA)}/${teamA}.yaml`;
+    const current = await git(["--git-dir", remote.dir, "show", `main:${path}`]);
+    const newer = await pushForeignCommit({ url: remote.url, path, content: `${current}# again\n`, subject: "again" });
+    await git(["--git-dir", remote.dir, "update-ref", `refs/heads/${branch}`, newer, older]);
+    // A pass for the commit before it: the branch is ahead of it, and stays.
+    await berth.services.sliceBranches.follow(older);
+    expect((await branches()).get(branch)).toBe(newer);
+  });
+});
