@@ -293,6 +293,8 @@ describe("hash slices (ADR 0034)", () => {
     const slice = objects.find((o) => o.kind === "Kustomization" && o.metadata.name === "berth-teams-a8-af")!;
     expect(slice.spec.sourceRef).toEqual({ kind: "ExternalArtifact", name: "berth-team-flux-a8-af" });
     expect(slice.spec.path).toBe("./clusters/aks-dev-weu/teams");
+    // Applied when its artifact moves; the interval is only the hourly drift check of its team Kustomizations.
+    expect(slice.spec.interval).toBe("1h");
     const generator = objects.find((o) => o.metadata.name === "berth-team-artifacts-a8-af")!;
     expect(generator.spec.sources).toEqual([{ alias: "slice", ...source }]);
     expect(generator.spec.pathPattern).toBe("@slice/teams/{shard}/{team}/clusters/aks-dev-weu");
