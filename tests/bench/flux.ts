@@ -67,6 +67,7 @@ import { renderFleet } from "../support/fleet-seed.js";
 import { kustomizationReconciles, type FluxController } from "../support/flux.js";
 import {
   ASO_NAMESPACE,
+  isFleetRevision,
   requestReconcile,
   startFluxPlatform,
   type FluxPlatform,
@@ -260,8 +261,7 @@ const mib = (bytes: number) => Math.round(bytes / 1024 / 1024);
 const rev = (sha: string) => `main@sha1:${sha}`;
 const readyOf = (k: Ks) => k.status?.conditions?.find((c) => c.type === "Ready");
 const applied = (k: Ks) => k.status?.lastAppliedOriginRevision ?? k.status?.lastAppliedRevision;
-/** Whether `k` applied commit `sha`: from `main`, or with per-slice fetch from its slice's branch (ADR 0036). */
-const appliedCommit = (k: Ks, sha: string) => applied(k)?.endsWith(`@sha1:${sha}`) === true;
+const appliedCommit = (k: Ks, sha: string) => isFleetRevision(applied(k), sha);
 
 /**
  * The seeded teams' Kustomizations reconcile every SEEDED_INTERVAL instead of the templates' 10 minutes. At 1,000

@@ -7,7 +7,7 @@
  * ahead is never moved back.
  */
 import { createServer } from "node:http";
-import { writeFile } from "node:fs/promises";
+import { rm, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { writeResponse } from "@berth/api-contract";
 import { sliceBranch, sliceHolding, teamShard } from "@berth/core";
@@ -25,6 +25,7 @@ const CUT = { by: "hash", count: 16 } as const;
 
 describe("slice branches follow the main branch, slice by slice", () => {
   let remote: BareRepo;
+  let keyDir: string | undefined;
   let berth: RunningBerth;
   const servers = new LoopbackServers();
   /** What the dev cluster's Receiver saw: each delivery's revision, and the team's slice branch at that moment. */
@@ -69,7 +70,7 @@ describe("slice branches follow the main branch, slice by slice", () => {
 
   beforeAll(async () => {
     remote = await createBareRepo();
-    const keyDir = await makeTempDir("berth-receiver-keys-");
+    keyDir = await makeTempDir("berth-receiver-keys-");
     const tokenFile = join(keyDir, "aks-dev-weu");
     await writeFile(tokenFile, `hmac-key-of-aks-dev-weu-${"x".repeat(20)}\n`);
     const url = await servers.listen(
@@ -101,6 +102,7 @@ describe("slice branches follow the main branch, slice by slice", () => {
     await berth?.stop();
     await servers.close();
     await remote?.remove();
+    if (keyDir) await rm(keyDir, { recursive: true, force: true });
   });
 
   it("the first push creates every slice's branch on every cluster, at that commit", async () => {

@@ -25,6 +25,7 @@ import { dirname, join } from "node:path";
 import {
   newClusterFiles,
   platformSchema,
+  SLICE_BRANCHES,
   sliceBranches,
   sliceFiles,
   sliceOptions,
@@ -60,6 +61,13 @@ const TEST_CONTROLLER_CLIENT_ID = "11111111-2222-4333-8444-555555555555";
 export const ASO_NAMESPACE = "flux-config";
 export const TENANT_ID = "11111111-1111-4111-8111-111111111111";
 const GIT_AUTH = { username: "berth", password: "fleet-token-for-tests" };
+
+/**
+ * Whether a Flux revision is commit `sha` of the fleet: `main@sha1:<sha>`, or with per-slice fetch a slice's branch
+ * at it (ADR 0036). Any other ref at the same commit is not the fleet's and does not count.
+ */
+export const isFleetRevision = (revision: string | undefined, sha: string) =>
+  revision !== undefined && new RegExp(`^(main|${SLICE_BRANCHES}[^@/]+/[^@/]+)@sha1:${sha}$`).test(revision);
 
 /** A cluster of the test platform: its name and its environment. */
 export interface ClusterSpec {
@@ -706,8 +714,7 @@ async function startPlatformCluster(
               | undefined;
             const ready = status?.conditions?.some((c) => c.type === "Ready" && c.status === "True");
             const applied = status?.lastAppliedOriginRevision ?? status?.lastAppliedRevision;
-            // `main@sha1:<commit>`, or with per-slice fetch the slice's branch at it (ADR 0036).
-            return ready && applied?.endsWith(`@sha1:${revision}`) ? k : undefined;
+            return ready && isFleetRevision(applied, revision) ? k : undefined;
           },
           ms,
           flux.exits,

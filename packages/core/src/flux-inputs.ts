@@ -75,10 +75,7 @@ export async function sameTeamOnCluster(
   team: string,
   cluster: string,
 ): Promise<boolean> {
-  for (const path of teamInputsOnCluster(layout, team, cluster)) {
-    const [x, y] = await Promise.all([contentOf(a, path), contentOf(b, path)]);
-    if (x !== y) return false;
-  }
+  for (const path of teamInputsOnCluster(layout, team, cluster)) if (!(await sameAt(a, b, path))) return false;
   return true;
 }
 
@@ -95,23 +92,28 @@ export async function sameShardsOnCluster(
   cluster: string,
   shards: readonly string[],
 ): Promise<boolean> {
-  const same = async (path: string) => {
-    const [x, y] = await Promise.all([contentOf(a, path), contentOf(b, path)]);
-    return x === y;
-  };
   for (const shard of shards) {
-    if (!(await same(`${layout.clustersDir}/${cluster}/teams/${shard}`))) return false;
+    if (!(await sameAt(a, b, `${layout.clustersDir}/${cluster}/teams/${shard}`))) return false;
     const teamsShard = `${layout.teamsDir}/${shard}`;
-    if (await same(teamsShard)) continue;
+    if (await sameAt(a, b, teamsShard)) continue;
     const teams = new Set([...(await folderNames(a, teamsShard)), ...(await folderNames(b, teamsShard))]);
     for (const team of teams) {
-      const onCluster = layout.clusterDir(team, cluster);
-      const [x, y] = await Promise.all([contentOf(a, onCluster), contentOf(b, onCluster)]);
+      const [x, y] = await contentsAt(a, b, layout.clusterDir(team, cluster));
       if (x === undefined && y === undefined) continue;
       if (!(await sameTeamOnCluster(a, b, layout, team, cluster))) return false;
     }
   }
   return true;
+}
+
+/** The fingerprints of `path` in both trees. */
+function contentsAt(a: RepoTree, b: RepoTree, path: string) {
+  return Promise.all([contentOf(a, path), contentOf(b, path)]);
+}
+
+async function sameAt(a: RepoTree, b: RepoTree, path: string): Promise<boolean> {
+  const [x, y] = await contentsAt(a, b, path);
+  return x === y;
 }
 
 /** A comparable fingerprint of a file or folder: git's object id when the tree has one, else its files' text. */

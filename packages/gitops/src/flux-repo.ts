@@ -444,10 +444,20 @@ export class FluxRepo {
     return this.queue.add(async () => {
       const git = this.git();
       const head = this.head?.sha;
+      // Moves share their commits (every branch created at one head; slices moved from one older commit): one
+      // `git merge-base` per pair, not per move.
+      const known = new Map<string, Promise<boolean>>();
+      const behind = (ancestor: string, descendant: string) => {
+        const pair = `${ancestor}..${descendant}`;
+        const answer =
+          known.get(pair) ?? (ancestor === descendant ? Promise.resolve(true) : git.isAncestor(ancestor, descendant));
+        known.set(pair, answer);
+        return answer;
+      };
       const forward: Array<(typeof moves)[number]> = [];
       for (const move of moves) {
-        if (!head || !(await git.isAncestor(move.to, head))) continue;
-        if (move.from !== undefined && (move.from === move.to || !(await git.isAncestor(move.from, move.to)))) continue;
+        if (!head || !(await behind(move.to, head))) continue;
+        if (move.from !== undefined && (move.from === move.to || !(await behind(move.from, move.to)))) continue;
         forward.push(move);
       }
       if (forward.length === 0) return [];
