@@ -67,7 +67,6 @@ import { renderFleet } from "../support/fleet-seed.js";
 import { kustomizationReconciles, type FluxController } from "../support/flux.js";
 import {
   ASO_NAMESPACE,
-  isFleetRevision,
   requestReconcile,
   startFluxPlatform,
   type FluxPlatform,
@@ -261,7 +260,8 @@ const mib = (bytes: number) => Math.round(bytes / 1024 / 1024);
 const rev = (sha: string) => `main@sha1:${sha}`;
 const readyOf = (k: Ks) => k.status?.conditions?.find((c) => c.type === "Ready");
 const applied = (k: Ks) => k.status?.lastAppliedOriginRevision ?? k.status?.lastAppliedRevision;
-const appliedCommit = (k: Ks, sha: string) => isFleetRevision(applied(k), sha);
+/** Whether `k` applied main-branch commit `sha` (a slice branch's commit stands for one: ADR 0036). */
+const appliedCommit = (platform: FluxPlatform, k: Ks, sha: string) => platform.fleetRevisions.is(applied(k), sha);
 
 /**
  * The seeded teams' Kustomizations reconcile every SEEDED_INTERVAL instead of the templates' 10 minutes. At 1,000
@@ -367,9 +367,11 @@ async function untilReady(
   const want = new Set(teams.map((t) => `team-${t}`));
   const deadline = Date.now() + timeoutMs;
   for (;;) {
-    const ready = (await kustomizations(platform)).filter(
-      (k) => want.has(k.metadata.name) && readyOf(k)?.status === "True" && appliedCommit(k, revision),
-    ).length;
+    const candidates = (await kustomizations(platform)).filter(
+      (k) => want.has(k.metadata.name) && readyOf(k)?.status === "True",
+    );
+    const applies = await Promise.all(candidates.map((k) => appliedCommit(platform, k, revision)));
+    const ready = applies.filter(Boolean).length;
     if (ready === want.size) return;
     if (Date.now() > deadline)
       throw new Error(
@@ -532,7 +534,7 @@ async function run(layout: Layout, n: number): Promise<Result> {
         if (!toNamespaceMs && (await platform.admin.get("v1", "Namespace", undefined, team)))
           toNamespaceMs = performance.now() - t0;
         const k = (await platform.kustomization(ASO_NAMESPACE, `team-${team}`)) as Ks | undefined;
-        if (toNamespaceMs && k && readyOf(k)?.status === "True" && appliedCommit(k, revision)) break;
+        if (toNamespaceMs && k && readyOf(k)?.status === "True" && (await appliedCommit(platform, k, revision))) break;
         if (performance.now() - t0 > 30 * 60_000) throw new Error(`onboarding ${team}: not Ready after 30 min`);
         await sleep(100);
       }

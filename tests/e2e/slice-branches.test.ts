@@ -4,7 +4,8 @@
  * real git remote: the first push creates every slice's branch on every cluster of the config; an onboarding moves
  * only its team's slice on its team's clusters, before that cluster's Receiver is told; a commit Berth did not push
  * (by hand) is followed at the next pass, a commit outside every slice moves nothing, and a branch someone moved
- * ahead is never moved back.
+ * ahead is never moved back. A branch's commit holds only its slice's folders, as the main-branch commit it stands for
+ * (its parent, and its `Berth-Fleet-Commit` trailer) holds them, and a status Flux reports at it is told as that commit.
  */
 import { createServer } from "node:http";
 import { rm, writeFile } from "node:fs/promises";
@@ -28,6 +29,7 @@ describe("slice branches follow the main branch, slice by slice", () => {
   let keyDir: string | undefined;
   let berth: RunningBerth;
   const servers = new LoopbackServers();
+  const status = new ScriptedStatusReader();
   /** What the dev cluster's Receiver saw: each delivery's revision, and the team's slice branch at that moment. */
   const told: Array<{ revision: string; branches: Map<string, string> }> = [];
 
@@ -43,6 +45,20 @@ describe("slice branches follow the main branch, slice by slice", () => {
           return [ref.replace("refs/heads/", ""), sha];
         }),
     );
+  }
+
+  /** The main-branch commit a branch's commit stands for: its `Berth-Fleet-Commit` trailer, checked against its parent. */
+  async function fleetCommitOf(sha: string): Promise<string | undefined> {
+    const body = await git(["--git-dir", remote.dir, "cat-file", "commit", sha]);
+    const trailer = /^Berth-Fleet-Commit: ([0-9a-f]{40})$/m.exec(body)?.[1];
+    const parent = /^parent ([0-9a-f]{40})$/m.exec(body)?.[1];
+    return trailer === parent ? trailer : undefined;
+  }
+
+  /** Every slice branch with the main-branch commit it stands for. */
+  async function fleetHeads(): Promise<Map<string, string | undefined>> {
+    const heads = await branches();
+    return new Map(await Promise.all([...heads].map(async ([b, sha]) => [b, await fleetCommitOf(sha)] as const)));
   }
 
   const branchOf = (cluster: string, team: string) => sliceBranch(cluster, sliceHolding(CUT, team).id);
@@ -89,7 +105,7 @@ describe("slice branches follow the main branch, slice by slice", () => {
     );
     berth = await startBerth({
       remoteUrl: remote.url,
-      statusReader: new ScriptedStatusReader(),
+      statusReader: status,
       config: (raw) => {
         raw.platform.fluxSource = { kind: "ExternalArtifact", artifactPrefix: "team-files-" };
         raw.platform.layout = { appliedBy: "slices", slices: { ...CUT, fetch: "per-slice" } };
@@ -108,9 +124,22 @@ describe("slice branches follow the main branch, slice by slice", () => {
   it("the first push creates every slice's branch on every cluster, at that commit", async () => {
     const first = await onboard(teamA, ["dev", "prod"]);
     await berth.services.notifier.idle();
-    const heads = await branches();
+    const heads = await fleetHeads();
     expect(heads.size).toBe(CLUSTERS.length * CUT.count);
     expect(new Set(heads.values())).toEqual(new Set([first]));
+  });
+
+  it("a branch's commit holds only its slice's folders, as the commit it stands for holds them", async () => {
+    const branch = branchOf("aks-prod-neu", teamA);
+    const head = (await branches()).get(branch)!;
+    const fleet = (await fleetCommitOf(head))!;
+    const folders = sliceHolding(CUT, teamA).shards.flatMap((s) => [`teams/${s}`, `clusters/aks-prod-neu/teams/${s}`]);
+    const tree = (at: string, paths: string[]) =>
+      git(["--git-dir", remote.dir, "ls-tree", "-r", "--full-tree", at, "--", ...paths]);
+    // Every file of the slice's folders, with the same ids, and nothing else: not another slice's, not another cluster's.
+    expect(await tree(head, [])).toBe(await tree(fleet, folders));
+    expect(await tree(head, [])).toContain(`teams/${teamShard(teamA)}/${teamA}/`);
+    expect(await tree(head, [])).not.toMatch(/\tclusters\/aks-dev-weu\//);
   });
 
   it("an onboarding moves only its team's slice on its team's clusters, before the Receiver is told", async () => {
@@ -121,10 +150,28 @@ describe("slice branches follow the main branch, slice by slice", () => {
     const after = await branches();
     const moved = [...after].filter(([branch, sha]) => before.get(branch) !== sha).map(([branch]) => branch);
     expect(moved).toEqual([branchOf("aks-dev-weu", teamB)]);
-    expect(after.get(branchOf("aks-dev-weu", teamB))).toBe(revision);
+    const head = after.get(branchOf("aks-dev-weu", teamB))!;
+    expect(await fleetCommitOf(head)).toBe(revision);
     // The Receiver was told of this commit, and by then the slice's branch was at it.
     const delivery = told.find((t) => t.revision === revision);
-    expect(delivery?.branches.get(branchOf("aks-dev-weu", teamB))).toBe(revision);
+    expect(delivery?.branches.get(branchOf("aks-dev-weu", teamB))).toBe(head);
+  });
+
+  it("a status Flux reports at a slice branch's commit is told as the main-branch commit it stands for", async () => {
+    const branch = branchOf("aks-dev-weu", teamB);
+    const head = (await branches()).get(branch)!;
+    const fleet = await fleetCommitOf(head);
+    status.ready(teamB, "aks-dev-weu", head, branch);
+    const res = await berth.server.inject({
+      method: "GET",
+      url: `/v1/teams/${teamB}/status`,
+      headers: { authorization: `Bearer ${DEV_TOKEN}` },
+    });
+    expect(res.statusCode, res.body).toBe(200);
+    const dev = (res.json() as { clusters: Array<{ cluster: string; revision?: string }> }).clusters.find(
+      (c) => c.cluster === "aks-dev-weu",
+    );
+    expect(dev?.revision).toBe(`main@sha1:${fleet}`);
   });
 
   it("follows a commit Berth did not push; one outside every slice moves nothing", async () => {
@@ -144,6 +191,7 @@ describe("slice branches follow the main branch, slice by slice", () => {
     const after = await branches();
     const moved = [...after].filter(([branch, sha]) => before.get(branch) !== sha).map(([branch]) => branch);
     expect(moved).toEqual([branchOf("aks-prod-neu", teamA)]);
+    expect(await fleetCommitOf(after.get(branchOf("aks-prod-neu", teamA))!)).toBe(head);
 
     await pushForeignCommit({ url: remote.url, path: "docs/notes.md", content: "notes\n", subject: "docs" });
     expect((await berth.services.sliceBranches.follow()).shards.size).toBe(0);
@@ -153,13 +201,15 @@ describe("slice branches follow the main branch, slice by slice", () => {
   it("never moves a branch back behind where someone else moved it", async () => {
     const branch = branchOf("aks-dev-weu", teamA);
     const older = (await branches()).get(branch)!;
-    // Team A changes on dev (a new commit), and another replica moves the branch there before this one's pass.
+    const olderFleet = (await fleetCommitOf(older))!;
+    // Team A changes on dev (a new commit), and another replica moves the branch there before this one's pass (to the
+    // main-branch commit itself, as branches were first written: such a commit stands for itself).
     const path = `clusters/aks-dev-weu/teams/${teamShard(teamA)}/${teamA}.yaml`;
     const current = await git(["--git-dir", remote.dir, "show", `main:${path}`]);
     const newer = await pushForeignCommit({ url: remote.url, path, content: `${current}# again\n`, subject: "again" });
     await git(["--git-dir", remote.dir, "update-ref", `refs/heads/${branch}`, newer, older]);
     // A pass for the commit before it: the branch is ahead of it, and stays.
-    await berth.services.sliceBranches.follow(older);
+    await berth.services.sliceBranches.follow(olderFleet);
     expect((await branches()).get(branch)).toBe(newer);
   });
 });

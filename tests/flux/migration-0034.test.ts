@@ -318,10 +318,12 @@ describe("moving a cluster to hash slices (ADR 0034) with real Flux: nothing a t
         async () => {
           const k = (await platform.kustomization(ASO_NAMESPACE, `berth-teams-${slice}`)) as Ks | undefined;
           const status = k?.status as { lastAppliedOriginRevision?: string } | undefined;
+          const origin = status?.lastAppliedOriginRevision;
           return (
             k?.spec.sourceRef.kind === "ExternalArtifact" &&
             k.spec.sourceRef.name === sliceFluxFiles(slice) &&
-            status?.lastAppliedOriginRevision === `${sliceBranch(CLUSTER, slice)}@sha1:${revision}` &&
+            origin?.startsWith(`${sliceBranch(CLUSTER, slice)}@sha1:`) &&
+            (await platform.fleetRevisions.is(origin, revision)) &&
             readyCondition(k)?.status === "True"
           );
         },

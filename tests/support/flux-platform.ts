@@ -25,7 +25,6 @@ import { dirname, join } from "node:path";
 import {
   newClusterFiles,
   platformSchema,
-  SLICE_BRANCHES,
   sliceBranches,
   sliceFiles,
   sliceOptions,
@@ -54,6 +53,8 @@ import { AsoStandIn } from "./aso-stand-in.js";
 import { clusterIssuer, startPlatformAzure } from "./platform-azure.js";
 import type { FakeAzure, FakeAzureOptions } from "../fake-azure/index.js";
 import { eventually } from "./wait.js";
+import { FleetRevisions } from "./fleet-revisions.js";
+import { FluxRepo } from "@berth/gitops";
 
 export const PLATFORM_CLUSTER = "aks-dev-weu";
 /** The controller identity's client id each further cluster's overlay gets (the fake Azure does not check it). */
@@ -61,13 +62,6 @@ const TEST_CONTROLLER_CLIENT_ID = "11111111-2222-4333-8444-555555555555";
 export const ASO_NAMESPACE = "flux-config";
 export const TENANT_ID = "11111111-1111-4111-8111-111111111111";
 const GIT_AUTH = { username: "berth", password: "fleet-token-for-tests" };
-
-/**
- * Whether a Flux revision is commit `sha` of the fleet: `main@sha1:<sha>`, or with per-slice fetch a slice's branch
- * at it (ADR 0036). Any other ref at the same commit is not the fleet's and does not count.
- */
-export const isFleetRevision = (revision: string | undefined, sha: string) =>
-  revision !== undefined && new RegExp(`^(main|${SLICE_BRANCHES}[^@/]+/[^@/]+)@sha1:${sha}$`).test(revision);
 
 /** A cluster of the test platform: its name and its environment. */
 export interface ClusterSpec {
@@ -211,6 +205,8 @@ export interface FluxPlatform extends PlatformCluster {
   gitEnv: Record<string, string>;
   /** The platform config file (what ConfigMap berth-config holds). */
   configFile: string;
+  /** The main-branch commit a revision Flux reports stands for (a slice branch's commit, ADR 0036), as the API reads it. */
+  fleetRevisions: FleetRevisions;
   /** The branch head now. */
   head(): Promise<string>;
   /** The API's request, as a platform engineer sends it. */
@@ -265,6 +261,7 @@ export async function startFluxPlatform(opts: FluxPlatformOptions = {}): Promise
     // `berth cluster add` runs, this platform's config, and the folder `flux bootstrap` writes.
     const work = await mkdtemp(join(tmpdir(), "berth-fleet-"));
     cleanups.push(() => rm(work, { recursive: true, force: true }));
+    const fleetRevisions = new FleetRevisions(repoUrl, gitEnv, work);
     const fleet = join(work, "fleet");
     await cp(join(REPO_ROOT, "flux"), fleet, { recursive: true, dereference: true });
     await rm(join(fleet, "README.md"));
@@ -388,15 +385,34 @@ export async function startFluxPlatform(opts: FluxPlatformOptions = {}): Promise
       await mkdir(dirname(join(fleet, path)), { recursive: true });
       await writeFile(join(fleet, path), content);
     }
-    await pushTree({
+    const installed = await pushTree({
       url: repoUrl,
       dir: fleet,
       subject: "Install Berth (docs/install.md)",
       env: gitEnv,
-      // Per-slice fetch: each slice's branch at the install, as Berth's API makes them at its start (ADR 0036); here
-      // before Flux starts, which the API waits for, so that no slice's first fetch finds its branch missing.
-      alsoTo: sliceBranches(platformSchema.parse(platform)).map((b) => b.branch),
     });
+    // Per-slice fetch: each slice's branch at the install, written by the API's own code as the API writes them at its
+    // start (ADR 0036: commits holding the slice's folders only); here before Flux starts, which the API waits for,
+    // so that no slice's first fetch finds its branch missing.
+    const branches = sliceBranches(platformSchema.parse(platform));
+    if (branches.length > 0) {
+      const writer = FluxRepo.fromConfig({
+        url: repoUrl,
+        branch: "main",
+        workDir: join(work, "slice-branches"),
+        author: { name: "Berth", email: "berth@example.test" },
+        auth: { kind: "token", token: gitAuth.password, username: gitAuth.username },
+      });
+      try {
+        await writer.snapshot(0);
+        const moves = branches.map(({ branch, folders }) => ({ branch, to: installed, folders }));
+        const created = await writer.advanceFollowers(moves);
+        if (created.length !== branches.length)
+          throw new Error(`slice branches: ${created.length} of ${branches.length} created`);
+      } finally {
+        await writer.close();
+      }
+    }
 
     const azure = opts.aso === "real" ? await startPlatformAzure(platform, opts.realAso?.azure) : undefined;
     if (azure) cleanups.push(() => azure.close());
@@ -413,7 +429,7 @@ export async function startFluxPlatform(opts: FluxPlatformOptions = {}): Promise
           bootstrap(spec.name),
           controllerConfigFile,
           built,
-          { ...opts, teamSource },
+          { ...opts, teamSource, fleetRevisions },
           work,
           cleanups,
           azure,
@@ -456,6 +472,7 @@ export async function startFluxPlatform(opts: FluxPlatformOptions = {}): Promise
       repoUrl,
       gitEnv,
       configFile: controllerConfigFile,
+      fleetRevisions,
       head: async () => (await git(["ls-remote", repoUrl, "refs/heads/main"], { env: gitEnv })).split("\t")[0]!,
       request: (method, url, payload) => apiRequest(result.berth, method, url, payload),
       startApi,
@@ -550,7 +567,7 @@ async function startPlatformCluster(
   bootstrap: BootstrapOptions,
   controllerConfigFile: string,
   built: Promise<void>,
-  opts: FluxPlatformOptions & { teamSource: TeamSource },
+  opts: FluxPlatformOptions & { teamSource: TeamSource; fleetRevisions: FleetRevisions },
   work: string,
   cleanups: Array<() => Promise<unknown>>,
   azure: FakeAzure | undefined,
@@ -714,7 +731,7 @@ async function startPlatformCluster(
               | undefined;
             const ready = status?.conditions?.some((c) => c.type === "Ready" && c.status === "True");
             const applied = status?.lastAppliedOriginRevision ?? status?.lastAppliedRevision;
-            return ready && isFleetRevision(applied, revision) ? k : undefined;
+            return ready && (await opts.fleetRevisions.is(applied, revision)) ? k : undefined;
           },
           ms,
           flux.exits,

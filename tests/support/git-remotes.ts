@@ -182,8 +182,6 @@ export async function pushTree(opts: {
   subject?: string;
   env?: Record<string, string>;
   remove?: string[];
-  /** Branches pointed at the commit too, in the same push (per-slice fetch's slice branches, ADR 0036). */
-  alsoTo?: readonly string[];
 }): Promise<string> {
   const branch = opts.branch ?? "main";
   const env = opts.env ?? {};
@@ -218,8 +216,7 @@ export async function pushTree(opts: {
       ],
       { cwd: work },
     );
-    const also = (opts.alsoTo ?? []).map((b) => `HEAD:refs/heads/${b}`);
-    await git(["push", "--quiet", "origin", `HEAD:refs/heads/${branch}`, ...also], { cwd: work, env });
+    await git(["push", "--quiet", "origin", `HEAD:refs/heads/${branch}`], { cwd: work, env });
     return (await git(["rev-parse", "HEAD"], { cwd: work })).trim();
   } finally {
     await rm(tmp, { recursive: true, force: true });

@@ -26,13 +26,16 @@ export class ScriptedStatusReader implements TeamStatusReader {
     });
   }
 
-  /** The controller reports the team Ready at `revision` (a commit sha; reported as Flux does, main@sha1:<sha>). */
-  ready(team: string, cluster: string, revision: string): void {
+  /**
+   * The controller reports the team Ready at `revision` (a commit sha; reported as Flux does, `<ref>@sha1:<sha>`, the
+   * main branch unless told: a slice's branch with per-slice fetch).
+   */
+  ready(team: string, cluster: string, revision: string, ref = "main"): void {
     this.statuses.set(`${team}/${cluster}`, {
       state: "reported",
       ready: true,
       stale: false,
-      revision: `main@sha1:${revision}`,
+      revision: `${ref}@sha1:${revision}`,
       conditions: [condition("Ready", "True", "Ready")],
     });
   }

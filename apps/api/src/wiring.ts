@@ -24,7 +24,7 @@ import { authenticatorFor } from "./http/plugins/auth.js";
 import { systemClock, type Clock } from "@berth/kube-runtime";
 import { RolloutEngine } from "./services/rollouts/engine.js";
 import { RolloutService } from "./services/rollouts/service.js";
-import { SliceBranchFollower } from "./services/slice-branches.js";
+import { FleetRevisionStatusReader, SliceBranchFollower } from "./services/slice-branches.js";
 import { StatusBoard } from "./services/status-board.js";
 import { TeamService, type PendingReviews, type TeamInReview } from "./services/team-service.js";
 import { KubeTeamStatusReader, type TeamStatusReader } from "./adapters/team-status.js";
@@ -108,10 +108,14 @@ export async function createServices(
   const reviews = pullRequests?.reviews;
   // One status reader, so the status API, CLI watchers, every open status page and the rollout gates share its
   // per-cluster cache.
-  const statusReader =
+  const clusterStatuses =
     options.statusReader ??
     KubeTeamStatusReader.fromConfig(config.api.clusters, { ttlMs: config.api.statusCacheSeconds * 1000 });
-  if (statusReader instanceof KubeTeamStatusReader) metrics.watchStatusCache(() => statusReader.stats());
+  if (clusterStatuses instanceof KubeTeamStatusReader) metrics.watchStatusCache(() => clusterStatuses.stats());
+  // With slice branches, Flux reports slice commits: told as the fleet's commits they stand for.
+  const statusReader = slices.enabled
+    ? new FleetRevisionStatusReader(clusterStatuses, repo, config.fluxRepo.branch)
+    : clusterStatuses;
   const clock = options.clock ?? systemClock;
   const fleet = new Fleet(onboarding);
   // The audit trail is written at info level whatever the log level, as the HTTP audit plugin writes it.

@@ -18,7 +18,13 @@ export const clusterStatusSchema = z.object({
   /** reported: the controller wrote status; pending: the Team exists without status; absent: not applied (yet). */
   state: z.enum(["reported", "pending", "absent", "unreachable", "not-configured"]),
   ready: z.boolean(),
-  revision: z.string().optional(),
+  revision: z
+    .string()
+    .optional()
+    .describe(
+      "The fleet commit Flux last applied or attempted there, `<branch>@sha1:<commit>`; a slice branch's commit " +
+        "(per-slice fetch) is told as the main-branch commit it stands for",
+    ),
   clientId: z.string().optional(),
   stale: z.boolean().describe("The status describes an older generation of the Team than the one applied"),
   conditions: z.array(conditionSchema),

@@ -28,19 +28,30 @@ export const sliceBranch = (cluster: string, slice: string) => `${SLICE_BRANCHES
 /** The folder of every slice branch. */
 export const SLICE_BRANCHES = "berth-slices/";
 
-/** A slice's branch on a cluster, and the slice's shards (what of the main branch it follows: sameShardsOnCluster). */
+/**
+ * A slice's branch on a cluster, and the slice's shards (what of the main branch it follows: sameShardsOnCluster). Its
+ * commits hold only `folders` of the main-branch commit they stand for: the slice's GitRepository clones N / K teams.
+ */
 export interface SliceBranch {
   branch: string;
   cluster: string;
   shards: string[];
+  /** The folders the slice fetches (its GitRepository's sparse checkout), the only ones its branch's commits hold. */
+  folders: string[];
 }
 
 /** Every slice's branch on every cluster of the platform config; none unless the slices are fetched per slice. */
 export function sliceBranches(platform: Platform): SliceBranch[] {
   const cut = platform.layout.slices;
   if (cut.fetch !== "per-slice" || cut.by !== "hash") return [];
+  const { teamsDir, clustersDir } = platform.layout;
   return allClusters(platform).flatMap(({ name: cluster }) =>
-    slicesOf(cut).map((slice) => ({ branch: sliceBranch(cluster, slice.id), cluster, shards: slice.shards })),
+    slicesOf(cut).map((slice) => ({
+      branch: sliceBranch(cluster, slice.id),
+      cluster,
+      shards: slice.shards,
+      folders: sliceFolders({ teamsDir, clustersDir, cluster }, slice),
+    })),
   );
 }
 

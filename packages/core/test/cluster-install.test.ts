@@ -268,6 +268,11 @@ describe("hash slices (ADR 0034)", () => {
       branch: "berth-slices/aks-dev-weu/a8-af",
       cluster: "aks-dev-weu",
       shards: ["a8", "a9", "aa", "ab", "ac", "ad", "ae", "af"],
+      // What its commits hold: what its GitRepository checks out.
+      folders: [
+        ...["a8", "a9", "aa", "ab", "ac", "ad", "ae", "af"].map((s) => `teams/${s}`),
+        ...["a8", "a9", "aa", "ab", "ac", "ad", "ae", "af"].map((s) => `clusters/aks-dev-weu/teams/${s}`),
+      ],
     });
     // Fetched whole: no branches.
     const whole = makePlatform({

@@ -191,6 +191,19 @@ export class FastImportEncoder {
     return { chunks, mark };
   }
 
+  /**
+   * A commit whose parent is `parent` and whose tree holds only `folders` (path → an existing tree's id), whatever
+   * the commit before it held: a following branch's commit (ADR 0036).
+   */
+  folders(message: string, parent: string, folders: ReadonlyMap<string, string>): { chunks: Buffer[]; mark: number } {
+    const mark = ++this.marks;
+    const bytes = Buffer.from(message, "utf8");
+    const head = `commit ${this.ref}\nmark :${mark}\nauthor ${this.ident}\ncommitter ${this.ident}\ndata ${bytes.length}\n`;
+    const entries = [...folders].map(([path, tree]) => `M 040000 ${tree} ${path}\n`).join("");
+    const chunks = [Buffer.from(head, "utf8"), bytes, Buffer.from(`\nfrom ${parent}\ndeleteall\n${entries}\n`, "utf8")];
+    return { chunks, mark };
+  }
+
   end(): Buffer {
     return Buffer.from("done\n", "utf8");
   }

@@ -110,6 +110,11 @@ const PUSH_REJECTED =
 const PUSH_DECLINED = /\[remote rejected\]/i;
 const MISSING_BRANCH = /couldn't find remote ref/i;
 const SCRATCH_REF = "refs/berth/batch";
+/** Where fast-import writes following branches' commits before they are pushed. */
+const FOLLOWER_SCRATCH_REF = "refs/berth/followers";
+const FULL_SHA = /^([0-9a-f]{40}|[0-9a-f]{64})$/;
+/** The trailer of a following branch's commit naming the main-branch commit it stands for (ADR 0036). */
+const FLEET_COMMIT = /^Berth-Fleet-Commit: ([0-9a-f]{40}|[0-9a-f]{64})$/m;
 /** How old a known head may be for a batch to build on it without fetching (snapshot()'s default window). */
 const FRESH_HEAD_MS = 2_000;
 /**
@@ -428,13 +433,16 @@ export class FluxRepo {
 
   /**
    * Moves branches that follow the main branch (each slice's, ADR 0036) forward to commits of it: one push, each
-   * leased on the head it was seen at (`from`; none: the branch is created). Only forward along the main branch: a
-   * move to a commit that is not the main branch's last fetched head or behind it, or from a head that is not behind
-   * `to` (or not in the clone), is left out. Never the main branch itself. Returns the branches moved; a branch that
+   * leased on the head it was seen at (`from`; none: the branch is created). A following branch's commit stands for a
+   * main-branch commit `to` but holds only `folders` of it (their trees as they are in `to`, so nothing is copied),
+   * with `to` as its parent and in a `Berth-Fleet-Commit` trailer (fleetCommit reads it back): a shallow clone of the
+   * branch fetches those folders only. Only forward along the main branch: a move to a commit that is not the main
+   * branch's last fetched head or behind it, or from a head whose main-branch commit is not behind `to` (or that the
+   * remote no longer holds), is left out. Never the main branch itself. Returns the branches moved; a branch that
    * another writer moved meanwhile is left where that writer put it.
    */
   async advanceFollowers(
-    moves: ReadonlyArray<{ branch: string; from?: string | undefined; to: string }>,
+    moves: ReadonlyArray<{ branch: string; from?: string | undefined; to: string; folders: readonly string[] }>,
   ): Promise<string[]> {
     if (this.closed) throw new GitOpsError("closed", "FluxRepo is closed");
     await this.init();
@@ -457,17 +465,22 @@ export class FluxRepo {
       const forward: Array<(typeof moves)[number]> = [];
       for (const move of moves) {
         if (!head || !(await behind(move.to, head))) continue;
-        if (move.from !== undefined && (move.from === move.to || !(await behind(move.from, move.to)))) continue;
+        if (move.from !== undefined) {
+          const was = await this.fleetCommitOf(move.from, move.branch);
+          if (was === undefined || was === move.to || !(await behind(was, move.to))) continue;
+        }
         forward.push(move);
       }
       if (forward.length === 0) return [];
+      const commits = await this.writeFollowerCommits(forward);
       this.counters.pushAttempts += 1;
+      // Not a fast-forward of the branch (its commits are not each other's parents): the lease is what keeps it safe.
       const pushed = await git.tryRun([
         "push",
         "--porcelain",
         ...forward.map((m) => `--force-with-lease=refs/heads/${m.branch}:${m.from ?? ""}`),
         "origin",
-        ...forward.map((m) => `${m.to}:refs/heads/${m.branch}`),
+        ...forward.map((m, n) => `${commits[n] as string}:refs/heads/${m.branch}`),
       ]);
       const outcomes = pushOutcomes(pushed.ok ? pushed.stdout : pushed.output);
       const moved = forward.filter((m) => outcomes.get(`refs/heads/${m.branch}`)?.ok).map((m) => m.branch);
@@ -475,6 +488,58 @@ export class FluxRepo {
       if (!pushed.ok && outcomes.size === 0) throw pushed.error;
       return moved;
     });
+  }
+
+  /**
+   * The main-branch commit that `sha` stands for: itself for a commit of the main branch (or of a following branch as
+   * first written, ADR 0036), the `Berth-Fleet-Commit` of a following branch's commit. A commit the clone lacks is
+   * fetched with `branch` (a following branch that holds it). Undefined when neither holds it any more.
+   */
+  async fleetCommit(sha: string, branch?: string): Promise<string | undefined> {
+    if (!FULL_SHA.test(sha)) throw new GitOpsError("invalid-change", "fleetCommit needs a full commit id");
+    if (branch !== undefined && (!FOLLOWER_BRANCH.test(branch) || PROPOSAL_BRANCH.test(branch)))
+      throw new GitOpsError("invalid-change", `${JSON.stringify(branch.slice(0, 100))} is not a following branch`);
+    if (this.closed) throw new GitOpsError("closed", "FluxRepo is closed");
+    await this.init();
+    return this.fleetCommitOf(sha, branch);
+  }
+
+  private async fleetCommitOf(sha: string, branch: string | undefined): Promise<string | undefined> {
+    const read = async () => {
+      const object = await this.source().reader.read(sha);
+      return object?.kind === "commit" ? object : undefined;
+    };
+    let commit = await read();
+    if (!commit && branch !== undefined) {
+      await this.fetchRef(branch);
+      commit = await read();
+    }
+    if (!commit) return undefined;
+    const message = commit.text.slice(commit.text.indexOf("\n\n") + 2);
+    return FLEET_COMMIT.exec(message)?.[1] ?? sha;
+  }
+
+  /** One following-branch commit per move (fleetCommit's shape), written by one `git fast-import`; their ids in order. */
+  private async writeFollowerCommits(
+    moves: ReadonlyArray<{ branch: string; to: string; folders: readonly string[] }>,
+  ): Promise<string[]> {
+    const importer = this.startImport(undefined, FOLLOWER_SCRATCH_REF);
+    try {
+      for (const { branch, to, folders } of moves) {
+        const at = new GitTree(this.source(), to);
+        const trees = new Map<string, string>();
+        for (const folder of folders) {
+          const id = await at.contentId(folder);
+          if (id !== undefined) trees.set(folder, id);
+        }
+        const message = `berth: ${branch} at ${to.slice(0, 12)}\n\nBerth-Fleet-Commit: ${to}\n`;
+        importer.addFolders(message, to, trees);
+      }
+    } catch (err) {
+      importer.abort();
+      throw err;
+    }
+    return importer.finish();
   }
 
   /** The remote's branches matching `patterns` (ls-remote's) that `keep` takes, with their heads. */
@@ -532,7 +597,7 @@ export class FluxRepo {
    * when the commit is not in the clone yet. Undefined when the remote branch does not hold it either.
    */
   async treeAt(revision: string): Promise<RepoTree | undefined> {
-    if (typeof revision !== "string" || !/^([0-9a-f]{40}|[0-9a-f]{64})$/.test(revision))
+    if (typeof revision !== "string" || !FULL_SHA.test(revision))
       throw new GitOpsError("invalid-change", "treeAt needs a full commit id");
     if (this.closed) throw new GitOpsError("closed", "FluxRepo is closed");
     await this.init();
@@ -661,6 +726,7 @@ export class FluxRepo {
       "index.lock",
       `refs/remotes/origin/${branch}.lock`,
       `${SCRATCH_REF}.lock`,
+      `${FOLLOWER_SCRATCH_REF}.lock`,
       "gc.pid",
     ];
     for (const rel of candidates) {
@@ -959,29 +1025,35 @@ export class FluxRepo {
    * One `git fast-import` writing commits on top of `base` as they are added, onto the scratch ref;
    * `finish()` answers their shas in order. git starts with the first commit (none: no process at all).
    */
-  private startImport(base: string | undefined): {
+  private startImport(
+    base: string | undefined,
+    ref = SCRATCH_REF,
+  ): {
     add(txn: CommitTxn): void;
+    addFolders(message: string, parent: string, folders: ReadonlyMap<string, string>): void;
     finish(): Promise<string[]>;
     abort(): void;
   } {
     const marksFile = join(this.cfg.workDir, "berth-import.marks");
-    this.lastImportAt = new Date();
-    const encoder = new FastImportEncoder(SCRATCH_REF, this.cfg.author, this.lastImportAt);
+    const when = new Date();
+    if (ref === SCRATCH_REF) this.lastImportAt = when;
+    const encoder = new FastImportEncoder(ref, this.cfg.author, when);
     const marks: number[] = [];
     let git: StreamingGit | undefined;
+    const write = ({ chunks, mark }: { chunks: Buffer[]; mark: number }) => {
+      if (!git) {
+        git = this.git().startWithInput(
+          ["fast-import", "--quiet", "--done", "--force", `--export-marks=${marksFile}`],
+          "git fast-import",
+        );
+        git.write([encoder.start(base)]);
+      }
+      marks.push(mark);
+      git.write(chunks);
+    };
     return {
-      add: (txn) => {
-        if (!git) {
-          git = this.git().startWithInput(
-            ["fast-import", "--quiet", "--done", "--force", `--export-marks=${marksFile}`],
-            "git fast-import",
-          );
-          git.write([encoder.start(base)]);
-        }
-        const { chunks, mark } = encoder.commit(txn.message, txn.files);
-        marks.push(mark);
-        git.write(chunks);
-      },
+      add: (txn) => write(encoder.commit(txn.message, txn.files)),
+      addFolders: (message, parent, folders) => write(encoder.folders(message, parent, folders)),
       abort: () => git?.abort(),
       finish: async () => {
         if (!git) return [];

@@ -14,7 +14,7 @@ export interface GitObject {
   kind: ObjectKind;
   /** The object id: equal ids, equal content. */
   oid: string;
-  /** utf-8 text for blobs; empty for other kinds (we never need their bytes). */
+  /** utf-8 text for blobs and commits (headers and message); empty for trees and tags (we never need their bytes). */
   text: string;
   /** A tree's entries, in git's order; empty for other kinds. */
   entries: TreeObjectEntry[];
@@ -157,7 +157,7 @@ export class ObjectReader {
       head.resolve({
         kind,
         oid,
-        text: kind === "blob" ? content.toString("utf8") : "",
+        text: kind === "blob" || kind === "commit" ? content.toString("utf8") : "",
         entries: kind === "tree" ? treeEntries(content, oid.length / 2) : [],
       });
     }

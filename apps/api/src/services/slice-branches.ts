@@ -1,5 +1,6 @@
 import {
   repoLayout,
+  type Cluster,
   sameShardsOnCluster,
   SLICE_BRANCHES,
   sliceBranches,
@@ -9,11 +10,16 @@ import {
   type SliceBranch,
 } from "@berth/core";
 import type pino from "pino";
+import type { ClusterStatus, TeamStatusReader } from "../adapters/team-status.js";
 
 /** What the follower needs of the Flux repo (the writer, FluxRepo). */
 export interface FollowedRepo {
   branchesUnder(prefix: string): Promise<Map<string, string>>;
-  advanceFollowers(moves: ReadonlyArray<{ branch: string; from?: string | undefined; to: string }>): Promise<string[]>;
+  advanceFollowers(
+    moves: ReadonlyArray<{ branch: string; from?: string | undefined; to: string; folders: readonly string[] }>,
+  ): Promise<string[]>;
+  /** The main-branch commit a branch's commit stands for (a slice branch's commit holds only the slice's folders). */
+  fleetCommit(sha: string, branch: string): Promise<string | undefined>;
   treeAt(revision: string): Promise<RepoTree | undefined>;
   snapshot(maxAgeMs?: number): Promise<RepoTree>;
 }
@@ -28,8 +34,10 @@ const NOTHING: Moved = { revision: undefined, shards: new Map() };
 
 /**
  * Keeps each slice's branch (per-slice fetch, ADR 0036) at the newest commit of the main branch that changed what
- * its cluster reads of the slice's shards (sameShardsOnCluster), and nowhere newer: a slice's GitRepository then finds a new revision only when its own teams
- * changed, and its poll after anyone else's commit fetches nothing. Runs after each push of Berth's (before Flux is
+ * its cluster reads of the slice's shards (sameShardsOnCluster), and nowhere newer: a slice's GitRepository then finds
+ * a new revision only when its own teams changed, and its poll after anyone else's commit fetches nothing. The
+ * branch's commits hold only the slice's folders of the main-branch commit they stand for, so the clone that a new
+ * revision costs is the slice's N / K teams, not the fleet. Runs after each push of Berth's (before Flux is
  * told of it), and every `intervalMs` for the commits Berth did not push (a merged pull request, a commit by hand).
  */
 export class SliceBranchFollower {
@@ -119,14 +127,19 @@ export class SliceBranchFollower {
     const moves: Array<{ branch: SliceBranch; from: string | undefined }> = [];
     for (const branch of this.branches) {
       const from = heads.get(branch.branch);
-      if (from === to) continue;
-      const at = from === undefined ? undefined : await treeAt(from);
+      // The main-branch commit the branch stands for, whose folders its own commit holds.
+      const was =
+        from === undefined ? undefined : await this.repo.fleetCommit(from, branch.branch).catch(() => undefined);
+      if (was === to) continue;
+      const at = was === undefined ? undefined : await treeAt(was);
       if (at && (await sameShardsOnCluster(at, head, this.layout, branch.cluster, branch.shards))) continue;
       moves.push({ branch, from });
     }
     if (moves.length === 0) return NOTHING;
     const moved = new Set(
-      await this.repo.advanceFollowers(moves.map(({ branch, from }) => ({ branch: branch.branch, from, to }))),
+      await this.repo.advanceFollowers(
+        moves.map(({ branch, from }) => ({ branch: branch.branch, from, to, folders: branch.folders })),
+      ),
     );
     const shards = new Map<string, string[]>();
     for (const { branch } of moves)
@@ -134,5 +147,48 @@ export class SliceBranchFollower {
         shards.set(branch.cluster, [...(shards.get(branch.cluster) ?? []), ...branch.shards]);
     this.opts.logger.debug({ revision: to, moved: moved.size, of: moves.length }, "slice branches: moved");
     return { revision: to, shards };
+  }
+}
+
+/** A Flux revision of a slice branch: `berth-slices/<cluster>/<slice>@sha1:<commit>`. */
+const SLICE_REVISION = new RegExp(`^(${SLICE_BRANCHES}[a-z0-9][a-z0-9.-]*/[a-z0-9][a-z0-9.-]*)@sha1:([0-9a-f]{40})$`);
+
+/**
+ * Team statuses as the fleet's commits: a slice branch's commit holds only the slice's folders (ADR 0036), so a
+ * revision Flux reports on it, `berth-slices/<cluster>/<slice>@sha1:<slice commit>`, is told as the main-branch
+ * commit it stands for, `<main>@sha1:<commit>`, which the status API, status pages and rollout gates compare with the
+ * fleet's history. One that the repository no longer holds (a branch moved twice since) is told as Flux said it.
+ */
+export class FleetRevisionStatusReader implements TeamStatusReader {
+  /** Commits are immutable: each slice commit is looked up once (bounded, oldest forgotten first). */
+  private readonly known = new Map<string, Promise<string>>();
+
+  constructor(
+    private readonly reader: TeamStatusReader,
+    private readonly repo: Pick<FollowedRepo, "fleetCommit">,
+    private readonly mainBranch: string,
+  ) {}
+
+  async read(team: string, clusters: Cluster[]): Promise<ClusterStatus[]> {
+    const statuses = await this.reader.read(team, clusters);
+    return Promise.all(
+      statuses.map(async (s) => (s.revision ? { ...s, revision: await this.fleetRevision(s.revision) } : s)),
+    );
+  }
+
+  private fleetRevision(revision: string): Promise<string> {
+    const m = SLICE_REVISION.exec(revision);
+    if (!m) return Promise.resolve(revision);
+    let told = this.known.get(revision);
+    if (!told) {
+      const [, branch, sha] = m as unknown as [string, string, string];
+      told = this.repo.fleetCommit(sha, branch).then(
+        (commit) => (commit ? `${this.mainBranch}@sha1:${commit}` : revision),
+        () => revision,
+      );
+      if (this.known.size >= 10_000) this.known.delete(this.known.keys().next().value as string);
+      this.known.set(revision, told);
+    }
+    return told;
   }
 }
