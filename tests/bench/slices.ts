@@ -3,13 +3,13 @@
  * figures; asserts nothing. Run: `npm run bench -- slices` (BENCH_SLICE_TEAMS, default 1000,5000).
  *
  * Today's slices cut by the name's first letter (ADR 0022, SLICE_LETTERS); ADR 0034 proposes cutting by the leading
- * hex digits of the shard the team's Flux files already use (teamShard: SHA-256 of the name), K = 16, 32 or 256.
+ * hex digits of the shard the team's Flux files already use (teamShard: SHA-256 of the name), K = 16 to 256.
  * Both are computed here for the same names, from the product's own functions. The names are drawn, with a fixed
  * seed, from the shapes team names take in engineering organisations (a domain word, often a second one or a
  * suffix: `payments`, `payments-api`, `search-ranking`, `data-platform-ops`), and, for contrast, the names
  * `npm run bench -- flux` seeds (`a00000`, `b00001`, ...: every letter in turn, as even as letter slices can be).
  */
-import { SLICE_LETTERS, teamShard, validateTeam } from "@berth/core";
+import { HASH_SLICE_COUNTS, SLICE_LETTERS, sliceHolding, validateTeam } from "@berth/core";
 import { loadConfig } from "@berth/config";
 import { join } from "node:path";
 import { REPO_ROOT } from "../support/berth.js";
@@ -93,15 +93,14 @@ const valid = (name: string) => {
   }
 };
 
+/** Every hash count the platform config takes (HASH_SLICE_COUNTS), cut by the product's own sliceHolding. */
 const layouts: Array<{ label: string; slices: number; sliceOf: (name: string) => string }> = [
   { label: `letters (ADR 0022, ${SLICE_LETTERS.length})`, slices: SLICE_LETTERS.length, sliceOf: (n) => n[0]! },
-  { label: "hash, K = 16 (ADR 0034)", slices: 16, sliceOf: (n) => teamShard(n)[0]! },
-  {
-    label: "hash, K = 32",
-    slices: 32,
-    sliceOf: (n) => `${teamShard(n)[0]}${parseInt(teamShard(n)[1]!, 16) < 8 ? "lo" : "hi"}`,
-  },
-  { label: "hash, K = 256", slices: 256, sliceOf: (n) => teamShard(n) },
+  ...HASH_SLICE_COUNTS.map((count) => ({
+    label: `hash, K = ${count}${count === 16 ? " (ADR 0034)" : ""}`,
+    slices: count,
+    sliceOf: (n: string) => sliceHolding({ by: "hash", count }, n).id,
+  })),
 ];
 
 const startLoad = load();

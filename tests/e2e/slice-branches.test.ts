@@ -10,7 +10,7 @@
 import { createServer } from "node:http";
 import { rm, writeFile } from "node:fs/promises";
 import { join } from "node:path";
-import { writeResponse } from "@berth/api-contract";
+import { statusResponse, writeResponse } from "@berth/api-contract";
 import { sliceBranch, sliceHolding, teamShard } from "@berth/core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { DEV_TOKEN, startBerth, type RunningBerth } from "../support/berth.js";
@@ -168,9 +168,7 @@ describe("slice branches follow the main branch, slice by slice", () => {
       headers: { authorization: `Bearer ${DEV_TOKEN}` },
     });
     expect(res.statusCode, res.body).toBe(200);
-    const dev = (res.json() as { clusters: Array<{ cluster: string; revision?: string }> }).clusters.find(
-      (c) => c.cluster === "aks-dev-weu",
-    );
+    const dev = readAnswer(res, statusResponse).clusters.find((c) => c.cluster === "aks-dev-weu");
     expect(dev?.revision).toBe(`main@sha1:${fleet}`);
   });
 

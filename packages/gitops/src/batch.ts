@@ -192,15 +192,21 @@ export class FastImportEncoder {
   }
 
   /**
-   * A commit whose parent is `parent` and whose tree holds only `folders` (path → an existing tree's id), whatever
-   * the commit before it held: a following branch's commit (ADR 0036).
+   * A commit whose parents are `parents` and whose tree holds only `folders` (path → an existing tree's id), whatever
+   * its first parent holds: a following branch's commit (ADR 0036).
    */
-  folders(message: string, parent: string, folders: ReadonlyMap<string, string>): { chunks: Buffer[]; mark: number } {
+  folders(
+    message: string,
+    parents: readonly [string, ...string[]],
+    folders: ReadonlyMap<string, string>,
+  ): { chunks: Buffer[]; mark: number } {
     const mark = ++this.marks;
     const bytes = Buffer.from(message, "utf8");
     const head = `commit ${this.ref}\nmark :${mark}\nauthor ${this.ident}\ncommitter ${this.ident}\ndata ${bytes.length}\n`;
+    const [first, ...more] = parents;
+    const lineage = `from ${first}\n${more.map((p) => `merge ${p}\n`).join("")}`;
     const entries = [...folders].map(([path, tree]) => `M 040000 ${tree} ${path}\n`).join("");
-    const chunks = [Buffer.from(head, "utf8"), bytes, Buffer.from(`\nfrom ${parent}\ndeleteall\n${entries}\n`, "utf8")];
+    const chunks = [Buffer.from(head, "utf8"), bytes, Buffer.from(`\n${lineage}deleteall\n${entries}\n`, "utf8")];
     return { chunks, mark };
   }
 

@@ -422,21 +422,36 @@ export class FluxRepo {
     return this.remoteHeads(["refs/heads/berth/*"], (branch) => PROPOSAL_BRANCH.test(branch));
   }
 
-  /** The remote's branches under `prefix` (a folder of branch names, such as `berth-slices/`), with their heads. */
+  /**
+   * The remote's branches under `prefix` (a folder of branch names, such as `berth-slices/`), with their heads, each
+   * fetched into the clone when it does not hold it yet.
+   */
   async branchesUnder(prefix: string): Promise<Map<string, string>> {
     if (!FOLLOWER_PREFIX.test(prefix))
       throw new GitOpsError("invalid-change", `${JSON.stringify(prefix.slice(0, 100))} is not a folder of branches`);
     if (this.closed) throw new GitOpsError("closed", "FluxRepo is closed");
     await this.init();
-    return this.remoteHeads([`refs/heads/${prefix}*`], (branch) => branch.startsWith(prefix));
+    const heads = await this.remoteHeads([`refs/heads/${prefix}*`], (branch) => branch.startsWith(prefix));
+    // Heads this clone does not hold (another replica wrote them, or the clone is new): one fetch brings them all,
+    // so that what each stands for (fleetCommit) is read without a fetch per branch.
+    const held = await Promise.all([...heads.values()].map((sha) => this.source().reader.read(sha)));
+    if (held.some((object) => object === undefined)) {
+      const refspec = `+refs/heads/${prefix}*:refs/remotes/origin/${prefix}*`;
+      this.counters.fetches += 1;
+      await this.queue.add(() =>
+        this.git().run(["fetch", "-v", "--no-tags", "--no-write-fetch-head", "origin", refspec], { what: "git fetch" }),
+      );
+    }
+    return heads;
   }
 
   /**
    * Moves branches that follow the main branch (each slice's, ADR 0036) forward to commits of it: one push, each
    * leased on the head it was seen at (`from`; none: the branch is created). A following branch's commit stands for a
    * main-branch commit `to` but holds only `folders` of it (their trees as they are in `to`, so nothing is copied),
-   * with `to` as its parent and in a `Berth-Fleet-Commit` trailer (fleetCommit reads it back): a shallow clone of the
-   * branch fetches those folders only. Only forward along the main branch: a move to a commit that is not the main
+   * with `to` as its first parent and in a `Berth-Fleet-Commit` trailer (fleetCommit reads it back): a shallow clone
+   * of the branch fetches those folders only. Its second parent is the branch's head before, so every move is a
+   * fast-forward: a forge that refuses force-pushes takes it. Only forward along the main branch: a move to a commit that is not the main
    * branch's last fetched head or behind it, or from a head whose main-branch commit is not behind `to` (or that the
    * remote no longer holds), is left out. Never the main branch itself. Returns the branches moved; a branch that
    * another writer moved meanwhile is left where that writer put it.
@@ -474,7 +489,6 @@ export class FluxRepo {
       if (forward.length === 0) return [];
       const commits = await this.writeFollowerCommits(forward);
       this.counters.pushAttempts += 1;
-      // Not a fast-forward of the branch (its commits are not each other's parents): the lease is what keeps it safe.
       const pushed = await git.tryRun([
         "push",
         "--porcelain",
@@ -492,7 +506,7 @@ export class FluxRepo {
 
   /**
    * The main-branch commit that `sha` stands for: itself for a commit of the main branch (or of a following branch as
-   * first written, ADR 0036), the `Berth-Fleet-Commit` of a following branch's commit. A commit the clone lacks is
+   * first written, ADR 0036), the `Berth-Fleet-Commit` of a following branch's commit (its first parent). A commit the clone lacks is
    * fetched with `branch` (a following branch that holds it). Undefined when neither holds it any more.
    */
   async fleetCommit(sha: string, branch?: string): Promise<string | undefined> {
@@ -515,17 +529,20 @@ export class FluxRepo {
       commit = await read();
     }
     if (!commit) return undefined;
-    const message = commit.text.slice(commit.text.indexOf("\n\n") + 2);
-    return FLEET_COMMIT.exec(message)?.[1] ?? sha;
+    const split = commit.text.indexOf("\n\n");
+    const firstParent = /^parent ([0-9a-f]+)$/m.exec(commit.text.slice(0, split))?.[1];
+    const named = FLEET_COMMIT.exec(commit.text.slice(split + 2))?.[1];
+    // The trailer counts only on the commit it describes: one whose first parent is the commit it names.
+    return named !== undefined && named === firstParent ? named : sha;
   }
 
   /** One following-branch commit per move (fleetCommit's shape), written by one `git fast-import`; their ids in order. */
   private async writeFollowerCommits(
-    moves: ReadonlyArray<{ branch: string; to: string; folders: readonly string[] }>,
+    moves: ReadonlyArray<{ branch: string; from?: string | undefined; to: string; folders: readonly string[] }>,
   ): Promise<string[]> {
     const importer = this.startImport(undefined, FOLLOWER_SCRATCH_REF);
     try {
-      for (const { branch, to, folders } of moves) {
+      for (const { branch, from, to, folders } of moves) {
         const at = new GitTree(this.source(), to);
         const trees = new Map<string, string>();
         for (const folder of folders) {
@@ -533,7 +550,7 @@ export class FluxRepo {
           if (id !== undefined) trees.set(folder, id);
         }
         const message = `berth: ${branch} at ${to.slice(0, 12)}\n\nBerth-Fleet-Commit: ${to}\n`;
-        importer.addFolders(message, to, trees);
+        importer.addFolders(message, from === undefined ? [to] : [to, from], trees);
       }
     } catch (err) {
       importer.abort();
@@ -1030,7 +1047,7 @@ export class FluxRepo {
     ref = SCRATCH_REF,
   ): {
     add(txn: CommitTxn): void;
-    addFolders(message: string, parent: string, folders: ReadonlyMap<string, string>): void;
+    addFolders(message: string, parents: readonly [string, ...string[]], folders: ReadonlyMap<string, string>): void;
     finish(): Promise<string[]>;
     abort(): void;
   } {
@@ -1053,7 +1070,7 @@ export class FluxRepo {
     };
     return {
       add: (txn) => write(encoder.commit(txn.message, txn.files)),
-      addFolders: (message, parent, folders) => write(encoder.folders(message, parent, folders)),
+      addFolders: (message, parents, folders) => write(encoder.folders(message, parents, folders)),
       abort: () => git?.abort(),
       finish: async () => {
         if (!git) return [];

@@ -1,8 +1,8 @@
 /**
  * Following branches (ADR 0036, slice branches): each commit holds only the branch's folders of the main-branch commit
  * it stands for (same tree ids, nothing copied), with that commit as its parent and in its `Berth-Fleet-Commit`
- * trailer; moves go only forward along the main branch, leased on the head seen, and a replica that never wrote the
- * branch reads it back the same way.
+ * trailer, and the branch's head before as its second parent (a fast-forward); moves go only forward along the main
+ * branch, leased on the head seen, and a replica that never wrote the branch reads it back the same way.
  */
 import { afterEach, describe, expect, it } from "vitest";
 import { createBareRepo, git } from "../../../tests/support/git-remotes.js";
@@ -57,7 +57,7 @@ describe("following branches", () => {
   });
 
   it("moves only forward, leased; another replica reads and moves the branch the same way", async () => {
-    const { repo, open, first, head } = await setup();
+    const { remote, repo, open, first, head } = await setup();
     await repo.advanceFollowers([{ branch: BRANCH, to: first, folders: FOLDERS }]);
     const atFirst = await head(BRANCH);
     const second = (
@@ -68,6 +68,10 @@ describe("following branches", () => {
     const other = await open();
     await other.init();
     expect(await other.fleetCommit(atFirst, BRANCH)).toBe(first);
+    // A third lists the branches: the heads it lacked come with the listing, so no branch is needed to read them.
+    const third = await open();
+    expect(await third.branchesUnder("berth-slices/")).toEqual(new Map([[BRANCH, atFirst]]));
+    expect(await third.fleetCommit(atFirst)).toBe(first);
     // A lease on a head the branch is not at moves nothing.
     expect(await other.advanceFollowers([{ branch: BRANCH, from: first, to: second, folders: FOLDERS }])).toEqual([]);
     expect(await head(BRANCH)).toBe(atFirst);
@@ -76,6 +80,9 @@ describe("following branches", () => {
     ]);
     const atSecond = await head(BRANCH);
     expect(await repo.fleetCommit(atSecond, BRANCH)).toBe(second);
+    // A fast-forward of the branch: its head before is the second parent (no force-push for a forge to refuse).
+    const body = await git(["--git-dir", remote.dir, "cat-file", "commit", atSecond]);
+    expect([...body.matchAll(/^parent ([0-9a-f]{40})$/gm)].map((m) => m[1])).toEqual([second, atFirst]);
 
     // Back to the older commit: never, whoever asks.
     await repo.snapshot(0);
