@@ -11,7 +11,8 @@ import { createServer } from "node:http";
 import { rm, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { statusResponse, writeResponse } from "@berth/api-contract";
-import { sliceBranch, sliceHolding, teamShard } from "@berth/core";
+import { sliceBranch, sliceHolding, teamShard, type Cluster } from "@berth/core";
+import { FleetRevisionStatusReader } from "../../apps/api/src/services/slice-branches.js";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { DEV_TOKEN, startBerth, type RunningBerth } from "../support/berth.js";
 import { readAnswer } from "../support/contract.js";
@@ -209,5 +210,30 @@ describe("slice branches follow the main branch, slice by slice", () => {
     // A pass for the commit before it: the branch is ahead of it, and stays.
     await berth.services.sliceBranches.follow(olderFleet);
     expect((await branches()).get(branch)).toBe(newer);
+  });
+});
+
+describe("a slice commit's fleet commit, as the status tells it", () => {
+  it("is looked up again after a look-up that failed, and kept once found", async () => {
+    const branch = "berth-slices/aks-dev-weu/a0";
+    const slice = "1".repeat(40);
+    const fleet = "2".repeat(40);
+    let calls = 0;
+    const repo = {
+      fleetCommit: async () => {
+        calls += 1;
+        if (calls === 1) throw new Error("the remote did not answer");
+        return fleet;
+      },
+    };
+    const scripted = new ScriptedStatusReader();
+    scripted.ready("payments", "aks-dev-weu", slice, branch);
+    const reader = new FleetRevisionStatusReader(scripted, repo, "main");
+    const cluster = { name: "aks-dev-weu", environment: "dev" } as Cluster;
+    const revisionNow = async () => (await reader.read("payments", [cluster]))[0]?.revision;
+    expect(await revisionNow()).toBe(`${branch}@sha1:${slice}`);
+    expect(await revisionNow()).toBe(`main@sha1:${fleet}`);
+    expect(await revisionNow()).toBe(`main@sha1:${fleet}`);
+    expect(calls).toBe(2);
   });
 });

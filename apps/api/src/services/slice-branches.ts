@@ -157,7 +157,7 @@ const SLICE_REVISION = new RegExp(`^(${SLICE_BRANCHES}[a-z0-9][a-z0-9.-]*/[a-z0-
  * Team statuses as the fleet's commits: a slice branch's commit holds only the slice's folders (ADR 0036), so a
  * revision Flux reports on it, `berth-slices/<cluster>/<slice>@sha1:<slice commit>`, is told as the main-branch
  * commit it stands for, `<main>@sha1:<commit>`, which the status API, status pages and rollout gates compare with the
- * fleet's history. One that the repository no longer holds (a branch moved twice since) is told as Flux said it.
+ * fleet's history. One that the repository does not hold (a branch moved twice since) is told as Flux said it.
  */
 export class FleetRevisionStatusReader implements TeamStatusReader {
   /** Commits are immutable: each slice commit is looked up once (bounded, oldest forgotten first). */
@@ -182,10 +182,10 @@ export class FleetRevisionStatusReader implements TeamStatusReader {
     let told = this.known.get(revision);
     if (!told) {
       const [, branch, sha] = m as unknown as [string, string, string];
-      told = this.repo.fleetCommit(sha, branch).then(
-        (commit) => (commit ? `${this.mainBranch}@sha1:${commit}` : revision),
-        () => revision,
-      );
+      const commit = this.repo.fleetCommit(sha, branch).catch(() => undefined);
+      told = commit.then((fleet) => (fleet ? `${this.mainBranch}@sha1:${fleet}` : revision));
+      // Only an answer is kept: a look-up that failed (the remote did not answer) is tried again at the next read.
+      void commit.then((fleet) => fleet === undefined && this.known.delete(revision));
       if (this.known.size >= 10_000) this.known.delete(this.known.keys().next().value as string);
       this.known.set(revision, told);
     }
