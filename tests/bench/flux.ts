@@ -9,6 +9,7 @@
  *   BENCH_FLUX_TMP=disk npm run bench -- flux              # every Flux controller's /tmp on disk, not in memory
  *   BENCH_FLUX_COLD_MINUTES=120 npm run bench -- flux      # how long the cold apply may take (default: an hour, N / 50 minutes from 3,000)
  *   BENCH_FLUX_POLL=1h npm run bench -- flux               # the GitRepositories' poll (flux-system, berth-teams, the slices); default 10m
+ *   BENCH_FLUX_PROFILE=/tmp/profiles npm run bench -- flux # kustomize-controller's CPU profiles, idle and per onboarding
  *
  * For each size N and each layout, a whole platform as docs/install.md builds it (tests/support/flux-platform.ts:
  * kube-apiserver 1.35, real Flux 2.9.4 built from its Go modules, Berth's controller and API, ASO played), on one
@@ -46,7 +47,12 @@
  *     (its apiserver_request_total and _duration_seconds_sum by verb, resource and dry run; the heaviest printed);
  *   - the same for a rollout commit that moves 10 % of the teams to a new template version (one commit), until all
  *     of them are Ready;
- *   - what the templates' 10-minute interval costs: untouched teams reconciled on request, CPU per reconcile.
+ *   - what the same processes burn while Flux is idle (20 s without a reconcile, right before each onboarding), so that
+ *     each onboarding's CPU is also given above idle: its window runs 15 s past its last reconcile, and at thousands
+ *     of teams the watches, informers and polls cost something whatever happens (BENCH_FLUX_PROFILE=<folder> also saves
+ *     kustomize-controller's CPU profile of each idle window and each onboarding, for `go tool pprof`);
+ *   - what the templates' 10-minute interval costs: untouched teams reconciled on request, CPU per reconcile (its
+ *     phase waits for these teams' reconciles only: the rollout's teams reconcile every 10 minutes afterwards).
  * The seeded teams reconcile every 24 hours, not every 10 minutes (withoutIntervalReconciles), so that every
  * reconcile of a phase is one its commit caused; the last figure prices the interval apart.
  * A phase ends when the counters have not moved for 15 s (the before layout also waits until every Kustomization
@@ -54,7 +60,7 @@
  */
 import { processUsage } from "../support/process-usage.js";
 import { samples } from "../support/prometheus.js";
-import { mkdtempSync, rmSync, statfsSync } from "node:fs";
+import { mkdirSync, mkdtempSync, rmSync, statfsSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { performance } from "node:perf_hooks";
@@ -89,7 +95,17 @@ const POLL = process.env.BENCH_FLUX_POLL ?? "10m";
  * The hash slices' count (BENCH_FLUX_SLICES): 16 by default, what install.md advises from about 1,000 teams (one slice
  * per leading hex digit).
  */
-const HASH_SLICES = Number(process.env.BENCH_FLUX_SLICES ?? 16) as 16 | 32 | 64 | 128 | 256;
+type SliceCount = 16 | 32 | 64 | 128 | 256;
+const SLICE_COUNTS = (process.env.BENCH_FLUX_SLICES ?? "16").split(",").map(Number) as SliceCount[];
+/** One count for every size, or one per size in BENCH_FLUX_TEAMS's order ("32,128": as install.md grows them). */
+const hashSlices = (teams: number): SliceCount => {
+  if (SLICE_COUNTS.length === 1) return SLICE_COUNTS[0]!;
+  const count = SLICE_COUNTS[SIZES.indexOf(teams)];
+  if (count === undefined) throw new Error("BENCH_FLUX_SLICES: one count, or one per size of BENCH_FLUX_TEAMS");
+  return count;
+};
+/** BENCH_FLUX_ROLLOUT=off: no rollout phase (about 10 minutes at 5,000), so that two sizes fit in one run. */
+const ROLLOUT = process.env.BENCH_FLUX_ROLLOUT !== "off";
 const hashLayout = (layout: Layout) => layout === "HashSlices" || layout === "HashSlicesPerSlice";
 /** The before layout reconciles every team at every commit: fewer onboardings there, each takes minutes at 1,000. */
 const SAMPLES_BEFORE = Number(process.env.BENCH_FLUX_SAMPLES_BEFORE ?? 2);
@@ -128,13 +144,14 @@ const sourceArgs = (layout: Layout) =>
 const TMP_ON_DISK = process.env.BENCH_FLUX_TMP === "disk";
 const TMPFS_MAGIC = 0x01021994;
 const filesystemOf = (dir: string) => (statfsSync(dir).type === TMPFS_MAGIC ? "tmpfs" : "disk");
-const NAME = {
-  GitRepository: "before (GitRepository)",
-  ExternalArtifact: "artifacts (ADR 0019)",
-  Slices: "slices (ADR 0022)",
-  HashSlices: `hash slices (ADR 0034, ${HASH_SLICES})`,
-  HashSlicesPerSlice: `hash slices fetched per slice (ADR 0036, ${HASH_SLICES})`,
-} as const;
+const nameOf = (layout: Layout, teams: number) =>
+  ({
+    GitRepository: "before (GitRepository)",
+    ExternalArtifact: "artifacts (ADR 0019)",
+    Slices: "slices (ADR 0022)",
+    HashSlices: `hash slices (ADR 0034, ${hashSlices(teams)})`,
+    HashSlicesPerSlice: `hash slices fetched per slice (ADR 0036, ${hashSlices(teams)})`,
+  })[layout];
 const SHORT = {
   GitRepository: "before",
   ExternalArtifact: "artifacts",
@@ -172,6 +189,8 @@ interface PhaseCost {
   reconciled: Map<string, number>;
   attempted: number;
   cpu: Record<string, number>;
+  /** How long the phase's window was open (its CPU was read over it), in seconds. */
+  seconds: number;
   kustomizePeakRssMiB: number;
   /** What the apiserver served in the phase, by request kind: where its CPU goes (issue 39, point 3). */
   requests: Map<string, RequestTally>;
@@ -203,7 +222,25 @@ async function apiserverRequests(platform: FluxPlatform): Promise<Map<string, Re
       out.set(kind, tally);
     }
   }
+  // What it sent to watchers (every controller's informers): their fan-out is apiserver CPU no request shows.
+  for (const { labels, value } of samples(text, "apiserver_watch_events_total")) {
+    const kind = `${WATCH_EVENTS}${labels.resource ?? labels.kind ?? ""}`;
+    out.set(kind, { count: (out.get(kind)?.count ?? 0) + value, seconds: 0 });
+  }
   return out;
+}
+
+const WATCH_EVENTS = "watch events ";
+const isWatchEvents = (kind: string) => kind.startsWith(WATCH_EVENTS);
+
+/** The resources whose changes the apiserver sent to watchers most often: "kustomizations 120". */
+function mostWatchEvents(requests: Map<string, RequestTally>, top = 8): string {
+  return [...requests]
+    .filter(([kind]) => isWatchEvents(kind))
+    .sort(([, a], [, b]) => b.count - a.count)
+    .slice(0, top)
+    .map(([kind, t]) => `${kind.slice(WATCH_EVENTS.length)} ${t.count}`)
+    .join(", ");
 }
 
 function requestsBetween(
@@ -221,6 +258,7 @@ function requestsBetween(
 /** The request kinds that took the apiserver longest, most first: "PATCH kustomizations/status 12 (0.31 s)". */
 function heaviestRequests(requests: Map<string, RequestTally>, top = 8): string {
   return [...requests]
+    .filter(([kind]) => !isWatchEvents(kind))
     .sort(([, a], [, b]) => b.seconds - a.seconds)
     .slice(0, top)
     .map(([kind, t]) => `${kind} ${t.count} (${t.seconds.toFixed(2)} s)`)
@@ -231,7 +269,26 @@ interface Onboarding {
   toNamespaceMs: number;
   toReadyMs: number;
   cost: PhaseCost;
+  /** The processes' CPU s per second while Flux was idle just before it (idleRates). */
+  idle: Record<string, number>;
 }
+
+/** Every process the CPU goal counts: the Flux controllers, kube-apiserver and etcd. */
+const CPU_GOAL = [
+  "kustomize-controller",
+  "source-controller",
+  "source-watcher",
+  "notification-controller",
+  "kube-apiserver",
+  "etcd",
+] as const satisfies ReadonlyArray<FluxController | "kube-apiserver" | "etcd">;
+const sumOf = (cpu: Record<string, number>) => CPU_GOAL.reduce((sum, p) => sum + (cpu[p] ?? 0), 0);
+/** What a phase cost above idle: its CPU less what the same processes burn idle over as long a window. */
+const aboveIdle = (cost: PhaseCost, idle: Record<string, number>) =>
+  Object.fromEntries(Object.entries(cost.cpu).map(([p, s]) => [p, s - (idle[p] ?? 0) * cost.seconds]));
+/** Total CPU s of an onboarding (the goal's processes), and the same above idle. */
+const onboardingCpu = (o: Onboarding) => sumOf(o.cost.cpu);
+const onboardingCpuAboveIdle = (o: Onboarding) => sumOf(aboveIdle(o.cost, o.idle));
 
 interface Result {
   layout: Layout;
@@ -243,7 +300,8 @@ interface Result {
   coldCpu: Record<string, number>;
   coldKustomizePeakRssMiB: number;
   onboardings: Onboarding[];
-  rollout: { teams: number; toAllReadyMs: number; cost: PhaseCost };
+  /** Undefined when the run had no rollout (BENCH_FLUX_ROLLOUT=off). */
+  rollout: { teams: number; toAllReadyMs: number; cost: PhaseCost } | undefined;
   /** kustomize-controller CPU s of one reconcile of an untouched team (what its interval costs). */
   intervalCpuPerReconcile: number;
 }
@@ -308,8 +366,19 @@ async function kustomizations(platform: FluxPlatform, namespace = ASO_NAMESPACE)
   return (await platform.admin.list("kustomize.toolkit.fluxcd.io/v1", "Kustomization", namespace)) as Ks[];
 }
 
+interface PhaseEnd {
+  /** Also wait for this before ending (the before layout: every Kustomization attempted the commit). */
+  settled?: () => Promise<boolean>;
+  /**
+   * Which Kustomizations' reconciles must stop for the phase to end (default: all). A phase that causes a known set
+   * of reconciles waits only for those: the rollout's teams reconcile every 10 minutes afterwards, and 256 slices
+   * every hour start one every 14 s, so a fleet of 5,000 is never quiet for 15 s as a whole.
+   */
+  quietOn?: (kustomization: string) => boolean;
+}
+
 /** Starts measuring a phase; `end()` waits until Flux is quiet (and `settled()` holds) and returns what it cost. */
-async function phase(platform: FluxPlatform): Promise<{ end(settled?: () => Promise<boolean>): Promise<PhaseCost> }> {
+async function phase(platform: FluxPlatform): Promise<{ end(options?: PhaseEnd): Promise<PhaseCost> }> {
   const pids = processes(platform);
   // The Kustomization LISTs (thousands of objects, here and in end()) cost kube-apiserver and etcd CPU and show in
   // the request counters: they run outside the measured window, before the first reading and after the last.
@@ -323,12 +392,13 @@ async function phase(platform: FluxPlatform): Promise<{ end(settled?: () => Prom
   const counts0 = await reconcileCounts(platform);
   platform.flux.resetPeakRss("kustomize-controller");
   const requests0 = await apiserverRequests(platform);
+  const t0 = performance.now();
   return {
-    async end(settled) {
+    async end({ settled, quietOn = () => true } = {}) {
       let last = "";
       let quietSince = Date.now();
       for (;;) {
-        const now = JSON.stringify([...(await reconcileCounts(platform))]);
+        const now = JSON.stringify([...(await reconcileCounts(platform))].filter(([k]) => quietOn(k)));
         if (now !== last) {
           last = now;
           quietSince = Date.now();
@@ -339,6 +409,7 @@ async function phase(platform: FluxPlatform): Promise<{ end(settled?: () => Prom
       const reconciled = new Map<string, number>();
       for (const [k, n] of counts) if (n - (counts0.get(k) ?? 0) > 0) reconciled.set(k, n - (counts0.get(k) ?? 0));
       const cpu = Object.fromEntries(Object.entries(pids).map(([k, pid]) => [k, cpuOf(pid) - cpu0[k]!]));
+      const seconds = (performance.now() - t0) / 1000;
       const kustomizePeakRssMiB = mib(platform.flux.peakRssBytes("kustomize-controller"));
       const requests = requestsBetween(requests0, await apiserverRequests(platform));
       // Only now, the window closed: these LISTs are not the phase's cost.
@@ -350,12 +421,67 @@ async function phase(platform: FluxPlatform): Promise<{ end(settled?: () => Prom
           (k) => k.status?.lastAttemptedRevision !== attempted0.get(`${k.metadata.namespace}/${k.metadata.name}`),
         ).length,
         cpu,
+        seconds,
         kustomizePeakRssMiB,
         requests,
       };
     },
   };
 }
+
+/** How long Flux must stay idle to price idle, and how many windows to try before taking one with reconciles in it. */
+const IDLE_MS = 20_000;
+const IDLE_TRIES = 4;
+
+/**
+ * Each process's CPU s per second while no Kustomization reconciles (watches, informers, the slices' polls, the
+ * controller's drift checks): what any window costs at this size whatever happens in it. An onboarding's window
+ * runs 15 s past its last reconcile, so its CPU less this rate over as long is what the onboarding itself cost.
+ */
+async function idleRates(
+  platform: FluxPlatform,
+): Promise<{ rates: Record<string, number>; reconciles: number; requests: Map<string, RequestTally> }> {
+  const pids = processes(platform);
+  let reconciles = 0;
+  let rates: Record<string, number> = {};
+  let requests = new Map<string, RequestTally>();
+  for (let attempt = 0; attempt < IDLE_TRIES; attempt++) {
+    const counts0 = await reconcileCounts(platform);
+    const requests0 = await apiserverRequests(platform);
+    const cpu0 = Object.fromEntries(Object.entries(pids).map(([k, pid]) => [k, cpuOf(pid)]));
+    const t0 = performance.now();
+    await sleep(IDLE_MS);
+    const seconds = (performance.now() - t0) / 1000;
+    rates = Object.fromEntries(Object.entries(pids).map(([k, pid]) => [k, (cpuOf(pid) - cpu0[k]!) / seconds]));
+    requests = requestsBetween(requests0, await apiserverRequests(platform));
+    const counts = await reconcileCounts(platform);
+    reconciles = [...counts].reduce((sum, [k, c]) => sum + c - (counts0.get(k) ?? 0), 0);
+    if (reconciles === 0) break;
+  }
+  return { rates, reconciles, requests };
+}
+
+/**
+ * BENCH_FLUX_PROFILE=<folder>: a CPU profile of kustomize-controller (its own /debug/pprof on the metrics port) over
+ * each idle window and each onboarding, for `go tool pprof`. Off by default: the profiler costs CPU of its own.
+ */
+const PROFILE_DIR = process.env.BENCH_FLUX_PROFILE;
+const PROFILE_SECONDS = 30;
+function profile(platform: FluxPlatform, file: string, seconds = PROFILE_SECONDS): Promise<void> {
+  if (!PROFILE_DIR) return Promise.resolve();
+  const url = platform.flux.processes.get("kustomize-controller")!.metricsUrl.replace(/\/metrics$/, "");
+  return fetch(`${url}/debug/pprof/profile?seconds=${seconds}`)
+    .then(async (res) => {
+      if (!res.ok) throw new Error(`${res.status}`);
+      writeFileSync(join(PROFILE_DIR, file), Buffer.from(await res.arrayBuffer()));
+    })
+    .catch((error: unknown) => console.log(`    profile ${file}: ${String(error)}`));
+}
+
+const perMinute = (rates: Record<string, number>) =>
+  CPU_GOAL.filter((p) => rates[p] !== undefined)
+    .map((p) => `${p} ${(60 * rates[p]!).toFixed(2)}`)
+    .join(", ");
 
 /** Until every Kustomization of `teams` is Ready at `revision` (for an artifact: the commit it was cut from). */
 async function untilReady(
@@ -385,7 +511,13 @@ async function untilReady(
  * Where an onboarding's wait went: when each object on the way to the team's namespace was made or last changed,
  * from their own timestamps (whole seconds), counted from the POST.
  */
-async function timeline(platform: FluxPlatform, layout: Layout, team: string, postedAt: number): Promise<string> {
+async function timeline(
+  platform: FluxPlatform,
+  layout: Layout,
+  teams: number,
+  team: string,
+  postedAt: number,
+): Promise<string> {
   const at = (iso: unknown) => (typeof iso === "string" ? `${Math.round((Date.parse(iso) - postedAt) / 1000)} s` : "–");
   const artifactTime = (o: Obj | undefined) =>
     (o?.status as { artifact?: { lastUpdateTime?: string } } | undefined)?.artifact?.lastUpdateTime;
@@ -393,7 +525,8 @@ async function timeline(platform: FluxPlatform, layout: Layout, team: string, po
   const { namespace, name } = platform.teamsSource;
   // Per-slice fetch: the team's slice's own GitRepository fetches (ADR 0036), cut by nothing.
   const perSlice = layout === "HashSlicesPerSlice";
-  const fetchedBy = perSlice ? `berth-teams-${sliceHolding({ by: "hash", count: HASH_SLICES }, team).id}` : name;
+  const count = hashSlices(teams);
+  const fetchedBy = perSlice ? `berth-teams-${sliceHolding({ by: "hash", count }, team).id}` : name;
   const steps: Array<[string, unknown]> = [
     ["fetched", artifactTime(await platform.admin.get(source, "GitRepository", namespace, fetchedBy))],
   ];
@@ -403,10 +536,7 @@ async function timeline(platform: FluxPlatform, layout: Layout, team: string, po
     steps.push(["index artifact", artifactTime(index)], ["team artifact", artifact?.metadata.creationTimestamp]);
   }
   if (layout === "Slices" || layout === "HashSlices") {
-    const sliceId = sliceHolding(
-      layout === "Slices" ? { by: "first-letter" } : { by: "hash", count: HASH_SLICES },
-      team,
-    ).id;
+    const sliceId = sliceHolding(layout === "Slices" ? { by: "first-letter" } : { by: "hash", count }, team).id;
     const slice = await platform.admin.get(source, "ExternalArtifact", ASO_NAMESPACE, `berth-team-slice-${sliceId}`);
     steps.push(["slice artifact", artifactTime(slice)]);
   }
@@ -425,10 +555,37 @@ async function timeline(platform: FluxPlatform, layout: Layout, team: string, po
 const allAttempted = (platform: FluxPlatform, revision: string) => async () =>
   (await kustomizations(platform)).every((k) => k.status?.lastAttemptedRevision === rev(revision));
 
+/** A rollout commit that moves 10 % of the teams (`selected`) to the target templates (one commit), until all are Ready. */
+async function rolloutPhase(
+  platform: FluxPlatform,
+  layout: Layout,
+  selected: string[],
+  templates: (typeof TEMPLATES)[Layout],
+): Promise<Result["rollout"]> {
+  const p = await phase(platform);
+  const t0 = performance.now();
+  const res = await platform.request("POST", "/v1/rollouts", {
+    description: `10 % to ${templates.target}`,
+    target: { templateVersion: templates.target },
+    selector: { names: selected },
+  });
+  if (res.statusCode !== 201) throw new Error(`POST /v1/rollouts: ${res.statusCode} ${res.body}`);
+  const revision = res.json.revision as string;
+  if (layout === "GitRepository") void platform.reconcileSource().catch(() => undefined);
+  await untilReady(platform, selected, revision, 60 * 60_000);
+  const toAllReadyMs = performance.now() - t0;
+  const cost = await p.end(layout === "GitRepository" ? { settled: allAttempted(platform, revision) } : {});
+  console.log(
+    `  rollout of ${selected.length} teams from ${templates.behind} to ${templates.target} (${revision.slice(0, 7)}): POST → all ${selected.length} Ready ${ms(toAllReadyMs)}; ${describe(cost)}`,
+  );
+
+  return { teams: selected.length, toAllReadyMs, cost };
+}
+
 async function run(layout: Layout, n: number): Promise<Result> {
   const loadBefore = load();
   console.log(
-    `\n== ${NAME[layout]}, ${n} teams, kustomize-controller --concurrent=${kustomizeConcurrent(n)} ${clientArgs(n).join(" ")}, source-watcher ${clientArgs(n).join(" ") || "with Flux's rate limit"}, source-controller --concurrent=${sourceConcurrent(layout) || 2}; load before: ${loadBefore}`,
+    `\n== ${nameOf(layout, n)}, ${n} teams, kustomize-controller --concurrent=${kustomizeConcurrent(n)} ${clientArgs(n).join(" ")}, source-watcher ${clientArgs(n).join(" ") || "with Flux's rate limit"}, source-controller --concurrent=${sourceConcurrent(layout) || 2}; load before: ${loadBefore}`,
   );
   const names = teamNames(n);
   const templates = TEMPLATES[layout];
@@ -441,7 +598,7 @@ async function run(layout: Layout, n: number): Promise<Result> {
     teamSource: layout === "GitRepository" ? "GitRepository" : "ExternalArtifact",
     install0019: layout === "ExternalArtifact",
     ...(hashLayout(layout)
-      ? { hashSlices: HASH_SLICES, sliceFetch: layout === "HashSlicesPerSlice" ? "per-slice" : "whole" }
+      ? { hashSlices: hashSlices(n), sliceFetch: layout === "HashSlicesPerSlice" ? "per-slice" : "whole" }
       : {}),
     platform: (p) => (p.templateVersion = templates.fleet),
     pollInterval: POLL,
@@ -516,7 +673,17 @@ async function run(layout: Layout, n: number): Promise<Result> {
     for (let i = 0; i < samples; i++) {
       // Named to come last: source-watcher cuts the teams' artifacts in name order, so a new team's is the last one.
       const team = `z-new${String(i).padStart(2, "0")}`;
+      const idleProfile = profile(platform, `${n}-idle-${i + 1}.pprof`, IDLE_MS / 1000);
+      const idle = await idleRates(platform);
+      await idleProfile;
+      console.log(
+        `  idle before onboarding ${i + 1} (${IDLE_MS / 1000} s, ${idle.reconciles} reconciles in it), CPU s per minute: ${perMinute(idle.rates)}; all ${(60 * sumOf(idle.rates)).toFixed(2)}`,
+      );
+      console.log(
+        `    idle, apiserver requests: ${heaviestRequests(idle.requests)}; watch events sent: ${mostWatchEvents(idle.requests)}`,
+      );
       const p = await phase(platform);
+      const onboardingProfile = profile(platform, `${n}-onboarding-${i + 1}.pprof`);
       const postedAt = Date.now();
       const t0 = performance.now();
       const res = await platform.request("POST", "/v1/teams", {
@@ -539,43 +706,44 @@ async function run(layout: Layout, n: number): Promise<Result> {
         await sleep(100);
       }
       const toReadyMs = performance.now() - t0;
-      const cost = await p.end(layout === "GitRepository" ? allAttempted(platform, revision) : undefined);
-      onboardings.push({ toNamespaceMs, toReadyMs, cost });
+      const cost = await p.end(layout === "GitRepository" ? { settled: allAttempted(platform, revision) } : {});
+      await onboardingProfile;
+      const onboarding = { toNamespaceMs, toReadyMs, cost, idle: idle.rates };
+      onboardings.push(onboarding);
       console.log(
         `  onboarding ${i + 1}/${samples} (${revision.slice(0, 7)}): POST → namespace ${ms(toNamespaceMs)}, → Kustomization Ready ${ms(toReadyMs)}; ${describe(cost)}`,
       );
-      console.log(`    after the POST: ${await timeline(platform, layout, team, postedAt)}`);
+      console.log(
+        `    its window ${cost.seconds.toFixed(1)} s; CPU s of the goal's processes ${onboardingCpu(onboarding).toFixed(2)}, above idle ${onboardingCpuAboveIdle(onboarding).toFixed(2)} (${describeCpu(aboveIdle(cost, idle.rates))})`,
+      );
+      console.log(`    after the POST: ${await timeline(platform, layout, n, team, postedAt)}`);
       console.log(`    apiserver, heaviest requests: ${heaviestRequests(cost.requests)}`);
+      console.log(`    apiserver, watch events sent: ${mostWatchEvents(cost.requests)}`);
     }
 
     // A rollout commit that changes 10 % of the teams (one commit).
-    const p = await phase(platform);
-    const t0 = performance.now();
-    const res = await platform.request("POST", "/v1/rollouts", {
-      description: `10 % to ${templates.target}`,
-      target: { templateVersion: templates.target },
-      selector: { names: selected },
-    });
-    if (res.statusCode !== 201) throw new Error(`POST /v1/rollouts: ${res.statusCode} ${res.body}`);
-    const revision = res.json.revision as string;
-    if (layout === "GitRepository") void platform.reconcileSource().catch(() => undefined);
-    await untilReady(platform, selected, revision, 60 * 60_000);
-    const toAllReadyMs = performance.now() - t0;
-    const cost = await p.end(layout === "GitRepository" ? allAttempted(platform, revision) : undefined);
-    console.log(
-      `  rollout of ${selected.length} teams from ${templates.behind} to ${templates.target} (${revision.slice(0, 7)}): POST → all ${selected.length} Ready ${ms(toAllReadyMs)}; ${describe(cost)}`,
-    );
+    const rollout = ROLLOUT ? await rolloutPhase(platform, layout, selected, templates) : undefined;
 
     // What the templates' 10-minute interval costs on its own: untouched teams reconciled on request, as an interval
     // would, at their unchanged revision.
     const untouched = names.filter((_, i) => i % 10 === 5).slice(0, INTERVAL_SAMPLE);
     const q = await phase(platform);
+    const sampled = new Set(untouched.map((t) => `${ASO_NAMESPACE}/team-${t}`));
+    const counts0 = await reconcileCounts(platform);
     await Promise.all(
       untouched.map((t) =>
         requestReconcile(platform.admin, "kustomize.toolkit.fluxcd.io/v1", "Kustomization", ASO_NAMESPACE, `team-${t}`),
       ),
     );
-    const intervalCost = await q.end();
+    // Waits for the sampled teams only; the window's other reconciles (the rollout's 500 teams every 10 minutes, the
+    // slices every hour) are interval reconciles at an unchanged revision too, so they count in the price per reconcile.
+    const intervalCost = await q.end({
+      quietOn: (k) => sampled.has(k),
+      settled: async () => {
+        const counts = await reconcileCounts(platform);
+        return [...sampled].every((k) => (counts.get(k) ?? 0) > (counts0.get(k) ?? 0));
+      },
+    });
     const cpuPerReconcile = intervalCost.cpu["kustomize-controller"]! / Math.max(1, intervalCost.reconciles);
     console.log(
       `  ${untouched.length} untouched teams reconciled on request: ${describe(intervalCost)}; with the templates' 10-minute interval, ${n} teams cost kustomize-controller about ${intervalShareOfCore(n, cpuPerReconcile)} % of a core all the time`,
@@ -593,7 +761,7 @@ async function run(layout: Layout, n: number): Promise<Result> {
       coldCpu,
       coldKustomizePeakRssMiB,
       onboardings,
-      rollout: { teams: selected.length, toAllReadyMs, cost },
+      rollout,
       intervalCpuPerReconcile: cpuPerReconcile,
     };
   } finally {
@@ -610,21 +778,13 @@ function describe(cost: PhaseCost): string {
     ...named.map(([k, c]) => `${k.split("/")[1]}${c > 1 ? ` ×${c}` : ""}`),
     ...(fleet.length ? [`${fleet.length} seeded teams`] : []),
   ].join(", ");
-  const cpu = (
-    [
-      "kustomize-controller",
-      "source-controller",
-      "source-watcher",
-      "notification-controller",
-      "kube-apiserver",
-      "etcd",
-    ] satisfies Array<FluxController | string>
-  )
-    .filter((c) => cost.cpu[c] !== undefined)
-    .map((c) => `${c} ${cost.cpu[c]!.toFixed(2)}`)
-    .join(", ");
-  return `${cost.reconciles} Kustomization reconciliations (${who}); ${cost.attempted} attempted a new revision; CPU s: ${cpu}; kustomize-controller peak RSS ${cost.kustomizePeakRssMiB} MiB`;
+  return `${cost.reconciles} Kustomization reconciliations (${who}); ${cost.attempted} attempted a new revision; CPU s: ${describeCpu(cost.cpu)}; kustomize-controller peak RSS ${cost.kustomizePeakRssMiB} MiB`;
 }
+
+const describeCpu = (cpu: Record<string, number>) =>
+  CPU_GOAL.filter((c) => cpu[c] !== undefined)
+    .map((c) => `${c} ${cpu[c]!.toFixed(2)}`)
+    .join(", ");
 
 function summary(results: Result[]): void {
   console.log("\n== summary (machine load in each block above)");
@@ -655,22 +815,54 @@ function summary(results: Result[]): void {
   row("onboarding: kube-apiserver + etcd CPU s, p50", (r) =>
     med(r, (o) => o.cost.cpu["kube-apiserver"]! + o.cost.cpu.etcd!).toFixed(2),
   );
-  const requestCount = (o: Onboarding) => [...o.cost.requests.values()].reduce((sum, t) => sum + t.count, 0);
+  row("onboarding: CPU s of Flux + kube-apiserver + etcd, p50", (r) => med(r, onboardingCpu).toFixed(2));
+  row("onboarding: the same above idle, p50", (r) => med(r, onboardingCpuAboveIdle).toFixed(2));
+  row("idle: CPU s per minute of the same, p50", (r) => (60 * med(r, (o) => sumOf(o.idle))).toFixed(2));
+  row("idle: kustomize-controller CPU s per minute, p50", (r) =>
+    (60 * med(r, (o) => o.idle["kustomize-controller"] ?? 0)).toFixed(2),
+  );
+  const requestCount = (o: Onboarding) =>
+    [...o.cost.requests].reduce((sum, [kind, t]) => sum + (isWatchEvents(kind) ? 0 : t.count), 0);
+  const watchEvents = (o: Onboarding) =>
+    [...o.cost.requests].reduce((sum, [kind, t]) => sum + (isWatchEvents(kind) ? t.count : 0), 0);
   row("onboarding: apiserver requests (watches apart), p50", (r) => String(med(r, requestCount)));
+  row("onboarding: apiserver watch events sent, p50", (r) => String(med(r, watchEvents)));
   row("onboarding: kustomize-controller peak RSS MiB, max", (r) =>
     String(Math.max(...r.onboardings.map((o) => o.cost.kustomizePeakRssMiB))),
   );
-  row("10 % rollout: teams changed", (r) => String(r.rollout.teams));
-  row("10 % rollout: POST → all Ready", (r) => ms(r.rollout.toAllReadyMs));
-  row("10 % rollout: Kustomization reconciliations", (r) => String(r.rollout.cost.reconciles));
-  row(
-    "10 % rollout: kustomize-controller CPU s / peak RSS MiB",
-    (r) => `${r.rollout.cost.cpu["kustomize-controller"]!.toFixed(1)} / ${r.rollout.cost.kustomizePeakRssMiB}`,
-  );
+  if (results.some((r) => r.rollout)) {
+    const ofRollout = (f: (o: NonNullable<Result["rollout"]>) => string) => (r: Result) =>
+      r.rollout ? f(r.rollout) : "–";
+    row(
+      "10 % rollout: teams changed",
+      ofRollout((o) => String(o.teams)),
+    );
+    row(
+      "10 % rollout: POST → all Ready",
+      ofRollout((o) => ms(o.toAllReadyMs)),
+    );
+    row(
+      "10 % rollout: Kustomization reconciliations",
+      ofRollout((o) => String(o.cost.reconciles)),
+    );
+    row(
+      "10 % rollout: kustomize-controller CPU s / peak RSS MiB",
+      ofRollout((o) => `${o.cost.cpu["kustomize-controller"]!.toFixed(1)} / ${o.cost.kustomizePeakRssMiB}`),
+    );
+  }
   row(
     "10-minute intervals: kustomize-controller CPU s per reconcile / % of a core",
     (r) => `${r.intervalCpuPerReconcile.toFixed(2)} / ${intervalShareOfCore(r.teams, r.intervalCpuPerReconcile)} %`,
   );
+  // The goal: an onboarding costs no more at the largest size than at the smallest, in the same run.
+  const bySize = results.filter((r) => r.layout !== "GitRepository").sort((a, b) => a.teams - b.teams);
+  const [smallest, largest] = [bySize[0], bySize.at(-1)];
+  if (smallest && largest && largest.teams > smallest.teams && largest.layout === smallest.layout) {
+    const med = (r: Result, f: (o: Onboarding) => number) => percentile(r.onboardings.map(f), 50);
+    console.log(
+      `  CPU per onboarding, ${largest.teams} / ${smallest.teams} teams: ${(med(largest, onboardingCpu) / med(smallest, onboardingCpu)).toFixed(2)}; above idle ${(med(largest, onboardingCpuAboveIdle) / med(smallest, onboardingCpuAboveIdle)).toFixed(2)}`,
+    );
+  }
   for (const n of SIZES) {
     const before = results.find((r) => r.teams === n && r.layout === "GitRepository");
     const cpu = (r: Result) =>
@@ -688,6 +880,7 @@ function summary(results: Result[]): void {
 }
 
 async function main(): Promise<void> {
+  if (PROFILE_DIR) mkdirSync(PROFILE_DIR, { recursive: true });
   console.log(
     `Flux at fleet scale: sizes ${SIZES.join(", ")}; layouts ${LAYOUTS.join(", ")}; onboardings per run: ${SAMPLES} (before: ${SAMPLES_BEFORE}); GitRepositories poll every ${POLL}; kustomize-controller ${KUSTOMIZE_ARGS.join(" ")}; load: ${load()}`,
   );

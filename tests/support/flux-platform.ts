@@ -261,7 +261,18 @@ export async function startFluxPlatform(opts: FluxPlatformOptions = {}): Promise
     // `berth cluster add` runs, this platform's config, and the folder `flux bootstrap` writes.
     const work = await mkdtemp(join(tmpdir(), "berth-fleet-"));
     cleanups.push(() => rm(work, { recursive: true, force: true }));
-    const fleetRevisions = new FleetRevisions(repoUrl, gitEnv, work);
+    // A clone of the harness's own: it writes the install's slice branches and reads what Flux's revisions stand for.
+    let fleetClone: FluxRepo | undefined;
+    const fleetRepo = () =>
+      (fleetClone ??= FluxRepo.fromConfig({
+        url: repoUrl,
+        branch: "main",
+        workDir: join(work, "fleet-clone"),
+        author: { name: "Berth", email: "berth@example.test" },
+        auth: { kind: "token", token: gitAuth.password, username: gitAuth.username },
+      }));
+    cleanups.push(async () => fleetClone?.close());
+    const fleetRevisions = new FleetRevisions(fleetRepo);
     const fleet = join(work, "fleet");
     await cp(join(REPO_ROOT, "flux"), fleet, { recursive: true, dereference: true });
     await rm(join(fleet, "README.md"));
@@ -396,22 +407,12 @@ export async function startFluxPlatform(opts: FluxPlatformOptions = {}): Promise
     // so that no slice's first fetch finds its branch missing.
     const branches = sliceBranches(platformSchema.parse(platform));
     if (branches.length > 0) {
-      const writer = FluxRepo.fromConfig({
-        url: repoUrl,
-        branch: "main",
-        workDir: join(work, "slice-branches"),
-        author: { name: "Berth", email: "berth@example.test" },
-        auth: { kind: "token", token: gitAuth.password, username: gitAuth.username },
-      });
-      try {
-        await writer.snapshot(0);
-        const moves = branches.map(({ branch, folders }) => ({ branch, to: installed, folders }));
-        const created = await writer.advanceFollowers(moves);
-        if (created.length !== branches.length)
-          throw new Error(`slice branches: ${created.length} of ${branches.length} created`);
-      } finally {
-        await writer.close();
-      }
+      const writer = fleetRepo();
+      await writer.snapshot(0);
+      const moves = branches.map(({ branch, folders }) => ({ branch, to: installed, folders }));
+      const created = await writer.advanceFollowers(moves);
+      if (created.length !== branches.length)
+        throw new Error(`slice branches: ${created.length} of ${branches.length} created`);
     }
 
     const azure = opts.aso === "real" ? await startPlatformAzure(platform, opts.realAso?.azure) : undefined;

@@ -9,6 +9,7 @@ import {
   type RepoTree,
   type SliceBranch,
 } from "@berth/core";
+import { LRUCache } from "lru-cache";
 import type pino from "pino";
 import type { ClusterStatus, TeamStatusReader } from "../adapters/team-status.js";
 
@@ -160,8 +161,8 @@ const SLICE_REVISION = new RegExp(`^(${SLICE_BRANCHES}[a-z0-9][a-z0-9.-]*/[a-z0-
  * fleet's history. One that the repository does not hold (a branch moved twice since) is told as Flux said it.
  */
 export class FleetRevisionStatusReader implements TeamStatusReader {
-  /** Commits are immutable: each slice commit is looked up once (bounded, oldest forgotten first). */
-  private readonly known = new Map<string, Promise<string>>();
+  /** Commits are immutable: each slice commit is looked up once (the least recently read forgotten first). */
+  private readonly known = new LRUCache<string, Promise<string>>({ max: 10_000 });
 
   constructor(
     private readonly reader: TeamStatusReader,
@@ -186,7 +187,6 @@ export class FleetRevisionStatusReader implements TeamStatusReader {
       told = commit.then((fleet) => (fleet ? `${this.mainBranch}@sha1:${fleet}` : revision));
       // Only an answer is kept: a look-up that failed (the remote did not answer) is tried again at the next read.
       void commit.then((fleet) => fleet === undefined && this.known.delete(revision));
-      if (this.known.size >= 10_000) this.known.delete(this.known.keys().next().value as string);
       this.known.set(revision, told);
     }
     return told;
