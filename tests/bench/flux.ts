@@ -55,12 +55,24 @@
  *     phase waits for these teams' reconciles only: the rollout's teams reconcile every 10 minutes afterwards).
  * The seeded teams reconcile every 24 hours, not every 10 minutes (withoutIntervalReconciles), so that every
  * reconcile of a phase is one its commit caused; the last figure prices the interval apart.
- * A phase ends when the counters have not moved for 15 s (the before layout also waits until every Kustomization
- * attempted the commit). With the machine's load before and after each block (the machine is shared).
+ * A phase ends when kustomize-controller's log has named no Kustomization for 15 s (the before layout also waits until
+ * every Kustomization attempted the commit); its metrics are read only at a phase's two ends, outside the CPU
+ * readings, as a scrape costs it CPU that grows with N (ReconcileLog). With the machine's load before and after each
+ * block (the machine is shared).
  */
 import { processUsage } from "../support/process-usage.js";
 import { samples } from "../support/prometheus.js";
-import { mkdirSync, mkdtempSync, rmSync, statfsSync, writeFileSync } from "node:fs";
+import {
+  closeSync,
+  mkdirSync,
+  mkdtempSync,
+  openSync,
+  readSync,
+  rmSync,
+  statfsSync,
+  statSync,
+  writeFileSync,
+} from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { performance } from "node:perf_hooks";
@@ -366,6 +378,57 @@ async function kustomizations(platform: FluxPlatform, namespace = ASO_NAMESPACE)
   return (await platform.admin.list("kustomize.toolkit.fluxcd.io/v1", "Kustomization", namespace)) as Ks[];
 }
 
+/**
+ * kustomize-controller's own log, read as it grows: which Kustomizations it worked on (every line of a reconcile names
+ * its Kustomization), at no cost to the controller. Its /metrics cost it much more: at 1,000 teams each scrape
+ * encodes and gzips every Kustomization's histograms, and scraping every second to see when Flux is quiet took 44–46 %
+ * of its CPU in an onboarding's window (its CPU profile, 2026-12-07 05:00), and grows with N.
+ */
+class ReconcileLog {
+  private offset: number;
+  private rest = "";
+  /** Reconciles finished (or failed) per Kustomization (`namespace/name`) since the log was opened. */
+  readonly finished = new Map<string, number>();
+
+  constructor(private readonly file: string) {
+    this.offset = statSync(file).size;
+  }
+
+  /** The Kustomizations named by the lines written since the last read. */
+  read(): Set<string> {
+    const named = new Set<string>();
+    const size = statSync(this.file).size;
+    if (size <= this.offset) return named;
+    const buffer = Buffer.alloc(size - this.offset);
+    const fd = openSync(this.file, "r");
+    try {
+      readSync(fd, buffer, 0, buffer.length, this.offset);
+    } finally {
+      closeSync(fd);
+    }
+    this.offset = size;
+    const lines = (this.rest + buffer.toString("utf8")).split("\n");
+    this.rest = lines.pop() ?? "";
+    for (const line of lines) {
+      let entry: { msg?: string; Kustomization?: { name?: string; namespace?: string } };
+      try {
+        entry = JSON.parse(line) as typeof entry;
+      } catch {
+        continue;
+      }
+      const k = entry.Kustomization;
+      if (!k?.name || !k.namespace) continue;
+      const key = `${k.namespace}/${k.name}`;
+      named.add(key);
+      if (/^Reconciliation (finished|failed)/.test(entry.msg ?? ""))
+        this.finished.set(key, (this.finished.get(key) ?? 0) + 1);
+    }
+    return named;
+  }
+}
+const reconcileLog = (platform: FluxPlatform) =>
+  new ReconcileLog(platform.flux.processes.get("kustomize-controller")!.log);
+
 interface PhaseEnd {
   /** Also wait for this before ending (the before layout: every Kustomization attempted the commit). */
   settled?: () => Promise<boolean>;
@@ -392,24 +455,23 @@ async function phase(platform: FluxPlatform): Promise<{ end(options?: PhaseEnd):
   const counts0 = await reconcileCounts(platform);
   platform.flux.resetPeakRss("kustomize-controller");
   const requests0 = await apiserverRequests(platform);
+  const log = reconcileLog(platform);
   const t0 = performance.now();
   return {
     async end({ settled, quietOn = () => true } = {}) {
-      let last = "";
+      // Quiet: no log line of a Kustomization that counts for 15 s. Its metrics are read only at both ends, outside
+      // the CPU readings.
       let quietSince = Date.now();
       for (;;) {
-        const now = JSON.stringify([...(await reconcileCounts(platform))].filter(([k]) => quietOn(k)));
-        if (now !== last) {
-          last = now;
-          quietSince = Date.now();
-        } else if (Date.now() - quietSince >= QUIET_MS && (!settled || (await settled()))) break;
+        if ([...log.read()].some(quietOn)) quietSince = Date.now();
+        else if (Date.now() - quietSince >= QUIET_MS && (!settled || (await settled()))) break;
         await sleep(1_000);
       }
+      const cpu = Object.fromEntries(Object.entries(pids).map(([k, pid]) => [k, cpuOf(pid) - cpu0[k]!]));
+      const seconds = (performance.now() - t0) / 1000;
       const counts = await reconcileCounts(platform);
       const reconciled = new Map<string, number>();
       for (const [k, n] of counts) if (n - (counts0.get(k) ?? 0) > 0) reconciled.set(k, n - (counts0.get(k) ?? 0));
-      const cpu = Object.fromEntries(Object.entries(pids).map(([k, pid]) => [k, cpuOf(pid) - cpu0[k]!]));
-      const seconds = (performance.now() - t0) / 1000;
       const kustomizePeakRssMiB = mib(platform.flux.peakRssBytes("kustomize-controller"));
       const requests = requestsBetween(requests0, await apiserverRequests(platform));
       // Only now, the window closed: these LISTs are not the phase's cost.
@@ -729,7 +791,7 @@ async function run(layout: Layout, n: number): Promise<Result> {
     const untouched = names.filter((_, i) => i % 10 === 5).slice(0, INTERVAL_SAMPLE);
     const q = await phase(platform);
     const sampled = new Set(untouched.map((t) => `${ASO_NAMESPACE}/team-${t}`));
-    const counts0 = await reconcileCounts(platform);
+    const sampledLog = reconcileLog(platform);
     await Promise.all(
       untouched.map((t) =>
         requestReconcile(platform.admin, "kustomize.toolkit.fluxcd.io/v1", "Kustomization", ASO_NAMESPACE, `team-${t}`),
@@ -740,8 +802,8 @@ async function run(layout: Layout, n: number): Promise<Result> {
     const intervalCost = await q.end({
       quietOn: (k) => sampled.has(k),
       settled: async () => {
-        const counts = await reconcileCounts(platform);
-        return [...sampled].every((k) => (counts.get(k) ?? 0) > (counts0.get(k) ?? 0));
+        sampledLog.read();
+        return [...sampled].every((k) => (sampledLog.finished.get(k) ?? 0) > 0);
       },
     });
     const cpuPerReconcile = intervalCost.cpu["kustomize-controller"]! / Math.max(1, intervalCost.reconciles);
