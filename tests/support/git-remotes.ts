@@ -196,7 +196,10 @@ export async function pushTree(opts: {
     if (opts.remove?.length)
       await git(["rm", "--quiet", "-r", "--ignore-unmatch", "--", ...opts.remove], { cwd: work });
     await cp(opts.dir, work, { recursive: true });
-    await git(["add", "-A"], { cwd: work });
+    // A seeded fleet of thousands of teams is tens of thousands of files: give its add, commit and push minutes, not
+    // git()'s default 30 s, which a loaded machine can take for the add alone.
+    const timeoutMs = 5 * 60_000;
+    await git(["add", "-A"], { cwd: work, timeoutMs });
     // No automatic gc: with a fleet's files it would run detached and still be writing while the folder is removed.
     await git(
       [
@@ -214,9 +217,9 @@ export async function pushTree(opts: {
         "-m",
         opts.subject ?? "hand-written manifests",
       ],
-      { cwd: work },
+      { cwd: work, timeoutMs },
     );
-    await git(["push", "--quiet", "origin", `HEAD:refs/heads/${branch}`], { cwd: work, env });
+    await git(["push", "--quiet", "origin", `HEAD:refs/heads/${branch}`], { cwd: work, env, timeoutMs });
     return (await git(["rev-parse", "HEAD"], { cwd: work })).trim();
   } finally {
     await rm(tmp, { recursive: true, force: true });
