@@ -326,6 +326,12 @@ const cpuOf = (pid: number) => {
   if (!usage) throw new Error(`process ${pid} is gone`);
   return usage.cpuSeconds;
 };
+/** Each process's CPU seconds so far. */
+const cpuNow = (pids: Record<string, number>) =>
+  Object.fromEntries(Object.entries(pids).map(([k, pid]) => [k, cpuOf(pid)]));
+/** Each process's CPU seconds since `before` (cpuNow). */
+const cpuSince = (pids: Record<string, number>, before: Record<string, number>) =>
+  Object.fromEntries(Object.entries(pids).map(([k, pid]) => [k, cpuOf(pid) - before[k]!]));
 const mib = (bytes: number) => Math.round(bytes / 1024 / 1024);
 const rev = (sha: string) => `main@sha1:${sha}`;
 const readyOf = (k: Ks) => k.status?.conditions?.find((c) => c.type === "Ready");
@@ -426,12 +432,13 @@ class ReconcileLog {
     return named;
   }
 }
-const reconcileLog = (platform: FluxPlatform) =>
-  new ReconcileLog(platform.flux.processes.get("kustomize-controller")!.log);
 
 interface PhaseEnd {
-  /** Also wait for this before ending (the before layout: every Kustomization attempted the commit). */
-  settled?: () => Promise<boolean>;
+  /**
+   * Also wait for this before ending (the before layout: every Kustomization attempted the commit), given the phase's
+   * log, read up to now.
+   */
+  settled?: (log: ReconcileLog) => boolean | Promise<boolean>;
   /**
    * Which Kustomizations' reconciles must stop for the phase to end (default: all). A phase that causes a known set
    * of reconciles waits only for those: the rollout's teams reconcile every 10 minutes afterwards, and 256 slices
@@ -451,11 +458,11 @@ async function phase(platform: FluxPlatform): Promise<{ end(options?: PhaseEnd):
       k.status?.lastAttemptedRevision,
     ]),
   );
-  const cpu0 = Object.fromEntries(Object.entries(pids).map(([k, pid]) => [k, cpuOf(pid)]));
+  const cpu0 = cpuNow(pids);
   const counts0 = await reconcileCounts(platform);
   platform.flux.resetPeakRss("kustomize-controller");
   const requests0 = await apiserverRequests(platform);
-  const log = reconcileLog(platform);
+  const log = new ReconcileLog(platform.flux.processes.get("kustomize-controller")!.log);
   const t0 = performance.now();
   return {
     async end({ settled, quietOn = () => true } = {}) {
@@ -464,10 +471,10 @@ async function phase(platform: FluxPlatform): Promise<{ end(options?: PhaseEnd):
       let quietSince = Date.now();
       for (;;) {
         if ([...log.read()].some(quietOn)) quietSince = Date.now();
-        else if (Date.now() - quietSince >= QUIET_MS && (!settled || (await settled()))) break;
+        else if (Date.now() - quietSince >= QUIET_MS && (!settled || (await settled(log)))) break;
         await sleep(1_000);
       }
-      const cpu = Object.fromEntries(Object.entries(pids).map(([k, pid]) => [k, cpuOf(pid) - cpu0[k]!]));
+      const cpu = cpuSince(pids, cpu0);
       const seconds = (performance.now() - t0) / 1000;
       const counts = await reconcileCounts(platform);
       const reconciled = new Map<string, number>();
@@ -510,11 +517,12 @@ async function idleRates(
   for (let attempt = 0; attempt < IDLE_TRIES; attempt++) {
     const counts0 = await reconcileCounts(platform);
     const requests0 = await apiserverRequests(platform);
-    const cpu0 = Object.fromEntries(Object.entries(pids).map(([k, pid]) => [k, cpuOf(pid)]));
+    const cpu0 = cpuNow(pids);
     const t0 = performance.now();
     await sleep(IDLE_MS);
+    const used = cpuSince(pids, cpu0);
     const seconds = (performance.now() - t0) / 1000;
-    rates = Object.fromEntries(Object.entries(pids).map(([k, pid]) => [k, (cpuOf(pid) - cpu0[k]!) / seconds]));
+    rates = Object.fromEntries(Object.entries(used).map(([k, cpu]) => [k, cpu / seconds]));
     requests = requestsBetween(requests0, await apiserverRequests(platform));
     const counts = await reconcileCounts(platform);
     reconciles = [...counts].reduce((sum, [k, c]) => sum + c - (counts0.get(k) ?? 0), 0);
@@ -541,9 +549,7 @@ function profile(platform: FluxPlatform, file: string, seconds = PROFILE_SECONDS
 }
 
 const perMinute = (rates: Record<string, number>) =>
-  CPU_GOAL.filter((p) => rates[p] !== undefined)
-    .map((p) => `${p} ${(60 * rates[p]!).toFixed(2)}`)
-    .join(", ");
+  describeCpu(Object.fromEntries(Object.entries(rates).map(([p, rate]) => [p, 60 * rate])));
 
 /** Until every Kustomization of `teams` is Ready at `revision` (for an artifact: the commit it was cut from). */
 async function untilReady(
@@ -640,7 +646,6 @@ async function rolloutPhase(
   console.log(
     `  rollout of ${selected.length} teams from ${templates.behind} to ${templates.target} (${revision.slice(0, 7)}): POST → all ${selected.length} Ready ${ms(toAllReadyMs)}; ${describe(cost)}`,
   );
-
   return { teams: selected.length, toAllReadyMs, cost };
 }
 
@@ -791,7 +796,6 @@ async function run(layout: Layout, n: number): Promise<Result> {
     const untouched = names.filter((_, i) => i % 10 === 5).slice(0, INTERVAL_SAMPLE);
     const q = await phase(platform);
     const sampled = new Set(untouched.map((t) => `${ASO_NAMESPACE}/team-${t}`));
-    const sampledLog = reconcileLog(platform);
     await Promise.all(
       untouched.map((t) =>
         requestReconcile(platform.admin, "kustomize.toolkit.fluxcd.io/v1", "Kustomization", ASO_NAMESPACE, `team-${t}`),
@@ -801,10 +805,7 @@ async function run(layout: Layout, n: number): Promise<Result> {
     // slices every hour) are interval reconciles at an unchanged revision too, so they count in the price per reconcile.
     const intervalCost = await q.end({
       quietOn: (k) => sampled.has(k),
-      settled: async () => {
-        sampledLog.read();
-        return [...sampled].every((k) => (sampledLog.finished.get(k) ?? 0) > 0);
-      },
+      settled: (log) => [...sampled].every((k) => (log.finished.get(k) ?? 0) > 0),
     });
     const cpuPerReconcile = intervalCost.cpu["kustomize-controller"]! / Math.max(1, intervalCost.reconciles);
     console.log(
@@ -920,7 +921,6 @@ function summary(results: Result[]): void {
   const bySize = results.filter((r) => r.layout !== "GitRepository").sort((a, b) => a.teams - b.teams);
   const [smallest, largest] = [bySize[0], bySize.at(-1)];
   if (smallest && largest && largest.teams > smallest.teams && largest.layout === smallest.layout) {
-    const med = (r: Result, f: (o: Onboarding) => number) => percentile(r.onboardings.map(f), 50);
     console.log(
       `  CPU per onboarding, ${largest.teams} / ${smallest.teams} teams: ${(med(largest, onboardingCpu) / med(smallest, onboardingCpu)).toFixed(2)}; above idle ${(med(largest, onboardingCpuAboveIdle) / med(smallest, onboardingCpuAboveIdle)).toFixed(2)}`,
     );
