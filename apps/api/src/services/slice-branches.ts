@@ -155,40 +155,54 @@ export class SliceBranchFollower {
 const SLICE_REVISION = new RegExp(`^(${SLICE_BRANCHES}[a-z0-9][a-z0-9.-]*/[a-z0-9][a-z0-9.-]*)@sha1:([0-9a-f]{40})$`);
 
 /**
- * Team statuses as the fleet's commits: a slice branch's commit holds only the slice's folders (ADR 0036), so a
- * revision Flux reports on it, `berth-slices/<cluster>/<slice>@sha1:<slice commit>`, is told as the main-branch
- * commit it stands for, `<main>@sha1:<commit>`, which the status API, status pages and rollout gates compare with the
- * fleet's history. One that the repository does not hold (a branch moved twice since) is told as Flux said it.
+ * The main-branch commit each revision of a slice branch stands for (its commit holds only the slice's folders and
+ * names that commit, ADR 0036), looked up once per commit however many Kustomizations report it: commits are
+ * immutable (the least recently read forgotten first). A look-up that found nothing (the remote did not answer, or
+ * no longer holds the commit) is tried again the next time it is asked.
+ */
+export class FleetCommits {
+  private readonly known = new LRUCache<string, Promise<string | undefined>>({ max: 10_000 });
+
+  constructor(private readonly repo: Pick<FollowedRepo, "fleetCommit">) {}
+
+  /** Undefined for a revision that is not a slice branch's, or whose commit was not found. */
+  of(revision: string): Promise<string | undefined> {
+    const m = SLICE_REVISION.exec(revision);
+    if (!m) return Promise.resolve(undefined);
+    const [, branch, sha] = m as unknown as [string, string, string];
+    let found = this.known.get(sha);
+    if (!found) {
+      found = this.repo.fleetCommit(sha, branch).catch(() => undefined);
+      this.known.set(sha, found);
+      void found.then((fleet) => fleet === undefined && this.known.delete(sha));
+    }
+    return found;
+  }
+}
+
+/**
+ * Team statuses as the fleet's commits: a revision Flux reports on a slice branch is told as the main-branch commit it
+ * stands for (FleetCommits), `<main>@sha1:<commit>`, which the status API, status pages and rollout gates compare
+ * with the fleet's history. One that the repository does not hold (a branch moved twice since) is told as Flux said it.
  */
 export class FleetRevisionStatusReader implements TeamStatusReader {
-  /** Commits are immutable: each slice commit is looked up once (the least recently read forgotten first). */
-  private readonly known = new LRUCache<string, Promise<string>>({ max: 10_000 });
+  private readonly commits: FleetCommits;
 
   constructor(
     private readonly reader: TeamStatusReader,
-    private readonly repo: Pick<FollowedRepo, "fleetCommit">,
+    repo: Pick<FollowedRepo, "fleetCommit">,
     private readonly mainBranch: string,
-  ) {}
+  ) {
+    this.commits = new FleetCommits(repo);
+  }
 
   async read(team: string, clusters: Cluster[]): Promise<ClusterStatus[]> {
     const statuses = await this.reader.read(team, clusters);
-    return Promise.all(
-      statuses.map(async (s) => (s.revision ? { ...s, revision: await this.fleetRevision(s.revision) } : s)),
-    );
+    return Promise.all(statuses.map(async (s) => (s.revision ? { ...s, revision: await this.told(s.revision) } : s)));
   }
 
-  private fleetRevision(revision: string): Promise<string> {
-    const m = SLICE_REVISION.exec(revision);
-    if (!m) return Promise.resolve(revision);
-    let told = this.known.get(revision);
-    if (!told) {
-      const [, branch, sha] = m as unknown as [string, string, string];
-      const commit = this.repo.fleetCommit(sha, branch).catch(() => undefined);
-      told = commit.then((fleet) => (fleet ? `${this.mainBranch}@sha1:${fleet}` : revision));
-      // Only an answer is kept: a look-up that failed (the remote did not answer) is tried again at the next read.
-      void commit.then((fleet) => fleet === undefined && this.known.delete(revision));
-      this.known.set(revision, told);
-    }
-    return told;
+  private async told(revision: string): Promise<string> {
+    const fleet = await this.commits.of(revision);
+    return fleet ? `${this.mainBranch}@sha1:${fleet}` : revision;
   }
 }
