@@ -211,6 +211,29 @@ describe("slice branches follow the main branch, slice by slice", () => {
     await berth.services.sliceBranches.follow(olderFleet);
     expect((await branches()).get(branch)).toBe(newer);
   });
+
+  it("after the main branch is force-pushed to another history, moves the slices it changed there", async () => {
+    const branch = branchOf("aks-prod-neu", teamA);
+    const path = `clusters/aks-prod-neu/teams/${teamShard(teamA)}/${teamA}.yaml`;
+    const current = await git(["--git-dir", remote.dir, "show", `main:${path}`]);
+    const changed = await pushForeignCommit({
+      url: remote.url,
+      path,
+      content: `${current}# rewritten\n`,
+      subject: "x",
+    });
+    // The same files as a new root commit: no commit any slice branch stands for is in the main branch's history.
+    const tree = (await git(["--git-dir", remote.dir, "rev-parse", `${changed}^{tree}`])).trim();
+    const identity = ["-c", "user.name=Hand", "-c", "user.email=hand@example.test"];
+    const rewritten = (
+      await git([...identity, "--git-dir", remote.dir, "commit-tree", tree, "-m", "history rewritten"])
+    ).trim();
+    await git(["--git-dir", remote.dir, "update-ref", "refs/heads/main", rewritten]);
+    const followed = await berth.services.sliceBranches.follow();
+    expect(followed.revision).toBe(rewritten);
+    expect([...followed.shards]).toEqual([["aks-prod-neu", sliceHolding(CUT, teamA).shards]]);
+    expect(await fleetCommitOf((await branches()).get(branch)!)).toBe(rewritten);
+  });
 });
 
 describe("a slice commit's fleet commit, as the status tells it", () => {

@@ -453,8 +453,10 @@ export class FluxRepo {
    * of the branch fetches those folders only. Its second parent is the branch's head before, so every move is a
    * fast-forward: a forge that refuses force-pushes takes it. Only forward along the main branch: a move to a commit that is not the main
    * branch's last fetched head or behind it, or from a head whose main-branch commit is not behind `to` (or that the
-   * remote no longer holds), is left out. Never the main branch itself. Returns the branches moved; a branch that
-   * another writer moved meanwhile is left where that writer put it.
+   * remote no longer holds), is left out. Once the main branch's history is rewritten (a force-push), a branch that
+   * stands for a commit it no longer holds moves to its head, and only while the remote's main branch is there (so a
+   * replica that has not fetched the rewrite cannot move it back). Never the main branch itself. Returns the branches
+   * moved; a branch that another writer moved meanwhile is left where that writer put it.
    */
   async advanceFollowers(
     moves: ReadonlyArray<{ branch: string; from?: string | undefined; to: string; folders: readonly string[] }>,
@@ -477,12 +479,20 @@ export class FluxRepo {
         known.set(pair, answer);
         return answer;
       };
+      let remoteMain: Promise<string | undefined> | undefined;
+      const mainNow = () =>
+        (remoteMain ??= this.remoteHeads([`refs/heads/${this.cfg.branch}`], (b) => b === this.cfg.branch).then((h) =>
+          h.get(this.cfg.branch),
+        ));
       const forward: Array<(typeof moves)[number]> = [];
       for (const move of moves) {
         if (!head || !(await behind(move.to, head))) continue;
         if (move.from !== undefined) {
           const was = await this.fleetCommitOf(move.from, move.branch);
-          if (was === undefined || was === move.to || !(await behind(was, move.to))) continue;
+          if (was === undefined || was === move.to) continue;
+          // Not behind `to`: ahead of it on the main branch (another writer moved it there), so it stays; or off the
+          // main branch (its history rewritten), so it moves to the head the remote's main branch has now, only.
+          if (!(await behind(was, move.to)) && ((await behind(was, head)) || (await mainNow()) !== move.to)) continue;
         }
         forward.push(move);
       }

@@ -91,4 +91,45 @@ describe("following branches", () => {
     expect(await repo.advanceFollowers([{ branch: BRANCH, from: atSecond, to: second, folders: FOLDERS }])).toEqual([]);
     expect(await head(BRANCH)).toBe(atSecond);
   });
+
+  it("after the main branch's history is rewritten (a force-push), moves to its new head, and only there", async () => {
+    const { remote, repo, open, first, head } = await setup();
+    await repo.advanceFollowers([{ branch: BRANCH, to: first, folders: FOLDERS }]);
+    const atFirst = await head(BRANCH);
+    // A replica that fetched the main branch before the rewrite.
+    const stale = await open();
+    await stale.snapshot(0);
+    // The main branch force-pushed to a history without `first` (same files, another root commit), then one more.
+    const tree = (await git(["--git-dir", remote.dir, "rev-parse", `${first}^{tree}`])).trim();
+    const commitTree = (...args: string[]) =>
+      git([
+        "-c",
+        "user.name=Hand",
+        "-c",
+        "user.email=hand@example.test",
+        "--git-dir",
+        remote.dir,
+        "commit-tree",
+        ...args,
+      ]);
+    const rewritten = (await commitTree(tree, "-m", "rewritten")).trim();
+    const newest = (await commitTree(tree, "-p", rewritten, "-m", "newest")).trim();
+    await git(["--git-dir", remote.dir, "update-ref", "refs/heads/main", newest]);
+    await repo.snapshot(0);
+
+    // Not to a commit of the new history that is not the remote's head.
+    expect(await repo.advanceFollowers([{ branch: BRANCH, from: atFirst, to: rewritten, folders: FOLDERS }])).toEqual(
+      [],
+    );
+    expect(await repo.advanceFollowers([{ branch: BRANCH, from: atFirst, to: newest, folders: FOLDERS }])).toEqual([
+      BRANCH,
+    ]);
+    const atNewest = await head(BRANCH);
+    expect(await repo.fleetCommit(atNewest, BRANCH)).toBe(newest);
+    const body = await git(["--git-dir", remote.dir, "cat-file", "commit", atNewest]);
+    expect([...body.matchAll(/^parent ([0-9a-f]{40})$/gm)].map((m) => m[1])).toEqual([newest, atFirst]);
+    // The replica that has not fetched the rewrite does not move it back to the old history.
+    expect(await stale.advanceFollowers([{ branch: BRANCH, from: atNewest, to: first, folders: FOLDERS }])).toEqual([]);
+    expect(await head(BRANCH)).toBe(atNewest);
+  });
 });
