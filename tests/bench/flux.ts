@@ -400,6 +400,11 @@ class ReconcileLog {
     this.offset = statSync(file).size;
   }
 
+  /** kustomize-controller's log, from now on. */
+  static of(platform: FluxPlatform): ReconcileLog {
+    return new ReconcileLog(platform.flux.processes.get("kustomize-controller")!.log);
+  }
+
   /** The Kustomizations named by the lines written since the last read. */
   read(): Set<string> {
     const named = new Set<string>();
@@ -463,7 +468,7 @@ async function phase(platform: FluxPlatform): Promise<{ end(options?: PhaseEnd):
   const counts0 = await reconcileCounts(platform);
   const requests0 = await apiserverRequests(platform);
   platform.flux.resetPeakRss("kustomize-controller");
-  const log = new ReconcileLog(platform.flux.processes.get("kustomize-controller")!.log);
+  const log = ReconcileLog.of(platform);
   const cpu0 = cpuNow(pids);
   const t0 = performance.now();
   return {
@@ -517,17 +522,18 @@ async function idleRates(
   let rates: Record<string, number> = {};
   let requests = new Map<string, RequestTally>();
   for (let attempt = 0; attempt < IDLE_TRIES; attempt++) {
-    const counts0 = await reconcileCounts(platform);
     const requests0 = await apiserverRequests(platform);
+    // Reconciles seen in kustomize-controller's log, as a phase sees them: no metrics scrape of its own to idle through.
+    const log = ReconcileLog.of(platform);
     const cpu0 = cpuNow(pids);
     const t0 = performance.now();
     await sleep(IDLE_MS);
     const used = cpuSince(pids, cpu0);
     const seconds = (performance.now() - t0) / 1000;
     rates = Object.fromEntries(Object.entries(used).map(([k, cpu]) => [k, cpu / seconds]));
+    log.read();
+    reconciles = [...log.finished.values()].reduce((a, b) => a + b, 0);
     requests = requestsBetween(requests0, await apiserverRequests(platform));
-    const counts = await reconcileCounts(platform);
-    reconciles = [...counts].reduce((sum, [k, c]) => sum + c - (counts0.get(k) ?? 0), 0);
     if (reconciles === 0) break;
   }
   return { rates, reconciles, requests };
