@@ -17,7 +17,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { DEV_TOKEN, startBerth, type RunningBerth } from "../support/berth.js";
 import { readAnswer } from "../support/contract.js";
 import { pushForeignCommit } from "../support/foreign-pusher.js";
-import { createBareRepo, git, makeTempDir, type BareRepo } from "../support/git-remotes.js";
+import { createBareRepo, forceCommit, git, makeTempDir, type BareRepo } from "../support/git-remotes.js";
 import { LoopbackServers } from "../support/loopback-servers.js";
 import { ScriptedStatusReader } from "../support/scripted-status.js";
 
@@ -224,11 +224,7 @@ describe("slice branches follow the main branch, slice by slice", () => {
     });
     // The same files as a new root commit: no commit any slice branch stands for is in the main branch's history.
     const tree = (await git(["--git-dir", remote.dir, "rev-parse", `${changed}^{tree}`])).trim();
-    const identity = ["-c", "user.name=Hand", "-c", "user.email=hand@example.test"];
-    const rewritten = (
-      await git([...identity, "--git-dir", remote.dir, "commit-tree", tree, "-m", "history rewritten"])
-    ).trim();
-    await git(["--git-dir", remote.dir, "update-ref", "refs/heads/main", rewritten]);
+    const rewritten = await forceCommit(remote, "main", tree, "history rewritten");
     const followed = await berth.services.sliceBranches.follow();
     expect(followed.revision).toBe(rewritten);
     expect([...followed.shards]).toEqual([["aks-prod-neu", sliceHolding(CUT, teamA).shards]]);

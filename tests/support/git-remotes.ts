@@ -95,6 +95,34 @@ export async function createBareRepo(dir?: string, opts: { branch?: string } = {
   };
 }
 
+/**
+ * Moves a bare repository's `branch` to a new commit of `tree` with `parents` (none: a new root), as a force-push of a
+ * rewritten history leaves it; returns the commit.
+ */
+export async function forceCommit(
+  remote: BareRepo,
+  branch: string,
+  tree: string,
+  message: string,
+  parents: string[] = [],
+): Promise<string> {
+  const identity = ["-c", "user.name=Hand", "-c", "user.email=hand@example.test"];
+  const commit = (
+    await git([
+      ...identity,
+      "--git-dir",
+      remote.dir,
+      "commit-tree",
+      tree,
+      ...parents.flatMap((p) => ["-p", p]),
+      "-m",
+      message,
+    ])
+  ).trim();
+  await git(["--git-dir", remote.dir, "update-ref", `refs/heads/${branch}`, commit]);
+  return commit;
+}
+
 export interface RemoteCommit {
   sha: string;
   subject: string;

@@ -5,7 +5,7 @@
  * branch, leased on the head seen, and a replica that never wrote the branch reads it back the same way.
  */
 import { afterEach, describe, expect, it } from "vitest";
-import { createBareRepo, git } from "../../../tests/support/git-remotes.js";
+import { createBareRepo, forceCommit, git } from "../../../tests/support/git-remotes.js";
 import { openRepo, origin, write } from "./helpers.js";
 
 const cleanups: (() => Promise<void>)[] = [];
@@ -35,7 +35,12 @@ async function setup() {
   const first = (await repo.transact(write("berth: two teams", files), origin)).revision;
   const head = (ref: string) => git(["--git-dir", remote.dir, "rev-parse", `refs/heads/${ref}`]).then((s) => s.trim());
   const files_ = (ref: string) => git(["--git-dir", remote.dir, "ls-tree", "-r", "--full-tree", ref]);
-  return { remote, repo, open, first, head, files: files_ };
+  /** A commit's parents, in order. */
+  const parents = async (sha: string) =>
+    [...(await git(["--git-dir", remote.dir, "cat-file", "commit", sha])).matchAll(/^parent ([0-9a-f]{40})$/gm)].map(
+      (m) => m[1],
+    );
+  return { remote, repo, open, first, head, files: files_, parents };
 }
 
 describe("following branches", () => {
@@ -57,7 +62,7 @@ describe("following branches", () => {
   });
 
   it("moves only forward, leased; another replica reads and moves the branch the same way", async () => {
-    const { remote, repo, open, first, head } = await setup();
+    const { repo, open, first, head, parents } = await setup();
     await repo.advanceFollowers([{ branch: BRANCH, to: first, folders: FOLDERS }]);
     const atFirst = await head(BRANCH);
     const second = (
@@ -81,8 +86,7 @@ describe("following branches", () => {
     const atSecond = await head(BRANCH);
     expect(await repo.fleetCommit(atSecond, BRANCH)).toBe(second);
     // A fast-forward of the branch: its head before is the second parent (no force-push for a forge to refuse).
-    const body = await git(["--git-dir", remote.dir, "cat-file", "commit", atSecond]);
-    expect([...body.matchAll(/^parent ([0-9a-f]{40})$/gm)].map((m) => m[1])).toEqual([second, atFirst]);
+    expect(await parents(atSecond)).toEqual([second, atFirst]);
 
     // Back to the older commit: never, whoever asks.
     await repo.snapshot(0);
@@ -93,7 +97,7 @@ describe("following branches", () => {
   });
 
   it("after the main branch's history is rewritten (a force-push), moves to its new head, and only there", async () => {
-    const { remote, repo, open, first, head } = await setup();
+    const { remote, repo, open, first, head, parents } = await setup();
     await repo.advanceFollowers([{ branch: BRANCH, to: first, folders: FOLDERS }]);
     const atFirst = await head(BRANCH);
     // A replica that fetched the main branch before the rewrite.
@@ -101,20 +105,8 @@ describe("following branches", () => {
     await stale.snapshot(0);
     // The main branch force-pushed to a history without `first` (same files, another root commit), then one more.
     const tree = (await git(["--git-dir", remote.dir, "rev-parse", `${first}^{tree}`])).trim();
-    const commitTree = (...args: string[]) =>
-      git([
-        "-c",
-        "user.name=Hand",
-        "-c",
-        "user.email=hand@example.test",
-        "--git-dir",
-        remote.dir,
-        "commit-tree",
-        ...args,
-      ]);
-    const rewritten = (await commitTree(tree, "-m", "rewritten")).trim();
-    const newest = (await commitTree(tree, "-p", rewritten, "-m", "newest")).trim();
-    await git(["--git-dir", remote.dir, "update-ref", "refs/heads/main", newest]);
+    const rewritten = await forceCommit(remote, "main", tree, "rewritten");
+    const newest = await forceCommit(remote, "main", tree, "newest", [rewritten]);
     await repo.snapshot(0);
 
     // Not to a commit of the new history that is not the remote's head.
@@ -126,8 +118,7 @@ describe("following branches", () => {
     ]);
     const atNewest = await head(BRANCH);
     expect(await repo.fleetCommit(atNewest, BRANCH)).toBe(newest);
-    const body = await git(["--git-dir", remote.dir, "cat-file", "commit", atNewest]);
-    expect([...body.matchAll(/^parent ([0-9a-f]{40})$/gm)].map((m) => m[1])).toEqual([newest, atFirst]);
+    expect(await parents(atNewest)).toEqual([newest, atFirst]);
     // The replica that has not fetched the rewrite does not move it back to the old history.
     expect(await stale.advanceFollowers([{ branch: BRANCH, from: atNewest, to: first, folders: FOLDERS }])).toEqual([]);
     expect(await head(BRANCH)).toBe(atNewest);
